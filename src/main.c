@@ -1,0 +1,207 @@
+/* main.c - weightfs command line: validate the model completely, then
+ * mount it.  Only this file prints and chooses exit codes. */
+#include "wf_fuse.h"
+#include "wf_model.h"
+#include "wf_tree.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#ifndef WF_VERSION
+#define WF_VERSION "0.1.0"
+#endif
+
+/* Exit codes (documented in docs/weightfs.1). */
+enum {
+	EXIT_USAGE = 1,    /* bad command line, or the mount itself failed */
+	EXIT_OPEN = 2,     /* MODEL cannot be opened, is not a regular file, or lies inside the mount point */
+	EXIT_FORMAT = 3,   /* MODEL is malformed */
+	EXIT_UNSUP = 4,    /* MODEL is well-formed but uses something weightfs does not support */
+	EXIT_NOMEM = 5,
+};
+
+struct opts {
+	char *model;       /* first non-option argument */
+	int allow_other;   /* seen -o allow_other: add default_permissions */
+	int help, version;
+};
+
+#define OPT(t, p) {t, offsetof(struct opts, p), 1}
+static const struct fuse_opt wf_opts[] = {
+	OPT("allow_other", allow_other),
+	OPT("-h", help),
+	OPT("--help", help),
+	OPT("-V", version),
+	OPT("--version", version),
+	FUSE_OPT_END
+};
+
+static int opt_proc(void *data, const char *arg, int key, struct fuse_args *outargs)
+{
+	(void)outargs;
+	struct opts *o = data;
+	if (key == FUSE_OPT_KEY_NONOPT && !o->model) {
+		o->model = strdup(arg);
+		return 0;
+	}
+	/* allow_other is matched to note it, and must still reach FUSE */
+	return 1;
+}
+
+static void usage(const char *prog)
+{
+	printf("usage: %s [options] MODEL MOUNTPOINT\n\n"
+	       "Mounts a GGUF or safetensors model read-only: every tensor is a file of\n"
+	       "little-endian numbers (float32 for float and quantized types), decoded\n"
+	       "on read.  See weightfs(1).\n\n"
+	       "options:\n"
+	       "    -h, --help       print this help and exit\n"
+	       "    -V, --version    print the version and exit\n"
+	       "    -f               stay in the foreground\n"
+	       "    -d               debug output (implies -f)\n"
+	       "    -s               single-threaded\n"
+	       "    -o opt[,opt...]  mount options (see below and mount.fuse3(8));\n"
+	       "                     allow_other implies default_permissions\n\n"
+	       "Unmount with: fusermount3 -u MOUNTPOINT\n\n", prog);
+	fuse_cmdline_help();
+	fuse_lowlevel_help();
+}
+
+/* True if path lies inside (or is) dir, both resolved. */
+static bool inside(const char *path, const char *dir)
+{
+	char rp[PATH_MAX], rd[PATH_MAX];
+	if (!realpath(path, rp) || !realpath(dir, rd))
+		return false;
+	size_t n = strlen(rd);
+	if (strcmp(rd, "/") == 0)
+		return true;
+	return strncmp(rp, rd, n) == 0 && (rp[n] == '/' || rp[n] == '\0');
+}
+
+/* Adds "-o fsname=<model>" with the commas and backslashes fuse_opt
+ * would split on escaped. */
+static int add_fsname(struct fuse_args *args, const char *model)
+{
+	size_t n = strlen(model);
+	char *s = malloc(2 * n + 16);
+	if (!s)
+		return -1;
+	char *p = stpcpy(s, "-ofsname=");
+	for (size_t i = 0; i < n; i++) {
+		if (model[i] == ',' || model[i] == '\\')
+			*p++ = '\\';
+		*p++ = model[i];
+	}
+	*p = '\0';
+	int rc = fuse_opt_add_arg(args, s);
+	free(s);
+	return rc;
+}
+
+int main(int argc, char *argv[])
+{
+	struct fuse_args args = FUSE_ARGS_INIT(argc, argv);
+	struct opts o = {0};
+	struct fuse_cmdline_opts co = {0};
+	struct wf_model *m = NULL;
+	struct wf_tree *t = NULL;
+	struct fuse_session *se = NULL;
+	struct fuse_loop_config *lc = NULL;
+	char err[WF_ERRLEN];
+	int ret = EXIT_USAGE;
+
+	if (fuse_opt_parse(&args, &o, wf_opts, opt_proc) != 0)
+		goto out_args;
+	if (o.help) {
+		usage(argv[0]);
+		ret = 0;
+		goto out_args;
+	}
+	if (o.version) {
+		printf("weightfs %s (libfuse %s)\n", WF_VERSION, fuse_pkgversion());
+		ret = 0;
+		goto out_args;
+	}
+	if (fuse_parse_cmdline(&args, &co) != 0)
+		goto out_args;
+	if (!o.model || !co.mountpoint) {
+		fprintf(stderr, "usage: %s [options] MODEL MOUNTPOINT  (-h for help)\n", argv[0]);
+		goto out_args;
+	}
+
+	enum wf_err rc = wf_model_open(&m, o.model, err);
+	if (rc == WF_OK && inside(o.model, co.mountpoint)) {
+		snprintf(err, sizeof err, "lies inside the mount point %s", co.mountpoint);
+		rc = WF_ERR_IO;
+	}
+	if (rc == WF_OK)
+		rc = wf_tree_build(&t, m, err);
+	if (rc != WF_OK) {
+		fprintf(stderr, "weightfs: %s: %s\n", o.model, err);
+		ret = rc == WF_ERR_IO ? EXIT_OPEN : rc == WF_ERR_FORMAT ? EXIT_FORMAT
+		      : rc == WF_ERR_UNSUP ? EXIT_UNSUP : EXIT_NOMEM;
+		goto out_model;
+	}
+
+	struct wf_fs fs = {
+		.m = m, .t = t, .uid = getuid(), .gid = getgid(), .timeout = 86400.0 * 365,
+	};
+	/* read-only at the VFS too, so writes fail with EROFS before reaching us */
+	if (fuse_opt_add_arg(&args, "-oro,subtype=weightfs,default_permissions") != 0 ||
+	    add_fsname(&args, o.model) != 0) {
+		ret = EXIT_NOMEM;
+		goto out_model;
+	}
+	(void)o.allow_other; /* default_permissions is always on: the modes are the policy */
+
+	se = fuse_session_new(&args, &wf_fuse_ops, sizeof wf_fuse_ops, &fs);
+	if (!se)
+		goto out_model;
+	if (fuse_set_signal_handlers(se) != 0)
+		goto out_session;
+	if (wf_fuse_catch_sigbus() != 0) {
+		perror("weightfs: sigaction");
+		goto out_signals;
+	}
+	if (fuse_session_mount(se, co.mountpoint) != 0)
+		goto out_signals;
+	/* The mount exists now: the parent returns only after this point, so
+	 * a script can use the mount on its next line. */
+	fuse_daemonize(co.foreground);
+
+	if (co.singlethread) {
+		ret = fuse_session_loop(se);
+	} else {
+		lc = fuse_loop_cfg_create();
+		if (!lc) {
+			ret = EXIT_NOMEM;
+			goto out_unmount;
+		}
+		fuse_loop_cfg_set_clone_fd(lc, co.clone_fd);
+		fuse_loop_cfg_set_max_threads(lc, co.max_threads);
+		fuse_loop_cfg_set_idle_threads(lc, co.max_idle_threads);
+		ret = fuse_session_loop_mt(se, lc);
+	}
+	ret = ret != 0 ? EXIT_USAGE : 0;
+out_unmount:
+	fuse_session_unmount(se);
+out_signals:
+	fuse_remove_signal_handlers(se);
+out_session:
+	fuse_session_destroy(se);
+out_model:
+	fuse_loop_cfg_destroy(lc);
+	wf_tree_free(t);
+	wf_model_free(m);
+out_args:
+	free(co.mountpoint);
+	free(o.model);
+	fuse_opt_free_args(&args);
+	return ret;
+}

@@ -1,0 +1,52 @@
+/* wf_buf.h - a growable byte buffer and the JSON text writer built on it.
+ *
+ * Appends never fail at the call site: an allocation failure sets `oom`,
+ * later appends are ignored, and the owner checks `oom` once at the end.
+ */
+#ifndef WF_BUF_H
+#define WF_BUF_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct wf_buf {
+	char *data;  /* NUL-terminated when len > 0 or after wf_buf_finish */
+	size_t len;  /* bytes used, excluding the terminating NUL */
+	size_t cap;  /* bytes allocated */
+	bool oom;    /* an append failed; data is incomplete */
+};
+
+void wf_buf_put(struct wf_buf *b, const void *p, size_t n);
+void wf_buf_puts(struct wf_buf *b, const char *s);
+void wf_buf_putc(struct wf_buf *b, char c);
+void wf_buf_printf(struct wf_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Appends s[0..n) as a quoted JSON string.  Bytes that are not valid UTF-8
+ * become U+FFFD, so the output is valid JSON whatever s holds; control
+ * characters are escaped. */
+void wf_buf_json_str(struct wf_buf *b, const void *s, size_t n);
+
+/* Appends a float as a JSON number with enough digits to round-trip
+ * (%.9g for float, %.17g for double); NaN and infinities, which JSON cannot
+ * spell, become the strings "NaN", "Infinity", "-Infinity". */
+void wf_buf_json_f32(struct wf_buf *b, float v);
+void wf_buf_json_f64(struct wf_buf *b, double v);
+
+/* Makes data a NUL-terminated string (allocating for an empty buffer) and
+ * returns true, or returns false if any append failed. */
+bool wf_buf_finish(struct wf_buf *b);
+
+void wf_buf_free(struct wf_buf *b);
+
+/* Length of the valid UTF-8 sequence starting at s[0] (1..4), or 0 if the
+ * bytes there (at most n) are not one: overlong forms, surrogates and code
+ * points past U+10FFFF are invalid. */
+size_t wf_utf8_seq(const uint8_t *s, size_t n);
+
+/* Writes a printable, quoted, length-limited rendering of a name from a
+ * model file into out (for error messages): non-printable bytes as \xNN,
+ * long names cut with "...". Returns out. */
+const char *wf_quote(char *out, size_t outlen, const void *name, size_t n);
+
+#endif

@@ -1,0 +1,59 @@
+/* wf_common.h - error codes and small helpers shared by the library.
+ *
+ * Library functions return an enum wf_err and, on failure, may fill a
+ * caller-owned message buffer of WF_ERRLEN bytes.  Only main() prints.
+ */
+#ifndef WF_COMMON_H
+#define WF_COMMON_H
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <inttypes.h>
+#include <stdint.h>
+
+#define WF_ERRLEN 512
+#define WF_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
+
+enum wf_err {
+	WF_OK = 0,
+	WF_ERR_NOMEM,   /* allocation failed */
+	WF_ERR_IO,      /* the OS refused (open, mmap, fstat) */
+	WF_ERR_FORMAT,  /* the model file is malformed or hostile */
+	WF_ERR_UNSUP,   /* well-formed, but something weightfs does not handle */
+	WF_ERR_RANGE,   /* a read that cannot be served (bytes gone, no decoder) */
+};
+
+/* Formats msg into err (WF_ERRLEN bytes) when err is not NULL and returns
+ * code, so a failing path reads `return wf_fail(err, WF_ERR_FORMAT, ...)`. */
+enum wf_err wf_fail(char *err, enum wf_err code, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/* a*b and a+b on uint64_t; return false on overflow and leave *r undefined. */
+static inline bool wf_mul_ok(uint64_t a, uint64_t b, uint64_t *r)
+{
+	return !__builtin_mul_overflow(a, b, r);
+}
+
+static inline bool wf_add_ok(uint64_t a, uint64_t b, uint64_t *r)
+{
+	return !__builtin_add_overflow(a, b, r);
+}
+
+/* Little-endian loads from unaligned bytes. */
+static inline uint16_t wf_le16(const uint8_t *p)
+{
+	return (uint16_t)(p[0] | (unsigned)p[1] << 8);
+}
+
+static inline uint32_t wf_le32(const uint8_t *p)
+{
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+static inline uint64_t wf_le64(const uint8_t *p)
+{
+	return (uint64_t)wf_le32(p) | (uint64_t)wf_le32(p + 4) << 32;
+}
+
+#endif

@@ -1,0 +1,495 @@
+/* wf_gguf.c - GGUF (versions 2 and 3, little-endian) parser.
+ *
+ * Reads from a byte buffer through a bounds-checked cursor; every count
+ * and length is checked against the bytes left before anything is
+ * allocated, so what a header can make us allocate is bounded by the
+ * file's size.  The rules follow ggml's reader (gguf.cpp), with two
+ * deliberate differences: tensor names are not limited to 63 bytes, and
+ * tensor offsets need only be aligned and inside the file (as llama.cpp's
+ * mmap loader requires), not packed back to back.
+ */
+#include "wf_buf.h"
+#include "wf_model.h"
+#include "wf_types.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum gguf_vtype {
+	GV_U8, GV_I8, GV_U16, GV_I16, GV_U32, GV_I32, GV_F32, GV_BOOL,
+	GV_STR, GV_ARR, GV_U64, GV_I64, GV_F64, GV_COUNT
+};
+
+static const char *const vtype_name[GV_COUNT] = {
+	"u8", "i8", "u16", "i16", "u32", "i32", "f32", "bool", "str", "arr", "u64", "i64", "f64",
+};
+
+/* Bytes of one scalar of type t; 0 for strings and arrays. */
+static const uint8_t vtype_size[GV_COUNT] = {1, 1, 2, 2, 4, 4, 4, 1, 0, 0, 8, 8, 8};
+
+struct cur {
+	const uint8_t *p;
+	uint64_t len;
+	uint64_t pos;
+	char *err;
+	const char *what; /* the field being read, for "truncated" messages */
+};
+
+static enum wf_err truncated(struct cur *c)
+{
+	return wf_fail(c->err, WF_ERR_FORMAT, "%s: truncated at byte %" PRIu64 " (file is %" PRIu64 " bytes)",
+		       c->what, c->pos, c->len);
+}
+
+static uint64_t left(const struct cur *c)
+{
+	return c->len - c->pos;
+}
+
+static enum wf_err rd_u32(struct cur *c, uint32_t *v)
+{
+	if (left(c) < 4)
+		return truncated(c);
+	*v = wf_le32(c->p + c->pos);
+	c->pos += 4;
+	return WF_OK;
+}
+
+static enum wf_err rd_u64(struct cur *c, uint64_t *v)
+{
+	if (left(c) < 8)
+		return truncated(c);
+	*v = wf_le64(c->p + c->pos);
+	c->pos += 8;
+	return WF_OK;
+}
+
+/* A GGUF string: u64 length then bytes. *s points into the buffer. */
+static enum wf_err rd_str(struct cur *c, const uint8_t **s, uint64_t *n)
+{
+	enum wf_err rc = rd_u64(c, n);
+	if (rc)
+		return rc;
+	if (*n > left(c))
+		return wf_fail(c->err, WF_ERR_FORMAT,
+			       "%s: string length %" PRIu64 " at byte %" PRIu64 " runs past end of file",
+			       c->what, *n, c->pos - 8);
+	*s = c->p + c->pos;
+	c->pos += *n;
+	return WF_OK;
+}
+
+/* One key/value pair, kept as a position in the buffer until JSON output. */
+struct kv {
+	const uint8_t *key;
+	uint64_t key_len;
+	uint32_t type;      /* enum gguf_vtype */
+	uint32_t elem;      /* element type for arrays */
+	uint64_t count;     /* elements for arrays */
+	uint64_t val;       /* buffer offset of the value (after type, elem, count) */
+};
+
+/* Open-addressing set of byte strings, used to reject duplicate keys and
+ * tensor names in linear time. */
+struct strset {
+	const uint8_t **s;
+	uint64_t *n;
+	size_t cap;
+};
+
+static uint64_t hash_bytes(const uint8_t *s, uint64_t n)
+{
+	uint64_t h = 1469598103934665603ULL;
+	for (uint64_t i = 0; i < n; i++)
+		h = (h ^ s[i]) * 1099511628211ULL;
+	return h;
+}
+
+static bool strset_init(struct strset *set, size_t count)
+{
+	size_t cap = 16;
+	while (cap < count * 2 + 1)
+		cap *= 2;
+	set->s = calloc(cap, sizeof *set->s);
+	set->n = calloc(cap, sizeof *set->n);
+	set->cap = cap;
+	return set->s && set->n;
+}
+
+/* Returns false if s was already present. */
+static bool strset_add(struct strset *set, const uint8_t *s, uint64_t n)
+{
+	size_t i = (size_t)hash_bytes(s, n) & (set->cap - 1);
+	while (set->s[i]) {
+		if (set->n[i] == n && memcmp(set->s[i], s, n) == 0)
+			return false;
+		i = (i + 1) & (set->cap - 1);
+	}
+	set->s[i] = s;
+	set->n[i] = n;
+	return true;
+}
+
+static void strset_free(struct strset *set)
+{
+	free(set->s);
+	free(set->n);
+}
+
+/* Skips over a value of type t (elem/count for arrays already read),
+ * checking it fits. */
+static enum wf_err skip_value(struct cur *c, uint32_t t, uint32_t elem, uint64_t count)
+{
+	if (t == GV_STR) {
+		const uint8_t *s;
+		uint64_t n;
+		return rd_str(c, &s, &n);
+	}
+	if (t == GV_ARR) {
+		if (elem == GV_STR) {
+			/* each element needs at least its 8-byte length */
+			if (count > left(c) / 8)
+				return wf_fail(c->err, WF_ERR_FORMAT,
+					       "%s: array of %" PRIu64 " strings cannot fit in the %" PRIu64
+					       " bytes left", c->what, count, left(c));
+			for (uint64_t i = 0; i < count; i++) {
+				const uint8_t *s;
+				uint64_t n;
+				enum wf_err rc = rd_str(c, &s, &n);
+				if (rc)
+					return rc;
+			}
+			return WF_OK;
+		}
+		uint64_t bytes;
+		if (!wf_mul_ok(count, vtype_size[elem], &bytes) || bytes > left(c))
+			return wf_fail(c->err, WF_ERR_FORMAT,
+				       "%s: array of %" PRIu64 " %s values runs past end of file",
+				       c->what, count, vtype_name[elem]);
+		c->pos += bytes;
+		return WF_OK;
+	}
+	if (left(c) < vtype_size[t])
+		return truncated(c);
+	c->pos += vtype_size[t];
+	return WF_OK;
+}
+
+/* Appends one scalar at p as JSON. */
+static void json_scalar(struct wf_buf *b, uint32_t t, const uint8_t *p)
+{
+	uint32_t u32;
+	uint64_t u64;
+	float f;
+	double d;
+	switch (t) {
+	case GV_U8: wf_buf_printf(b, "%u", p[0]); break;
+	case GV_I8: wf_buf_printf(b, "%d", (int8_t)p[0]); break;
+	case GV_U16: wf_buf_printf(b, "%u", wf_le16(p)); break;
+	case GV_I16: wf_buf_printf(b, "%d", (int16_t)wf_le16(p)); break;
+	case GV_U32: wf_buf_printf(b, "%" PRIu32, wf_le32(p)); break;
+	case GV_I32: wf_buf_printf(b, "%" PRId32, (int32_t)wf_le32(p)); break;
+	case GV_U64: wf_buf_printf(b, "%" PRIu64, wf_le64(p)); break;
+	case GV_I64: wf_buf_printf(b, "%" PRId64, (int64_t)wf_le64(p)); break;
+	/* ggml reads any non-zero byte as true */
+	case GV_BOOL: wf_buf_puts(b, p[0] ? "true" : "false"); break;
+	case GV_F32:
+		u32 = wf_le32(p);
+		memcpy(&f, &u32, 4);
+		wf_buf_json_f32(b, f);
+		break;
+	case GV_F64:
+		u64 = wf_le64(p);
+		memcpy(&d, &u64, 8);
+		wf_buf_json_f64(b, d);
+		break;
+	}
+}
+
+/* Appends a string value at buffer offset *pos (already validated). */
+static void json_gstr(struct wf_buf *b, const uint8_t *base, uint64_t *pos)
+{
+	uint64_t n = wf_le64(base + *pos);
+	wf_buf_json_str(b, base + *pos + 8, (size_t)n);
+	*pos += 8 + n;
+}
+
+static enum wf_err metadata_json(struct wf_model *m, const struct kv *kvs, uint64_t n_kv, char *err)
+{
+	struct wf_buf b = {0};
+	wf_buf_putc(&b, '{');
+	for (uint64_t i = 0; i < n_kv && !b.oom; i++) {
+		const struct kv *kv = &kvs[i];
+		wf_buf_puts(&b, i ? ",\n " : "\n ");
+		wf_buf_json_str(&b, kv->key, (size_t)kv->key_len);
+		wf_buf_puts(&b, ": ");
+		uint64_t pos = kv->val;
+		if (kv->type == GV_STR) {
+			json_gstr(&b, m->data, &pos);
+		} else if (kv->type == GV_ARR) {
+			wf_buf_putc(&b, '[');
+			for (uint64_t j = 0; j < kv->count && !b.oom; j++) {
+				if (j)
+					wf_buf_puts(&b, ", ");
+				if (kv->elem == GV_STR) {
+					json_gstr(&b, m->data, &pos);
+				} else {
+					json_scalar(&b, kv->elem, m->data + pos);
+					pos += vtype_size[kv->elem];
+				}
+			}
+			wf_buf_putc(&b, ']');
+		} else {
+			json_scalar(&b, kv->type, m->data + pos);
+		}
+	}
+	wf_buf_puts(&b, n_kv ? "\n}\n" : "}\n");
+	if (!wf_buf_finish(&b)) {
+		wf_buf_free(&b);
+		return wf_fail(err, WF_ERR_NOMEM, "out of memory writing metadata.json");
+	}
+	m->metadata_json = b.data;
+	m->metadata_json_len = b.len;
+	return WF_OK;
+}
+
+static enum wf_err parse_kvs(struct cur *c, struct wf_model *m, uint64_t n_kv, struct kv **out)
+{
+	char q[96];
+	/* smallest pair: 8-byte key length, 1 key byte, 4-byte type, 1 value byte */
+	if (n_kv > left(c) / 14)
+		return wf_fail(c->err, WF_ERR_FORMAT,
+			       "header: n_kv %" PRIu64 " cannot fit in a %" PRIu64 "-byte file", n_kv, c->len);
+	struct kv *kvs = calloc(n_kv ? n_kv : 1, sizeof *kvs);
+	struct strset keys = {0};
+	if (!kvs || !strset_init(&keys, n_kv)) {
+		free(kvs);
+		strset_free(&keys);
+		return wf_fail(c->err, WF_ERR_NOMEM, "out of memory for %" PRIu64 " metadata keys", n_kv);
+	}
+	enum wf_err rc = WF_OK;
+	for (uint64_t i = 0; i < n_kv; i++) {
+		struct kv *kv = &kvs[i];
+		char what[160];
+		snprintf(what, sizeof what, "metadata key %" PRIu64, i);
+		c->what = what;
+		if ((rc = rd_str(c, &kv->key, &kv->key_len)))
+			goto out;
+		snprintf(what, sizeof what, "metadata key %s",
+			 wf_quote(q, sizeof q, kv->key, (size_t)kv->key_len));
+		if (kv->key_len == 0) {
+			rc = wf_fail(c->err, WF_ERR_FORMAT, "metadata key %" PRIu64 ": empty key", i);
+			goto out;
+		}
+		if (!strset_add(&keys, kv->key, kv->key_len)) {
+			rc = wf_fail(c->err, WF_ERR_FORMAT, "%s: duplicate key", what);
+			goto out;
+		}
+		if ((rc = rd_u32(c, &kv->type)))
+			goto out;
+		if (kv->type >= GV_COUNT) {
+			rc = wf_fail(c->err, WF_ERR_FORMAT, "%s: unknown value type %" PRIu32, what, kv->type);
+			goto out;
+		}
+		if (kv->type == GV_ARR) {
+			if ((rc = rd_u32(c, &kv->elem)) || (rc = rd_u64(c, &kv->count)))
+				goto out;
+			if (kv->elem >= GV_COUNT) {
+				rc = wf_fail(c->err, WF_ERR_FORMAT, "%s: unknown array element type %" PRIu32,
+					     what, kv->elem);
+				goto out;
+			}
+			if (kv->elem == GV_ARR) {
+				rc = wf_fail(c->err, WF_ERR_UNSUP, "%s: arrays of arrays are not supported (ggml rejects them)",
+					     what);
+				goto out;
+			}
+		}
+		kv->val = c->pos;
+		if ((rc = skip_value(c, kv->type, kv->elem, kv->count)))
+			goto out;
+		if (kv->key_len == 17 && memcmp(kv->key, "general.alignment", 17) == 0) {
+			if (kv->type != GV_U32) {
+				rc = wf_fail(c->err, WF_ERR_FORMAT, "%s: must be of type u32, not %s", what,
+					     vtype_name[kv->type]);
+				goto out;
+			}
+			uint32_t a = wf_le32(m->data + kv->val);
+			if (a == 0 || (a & (a - 1)) != 0) {
+				rc = wf_fail(c->err, WF_ERR_FORMAT, "%s: %" PRIu32 " is not a power of two", what, a);
+				goto out;
+			}
+			m->alignment = a;
+		}
+	}
+out:
+	strset_free(&keys);
+	if (rc) {
+		free(kvs);
+		return rc;
+	}
+	*out = kvs;
+	return WF_OK;
+}
+
+static enum wf_err parse_tensors(struct cur *c, struct wf_model *m, uint64_t n_tensors)
+{
+	char q[96];
+	/* smallest record: name length 8 + 1, n_dims 4, type 4, offset 8 */
+	if (n_tensors > left(c) / 25)
+		return wf_fail(c->err, WF_ERR_FORMAT,
+			       "header: n_tensors %" PRIu64 " cannot fit in a %" PRIu64 "-byte file",
+			       n_tensors, c->len);
+	m->tensors = calloc(n_tensors ? n_tensors : 1, sizeof *m->tensors);
+	struct strset names = {0};
+	if (!m->tensors || !strset_init(&names, n_tensors)) {
+		strset_free(&names);
+		return wf_fail(c->err, WF_ERR_NOMEM, "out of memory for %" PRIu64 " tensors", n_tensors);
+	}
+	uint64_t *offs = calloc(n_tensors ? n_tensors : 1, sizeof *offs);
+	enum wf_err rc = WF_OK;
+	if (!offs) {
+		rc = wf_fail(c->err, WF_ERR_NOMEM, "out of memory for %" PRIu64 " tensors", n_tensors);
+		goto out;
+	}
+	for (uint64_t i = 0; i < n_tensors; i++) {
+		struct wf_tensor *t = &m->tensors[i];
+		char what[160];
+		snprintf(what, sizeof what, "tensor %" PRIu64, i);
+		c->what = what;
+		const uint8_t *name;
+		uint64_t name_len;
+		if ((rc = rd_str(c, &name, &name_len)))
+			goto out;
+		t->name = malloc((size_t)name_len + 1);
+		if (!t->name) {
+			rc = wf_fail(c->err, WF_ERR_NOMEM, "out of memory for tensor names");
+			goto out;
+		}
+		memcpy(t->name, name, (size_t)name_len);
+		t->name[name_len] = '\0';
+		t->name_len = (size_t)name_len;
+		m->n_tensors = (size_t)i + 1;
+		snprintf(what, sizeof what, "tensor %s", wf_quote(q, sizeof q, name, (size_t)name_len));
+		if (!strset_add(&names, name, name_len)) {
+			rc = wf_fail(c->err, WF_ERR_FORMAT, "%s: duplicate tensor name", what);
+			goto out;
+		}
+		uint32_t n_dims;
+		if ((rc = rd_u32(c, &n_dims)))
+			goto out;
+		if (n_dims > 4) {
+			rc = wf_fail(c->err, WF_ERR_FORMAT, "%s: n_dims %" PRIu32 " exceeds GGUF's 4", what, n_dims);
+			goto out;
+		}
+		t->ndim = n_dims;
+		t->shape = calloc(n_dims ? n_dims : 1, sizeof *t->shape);
+		if (!t->shape) {
+			rc = wf_fail(c->err, WF_ERR_NOMEM, "out of memory for tensor shapes");
+			goto out;
+		}
+		for (uint32_t d = 0; d < n_dims; d++) {
+			uint64_t ne;
+			if ((rc = rd_u64(c, &ne)))
+				goto out;
+			if (ne > INT64_MAX) {
+				rc = wf_fail(c->err, WF_ERR_FORMAT, "%s: ne[%" PRIu32 "] = %" PRIu64 " is negative as int64",
+					     what, d, ne);
+				goto out;
+			}
+			t->shape[n_dims - 1 - d] = ne; /* numpy order is ne reversed */
+		}
+		uint32_t gtype;
+		if ((rc = rd_u32(c, &gtype)))
+			goto out;
+		t->type = wf_type_from_gguf(gtype);
+		if (t->type < 0) {
+			rc = wf_fail(c->err, WF_ERR_FORMAT, "%s: unknown or removed ggml type id %" PRIu32, what, gtype);
+			goto out;
+		}
+		if ((rc = rd_u64(c, &offs[i])))
+			goto out;
+		if ((rc = wf_tensor_sizes(t, true, c->err)))
+			goto out;
+	}
+
+	uint64_t data_off = c->pos;
+	if (n_tensors > 0) {
+		uint64_t a = m->alignment;
+		if (!wf_add_ok(data_off, a - 1, &data_off)) {
+			rc = wf_fail(c->err, WF_ERR_FORMAT, "header: data section offset overflows");
+			goto out;
+		}
+		data_off -= data_off % a;
+		if (data_off > c->len) {
+			rc = wf_fail(c->err, WF_ERR_FORMAT,
+				     "header: data section would start at byte %" PRIu64 ", past end of file (%" PRIu64 " bytes)",
+				     data_off, c->len);
+			goto out;
+		}
+	}
+	m->data_offset = data_off;
+	for (uint64_t i = 0; i < n_tensors; i++) {
+		struct wf_tensor *t = &m->tensors[i];
+		uint64_t abs, end;
+		wf_quote(q, sizeof q, t->name, t->name_len);
+		if (offs[i] % m->alignment != 0) {
+			rc = wf_fail(c->err, WF_ERR_FORMAT, "tensor %s: offset %" PRIu64 " is not a multiple of the alignment %" PRIu32,
+				     q, offs[i], m->alignment);
+			goto out;
+		}
+		if (!wf_add_ok(data_off, offs[i], &abs) || !wf_add_ok(abs, t->nbytes, &end) || end > c->len) {
+			rc = wf_fail(c->err, WF_ERR_FORMAT,
+				     "tensor %s: data [%" PRIu64 ", +%" PRIu64 ") at offset %" PRIu64
+				     " in the data section runs past end of file (%" PRIu64 " bytes)",
+				     q, offs[i], t->nbytes, offs[i], c->len);
+			goto out;
+		}
+		t->offset = abs;
+	}
+out:
+	free(offs);
+	strset_free(&names);
+	return rc;
+}
+
+enum wf_err wf_gguf_parse(struct wf_model **out, const uint8_t *buf, uint64_t len, char *err)
+{
+	*out = NULL;
+	struct cur c = {.p = buf, .len = len, .err = err, .what = "header"};
+	if (len < 4 || (memcmp(buf, "GGUF", 4) != 0 && memcmp(buf, "FUGG", 4) != 0))
+		return wf_fail(err, WF_ERR_FORMAT, "header: not a GGUF file (bad magic)");
+	c.pos = 4;
+	uint32_t version;
+	enum wf_err rc = rd_u32(&c, &version);
+	if (rc)
+		return rc;
+	/* ggml's test: a byte-swapped version has its low half zero */
+	if (memcmp(buf, "FUGG", 4) == 0 || (version & 0xFFFF) == 0)
+		return wf_fail(err, WF_ERR_UNSUP, "header: big-endian GGUF files are not supported");
+	if (version == 1)
+		return wf_fail(err, WF_ERR_UNSUP, "header: GGUF version 1 is obsolete and not supported");
+	if (version != 2 && version != 3)
+		return wf_fail(err, WF_ERR_UNSUP, "header: unsupported GGUF version %" PRIu32, version);
+	uint64_t n_tensors, n_kv;
+	if ((rc = rd_u64(&c, &n_tensors)) || (rc = rd_u64(&c, &n_kv)))
+		return rc;
+
+	struct wf_model *m = wf_model_new(WF_FMT_GGUF, buf, len);
+	if (!m)
+		return wf_fail(err, WF_ERR_NOMEM, "out of memory");
+	m->version = version;
+	m->alignment = 32; /* GGUF_DEFAULT_ALIGNMENT */
+	m->n_kv = n_kv;
+	struct kv *kvs = NULL;
+	if ((rc = parse_kvs(&c, m, n_kv, &kvs)) || (rc = parse_tensors(&c, m, n_tensors)) ||
+	    (rc = metadata_json(m, kvs, n_kv, err))) {
+		free(kvs);
+		wf_model_free(m);
+		return rc;
+	}
+	free(kvs);
+	*out = m;
+	return WF_OK;
+}

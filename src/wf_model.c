@@ -1,0 +1,123 @@
+/* wf_model.c - opening, mapping and freeing models; format dispatch. */
+#include "wf_model.h"
+#include "wf_buf.h"
+#include "wf_types.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+struct wf_model *wf_model_new(enum wf_format fmt, const uint8_t *buf, uint64_t len)
+{
+	struct wf_model *m = calloc(1, sizeof *m);
+	if (!m)
+		return NULL;
+	m->format = fmt;
+	m->data = buf;
+	m->data_len = len;
+	m->alignment = 1;
+	m->fd = -1;
+	return m;
+}
+
+void wf_model_free(struct wf_model *m)
+{
+	if (!m)
+		return;
+	for (size_t i = 0; i < m->n_tensors; i++) {
+		free(m->tensors[i].name);
+		free(m->tensors[i].shape);
+	}
+	free(m->tensors);
+	free(m->metadata_json);
+	if (m->map)
+		munmap(m->map, m->data_len);
+	if (m->fd >= 0)
+		close(m->fd);
+	free(m);
+}
+
+enum wf_err wf_tensor_sizes(struct wf_tensor *t, bool inner_only, char *err)
+{
+	char q[96];
+	const struct wf_type *ty = wf_type_get(t->type);
+	uint64_t n = 1;
+	for (uint32_t i = 0; i < t->ndim; i++) {
+		if (!wf_mul_ok(n, t->shape[i], &n))
+			return wf_fail(err, WF_ERR_FORMAT, "tensor %s: element count overflows 64 bits",
+				       wf_quote(q, sizeof q, t->name, t->name_len));
+	}
+	uint64_t inner = inner_only ? (t->ndim ? t->shape[t->ndim - 1] : 1) : n;
+	if (inner % ty->blck != 0)
+		return wf_fail(err, WF_ERR_FORMAT,
+			       "tensor %s: %s %" PRIu64 " is not a multiple of the %s block size %u",
+			       wf_quote(q, sizeof q, t->name, t->name_len),
+			       inner_only ? "innermost dimension" : "element count", inner, ty->name, ty->blck);
+	uint64_t nbytes, size;
+	if (!wf_mul_ok(n / ty->blck, ty->bytes, &nbytes) || !wf_mul_ok(n, ty->out_size, &size) ||
+	    size > INT64_MAX)
+		return wf_fail(err, WF_ERR_FORMAT, "tensor %s: byte size overflows 64 bits",
+			       wf_quote(q, sizeof q, t->name, t->name_len));
+	t->nelems = n;
+	t->nbytes = nbytes;
+	t->size = size;
+	return WF_OK;
+}
+
+enum wf_err wf_model_parse(struct wf_model **out, const uint8_t *buf, uint64_t len,
+			   const char *hint, char *err)
+{
+	*out = NULL;
+	bool gguf_magic = len >= 4 && (memcmp(buf, "GGUF", 4) == 0 || memcmp(buf, "FUGG", 4) == 0);
+	size_t hl = hint ? strlen(hint) : 0;
+	bool gguf_name = hl >= 5 && strcasecmp(hint + hl - 5, ".gguf") == 0;
+	if (gguf_magic || (gguf_name && !(len >= 9 && (buf[8] == '{' || buf[8] == ' '))))
+		return wf_gguf_parse(out, buf, len, err);
+	return wf_st_parse(out, buf, len, err);
+}
+
+enum wf_err wf_model_open(struct wf_model **out, const char *path, char *err)
+{
+	*out = NULL;
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	if (fd < 0)
+		return wf_fail(err, WF_ERR_IO, "cannot open: %s", strerror(errno));
+	struct stat st;
+	if (fstat(fd, &st) != 0) {
+		int e = errno;
+		close(fd);
+		return wf_fail(err, WF_ERR_IO, "cannot stat: %s", strerror(e));
+	}
+	if (!S_ISREG(st.st_mode)) {
+		close(fd);
+		return wf_fail(err, WF_ERR_IO, "not a regular file");
+	}
+	void *map = NULL;
+	if (st.st_size > 0) {
+		map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_SHARED, fd, 0);
+		if (map == MAP_FAILED) {
+			int e = errno;
+			close(fd);
+			return wf_fail(err, WF_ERR_IO, "cannot map: %s", strerror(e));
+		}
+	}
+	static const uint8_t empty[1];
+	const uint8_t *buf = map ? map : empty;
+	struct wf_model *m;
+	enum wf_err rc = wf_model_parse(&m, buf, (uint64_t)st.st_size, path, err);
+	if (rc != WF_OK) {
+		if (map)
+			munmap(map, (size_t)st.st_size);
+		close(fd);
+		return rc;
+	}
+	m->fd = fd;
+	m->st = st;
+	m->map = map;
+	*out = m;
+	return WF_OK;
+}

@@ -1,0 +1,311 @@
+/* wf_st.c - safetensors parser.
+ *
+ * Enforces the reference loader's rules (huggingface/safetensors
+ * tensor.rs): header length at most 100 MB and inside the file, header
+ * valid UTF-8 and a JSON object, __metadata__ an object of strings, every
+ * other key a tensor {dtype, shape, data_offsets}, byte length equal to
+ * elements times dtype size, offsets contiguous from 0 with no gap or
+ * overlap, and the data ending exactly at end of file.  Duplicate keys are
+ * refused too (the reference does, with a misleading message).
+ */
+#include "wf_buf.h"
+#include "wf_model.h"
+#include "wf_types.h"
+
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define ST_MAX_HEADER 100000000ULL
+/* JSON numbers pass through a double in cJSON; above 2^53 they are not exact. */
+#define ST_MAX_INT 9007199254740992.0
+
+static bool is_ws(uint8_t c)
+{
+	return c == ' ' || c == '\t' || c == '\n' || c == '\r';
+}
+
+/* cJSON turns \u0000 into a NUL that ends its C strings, which would
+ * silently shorten a name; find such escapes in the raw text first. */
+static bool has_nul_escape(const uint8_t *s, uint64_t n)
+{
+	for (uint64_t i = 0; i + 1 < n; i++) {
+		if (s[i] != '\\')
+			continue;
+		if (s[i + 1] == 'u' && i + 5 < n && memcmp(s + i + 2, "0000", 4) == 0)
+			return true;
+		i++; /* skip the escaped character */
+	}
+	return false;
+}
+
+/* Reads a JSON number that must be a non-negative integer below 2^53. */
+static bool get_uint(const cJSON *j, uint64_t *v)
+{
+	if (!cJSON_IsNumber(j))
+		return false;
+	double d = j->valuedouble;
+	if (!(d >= 0) || d >= ST_MAX_INT || floor(d) != d)
+		return false;
+	*v = (uint64_t)d;
+	return true;
+}
+
+struct span {
+	uint64_t begin, end;
+	size_t tensor;
+};
+
+static int span_cmp(const void *a, const void *b)
+{
+	const struct span *x = a, *y = b;
+	if (x->begin != y->begin)
+		return x->begin < y->begin ? -1 : 1;
+	if (x->end != y->end)
+		return x->end < y->end ? -1 : 1;
+	return x->tensor < y->tensor ? -1 : x->tensor > y->tensor;
+}
+
+static int name_cmp(const void *a, const void *b)
+{
+	const struct wf_tensor *x = *(const struct wf_tensor *const *)a;
+	const struct wf_tensor *y = *(const struct wf_tensor *const *)b;
+	size_t n = x->name_len < y->name_len ? x->name_len : y->name_len;
+	int c = memcmp(x->name, y->name, n);
+	if (c)
+		return c;
+	return x->name_len < y->name_len ? -1 : x->name_len > y->name_len;
+}
+
+static enum wf_err parse_metadata(struct wf_model *m, const cJSON *meta, char *err)
+{
+	char q[96];
+	if (!cJSON_IsObject(meta))
+		return wf_fail(err, WF_ERR_FORMAT, "header: __metadata__ is not an object");
+	struct wf_buf b = {0};
+	wf_buf_putc(&b, '{');
+	uint64_t n = 0;
+	for (const cJSON *e = meta->child; e; e = e->next, n++) {
+		if (!cJSON_IsString(e)) {
+			wf_buf_free(&b);
+			return wf_fail(err, WF_ERR_FORMAT, "__metadata__ key %s: value is not a string",
+				       wf_quote(q, sizeof q, e->string, strlen(e->string)));
+		}
+		wf_buf_puts(&b, n ? ",\n " : "\n ");
+		wf_buf_json_str(&b, e->string, strlen(e->string));
+		wf_buf_puts(&b, ": ");
+		wf_buf_json_str(&b, e->valuestring, strlen(e->valuestring));
+	}
+	wf_buf_puts(&b, n ? "\n}\n" : "}\n");
+	if (!wf_buf_finish(&b)) {
+		wf_buf_free(&b);
+		return wf_fail(err, WF_ERR_NOMEM, "out of memory writing metadata.json");
+	}
+	free(m->metadata_json);
+	m->metadata_json = b.data;
+	m->metadata_json_len = b.len;
+	m->n_kv = n;
+	return WF_OK;
+}
+
+static enum wf_err parse_tensor(struct wf_tensor *t, const cJSON *e, struct span *sp, char *err)
+{
+	char q[96];
+	wf_quote(q, sizeof q, e->string, strlen(e->string));
+	if (!cJSON_IsObject(e))
+		return wf_fail(err, WF_ERR_FORMAT, "tensor %s: entry is not an object", q);
+	const cJSON *dtype = cJSON_GetObjectItemCaseSensitive(e, "dtype");
+	const cJSON *shape = cJSON_GetObjectItemCaseSensitive(e, "shape");
+	const cJSON *offs = cJSON_GetObjectItemCaseSensitive(e, "data_offsets");
+	if (!cJSON_IsString(dtype))
+		return wf_fail(err, WF_ERR_FORMAT, "tensor %s: dtype missing or not a string", q);
+	if (!cJSON_IsArray(shape))
+		return wf_fail(err, WF_ERR_FORMAT, "tensor %s: shape missing or not an array", q);
+	if (!cJSON_IsArray(offs) || cJSON_GetArraySize(offs) != 2)
+		return wf_fail(err, WF_ERR_FORMAT, "tensor %s: data_offsets missing or not an array of two integers", q);
+	t->type = wf_type_from_st(dtype->valuestring, strlen(dtype->valuestring));
+	if (t->type < 0) {
+		char d[64];
+		return wf_fail(err, WF_ERR_FORMAT, "tensor %s: unknown dtype %s", q,
+			       wf_quote(d, sizeof d, dtype->valuestring, strlen(dtype->valuestring)));
+	}
+	int nd = cJSON_GetArraySize(shape);
+	if (nd > WF_MAX_DIMS)
+		return wf_fail(err, WF_ERR_UNSUP, "tensor %s: %d dimensions, more than numpy's %d", q, nd,
+			       WF_MAX_DIMS);
+	t->ndim = (uint32_t)nd;
+	t->shape = calloc(nd ? (size_t)nd : 1, sizeof *t->shape);
+	if (!t->shape)
+		return wf_fail(err, WF_ERR_NOMEM, "out of memory");
+	int i = 0;
+	for (const cJSON *d = shape->child; d; d = d->next, i++) {
+		if (!get_uint(d, &t->shape[i]))
+			return wf_fail(err, WF_ERR_FORMAT,
+				       "tensor %s: shape[%d] is not a non-negative integer below 2^53", q, i);
+	}
+	if (!get_uint(offs->child, &sp->begin) || !get_uint(offs->child->next, &sp->end))
+		return wf_fail(err, WF_ERR_FORMAT,
+			       "tensor %s: data_offsets are not non-negative integers below 2^53", q);
+	if (sp->end < sp->begin)
+		return wf_fail(err, WF_ERR_FORMAT, "tensor %s: data_offsets [%" PRIu64 ", %" PRIu64 "] end before they begin",
+			       q, sp->begin, sp->end);
+	enum wf_err rc = wf_tensor_sizes(t, false, err);
+	if (rc)
+		return rc;
+	if (sp->end - sp->begin != t->nbytes)
+		return wf_fail(err, WF_ERR_FORMAT,
+			       "tensor %s: data_offsets span %" PRIu64 " bytes but %" PRIu64 " elements of %s take %" PRIu64,
+			       q, sp->end - sp->begin, t->nelems, dtype->valuestring, t->nbytes);
+	return WF_OK;
+}
+
+static enum wf_err parse_header(struct wf_model *m, const cJSON *root, uint64_t nbuf, char *err)
+{
+	char q[96];
+	if (!cJSON_IsObject(root))
+		return wf_fail(err, WF_ERR_FORMAT, "header: JSON is not an object");
+	size_t n = 0;
+	for (const cJSON *e = root->child; e; e = e->next)
+		n++;
+	m->tensors = calloc(n ? n : 1, sizeof *m->tensors);
+	struct span *spans = calloc(n ? n : 1, sizeof *spans);
+	enum wf_err rc = WF_OK;
+	if (!m->tensors || !spans) {
+		rc = wf_fail(err, WF_ERR_NOMEM, "out of memory for %zu tensors", n);
+		goto out;
+	}
+	bool have_meta = false;
+	for (const cJSON *e = root->child; e; e = e->next) {
+		size_t klen = strlen(e->string);
+		if (strcmp(e->string, "__metadata__") == 0) {
+			if (have_meta) {
+				rc = wf_fail(err, WF_ERR_FORMAT, "header: duplicate key '__metadata__'");
+				goto out;
+			}
+			have_meta = true;
+			if ((rc = parse_metadata(m, e, err)))
+				goto out;
+			continue;
+		}
+		struct wf_tensor *t = &m->tensors[m->n_tensors];
+		struct span *sp = &spans[m->n_tensors];
+		t->name = malloc(klen + 1);
+		if (!t->name) {
+			rc = wf_fail(err, WF_ERR_NOMEM, "out of memory");
+			goto out;
+		}
+		memcpy(t->name, e->string, klen + 1);
+		t->name_len = klen;
+		sp->tensor = m->n_tensors++;
+		if ((rc = parse_tensor(t, e, sp, err)))
+			goto out;
+	}
+	/* duplicates: sort names; the reference rejects them too */
+	{
+		const struct wf_tensor **by = malloc((m->n_tensors ? m->n_tensors : 1) * sizeof *by);
+		if (!by) {
+			rc = wf_fail(err, WF_ERR_NOMEM, "out of memory");
+			goto out;
+		}
+		for (size_t i = 0; i < m->n_tensors; i++)
+			by[i] = &m->tensors[i];
+		qsort(by, m->n_tensors, sizeof *by, name_cmp);
+		for (size_t i = 1; i < m->n_tensors; i++) {
+			if (name_cmp(&by[i - 1], &by[i]) == 0) {
+				rc = wf_fail(err, WF_ERR_FORMAT, "tensor %s: duplicate tensor name",
+					     wf_quote(q, sizeof q, by[i]->name, by[i]->name_len));
+				free(by);
+				goto out;
+			}
+		}
+		free(by);
+	}
+	qsort(spans, m->n_tensors, sizeof *spans, span_cmp);
+	uint64_t at = 0;
+	for (size_t i = 0; i < m->n_tensors; i++) {
+		const struct wf_tensor *t = &m->tensors[spans[i].tensor];
+		wf_quote(q, sizeof q, t->name, t->name_len);
+		if (spans[i].begin != at) {
+			rc = wf_fail(err, WF_ERR_FORMAT,
+				     "tensor %s: data_offsets begin at %" PRIu64 " but the tensor before ends at %" PRIu64
+				     " (%s)", q, spans[i].begin, at, spans[i].begin > at ? "gap" : "overlap");
+			goto out;
+		}
+		at = spans[i].end;
+	}
+	if (at != nbuf) {
+		rc = wf_fail(err, WF_ERR_FORMAT,
+			     "data: tensors cover %" PRIu64 " bytes but the file holds %" PRIu64 " after the header (%s)",
+			     at, nbuf, at < nbuf ? "trailing bytes" : "file truncated");
+		goto out;
+	}
+	for (size_t i = 0; i < m->n_tensors; i++)
+		m->tensors[spans[i].tensor].offset = m->data_offset + spans[i].begin;
+out:
+	free(spans);
+	return rc;
+}
+
+enum wf_err wf_st_parse(struct wf_model **out, const uint8_t *buf, uint64_t len, char *err)
+{
+	*out = NULL;
+	if (len < 8)
+		return wf_fail(err, WF_ERR_FORMAT,
+			       "header: file is %" PRIu64 " bytes, too short for the 8-byte header length", len);
+	uint64_t n = wf_le64(buf);
+	if (n > ST_MAX_HEADER)
+		return wf_fail(err, WF_ERR_FORMAT, "header: length %" PRIu64 " exceeds the 100 MB limit", n);
+	if (n > len - 8)
+		return wf_fail(err, WF_ERR_FORMAT,
+			       "header: length %" PRIu64 " runs past end of file (%" PRIu64 " bytes)", n, len);
+	const uint8_t *h = buf + 8;
+	for (uint64_t i = 0; i < n;) {
+		size_t l = wf_utf8_seq(h + i, (size_t)(n - i));
+		if (l == 0)
+			return wf_fail(err, WF_ERR_FORMAT, "header: invalid UTF-8 at byte %" PRIu64, 8 + i);
+		i += l;
+	}
+	/* The reader accepts JSON whitespace around the object; cJSON would
+	 * also skip any control byte, so check the ends ourselves. */
+	uint64_t a = 0, z = n;
+	while (a < n && is_ws(h[a]))
+		a++;
+	while (z > a && is_ws(h[z - 1]))
+		z--;
+	if (a == z || h[a] != '{')
+		return wf_fail(err, WF_ERR_FORMAT, "header: does not start with '{' (not a safetensors file?)");
+	if (has_nul_escape(h + a, z - a))
+		return wf_fail(err, WF_ERR_UNSUP, "header: a key or string holds \\u0000, which weightfs does not support");
+	const char *end = NULL;
+	cJSON *root = cJSON_ParseWithLengthOpts((const char *)h + a, (size_t)(z - a), &end, false);
+	if (!root) {
+		uint64_t at = end ? (uint64_t)((const uint8_t *)end - h) + 8 : 8 + a;
+		return wf_fail(err, WF_ERR_FORMAT, "header: invalid JSON near byte %" PRIu64, at);
+	}
+	if ((const uint8_t *)end != h + z) {
+		cJSON_Delete(root);
+		return wf_fail(err, WF_ERR_FORMAT, "header: unexpected bytes after the JSON object at byte %" PRIu64,
+			       (uint64_t)((const uint8_t *)end - h) + 8);
+	}
+	struct wf_model *m = wf_model_new(WF_FMT_SAFETENSORS, buf, len);
+	if (!m) {
+		cJSON_Delete(root);
+		return wf_fail(err, WF_ERR_NOMEM, "out of memory");
+	}
+	m->data_offset = 8 + n;
+	enum wf_err rc = parse_header(m, root, len - 8 - n, err);
+	cJSON_Delete(root);
+	if (rc == WF_OK && !m->metadata_json) {
+		m->metadata_json = strdup("{}\n");
+		m->metadata_json_len = 3;
+		if (!m->metadata_json)
+			rc = wf_fail(err, WF_ERR_NOMEM, "out of memory");
+	}
+	if (rc) {
+		wf_model_free(m);
+		return rc;
+	}
+	*out = m;
+	return WF_OK;
+}

@@ -1,0 +1,114 @@
+/* wf_types.h - the one table of tensor element types.
+ *
+ * Every tensor type weightfs knows, from either format, is one row: its
+ * name as the source format spells it, the numpy dtype of what the mounted
+ * file holds, its block geometry, and a block decoder.  The read path
+ * (wf_view.c) only ever consults this table; adding a type is adding a row
+ * and a decoder.
+ *
+ * Type ids 0..WF_GGML_TYPE_COUNT-1 are ggml's own ids (enum ggml_type), so a
+ * GGUF type id maps to a row without translation.  Types that exist only in
+ * safetensors follow from WF_T_ST_FIRST on.
+ */
+#ifndef WF_TYPES_H
+#define WF_TYPES_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+enum wf_type_id {
+	/* ggml ids, identical to enum ggml_type (ggml.h) */
+	WF_T_F32 = 0,
+	WF_T_F16 = 1,
+	WF_T_Q4_0 = 2,
+	WF_T_Q4_1 = 3,
+	/* 4, 5: removed Q4_2, Q4_3 */
+	WF_T_Q5_0 = 6,
+	WF_T_Q5_1 = 7,
+	WF_T_Q8_0 = 8,
+	WF_T_Q8_1 = 9,
+	WF_T_Q2_K = 10,
+	WF_T_Q3_K = 11,
+	WF_T_Q4_K = 12,
+	WF_T_Q5_K = 13,
+	WF_T_Q6_K = 14,
+	WF_T_Q8_K = 15,
+	WF_T_IQ2_XXS = 16,
+	WF_T_IQ2_XS = 17,
+	WF_T_IQ3_XXS = 18,
+	WF_T_IQ1_S = 19,
+	WF_T_IQ4_NL = 20,
+	WF_T_IQ3_S = 21,
+	WF_T_IQ2_S = 22,
+	WF_T_IQ4_XS = 23,
+	WF_T_I8 = 24,
+	WF_T_I16 = 25,
+	WF_T_I32 = 26,
+	WF_T_I64 = 27,
+	WF_T_F64 = 28,
+	WF_T_IQ1_M = 29,
+	WF_T_BF16 = 30,
+	/* 31..33: removed Q4_0_4_4, Q4_0_4_8, Q4_0_8_8 */
+	WF_T_TQ1_0 = 34,
+	WF_T_TQ2_0 = 35,
+	/* 36..38: removed IQ4_NL_4_4, IQ4_NL_4_8, IQ4_NL_8_8 */
+	WF_T_MXFP4 = 39,
+	WF_T_NVFP4 = 40,
+	WF_T_Q1_0 = 41,
+	WF_T_Q2_0 = 42,
+	WF_GGML_TYPE_COUNT = 43,
+
+	/* safetensors-only dtypes */
+	WF_T_ST_FIRST = 64,
+	WF_T_BOOL = WF_T_ST_FIRST,
+	WF_T_U8,
+	WF_T_U16,
+	WF_T_U32,
+	WF_T_U64,
+	WF_T_F8_E4M3,     /* float8_e4m3fn (OCP) */
+	WF_T_F8_E5M2,
+	WF_T_F8_E8M0,     /* float8_e8m0fnu (OCP MX scale) */
+	WF_T_F8_E4M3FNUZ,
+	WF_T_F8_E5M2FNUZ,
+	WF_T_F4,          /* E2M1, two per byte */
+	WF_T_F6_E2M3,
+	WF_T_F6_E3M2,
+	WF_T_C64,
+	WF_T_COUNT
+};
+
+/* Decodes nblocks consecutive blocks at src (nblocks * bytes bytes, no
+ * alignment assumed) into nblocks * blck float32 values at dst (aligned for
+ * float).  Bit-exact with ggml's to_float for ggml types. */
+typedef void (*wf_decode_fn)(const uint8_t *src, float *dst, size_t nblocks);
+
+/* How the bytes of a tensor's file are produced from the model's bytes. */
+enum wf_view_kind {
+	WF_VIEW_NONE = 0, /* no decoder yet: listed, reads fail with EIO */
+	WF_VIEW_RAW,      /* bytes pass through unchanged (F32, integers, BOOL) */
+	WF_VIEW_DECODE,   /* blocks decode to float32 through decode() */
+};
+
+struct wf_type {
+	const char *name;     /* as the source format spells it: "Q4_K", "BF16", "F8_E4M3"; NULL for a hole */
+	const char *dtype;    /* numpy name of the view's elements: "float32", "int16", "bool" */
+	uint32_t blck;        /* elements per block (1 for plain arrays) */
+	uint32_t bytes;       /* bytes per block in the model file */
+	uint32_t out_size;    /* bytes per element in the view: 4 for float32, else the raw element size */
+	enum wf_view_kind kind;
+	wf_decode_fn decode;  /* set iff kind == WF_VIEW_DECODE */
+};
+
+/* Returns the row for id, or NULL when id is out of range or names no type
+ * (the removed ggml ids, the gap before WF_T_ST_FIRST). */
+const struct wf_type *wf_type_get(int id);
+
+/* Maps a GGUF tensor type id to a row id; -1 for ids ggml rejects (>= 43,
+ * the removed ids). */
+int wf_type_from_gguf(uint32_t gguf_type);
+
+/* Maps a safetensors dtype string (exact, case-sensitive, len bytes) to a
+ * row id; -1 when the string names no safetensors dtype. */
+int wf_type_from_st(const char *s, size_t len);
+
+#endif

@@ -1,0 +1,79 @@
+/* wf_view.c - range reads over the type table. */
+#include "wf_view.h"
+#include "wf_types.h"
+
+#include <string.h>
+
+/* Blocks decoded per step when the output cannot take them directly:
+ * 4096 floats (16 KiB) of scratch, a whole number of blocks of any type. */
+#define SCRATCH_FLOATS 4096
+
+void wf_view_span(const struct wf_tensor *t, uint64_t off, uint64_t len, uint64_t *first, uint64_t *count)
+{
+	const struct wf_type *ty = wf_type_get(t->type);
+	uint64_t bsz = (uint64_t)ty->blck * ty->out_size; /* view bytes per block */
+	*first = off / bsz;
+	*count = 0;
+	if (off >= t->size || len == 0)
+		return;
+	uint64_t end = len > t->size - off ? t->size : off + len;
+	*count = (end + bsz - 1) / bsz - *first;
+}
+
+enum wf_err wf_view_read(const struct wf_tensor *t, const uint8_t *src, uint64_t src_len,
+			 uint64_t off, size_t len, void *outv, size_t *n_out)
+{
+	uint8_t *out = outv;
+	const struct wf_type *ty = wf_type_get(t->type);
+	*n_out = 0;
+	if (!ty || ty->kind == WF_VIEW_NONE)
+		return WF_ERR_RANGE;
+	if (t->offset > src_len || t->nbytes > src_len - t->offset)
+		return WF_ERR_RANGE;
+	if (off >= t->size || len == 0)
+		return WF_OK;
+	if (len > t->size - off)
+		len = (size_t)(t->size - off);
+	const uint8_t *base = src + t->offset;
+
+	if (ty->kind == WF_VIEW_RAW) {
+		memcpy(out, base + off, len);
+		*n_out = len;
+		return WF_OK;
+	}
+
+	/* WF_VIEW_DECODE: float32 output, ty->blck elements per block. */
+	uint64_t bsz = (uint64_t)ty->blck * 4;
+	uint64_t blk = off / bsz;
+	uint64_t end = off + len;
+	size_t done = 0;
+	float scratch[SCRATCH_FLOATS];
+	size_t per_step = SCRATCH_FLOATS / ty->blck;
+	while (off + done < end) {
+		uint64_t pos = off + done;            /* view byte we are at */
+		uint64_t blk_start = blk * bsz;       /* view byte where blk starts */
+		uint64_t skip = pos - blk_start;      /* bytes of blk before pos */
+		uint64_t want = end - pos;
+		uint8_t *dst = out + done;
+		/* Whole blocks land straight in the caller's buffer when it is
+		 * aligned for floats there. */
+		if (skip == 0 && want >= bsz && ((uintptr_t)dst % _Alignof(float)) == 0) {
+			uint64_t n = want / bsz;
+			ty->decode(base + blk * ty->bytes, (float *)dst, (size_t)n);
+			blk += n;
+			done += (size_t)(n * bsz);
+			continue;
+		}
+		uint64_t n = (skip + want + bsz - 1) / bsz;
+		if (n > per_step)
+			n = per_step;
+		ty->decode(base + blk * ty->bytes, scratch, (size_t)n);
+		uint64_t avail = n * bsz - skip;
+		uint64_t take = want < avail ? want : avail;
+		memcpy(dst, (uint8_t *)scratch + skip, (size_t)take);
+		done += (size_t)take;
+		blk += n;
+	}
+	*n_out = done;
+	return WF_OK;
+}
