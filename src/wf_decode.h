@@ -1,0 +1,66 @@
+/* wf_decode.h - block decoders behind the type table (private to wf_types.c
+ * and the tests).
+ *
+ * Each function has the wf_decode_fn signature from wf_types.h: it decodes
+ * nblocks consecutive blocks at src (no alignment assumed, multi-byte fields
+ * little-endian) into nblocks * blck float32 values at dst.  The ggml ones
+ * are bit-exact with ggml's dequantize_row_* at ggml-org/ggml d99724f1; the
+ * formulas are in shared/docs/ggml-types.md section 4.
+ */
+#ifndef WF_DECODE_H
+#define WF_DECODE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Scalar conversions shared with the table's users. */
+float wf_f16_to_f32(uint16_t h);  /* ggml's: signalling NaNs come out quiet */
+float wf_bf16_to_f32(uint16_t h);
+
+/* Plain element arrays (blck 1). */
+void wf_decode_f16(const uint8_t *src, float *dst, size_t nblocks);
+void wf_decode_bf16(const uint8_t *src, float *dst, size_t nblocks);
+void wf_decode_f64(const uint8_t *src, float *dst, size_t nblocks);
+
+/* ggml legacy quants (32 elements). */
+void wf_decode_q4_0(const uint8_t *src, float *dst, size_t nblocks);
+void wf_decode_q4_1(const uint8_t *src, float *dst, size_t nblocks);
+void wf_decode_q5_0(const uint8_t *src, float *dst, size_t nblocks);
+void wf_decode_q5_1(const uint8_t *src, float *dst, size_t nblocks);
+void wf_decode_q8_0(const uint8_t *src, float *dst, size_t nblocks);
+
+/* ggml k-quants (256 elements). */
+void wf_decode_q2_k(const uint8_t *src, float *dst, size_t nblocks);
+void wf_decode_q3_k(const uint8_t *src, float *dst, size_t nblocks);
+void wf_decode_q4_k(const uint8_t *src, float *dst, size_t nblocks);
+void wf_decode_q5_k(const uint8_t *src, float *dst, size_t nblocks);
+void wf_decode_q6_k(const uint8_t *src, float *dst, size_t nblocks);
+void wf_decode_q8_k(const uint8_t *src, float *dst, size_t nblocks);
+
+/* ggml i-quants. */
+void wf_decode_iq2_xxs(const uint8_t *src, float *dst, size_t nblocks);
+void wf_decode_iq2_xs(const uint8_t *src, float *dst, size_t nblocks);
+void wf_decode_iq2_s(const uint8_t *src, float *dst, size_t nblocks);
+void wf_decode_iq3_xxs(const uint8_t *src, float *dst, size_t nblocks);
+void wf_decode_iq3_s(const uint8_t *src, float *dst, size_t nblocks);
+void wf_decode_iq1_s(const uint8_t *src, float *dst, size_t nblocks);
+void wf_decode_iq1_m(const uint8_t *src, float *dst, size_t nblocks);
+void wf_decode_iq4_nl(const uint8_t *src, float *dst, size_t nblocks);
+void wf_decode_iq4_xs(const uint8_t *src, float *dst, size_t nblocks);
+
+/* ggml ternary, FP4 and 1/2-bit types. */
+void wf_decode_tq1_0(const uint8_t *src, float *dst, size_t nblocks);
+void wf_decode_tq2_0(const uint8_t *src, float *dst, size_t nblocks);
+void wf_decode_mxfp4(const uint8_t *src, float *dst, size_t nblocks);
+void wf_decode_nvfp4(const uint8_t *src, float *dst, size_t nblocks);
+void wf_decode_q1_0(const uint8_t *src, float *dst, size_t nblocks);
+void wf_decode_q2_0(const uint8_t *src, float *dst, size_t nblocks);
+
+/* safetensors 8-bit floats (blck 1). */
+void wf_decode_f8_e4m3(const uint8_t *src, float *dst, size_t nblocks);
+void wf_decode_f8_e5m2(const uint8_t *src, float *dst, size_t nblocks);
+void wf_decode_f8_e8m0(const uint8_t *src, float *dst, size_t nblocks);
+void wf_decode_f8_e4m3fnuz(const uint8_t *src, float *dst, size_t nblocks);
+void wf_decode_f8_e5m2fnuz(const uint8_t *src, float *dst, size_t nblocks);
+
+#endif

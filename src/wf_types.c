@@ -1,0 +1,128 @@
+/* wf_types.c - the tensor type table and its lookups.
+ *
+ * Geometry (blck, bytes) for the ggml ids is ggml's type_traits at
+ * ggml-org/ggml d99724f1 (shared/docs/ggml-types.md section 3).  A row with
+ * name == NULL is a hole: a removed ggml id (4, 5, 31-33, 36-38) or an id
+ * nobody assigned (43..63).
+ */
+#include "wf_types.h"
+
+#include <string.h>
+
+#include "wf_decode.h"
+
+/* A plain array whose bytes the view passes through unchanged. */
+#define RAW(n, dt, sz) \
+	{ .name = (n), .dtype = (dt), .blck = 1, .bytes = (sz), .out_size = (sz), \
+	  .kind = WF_VIEW_RAW, .decode = NULL }
+
+/* Blocks of bl elements in by bytes, decoded to float32 by fn. */
+#define DEC(n, bl, by, fn) \
+	{ .name = (n), .dtype = "float32", .blck = (bl), .bytes = (by), .out_size = 4, \
+	  .kind = WF_VIEW_DECODE, .decode = (fn) }
+
+/* Known geometry, no decoder: listed, but reads fail. */
+#define NODEC(n, bl, by) \
+	{ .name = (n), .dtype = "float32", .blck = (bl), .bytes = (by), .out_size = 4, \
+	  .kind = WF_VIEW_NONE, .decode = NULL }
+
+static const struct wf_type wf_types[WF_T_COUNT] = {
+	[WF_T_F32]      = RAW("F32", "float32", 4),
+	[WF_T_F16]      = DEC("F16", 1, 2, wf_decode_f16),
+	[WF_T_Q4_0]     = DEC("Q4_0", 32, 18, wf_decode_q4_0),
+	[WF_T_Q4_1]     = DEC("Q4_1", 32, 20, wf_decode_q4_1),
+	[WF_T_Q5_0]     = DEC("Q5_0", 32, 22, wf_decode_q5_0),
+	[WF_T_Q5_1]     = DEC("Q5_1", 32, 24, wf_decode_q5_1),
+	[WF_T_Q8_0]     = DEC("Q8_0", 32, 34, wf_decode_q8_0),
+	/* ggml's activation format: no dequantizer exists to be exact with. */
+	[WF_T_Q8_1]     = NODEC("Q8_1", 32, 36),
+	[WF_T_Q2_K]     = DEC("Q2_K", 256, 84, wf_decode_q2_k),
+	[WF_T_Q3_K]     = DEC("Q3_K", 256, 110, wf_decode_q3_k),
+	[WF_T_Q4_K]     = DEC("Q4_K", 256, 144, wf_decode_q4_k),
+	[WF_T_Q5_K]     = DEC("Q5_K", 256, 176, wf_decode_q5_k),
+	[WF_T_Q6_K]     = DEC("Q6_K", 256, 210, wf_decode_q6_k),
+	/* Not ggml's registered to_float; follows dequantize_row_q8_K. */
+	[WF_T_Q8_K]     = DEC("Q8_K", 256, 292, wf_decode_q8_k),
+	[WF_T_IQ2_XXS]  = DEC("IQ2_XXS", 256, 66, wf_decode_iq2_xxs),
+	[WF_T_IQ2_XS]   = DEC("IQ2_XS", 256, 74, wf_decode_iq2_xs),
+	[WF_T_IQ3_XXS]  = DEC("IQ3_XXS", 256, 98, wf_decode_iq3_xxs),
+	[WF_T_IQ1_S]    = DEC("IQ1_S", 256, 50, wf_decode_iq1_s),
+	[WF_T_IQ4_NL]   = DEC("IQ4_NL", 32, 18, wf_decode_iq4_nl),
+	[WF_T_IQ3_S]    = DEC("IQ3_S", 256, 110, wf_decode_iq3_s),
+	[WF_T_IQ2_S]    = DEC("IQ2_S", 256, 82, wf_decode_iq2_s),
+	[WF_T_IQ4_XS]   = DEC("IQ4_XS", 256, 136, wf_decode_iq4_xs),
+	[WF_T_I8]       = RAW("I8", "int8", 1),
+	[WF_T_I16]      = RAW("I16", "int16", 2),
+	[WF_T_I32]      = RAW("I32", "int32", 4),
+	[WF_T_I64]      = RAW("I64", "int64", 8),
+	/* Narrowed to float32 so every float view has one element type. */
+	[WF_T_F64]      = DEC("F64", 1, 8, wf_decode_f64),
+	[WF_T_IQ1_M]    = DEC("IQ1_M", 256, 56, wf_decode_iq1_m),
+	[WF_T_BF16]     = DEC("BF16", 1, 2, wf_decode_bf16),
+	[WF_T_TQ1_0]    = DEC("TQ1_0", 256, 54, wf_decode_tq1_0),
+	[WF_T_TQ2_0]    = DEC("TQ2_0", 256, 66, wf_decode_tq2_0),
+	[WF_T_MXFP4]    = DEC("MXFP4", 32, 17, wf_decode_mxfp4),
+	[WF_T_NVFP4]    = DEC("NVFP4", 64, 36, wf_decode_nvfp4),
+	[WF_T_Q1_0]     = DEC("Q1_0", 128, 18, wf_decode_q1_0),
+	[WF_T_Q2_0]     = DEC("Q2_0", 64, 18, wf_decode_q2_0),
+
+	[WF_T_BOOL]     = RAW("BOOL", "bool", 1),
+	[WF_T_U8]       = RAW("U8", "uint8", 1),
+	[WF_T_U16]      = RAW("U16", "uint16", 2),
+	[WF_T_U32]      = RAW("U32", "uint32", 4),
+	[WF_T_U64]      = RAW("U64", "uint64", 8),
+	[WF_T_F8_E4M3]  = DEC("F8_E4M3", 1, 1, wf_decode_f8_e4m3),
+	[WF_T_F8_E5M2]  = DEC("F8_E5M2", 1, 1, wf_decode_f8_e5m2),
+	[WF_T_F8_E8M0]  = DEC("F8_E8M0", 1, 1, wf_decode_f8_e8m0),
+	[WF_T_F8_E4M3FNUZ] = DEC("F8_E4M3FNUZ", 1, 1, wf_decode_f8_e4m3fnuz),
+	[WF_T_F8_E5M2FNUZ] = DEC("F8_E5M2FNUZ", 1, 1, wf_decode_f8_e5m2fnuz),
+	/* Sub-byte floats: the order of elements inside a byte (or 3-byte
+	 * group) in safetensors files has not been verified against torch,
+	 * so they are listed with their size but not decoded. */
+	[WF_T_F4]       = NODEC("F4", 2, 1),
+	[WF_T_F6_E2M3]  = NODEC("F6_E2M3", 4, 3),
+	[WF_T_F6_E3M2]  = NODEC("F6_E3M2", 4, 3),
+	[WF_T_C64]      = RAW("C64", "complex64", 8),
+};
+
+/* ggml ids that safetensors spells the same way; all other safetensors
+ * dtypes have rows of their own from WF_T_ST_FIRST on. */
+static const int st_shared_ids[] = {
+	WF_T_F32, WF_T_F16, WF_T_BF16, WF_T_F64,
+	WF_T_I8, WF_T_I16, WF_T_I32, WF_T_I64,
+};
+
+const struct wf_type *wf_type_get(int id)
+{
+	if (id < 0 || id >= WF_T_COUNT || wf_types[id].name == NULL)
+		return NULL;
+	return &wf_types[id];
+}
+
+int wf_type_from_gguf(uint32_t gguf_type)
+{
+	if (gguf_type >= WF_GGML_TYPE_COUNT || wf_types[gguf_type].name == NULL)
+		return -1;
+	return (int)gguf_type;
+}
+
+static int name_is(int id, const char *s, size_t len)
+{
+	const char *name = wf_types[id].name;
+
+	/* s comes from a JSON header: not NUL-terminated, may hold NULs. */
+	return name != NULL && strlen(name) == len && memcmp(name, s, len) == 0;
+}
+
+int wf_type_from_st(const char *s, size_t len)
+{
+	if (s == NULL)
+		return -1;
+	for (size_t i = 0; i < sizeof st_shared_ids / sizeof st_shared_ids[0]; i++)
+		if (name_is(st_shared_ids[i], s, len))
+			return st_shared_ids[i];
+	for (int id = WF_T_ST_FIRST; id < WF_T_COUNT; id++)
+		if (name_is(id, s, len))
+			return id;
+	return -1;
+}
