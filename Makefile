@@ -11,7 +11,11 @@ CC      ?= cc
 PKG_CONFIG ?= pkg-config
 PYTHON  ?= python3
 
+ifeq ($(SANITIZE),1)
+B := build/san
+else
 B := build
+endif
 
 WARN    := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
            -Wwrite-strings -Wpointer-arith -Wformat=2 -Wvla
@@ -46,7 +50,8 @@ ifneq ($(V),1)
 Q := @
 endif
 
-.PHONY: all check unit-check mount-check demo bench install uninstall clean deps
+.PHONY: all check unit-check mount-check demo install uninstall clean
+.SECONDARY:
 all: $(B)/weightfs
 
 $(B)/obj/%.o: src/%.c
@@ -68,6 +73,8 @@ $(B)/tests/%.o: tests/unit/%.c
 $(B)/tests/check_%: $(B)/tests/check_%.o $(B)/libweightfs.a
 	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $^ $(CHECK_LIBS) $(CJSON_LIBS) -lm -lpthread
 
+# Targets added by tests/fuzz/fuzz.mk (fuzz, fuzz-check) and tools/bench.mk
+# (bench) hook into `check` themselves.
 check: unit-check mount-check
 
 unit-check: $(UNIT_BIN) $(B)/weightfs
@@ -80,9 +87,6 @@ mount-check: $(B)/weightfs
 demo:
 	$(Q)bash tools/demo.sh
 
-bench: $(B)/weightfs
-	$(Q)bash tools/bench.sh
-
 install: $(B)/weightfs
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1
 	install -m 0755 $(B)/weightfs $(DESTDIR)$(BINDIR)/weightfs
@@ -92,6 +96,7 @@ uninstall:
 	rm -f $(DESTDIR)$(BINDIR)/weightfs $(DESTDIR)$(MANDIR)/man1/weightfs.1
 
 clean:
-	rm -rf $(B)
+	rm -rf build
 
+-include $(wildcard tests/fuzz/fuzz.mk tools/bench.mk)
 -include $(wildcard $(B)/obj/*.d $(B)/tests/*.d)
