@@ -50,7 +50,7 @@ ifneq ($(V),1)
 Q := @
 endif
 
-.PHONY: all check unit-check mount-check demo install uninstall clean
+.PHONY: all check unit-check mount-check demo install uninstall clean deb
 .SECONDARY:
 all: $(B)/weightfs
 
@@ -91,6 +91,11 @@ install: $(B)/weightfs
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1
 	install -m 0755 $(B)/weightfs $(DESTDIR)$(BINDIR)/weightfs
 	install -m 0644 docs/weightfs.1 $(DESTDIR)$(MANDIR)/man1/weightfs.1
+
+# A .deb in the parent directory, from packaging/debian (see packaging/README.md).
+deb:
+	rm -rf debian && cp -r packaging/debian debian
+	dpkg-buildpackage -us -uc -b; rc=$$?; rm -rf debian; exit $$rc
 
 uninstall:
 	rm -f $(DESTDIR)$(BINDIR)/weightfs $(DESTDIR)$(MANDIR)/man1/weightfs.1

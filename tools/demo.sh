@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# make demo: install what is missing (with apt, where we can), build, mount
+# the small GGUF model that ships in the repo at ./mnt and show it.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+model=tests/data/ggml-oracle/mixed_llama_tiny.gguf
+mnt=$PWD/mnt
+pkgs=(build-essential pkg-config fuse3 libfuse3-dev libcjson-dev)
+
+missing=()
+command -v cc >/dev/null 2>&1 || command -v gcc >/dev/null 2>&1 || missing+=(build-essential)
+command -v pkg-config >/dev/null 2>&1 || missing+=(pkg-config)
+command -v fusermount3 >/dev/null 2>&1 || missing+=(fuse3)
+if command -v pkg-config >/dev/null 2>&1; then
+	pkg-config --exists fuse3 || missing+=(libfuse3-dev)
+	pkg-config --exists libcjson || missing+=(libcjson-dev)
+else
+	missing+=(libfuse3-dev libcjson-dev)
+fi
+if [ ${#missing[@]} -gt 0 ]; then
+	echo "demo: installing ${missing[*]}"
+	if [ "$(id -u)" -eq 0 ]; then
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${pkgs[@]}"
+	elif command -v sudo >/dev/null 2>&1; then
+		sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${pkgs[@]}"
+	else
+		echo "demo: please install: ${pkgs[*]}" >&2
+		exit 1
+	fi
+fi
+
+make -s build/weightfs
+
+# A mount left over from an earlier demo would hide the new one.
+if mountpoint -q "$mnt" 2>/dev/null; then
+	fusermount3 -u "$mnt"
+fi
+mkdir -p "$mnt"
+build/weightfs "$model" "$mnt"
+
+echo
+echo "== $model mounted at ./mnt"
+if command -v tree >/dev/null 2>&1; then
+	tree --noreport -h mnt | head -40
+else
+	(cd mnt && find . | sort | head -40)
+fi
+
+t=mnt/blk/0/attn_q/weight
+echo
+echo "== ls -l ./$(dirname "$t")"
+ls -l "$(dirname "$t")"
+echo
+echo "== what tensors.json says about $t"
+grep -F "\"name\": \"blk.0.attn_q.weight\"" mnt/tensors.json || true
+if command -v getfattr >/dev/null 2>&1; then
+	echo
+	echo "== xattrs"
+	getfattr -d "$t"
+fi
+echo
+echo "== the first 16 float32 values of $t (decoded from its quantized blocks)"
+od -A d -t f4 -N 64 -w16 "$t"
+echo
+echo "Try:  python3 -c 'import numpy as np; print(np.fromfile(\"$t\", np.float32)[:8])'"
+echo "Unmount with:  fusermount3 -u ./mnt"
