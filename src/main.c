@@ -184,11 +184,16 @@ int main(int argc, char *argv[])
 			goto out_unmount;
 		}
 		fuse_loop_cfg_set_clone_fd(lc, co.clone_fd);
-		fuse_loop_cfg_set_max_threads(lc, co.max_threads);
-		fuse_loop_cfg_set_idle_threads(lc, co.max_idle_threads);
+		/* libfuse leaves these at -1 unless -o max_threads= / max_idle_threads= were given */
+		if (co.max_threads != UINT_MAX && co.max_threads > 0)
+			fuse_loop_cfg_set_max_threads(lc, co.max_threads);
+		if (co.max_idle_threads != UINT_MAX)
+			fuse_loop_cfg_set_idle_threads(lc, co.max_idle_threads);
 		ret = fuse_session_loop_mt(se, lc);
 	}
-	ret = ret != 0 ? EXIT_USAGE : 0;
+	/* The loops return the number of the signal that ended them (SIGTERM,
+	 * SIGINT, SIGHUP: a clean unmount) or -errno when serving failed. */
+	ret = ret < 0 ? EXIT_USAGE : 0;
 out_unmount:
 	fuse_session_unmount(se);
 out_signals:
