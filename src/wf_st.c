@@ -40,6 +40,67 @@ static bool has_nul_escape(const uint8_t *s, uint64_t n)
 	return false;
 }
 
+static uint64_t skip_digits(const uint8_t *s, uint64_t n, uint64_t i)
+{
+	while (i < n && s[i] >= '0' && s[i] <= '9')
+		i++;
+	return i;
+}
+
+/* cJSON is laxer than JSON (RFC 8259) where the reference's serde_json is
+ * not: it skips any control byte as whitespace, keeps raw control bytes in
+ * strings and hands 01, 1. or 1.e5 to strtod.  Check the tokens here;
+ * cJSON still checks the grammar.  Returns the offset of the first bad
+ * token, or n. */
+static uint64_t json_lex_bad(const uint8_t *s, uint64_t n)
+{
+	uint64_t i = 0;
+	while (i < n) {
+		uint8_t c = s[i];
+		if (c == '"') {
+			for (i++; i < n && s[i] != '"'; i++) {
+				if (s[i] < 0x20)
+					return i;
+				if (s[i] == '\\')
+					i++; /* cJSON checks the escape itself */
+			}
+			i++;
+		} else if (c == '-' || (c >= '0' && c <= '9')) {
+			uint64_t at = i;
+			if (c == '-')
+				i++;
+			if (i < n && s[i] == '0')
+				i++;
+			else if (i < n && s[i] >= '1' && s[i] <= '9')
+				i = skip_digits(s, n, i);
+			else
+				return at;
+			if (i < n && s[i] == '.') {
+				uint64_t d = skip_digits(s, n, i + 1);
+				if (d == i + 1)
+					return at;
+				i = d;
+			}
+			if (i < n && (s[i] == 'e' || s[i] == 'E')) {
+				i++;
+				if (i < n && (s[i] == '+' || s[i] == '-'))
+					i++;
+				uint64_t d = skip_digits(s, n, i);
+				if (d == i)
+					return at;
+				i = d;
+			}
+			if (i < n && memchr("0123456789+-.eE", s[i], 15))
+				return at;
+		} else if (is_ws(c) || memchr("{}[],:", c, 6) || (c >= 'a' && c <= 'z')) {
+			i++; /* letters: cJSON checks true, false, null */
+		} else {
+			return i;
+		}
+	}
+	return n;
+}
+
 /* Reads a JSON number that must be a non-negative integer below 2^53. */
 static bool get_uint(const cJSON *j, uint64_t *v)
 {
@@ -275,6 +336,9 @@ enum wf_err wf_st_parse(struct wf_model **out, const uint8_t *buf, uint64_t len,
 		z--;
 	if (a == z || h[a] != '{')
 		return wf_fail(err, WF_ERR_FORMAT, "header: does not start with '{' (not a safetensors file?)");
+	uint64_t bad = json_lex_bad(h + a, z - a);
+	if (bad < z - a)
+		return wf_fail(err, WF_ERR_FORMAT, "header: invalid JSON token at byte %" PRIu64, 8 + a + bad);
 	if (has_nul_escape(h + a, z - a))
 		return wf_fail(err, WF_ERR_UNSUP, "header: a key or string holds \\u0000, which weightfs does not support");
 	const char *end = NULL;
