@@ -59,6 +59,8 @@ $(B)/obj/%.o: src/%.c
 	$(Q)$(CC) $(ALL_CFLAGS) -c -o $@ $<
 
 $(B)/obj/main.o $(B)/obj/wf_fuse.o: ALL_CFLAGS += $(FUSE_CFLAGS)
+# Decoders must round exactly as ggml does: never fuse a*b+c.
+$(B)/obj/wf_decode.o $(B)/obj/wf_decode_x86.o: ALL_CFLAGS += -ffp-contract=off
 
 $(B)/libweightfs.a: $(LIB_OBJ)
 	$(Q)rm -f $@ && ar rcs $@ $^
@@ -79,6 +81,7 @@ check: unit-check mount-check
 
 unit-check: $(UNIT_BIN) $(B)/weightfs
 	$(Q)$(PYTHON) tools/gen_iq_tables.py --check
+	$(Q)$(PYTHON) tools/gen_malformed.py --check
 	$(Q)fail=0; for t in $(UNIT_BIN); do $$t || fail=1; done; exit $$fail
 
 mount-check: $(B)/weightfs

@@ -31,9 +31,12 @@ struct opts {
 	int help, version;
 };
 
+enum { KEY_ALLOW_OTHER = 1 };
+
 #define OPT(t, p) {t, offsetof(struct opts, p), 1}
 static const struct fuse_opt wf_opts[] = {
-	OPT("allow_other", allow_other),
+	/* a key, not a template: a template would swallow the option */
+	FUSE_OPT_KEY("allow_other", KEY_ALLOW_OTHER),
 	OPT("-h", help),
 	OPT("--help", help),
 	OPT("-V", version),
@@ -45,11 +48,13 @@ static int opt_proc(void *data, const char *arg, int key, struct fuse_args *outa
 {
 	(void)outargs;
 	struct opts *o = data;
+	if (key == KEY_ALLOW_OTHER)
+		o->allow_other = 1;
 	if (key == FUSE_OPT_KEY_NONOPT && !o->model) {
 		o->model = strdup(arg);
 		return 0;
 	}
-	/* allow_other is matched to note it, and must still reach FUSE */
+	/* allow_other is noted, and still reaches FUSE */
 	return 1;
 }
 
@@ -132,6 +137,15 @@ int main(int argc, char *argv[])
 		goto out_args;
 	if (!o.model || !co.mountpoint) {
 		fprintf(stderr, "usage: %s [options] MODEL MOUNTPOINT  (-h for help)\n", argv[0]);
+		goto out_args;
+	}
+
+	/* libfuse mounts over a regular file too, and the root we serve would
+	 * then be unusable. */
+	struct stat mst;
+	if (stat(co.mountpoint, &mst) != 0 || !S_ISDIR(mst.st_mode)) {
+		fprintf(stderr, "weightfs: %s: mount point: %s\n", co.mountpoint,
+			S_ISDIR(mst.st_mode) || errno ? strerror(errno) : "not a directory");
 		goto out_args;
 	}
 

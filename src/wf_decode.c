@@ -6,8 +6,10 @@
  * multiply or the final "- min" rounds.  Nothing here may be built with
  * -ffast-math: flushing subnormals breaks MXFP4 (e = 0, 1) and tiny scales,
  * and the sign of zero must survive (0 * -d = -0, Q1_0 gives -d for d = +0).
- * Where ggml multiplies by +-1.0f instead of negating, so do we: the two only
- * differ for a NaN scale, whose sign a multiply leaves alone on x86.
+ * ggml applies i-quant sign bits by multiplying by +-1.0f; GCC at -O2
+ * compiles that into a sign flip (xorps), so a NaN scale's sign flips too.
+ * We negate explicitly: the same bits at every optimization level, and the
+ * same as the SIMD decoders (wf_decode_x86.c).  The two only differ for NaN.
  *
  * Input has no alignment guarantee (safetensors data is not aligned, GGUF
  * blocks have odd sizes), so multi-byte fields are assembled from bytes in
@@ -53,10 +55,10 @@ static inline uint32_t f32_bits(float f)
 	return u;
 }
 
-/* A sign bit applied the way ggml does it: by multiplying. */
-static inline float sign_of(unsigned bit)
+/* A sign bit applied to x: a set bit negates (flips the sign, NaN too). */
+static inline float with_sign(float x, unsigned bit)
 {
-	return bit ? -1.0f : 1.0f;
+	return bit ? -x : x;
 }
 
 float wf_f16_to_f32(uint16_t h)
@@ -376,7 +378,7 @@ void wf_decode_q8_k(const uint8_t *src, float *dst, size_t nblocks)
 static inline void put8(float *y, float db, const uint8_t *g, unsigned signs)
 {
 	for (int j = 0; j < 8; j++)
-		y[j] = db * (float)g[j] * sign_of(signs & (1u << j));
+		y[j] = with_sign(db * (float)g[j], signs & (1u << j));
 }
 
 void wf_decode_iq2_xxs(const uint8_t *src, float *dst, size_t nblocks)
@@ -448,8 +450,8 @@ static inline void put4x2(float *y, float db, const uint8_t *g1, const uint8_t *
 			  unsigned signs)
 {
 	for (int j = 0; j < 4; j++) {
-		y[j] = db * (float)g1[j] * sign_of(signs & (1u << j));
-		y[j + 4] = db * (float)g2[j] * sign_of(signs & (1u << (j + 4)));
+		y[j] = with_sign(db * (float)g1[j], signs & (1u << j));
+		y[j + 4] = with_sign(db * (float)g2[j], signs & (1u << (j + 4)));
 	}
 }
 

@@ -63,4 +63,25 @@ void wf_decode_f8_e8m0(const uint8_t *src, float *dst, size_t nblocks);
 void wf_decode_f8_e4m3fnuz(const uint8_t *src, float *dst, size_t nblocks);
 void wf_decode_f8_e5m2fnuz(const uint8_t *src, float *dst, size_t nblocks);
 
+/* AVX2 + F16C twins of some decoders above (wf_decode_x86.c), bit-exact
+ * with them; only wf_types.c picks them, and only when wf_cpu_has_simd(). */
+#if defined(__x86_64__) && defined(__GNUC__)
+#define WF_HAVE_X86_SIMD 1
+int wf_cpu_has_simd(void);  /* the CPU has AVX2 and F16C */
+void wf_decode_f16_avx2(const uint8_t *src, float *dst, size_t nblocks);
+void wf_decode_bf16_avx2(const uint8_t *src, float *dst, size_t nblocks);
+void wf_decode_q4_0_avx2(const uint8_t *src, float *dst, size_t nblocks);
+void wf_decode_q4_1_avx2(const uint8_t *src, float *dst, size_t nblocks);
+void wf_decode_q5_0_avx2(const uint8_t *src, float *dst, size_t nblocks);
+void wf_decode_q5_1_avx2(const uint8_t *src, float *dst, size_t nblocks);
+void wf_decode_q8_0_avx2(const uint8_t *src, float *dst, size_t nblocks);
+void wf_decode_q4_k_avx2(const uint8_t *src, float *dst, size_t nblocks);
+void wf_decode_q5_k_avx2(const uint8_t *src, float *dst, size_t nblocks);
+void wf_decode_q6_k_avx2(const uint8_t *src, float *dst, size_t nblocks);
+void wf_decode_q8_k_avx2(const uint8_t *src, float *dst, size_t nblocks);
+void wf_decode_iq2_xxs_avx2(const uint8_t *src, float *dst, size_t nblocks);
+void wf_decode_iq4_nl_avx2(const uint8_t *src, float *dst, size_t nblocks);
+void wf_decode_iq4_xs_avx2(const uint8_t *src, float *dst, size_t nblocks);
+#endif
+
 #endif

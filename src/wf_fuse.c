@@ -81,6 +81,8 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 	/* Large kernel readahead helps sequential readers; the kernel caps it
 	 * at the bdi's read_ahead_kb. */
 	conn->max_readahead = 1u << 20;
+	/* Splicing replies (vmsplice of our buffers) measured no faster and
+	 * sometimes slower than writev here (docs/performance.md). */
 	if (conn->capable & FUSE_CAP_SPLICE_WRITE)
 		conn->want &= ~(unsigned)FUSE_CAP_SPLICE_WRITE;
 	if (conn->capable & FUSE_CAP_EXPORT_SUPPORT)
@@ -238,6 +240,44 @@ int wf_fuse_catch_sigbus(void)
 	return sigaction(SIGBUS, &sa, NULL);
 }
 
+/* Bytes of the model that still exist.  A file truncated under the mount
+ * leaves the tail of its last page mapped but reading as zeros, with no
+ * SIGBUS: only the current size tells those bytes are gone.  One fstat per
+ * read request; the window between it and the copy is covered by SIGBUS
+ * for whole pages only. */
+static uint64_t live_len(const struct wf_fs *fs)
+{
+	struct stat st;
+	if (fs->m->fd < 0 || fstat(fs->m->fd, &st) != 0 || st.st_size < 0)
+		return fs->m->data_len;
+	return (uint64_t)st.st_size < fs->m->data_len ? (uint64_t)st.st_size : fs->m->data_len;
+}
+
+/* A raw tensor's bytes go to the kernel straight from the model mapping,
+ * without a copy into a buffer of ours.  The kernel copies from the
+ * mapping itself, so a file that shrank under the mount makes that copy
+ * fail (libfuse reports EFAULT on stderr) and the kernel ends the read with
+ * EIO, as the SIGBUS path does for decoded reads. */
+static void reply_raw(fuse_req_t req, const struct wf_fs *fs, const struct wf_tensor *t, uint64_t off,
+		      size_t size)
+{
+	size_t len = off >= t->size ? 0 : (size_t)(t->size - off < size ? t->size - off : size);
+	uint64_t live = live_len(fs);
+	/* raw views are the source bytes: view offset = source offset */
+	if (t->offset > live || t->nbytes > fs->m->data_len - t->offset ||
+	    (len && off + len > live - t->offset)) {
+		fuse_reply_err(req, EIO);
+		return;
+	}
+	if (len == 0) {
+		fuse_reply_buf(req, NULL, 0);
+		return;
+	}
+	struct fuse_bufvec bv = FUSE_BUFVEC_INIT(len);
+	bv.buf[0].mem = (void *)(fs->m->data + t->offset + off);
+	fuse_reply_data(req, &bv, FUSE_BUF_NO_SPLICE);
+}
+
 static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi)
 {
 	(void)fi;
@@ -259,6 +299,11 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, stru
 		return;
 	}
 	const struct wf_tensor *t = &fs->m->tensors[nd->tensor];
+	const struct wf_type *ty = wf_type_get(t->type);
+	if (ty && ty->kind == WF_VIEW_RAW) {
+		reply_raw(req, fs, t, (uint64_t)off, size);
+		return;
+	}
 	char *buf = malloc(size ? size : 1);
 	if (!buf) {
 		fuse_reply_err(req, ENOMEM);
@@ -269,7 +314,7 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, stru
 	sigjmp_buf jb;
 	if (sigsetjmp(jb, 1) == 0) {
 		bus_jmp = &jb;
-		rc = wf_view_read(t, fs->m->data, fs->m->data_len, (uint64_t)off, size, buf, &got);
+		rc = wf_view_read(t, fs->m->data, live_len(fs), (uint64_t)off, size, buf, &got);
 	} else {
 		rc = WF_ERR_RANGE;
 	}

@@ -21,6 +21,28 @@ static uint64_t fnv1a(const void *p, size_t n, uint64_t h)
 
 #define FNV_SEED 1469598103934665603ULL
 
+/* Shortens the escaped component at out->data[start..] to at most `limit`
+ * bytes when it is longer: keep a prefix that ends on a whole character
+ * and a whole %XX escape, then "%~" and a hash of the original bytes
+ * orig[0..n).  The result is at most LONG_KEEP + 18 bytes. */
+static void shorten(struct wf_buf *out, size_t start, const uint8_t *orig, size_t n, size_t limit)
+{
+	if (out->oom || out->len - start <= limit)
+		return;
+	size_t keep = LONG_KEEP;
+	const uint8_t *e = (const uint8_t *)out->data + start;
+	while (keep > 0 && (e[keep] & 0xC0) == 0x80)
+		keep--;
+	for (size_t back = 1; back <= 2 && back <= keep; back++) {
+		if (e[keep - back] == '%') {
+			keep -= back;
+			break;
+		}
+	}
+	out->len = start + keep;
+	wf_buf_printf(out, "%%~%016llx", (unsigned long long)fnv1a(orig, n, FNV_SEED));
+}
+
 void wf_escape_component(const uint8_t *s, size_t n, struct wf_buf *out)
 {
 	if (n == 0) {
@@ -44,22 +66,7 @@ void wf_escape_component(const uint8_t *s, size_t n, struct wf_buf *out)
 			i += l;
 		}
 	}
-	if (out->oom || out->len - start <= NAME_MAX_BYTES)
-		return;
-	/* Too long for a Linux file name: keep a prefix that ends on a whole
-	 * character and a whole %XX escape, then a hash of the original. */
-	size_t keep = LONG_KEEP;
-	const uint8_t *e = (const uint8_t *)out->data + start;
-	while (keep > 0 && (e[keep] & 0xC0) == 0x80)
-		keep--;
-	for (size_t back = 1; back <= 2 && back <= keep; back++) {
-		if (e[keep - back] == '%') {
-			keep -= back;
-			break;
-		}
-	}
-	out->len = start + keep;
-	wf_buf_printf(out, "%%~%016llx", (unsigned long long)fnv1a(s, n, FNV_SEED));
+	shorten(out, start, s, n, NAME_MAX_BYTES);
 }
 
 struct builder {
@@ -277,6 +284,12 @@ enum wf_err wf_tree_build(struct wf_tree **out, const struct wf_model *m, char *
 		size_t base = name.len;
 		uint32_t clash = wf_tree_lookup(t, dir, name.data, name.len);
 		if (clash != WF_NO_NODE && t->nodes[clash].kind == WF_NODE_DIR) {
+			/* the suffix must not push the component past NAME_MAX */
+			const struct wf_tensor *tn = &m->tensors[i];
+			const char *dot = memrchr(tn->name, '.', tn->name_len);
+			size_t last = dot ? (size_t)(dot - tn->name) + 1 : 0;
+			shorten(&name, 0, (const uint8_t *)tn->name + last, tn->name_len - last,
+				NAME_MAX_BYTES - (sizeof ".tensor" - 1));
 			wf_buf_puts(&name, ".tensor");
 			base = name.len;
 		}

@@ -7,9 +7,16 @@
  */
 #include "wf_types.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "wf_decode.h"
+
+#ifdef WF_HAVE_X86_SIMD
+#define SIMD(fn) fn##_avx2
+#else
+#define SIMD(fn) NULL
+#endif
 
 /* A plain array whose bytes the view passes through unchanged. */
 #define RAW(n, dt, sz) \
@@ -21,6 +28,11 @@
 	{ .name = (n), .dtype = "float32", .blck = (bl), .bytes = (by), .out_size = 4, \
 	  .kind = WF_VIEW_DECODE, .decode = (fn) }
 
+/* The same with a SIMD twin of fn (wf_decode_x86.c). */
+#define DECS(n, bl, by, fn) \
+	{ .name = (n), .dtype = "float32", .blck = (bl), .bytes = (by), .out_size = 4, \
+	  .kind = WF_VIEW_DECODE, .decode = (fn), .decode_simd = SIMD(fn) }
+
 /* Known geometry, no decoder: listed, but reads fail. */
 #define NODEC(n, bl, by) \
 	{ .name = (n), .dtype = "float32", .blck = (bl), .bytes = (by), .out_size = 4, \
@@ -28,29 +40,29 @@
 
 static const struct wf_type wf_types[WF_T_COUNT] = {
 	[WF_T_F32]      = RAW("F32", "float32", 4),
-	[WF_T_F16]      = DEC("F16", 1, 2, wf_decode_f16),
-	[WF_T_Q4_0]     = DEC("Q4_0", 32, 18, wf_decode_q4_0),
-	[WF_T_Q4_1]     = DEC("Q4_1", 32, 20, wf_decode_q4_1),
-	[WF_T_Q5_0]     = DEC("Q5_0", 32, 22, wf_decode_q5_0),
-	[WF_T_Q5_1]     = DEC("Q5_1", 32, 24, wf_decode_q5_1),
-	[WF_T_Q8_0]     = DEC("Q8_0", 32, 34, wf_decode_q8_0),
+	[WF_T_F16]      = DECS("F16", 1, 2, wf_decode_f16),
+	[WF_T_Q4_0]     = DECS("Q4_0", 32, 18, wf_decode_q4_0),
+	[WF_T_Q4_1]     = DECS("Q4_1", 32, 20, wf_decode_q4_1),
+	[WF_T_Q5_0]     = DECS("Q5_0", 32, 22, wf_decode_q5_0),
+	[WF_T_Q5_1]     = DECS("Q5_1", 32, 24, wf_decode_q5_1),
+	[WF_T_Q8_0]     = DECS("Q8_0", 32, 34, wf_decode_q8_0),
 	/* ggml's activation format: no dequantizer exists to be exact with. */
 	[WF_T_Q8_1]     = NODEC("Q8_1", 32, 36),
 	[WF_T_Q2_K]     = DEC("Q2_K", 256, 84, wf_decode_q2_k),
 	[WF_T_Q3_K]     = DEC("Q3_K", 256, 110, wf_decode_q3_k),
-	[WF_T_Q4_K]     = DEC("Q4_K", 256, 144, wf_decode_q4_k),
-	[WF_T_Q5_K]     = DEC("Q5_K", 256, 176, wf_decode_q5_k),
-	[WF_T_Q6_K]     = DEC("Q6_K", 256, 210, wf_decode_q6_k),
+	[WF_T_Q4_K]     = DECS("Q4_K", 256, 144, wf_decode_q4_k),
+	[WF_T_Q5_K]     = DECS("Q5_K", 256, 176, wf_decode_q5_k),
+	[WF_T_Q6_K]     = DECS("Q6_K", 256, 210, wf_decode_q6_k),
 	/* Not ggml's registered to_float; follows dequantize_row_q8_K. */
-	[WF_T_Q8_K]     = DEC("Q8_K", 256, 292, wf_decode_q8_k),
-	[WF_T_IQ2_XXS]  = DEC("IQ2_XXS", 256, 66, wf_decode_iq2_xxs),
+	[WF_T_Q8_K]     = DECS("Q8_K", 256, 292, wf_decode_q8_k),
+	[WF_T_IQ2_XXS]  = DECS("IQ2_XXS", 256, 66, wf_decode_iq2_xxs),
 	[WF_T_IQ2_XS]   = DEC("IQ2_XS", 256, 74, wf_decode_iq2_xs),
 	[WF_T_IQ3_XXS]  = DEC("IQ3_XXS", 256, 98, wf_decode_iq3_xxs),
 	[WF_T_IQ1_S]    = DEC("IQ1_S", 256, 50, wf_decode_iq1_s),
-	[WF_T_IQ4_NL]   = DEC("IQ4_NL", 32, 18, wf_decode_iq4_nl),
+	[WF_T_IQ4_NL]   = DECS("IQ4_NL", 32, 18, wf_decode_iq4_nl),
 	[WF_T_IQ3_S]    = DEC("IQ3_S", 256, 110, wf_decode_iq3_s),
 	[WF_T_IQ2_S]    = DEC("IQ2_S", 256, 82, wf_decode_iq2_s),
-	[WF_T_IQ4_XS]   = DEC("IQ4_XS", 256, 136, wf_decode_iq4_xs),
+	[WF_T_IQ4_XS]   = DECS("IQ4_XS", 256, 136, wf_decode_iq4_xs),
 	[WF_T_I8]       = RAW("I8", "int8", 1),
 	[WF_T_I16]      = RAW("I16", "int16", 2),
 	[WF_T_I32]      = RAW("I32", "int32", 4),
@@ -58,7 +70,7 @@ static const struct wf_type wf_types[WF_T_COUNT] = {
 	/* Narrowed to float32 so every float view has one element type. */
 	[WF_T_F64]      = DEC("F64", 1, 8, wf_decode_f64),
 	[WF_T_IQ1_M]    = DEC("IQ1_M", 256, 56, wf_decode_iq1_m),
-	[WF_T_BF16]     = DEC("BF16", 1, 2, wf_decode_bf16),
+	[WF_T_BF16]     = DECS("BF16", 1, 2, wf_decode_bf16),
 	[WF_T_TQ1_0]    = DEC("TQ1_0", 256, 54, wf_decode_tq1_0),
 	[WF_T_TQ2_0]    = DEC("TQ2_0", 256, 66, wf_decode_tq2_0),
 	[WF_T_MXFP4]    = DEC("MXFP4", 32, 17, wf_decode_mxfp4),
@@ -125,4 +137,43 @@ int wf_type_from_st(const char *s, size_t len)
 		if (name_is(id, s, len))
 			return id;
 	return -1;
+}
+
+/* -1: not decided yet; 0: scalar; 1: SIMD.  Every thread computes the same
+ * answer, so a race on the first use is harmless. */
+static int simd_state = -1;
+
+static int simd_allowed(int enable)
+{
+#ifdef WF_HAVE_X86_SIMD
+	return enable && wf_cpu_has_simd();
+#else
+	(void)enable;
+	return 0;
+#endif
+}
+
+int wf_simd_active(void)
+{
+	int s = __atomic_load_n(&simd_state, __ATOMIC_RELAXED);
+	if (s < 0) {
+		const char *e = getenv("WEIGHTFS_NO_SIMD");
+		s = simd_allowed(!(e && *e && strcmp(e, "0") != 0));
+		__atomic_store_n(&simd_state, s, __ATOMIC_RELAXED);
+	}
+	return s;
+}
+
+int wf_simd_set(int enable)
+{
+	int s = simd_allowed(enable);
+	__atomic_store_n(&simd_state, s, __ATOMIC_RELAXED);
+	return s;
+}
+
+wf_decode_fn wf_type_decoder(const struct wf_type *ty)
+{
+	if (ty->decode_simd && wf_simd_active())
+		return ty->decode_simd;
+	return ty->decode;
 }

@@ -96,12 +96,25 @@ struct wf_type {
 	uint32_t bytes;       /* bytes per block in the model file */
 	uint32_t out_size;    /* bytes per element in the view: 4 for float32, else the raw element size */
 	enum wf_view_kind kind;
-	wf_decode_fn decode;  /* set iff kind == WF_VIEW_DECODE */
+	wf_decode_fn decode;  /* set iff kind == WF_VIEW_DECODE; portable C, the reference */
+	wf_decode_fn decode_simd; /* optional AVX2 twin, bit-identical to decode; NULL if none */
 };
 
 /* Returns the row for id, or NULL when id is out of range or names no type
  * (the removed ggml ids, the gap before WF_T_ST_FIRST). */
 const struct wf_type *wf_type_get(int id);
+
+/* The decoder to call for ty (kind WF_VIEW_DECODE): its SIMD twin when it
+ * has one and SIMD is on (wf_simd_active), else the scalar one. */
+wf_decode_fn wf_type_decoder(const struct wf_type *ty);
+
+/* SIMD is on when the CPU has AVX2 and F16C and the environment variable
+ * WEIGHTFS_NO_SIMD is unset, empty or "0"; decided on first use.
+ * wf_simd_set overrides that for the whole process (tests, benchmarks):
+ * enable = 0 forces the scalar decoders, 1 asks for SIMD, which is granted
+ * only on a capable CPU.  Both return whether SIMD is now on. */
+int wf_simd_active(void);
+int wf_simd_set(int enable);
 
 /* Maps a GGUF tensor type id to a row id; -1 for ids ggml rejects (>= 43,
  * the removed ids). */

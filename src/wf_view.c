@@ -28,12 +28,21 @@ enum wf_err wf_view_read(const struct wf_tensor *t, const uint8_t *src, uint64_t
 	*n_out = 0;
 	if (!ty || ty->kind == WF_VIEW_NONE)
 		return WF_ERR_RANGE;
-	if (t->offset > src_len || t->nbytes > src_len - t->offset)
+	if (t->offset > src_len)
 		return WF_ERR_RANGE;
 	if (off >= t->size || len == 0)
 		return WF_OK;
 	if (len > t->size - off)
 		len = (size_t)(t->size - off);
+	/* Only the source blocks this read needs must be inside src: a caller
+	 * passing the file's current size (it may have shrunk) gets the
+	 * surviving ranges served and the lost ones refused. */
+	uint64_t first, count;
+	wf_view_span(t, off, len, &first, &count);
+	uint64_t need_end;
+	if (!wf_mul_ok(first + count, ty->bytes, &need_end) || need_end > t->nbytes ||
+	    need_end > src_len - t->offset)
+		return WF_ERR_RANGE;
 	const uint8_t *base = src + t->offset;
 
 	if (ty->kind == WF_VIEW_RAW) {
@@ -43,6 +52,7 @@ enum wf_err wf_view_read(const struct wf_tensor *t, const uint8_t *src, uint64_t
 	}
 
 	/* WF_VIEW_DECODE: float32 output, ty->blck elements per block. */
+	wf_decode_fn decode = wf_type_decoder(ty);
 	uint64_t bsz = (uint64_t)ty->blck * 4;
 	uint64_t blk = off / bsz;
 	uint64_t end = off + len;
@@ -59,7 +69,7 @@ enum wf_err wf_view_read(const struct wf_tensor *t, const uint8_t *src, uint64_t
 		 * aligned for floats there. */
 		if (skip == 0 && want >= bsz && ((uintptr_t)dst % _Alignof(float)) == 0) {
 			uint64_t n = want / bsz;
-			ty->decode(base + blk * ty->bytes, (float *)dst, (size_t)n);
+			decode(base + blk * ty->bytes, (float *)dst, (size_t)n);
 			blk += n;
 			done += (size_t)(n * bsz);
 			continue;
@@ -67,7 +77,7 @@ enum wf_err wf_view_read(const struct wf_tensor *t, const uint8_t *src, uint64_t
 		uint64_t n = (skip + want + bsz - 1) / bsz;
 		if (n > per_step)
 			n = per_step;
-		ty->decode(base + blk * ty->bytes, scratch, (size_t)n);
+		decode(base + blk * ty->bytes, scratch, (size_t)n);
 		uint64_t avail = n * bsz - skip;
 		uint64_t take = want < avail ? want : avail;
 		memcpy(dst, (uint8_t *)scratch + skip, (size_t)take);

@@ -19,7 +19,9 @@ void wf_view_span(const struct wf_tensor *t, uint64_t off, uint64_t len, uint64_
  * src[0..src_len) (the model mapping), into out.  *n_out gets the number
  * of bytes written: len, or less at the end of the view, 0 past it.
  * Returns WF_ERR_RANGE (and writes nothing) when the type has no decoder
- * or the tensor's bytes are not inside src. */
+ * or the source blocks this read needs are not inside src (nor inside the
+ * tensor's nbytes).  src_len may be less than the mapping: callers pass
+ * the file's current size so that bytes lost to truncation are refused. */
 enum wf_err wf_view_read(const struct wf_tensor *t, const uint8_t *src, uint64_t src_len,
 			 uint64_t off, size_t len, void *out, size_t *n_out);
 

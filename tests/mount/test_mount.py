@@ -479,7 +479,7 @@ def fnv1a64(b):
     return h
 
 
-def escape_component(s):
+def escape_component(s, limit=255):
     if s == b"":
         return b"%"
     if s == b".":
@@ -499,7 +499,7 @@ def escape_component(s):
             out += s[i:i + n]
             i += n
         bounds.append(len(out))
-    if len(out) <= 255:
+    if len(out) <= limit:
         return bytes(out)
     keep = max(b for b in bounds if b <= 200)
     return bytes(out[:keep]) + b"%%~%016x" % fnv1a64(s)
@@ -507,7 +507,8 @@ def escape_component(s):
 
 def expected_paths(names):
     """names: list of bytes in model order -> list of path bytes."""
-    comps = [[escape_component(c) for c in n.split(b".")] for n in names]
+    raw = [n.split(b".") for n in names]
+    comps = [[escape_component(c) for c in r] for r in raw]
     dirs = set()
     for cs in comps:
         for k in range(1, len(cs)):
@@ -517,9 +518,11 @@ def expected_paths(names):
         taken.setdefault(d[:-1], set()).add(d[-1])
     taken.setdefault((), set()).update({b"metadata.json", b"tensors.json"})
     out = []
-    for cs in comps:
+    for r, cs in zip(raw, comps):
         parent, leaf = tuple(cs[:-1]), cs[-1]
-        base = leaf + b".tensor" if parent + (leaf,) in dirs else leaf
+        # rule 5: shortened first so that the suffix still fits in 255 bytes
+        base = (escape_component(r[-1], 255 - len(b".tensor")) + b".tensor"
+                if parent + (leaf,) in dirs else leaf)
         name, dup = base, 2
         t = taken.setdefault(parent, set())
         while name in t:

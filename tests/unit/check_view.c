@@ -211,31 +211,40 @@ START_TEST(test_read_nodecoder)
 }
 END_TEST
 
-/* A tensor whose bytes are not inside src is refused, never read. */
+/* A read whose source blocks are not inside src is refused, never read;
+ * blocks that are inside are served (a truncated file keeps its head). */
 START_TEST(test_read_outside)
 {
 	static const int ids[] = {WF_T_F32, WF_T_Q4_0, WF_T_Q6_K, WF_T_U8};
 	const int id = ids[_i];
 	struct wf_tensor t = tensor_of(id, 3, 0);
+	const struct wf_type *ty = wf_type_get(id);
 	uint64_t src_len = t.nbytes + 10;
 	uint8_t *src = calloc(1, src_len);
-	uint8_t out[64];
+	uint8_t *out = malloc(t.size);
 	size_t n;
 	ck_assert_ptr_nonnull(src);
+	ck_assert_ptr_nonnull(out);
 	uint64_t bad[] = {11, 12, src_len, src_len + 1, UINT64_MAX - t.nbytes + 1, UINT64_MAX};
 	for (size_t i = 0; i < WF_ARRAY_LEN(bad); i++) {
 		t.offset = bad[i];
 		n = 99;
-		ck_assert_int_eq(wf_view_read(&t, src, src_len, 0, sizeof out, out, &n), WF_ERR_RANGE);
+		ck_assert_int_eq(wf_view_read(&t, src, src_len, 0, t.size, out, &n), WF_ERR_RANGE);
 		ck_assert_uint_eq(n, 0);
 	}
 	/* the last offset that fits is fine */
 	t.offset = 10;
-	ck_assert_int_eq(wf_view_read(&t, src, src_len, 0, sizeof out, out, &n), WF_OK);
-	ck_assert_uint_gt(n, 0);
-	/* nbytes larger than src at offset 0 */
+	ck_assert_int_eq(wf_view_read(&t, src, src_len, 0, t.size, out, &n), WF_OK);
+	ck_assert_uint_eq(n, t.size);
+	/* src one byte short of the tensor: the first block is still served,
+	 * the last one (which needs the missing byte) is not */
 	t.offset = 0;
-	ck_assert_int_eq(wf_view_read(&t, src, t.nbytes - 1, 0, sizeof out, out, &n), WF_ERR_RANGE);
+	uint64_t vblk = (uint64_t)ty->blck * ty->out_size; /* view bytes per block */
+	ck_assert_int_eq(wf_view_read(&t, src, t.nbytes - 1, 0, (size_t)vblk, out, &n), WF_OK);
+	ck_assert_uint_eq(n, vblk);
+	ck_assert_int_eq(wf_view_read(&t, src, t.nbytes - 1, t.size - 1, 1, out, &n), WF_ERR_RANGE);
+	ck_assert_int_eq(wf_view_read(&t, src, t.nbytes - 1, 0, t.size, out, &n), WF_ERR_RANGE);
+	free(out);
 	free(src);
 }
 END_TEST

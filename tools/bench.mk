@@ -1,0 +1,28 @@
+# tools/bench.mk - `make bench`: decode and mount benchmarks (docs/performance.md).
+# Included by the top Makefile.
+#   BENCH_QUICK=1   smaller models, fewer runs (about a minute)
+#   BENCH_DIR=DIR   where the generated models go (default: a directory in
+#                   /dev/shm, else /tmp); removed afterwards
+#   BENCH_ARGS=...  extra arguments for tools/bench.py (e.g. --runs 7)
+
+BENCH_TOOLS := $(B)/bench/bench $(B)/bench/gen_model
+
+.PHONY: bench bench-tools
+bench-tools: $(BENCH_TOOLS)
+
+$(B)/bench/%.o: tools/%.c
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(ALL_CFLAGS) -c -o $@ $<
+
+$(B)/bench/bench $(B)/bench/gen_model: $(B)/bench/%: $(B)/bench/%.o $(B)/libweightfs.a
+	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $^ $(CJSON_LIBS) -lm -lpthread
+
+bench: $(B)/weightfs $(BENCH_TOOLS)
+	$(Q)$(PYTHON) tools/bench.py --weightfs $(B)/weightfs --tools $(B)/bench \
+		--out $(B)/bench/results.json $(if $(filter 1,$(BENCH_QUICK)),--quick) \
+		$(if $(BENCH_DIR),--dir $(BENCH_DIR)) $(BENCH_ARGS)
+
+# The tools must keep compiling; running the benchmark is not part of check.
+check: bench-tools
+
+-include $(wildcard $(B)/bench/*.d)

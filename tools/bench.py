@@ -1,0 +1,466 @@
+#!/usr/bin/env python3
+"""bench.py - the driver behind `make bench` (see docs/performance.md).
+
+Generates its own models (tools/gen_model.c) in a tmpfs directory, then
+measures, side by side in one run:
+  1. in-process decode throughput vs memcpy (tools/bench.c);
+  2. first sequential read through a mount (1 MiB reads, page cache of the
+     mount's file dropped before each read) vs an F32 tensor of the same
+     output size through the same mount;
+  3. re-read (page-cache hit) vs reading the same number of bytes from a
+     tmpfs file;
+  4. random 4 KiB reads (cold and cached), median and p99 latency, vs the
+     same reads from the tmpfs file;
+  5. mount time and daemon memory for a 100,000-tensor / 150,000-token
+     model, a 64 GiB sparse model, and the benchmark model, plus the
+     daemon's memory after the whole benchmark model was read.
+Prints medians of several runs as tables with ratios and writes the same to
+--out as JSON.  Needs root only for --drop-caches / --read-ahead-kb; uses no
+third-party modules.
+"""
+import argparse
+import json
+import os
+import platform
+import random
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+
+TYPES = ["F32", "F16", "BF16", "Q4_0", "Q8_0", "Q4_K", "Q6_K", "IQ4_XS", "IQ2_XXS"]
+MiB = 1 << 20
+
+
+def log(*a):
+    print(*a, file=sys.stderr, flush=True)
+
+
+def median(v):
+    return statistics.median(v) if v else float("nan")
+
+
+def pct(v, p):
+    if not v:
+        return float("nan")
+    s = sorted(v)
+    return s[min(len(s) - 1, int(round(p / 100.0 * (len(s) - 1))))]
+
+
+# --- mounting ---------------------------------------------------------------
+
+class Mount:
+    def __init__(self, args, model, mnt, extra=()):
+        self.mnt = mnt
+        os.makedirs(mnt, exist_ok=True)
+        cmd = [args.weightfs, "-f"] + list(extra) + list(args.mount_opt) + [model, mnt]
+        dev0 = os.stat(mnt).st_dev
+        t0 = time.perf_counter()
+        self.proc = subprocess.Popen(cmd)
+        while os.stat(mnt).st_dev == dev0:
+            if self.proc.poll() is not None:
+                raise SystemExit("bench: %s exited with %d" % (" ".join(cmd), self.proc.returncode))
+            time.sleep(0.0002)
+        self.mount_s = time.perf_counter() - t0
+        self.pid = self.proc.pid
+        if args.read_ahead_kb:
+            with open(self.bdi("read_ahead_kb"), "w") as f:
+                f.write(str(args.read_ahead_kb))
+
+    def bdi(self, name):
+        st = os.stat(self.mnt)
+        return "/sys/class/bdi/%d:%d/%s" % (os.major(st.st_dev), os.minor(st.st_dev), name)
+
+    def read_ahead_kb(self):
+        try:
+            with open(self.bdi("read_ahead_kb")) as f:
+                return int(f.read())
+        except OSError:
+            return None
+
+    def memory(self):
+        """Daemon memory in KiB: VmRSS, RssAnon, RssFile, RssShmem, VmHWM, smaps Anonymous."""
+        out = {}
+        with open("/proc/%d/status" % self.pid) as f:
+            for line in f:
+                k, _, v = line.partition(":")
+                if k in ("VmRSS", "RssAnon", "RssFile", "RssShmem", "VmHWM", "VmSize", "Threads"):
+                    out[k] = int(v.split()[0])
+        try:
+            with open("/proc/%d/smaps_rollup" % self.pid) as f:
+                for line in f:
+                    k, _, v = line.partition(":")
+                    if k == "Anonymous":
+                        out["Anonymous"] = int(v.split()[0])
+        except OSError:
+            pass
+        return out
+
+    def close(self):
+        subprocess.run(["fusermount3", "-u", self.mnt], check=False)
+        try:
+            self.proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+
+# --- I/O primitives ----------------------------------------------------------
+
+def evict(path, drop_caches):
+    if drop_caches:
+        os.sync()
+        with open("/proc/sys/vm/drop_caches", "w") as f:
+            f.write("1")
+        return
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+    finally:
+        os.close(fd)
+
+
+def seq_read(path, bs=MiB):
+    """Reads path start to end in bs pieces.  Returns (GB/s of wall-clock
+    time, GB/s of this process's CPU time); the second ignores time the
+    reader spent preempted by other load, which on a page-cache hit is all
+    it could lose."""
+    buf = bytearray(bs)
+    mv = memoryview(buf)
+    n = 0
+    with open(path, "rb", buffering=0) as f:
+        c0 = time.process_time()
+        t0 = time.perf_counter()
+        while True:
+            k = f.readinto(mv)
+            if not k:
+                break
+            n += k
+        dt = time.perf_counter() - t0
+        cpu = time.process_time() - c0
+    return n / dt / 1e9, (n / cpu / 1e9 if cpu > 0 else float("nan"))
+
+
+def daemon_cpu(pid):
+    """CPU seconds used so far by all threads of pid (schedstat, ns)."""
+    tot = 0
+    try:
+        for tid in os.listdir("/proc/%d/task" % pid):
+            try:
+                with open("/proc/%d/task/%s/schedstat" % (pid, tid)) as f:
+                    tot += int(f.read().split()[0])
+            except OSError:
+                pass
+    except OSError:
+        pass
+    return tot / 1e9
+
+
+def rand_read(path, offsets, bs=4096):
+    """pread of bs bytes at each offset; returns latencies in microseconds."""
+    fd = os.open(path, os.O_RDONLY)
+    lat = []
+    try:
+        for off in offsets:
+            t0 = time.perf_counter_ns()
+            os.pread(fd, bs, off)
+            lat.append((time.perf_counter_ns() - t0) / 1000.0)
+    finally:
+        os.close(fd)
+    return lat
+
+
+# --- the parts -----------------------------------------------------------------
+
+def part_decode(args, model):
+    log("bench: in-process decode (%d runs)" % args.runs)
+    out = subprocess.run([os.path.join(args.tools, "bench"), model, str(args.runs)],
+                         check=True, stdout=subprocess.PIPE, text=True).stdout
+    rows = [json.loads(line) for line in out.splitlines() if line.strip()]
+    res = {}
+    for r in rows:
+        e = {"out_bytes": r["out_bytes"], "scalar_gbps": r["scalar_gbps"],
+             "scalar_median": median(r["scalar_gbps"])}
+        if "simd_gbps" in r:
+            e["simd_gbps"] = r["simd_gbps"]
+            e["simd_median"] = median(r["simd_gbps"])
+        res[r["type"]] = e
+    return res
+
+
+def part_mount_io(args, model, ref):
+    """Parts 2-4, one mount, and the daemon memory after it read everything."""
+    mnt = os.path.join(args.dir, "mnt")
+    m = Mount(args, model, mnt)
+    res = {"read_ahead_kb": m.read_ahead_kb(), "mem_after_mount_kib": m.memory()}
+    paths = {t: os.path.join(mnt, "t", t) for t in TYPES}
+    size = os.path.getsize(paths["F32"])
+    seq = {t: {"first": [], "first_ratio": [], "first_cpu": [], "reread": [], "reread_ratio": [],
+               "reread_cpu_ratio": []} for t in TYPES}
+    seq_ref = []
+    rnd = {t: {"cold": [], "cached": []} for t in TYPES}
+    rnd_ref = []
+    rng = random.Random(1)
+
+    def first(t):
+        evict(paths[t], args.drop_caches)
+        c0 = daemon_cpu(m.pid)
+        gbps = seq_read(paths[t])[0]
+        seq[t]["first_cpu"].append((daemon_cpu(m.pid) - c0) / size * 1e9)
+        return gbps
+
+    log("bench: sequential and random reads through the mount (%d runs)" % args.runs)
+    for run in range(args.runs):
+        offs = [rng.randrange(size // 4096) * 4096 for _ in range(args.rand_n)]
+        for t in TYPES:
+            # first reads: each type right next to an F32 first read, in
+            # alternating order; the ratio is taken per pair
+            if t == "F32":
+                g = first(t)
+                seq[t]["first"].append(g)
+                seq[t]["first_ratio"].append(1.0)
+            else:
+                if run % 2:
+                    g, gf = first(t), first("F32")
+                else:
+                    gf, g = first("F32"), first(t)
+                seq[t]["first"].append(g)
+                seq[t]["first_ratio"].append(g / gf)
+            # re-read (page-cache hit) next to a read of the tmpfs file
+            rw, rc = seq_read(paths[t])
+            tw, tc = seq_read(ref)
+            seq_ref.append(tw)
+            seq[t]["reread"].append(rw)
+            seq[t]["reread_ratio"].append(rw / tw)
+            seq[t]["reread_cpu_ratio"].append(rc / tc)
+        for t in TYPES:
+            evict(paths[t], args.drop_caches)
+            rnd[t]["cold"] += rand_read(paths[t], offs)
+            seq_read(paths[t])
+            rnd[t]["cached"] += rand_read(paths[t], offs)
+            rnd_ref += rand_read(ref, offs)
+        log("bench:   run %d/%d done" % (run + 1, args.runs))
+    res["mem_after_reading_all_kib"] = m.memory()
+    m.close()
+    res["seq"] = {t: {"first_gbps": v["first"], "first_median": median(v["first"]),
+                      "first_ratio": v["first_ratio"], "first_ratio_median": median(v["first_ratio"]),
+                      "first_daemon_cpu_s_per_gb": v["first_cpu"],
+                      "first_daemon_cpu_median": median(v["first_cpu"]),
+                      "reread_gbps": v["reread"], "reread_median": median(v["reread"]),
+                      "reread_ratio": v["reread_ratio"], "reread_ratio_median": median(v["reread_ratio"]),
+                      "reread_cpu_ratio": v["reread_cpu_ratio"],
+                      "reread_cpu_ratio_median": median(v["reread_cpu_ratio"])}
+                  for t, v in seq.items()}
+    res["seq_tmpfs_gbps"] = seq_ref
+    res["seq_tmpfs_median"] = median(seq_ref)
+    res["rand"] = {t: {k: {"median_us": median(v[k]), "p99_us": pct(v[k], 99), "n": len(v[k])}
+                       for k in ("cold", "cached")} for t, v in rnd.items()}
+    res["rand_tmpfs"] = {"median_us": median(rnd_ref), "p99_us": pct(rnd_ref, 99), "n": len(rnd_ref)}
+    return res
+
+
+def part_mount_cost(args, models):
+    """Mount time and daemon memory per model; for the many-tensor model
+    also after stat-ing every file (a `find -ls` of the mount)."""
+    log("bench: mount time and daemon memory (%d runs)" % args.runs)
+    mnt = os.path.join(args.dir, "mnt")
+    res = {}
+    for name, path in models:
+        times, mem, mem_walk = [], [], []
+        for _ in range(args.runs):
+            m = Mount(args, path, mnt)
+            times.append(m.mount_s)
+            mem.append(m.memory())
+            n = 0
+            for root, dirs, files in os.walk(mnt):
+                for fn in files:
+                    os.stat(os.path.join(root, fn))
+                    n += 1
+            mem_walk.append(m.memory())
+            m.close()
+        res[name] = {
+            "model_bytes": os.path.getsize(path),
+            "files": n,
+            "mount_s": times, "mount_median_s": median(times),
+            "mem_kib": mem, "mem_walk_kib": mem_walk,
+            "rss_median_kib": median([x["VmRSS"] for x in mem]),
+            "anon_median_kib": median([x.get("Anonymous", x["RssAnon"]) for x in mem]),
+            "anon_walk_median_kib": median([x.get("Anonymous", x["RssAnon"]) for x in mem_walk]),
+        }
+    return res
+
+
+# --- report --------------------------------------------------------------------
+
+def table(title, head, rows):
+    lines = ["", title]
+    w = [max(len(str(h)), *(len(str(r[i])) for r in rows)) for i, h in enumerate(head)]
+    lines.append("  ".join(str(h).rjust(w[i]) if i else str(h).ljust(w[i]) for i, h in enumerate(head)))
+    lines.append("  ".join("-" * x for x in w))
+    for r in rows:
+        lines.append("  ".join(str(c).rjust(w[i]) if i else str(c).ljust(w[i]) for i, c in enumerate(r)))
+    return "\n".join(lines)
+
+
+def f2(x):
+    return "%.2f" % x
+
+
+def report(res):
+    out = []
+    cfg = res["config"]
+    out.append("weightfs benchmark: %s, %d runs (medians), %d MiB of float32 output per tensor, "
+               "read_ahead_kb=%s, mount opts %s" % (cfg["host"], cfg["runs"], cfg["mib"],
+                                                    res.get("mount_io", {}).get("read_ahead_kb"),
+                                                    cfg["mount_opt"] or "(default)"))
+    if "decode" in res:
+        d = res["decode"]
+        ref = d["F32"]["scalar_median"]
+        simd = any("simd_median" in v for v in d.values())
+        rows = []
+        for t in TYPES:
+            if t not in d:
+                continue
+            v = d[t]
+            r = [t, f2(v["scalar_median"]), f2(v["scalar_median"] / ref)]
+            if simd:
+                s = v.get("simd_median")
+                r += [f2(s) if s else "-", f2(s / ref) if s else "-"]
+            rows.append(r)
+        head = ["type", "scalar GB/s", "x memcpy"] + (["SIMD GB/s", "x memcpy"] if simd else [])
+        out.append(table("(1) in-process decode, 1 MiB wf_view_read calls (F32 row = memcpy)", head, rows))
+    if "mount_io" in res:
+        io = res["mount_io"]
+        s = io["seq"]
+        tmp = io["seq_tmpfs_median"]
+        rows = [[t, f2(s[t]["first_median"]), f2(s[t]["first_ratio_median"]),
+                 f2(s[t]["first_daemon_cpu_median"]),
+                 f2(s[t]["reread_median"]), f2(s[t]["reread_ratio_median"]),
+                 f2(s[t]["reread_cpu_ratio_median"])] for t in TYPES]
+        out.append(table("(2) first read / (3) re-read through the mount, 1 MiB reads; ratios are medians of "
+                         "side-by-side pairs (tmpfs file: %.2f GB/s)" % tmp,
+                         ["type", "first GB/s", "x F32 first", "daemon CPU s/GB",
+                          "re-read GB/s", "x tmpfs", "x tmpfs (CPU time)"], rows))
+        r = io["rand"]
+        rt = io["rand_tmpfs"]
+        rows = [[t, "%.1f" % r[t]["cold"]["median_us"], "%.1f" % r[t]["cold"]["p99_us"],
+                 "%.1f" % r[t]["cached"]["median_us"], "%.1f" % r[t]["cached"]["p99_us"],
+                 f2(r[t]["cached"]["median_us"] / rt["median_us"])] for t in TYPES]
+        rows.append(["tmpfs", "-", "-", "%.1f" % rt["median_us"], "%.1f" % rt["p99_us"], "1.00"])
+        out.append(table("(4) random 4 KiB pread latency, microseconds (cold = mount's cache dropped)",
+                         ["type", "cold p50", "cold p99", "cached p50", "cached p99", "cached p50 x tmpfs"],
+                         rows))
+    if "mount_cost" in res:
+        mc = res["mount_cost"]
+        rows = []
+        for name, v in mc.items():
+            rows.append([name, "%.1f" % (v["model_bytes"] / MiB), str(v["files"]),
+                         "%.1f" % (v["mount_median_s"] * 1000), "%.1f" % (v["rss_median_kib"] / 1024),
+                         "%.1f" % (v["anon_median_kib"] / 1024), "%.1f" % (v["anon_walk_median_kib"] / 1024)])
+        out.append(table("(5) mount time and daemon memory (MiB; anon = smaps_rollup Anonymous)",
+                         ["model", "file MiB", "files", "mount ms", "RSS", "anon", "anon after stat all"],
+                         rows))
+    if "mount_io" in res:
+        io = res["mount_io"]
+        a, b = io["mem_after_mount_kib"], io["mem_after_reading_all_kib"]
+        out.append("\n    daemon after mounting the benchmark model: RSS %.1f MiB, anon %.1f MiB; "
+                   "after reading every tensor (%d runs): RSS %.1f MiB (file/shmem %.1f), anon %.1f MiB, "
+                   "peak RSS %.1f MiB" % (a["VmRSS"] / 1024, a.get("Anonymous", a["RssAnon"]) / 1024,
+                                          cfg["runs"], b["VmRSS"] / 1024,
+                                          (b["RssFile"] + b["RssShmem"]) / 1024,
+                                          b.get("Anonymous", b["RssAnon"]) / 1024, b["VmHWM"] / 1024))
+    return "\n".join(out)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--weightfs", default="build/weightfs")
+    ap.add_argument("--tools", default="build/bench")
+    ap.add_argument("--out", default="build/bench/results.json")
+    ap.add_argument("--dir", help="scratch directory (default: under /dev/shm, else /tmp)")
+    ap.add_argument("--quick", action="store_true", help="32 MiB tensors, 3 runs, smaller metadata model")
+    ap.add_argument("--runs", type=int)
+    ap.add_argument("--mib", type=int, help="MiB of float32 output per tensor (default 256)")
+    ap.add_argument("--rand-n", type=int, default=500, help="random reads per tensor per run")
+    ap.add_argument("--parts", default="decode,io,mount", help="comma list of decode, io, mount")
+    ap.add_argument("--drop-caches", action="store_true",
+                    help="evict with /proc/sys/vm/drop_caches (root) instead of posix_fadvise")
+    ap.add_argument("--read-ahead-kb", type=int, help="set the mount's bdi read_ahead_kb (root)")
+    ap.add_argument("--mount-opt", action="append", default=[], help="extra weightfs argument")
+    ap.add_argument("--types", help="comma list of tensor types to measure (default: all; F32 always)")
+    ap.add_argument("--keep", action="store_true", help="keep the generated models")
+    args = ap.parse_args()
+    if args.types:
+        TYPES[:] = ["F32"] + [t for t in args.types.split(",") if t != "F32"]
+    args.runs = args.runs or (3 if args.quick else 5)
+    args.mib = args.mib or (32 if args.quick else 256)
+    n_tensors, n_vocab = (20000, 30000) if args.quick else (100000, 150000)
+    parts = set(args.parts.split(","))
+
+    need = args.mib * MiB * 4 + 64 * MiB
+    if not args.dir:
+        base = "/dev/shm" if os.path.isdir("/dev/shm") and shutil.disk_usage("/dev/shm").free > need else "/tmp"
+        args.dir = os.path.join(base, "weightfs-bench-%d" % os.getpid())
+    os.makedirs(args.dir, exist_ok=True)
+    free = shutil.disk_usage(args.dir).free
+    if free < need:
+        raise SystemExit("bench: %s has %.0f MiB free, needs %.0f MiB" % (args.dir, free / MiB, need / MiB))
+
+    gen = os.path.join(args.tools, "gen_model")
+    model = os.path.join(args.dir, "types.gguf")
+    many = os.path.join(args.dir, "many.gguf")
+    sparse = os.path.join(args.dir, "sparse.gguf")
+    ref = os.path.join(args.dir, "ref.f32")
+    try:
+        log("bench: generating models in %s" % args.dir)
+        subprocess.run([gen, "types", model, str(args.mib)] + TYPES, check=True)
+        if "mount" in parts:
+            subprocess.run([gen, "many", many, str(n_tensors), str(n_vocab)], check=True)
+            subprocess.run([gen, "sparse", sparse, "64"], check=True)
+        cpu = ""
+        try:
+            with open("/proc/cpuinfo") as f:
+                cpu = next((l.split(":", 1)[1].strip() for l in f if l.startswith("model name")), "")
+        except OSError:
+            pass
+        res = {"config": {"host": "%s, %d CPUs, kernel %s" % (cpu, os.cpu_count(), platform.release()),
+                          "runs": args.runs, "mib": args.mib, "rand_n": args.rand_n,
+                          "mount_opt": " ".join(args.mount_opt), "dir": args.dir,
+                          "evict": "drop_caches" if args.drop_caches else "posix_fadvise DONTNEED",
+                          "read_ahead_kb_set": args.read_ahead_kb,
+                          "no_simd_env": os.environ.get("WEIGHTFS_NO_SIMD", "")}}
+        if "decode" in parts:
+            res["decode"] = part_decode(args, model)
+        if "io" in parts:
+            # the tmpfs reference: the F32 tensor's bytes in a plain tmpfs file
+            with open(model, "rb") as src, open(ref, "wb") as dst:
+                src.seek(4096)
+                dst.write(src.read(args.mib * MiB))
+            res["mount_io"] = part_mount_io(args, model, ref)
+        if "mount" in parts:
+            res["mount_cost"] = part_mount_cost(args, [
+                ("%d tensors, %d tokens" % (n_tensors, n_vocab), many),
+                ("64 GiB sparse, 4 tensors", sparse),
+                ("benchmark model, %d tensors" % len(TYPES), model)])
+        text = report(res)
+        print(text)
+        res["table"] = text
+        os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
+        with open(args.out, "w") as f:
+            json.dump(res, f, indent=1)
+        log("bench: wrote %s" % args.out)
+    finally:
+        if not args.keep:
+            for p in (model, many, sparse, ref):
+                if os.path.exists(p):
+                    os.unlink(p)
+            mnt = os.path.join(args.dir, "mnt")
+            if os.path.isdir(mnt) and not os.path.ismount(mnt):
+                os.rmdir(mnt)
+            if not os.listdir(args.dir):
+                os.rmdir(args.dir)
+
+
+if __name__ == "__main__":
+    main()
