@@ -23,22 +23,6 @@
 
 #define QK_K 256
 
-static inline uint16_t ld16(const uint8_t *p)
-{
-	return (uint16_t)(p[0] | (unsigned)p[1] << 8);
-}
-
-static inline uint32_t ld32(const uint8_t *p)
-{
-	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
-	       (uint32_t)p[3] << 24;
-}
-
-static inline uint64_t ld64(const uint8_t *p)
-{
-	return (uint64_t)ld32(p) | (uint64_t)ld32(p + 4) << 32;
-}
-
 static inline float f32_from_bits(uint32_t u)
 {
 	float f;
@@ -114,19 +98,19 @@ static inline float ue4m3_half(uint8_t x)
 void wf_decode_f16(const uint8_t *src, float *dst, size_t nblocks)
 {
 	for (size_t i = 0; i < nblocks; i++)
-		dst[i] = wf_f16_to_f32(ld16(src + 2 * i));
+		dst[i] = wf_f16_to_f32(wf_le16(src + 2 * i));
 }
 
 void wf_decode_bf16(const uint8_t *src, float *dst, size_t nblocks)
 {
 	for (size_t i = 0; i < nblocks; i++)
-		dst[i] = wf_bf16_to_f32(ld16(src + 2 * i));
+		dst[i] = wf_bf16_to_f32(wf_le16(src + 2 * i));
 }
 
 void wf_decode_f64(const uint8_t *src, float *dst, size_t nblocks)
 {
 	for (size_t i = 0; i < nblocks; i++) {
-		uint64_t u = ld64(src + 8 * i);
+		uint64_t u = wf_le64(src + 8 * i);
 		double d;
 
 		memcpy(&d, &u, sizeof d);
@@ -139,7 +123,7 @@ void wf_decode_f64(const uint8_t *src, float *dst, size_t nblocks)
 void wf_decode_q4_0(const uint8_t *src, float *dst, size_t nblocks)
 {
 	for (size_t i = 0; i < nblocks; i++, src += 18, dst += 32) {
-		const float d = wf_f16_to_f32(ld16(src));
+		const float d = wf_f16_to_f32(wf_le16(src));
 		const uint8_t *qs = src + 2;
 
 		for (int j = 0; j < 16; j++) {
@@ -152,8 +136,8 @@ void wf_decode_q4_0(const uint8_t *src, float *dst, size_t nblocks)
 void wf_decode_q4_1(const uint8_t *src, float *dst, size_t nblocks)
 {
 	for (size_t i = 0; i < nblocks; i++, src += 20, dst += 32) {
-		const float d = wf_f16_to_f32(ld16(src));
-		const float m = wf_f16_to_f32(ld16(src + 2));
+		const float d = wf_f16_to_f32(wf_le16(src));
+		const float m = wf_f16_to_f32(wf_le16(src + 2));
 		const uint8_t *qs = src + 4;
 
 		for (int j = 0; j < 16; j++) {
@@ -177,8 +161,8 @@ static inline int q5_hi(const uint8_t *qs, uint32_t qh, int j)
 void wf_decode_q5_0(const uint8_t *src, float *dst, size_t nblocks)
 {
 	for (size_t i = 0; i < nblocks; i++, src += 22, dst += 32) {
-		const float d = wf_f16_to_f32(ld16(src));
-		const uint32_t qh = ld32(src + 2);
+		const float d = wf_f16_to_f32(wf_le16(src));
+		const uint32_t qh = wf_le32(src + 2);
 		const uint8_t *qs = src + 6;
 
 		for (int j = 0; j < 16; j++) {
@@ -191,9 +175,9 @@ void wf_decode_q5_0(const uint8_t *src, float *dst, size_t nblocks)
 void wf_decode_q5_1(const uint8_t *src, float *dst, size_t nblocks)
 {
 	for (size_t i = 0; i < nblocks; i++, src += 24, dst += 32) {
-		const float d = wf_f16_to_f32(ld16(src));
-		const float m = wf_f16_to_f32(ld16(src + 2));
-		const uint32_t qh = ld32(src + 4);
+		const float d = wf_f16_to_f32(wf_le16(src));
+		const float m = wf_f16_to_f32(wf_le16(src + 2));
+		const uint32_t qh = wf_le32(src + 4);
 		const uint8_t *qs = src + 8;
 
 		for (int j = 0; j < 16; j++) {
@@ -206,7 +190,7 @@ void wf_decode_q5_1(const uint8_t *src, float *dst, size_t nblocks)
 void wf_decode_q8_0(const uint8_t *src, float *dst, size_t nblocks)
 {
 	for (size_t i = 0; i < nblocks; i++, src += 34, dst += 32) {
-		const float d = wf_f16_to_f32(ld16(src));
+		const float d = wf_f16_to_f32(wf_le16(src));
 
 		for (int j = 0; j < 32; j++)
 			dst[j] = (float)(int8_t)src[2 + j] * d;
@@ -219,8 +203,8 @@ void wf_decode_q2_k(const uint8_t *src, float *dst, size_t nblocks)
 {
 	for (size_t b = 0; b < nblocks; b++, src += 84, dst += QK_K) {
 		const uint8_t *scales = src, *qs = src + 16;
-		const float d = wf_f16_to_f32(ld16(src + 80));
-		const float dmin = wf_f16_to_f32(ld16(src + 82));
+		const float d = wf_f16_to_f32(wf_le16(src + 80));
+		const float dmin = wf_f16_to_f32(wf_le16(src + 82));
 
 		/* Halves n of 128, 2-bit planes j, 16-element runs h. */
 		for (int n = 0; n < 2; n++)
@@ -242,7 +226,7 @@ void wf_decode_q3_k(const uint8_t *src, float *dst, size_t nblocks)
 {
 	for (size_t b = 0; b < nblocks; b++, src += 110, dst += QK_K) {
 		const uint8_t *hmask = src, *qs = src + 32, *s = src + 96;
-		const float d = wf_f16_to_f32(ld16(src + 108));
+		const float d = wf_f16_to_f32(wf_le16(src + 108));
 		int sc[16];
 
 		/* Sixteen 6-bit scales: low nibbles in s[0..7], high 2 bits
@@ -270,31 +254,20 @@ void wf_decode_q3_k(const uint8_t *src, float *dst, size_t nblocks)
 	}
 }
 
-/* 6-bit scale and min of sub-block j, packed in 12 bytes (Q4_K, Q5_K). */
-static inline void scale_min_k4(int j, const uint8_t *s, int *sc, int *mn)
-{
-	if (j < 4) {
-		*sc = s[j] & 63;
-		*mn = s[j + 4] & 63;
-	} else {
-		*sc = (s[j + 4] & 0xF) | (s[j - 4] >> 6) << 4;
-		*mn = (s[j + 4] >> 4) | (s[j] >> 6) << 4;
-	}
-}
 
 void wf_decode_q4_k(const uint8_t *src, float *dst, size_t nblocks)
 {
 	for (size_t b = 0; b < nblocks; b++, src += 144, dst += QK_K) {
-		const float d = wf_f16_to_f32(ld16(src));
-		const float dmin = wf_f16_to_f32(ld16(src + 2));
+		const float d = wf_f16_to_f32(wf_le16(src));
+		const float dmin = wf_f16_to_f32(wf_le16(src + 2));
 		const uint8_t *scales = src + 4, *qs = src + 16;
 
 		for (int c = 0; c < 4; c++) {
 			int sc, mn;
 
-			scale_min_k4(2 * c, scales, &sc, &mn);
+			wf_scale_min_k4(2 * c, scales, &sc, &mn);
 			const float d1 = d * (float)sc, m1 = dmin * (float)mn;
-			scale_min_k4(2 * c + 1, scales, &sc, &mn);
+			wf_scale_min_k4(2 * c + 1, scales, &sc, &mn);
 			const float d2 = d * (float)sc, m2 = dmin * (float)mn;
 			const uint8_t *q = qs + 32 * c;
 			float *y = dst + 64 * c;
@@ -310,16 +283,16 @@ void wf_decode_q4_k(const uint8_t *src, float *dst, size_t nblocks)
 void wf_decode_q5_k(const uint8_t *src, float *dst, size_t nblocks)
 {
 	for (size_t b = 0; b < nblocks; b++, src += 176, dst += QK_K) {
-		const float d = wf_f16_to_f32(ld16(src));
-		const float dmin = wf_f16_to_f32(ld16(src + 2));
+		const float d = wf_f16_to_f32(wf_le16(src));
+		const float dmin = wf_f16_to_f32(wf_le16(src + 2));
 		const uint8_t *scales = src + 4, *qh = src + 16, *qs = src + 48;
 
 		for (int c = 0; c < 4; c++) {
 			int sc, mn;
 
-			scale_min_k4(2 * c, scales, &sc, &mn);
+			wf_scale_min_k4(2 * c, scales, &sc, &mn);
 			const float d1 = d * (float)sc, m1 = dmin * (float)mn;
-			scale_min_k4(2 * c + 1, scales, &sc, &mn);
+			wf_scale_min_k4(2 * c + 1, scales, &sc, &mn);
 			const float d2 = d * (float)sc, m2 = dmin * (float)mn;
 			const unsigned u1 = 1u << (2 * c), u2 = 2u << (2 * c);
 			const uint8_t *q = qs + 32 * c;
@@ -336,7 +309,7 @@ void wf_decode_q5_k(const uint8_t *src, float *dst, size_t nblocks)
 void wf_decode_q6_k(const uint8_t *src, float *dst, size_t nblocks)
 {
 	for (size_t b = 0; b < nblocks; b++, src += 210, dst += QK_K) {
-		const float d = wf_f16_to_f32(ld16(src + 208));
+		const float d = wf_f16_to_f32(wf_le16(src + 208));
 
 		for (int n = 0; n < 2; n++) {
 			const uint8_t *ql = src + 64 * n;
@@ -365,7 +338,7 @@ void wf_decode_q8_k(const uint8_t *src, float *dst, size_t nblocks)
 {
 	for (size_t b = 0; b < nblocks; b++, src += 292, dst += QK_K) {
 		/* d is a full float32 here; bsums (at 260) are not needed. */
-		const float d = f32_from_bits(ld32(src));
+		const float d = f32_from_bits(wf_le32(src));
 
 		for (int j = 0; j < QK_K; j++)
 			dst[j] = d * (float)(int8_t)src[4 + j];
@@ -384,11 +357,11 @@ static inline void put8(float *y, float db, const uint8_t *g, unsigned signs)
 void wf_decode_iq2_xxs(const uint8_t *src, float *dst, size_t nblocks)
 {
 	for (size_t b = 0; b < nblocks; b++, src += 66, dst += QK_K) {
-		const float d = wf_f16_to_f32(ld16(src));
+		const float d = wf_f16_to_f32(wf_le16(src));
 
 		for (int ib = 0; ib < 8; ib++) {
 			const uint8_t *p = src + 2 + 8 * ib;
-			const uint32_t a1 = ld32(p + 4);
+			const uint32_t a1 = wf_le32(p + 4);
 			const float db = d * (0.5f + (float)(a1 >> 28)) * 0.25f;
 
 			/* a0's bytes index the grid; a1 holds 4 x 7 sign bits. */
@@ -402,7 +375,7 @@ void wf_decode_iq2_xxs(const uint8_t *src, float *dst, size_t nblocks)
 void wf_decode_iq2_xs(const uint8_t *src, float *dst, size_t nblocks)
 {
 	for (size_t b = 0; b < nblocks; b++, src += 74, dst += QK_K) {
-		const float d = wf_f16_to_f32(ld16(src));
+		const float d = wf_f16_to_f32(wf_le16(src));
 		const uint8_t *scales = src + 66;
 
 		for (int ib = 0; ib < 8; ib++) {
@@ -412,7 +385,7 @@ void wf_decode_iq2_xs(const uint8_t *src, float *dst, size_t nblocks)
 			};
 
 			for (int l = 0; l < 4; l++) {
-				const uint16_t v = ld16(src + 2 + 2 * (4 * ib + l));
+				const uint16_t v = wf_le16(src + 2 + 2 * (4 * ib + l));
 
 				put8(dst + 32 * ib + 8 * l, db[l / 2], wf_iq2xs_grid[v & 511],
 				     wf_ksigns_iq2xs[v >> 9]);
@@ -424,7 +397,7 @@ void wf_decode_iq2_xs(const uint8_t *src, float *dst, size_t nblocks)
 void wf_decode_iq2_s(const uint8_t *src, float *dst, size_t nblocks)
 {
 	for (size_t b = 0; b < nblocks; b++, src += 82, dst += QK_K) {
-		const float d = wf_f16_to_f32(ld16(src));
+		const float d = wf_f16_to_f32(wf_le16(src));
 		const uint8_t *qs = src + 2, *signs = src + 34, *qh = src + 66;
 		const uint8_t *scales = src + 74;
 
@@ -458,11 +431,11 @@ static inline void put4x2(float *y, float db, const uint8_t *g1, const uint8_t *
 void wf_decode_iq3_xxs(const uint8_t *src, float *dst, size_t nblocks)
 {
 	for (size_t b = 0; b < nblocks; b++, src += 98, dst += QK_K) {
-		const float d = wf_f16_to_f32(ld16(src));
+		const float d = wf_f16_to_f32(wf_le16(src));
 		const uint8_t *qs = src + 2;
 
 		for (int ib = 0; ib < 8; ib++) {
-			const uint32_t a = ld32(src + 66 + 4 * ib);
+			const uint32_t a = wf_le32(src + 66 + 4 * ib);
 			const float db = d * (0.5f + (float)(a >> 28)) * 0.5f;
 
 			for (int l = 0; l < 4; l++)
@@ -477,7 +450,7 @@ void wf_decode_iq3_xxs(const uint8_t *src, float *dst, size_t nblocks)
 void wf_decode_iq3_s(const uint8_t *src, float *dst, size_t nblocks)
 {
 	for (size_t b = 0; b < nblocks; b++, src += 110, dst += QK_K) {
-		const float d = wf_f16_to_f32(ld16(src));
+		const float d = wf_f16_to_f32(wf_le16(src));
 		const uint8_t *qs = src + 2, *qh = src + 66, *signs = src + 74;
 		const uint8_t *scales = src + 106;
 
@@ -510,11 +483,11 @@ static inline void put8_iq1(float *y, float dl, const int8_t *g, float delta)
 void wf_decode_iq1_s(const uint8_t *src, float *dst, size_t nblocks)
 {
 	for (size_t b = 0; b < nblocks; b++, src += 50, dst += QK_K) {
-		const float d = wf_f16_to_f32(ld16(src));
+		const float d = wf_f16_to_f32(wf_le16(src));
 		const uint8_t *qs = src + 2;
 
 		for (int ib = 0; ib < 8; ib++) {
-			const uint16_t h = ld16(src + 34 + 2 * ib);
+			const uint16_t h = wf_le16(src + 34 + 2 * ib);
 			const float dl = d * (float)(2 * ((h >> 12) & 7) + 1);
 			const float delta = (h & 0x8000) ? -IQ1_DELTA : IQ1_DELTA;
 
@@ -534,7 +507,7 @@ void wf_decode_iq1_m(const uint8_t *src, float *dst, size_t nblocks)
 		uint16_t sc[4];
 
 		for (int k = 0; k < 4; k++)
-			sc[k] = ld16(src + 48 + 2 * k);
+			sc[k] = wf_le16(src + 48 + 2 * k);
 		/* No d field: its 16 bits are the top nibbles of the 4 scale words. */
 		const uint16_t dbits = (uint16_t)((sc[0] >> 12) | ((sc[1] >> 8) & 0x00F0) |
 						  ((sc[2] >> 4) & 0x0F00) | (sc[3] & 0xF000));
@@ -568,7 +541,7 @@ void wf_decode_iq1_m(const uint8_t *src, float *dst, size_t nblocks)
 void wf_decode_iq4_nl(const uint8_t *src, float *dst, size_t nblocks)
 {
 	for (size_t b = 0; b < nblocks; b++, src += 18, dst += 32) {
-		const float d = wf_f16_to_f32(ld16(src));
+		const float d = wf_f16_to_f32(wf_le16(src));
 		const uint8_t *qs = src + 2;
 
 		for (int j = 0; j < 16; j++) {
@@ -581,8 +554,8 @@ void wf_decode_iq4_nl(const uint8_t *src, float *dst, size_t nblocks)
 void wf_decode_iq4_xs(const uint8_t *src, float *dst, size_t nblocks)
 {
 	for (size_t b = 0; b < nblocks; b++, src += 136, dst += QK_K) {
-		const float d = wf_f16_to_f32(ld16(src));
-		const uint16_t scales_h = ld16(src + 2);
+		const float d = wf_f16_to_f32(wf_le16(src));
+		const uint16_t scales_h = wf_le16(src + 2);
 		const uint8_t *scales_l = src + 4, *qs = src + 8;
 
 		for (int ib = 0; ib < 8; ib++) {
@@ -618,7 +591,7 @@ void wf_decode_tq1_0(const uint8_t *src, float *dst, size_t nblocks)
 {
 	for (size_t b = 0; b < nblocks; b++, src += 54, dst += QK_K) {
 		const uint8_t *qs = src, *qh = src + 48;
-		const float d = wf_f16_to_f32(ld16(src + 52));
+		const float d = wf_f16_to_f32(wf_le16(src + 52));
 
 		for (int n = 0; n < 5; n++)
 			for (int m = 0; m < 32; m++)
@@ -635,7 +608,7 @@ void wf_decode_tq1_0(const uint8_t *src, float *dst, size_t nblocks)
 void wf_decode_tq2_0(const uint8_t *src, float *dst, size_t nblocks)
 {
 	for (size_t b = 0; b < nblocks; b++, src += 66, dst += QK_K) {
-		const float d = wf_f16_to_f32(ld16(src + 64));
+		const float d = wf_f16_to_f32(wf_le16(src + 64));
 
 		for (int j0 = 0; j0 < 64; j0 += 32)
 			for (int l = 0; l < 4; l++)
@@ -678,7 +651,7 @@ void wf_decode_nvfp4(const uint8_t *src, float *dst, size_t nblocks)
 void wf_decode_q1_0(const uint8_t *src, float *dst, size_t nblocks)
 {
 	for (size_t b = 0; b < nblocks; b++, src += 18, dst += 128) {
-		const float d = wf_f16_to_f32(ld16(src));
+		const float d = wf_f16_to_f32(wf_le16(src));
 		const uint8_t *qs = src + 2;
 
 		/* A clear bit is -d by negation, so d = +0 gives -0. */
@@ -690,7 +663,7 @@ void wf_decode_q1_0(const uint8_t *src, float *dst, size_t nblocks)
 void wf_decode_q2_0(const uint8_t *src, float *dst, size_t nblocks)
 {
 	for (size_t b = 0; b < nblocks; b++, src += 18, dst += 64) {
-		const float d = wf_f16_to_f32(ld16(src));
+		const float d = wf_f16_to_f32(wf_le16(src));
 		const uint8_t *qs = src + 2;
 
 		for (int j = 0; j < 64; j++)

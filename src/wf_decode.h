@@ -13,6 +13,21 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "wf_common.h"
+
+/* 6-bit scale and min of sub-block j of a Q4_K/Q5_K block, packed in the
+ * block's 12 scale bytes s (ggml's get_scale_min_k4). */
+static inline void wf_scale_min_k4(int j, const uint8_t *s, int *sc, int *mn)
+{
+	if (j < 4) {
+		*sc = s[j] & 63;
+		*mn = s[j + 4] & 63;
+	} else {
+		*sc = (s[j + 4] & 0xF) | (s[j - 4] >> 6) << 4;
+		*mn = (s[j + 4] >> 4) | (s[j] >> 6) << 4;
+	}
+}
+
 /* Scalar conversions shared with the table's users. */
 float wf_f16_to_f32(uint16_t h);  /* ggml's: signalling NaNs come out quiet */
 float wf_bf16_to_f32(uint16_t h);

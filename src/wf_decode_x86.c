@@ -39,19 +39,6 @@ int wf_cpu_has_simd(void)
 	return (c & bit_F16C) != 0;
 }
 
-static inline uint16_t ld16(const uint8_t *p)
-{
-	return (uint16_t)(p[0] | (unsigned)p[1] << 8);
-}
-
-static inline uint32_t ld32(const uint8_t *p)
-{
-	uint32_t v;
-
-	memcpy(&v, p, 4);  /* x86 is little-endian */
-	return v;
-}
-
 static inline TGT float h2f(uint16_t h)
 {
 	return _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtsi32_si128(h)));
@@ -89,7 +76,7 @@ TGT void wf_decode_f16_avx2(const uint8_t *src, float *dst, size_t n)
 		_mm256_storeu_ps(dst + i + 8, _mm256_cvtph_ps(b));
 	}
 	for (; i < n; i++)
-		dst[i] = h2f(ld16(src + 2 * i));
+		dst[i] = h2f(wf_le16(src + 2 * i));
 }
 
 TGT void wf_decode_bf16_avx2(const uint8_t *src, float *dst, size_t n)
@@ -105,7 +92,7 @@ TGT void wf_decode_bf16_avx2(const uint8_t *src, float *dst, size_t n)
 		_mm256_storeu_si256((__m256i *)(dst + i + 8), _mm256_slli_epi32(hi, 16));
 	}
 	for (; i < n; i++) {
-		uint32_t u = (uint32_t)ld16(src + 2 * i) << 16;
+		uint32_t u = (uint32_t)wf_le16(src + 2 * i) << 16;
 
 		memcpy(dst + i, &u, 4);
 	}
@@ -117,7 +104,7 @@ TGT void wf_decode_q4_0_avx2(const uint8_t *src, float *dst, size_t nblocks)
 	const __m128i m4 = _mm_set1_epi8(0xF), b8 = _mm_set1_epi8(8);
 
 	for (size_t i = 0; i < nblocks; i++, src += 18, dst += 32) {
-		const __m256 d = _mm256_set1_ps(h2f(ld16(src)));
+		const __m256 d = _mm256_set1_ps(h2f(wf_le16(src)));
 		const __m128i q = _mm_loadu_si128((const __m128i *)(src + 2));
 		const __m128i lo = _mm_sub_epi8(_mm_and_si128(q, m4), b8);
 		const __m128i hi = _mm_sub_epi8(_mm_and_si128(_mm_srli_epi16(q, 4), m4), b8);
@@ -133,8 +120,8 @@ TGT void wf_decode_q4_1_avx2(const uint8_t *src, float *dst, size_t nblocks)
 	const __m128i m4 = _mm_set1_epi8(0xF);
 
 	for (size_t i = 0; i < nblocks; i++, src += 20, dst += 32) {
-		const __m256 d = _mm256_set1_ps(h2f(ld16(src)));
-		const __m256 m = _mm256_set1_ps(h2f(ld16(src + 2)));
+		const __m256 d = _mm256_set1_ps(h2f(wf_le16(src)));
+		const __m256 m = _mm256_set1_ps(h2f(wf_le16(src + 2)));
 		const __m128i q = _mm_loadu_si128((const __m128i *)(src + 4));
 		const __m128i v[2] = { _mm_and_si128(q, m4), _mm_and_si128(_mm_srli_epi16(q, 4), m4) };
 
@@ -162,8 +149,8 @@ TGT void wf_decode_q5_0_avx2(const uint8_t *src, float *dst, size_t nblocks)
 	const __m128i m4 = _mm_set1_epi8(0xF), b16 = _mm_set1_epi8(16);
 
 	for (size_t i = 0; i < nblocks; i++, src += 22, dst += 32) {
-		const __m256 d = _mm256_set1_ps(h2f(ld16(src)));
-		const uint32_t qh = ld32(src + 2);
+		const __m256 d = _mm256_set1_ps(h2f(wf_le16(src)));
+		const uint32_t qh = wf_le32(src + 2);
 		const __m128i q = _mm_loadu_si128((const __m128i *)(src + 6));
 		__m128i lo = _mm_or_si128(_mm_and_si128(q, m4), bits_to_0x10(qh & 0xFFFF));
 		__m128i hi = _mm_or_si128(_mm_and_si128(_mm_srli_epi16(q, 4), m4), bits_to_0x10(qh >> 16));
@@ -178,9 +165,9 @@ TGT void wf_decode_q5_1_avx2(const uint8_t *src, float *dst, size_t nblocks)
 	const __m128i m4 = _mm_set1_epi8(0xF);
 
 	for (size_t i = 0; i < nblocks; i++, src += 24, dst += 32) {
-		const __m256 d = _mm256_set1_ps(h2f(ld16(src)));
-		const __m256 m = _mm256_set1_ps(h2f(ld16(src + 2)));
-		const uint32_t qh = ld32(src + 4);
+		const __m256 d = _mm256_set1_ps(h2f(wf_le16(src)));
+		const __m256 m = _mm256_set1_ps(h2f(wf_le16(src + 2)));
+		const uint32_t qh = wf_le32(src + 4);
 		const __m128i q = _mm_loadu_si128((const __m128i *)(src + 8));
 		const __m128i v[2] = {
 			_mm_or_si128(_mm_and_si128(q, m4), bits_to_0x10(qh & 0xFFFF)),
@@ -198,7 +185,7 @@ TGT void wf_decode_q5_1_avx2(const uint8_t *src, float *dst, size_t nblocks)
 TGT void wf_decode_q8_0_avx2(const uint8_t *src, float *dst, size_t nblocks)
 {
 	for (size_t i = 0; i < nblocks; i++, src += 34, dst += 32) {
-		const __m256 d = _mm256_set1_ps(h2f(ld16(src)));
+		const __m256 d = _mm256_set1_ps(h2f(wf_le16(src)));
 		const __m128i a = _mm_loadu_si128((const __m128i *)(src + 2));
 		const __m128i b = _mm_loadu_si128((const __m128i *)(src + 18));
 
@@ -207,17 +194,6 @@ TGT void wf_decode_q8_0_avx2(const uint8_t *src, float *dst, size_t nblocks)
 	}
 }
 
-/* 6-bit scale and min of sub-block j (Q4_K, Q5_K), as wf_decode.c. */
-static inline void scale_min_k4(int j, const uint8_t *s, int *sc, int *mn)
-{
-	if (j < 4) {
-		*sc = s[j] & 63;
-		*mn = s[j + 4] & 63;
-	} else {
-		*sc = (s[j + 4] & 0xF) | (s[j - 4] >> 6) << 4;
-		*mn = (s[j + 4] >> 4) | (s[j] >> 6) << 4;
-	}
-}
 
 /* 32 unsigned bytes in v: y[k] = d * (float)v[k] - m for k = 0..31. */
 static inline TGT void st32_u8_mulsub(float *y, __m256i v, __m256 d, __m256 m)
@@ -231,16 +207,16 @@ TGT void wf_decode_q4_k_avx2(const uint8_t *src, float *dst, size_t nblocks)
 	const __m256i m4 = _mm256_set1_epi8(0xF);
 
 	for (size_t b = 0; b < nblocks; b++, src += 144, dst += QK_K) {
-		const float d = h2f(ld16(src));
-		const float dmin = h2f(ld16(src + 2));
+		const float d = h2f(wf_le16(src));
+		const float dmin = h2f(wf_le16(src + 2));
 		const uint8_t *scales = src + 4, *qs = src + 16;
 
 		for (int c = 0; c < 4; c++) {
 			int sc, mn;
 
-			scale_min_k4(2 * c, scales, &sc, &mn);
+			wf_scale_min_k4(2 * c, scales, &sc, &mn);
 			const float d1 = d * (float)sc, m1 = dmin * (float)mn;
-			scale_min_k4(2 * c + 1, scales, &sc, &mn);
+			wf_scale_min_k4(2 * c + 1, scales, &sc, &mn);
 			const float d2 = d * (float)sc, m2 = dmin * (float)mn;
 			const __m256i q = _mm256_loadu_si256((const __m256i *)(qs + 32 * c));
 
@@ -258,17 +234,17 @@ TGT void wf_decode_q5_k_avx2(const uint8_t *src, float *dst, size_t nblocks)
 	const __m256i m4 = _mm256_set1_epi8(0xF), b16 = _mm256_set1_epi8(16);
 
 	for (size_t b = 0; b < nblocks; b++, src += 176, dst += QK_K) {
-		const float d = h2f(ld16(src));
-		const float dmin = h2f(ld16(src + 2));
+		const float d = h2f(wf_le16(src));
+		const float dmin = h2f(wf_le16(src + 2));
 		const uint8_t *scales = src + 4, *qs = src + 48;
 		const __m256i qh = _mm256_loadu_si256((const __m256i *)(src + 16));
 
 		for (int c = 0; c < 4; c++) {
 			int sc, mn;
 
-			scale_min_k4(2 * c, scales, &sc, &mn);
+			wf_scale_min_k4(2 * c, scales, &sc, &mn);
 			const float d1 = d * (float)sc, m1 = dmin * (float)mn;
-			scale_min_k4(2 * c + 1, scales, &sc, &mn);
+			wf_scale_min_k4(2 * c + 1, scales, &sc, &mn);
 			const float d2 = d * (float)sc, m2 = dmin * (float)mn;
 			const __m256i q = _mm256_loadu_si256((const __m256i *)(qs + 32 * c));
 			const __m256i u1 = _mm256_set1_epi8((char)(1 << (2 * c)));
@@ -299,7 +275,7 @@ TGT void wf_decode_q6_k_avx2(const uint8_t *src, float *dst, size_t nblocks)
 	const __m256i b32 = _mm256_set1_epi8(32);
 
 	for (size_t b = 0; b < nblocks; b++, src += 210, dst += QK_K) {
-		const float d = h2f(ld16(src + 208));
+		const float d = h2f(wf_le16(src + 208));
 
 		for (int n = 0; n < 2; n++) {
 			const uint8_t *ql = src + 64 * n;
@@ -336,7 +312,7 @@ TGT void wf_decode_iq4_nl_avx2(const uint8_t *src, float *dst, size_t nblocks)
 	const __m128i kv = _mm_loadu_si128((const __m128i *)wf_kvalues_iq4nl);
 
 	for (size_t b = 0; b < nblocks; b++, src += 18, dst += 32) {
-		const __m256 d = _mm256_set1_ps(h2f(ld16(src)));
+		const __m256 d = _mm256_set1_ps(h2f(wf_le16(src)));
 		const __m128i q = _mm_loadu_si128((const __m128i *)(src + 2));
 
 		/* scalar: d * (float)kvalues[q]; the product commutes exactly */
@@ -351,8 +327,8 @@ TGT void wf_decode_iq4_xs_avx2(const uint8_t *src, float *dst, size_t nblocks)
 	const __m128i kv = _mm_loadu_si128((const __m128i *)wf_kvalues_iq4nl);
 
 	for (size_t b = 0; b < nblocks; b++, src += 136, dst += QK_K) {
-		const float d = h2f(ld16(src));
-		const uint16_t scales_h = ld16(src + 2);
+		const float d = h2f(wf_le16(src));
+		const uint16_t scales_h = wf_le16(src + 2);
 		const uint8_t *scales_l = src + 4, *qs = src + 8;
 
 		for (int ib = 0; ib < 8; ib++) {
@@ -387,11 +363,11 @@ static inline TGT __m256 u8x8_ps(const uint8_t *g)
 TGT void wf_decode_iq2_xxs_avx2(const uint8_t *src, float *dst, size_t nblocks)
 {
 	for (size_t b = 0; b < nblocks; b++, src += 66, dst += QK_K) {
-		const float d = h2f(ld16(src));
+		const float d = h2f(wf_le16(src));
 
 		for (int ib = 0; ib < 8; ib++) {
 			const uint8_t *p = src + 2 + 8 * ib;
-			const uint32_t a1 = ld32(p + 4);
+			const uint32_t a1 = wf_le32(p + 4);
 			const __m256 db = _mm256_set1_ps(d * (0.5f + (float)(a1 >> 28)) * 0.25f);
 
 			/* scalar: db * (float)g[j], then the sign flipped */
@@ -409,7 +385,7 @@ TGT void wf_decode_q8_k_avx2(const uint8_t *src, float *dst, size_t nblocks)
 {
 	for (size_t b = 0; b < nblocks; b++, src += 292, dst += QK_K) {
 		float df;
-		uint32_t u = ld32(src);
+		uint32_t u = wf_le32(src);
 
 		memcpy(&df, &u, 4);
 		const __m256 d = _mm256_set1_ps(df);
