@@ -9,6 +9,7 @@
  * mmap loader requires), not packed back to back.
  */
 #include "wf_buf.h"
+#include "wf_hash.h"
 #include "wf_model.h"
 #include "wf_types.h"
 
@@ -92,19 +93,14 @@ struct kv {
 
 /* Open-addressing set of byte strings, used to reject duplicate keys and
  * tensor names in linear time. */
+/* Names already seen (keys, tensor names), to refuse duplicates in linear
+ * time whatever the names are. */
 struct strset {
 	const uint8_t **s;
 	uint64_t *n;
 	size_t cap;
+	struct wf_hash_key key;
 };
-
-static uint64_t hash_bytes(const uint8_t *s, uint64_t n)
-{
-	uint64_t h = 1469598103934665603ULL;
-	for (uint64_t i = 0; i < n; i++)
-		h = (h ^ s[i]) * 1099511628211ULL;
-	return h;
-}
 
 static bool strset_init(struct strset *set, size_t count)
 {
@@ -114,13 +110,14 @@ static bool strset_init(struct strset *set, size_t count)
 	set->s = calloc(cap, sizeof *set->s);
 	set->n = calloc(cap, sizeof *set->n);
 	set->cap = cap;
+	wf_hash_key_init(&set->key);
 	return set->s && set->n;
 }
 
 /* Returns false if s was already present. */
 static bool strset_add(struct strset *set, const uint8_t *s, uint64_t n)
 {
-	size_t i = (size_t)hash_bytes(s, n) & (set->cap - 1);
+	size_t i = (size_t)wf_hash(&set->key, s, (size_t)n) & (set->cap - 1);
 	while (set->s[i]) {
 		if (set->n[i] == n && memcmp(set->s[i], s, n) == 0)
 			return false;

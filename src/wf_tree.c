@@ -78,8 +78,8 @@ struct builder {
 
 static size_t slot_of(const struct wf_tree *t, uint32_t parent, const char *name, size_t len)
 {
-	uint64_t h = fnv1a(name, len, FNV_SEED ^ ((uint64_t)parent * 0x9E3779B97F4A7C15ULL));
-	return (size_t)h & (t->n_slots - 1);
+	uint64_t h = wf_hash(&t->key, name, len) ^ (uint64_t)parent * 0x9E3779B97F4A7C15ULL;
+	return (size_t)(h ^ h >> 32) & (t->n_slots - 1);
 }
 
 uint32_t wf_tree_lookup(const struct wf_tree *t, uint32_t dir, const char *name, size_t len)
@@ -246,6 +246,7 @@ enum wf_err wf_tree_build(struct wf_tree **out, const struct wf_model *m, char *
 	if (!t->nodes || !t->slots || !t->tensor_node || !ends)
 		goto nomem;
 	memset(t->slots, 0xFF, t->n_slots * sizeof *t->slots);
+	wf_hash_key_init(&t->key);
 
 	if (add_node(&b, 0, "", 0, WF_NODE_DIR) != 0 ||
 	    add_node(&b, 0, "metadata.json", 13, WF_NODE_BLOB) == WF_NO_NODE ||

@@ -20,6 +20,7 @@
 #define WF_TREE_H
 
 #include "wf_common.h"
+#include "wf_hash.h"
 #include "wf_model.h"
 
 #include <stdint.h>
@@ -54,6 +55,7 @@ struct wf_tree {
 	/* private: lookup table keyed by (parent, name) */
 	uint32_t *slots;
 	size_t n_slots;
+	struct wf_hash_key key;     /* random per tree: names cannot be chosen to collide */
 	uint32_t *child_pool;
 };
 

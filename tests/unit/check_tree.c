@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "wf_buf.h"
+#include "wf_hash.h"
 #include "wf_model.h"
 #include "wf_tree.h"
 #include "wf_types.h"
@@ -571,6 +572,28 @@ START_TEST(test_tensors_json_quotes)
 }
 END_TEST
 
+/* The keyed hash behind the lookup tables: the published SipHash-2-4
+ * vectors (key 00..0f, message 00..n-1) pin the round function and the
+ * length padding that wf_hash (SipHash-1-3) shares. */
+START_TEST(test_siphash)
+{
+	struct wf_hash_key key = {0x0706050403020100ULL, 0x0f0e0d0c0b0a0908ULL};
+	uint8_t msg[64];
+	for (int i = 0; i < 64; i++)
+		msg[i] = (uint8_t)i;
+	ck_assert_uint_eq(wf_siphash(&key, msg, 0, 2, 4), 0x726fdb47dd0e0e31ULL);
+	ck_assert_uint_eq(wf_siphash(&key, msg, 15, 2, 4), 0xa129ca6149be45e5ULL);
+	ck_assert_uint_eq(wf_hash(&key, msg, 15), wf_siphash(&key, msg, 15, 1, 3));
+
+	/* per-table random keys: same name, different slots */
+	struct wf_hash_key k1, k2;
+	wf_hash_key_init(&k1);
+	wf_hash_key_init(&k2);
+	ck_assert(k1.k0 != k2.k0 || k1.k1 != k2.k1);
+	ck_assert_uint_ne(wf_hash(&k1, "blk", 3), wf_hash(&k2, "blk", 3));
+}
+END_TEST
+
 static Suite *tree_suite(void)
 {
 	Suite *s = suite_create("tree");
@@ -579,6 +602,7 @@ static Suite *tree_suite(void)
 	tc = tcase_create("escape");
 	tcase_add_loop_test(tc, test_escape, 0, WF_ARRAY_LEN(esc_cases));
 	tcase_add_test(tc, test_escape_long);
+	tcase_add_test(tc, test_siphash);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("paths");
