@@ -75,9 +75,13 @@ $(B)/tests/%.o: tests/unit/%.c
 $(B)/tests/check_%: $(B)/tests/check_%.o $(B)/libweightfs.a
 	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $^ $(CHECK_LIBS) $(CJSON_LIBS) -lm -lpthread
 
-# Targets added by tests/fuzz/fuzz.mk (fuzz, fuzz-check) and tools/bench.mk
-# (bench) hook into `check` themselves.
-check: unit-check mount-check
+# `make check` first installs what the tests need and is missing (apt, when
+# root or passwordless sudo; otherwise it says what to install), then runs
+# every suite.  tests/fuzz/fuzz.mk adds fuzz-check to CHECK_TARGETS.
+CHECK_TARGETS := unit-check mount-check
+check:
+	$(Q)bash tools/deps.sh test
+	$(Q)$(MAKE) --no-print-directory $(CHECK_TARGETS)
 
 unit-check: $(UNIT_BIN) $(B)/weightfs
 	$(Q)$(PYTHON) tools/gen_iq_tables.py --check

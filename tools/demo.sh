@@ -6,29 +6,7 @@ cd "$(dirname "$0")/.."
 
 model=tests/data/ggml-oracle/mixed_llama_tiny.gguf
 mnt=$PWD/mnt
-pkgs=(build-essential pkg-config fuse3 libfuse3-dev libcjson-dev)
-
-missing=()
-command -v cc >/dev/null 2>&1 || command -v gcc >/dev/null 2>&1 || missing+=(build-essential)
-command -v pkg-config >/dev/null 2>&1 || missing+=(pkg-config)
-command -v fusermount3 >/dev/null 2>&1 || missing+=(fuse3)
-if command -v pkg-config >/dev/null 2>&1; then
-	pkg-config --exists fuse3 || missing+=(libfuse3-dev)
-	pkg-config --exists libcjson || missing+=(libcjson-dev)
-else
-	missing+=(libfuse3-dev libcjson-dev)
-fi
-if [ ${#missing[@]} -gt 0 ]; then
-	echo "demo: installing ${missing[*]}"
-	if [ "$(id -u)" -eq 0 ]; then
-		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${pkgs[@]}"
-	elif command -v sudo >/dev/null 2>&1; then
-		sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${pkgs[@]}"
-	else
-		echo "demo: please install: ${pkgs[*]}" >&2
-		exit 1
-	fi
-fi
+bash tools/deps.sh build
 
 make -s build/weightfs
 

@@ -43,7 +43,7 @@ FUZZ_LIMITS  := -timeout=5 -rss_limit_mb=2048 -malloc_limit_mb=512 -print_final_
 .PHONY: fuzz fuzz-build fuzz-check
 .PHONY: $(FUZZ_TARGETS:%=fuzz-run-%) $(FUZZ_TARGETS:%=fuzz-check-run-%)
 
-check: fuzz-check
+CHECK_TARGETS += fuzz-check
 
 fuzz-build: $(FUZZ_BINS)
 

@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# tools/deps.sh build|test - install the Debian/Ubuntu packages weightfs
+# needs that are missing, with apt-get (as root, or through sudo when that
+# needs no password).  Quiet and quick when nothing is missing; when it
+# cannot install, it prints the apt-get line and fails.
+set -u
+what=${1:-build}
+
+missing=()
+need_cmd() { command -v "$1" >/dev/null 2>&1 || missing+=("$2"); }
+need_pc() { pkg-config --exists "$1" 2>/dev/null || missing+=("$2"); }
+
+need_cmd cc build-essential
+need_cmd make build-essential
+need_cmd pkg-config pkg-config
+need_cmd fusermount3 fuse3
+need_pc fuse3 libfuse3-dev
+need_pc libcjson libcjson-dev
+if [ "$what" = test ]; then
+	need_pc check check
+	need_cmd getfattr attr
+	need_cmd clang clang
+	py_ok=
+	for py in /usr/bin/python3 python3; do
+		"$py" -c 'import numpy' >/dev/null 2>&1 && py_ok=1 && break
+	done
+	[ -n "$py_ok" ] || missing+=(python3-numpy)
+	# libFuzzer's runtime ships apart from clang
+	if command -v clang >/dev/null 2>&1; then
+		echo 'int LLVMFuzzerTestOneInput(const char *d, unsigned long n){(void)d;(void)n;return 0;}' |
+			clang -x c -fsanitize=fuzzer -o /dev/null - >/dev/null 2>&1 || missing+=(libclang-rt-dev)
+	else
+		missing+=(libclang-rt-dev)
+	fi
+fi
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+pkgs=$(printf '%s\n' "${missing[@]}" | sort -u | tr '\n' ' ')
+if [ "$(id -u)" -eq 0 ]; then
+	sudo=
+elif command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then
+	sudo=sudo
+else
+	echo "weightfs: missing packages; install them with:  sudo apt-get install $pkgs" >&2
+	exit 1
+fi
+echo "weightfs: installing $pkgs"
+$sudo apt-get update -qq &&
+	$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $pkgs >/dev/null ||
+	{ echo "weightfs: apt-get install $pkgs failed" >&2; exit 1; }
