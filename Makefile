@@ -86,6 +86,7 @@ check:
 unit-check: $(UNIT_BIN) $(B)/weightfs
 	$(Q)$(PYTHON) tools/gen_iq_tables.py --check
 	$(Q)$(PYTHON) tools/gen_malformed.py --check
+	$(Q)$(PYTHON) tools/gen_known_blocks.py --check
 	$(Q)fail=0; for t in $(UNIT_BIN); do $$t || fail=1; done; exit $$fail
 
 mount-check: $(B)/weightfs

@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
 """Generate tests/unit/known_blocks.h: known-good input blocks and their
-expected float32 output, cut from the shared oracle files.
+expected float32 output, cut from the oracle files (tests/data, copied from the team's shared testdata).
 
     python3 tools/gen_known_blocks.py [--testdata DIR] [--check]
 
-DIR defaults to ../shared/testdata (relative to the top of the tree).  For
+DIR defaults to tests/data (the repository's copy of the oracle files).  For
 every decoded ggml type it takes the first block (two for the 32..128
 element types, 16 elements for F16 and BF16) of the first tensor in
 ggml-oracle/type_<t>.gguf, and for every decoded safetensors float dtype the first 16 elements
@@ -130,7 +130,7 @@ def render(cases):
 
 
 def main(argv):
-    tdir = os.path.join(os.path.dirname(ROOT), "shared", "testdata")
+    tdir = os.path.join(ROOT, "tests", "data")
     check = False
     args = argv[1:]
     while args:
