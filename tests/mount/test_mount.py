@@ -737,13 +737,17 @@ def numpy_checks(m, e, exp, errs, label):
             del mm
 
 
-def group_data_gguf():
+def manifest_mounts(man, root, tally_table, type_of):
+    """Mounts each file of an oracle manifest in turn and yields
+    (fname, file entry, model path, its tensors, mount); unmounts after the
+    caller's checks.  A file that fails to mount counts all its tensors as
+    failed."""
     by_file = {}
-    for t in GGML_MAN["tensors"]:
+    for t in man["tensors"]:
         by_file.setdefault(t["file"], []).append(t)
-    for fm in GGML_MAN["files"]:
+    for fm in man["files"]:
         fname = fm["file"]
-        model = os.path.join(GGML, fname)
+        model = os.path.join(root, fname)
         ts = by_file.get(fname, [])
         state = {}
 
@@ -752,90 +756,96 @@ def group_data_gguf():
             return "ready in %.0f ms" % (state["m"].t_ready * 1000)
         if not check("data: mount %s" % fname, mount_it):
             for t in ts:
-                tally(TALLY_GGUF, t["type"].upper(), False)
+                tally(tally_table, type_of(t), False)
             continue
         m = state["m"]
         try:
-            tj = {}
-
-            def tensors_json():
-                errs = Errs()
-                with open(m.path("tensors.json"), "rb") as f:
-                    tj.update(json.loads(f.read().decode("utf-8")))
-                for k, want_v in (("format", "gguf"), ("version", fm["gguf_version"]),
-                                  ("alignment", fm["alignment"]),
-                                  ("data_offset", fm["data_offset"]),
-                                  ("metadata_count", fm["n_kv"])):
-                    if tj.get(k) != want_v:
-                        errs.add("%s = %r, expected %r" % (k, tj.get(k), want_v))
-                if [e["name"] for e in tj["tensors"]] != [t["name"] for t in ts]:
-                    errs.add("tensor names/order differ from the manifest")
-                check_tensors_json_common(m, tj, errs)
-                byname = {e["name"]: e for e in tj["tensors"]}
-                for t in ts:
-                    e = byname.get(t["name"])
-                    if e is None:
-                        continue
-                    ty = t["type"].upper()
-                    if e["type"] != ty:
-                        errs.add("%s: type %r, manifest %r" % (t["name"], e["type"], t["type"]))
-                    if e["shape"] != list(reversed(t["ne"])):
-                        errs.add("%s: shape %r != reversed ne %r" % (t["name"], e["shape"], t["ne"]))
-                    if e["offset"] != t["file_offset"] or e["nbytes"] != t["nbytes"]:
-                        errs.add("%s: offset/nbytes %d/%d, manifest %d/%d" % (
-                            t["name"], e["offset"], e["nbytes"], t["file_offset"], t["nbytes"]))
-                    if e["dtype"] != GGUF_DTYPE.get(ty, "float32"):
-                        errs.add("%s: dtype %r" % (t["name"], e["dtype"]))
-                    exp = gguf_expected(t)
-                    if exp is not None:
-                        numpy_checks(m, e, exp, errs, t["name"])
-                errs.raise_if_any()
-            check("tensors.json: %s" % fname, tensors_json)
-
-            def metadata():
-                errs = Errs()
-                check_gguf_metadata(m, fm, errs)
-                errs.raise_if_any()
-            check("metadata.json: %s" % fname, metadata)
-
-            def reads():
-                errs = Errs()
-                rng = random.Random("%d/%s" % (SEED, fname))
-                byname = {e["name"]: e for e in tj.get("tensors", [])}
-                n_ok = 0
-                for t in ts:
-                    ty = t["type"].upper()
-                    e = byname.get(t["name"])
-                    if e is None:
-                        errs.add("%s: not in tensors.json" % t["name"])
-                        tally(TALLY_GGUF, ty, False)
-                        continue
-                    p = m.path(e["path"])
-                    exp = gguf_expected(t)
-                    if exp is None:
-                        n_el = 1
-                        for d in t["ne"]:
-                            n_el *= d
-                        ok = expect_eio(p, errs, t["name"], n_el * 4)
-                        if os.stat(p).st_size != n_el * 4:
-                            errs.add("%s: st_size %d, expected %d" % (
-                                t["name"], os.stat(p).st_size, n_el * 4))
-                            ok = False
-                        tally(TALLY_GGUF, ty, ok, "EIO as expected (no decoder)")
-                        n_ok += ok
-                        continue
-                    itemsize = np.dtype(e["dtype"]).itemsize
-                    row = t["ne"][0] * itemsize
-                    block = t["block_size"] * itemsize if t["block_size"] > 1 else 0
-                    ok = verify_bytes(p, exp, rng, errs, t["name"], row, block)
-                    tally(TALLY_GGUF, ty, ok)
-                    n_ok += ok
-                errs.raise_if_any()
-                return "%d tensors" % n_ok
-            check("data: read %s" % fname, reads)
-            check("blobs: read metadata.json/tensors.json of %s" % fname, check_blobs, m)
+            yield fname, fm, model, ts, m
         finally:
             check("data: unmount %s" % fname, m.finish)
+
+
+def group_data_gguf():
+    for fname, fm, model, ts, m in manifest_mounts(GGML_MAN, GGML, TALLY_GGUF,
+                                                   lambda t: t["type"].upper()):
+        tj = {}
+
+        def tensors_json():
+            errs = Errs()
+            with open(m.path("tensors.json"), "rb") as f:
+                tj.update(json.loads(f.read().decode("utf-8")))
+            for k, want_v in (("format", "gguf"), ("version", fm["gguf_version"]),
+                              ("alignment", fm["alignment"]),
+                              ("data_offset", fm["data_offset"]),
+                              ("metadata_count", fm["n_kv"])):
+                if tj.get(k) != want_v:
+                    errs.add("%s = %r, expected %r" % (k, tj.get(k), want_v))
+            if [e["name"] for e in tj["tensors"]] != [t["name"] for t in ts]:
+                errs.add("tensor names/order differ from the manifest")
+            check_tensors_json_common(m, tj, errs)
+            byname = {e["name"]: e for e in tj["tensors"]}
+            for t in ts:
+                e = byname.get(t["name"])
+                if e is None:
+                    continue
+                ty = t["type"].upper()
+                if e["type"] != ty:
+                    errs.add("%s: type %r, manifest %r" % (t["name"], e["type"], t["type"]))
+                if e["shape"] != list(reversed(t["ne"])):
+                    errs.add("%s: shape %r != reversed ne %r" % (t["name"], e["shape"], t["ne"]))
+                if e["offset"] != t["file_offset"] or e["nbytes"] != t["nbytes"]:
+                    errs.add("%s: offset/nbytes %d/%d, manifest %d/%d" % (
+                        t["name"], e["offset"], e["nbytes"], t["file_offset"], t["nbytes"]))
+                if e["dtype"] != GGUF_DTYPE.get(ty, "float32"):
+                    errs.add("%s: dtype %r" % (t["name"], e["dtype"]))
+                exp = gguf_expected(t)
+                if exp is not None:
+                    numpy_checks(m, e, exp, errs, t["name"])
+            errs.raise_if_any()
+        check("tensors.json: %s" % fname, tensors_json)
+
+        def metadata():
+            errs = Errs()
+            check_gguf_metadata(m, fm, errs)
+            errs.raise_if_any()
+        check("metadata.json: %s" % fname, metadata)
+
+        def reads():
+            errs = Errs()
+            rng = random.Random("%d/%s" % (SEED, fname))
+            byname = {e["name"]: e for e in tj.get("tensors", [])}
+            n_ok = 0
+            for t in ts:
+                ty = t["type"].upper()
+                e = byname.get(t["name"])
+                if e is None:
+                    errs.add("%s: not in tensors.json" % t["name"])
+                    tally(TALLY_GGUF, ty, False)
+                    continue
+                p = m.path(e["path"])
+                exp = gguf_expected(t)
+                if exp is None:
+                    n_el = 1
+                    for d in t["ne"]:
+                        n_el *= d
+                    ok = expect_eio(p, errs, t["name"], n_el * 4)
+                    if os.stat(p).st_size != n_el * 4:
+                        errs.add("%s: st_size %d, expected %d" % (
+                            t["name"], os.stat(p).st_size, n_el * 4))
+                        ok = False
+                    tally(TALLY_GGUF, ty, ok, "EIO as expected (no decoder)")
+                    n_ok += ok
+                    continue
+                itemsize = np.dtype(e["dtype"]).itemsize
+                row = t["ne"][0] * itemsize
+                block = t["block_size"] * itemsize if t["block_size"] > 1 else 0
+                ok = verify_bytes(p, exp, rng, errs, t["name"], row, block)
+                tally(TALLY_GGUF, ty, ok)
+                n_ok += ok
+            errs.raise_if_any()
+            return "%d tensors" % n_ok
+        check("data: read %s" % fname, reads)
+        check("blobs: read metadata.json/tensors.json of %s" % fname, check_blobs, m)
 
 
 def check_blobs(m):
@@ -929,94 +939,75 @@ def st_header(path):
 
 
 def group_data_st():
-    by_file = {}
-    for t in ST_MAN["tensors"]:
-        by_file.setdefault(t["file"], []).append(t)
-    for fm in ST_MAN["files"]:
-        fname = fm["file"]
-        model = os.path.join(STO, fname)
-        ts = by_file.get(fname, [])
-        state = {}
+    for fname, fm, model, ts, m in manifest_mounts(ST_MAN, STO, TALLY_ST, lambda t: t["dtype"]):
+        hlen, header = st_header(model)
+        tj = {}
 
-        def mount_it():
-            state["m"] = Mount(model)
-            return "ready in %.0f ms" % (state["m"].t_ready * 1000)
-        if not check("data: mount %s" % fname, mount_it):
+        def tensors_json():
+            errs = Errs()
+            with open(m.path("tensors.json"), "rb") as f:
+                tj.update(json.loads(f.read().decode("utf-8")))
+            meta = header.get("__metadata__", {})
+            for k, want_v in (("format", "safetensors"), ("data_offset", 8 + hlen),
+                              ("metadata_count", len(meta))):
+                if tj.get(k) != want_v:
+                    errs.add("%s = %r, expected %r" % (k, tj.get(k), want_v))
+            if sorted(e["name"] for e in tj["tensors"]) != sorted(t["name"] for t in ts):
+                errs.add("tensor names differ from the manifest")
+            check_tensors_json_common(m, tj, errs)
+            byname = {e["name"]: e for e in tj["tensors"]}
             for t in ts:
-                tally(TALLY_ST, t["dtype"], False)
-            continue
-        m = state["m"]
-        try:
-            hlen, header = st_header(model)
-            tj = {}
+                e = byname.get(t["name"])
+                if e is None:
+                    continue
+                if e["type"] != t["dtype"]:
+                    errs.add("%s: type %r, manifest %r" % (t["name"], e["type"], t["dtype"]))
+                if e["dtype"] != t["expected_dtype"]:
+                    errs.add("%s: dtype %r, manifest %r" % (t["name"], e["dtype"],
+                                                           t["expected_dtype"]))
+                if e["shape"] != t["shape"]:
+                    errs.add("%s: shape %r, manifest %r" % (t["name"], e["shape"], t["shape"]))
+                if e["offset"] != t["file_offset"] or e["nbytes"] != t["nbytes"]:
+                    errs.add("%s: offset/nbytes differ" % t["name"])
+                with open(os.path.join(STO, t["expected"]), "rb") as f:
+                    exp = f.read()
+                numpy_checks(m, e, exp, errs, t["name"])
+            errs.raise_if_any()
+        check("tensors.json: %s" % fname, tensors_json)
 
-            def tensors_json():
-                errs = Errs()
-                with open(m.path("tensors.json"), "rb") as f:
-                    tj.update(json.loads(f.read().decode("utf-8")))
-                meta = header.get("__metadata__", {})
-                for k, want_v in (("format", "safetensors"), ("data_offset", 8 + hlen),
-                                  ("metadata_count", len(meta))):
-                    if tj.get(k) != want_v:
-                        errs.add("%s = %r, expected %r" % (k, tj.get(k), want_v))
-                if sorted(e["name"] for e in tj["tensors"]) != sorted(t["name"] for t in ts):
-                    errs.add("tensor names differ from the manifest")
-                check_tensors_json_common(m, tj, errs)
-                byname = {e["name"]: e for e in tj["tensors"]}
-                for t in ts:
-                    e = byname.get(t["name"])
-                    if e is None:
-                        continue
-                    if e["type"] != t["dtype"]:
-                        errs.add("%s: type %r, manifest %r" % (t["name"], e["type"], t["dtype"]))
-                    if e["dtype"] != t["expected_dtype"]:
-                        errs.add("%s: dtype %r, manifest %r" % (t["name"], e["dtype"],
-                                                               t["expected_dtype"]))
-                    if e["shape"] != t["shape"]:
-                        errs.add("%s: shape %r, manifest %r" % (t["name"], e["shape"], t["shape"]))
-                    if e["offset"] != t["file_offset"] or e["nbytes"] != t["nbytes"]:
-                        errs.add("%s: offset/nbytes differ" % t["name"])
-                    with open(os.path.join(STO, t["expected"]), "rb") as f:
-                        exp = f.read()
-                    numpy_checks(m, e, exp, errs, t["name"])
-                errs.raise_if_any()
-            check("tensors.json: %s" % fname, tensors_json)
+        def metadata():
+            with open(m.path("metadata.json"), "rb") as f:
+                got = json.loads(f.read().decode("utf-8"), object_pairs_hook=dict)
+            want_v = header.get("__metadata__", {})
+            if got != want_v:
+                raise Fail("metadata.json %r != __metadata__ %r" % (got, want_v))
+        check("metadata.json: %s" % fname, metadata)
 
-            def metadata():
-                with open(m.path("metadata.json"), "rb") as f:
-                    got = json.loads(f.read().decode("utf-8"), object_pairs_hook=dict)
-                want_v = header.get("__metadata__", {})
-                if got != want_v:
-                    raise Fail("metadata.json %r != __metadata__ %r" % (got, want_v))
-            check("metadata.json: %s" % fname, metadata)
-
-            def reads():
-                errs = Errs()
-                rng = random.Random("%d/%s" % (SEED, fname))
-                byname = {e["name"]: e for e in tj.get("tensors", [])}
-                n_ok = 0
-                for t in ts:
-                    e = byname.get(t["name"])
-                    if e is None:
-                        errs.add("%s: not in tensors.json" % t["name"])
-                        tally(TALLY_ST, t["dtype"], False)
-                        continue
-                    with open(os.path.join(STO, t["expected"]), "rb") as f:
-                        exp = f.read()
-                    assert hashlib.sha256(exp).hexdigest() == t["expected_sha256"]
-                    itemsize = np.dtype(e["dtype"]).itemsize
-                    row = (t["shape"][-1] if t["shape"] else 1) * itemsize
-                    ok = verify_bytes(m.path(e["path"]), exp, rng, errs, t["name"], row)
-                    tally(TALLY_ST, t["dtype"], ok)
-                    n_ok += ok
-                errs.raise_if_any()
-                return "%d tensors" % n_ok
-            check("data: read %s" % fname, reads)
-            check("blobs: read metadata.json/tensors.json of %s" % fname, check_blobs, m)
-            if fname == "awkward_names.safetensors":
-                check("naming: awkward_names.safetensors", check_awkward, m, tj, ts)
-        finally:
-            check("data: unmount %s" % fname, m.finish)
+        def reads():
+            errs = Errs()
+            rng = random.Random("%d/%s" % (SEED, fname))
+            byname = {e["name"]: e for e in tj.get("tensors", [])}
+            n_ok = 0
+            for t in ts:
+                e = byname.get(t["name"])
+                if e is None:
+                    errs.add("%s: not in tensors.json" % t["name"])
+                    tally(TALLY_ST, t["dtype"], False)
+                    continue
+                with open(os.path.join(STO, t["expected"]), "rb") as f:
+                    exp = f.read()
+                assert hashlib.sha256(exp).hexdigest() == t["expected_sha256"]
+                itemsize = np.dtype(e["dtype"]).itemsize
+                row = (t["shape"][-1] if t["shape"] else 1) * itemsize
+                ok = verify_bytes(m.path(e["path"]), exp, rng, errs, t["name"], row)
+                tally(TALLY_ST, t["dtype"], ok)
+                n_ok += ok
+            errs.raise_if_any()
+            return "%d tensors" % n_ok
+        check("data: read %s" % fname, reads)
+        check("blobs: read metadata.json/tensors.json of %s" % fname, check_blobs, m)
+        if fname == "awkward_names.safetensors":
+            check("naming: awkward_names.safetensors", check_awkward, m, tj, ts)
 
 
 # ---------------------------------------------------------------- group: naming
