@@ -254,18 +254,16 @@ static uint64_t live_len(const struct wf_fs *fs)
 }
 
 /* A raw tensor's bytes go to the kernel straight from the model mapping,
- * without a copy into a buffer of ours.  The kernel copies from the
- * mapping itself, so a file that shrank under the mount makes that copy
- * fail (libfuse reports EFAULT on stderr) and the kernel ends the read with
- * EIO, as the SIGBUS path does for decoded reads. */
+ * without a copy into a buffer of ours.  Should the file shrink after the
+ * size check, the kernel's copy from the mapping fails (libfuse reports
+ * EFAULT on stderr) and the kernel ends the read with EIO, as the SIGBUS
+ * path does for decoded reads. */
 static void reply_raw(fuse_req_t req, const struct wf_fs *fs, const struct wf_tensor *t, uint64_t off,
 		      size_t size)
 {
-	size_t len = off >= t->size ? 0 : (size_t)(t->size - off < size ? t->size - off : size);
-	uint64_t live = live_len(fs);
-	/* raw views are the source bytes: view offset = source offset */
-	if (t->offset > live || t->nbytes > fs->m->data_len - t->offset ||
-	    (len && off + len > live - t->offset)) {
+	const uint8_t *p;
+	size_t len;
+	if (wf_view_raw(t, fs->m->data, live_len(fs), off, size, &p, &len) != WF_OK) {
 		fuse_reply_err(req, EIO);
 		return;
 	}
@@ -274,7 +272,7 @@ static void reply_raw(fuse_req_t req, const struct wf_fs *fs, const struct wf_te
 		return;
 	}
 	struct fuse_bufvec bv = FUSE_BUFVEC_INIT(len);
-	bv.buf[0].mem = (void *)(fs->m->data + t->offset + off);
+	bv.buf[0].mem = (void *)p;
 	fuse_reply_data(req, &bv, FUSE_BUF_NO_SPLICE);
 }
 

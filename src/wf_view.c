@@ -20,29 +20,55 @@ void wf_view_span(const struct wf_tensor *t, uint64_t off, uint64_t len, uint64_
 	*count = (end + bsz - 1) / bsz - *first;
 }
 
+/* Checks a read of view bytes [off, off+*len) of t against src_len and
+ * clips *len to the end of the view (0 at or past it). */
+static enum wf_err check_range(const struct wf_tensor *t, const struct wf_type *ty, uint64_t src_len,
+			       uint64_t off, size_t *len)
+{
+	if (!ty || ty->kind == WF_VIEW_NONE || t->offset > src_len)
+		return WF_ERR_RANGE;
+	if (off >= t->size || *len == 0) {
+		*len = 0;
+		return WF_OK;
+	}
+	if (*len > t->size - off)
+		*len = (size_t)(t->size - off);
+	/* Only the source blocks this read needs must be inside src: a caller
+	 * passing the file's current size (it may have shrunk) gets the
+	 * surviving ranges served and the lost ones refused. */
+	uint64_t first, count, need_end;
+	wf_view_span(t, off, *len, &first, &count);
+	if (!wf_mul_ok(first + count, ty->bytes, &need_end) || need_end > t->nbytes ||
+	    need_end > src_len - t->offset)
+		return WF_ERR_RANGE;
+	return WF_OK;
+}
+
+enum wf_err wf_view_raw(const struct wf_tensor *t, const uint8_t *src, uint64_t src_len,
+			uint64_t off, size_t len, const uint8_t **p, size_t *n)
+{
+	const struct wf_type *ty = wf_type_get(t->type);
+	*p = NULL;
+	*n = 0;
+	if (!ty || ty->kind != WF_VIEW_RAW)
+		return WF_ERR_RANGE;
+	enum wf_err rc = check_range(t, ty, src_len, off, &len);
+	if (rc != WF_OK || len == 0)
+		return rc;
+	*p = src + t->offset + off; /* a raw view is its source bytes */
+	*n = len;
+	return WF_OK;
+}
+
 enum wf_err wf_view_read(const struct wf_tensor *t, const uint8_t *src, uint64_t src_len,
 			 uint64_t off, size_t len, void *outv, size_t *n_out)
 {
 	uint8_t *out = outv;
 	const struct wf_type *ty = wf_type_get(t->type);
 	*n_out = 0;
-	if (!ty || ty->kind == WF_VIEW_NONE)
-		return WF_ERR_RANGE;
-	if (t->offset > src_len)
-		return WF_ERR_RANGE;
-	if (off >= t->size || len == 0)
-		return WF_OK;
-	if (len > t->size - off)
-		len = (size_t)(t->size - off);
-	/* Only the source blocks this read needs must be inside src: a caller
-	 * passing the file's current size (it may have shrunk) gets the
-	 * surviving ranges served and the lost ones refused. */
-	uint64_t first, count;
-	wf_view_span(t, off, len, &first, &count);
-	uint64_t need_end;
-	if (!wf_mul_ok(first + count, ty->bytes, &need_end) || need_end > t->nbytes ||
-	    need_end > src_len - t->offset)
-		return WF_ERR_RANGE;
+	enum wf_err rc = check_range(t, ty, src_len, off, &len);
+	if (rc != WF_OK || len == 0)
+		return rc;
 	const uint8_t *base = src + t->offset;
 
 	if (ty->kind == WF_VIEW_RAW) {
