@@ -98,6 +98,16 @@ static inline void fuzz_check_json(const char *what, const char *s, size_t n)
 }
 
 /* What wf_model.h promises of a model that parsed. */
+/* A refused file: no model left behind, a parser's error code, and a
+ * one-line message. */
+static inline void fuzz_check_refusal(enum wf_err rc, const struct wf_model *m, const char *err)
+{
+	FUZZ_CHECK(m == NULL, "failed parse left a model");
+	FUZZ_CHECK(rc == WF_ERR_FORMAT || rc == WF_ERR_UNSUP || rc == WF_ERR_NOMEM,
+		   "unexpected error %d", (int)rc);
+	FUZZ_CHECK(err[0] != '\0' && memchr(err, '\0', WF_ERRLEN) != NULL, "no error message");
+}
+
 static inline void fuzz_check_model(const struct wf_model *m)
 {
 	FUZZ_CHECK(m->data_offset <= m->data_len, "data_offset %llu past %llu",

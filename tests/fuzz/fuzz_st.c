@@ -10,10 +10,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	err[0] = '\0';
 	enum wf_err rc = wf_st_parse(&m, data, size, err);
 	if (rc != WF_OK) {
-		FUZZ_CHECK(m == NULL, "failed parse left a model");
-		FUZZ_CHECK(rc == WF_ERR_FORMAT || rc == WF_ERR_UNSUP || rc == WF_ERR_NOMEM,
-			   "unexpected error %d", (int)rc);
-		FUZZ_CHECK(err[0] != '\0' && memchr(err, '\0', WF_ERRLEN) != NULL, "no error message");
+		fuzz_check_refusal(rc, m, err);
 		return 0;
 	}
 	FUZZ_CHECK(m && m->format == WF_FMT_SAFETENSORS && m->alignment == 1 && m->data_offset >= 8,
