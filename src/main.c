@@ -1,15 +1,19 @@
 /* main.c - weightfs command line: validate the model completely, then
  * mount it.  Only this file prints and chooses exit codes. */
 #include "wf_fuse.h"
+#include "wf_log.h"
 #include "wf_model.h"
 #include "wf_tree.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <syslog.h>
+#include <time.h>
 #include <unistd.h>
 
 #ifndef WF_VERSION
@@ -77,6 +81,84 @@ static void usage(const char *prog)
 	fuse_lowlevel_help();
 }
 
+/* Opens /dev/null on whichever of descriptors 0, 1 and 2 is closed.  A
+ * daemon started with one closed (systemd units, cron, `nohup ... <&-`)
+ * would otherwise get the model as that descriptor, and fuse_daemonize,
+ * which points 0 to 2 at /dev/null, would then replace the model under
+ * the mount. */
+static int open_std_fds(void)
+{
+	for (int fd = 0; fd < 3; fd++) {
+		if (fcntl(fd, F_GETFD) != -1 || errno != EBADF)
+			continue;
+		int n = open("/dev/null", O_RDWR);
+		if (n < 0)
+			return -1;
+		if (n != fd) { /* the lowest free descriptor is fd; anything else is a bug */
+			close(n);
+			errno = EBADF;
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/* Messages of the serving daemon: to stderr in the foreground, to syslog
+ * once daemonized (stderr is /dev/null then), and through a limiter so a
+ * failure met by every request is a few lines, not thousands a second. */
+static struct wf_limiter log_limiter;
+static bool log_ready, log_syslog;
+
+static void emit_line(void *ctx, const char *line)
+{
+	(void)ctx;
+	if (log_syslog)
+		syslog(LOG_ERR, "%s", line);
+	else
+		fprintf(stderr, "%s\n", line);
+}
+
+static uint64_t now_seconds(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec;
+}
+
+static void say(const char *msg)
+{
+	if (log_ready)
+		wf_limiter_log(&log_limiter, now_seconds(), msg, emit_line, NULL);
+	else
+		emit_line(NULL, msg);
+}
+
+/* libfuse's own messages: debug output (-d) passes untouched. */
+static void fuse_log_to_say(enum fuse_log_level level, const char *fmt, va_list ap)
+{
+	char line[WF_LOG_LINE];
+	if (level == FUSE_LOG_DEBUG) {
+		if (log_syslog)
+			vsyslog(LOG_DEBUG, fmt, ap);
+		else
+			vfprintf(stderr, fmt, ap);
+		return;
+	}
+	vsnprintf(line, sizeof line, fmt, ap);
+	say(line);
+}
+
+static const char *model_name; /* for messages while serving */
+
+static void on_model_changed(const char *why)
+{
+	char line[WF_LOG_LINE];
+	snprintf(line, sizeof line,
+		 "weightfs: %s: %s since it was mounted; every tensor read now fails with EIO "
+		 "(remount to serve the new contents)", model_name, why);
+	say(line);
+}
+
 /* True if path lies inside (or is) dir, both resolved. */
 static bool inside(const char *path, const char *dir)
 {
@@ -120,6 +202,15 @@ int main(int argc, char *argv[])
 	struct fuse_loop_config *lc = NULL;
 	char err[WF_ERRLEN];
 	int ret = EXIT_USAGE;
+
+	if (open_std_fds() != 0) {
+		/* nowhere to print to, probably; try anyway */
+		perror("weightfs: /dev/null");
+		goto out_args;
+	}
+	if (wf_limiter_init(&log_limiter) == 0)
+		log_ready = true;
+	fuse_set_log_func(fuse_log_to_say);
 
 	if (fuse_opt_parse(&args, &o, wf_opts, opt_proc) != 0)
 		goto out_args;
@@ -165,7 +256,9 @@ int main(int argc, char *argv[])
 
 	struct wf_fs fs = {
 		.m = m, .t = t, .uid = getuid(), .gid = getgid(), .timeout = 86400.0 * 365,
+		.notice = on_model_changed,
 	};
+	model_name = o.model;
 	/* read-only at the VFS too, so writes fail with EROFS before reaching us */
 	if (fuse_opt_add_arg(&args, "-oro,subtype=weightfs,default_permissions") != 0 ||
 	    add_fsname(&args, o.model) != 0) {
@@ -187,6 +280,10 @@ int main(int argc, char *argv[])
 		goto out_signals;
 	/* The mount exists now: the parent returns only after this point, so
 	 * a script can use the mount on its next line. */
+	if (!co.foreground) {
+		openlog("weightfs", LOG_PID, LOG_DAEMON);
+		log_syslog = true;
+	}
 	fuse_daemonize(co.foreground);
 
 	if (co.singlethread) {
@@ -222,5 +319,7 @@ out_args:
 	free(co.mountpoint);
 	free(o.model);
 	fuse_opt_free_args(&args);
+	if (log_ready)
+		wf_limiter_destroy(&log_limiter);
 	return ret;
 }

@@ -22,6 +22,7 @@ enum wf_err {
 	WF_ERR_FORMAT,  /* the model file is malformed or hostile */
 	WF_ERR_UNSUP,   /* well-formed, but something weightfs does not handle */
 	WF_ERR_RANGE,   /* a read that cannot be served (bytes gone, no decoder) */
+	WF_ERR_CHANGED, /* the model file is no longer the one that was opened */
 };
 
 /* Formats msg into err (WF_ERRLEN bytes) when err is not NULL and returns

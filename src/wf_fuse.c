@@ -240,46 +240,39 @@ int wf_fuse_catch_sigbus(void)
 	return sigaction(SIGBUS, &sa, NULL);
 }
 
-/* Bytes of the model that still exist.  A file truncated under the mount
- * leaves the tail of its last page mapped but reading as zeros, with no
- * SIGBUS: only the current size tells those bytes are gone.  One fstat per
- * read request; the window between it and the copy is covered by SIGBUS
- * for whole pages only. */
-static uint64_t live_len(const struct wf_fs *fs)
+/* Copies or decodes view bytes [off, off+size) of t into buf, then makes
+ * sure the model is still the file we mounted.  The check must come after
+ * the copy: a file that shrinks leaves its last page mapped but reading
+ * as zeros, with no SIGBUS, and one rewritten in place gives a mix of old
+ * and new bytes; only the file's identity tells either from data.  Once it
+ * has changed, every tensor read fails, and the first says why. */
+static enum wf_err read_checked(struct wf_fs *fs, const struct wf_tensor *t, uint64_t off, size_t size,
+				char *buf, size_t *got)
 {
-	struct stat st;
-	if (fs->m->fd < 0 || fstat(fs->m->fd, &st) != 0 || st.st_size < 0)
-		return fs->m->data_len;
-	return (uint64_t)st.st_size < fs->m->data_len ? (uint64_t)st.st_size : fs->m->data_len;
-}
-
-/* A raw tensor's bytes go to the kernel straight from the model mapping,
- * without a copy into a buffer of ours.  Should the file shrink after the
- * size check, the kernel's copy from the mapping fails (libfuse reports
- * EFAULT on stderr) and the kernel ends the read with EIO, as the SIGBUS
- * path does for decoded reads. */
-static void reply_raw(fuse_req_t req, const struct wf_fs *fs, const struct wf_tensor *t, uint64_t off,
-		      size_t size)
-{
-	const uint8_t *p;
-	size_t len;
-	if (wf_view_raw(t, fs->m->data, live_len(fs), off, size, &p, &len) != WF_OK) {
-		fuse_reply_err(req, EIO);
-		return;
+	enum wf_err rc;
+	sigjmp_buf jb;
+	if (atomic_load_explicit(&fs->changed, memory_order_relaxed))
+		return WF_ERR_CHANGED;
+	if (sigsetjmp(jb, 1) == 0) {
+		bus_jmp = &jb;
+		rc = wf_view_read(t, fs->m->data, fs->m->data_len, off, size, buf, got);
+	} else {
+		rc = WF_ERR_RANGE; /* SIGBUS: the pages are gone, so the file changed too */
 	}
-	if (len == 0) {
-		fuse_reply_buf(req, NULL, 0);
-		return;
-	}
-	struct fuse_bufvec bv = FUSE_BUFVEC_INIT(len);
-	bv.buf[0].mem = (void *)p;
-	fuse_reply_data(req, &bv, FUSE_BUF_NO_SPLICE);
+	bus_jmp = NULL;
+	char why[WF_ERRLEN];
+	enum wf_err ck = wf_model_check(fs->m, why);
+	if (ck == WF_OK)
+		return rc;
+	if (!atomic_exchange(&fs->changed, true) && fs->notice)
+		fs->notice(why);
+	return WF_ERR_CHANGED;
 }
 
 static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi)
 {
 	(void)fi;
-	const struct wf_fs *fs = fs_of(req);
+	struct wf_fs *fs = fs_of(req);
 	uint32_t n = node_of(fs, ino);
 	if (n == WF_NO_NODE || off < 0) {
 		fuse_reply_err(req, n == WF_NO_NODE ? ENOENT : EINVAL);
@@ -297,27 +290,15 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, stru
 		return;
 	}
 	const struct wf_tensor *t = &fs->m->tensors[nd->tensor];
-	const struct wf_type *ty = wf_type_get(t->type);
-	if (ty && ty->kind == WF_VIEW_RAW) {
-		reply_raw(req, fs, t, (uint64_t)off, size);
-		return;
-	}
+	/* Every byte is copied, raw views too: a reply straight from the
+	 * mapping would go out before the file could be checked. */
 	char *buf = malloc(size ? size : 1);
 	if (!buf) {
 		fuse_reply_err(req, ENOMEM);
 		return;
 	}
 	size_t got = 0;
-	enum wf_err rc;
-	sigjmp_buf jb;
-	if (sigsetjmp(jb, 1) == 0) {
-		bus_jmp = &jb;
-		rc = wf_view_read(t, fs->m->data, live_len(fs), (uint64_t)off, size, buf, &got);
-	} else {
-		rc = WF_ERR_RANGE;
-	}
-	bus_jmp = NULL;
-	if (rc != WF_OK)
+	if (read_checked(fs, t, (uint64_t)off, size, buf, &got) != WF_OK)
 		fuse_reply_err(req, EIO);
 	else
 		fuse_reply_buf(req, buf, got);

@@ -6,6 +6,8 @@
 #define FUSE_USE_VERSION 312
 #include <fuse_lowlevel.h>
 
+#include <stdatomic.h>
+
 #include "wf_model.h"
 #include "wf_tree.h"
 
@@ -15,6 +17,10 @@ struct wf_fs {
 	uid_t uid;                 /* owner reported for every node */
 	gid_t gid;
 	double timeout;            /* entry/attr cache timeout, seconds */
+	/* Called once, from a reading thread, when the model is found changed
+	 * (wf_model_check): msg says what changed.  May be NULL. */
+	void (*notice)(const char *msg);
+	atomic_bool changed;       /* the model changed: every tensor read fails with EIO */
 };
 
 /* The operations; pass a struct wf_fs as userdata to fuse_session_new. */

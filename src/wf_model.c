@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdint.h>
 #include <strings.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -39,6 +40,31 @@ void wf_model_free(struct wf_model *m)
 	if (m->fd >= 0)
 		close(m->fd);
 	free(m);
+}
+
+static bool same_time(const struct timespec *a, const struct timespec *b)
+{
+	return a->tv_sec == b->tv_sec && a->tv_nsec == b->tv_nsec;
+}
+
+enum wf_err wf_model_check(const struct wf_model *m, char *err)
+{
+	if (m->fd < 0)
+		return WF_OK;
+	struct stat now;
+	if (fstat(m->fd, &now) != 0)
+		return wf_fail(err, WF_ERR_IO, "cannot stat: %s", strerror(errno));
+	const struct stat *was = &m->st;
+	if (now.st_dev != was->st_dev || now.st_ino != was->st_ino)
+		return wf_fail(err, WF_ERR_CHANGED, "is another file now");
+	if (now.st_size != was->st_size)
+		return wf_fail(err, WF_ERR_CHANGED, "size changed from %jd to %jd bytes",
+			       (intmax_t)was->st_size, (intmax_t)now.st_size);
+	if (!same_time(&now.st_mtim, &was->st_mtim))
+		return wf_fail(err, WF_ERR_CHANGED, "was modified (mtime changed)");
+	if (!same_time(&now.st_ctim, &was->st_ctim) && now.st_nlink == was->st_nlink)
+		return wf_fail(err, WF_ERR_CHANGED, "was changed (ctime changed)");
+	return WF_OK;
 }
 
 enum wf_err wf_tensor_sizes(struct wf_tensor *t, bool inner_only, char *err)

@@ -70,6 +70,19 @@ enum wf_err wf_model_parse(struct wf_model **out, const uint8_t *buf, uint64_t l
  * it.  err gets one line without the file name; the caller adds it. */
 enum wf_err wf_model_open(struct wf_model **out, const char *path, char *err);
 
+/* Whether the file behind m is still the one wf_model_open opened: the
+ * same device, inode, size and modification time, and the same change
+ * time unless the link count changed too.  A read compares this after it
+ * has copied or decoded its bytes: a writer that shrinks or rewrites the
+ * file during the copy leaves zeros or a mix of old and new bytes that no
+ * range check can tell from data, but it always moves the size or the
+ * modification time first.  A change of link count alone (the name was
+ * replaced by rename, unlinked, or linked) leaves the contents as they
+ * were, though it moves the change time.  Returns WF_OK; WF_ERR_CHANGED
+ * with what changed in err (may be NULL); or WF_ERR_IO if fstat fails.
+ * A model parsed from a buffer (fd < 0) never changes. */
+enum wf_err wf_model_check(const struct wf_model *m, char *err);
+
 /* Frees descriptors and unmaps; safe on a partly built model and on NULL. */
 void wf_model_free(struct wf_model *m);
 
