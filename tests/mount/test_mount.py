@@ -1981,6 +1981,85 @@ def group_concurrency():
     finally:
         for m in mounts:
             check("concurrency: unmount %s" % os.path.basename(m.model), m.finish)
+    name = ("concurrency: threads cannot be created (pids limit): a few lines on stderr, "
+            "not one per request")
+    cg = pids_cgroup()
+    if cg is not None or os.environ.get("CI"):
+        check(name, thread_noise, cg)
+    else:
+        print("# skip - %s: no writable pids cgroup on this machine (not counted)" % name)
+
+
+def pids_cgroup():
+    """A fresh pids cgroup directory (v1 or v2) we may write, or None."""
+    for base, ctl in (("/sys/fs/cgroup/pids", "tasks"), ("/sys/fs/cgroup", "cgroup.threads"),
+                      ("/sys/fs/cgroup/unified", "cgroup.threads")):
+        if not os.path.exists(os.path.join(base, "tasks" if base.endswith("pids") else
+                                           "cgroup.controllers")):
+            continue
+        if not base.endswith("pids"):
+            try:
+                with open(os.path.join(base, "cgroup.controllers")) as f:
+                    if "pids" not in f.read().split():
+                        continue
+            except OSError:
+                continue
+        d = os.path.join(base, "wf-test-%d" % os.getpid())
+        try:
+            os.mkdir(d)
+        except OSError:
+            continue
+        if os.path.exists(os.path.join(d, "pids.max")):
+            return d, base, ctl
+        os.rmdir(d)
+    return None
+
+
+def thread_noise(cg):
+    """libfuse logs every failed thread creation: once per request when the
+    workers are all busy.  Those lines must stay few."""
+    if cg is None:
+        raise Fail("no writable pids cgroup (v1 or v2) to limit the daemon's threads, and CI is set")
+    d, base, ctl = cg
+    m = Mount(os.path.join(GGML, "mixed_llama_tiny.gguf"))
+    try:
+        tasks = os.listdir("/proc/%d/task" % m.proc.pid)
+        with open(os.path.join(d, "pids.max"), "w") as f:
+            f.write(str(len(tasks)))
+        for t in tasks:
+            with open(os.path.join(d, ctl if ctl == "tasks" else "cgroup.procs"), "w") as f:
+                f.write(t if ctl == "tasks" else str(m.proc.pid))
+        path = m.path("output/weight")
+        stop = time.monotonic() + 2.0
+        n = [0]
+
+        def worker():
+            fd = os.open(path, os.O_RDONLY | os.O_DIRECT)
+            try:
+                while time.monotonic() < stop:
+                    os.pread(fd, 16384, 0)
+                    n[0] += 1
+            finally:
+                os.close(fd)
+        ths = [threading.Thread(target=worker) for _ in range(6)]
+        for th in ths:
+            th.start()
+        for th in ths:
+            th.join()
+    finally:
+        m.finish()
+        # the daemon has exited; the cgroup is empty
+        try:
+            os.rmdir(d)
+        except OSError:
+            pass
+    lines = m.stderr().splitlines()
+    failed = [ln for ln in lines if "creating thread" in ln]
+    if not failed:
+        raise Fail("no thread creation failed: the limit did not bite (%d reads)" % n[0])
+    if len(lines) > 10:
+        raise Fail("%d lines on stderr for %d reads, e.g. %r" % (len(lines), n[0], lines[:3]))
+    return "%d reads, %d lines on stderr" % (n[0], len(lines))
 
 
 # ---------------------------------------------------------------- group: truncate
@@ -2177,6 +2256,9 @@ def race(label, writer, rounds, per_round, readers=2, expect_eio=True, data=None
             n = len(changed_lines(m))
             if n != (1 if expect_eio else 0):
                 errs.add("round %d: daemon said %d lines about the change" % (rnd, n))
+            noise = [ln for ln in m.stderr().splitlines() if CHANGED_MSG not in ln]
+            if noise:
+                errs.add("round %d: %d other lines on stderr, e.g. %r" % (rnd, len(noise), noise[0]))
         finally:
             m.finish()
     if tally_["wrong"] or tally_["other"]:
