@@ -150,12 +150,12 @@ static void fuse_log_to_say(enum fuse_log_level level, const char *fmt, va_list 
 
 static const char *model_name; /* for messages while serving */
 
-static void on_model_changed(const char *why)
+static void on_model_changed(const char *part, const char *why)
 {
 	char line[WF_LOG_LINE];
 	snprintf(line, sizeof line,
-		 "weightfs: %s: %s since it was mounted; every tensor read now fails with EIO "
-		 "(remount to serve the new contents)", model_name, why);
+		 "weightfs: %s: %s%s%s since it was mounted; every read of its tensors now fails with EIO "
+		 "(remount to serve the new contents)", model_name, part ? part : "", part ? ": " : "", why);
 	say(line);
 }
 
@@ -200,6 +200,7 @@ int main(int argc, char *argv[])
 	struct wf_tree *t = NULL;
 	struct fuse_session *se = NULL;
 	struct fuse_loop_config *lc = NULL;
+	atomic_bool *changed = NULL;
 	char err[WF_ERRLEN];
 	int ret = EXIT_USAGE;
 
@@ -257,7 +258,12 @@ int main(int argc, char *argv[])
 	struct wf_fs fs = {
 		.m = m, .t = t, .uid = getuid(), .gid = getgid(), .timeout = 86400.0 * 365,
 		.notice = on_model_changed,
+		.changed = changed = calloc(m->n_parts, sizeof(atomic_bool)),
 	};
+	if (!changed) {
+		ret = EXIT_NOMEM;
+		goto out_model;
+	}
 	model_name = o.model;
 	/* read-only at the VFS too, so writes fail with EROFS before reaching us */
 	if (fuse_opt_add_arg(&args, "-oro,subtype=weightfs,default_permissions") != 0 ||
@@ -313,6 +319,7 @@ out_session:
 	fuse_session_destroy(se);
 out_model:
 	fuse_loop_cfg_destroy(lc);
+	free(changed);
 	wf_tree_free(t);
 	wf_model_free(m);
 out_args:

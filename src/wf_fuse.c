@@ -49,9 +49,11 @@ static void fill_stat(const struct wf_fs *fs, uint32_t idx, struct stat *st)
 	st->st_uid = fs->uid;
 	st->st_gid = fs->gid;
 	st->st_blksize = BLKSIZE;
-	st->st_atim = fs->m->st.st_atim;
-	st->st_mtim = fs->m->st.st_mtim;
-	st->st_ctim = fs->m->st.st_ctim;
+	/* a tensor shows its own file's times; the rest the first file's */
+	const struct stat *src = &fs->m->parts[nd->kind == WF_NODE_TENSOR ? fs->m->tensors[nd->tensor].part : 0].st;
+	st->st_atim = src->st_atim;
+	st->st_mtim = src->st_mtim;
+	st->st_ctim = src->st_ctim;
 	if (nd->kind == WF_NODE_DIR) {
 		st->st_mode = S_IFDIR | 0555;
 		st->st_nlink = 2 + nd->n_subdirs;
@@ -251,21 +253,22 @@ static enum wf_err read_checked(struct wf_fs *fs, const struct wf_tensor *t, uin
 {
 	enum wf_err rc;
 	sigjmp_buf jb;
-	if (atomic_load_explicit(&fs->changed, memory_order_relaxed))
+	if (atomic_load_explicit(&fs->changed[t->part], memory_order_relaxed))
 		return WF_ERR_CHANGED;
 	if (sigsetjmp(jb, 1) == 0) {
 		bus_jmp = &jb;
-		rc = wf_view_read(t, fs->m->data, fs->m->data_len, off, size, buf, got);
+		const struct wf_part *p = &fs->m->parts[t->part];
+		rc = wf_view_read(t, p->data, p->len, off, size, buf, got);
 	} else {
 		rc = WF_ERR_RANGE; /* SIGBUS: the pages are gone, so the file changed too */
 	}
 	bus_jmp = NULL;
 	char why[WF_ERRLEN];
-	enum wf_err ck = wf_model_check(fs->m, why);
+	enum wf_err ck = wf_model_check(fs->m, t->part, why);
 	if (ck == WF_OK)
 		return rc;
-	if (!atomic_exchange(&fs->changed, true) && fs->notice)
-		fs->notice(why);
+	if (!atomic_exchange(&fs->changed[t->part], true) && fs->notice)
+		fs->notice(fs->m->n_parts > 1 ? fs->m->parts[t->part].name : NULL, why);
 	return WF_ERR_CHANGED;
 }
 

@@ -17,10 +17,12 @@ struct wf_fs {
 	uid_t uid;                 /* owner reported for every node */
 	gid_t gid;
 	double timeout;            /* entry/attr cache timeout, seconds */
-	/* Called once, from a reading thread, when the model is found changed
-	 * (wf_model_check): msg says what changed.  May be NULL. */
-	void (*notice)(const char *msg);
-	atomic_bool changed;       /* the model changed: every tensor read fails with EIO */
+	/* Called once per part, from a reading thread, when a file of the
+	 * model is found changed (wf_model_check): part names it when the
+	 * model has several files (else NULL), msg says what changed.  May be
+	 * NULL. */
+	void (*notice)(const char *part, const char *msg);
+	atomic_bool *changed;      /* [m->n_parts]: the part changed, its tensors' reads fail with EIO */
 };
 
 /* The operations; pass a struct wf_fs as userdata to fuse_session_new. */

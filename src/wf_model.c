@@ -21,7 +21,15 @@ struct wf_model *wf_model_new(enum wf_format fmt, const uint8_t *buf, uint64_t l
 	m->data = buf;
 	m->data_len = len;
 	m->alignment = 1;
-	m->fd = -1;
+	m->parts = calloc(1, sizeof *m->parts);
+	if (!m->parts) {
+		free(m);
+		return NULL;
+	}
+	m->n_parts = 1;
+	m->parts[0].data = buf;
+	m->parts[0].len = len;
+	m->parts[0].fd = -1;
 	return m;
 }
 
@@ -35,10 +43,22 @@ void wf_model_free(struct wf_model *m)
 	}
 	free(m->tensors);
 	free(m->metadata_json);
-	if (m->map)
-		munmap(m->map, m->data_len);
-	if (m->fd >= 0)
-		close(m->fd);
+	for (uint32_t i = 0; i < m->n_parts; i++) {
+		struct wf_part *p = &m->parts[i];
+		if (p->map)
+			munmap(p->map, p->len);
+		if (p->fd >= 0)
+			close(p->fd);
+		free(p->name);
+		free(p->path);
+	}
+	free(m->parts);
+	for (size_t i = 0; i < m->n_sidecars; i++) {
+		free(m->sidecars[i].name);
+		free(m->sidecars[i].data);
+	}
+	free(m->sidecars);
+	free(m->parts_json);
 	free(m);
 }
 
@@ -47,16 +67,21 @@ static bool same_time(const struct timespec *a, const struct timespec *b)
 	return a->tv_sec == b->tv_sec && a->tv_nsec == b->tv_nsec;
 }
 
-enum wf_err wf_model_check(const struct wf_model *m, char *err)
+enum wf_err wf_model_check(const struct wf_model *m, uint32_t part, char *err)
 {
-	if (m->fd < 0)
+	if (part >= m->n_parts)
+		return wf_fail(err, WF_ERR_RANGE, "no part %" PRIu32, part);
+	const struct wf_part *p = &m->parts[part];
+	if (p->fd < 0 && !p->path)
 		return WF_OK;
 	struct stat now;
-	if (fstat(m->fd, &now) != 0)
-		return wf_fail(err, WF_ERR_IO, "cannot stat: %s", strerror(errno));
-	const struct stat *was = &m->st;
+	if (p->fd >= 0 ? fstat(p->fd, &now) != 0 : stat(p->path, &now) != 0)
+		return wf_fail(err, errno == ENOENT ? WF_ERR_CHANGED : WF_ERR_IO, "cannot stat: %s",
+			       strerror(errno));
+	const struct stat *was = &p->st;
 	if (now.st_dev != was->st_dev || now.st_ino != was->st_ino)
-		return wf_fail(err, WF_ERR_CHANGED, "is another file now");
+		return wf_fail(err, WF_ERR_CHANGED, "is another file now (and weightfs had too few "
+			       "descriptors to keep the one it mounted open)");
 	if (now.st_size != was->st_size)
 		return wf_fail(err, WF_ERR_CHANGED, "size changed from %jd to %jd bytes",
 			       (intmax_t)was->st_size, (intmax_t)now.st_size);
@@ -141,9 +166,22 @@ enum wf_err wf_model_open(struct wf_model **out, const char *path, char *err)
 		close(fd);
 		return rc;
 	}
-	m->fd = fd;
-	m->st = st;
-	m->map = map;
+	struct wf_part *p = &m->parts[0];
+	const char *base = strrchr(path, '/');
+	p->name = strdup(base ? base + 1 : path);
+	p->path = realpath(path, NULL);
+	if (!p->name || !p->path) {
+		int e = errno;
+		if (map)
+			munmap(map, (size_t)st.st_size);
+		close(fd);
+		wf_model_free(m);
+		return e == ENOMEM ? wf_fail(err, WF_ERR_NOMEM, "out of memory")
+				   : wf_fail(err, WF_ERR_IO, "cannot resolve its path: %s", strerror(e));
+	}
+	p->fd = fd;
+	p->st = st;
+	p->map = map;
 	*out = m;
 	return WF_OK;
 }

@@ -31,6 +31,27 @@ struct wf_tensor {
 	uint64_t offset;     /* absolute byte offset of the data in the model file */
 	uint64_t nbytes;     /* bytes of data in the model file */
 	uint64_t size;       /* bytes of the tensor's file in the mount: nelems * view element size */
+	uint32_t part;       /* index into model->parts: the file the data is in */
+};
+
+/* One file a model's tensors live in: the file itself for a single-file
+ * model, one part of a split GGUF or one shard of a safetensors set. */
+struct wf_part {
+	char *name;          /* file name in its folder, as tensors.json gives it; NULL for a buffer */
+	char *path;          /* path to reopen it by (absolute); NULL for a buffer */
+	const uint8_t *data; /* its bytes: the read-only mapping, or a caller's buffer */
+	uint64_t len;        /* bytes at data */
+	int fd;              /* open read-only; -1 for a buffer, or when closed to spare descriptors */
+	struct stat st;      /* of the file when opened: the identity the mount serves */
+	void *map;           /* mmap base to unmap, or NULL */
+};
+
+/* A small file of a model folder shown at the mount's root (config.json,
+ * tokenizer.json, ...), read into memory when the model is opened. */
+struct wf_sidecar {
+	char *name;
+	char *data;
+	uint64_t len;
 };
 
 struct wf_model {
@@ -45,11 +66,12 @@ struct wf_model {
 	size_t n_tensors;
 	char *metadata_json;     /* metadata.json: GGUF key/values or safetensors __metadata__ */
 	size_t metadata_json_len;
-
-	/* set by wf_model_open only */
-	int fd;                  /* the model file, read-only; -1 for buffers */
-	struct stat st;          /* of the model file at open */
-	void *map;               /* mmap base, or NULL */
+	struct wf_part *parts;   /* [n_parts]: the files behind the tensors; parts[0] holds data */
+	uint32_t n_parts;
+	struct wf_sidecar *sidecars; /* [n_sidecars]: a model folder's other small files */
+	size_t n_sidecars;
+	char *parts_json;        /* parts.json for a model of several files, else NULL */
+	size_t parts_json_len;
 };
 
 /* Parses buf[0..len) as a GGUF file.  On success *out owns the descriptors
@@ -67,10 +89,11 @@ enum wf_err wf_model_parse(struct wf_model **out, const uint8_t *buf, uint64_t l
 			   const char *hint, char *err);
 
 /* Opens path read-only, checks it is a regular file, maps it and parses
- * it.  err gets one line without the file name; the caller adds it. */
+ * it; the model's one part is the file.  err gets one line without the
+ * file name; the caller adds it. */
 enum wf_err wf_model_open(struct wf_model **out, const char *path, char *err);
 
-/* Whether the file behind m is still the one wf_model_open opened: the
+/* Whether part `part` of m is still the file that was opened: the
  * same device, inode, size and modification time, and the same change
  * time unless the link count changed too.  A read compares this after it
  * has copied or decoded its bytes: a writer that shrinks or rewrites the
@@ -80,8 +103,11 @@ enum wf_err wf_model_open(struct wf_model **out, const char *path, char *err);
  * replaced by rename, unlinked, or linked) leaves the contents as they
  * were, though it moves the change time.  Returns WF_OK; WF_ERR_CHANGED
  * with what changed in err (may be NULL); or WF_ERR_IO if fstat fails.
- * A model parsed from a buffer (fd < 0) never changes. */
-enum wf_err wf_model_check(const struct wf_model *m, char *err);
+ * A part parsed from a buffer never changes.  A part whose descriptor was
+ * closed (more parts than descriptors) is looked up by its path; a file
+ * that was replaced by rename is then another file, and counts as a
+ * change. */
+enum wf_err wf_model_check(const struct wf_model *m, uint32_t part, char *err);
 
 /* Frees descriptors and unmaps; safe on a partly built model and on NULL. */
 void wf_model_free(struct wf_model *m);

@@ -60,11 +60,11 @@ START_TEST(test_unchanged)
 {
 	struct wf_model *m = open_copy();
 	char err[WF_ERRLEN];
-	ck_assert_int_eq(wf_model_check(m, err), WF_OK);
+	ck_assert_int_eq(wf_model_check(m, 0, err), WF_OK);
 	/* reading and re-stating by name change nothing */
 	struct stat st;
 	ck_assert_int_eq(stat(path, &st), 0);
-	ck_assert_int_eq(wf_model_check(m, err), WF_OK);
+	ck_assert_int_eq(wf_model_check(m, 0, err), WF_OK);
 	close_copy(m);
 }
 END_TEST
@@ -73,12 +73,12 @@ START_TEST(test_truncated)
 {
 	struct wf_model *m = open_copy();
 	char err[WF_ERRLEN];
-	ck_assert_int_eq(truncate(path, m->st.st_size - 1), 0);
-	ck_assert_int_eq(wf_model_check(m, err), WF_ERR_CHANGED);
+	ck_assert_int_eq(truncate(path, m->parts[0].st.st_size - 1), 0);
+	ck_assert_int_eq(wf_model_check(m, 0, err), WF_ERR_CHANGED);
 	ck_assert_msg(strstr(err, "size changed") != NULL, "%s", err);
 	/* growing back to the same size does not make it the same file */
-	ck_assert_int_eq(truncate(path, m->st.st_size), 0);
-	ck_assert_int_eq(wf_model_check(m, err), WF_ERR_CHANGED);
+	ck_assert_int_eq(truncate(path, m->parts[0].st.st_size), 0);
+	ck_assert_int_eq(wf_model_check(m, 0, err), WF_ERR_CHANGED);
 	close_copy(m);
 }
 END_TEST
@@ -89,9 +89,9 @@ START_TEST(test_rewritten)
 	char err[WF_ERRLEN];
 	int fd = open(path, O_WRONLY);
 	ck_assert_int_ge(fd, 0);
-	ck_assert_int_eq(pwrite(fd, "\0", 1, m->st.st_size - 1), 1);
+	ck_assert_int_eq(pwrite(fd, "\0", 1, m->parts[0].st.st_size - 1), 1);
 	close(fd);
-	ck_assert_int_eq(wf_model_check(m, err), WF_ERR_CHANGED);
+	ck_assert_int_eq(wf_model_check(m, 0, err), WF_ERR_CHANGED);
 	ck_assert_msg(strstr(err, "modified") != NULL, "%s", err);
 	close_copy(m);
 }
@@ -105,11 +105,11 @@ START_TEST(test_mtime_restored)
 	char err[WF_ERRLEN];
 	int fd = open(path, O_WRONLY);
 	ck_assert_int_ge(fd, 0);
-	ck_assert_int_eq(pwrite(fd, "\0", 1, m->st.st_size - 1), 1);
-	struct timespec ts[2] = {m->st.st_atim, m->st.st_mtim};
+	ck_assert_int_eq(pwrite(fd, "\0", 1, m->parts[0].st.st_size - 1), 1);
+	struct timespec ts[2] = {m->parts[0].st.st_atim, m->parts[0].st.st_mtim};
 	ck_assert_int_eq(futimens(fd, ts), 0);
 	close(fd);
-	ck_assert_int_eq(wf_model_check(m, err), WF_ERR_CHANGED);
+	ck_assert_int_eq(wf_model_check(m, 0, err), WF_ERR_CHANGED);
 	ck_assert_msg(strstr(err, "ctime") != NULL, "%s", err);
 	close_copy(m);
 }
@@ -126,7 +126,7 @@ START_TEST(test_replaced_by_rename)
 	fputs("something else", f);
 	fclose(f);
 	ck_assert_int_eq(rename(other, path), 0);
-	ck_assert_int_eq(wf_model_check(m, err), WF_OK);
+	ck_assert_int_eq(wf_model_check(m, 0, err), WF_OK);
 	close_copy(m);
 }
 END_TEST
@@ -136,7 +136,7 @@ START_TEST(test_buffer_model)
 	static const uint8_t buf[] = "GGUF";
 	struct wf_model *m = wf_model_new(WF_FMT_GGUF, buf, 4);
 	ck_assert_ptr_nonnull(m);
-	ck_assert_int_eq(wf_model_check(m, NULL), WF_OK);
+	ck_assert_int_eq(wf_model_check(m, 0, NULL), WF_OK);
 	wf_model_free(m);
 }
 END_TEST
