@@ -2177,6 +2177,52 @@ def group_many():
 
 # ---------------------------------------------------------------- group: malformed
 
+# A valid header of 100,000 tensors (6.6 MB of JSON) and an address-space
+# limit that holds the binary, its libraries and the mapping of the file but
+# not cJSON's tree of it (~70 MB): the parse runs out of memory part way.
+# Without the hooks in wf_st.c that was "header: invalid JSON near byte N",
+# exit 3.  (Measured: 15-80 MB limits all fail inside cJSON; 40 MB is the
+# middle.)
+OOM_TENSORS = 100000
+OOM_LIMIT_KB = 40000
+
+
+def check_oom_header():
+    if SANITIZED:
+        return "skipped: ASan reserves terabytes of shadow memory up front, so no " \
+               "ulimit -v leaves room to start the sanitizer build; runs in the normal build"
+    import resource
+    path = os.path.join(TMP, "oom-header.safetensors")
+    hdr = json.dumps({"t%06d" % i: {"dtype": "U8", "shape": [1], "data_offsets": [i, i + 1]}
+                      for i in range(OOM_TENSORS)}, separators=(",", ":")).encode()
+    write_file(path, struct.pack("<Q", len(hdr)) + hdr + bytes(OOM_TENSORS))
+    mp = new_dir("oom-")
+
+    def limit():
+        reset_signals()
+        lim = OOM_LIMIT_KB * 1024
+        resource.setrlimit(resource.RLIMIT_AS, (lim, lim))
+
+    p = subprocess.Popen([BIN, path, mp], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, preexec_fn=limit)
+    try:
+        _, err = p.communicate(timeout=30)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        p.communicate()
+        raise Fail("did not finish within 30 s")
+    err = err.decode("utf-8", "replace")
+    errs = Errs()
+    if is_mounted(mp):
+        errs.add("mounted under a %d KB limit (raise OOM_TENSORS)" % OOM_LIMIT_KB)
+        force_unmount(mp)
+    if p.returncode != 5:
+        errs.add("exit %d, expected 5 (out of memory): %r" % (p.returncode, err.strip()[:200]))
+    one_line_error(err, path, errs, "ulimit -v %d" % OOM_LIMIT_KB, "out of memory")
+    errs.raise_if_any()
+    return "%d-byte header under ulimit -v %d: %s" % (len(hdr), OOM_LIMIT_KB, err.strip()[len(path) + 12:])
+
+
 def group_malformed():
     expect = os.path.join(MALFORMED, "expect.json")
     if not os.path.exists(expect):
@@ -2235,6 +2281,8 @@ def group_malformed():
     report("malformed: %d of %d files rejected as expected.json says" % (n_ok, len(entries)),
            not bad, "%d files failed (listed above)" % sum(1 for r in results if r),
            info="%.1f s" % (time.monotonic() - t0))
+    check("malformed: out of memory parsing a valid safetensors header is exit 5, one line",
+          check_oom_header)
 
 
 # ---------------------------------------------------------------- main

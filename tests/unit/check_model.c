@@ -710,6 +710,37 @@ START_TEST(test_st_valid)
 }
 END_TEST
 
+/* An allocation that fails inside cJSON is out of memory, not a syntax
+ * error: fail each of the parse's JSON allocations in turn (and all after
+ * it), from the first until the parse needs no more. */
+START_TEST(test_st_json_oom)
+{
+	struct wf_buf b = {0};
+	static const char json[] =
+		"{\"__metadata__\":{\"format\":\"pt\"},"
+		"\"b.weight\":{\"dtype\":\"F16\",\"shape\":[2,3],\"data_offsets\":[16,28]},"
+		"\"a.bias\":{\"dtype\":\"F32\",\"shape\":[4],\"data_offsets\":[0,16]}}";
+	st_json(&b, json, 28);
+	long n;
+	for (n = 0; n < 1000; n++) {
+		struct parsed p;
+		wf_json_fail_after(n);
+		parse_buf(&p, P_ST, &b);
+		wf_json_fail_after(-1);
+		if (p.rc == WF_OK) {
+			parsed_free(&p);
+			break;
+		}
+		ck_assert_msg(p.rc == WF_ERR_NOMEM, "allocation %ld failed: rc %d (%s)", n, p.rc, p.err);
+		check_err(p.err, "out of memory", NULL);
+		parsed_free(&p);
+	}
+	/* 3 objects in the root, 2 arrays each... at least one per value */
+	ck_assert_msg(n >= 15 && n < 1000, "the parse made %ld JSON allocations", n);
+	wf_buf_free(&b);
+}
+END_TEST
+
 /* The reference test_empty: "{}" padded with spaces, and JSON whitespace
  * on both sides (safetensors >= 0.8). */
 START_TEST(test_st_empty)
@@ -1044,6 +1075,7 @@ static Suite *model_suite(void)
 	tc = tcase_create("safetensors");
 	tcase_add_test(tc, test_st_valid);
 	tcase_add_test(tc, test_st_empty);
+	tcase_add_test(tc, test_st_json_oom);
 	tcase_add_test(tc, test_st_dtypes);
 	tcase_add_loop_test(tc, test_st_bad, 0, N_BAD_ST);
 	tcase_add_test(tc, test_st_bad_count);
