@@ -1039,6 +1039,7 @@ END_TEST
 START_TEST(test_valid_edges)
 {
 	static const char *const files[] = {"zero_tensors.gguf", "zero_size_tensor.gguf", "scalar.gguf",
+		"gaps_any_order.gguf",
 		"zero_tensors.safetensors", "zero_size_tensor.safetensors", "scalar.safetensors"};
 	const char *d = getenv("WF_VALID_DIR");
 	for (size_t i = 0; i < WF_ARRAY_LEN(files); i++) {
