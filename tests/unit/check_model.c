@@ -15,8 +15,10 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "json_bytes.h"
 #include "wf_buf.h"
 #include "wf_model.h"
+#include "wf_tree.h"
 #include "wf_types.h"
 
 /* ---- byte builders ---- */
@@ -357,7 +359,7 @@ START_TEST(test_gguf_zero_tensors)
 }
 END_TEST
 
-/* Exact metadata.json text: 64-bit extremes, floats, escapes, U+FFFD. */
+/* Exact metadata.json text: 64-bit extremes, floats, escapes, \udcXX. */
 START_TEST(test_gguf_metadata_json)
 {
 	struct wf_buf b = {0};
@@ -400,9 +402,9 @@ START_TEST(test_gguf_metadata_json)
 		" \"nan\": \"NaN\",\n"
 		" \"inf\": \"-Infinity\",\n"
 		" \"esc\": \"q\\\"b\\\\s/\\n\\t\\r\\u0001\\u001f\x7f\xc3\xa9\",\n"
-		" \"bad\": \"a\xef\xbf\xbd" "b\xef\xbf\xbd(\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\",\n"
-		" \"k\xef\xbf\xbd\\u0000\": false,\n"
-		" \"as\": [\"x\", \"\", \"\xef\xbf\xbd\xef\xbf\xbd\"],\n"
+		" \"bad\": \"a\\udcffb\\udcc3(\\udced\\udca0\\udc80\",\n"
+		" \"k\\udcfe\\u0000\": false,\n"
+		" \"as\": [\"x\", \"\", \"\\udcc0\\udcaf\"],\n"
 		" \"ae\": [],\n"
 		" \"ai\": [-1, -9223372036854775808],\n"
 		" \"ab\": [false, true],\n"
@@ -656,6 +658,53 @@ START_TEST(test_gguf_binary_names)
 	ck_assert_msg(p.rc == WF_OK, "%s", p.err);
 	ck_assert_uint_eq(p.m->tensors[0].name_len, 3);
 	ck_assert_mem_eq(p.m->tensors[1].name, "a\0c", 4);
+	parsed_free(&p);
+	wf_buf_free(&b);
+}
+END_TEST
+
+/* Keys and names that differ only in bytes that are not UTF-8 stay distinct
+ * in metadata.json and tensors.json (with U+FFFD they became one string,
+ * and JSON readers kept one of them), and the \udcXX escapes give back
+ * the original bytes. */
+START_TEST(test_gguf_invalid_utf8_distinct)
+{
+	struct wf_buf b = {0};
+	gguf_head(&b, 3, 2, 2);
+	put_gstrn(&b, "k\xff", 2); put_u32(&b, GV_STR); put_gstrn(&b, "v\xff", 2);
+	put_gstrn(&b, "k\xfe", 2); put_u32(&b, GV_STR); put_gstrn(&b, "v\xfe", 2);
+	put_gstrn(&b, "t\xff", 2); put_u32(&b, 1); put_u64(&b, 8); put_u32(&b, 0); put_u64(&b, 0);
+	put_gstrn(&b, "t\xfe", 2); put_u32(&b, 1); put_u64(&b, 8); put_u32(&b, 0); put_u64(&b, 32);
+	pad_to(&b, 32);
+	put_fill(&b, 64, 0);
+	struct parsed p;
+	parse_buf(&p, P_GGUF, &b);
+	ck_assert_msg(p.rc == WF_OK, "%s", p.err);
+	ck_assert_str_eq(p.m->metadata_json,
+			 "{\n \"k\\udcff\": \"v\\udcff\",\n \"k\\udcfe\": \"v\\udcfe\"\n}\n");
+	cJSON *j = json_bytes_parse(p.m->metadata_json, p.m->metadata_json_len);
+	ck_assert_ptr_nonnull(j);
+	ck_assert_int_eq(cJSON_GetArraySize(j), 2);
+	const cJSON *v1 = cJSON_GetObjectItemCaseSensitive(j, "k\xff");
+	const cJSON *v2 = cJSON_GetObjectItemCaseSensitive(j, "k\xfe");
+	ck_assert(cJSON_IsString(v1) && cJSON_IsString(v2));
+	ck_assert_str_eq(v1->valuestring, "v\xff");
+	ck_assert_str_eq(v2->valuestring, "v\xfe");
+	cJSON_Delete(j);
+
+	struct wf_tree *t;
+	char err[WF_ERRLEN];
+	ck_assert_int_eq(wf_tree_build(&t, p.m, err), WF_OK);
+	ck_assert_ptr_nonnull(strstr(t->tensors_json, "\"name\": \"t\\udcff\""));
+	ck_assert_ptr_nonnull(strstr(t->tensors_json, "\"name\": \"t\\udcfe\""));
+	j = json_bytes_parse(t->tensors_json, t->tensors_json_len);
+	ck_assert_ptr_nonnull(j);
+	const cJSON *ts = cJSON_GetObjectItemCaseSensitive(j, "tensors");
+	ck_assert_int_eq(cJSON_GetArraySize(ts), 2);
+	ck_assert_str_eq(cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(ts, 0), "name")->valuestring, "t\xff");
+	ck_assert_str_eq(cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(ts, 1), "name")->valuestring, "t\xfe");
+	cJSON_Delete(j);
+	wf_tree_free(t);
 	parsed_free(&p);
 	wf_buf_free(&b);
 }
@@ -1070,6 +1119,7 @@ static Suite *model_suite(void)
 	tcase_add_test(tc, test_gguf_ndims0);
 	tcase_add_test(tc, test_gguf_err_quoting);
 	tcase_add_test(tc, test_gguf_binary_names);
+	tcase_add_test(tc, test_gguf_invalid_utf8_distinct);
 	tcase_set_timeout(tc, 60);
 	suite_add_tcase(s, tc);
 
