@@ -54,7 +54,8 @@ struct wf_model {
 
 /* Parses buf[0..len) as a GGUF file.  On success *out owns the descriptors
  * but not buf, which must outlive it.  On failure returns WF_ERR_FORMAT or
- * WF_ERR_UNSUP with one line in err naming the field or tensor. */
+ * WF_ERR_UNSUP with one line in err naming the field or tensor (two tensors
+ * for overlapping data), or WF_ERR_NOMEM when an allocation fails. */
 enum wf_err wf_gguf_parse(struct wf_model **out, const uint8_t *buf, uint64_t len, char *err);
 
 /* The same for safetensors, enforcing the reference loader's rules.  Also
