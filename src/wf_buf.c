@@ -145,7 +145,11 @@ void wf_buf_json_str(struct wf_buf *b, const void *sv, size_t n)
 		} else {
 			size_t l = wf_utf8_seq(s + i, n - i);
 			if (l == 0) {
-				wf_buf_puts(b, "\xEF\xBF\xBD"); /* U+FFFD */
+				/* A lone low surrogate U+DC80 + (byte - 0x80), as
+				 * Python's surrogateescape: valid UTF-8 never encodes
+				 * a surrogate, so unlike U+FFFD this keeps distinct
+				 * byte strings distinct, and it can be undone. */
+				wf_buf_printf(b, "\\udc%02x", c);
 				i++;
 			} else {
 				wf_buf_put(b, s + i, l);

@@ -22,9 +22,14 @@ void wf_buf_puts(struct wf_buf *b, const char *s);
 void wf_buf_putc(struct wf_buf *b, char c);
 void wf_buf_printf(struct wf_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-/* Appends s[0..n) as a quoted JSON string.  Bytes that are not valid UTF-8
- * become U+FFFD, so the output is valid JSON whatever s holds; control
- * characters are escaped. */
+/* Appends s[0..n) as a quoted JSON string, valid JSON whatever s holds.
+ * Valid UTF-8 is copied; '"', '\\' and control characters are escaped; each
+ * byte that is not part of valid UTF-8 (always 0x80-0xFF) becomes the
+ * escape \udcXX, a lone low surrogate U+DC80 + (byte - 0x80), as Python's
+ * "surrogateescape" error handler does.  The mapping is injective (valid
+ * UTF-8 never holds a surrogate), so distinct byte strings stay distinct
+ * and the bytes can be recovered exactly; strict parsers that refuse lone
+ * surrogates will refuse such strings (docs/naming.md). */
 void wf_buf_json_str(struct wf_buf *b, const void *s, size_t n);
 
 /* Appends a float as a JSON number with enough digits to round-trip

@@ -5,8 +5,10 @@
  * allocated, so what a header can make us allocate is bounded by the
  * file's size.  The rules follow ggml's reader (gguf.cpp), with two
  * deliberate differences: tensor names are not limited to 63 bytes, and
- * tensor offsets need only be aligned and inside the file (as llama.cpp's
- * mmap loader requires), not packed back to back.
+ * tensor offsets need only be aligned, inside the file and not overlapping
+ * another tensor's bytes, not packed back to back in order as ggml wants.
+ * Gaps and any order are harmless; overlaps are refused because they let a
+ * small file present many times its size (docs/security.md).
  */
 #include "wf_buf.h"
 #include "wf_hash.h"
@@ -330,6 +332,63 @@ out:
 	return WF_OK;
 }
 
+/* A tensor's bytes [begin, end) in the file, for the overlap check. */
+struct span {
+	uint64_t begin, end;
+	size_t tensor;
+};
+
+static int span_cmp(const void *a, const void *b)
+{
+	const struct span *x = a, *y = b;
+	if (x->begin != y->begin)
+		return x->begin < y->begin ? -1 : 1;
+	if (x->end != y->end)
+		return x->end < y->end ? -1 : 1;
+	return x->tensor < y->tensor ? -1 : x->tensor > y->tensor;
+}
+
+/* Refuses two tensors whose bytes overlap, in O(n log n): sorted by start,
+ * a span overlaps an earlier one exactly when it starts before the furthest
+ * end seen so far.  Tensors of no bytes overlap nothing. */
+static enum wf_err check_overlaps(const struct wf_model *m, char *err)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < m->n_tensors; i++)
+		n += m->tensors[i].nbytes > 0;
+	if (n < 2)
+		return WF_OK;
+	struct span *sp = malloc(n * sizeof *sp);
+	if (!sp)
+		return wf_fail(err, WF_ERR_NOMEM, "out of memory checking %zu tensors for overlaps", n);
+	n = 0;
+	for (size_t i = 0; i < m->n_tensors; i++) {
+		const struct wf_tensor *t = &m->tensors[i];
+		if (t->nbytes > 0)
+			sp[n++] = (struct span){t->offset, t->offset + t->nbytes, i};
+	}
+	qsort(sp, n, sizeof *sp, span_cmp);
+	enum wf_err rc = WF_OK;
+	size_t far = 0; /* the span with the furthest end so far */
+	for (size_t i = 1; i < n; i++) {
+		if (sp[i].begin < sp[far].end) {
+			const struct wf_tensor *a = &m->tensors[sp[far].tensor], *b = &m->tensors[sp[i].tensor];
+			char qa[96], qb[96];
+			rc = wf_fail(err, WF_ERR_FORMAT,
+				     "tensor %s: data [%" PRIu64 ", +%" PRIu64 ") overlaps tensor %s [%" PRIu64
+				     ", +%" PRIu64 ") in the data section",
+				     wf_quote(qb, sizeof qb, b->name, b->name_len), b->offset - m->data_offset,
+				     b->nbytes, wf_quote(qa, sizeof qa, a->name, a->name_len),
+				     a->offset - m->data_offset, a->nbytes);
+			break;
+		}
+		if (sp[i].end > sp[far].end)
+			far = i;
+	}
+	free(sp);
+	return rc;
+}
+
 static enum wf_err parse_tensors(struct cur *c, struct wf_model *m, uint64_t n_tensors)
 {
 	char q[96];
@@ -445,6 +504,7 @@ static enum wf_err parse_tensors(struct cur *c, struct wf_model *m, uint64_t n_t
 		}
 		t->offset = abs;
 	}
+	rc = check_overlaps(m, c->err);
 out:
 	free(offs);
 	strset_free(&names);

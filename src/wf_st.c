@@ -14,12 +14,55 @@
 
 #include <cjson/cJSON.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define ST_MAX_HEADER 100000000ULL
 /* JSON numbers pass through a double in cJSON; above 2^53 they are not exact. */
 #define ST_MAX_INT 9007199254740992.0
+
+/* cJSON reports a failed allocation exactly as it reports a syntax error
+ * (a NULL tree), so out of memory would read as a malformed file.  Its
+ * allocations go through these hooks, which note a failure in a
+ * thread-local flag; wf_st_parse clears it before parsing and checks it
+ * when cJSON fails.  Thread-local because the hooks are process-wide and
+ * another thread may be parsing at the same time. */
+static _Thread_local bool cj_oom;
+/* allocations left before they fail (test hook); negative: never */
+static _Thread_local long cj_fail_after = -1;
+static pthread_once_t cj_hooks_once = PTHREAD_ONCE_INIT;
+
+static void *cj_malloc(size_t n)
+{
+	if (cj_fail_after == 0) {
+		cj_oom = true;
+		return NULL;
+	}
+	if (cj_fail_after > 0)
+		cj_fail_after--;
+	void *p = malloc(n);
+	if (!p)
+		cj_oom = true;
+	return p;
+}
+
+static void cj_free(void *p)
+{
+	free(p);
+}
+
+static void cj_hooks_init(void)
+{
+	cJSON_Hooks h = {.malloc_fn = cj_malloc, .free_fn = cj_free};
+	cJSON_InitHooks(&h);
+}
+
+void wf_json_fail_after(long n)
+{
+	pthread_once(&cj_hooks_once, cj_hooks_init);
+	cj_fail_after = n;
+}
 
 static bool is_ws(uint8_t c)
 {
@@ -342,7 +385,11 @@ enum wf_err wf_st_parse(struct wf_model **out, const uint8_t *buf, uint64_t len,
 	if (has_nul_escape(h + a, z - a))
 		return wf_fail(err, WF_ERR_UNSUP, "header: a key or string holds \\u0000, which weightfs does not support");
 	const char *end = NULL;
+	pthread_once(&cj_hooks_once, cj_hooks_init);
+	cj_oom = false;
 	cJSON *root = cJSON_ParseWithLengthOpts((const char *)h + a, (size_t)(z - a), &end, false);
+	if (!root && cj_oom)
+		return wf_fail(err, WF_ERR_NOMEM, "out of memory parsing the %" PRIu64 "-byte header", n);
 	if (!root) {
 		uint64_t at = end ? (uint64_t)((const uint8_t *)end - h) + 8 : 8 + a;
 		return wf_fail(err, WF_ERR_FORMAT, "header: invalid JSON near byte %" PRIu64, at);
@@ -361,10 +408,13 @@ enum wf_err wf_st_parse(struct wf_model **out, const uint8_t *buf, uint64_t len,
 	enum wf_err rc = parse_header(m, root, len - 8 - n, err);
 	cJSON_Delete(root);
 	if (rc == WF_OK && !m->metadata_json) {
-		m->metadata_json = strdup("{}\n");
-		m->metadata_json_len = 3;
-		if (!m->metadata_json)
+		m->metadata_json = malloc(4);
+		if (!m->metadata_json) {
 			rc = wf_fail(err, WF_ERR_NOMEM, "out of memory");
+		} else {
+			memcpy(m->metadata_json, "{}\n", 4);
+			m->metadata_json_len = 3;
+		}
 	}
 	if (rc) {
 		wf_model_free(m);

@@ -281,6 +281,15 @@ def cases():
         "tensor 'w': data [0, +64) at offset 0 in the data section runs past end of file (127 bytes)"
     yield "gguf_second_tensor_past_eof.gguf", f([tinfo("a", (8,), T_F32, 0), tinfo("b", (8,), T_F32, 32)], fill(40)), \
         FORMAT, "tensor 'b': data [32, +32)"
+    # overlapping tensor data: a small file presenting many times its size
+    yield "gguf_overlap_1000_at_0.gguf", f([tinfo("t%03d" % i, (1024,), T_F32, 0) for i in range(1000)], fill(4096)), \
+        FORMAT, "tensor 't001': data [0, +4096) overlaps tensor 't000' [0, +4096) in the data section"
+    yield "gguf_overlap_partial.gguf", f([tinfo("a", (16,), T_F32, 0), tinfo("b", (16,), T_F32, 32)], fill(96)), \
+        FORMAT, "tensor 'b': data [32, +64) overlaps tensor 'a' [0, +64) in the data section"
+    # listed in the other order, one inside the other, beyond a harmless zero-size tensor
+    yield "gguf_overlap_contained.gguf", f([tinfo("inner", (8,), T_F32, 64), tinfo("empty", (0,), T_F32, 64),
+                                            tinfo("outer", (32,), T_F32, 0)], fill(128)), \
+        FORMAT, "tensor 'inner': data [64, +32) overlaps tensor 'outer' [0, +128) in the data section"
 
     # ---- safetensors ----
     sref, hl = reference_st()
@@ -393,6 +402,9 @@ def valid_cases():
     yield "zero_tensors.gguf", head(0, 1) + kv_str("general.architecture", "none")
     yield "zero_size_tensor.gguf", pad(head(1, 0) + tinfo("empty", (0, 4), T_F32, 0))
     yield "scalar.gguf", pad(head(1, 0) + tinfo("s", (), T_F32, 0)) + struct.pack("<f", 1.5)
+    # gaps, tensors out of order, zero-size tensors anywhere: accepted (only overlaps are refused)
+    yield "gaps_any_order.gguf", pad(head(4, 0) + tinfo("b", (8,), T_F32, 96) + tinfo("a", (8,), T_F32, 0)
+                                     + tinfo("e0", (0,), T_F32, 0) + tinfo("e1", (0, 8), T_F32, 96)) + fill(128)
     yield "zero_tensors.safetensors", st("{}      ")
     yield "zero_size_tensor.safetensors", stj({"__metadata__": {"format": "pt"}, "empty": T("F32", (2, 0), (0, 0))})
     yield "scalar.safetensors", stj({"s": T("I32", (), (0, 4))}, struct.pack("<i", -7))

@@ -1098,19 +1098,53 @@ def hostile_model():
     return write_file(os.path.join(TMP, "hostile.gguf"), gguf_bytes(tensors, kvs))
 
 
-def json_replacing(b):
-    """What weightfs's JSON writer makes of bytes b: each bad byte -> U+FFFD."""
+def json_escaped(b):
+    """What json.loads gives for weightfs's JSON string of bytes b: valid
+    UTF-8 as text, each other byte as the lone surrogate U+DC80 + (byte -
+    0x80) (its \\udcXX escape), as Python's surrogateescape decodes it.
+    Built by hand from the naming model's UTF-8 check rather than with
+    b.decode("utf-8", "surrogateescape"), so the two are compared."""
     out, i = [], 0
     while i < len(b):
         c = b[i]
         n = utf8_len(b, i) if c >= 0x80 else 1
         if n == 0:
-            out.append("\ufffd")
+            out.append(chr(0xDC00 + c))
             i += 1
         else:
             out.append(b[i:i + n].decode("utf-8"))
             i += n
-    return "".join(out)
+    s = "".join(out)
+    assert s == b.decode("utf-8", "surrogateescape"), b
+    return s
+
+
+def check_invalid_utf8_distinct():
+    """Two keys, two string values and two tensor names that differ only in
+    a byte that is not UTF-8: with U+FFFD they became one string in the JSON
+    files and json.loads kept one key.  Each must now be its own string and
+    give back its bytes through surrogateescape."""
+    keys, names = [b"k\xff", b"k\xfe"], [b"t\xff", b"t\xfe"]
+    tensors = [f32_tensor(n, np.arange(2, dtype=np.float32) + i) for i, n in enumerate(names)]
+    kvs = [gkv(k, "str", b"v" + k[1:]) for k in keys]
+    model = write_file(os.path.join(TMP, "utf8-distinct.gguf"), gguf_bytes(tensors, kvs))
+    errs = Errs()
+    with Mount(model) as m:
+        with open(m.path("metadata.json"), "rb") as f:
+            pairs = json.loads(f.read().decode("utf-8"), object_pairs_hook=lambda p: p)
+        got = [(k.encode("utf-8", "surrogateescape"), v.encode("utf-8", "surrogateescape"))
+               for k, v in pairs]
+        if got != [(k, b"v" + k[1:]) for k in keys]:
+            errs.add("metadata.json pairs %r" % (pairs,))
+        with open(m.path("tensors.json"), "rb") as f:
+            tj = json.loads(f.read().decode("utf-8"))
+        got_n = [e["name"].encode("utf-8", "surrogateescape") for e in tj["tensors"]]
+        if got_n != names:
+            errs.add("tensors.json names %r" % ([e["name"] for e in tj["tensors"]],))
+        for e, n in zip(tj["tensors"], names):
+            if os.getxattr(m.path(e["path"].encode()), "user.weightfs.name") != n:
+                errs.add("%r: path %r is not that tensor" % (n, e["path"]))
+    errs.raise_if_any()
 
 
 def group_naming():
@@ -1129,8 +1163,10 @@ def group_naming():
             seen = set()
             for i, (raw, e, wp) in enumerate(zip(HOSTILE_NAMES, ents, want_paths)):
                 pb = e["path"].encode()
-                if e["name"] != json_replacing(raw):
-                    errs.add("tensor %d: name %r, expected %r" % (i, e["name"], json_replacing(raw)))
+                if e["name"] != json_escaped(raw):
+                    errs.add("tensor %d: name %r, expected %r" % (i, e["name"], json_escaped(raw)))
+                elif e["name"].encode("utf-8", "surrogateescape") != raw:
+                    errs.add("tensor %d: name %r does not round-trip" % (i, e["name"]))
                 if pb != wp:
                     errs.add("%r: path %r, expected by the naming rules %r" % (raw[:40], pb[:60], wp[:60]))
                 if raw in HOSTILE_FIXED and pb != HOSTILE_FIXED[raw]:
@@ -1171,8 +1207,8 @@ def group_naming():
             pairs = loads_exact(raw)
             d = dict(pairs)
             errs = Errs()
-            k = json_replacing(b"key.bad\xffutf8")
-            if d.get(k) != json_replacing(b"value\xfe\x00nul\x01ctl\"q\\b\xe2\x82"):
+            k = json_escaped(b"key.bad\xffutf8")
+            if d.get(k) != json_escaped(b"value\xfe\x00nul\x01ctl\"q\\b\xe2\x82"):
                 errs.add("invalid UTF-8 key/value: %r" % (d.get(k),))
             if d.get("f32.nan") != "NaN" or d.get("f32.inf") != "-Infinity":
                 errs.add("nan/inf: %r %r" % (d.get("f32.nan"), d.get("f32.inf")))
@@ -1184,12 +1220,14 @@ def group_naming():
                 errs.add("u64.max: %r" % d.get("u64.max"))
             if not isinstance(d.get("i64.min"), Num) or d["i64.min"].text != str(-2**63):
                 errs.add("i64.min: %r" % d.get("i64.min"))
-            if d.get("arr.str") != ["\ufffd", "ok", ""]:
+            if d.get("arr.str") != ["\udcff", "ok", ""]:
                 errs.add("arr.str: %r" % d.get("arr.str"))
             errs.raise_if_any()
         check("naming: metadata.json of hostile keys/values is valid exact JSON", meta)
         check("stat: tree of the hostile GGUF", check_stat_tree, m, model)
         check("stat: ls/du/find/tree on the hostile GGUF", check_tools, m, len(HOSTILE_NAMES))
+    check("naming: keys and names differing only in invalid UTF-8 stay distinct in the JSON files",
+          check_invalid_utf8_distinct)
 
 
 # ---------------------------------------------------------------- group: stat
@@ -2447,6 +2485,52 @@ def group_many():
 
 # ---------------------------------------------------------------- group: malformed
 
+# A valid header of 100,000 tensors (6.6 MB of JSON) and an address-space
+# limit that holds the binary, its libraries and the mapping of the file but
+# not cJSON's tree of it (~70 MB): the parse runs out of memory part way.
+# Without the hooks in wf_st.c that was "header: invalid JSON near byte N",
+# exit 3.  (Measured: 15-80 MB limits all fail inside cJSON; 40 MB is the
+# middle.)
+OOM_TENSORS = 100000
+OOM_LIMIT_KB = 40000
+
+
+def check_oom_header():
+    if SANITIZED:
+        return "skipped: ASan reserves terabytes of shadow memory up front, so no " \
+               "ulimit -v leaves room to start the sanitizer build; runs in the normal build"
+    import resource
+    path = os.path.join(TMP, "oom-header.safetensors")
+    hdr = json.dumps({"t%06d" % i: {"dtype": "U8", "shape": [1], "data_offsets": [i, i + 1]}
+                      for i in range(OOM_TENSORS)}, separators=(",", ":")).encode()
+    write_file(path, struct.pack("<Q", len(hdr)) + hdr + bytes(OOM_TENSORS))
+    mp = new_dir("oom-")
+
+    def limit():
+        reset_signals()
+        lim = OOM_LIMIT_KB * 1024
+        resource.setrlimit(resource.RLIMIT_AS, (lim, lim))
+
+    p = subprocess.Popen([BIN, path, mp], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, preexec_fn=limit)
+    try:
+        _, err = p.communicate(timeout=30)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        p.communicate()
+        raise Fail("did not finish within 30 s")
+    err = err.decode("utf-8", "replace")
+    errs = Errs()
+    if is_mounted(mp):
+        errs.add("mounted under a %d KB limit (raise OOM_TENSORS)" % OOM_LIMIT_KB)
+        force_unmount(mp)
+    if p.returncode != 5:
+        errs.add("exit %d, expected 5 (out of memory): %r" % (p.returncode, err.strip()[:200]))
+    one_line_error(err, path, errs, "ulimit -v %d" % OOM_LIMIT_KB, "out of memory")
+    errs.raise_if_any()
+    return "%d-byte header under ulimit -v %d: %s" % (len(hdr), OOM_LIMIT_KB, err.strip()[len(path) + 12:])
+
+
 def group_malformed():
     expect = os.path.join(MALFORMED, "expect.json")
     if not os.path.exists(expect):
@@ -2505,6 +2589,8 @@ def group_malformed():
     report("malformed: %d of %d files rejected as expected.json says" % (n_ok, len(entries)),
            not bad, "%d files failed (listed above)" % sum(1 for r in results if r),
            info="%.1f s" % (time.monotonic() - t0))
+    check("malformed: out of memory parsing a valid safetensors header is exit 5, one line",
+          check_oom_header)
 
 
 # ---------------------------------------------------------------- main

@@ -15,8 +15,10 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "json_bytes.h"
 #include "wf_buf.h"
 #include "wf_model.h"
+#include "wf_tree.h"
 #include "wf_types.h"
 
 /* ---- byte builders ---- */
@@ -357,7 +359,7 @@ START_TEST(test_gguf_zero_tensors)
 }
 END_TEST
 
-/* Exact metadata.json text: 64-bit extremes, floats, escapes, U+FFFD. */
+/* Exact metadata.json text: 64-bit extremes, floats, escapes, \udcXX. */
 START_TEST(test_gguf_metadata_json)
 {
 	struct wf_buf b = {0};
@@ -400,9 +402,9 @@ START_TEST(test_gguf_metadata_json)
 		" \"nan\": \"NaN\",\n"
 		" \"inf\": \"-Infinity\",\n"
 		" \"esc\": \"q\\\"b\\\\s/\\n\\t\\r\\u0001\\u001f\x7f\xc3\xa9\",\n"
-		" \"bad\": \"a\xef\xbf\xbd" "b\xef\xbf\xbd(\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\",\n"
-		" \"k\xef\xbf\xbd\\u0000\": false,\n"
-		" \"as\": [\"x\", \"\", \"\xef\xbf\xbd\xef\xbf\xbd\"],\n"
+		" \"bad\": \"a\\udcffb\\udcc3(\\udced\\udca0\\udc80\",\n"
+		" \"k\\udcfe\\u0000\": false,\n"
+		" \"as\": [\"x\", \"\", \"\\udcc0\\udcaf\"],\n"
 		" \"ae\": [],\n"
 		" \"ai\": [-1, -9223372036854775808],\n"
 		" \"ab\": [false, true],\n"
@@ -661,6 +663,53 @@ START_TEST(test_gguf_binary_names)
 }
 END_TEST
 
+/* Keys and names that differ only in bytes that are not UTF-8 stay distinct
+ * in metadata.json and tensors.json (with U+FFFD they became one string,
+ * and JSON readers kept one of them), and the \udcXX escapes give back
+ * the original bytes. */
+START_TEST(test_gguf_invalid_utf8_distinct)
+{
+	struct wf_buf b = {0};
+	gguf_head(&b, 3, 2, 2);
+	put_gstrn(&b, "k\xff", 2); put_u32(&b, GV_STR); put_gstrn(&b, "v\xff", 2);
+	put_gstrn(&b, "k\xfe", 2); put_u32(&b, GV_STR); put_gstrn(&b, "v\xfe", 2);
+	put_gstrn(&b, "t\xff", 2); put_u32(&b, 1); put_u64(&b, 8); put_u32(&b, 0); put_u64(&b, 0);
+	put_gstrn(&b, "t\xfe", 2); put_u32(&b, 1); put_u64(&b, 8); put_u32(&b, 0); put_u64(&b, 32);
+	pad_to(&b, 32);
+	put_fill(&b, 64, 0);
+	struct parsed p;
+	parse_buf(&p, P_GGUF, &b);
+	ck_assert_msg(p.rc == WF_OK, "%s", p.err);
+	ck_assert_str_eq(p.m->metadata_json,
+			 "{\n \"k\\udcff\": \"v\\udcff\",\n \"k\\udcfe\": \"v\\udcfe\"\n}\n");
+	cJSON *j = json_bytes_parse(p.m->metadata_json, p.m->metadata_json_len);
+	ck_assert_ptr_nonnull(j);
+	ck_assert_int_eq(cJSON_GetArraySize(j), 2);
+	const cJSON *v1 = cJSON_GetObjectItemCaseSensitive(j, "k\xff");
+	const cJSON *v2 = cJSON_GetObjectItemCaseSensitive(j, "k\xfe");
+	ck_assert(cJSON_IsString(v1) && cJSON_IsString(v2));
+	ck_assert_str_eq(v1->valuestring, "v\xff");
+	ck_assert_str_eq(v2->valuestring, "v\xfe");
+	cJSON_Delete(j);
+
+	struct wf_tree *t;
+	char err[WF_ERRLEN];
+	ck_assert_int_eq(wf_tree_build(&t, p.m, err), WF_OK);
+	ck_assert_ptr_nonnull(strstr(t->tensors_json, "\"name\": \"t\\udcff\""));
+	ck_assert_ptr_nonnull(strstr(t->tensors_json, "\"name\": \"t\\udcfe\""));
+	j = json_bytes_parse(t->tensors_json, t->tensors_json_len);
+	ck_assert_ptr_nonnull(j);
+	const cJSON *ts = cJSON_GetObjectItemCaseSensitive(j, "tensors");
+	ck_assert_int_eq(cJSON_GetArraySize(ts), 2);
+	ck_assert_str_eq(cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(ts, 0), "name")->valuestring, "t\xff");
+	ck_assert_str_eq(cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(ts, 1), "name")->valuestring, "t\xfe");
+	cJSON_Delete(j);
+	wf_tree_free(t);
+	parsed_free(&p);
+	wf_buf_free(&b);
+}
+END_TEST
+
 /* ---- safetensors: valid ---- */
 
 START_TEST(test_st_valid)
@@ -706,6 +755,37 @@ START_TEST(test_st_valid)
 	ck_assert_int_eq(p.m->format, WF_FMT_SAFETENSORS);
 	parsed_free(&p);
 	all_prefixes_fail(P_ST, &b);
+	wf_buf_free(&b);
+}
+END_TEST
+
+/* An allocation that fails inside cJSON is out of memory, not a syntax
+ * error: fail each of the parse's JSON allocations in turn (and all after
+ * it), from the first until the parse needs no more. */
+START_TEST(test_st_json_oom)
+{
+	struct wf_buf b = {0};
+	static const char json[] =
+		"{\"__metadata__\":{\"format\":\"pt\"},"
+		"\"b.weight\":{\"dtype\":\"F16\",\"shape\":[2,3],\"data_offsets\":[16,28]},"
+		"\"a.bias\":{\"dtype\":\"F32\",\"shape\":[4],\"data_offsets\":[0,16]}}";
+	st_json(&b, json, 28);
+	long n;
+	for (n = 0; n < 1000; n++) {
+		struct parsed p;
+		wf_json_fail_after(n);
+		parse_buf(&p, P_ST, &b);
+		wf_json_fail_after(-1);
+		if (p.rc == WF_OK) {
+			parsed_free(&p);
+			break;
+		}
+		ck_assert_msg(p.rc == WF_ERR_NOMEM, "allocation %ld failed: rc %d (%s)", n, p.rc, p.err);
+		check_err(p.err, "out of memory", NULL);
+		parsed_free(&p);
+	}
+	/* 3 objects in the root, 2 arrays each... at least one per value */
+	ck_assert_msg(n >= 15 && n < 1000, "the parse made %ld JSON allocations", n);
 	wf_buf_free(&b);
 }
 END_TEST
@@ -1008,6 +1088,7 @@ END_TEST
 START_TEST(test_valid_edges)
 {
 	static const char *const files[] = {"zero_tensors.gguf", "zero_size_tensor.gguf", "scalar.gguf",
+		"gaps_any_order.gguf",
 		"zero_tensors.safetensors", "zero_size_tensor.safetensors", "scalar.safetensors"};
 	const char *d = getenv("WF_VALID_DIR");
 	for (size_t i = 0; i < WF_ARRAY_LEN(files); i++) {
@@ -1038,12 +1119,14 @@ static Suite *model_suite(void)
 	tcase_add_test(tc, test_gguf_ndims0);
 	tcase_add_test(tc, test_gguf_err_quoting);
 	tcase_add_test(tc, test_gguf_binary_names);
+	tcase_add_test(tc, test_gguf_invalid_utf8_distinct);
 	tcase_set_timeout(tc, 60);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("safetensors");
 	tcase_add_test(tc, test_st_valid);
 	tcase_add_test(tc, test_st_empty);
+	tcase_add_test(tc, test_st_json_oom);
 	tcase_add_test(tc, test_st_dtypes);
 	tcase_add_loop_test(tc, test_st_bad, 0, N_BAD_ST);
 	tcase_add_test(tc, test_st_bad_count);

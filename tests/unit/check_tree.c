@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "json_bytes.h"
 #include "wf_buf.h"
 #include "wf_hash.h"
 #include "wf_model.h"
@@ -195,7 +196,7 @@ static void check_invariants(const struct wf_tree *t, const struct wf_model *m)
 	free(rp);
 
 	/* tensors.json is JSON and names each tensor's path */
-	cJSON *j = cJSON_ParseWithLength(t->tensors_json, t->tensors_json_len);
+	cJSON *j = json_bytes_parse(t->tensors_json, t->tensors_json_len);
 	ck_assert_msg(j != NULL, "tensors.json is not JSON");
 	const cJSON *ts = cJSON_GetObjectItemCaseSensitive(j, "tensors");
 	ck_assert_int_eq(cJSON_GetArraySize(ts), (int)m->n_tensors);
@@ -204,6 +205,15 @@ static void check_invariants(const struct wf_tree *t, const struct wf_model *m)
 	cJSON_ArrayForEach(e, ts) {
 		const cJSON *path = cJSON_GetObjectItemCaseSensitive(e, "path");
 		ck_assert(cJSON_IsString(path));
+		/* the name round-trips through the \udcXX escapes (cJSON's C
+		 * strings end at a NUL, so compare up to the first) */
+		const cJSON *nm = cJSON_GetObjectItemCaseSensitive(e, "name");
+		ck_assert(cJSON_IsString(nm));
+		const struct wf_tensor *tn = &m->tensors[i];
+		size_t nl = strlen(nm->valuestring);
+		ck_assert_msg(nl <= tn->name_len && memcmp(nm->valuestring, tn->name, nl) == 0 &&
+				      (nl == tn->name_len || tn->name[nl] == '\0'),
+			      "tensor %zu: name does not round-trip through tensors.json", i);
 		char *p = tensor_path(t, i);
 		ck_assert_str_eq(path->valuestring, p);
 		free(p);
