@@ -3,6 +3,7 @@
 #include "wf_fuse.h"
 #include "wf_log.h"
 #include "wf_model.h"
+#include "wf_set.h"
 #include "wf_tree.h"
 
 #include <errno.h>
@@ -241,7 +242,7 @@ int main(int argc, char *argv[])
 		goto out_args;
 	}
 
-	enum wf_err rc = wf_model_open(&m, o.model, err);
+	enum wf_err rc = wf_set_open(&m, o.model, err);
 	if (rc == WF_OK && inside(o.model, co.mountpoint)) {
 		snprintf(err, sizeof err, "lies inside the mount point %s", co.mountpoint);
 		rc = WF_ERR_IO;

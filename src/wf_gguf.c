@@ -253,6 +253,47 @@ static enum wf_err metadata_json(struct wf_model *m, const struct kv *kvs, uint6
 	return WF_OK;
 }
 
+/* The integer value of kv into *v; false if kv is not of an integer type
+ * or is negative. */
+static bool kv_uint(const struct wf_model *m, const struct kv *kv, uint64_t *v)
+{
+	const uint8_t *p = m->data + kv->val;
+	int64_t s;
+	switch (kv->type) {
+	case GV_U8: *v = p[0]; return true;
+	case GV_U16: *v = wf_le16(p); return true;
+	case GV_U32: *v = wf_le32(p); return true;
+	case GV_U64: *v = wf_le64(p); return true;
+	case GV_I8: s = (int8_t)p[0]; break;
+	case GV_I16: s = (int16_t)wf_le16(p); break;
+	case GV_I32: s = (int32_t)wf_le32(p); break;
+	case GV_I64: s = (int64_t)wf_le64(p); break;
+	default: return false;
+	}
+	if (s < 0)
+		return false;
+	*v = (uint64_t)s;
+	return true;
+}
+
+/* Records llama.cpp's split keys (gguf-split writes split.no and
+ * split.count as u16 and split.tensors.count as i32; any non-negative
+ * integer is taken) for the split-set rules in wf_set.c. */
+static enum wf_err split_key(struct cur *c, struct wf_model *m, const struct kv *kv, const char *what)
+{
+	static const char *const names[] = {"split.no", "split.count", "split.tensors.count"};
+	int64_t *dst[] = {&m->split_no, &m->split_count, &m->split_tensors};
+	for (size_t i = 0; i < WF_ARRAY_LEN(names); i++) {
+		if (kv->key_len != strlen(names[i]) || memcmp(kv->key, names[i], kv->key_len) != 0)
+			continue;
+		uint64_t v;
+		if (!kv_uint(m, kv, &v) || v > INT64_MAX)
+			return wf_fail(c->err, WF_ERR_FORMAT, "%s: must be a non-negative integer", what);
+		*dst[i] = (int64_t)v;
+	}
+	return WF_OK;
+}
+
 static enum wf_err parse_kvs(struct cur *c, struct wf_model *m, uint64_t n_kv, struct kv **out)
 {
 	char q[96];
@@ -320,6 +361,8 @@ static enum wf_err parse_kvs(struct cur *c, struct wf_model *m, uint64_t n_kv, s
 				goto out;
 			}
 			m->alignment = a;
+		} else if ((rc = split_key(c, m, kv, what))) {
+			goto out;
 		}
 	}
 out:

@@ -21,6 +21,7 @@ struct wf_model *wf_model_new(enum wf_format fmt, const uint8_t *buf, uint64_t l
 	m->data = buf;
 	m->data_len = len;
 	m->alignment = 1;
+	m->split_no = m->split_count = m->split_tensors = -1;
 	m->parts = calloc(1, sizeof *m->parts);
 	if (!m->parts) {
 		free(m);
@@ -119,6 +120,22 @@ enum wf_err wf_tensor_sizes(struct wf_tensor *t, bool inner_only, char *err)
 	return WF_OK;
 }
 
+/* What a file that is neither format seems to be, for the message. */
+static const char *looks_like(const uint8_t *buf, uint64_t len)
+{
+	if (len >= 4 && memcmp(buf, "PK\3\4", 4) == 0)
+		return " (it is a zip archive, as PyTorch .bin and .pt files are)";
+	if (len >= 2 && buf[0] == 0x80 && buf[1] >= 2 && buf[1] <= 5)
+		return " (it is a Python pickle)";
+	if (len == 0)
+		return " (it is empty)";
+	uint64_t n = len < 512 ? len : 512, text = 0;
+	for (uint64_t i = 0; i < n; i++)
+		text += (buf[i] >= 0x20 && buf[i] < 0x7F) || buf[i] == '\n' || buf[i] == '\r' || buf[i] == '\t' ||
+			buf[i] >= 0x80;
+	return text == n ? " (it is text)" : "";
+}
+
 enum wf_err wf_model_parse(struct wf_model **out, const uint8_t *buf, uint64_t len,
 			   const char *hint, char *err)
 {
@@ -128,6 +145,9 @@ enum wf_err wf_model_parse(struct wf_model **out, const uint8_t *buf, uint64_t l
 	bool gguf_name = hl >= 5 && strcasecmp(hint + hl - 5, ".gguf") == 0;
 	if (gguf_magic || (gguf_name && !(len >= 9 && (buf[8] == '{' || buf[8] == ' '))))
 		return wf_gguf_parse(out, buf, len, err);
+	bool st_name = hl >= 12 && strcasecmp(hint + hl - 12, ".safetensors") == 0;
+	if (!st_name && (len < 9 || buf[8] != '{'))
+		return wf_fail(err, WF_ERR_FORMAT, "not a GGUF or safetensors file%s", looks_like(buf, len));
 	return wf_st_parse(out, buf, len, err);
 }
 

@@ -62,6 +62,9 @@ struct wf_model {
 	uint32_t alignment;      /* GGUF data alignment; 1 for safetensors */
 	uint64_t data_offset;    /* where tensor data starts: GGUF data section, safetensors 8 + N */
 	uint64_t n_kv;           /* GGUF key/value pairs, or safetensors __metadata__ entries */
+	int64_t split_no;        /* GGUF split.no: this file's place in a split set, 0-based; -1 if absent */
+	int64_t split_count;     /* GGUF split.count: files in the set; -1 if absent */
+	int64_t split_tensors;   /* GGUF split.tensors.count: tensors in the whole set; -1 if absent */
 	struct wf_tensor *tensors; /* [n_tensors], in the order the file lists them */
 	size_t n_tensors;
 	char *metadata_json;     /* metadata.json: GGUF key/values or safetensors __metadata__ */

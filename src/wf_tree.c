@@ -177,8 +177,14 @@ static void tensors_json(struct wf_tree *t, const struct wf_model *m, struct wf_
 		wf_buf_printf(b, ", \"type\": \"%s\", \"dtype\": \"%s\", \"shape\": [", ty->name, ty->dtype);
 		for (uint32_t d = 0; d < tn->ndim; d++)
 			wf_buf_printf(b, d ? ", %" PRIu64 : "%" PRIu64, tn->shape[d]);
-		wf_buf_printf(b, "], \"size\": %" PRIu64 ", \"offset\": %" PRIu64 ", \"nbytes\": %" PRIu64 "}",
-			      tn->size, tn->offset, tn->nbytes);
+		wf_buf_printf(b, "], \"size\": %" PRIu64 ", ", tn->size);
+		const char *file = m->parts[tn->part].name;
+		if (file) {
+			wf_buf_puts(b, "\"file\": ");
+			wf_buf_json_str(b, file, strlen(file));
+			wf_buf_puts(b, ", ");
+		}
+		wf_buf_printf(b, "\"offset\": %" PRIu64 ", \"nbytes\": %" PRIu64 "}", tn->offset, tn->nbytes);
 	}
 	wf_buf_puts(b, m->n_tensors ? "\n ]}\n" : "]}\n");
 }
@@ -222,7 +228,7 @@ enum wf_err wf_tree_build(struct wf_tree **out, const struct wf_model *m, char *
 
 	/* Upper bound on nodes: root, two blobs, and per tensor one node per
 	 * component (its directories and its file). */
-	uint64_t cap = 3;
+	uint64_t cap = 4 + m->n_sidecars;
 	for (size_t i = 0; i < m->n_tensors; i++) {
 		size_t k = 1;
 		for (size_t j = 0; j < m->tensors[i].name_len; j++)
@@ -305,6 +311,26 @@ enum wf_err wf_tree_build(struct wf_tree **out, const struct wf_model *m, char *
 			goto nomem;
 		t->nodes[n].tensor = (uint32_t)i;
 		t->tensor_node[i] = n;
+	}
+
+	/* A model of several files: parts.json.  A model folder: its small
+	 * files, under their own names, which must not take a name the tree
+	 * already gives (a tensor directory named like a file of the folder). */
+	for (size_t i = 0; i <= m->n_sidecars; i++) {
+		const char *fname = i < m->n_sidecars ? m->sidecars[i].name : "parts.json";
+		if (i == m->n_sidecars && !m->parts_json)
+			break;
+		if (wf_tree_lookup(t, 0, fname, strlen(fname)) != WF_NO_NODE) {
+			char q[96];
+			rc = wf_fail(err, WF_ERR_UNSUP, "%s: the mount already has an entry of that name",
+				     wf_quote(q, sizeof q, fname, strlen(fname)));
+			goto fail;
+		}
+		uint32_t n = add_node(&b, 0, fname, strlen(fname), WF_NODE_BLOB);
+		if (n == WF_NO_NODE)
+			goto nomem;
+		t->nodes[n].blob = i < m->n_sidecars ? m->sidecars[i].data : m->parts_json;
+		t->nodes[n].blob_len = i < m->n_sidecars ? m->sidecars[i].len : m->parts_json_len;
 	}
 
 	/* Children lists, sorted so readdir is stable and ordered. */

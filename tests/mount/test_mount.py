@@ -765,10 +765,28 @@ def manifest_mounts(man, root, tally_table, type_of):
             check("data: unmount %s" % fname, m.finish)
 
 
+def split_set(man, fm):
+    """For a part of a split GGUF (split.count > 1): the manifest entries of
+    every part in order, and all their tensors; else ([fm], fm's tensors)."""
+    kv = {k["key"]: k["value"] for k in fm.get("kv", [])}
+    if kv.get("split.count", 1) <= 1:
+        return [fm], [t for t in man["tensors"] if t["file"] == fm["file"]]
+    prefix = re.sub(r"-\d{5}-of-\d{5}\.gguf$", "", fm["file"])
+    files = sorted((f for f in man["files"]
+                    if re.fullmatch(re.escape(prefix) + r"-\d{5}-of-\d{5}\.gguf", f["file"])),
+                   key=lambda f: f["file"])
+    return files, [t for f in files for t in man["tensors"] if t["file"] == f["file"]]
+
+
 def group_data_gguf():
-    for fname, fm, model, ts, m in manifest_mounts(GGML_MAN, GGML, TALLY_GGUF,
-                                                   lambda t: t["type"].upper()):
+    for fname, fm_own, model, ts_own, m in manifest_mounts(GGML_MAN, GGML, TALLY_GGUF,
+                                                           lambda t: t["type"].upper()):
         tj = {}
+        # a part of a split set mounts the whole set: tensors.json and
+        # metadata.json are the set's (the first part's header and
+        # key/values); the reads below cover this part's own tensors
+        set_files, ts = split_set(GGML_MAN, fm_own)
+        fm = set_files[0]
 
         def tensors_json():
             errs = Errs()
@@ -793,6 +811,8 @@ def group_data_gguf():
                     errs.add("%s: type %r, manifest %r" % (t["name"], e["type"], t["type"]))
                 if e["shape"] != list(reversed(t["ne"])):
                     errs.add("%s: shape %r != reversed ne %r" % (t["name"], e["shape"], t["ne"]))
+                if e.get("file") != t["file"]:
+                    errs.add("%s: file %r, manifest %r" % (t["name"], e.get("file"), t["file"]))
                 if e["offset"] != t["file_offset"] or e["nbytes"] != t["nbytes"]:
                     errs.add("%s: offset/nbytes %d/%d, manifest %d/%d" % (
                         t["name"], e["offset"], e["nbytes"], t["file_offset"], t["nbytes"]))
@@ -815,7 +835,7 @@ def group_data_gguf():
             rng = random.Random("%d/%s" % (SEED, fname))
             byname = {e["name"]: e for e in tj.get("tensors", [])}
             n_ok = 0
-            for t in ts:
+            for t in ts_own:
                 ty = t["type"].upper()
                 e = byname.get(t["name"])
                 if e is None:
@@ -967,6 +987,8 @@ def group_data_st():
                                                            t["expected_dtype"]))
                 if e["shape"] != t["shape"]:
                     errs.add("%s: shape %r, manifest %r" % (t["name"], e["shape"], t["shape"]))
+                if e.get("file") != t["file"]:
+                    errs.add("%s: file %r, manifest %r" % (t["name"], e.get("file"), t["file"]))
                 if e["offset"] != t["file_offset"] or e["nbytes"] != t["nbytes"]:
                     errs.add("%s: offset/nbytes differ" % t["name"])
                 with open(os.path.join(STO, t["expected"]), "rb") as f:
@@ -1629,7 +1651,7 @@ def group_cli():
         if not os.path.exists(fifo):
             os.mkfifo(fifo)
         missing = os.path.join(TMP, "does-not-exist.gguf")
-        for path, substr in ((d, "not a regular file"), (fifo, "not a regular file"),
+        for path, substr in ((d, "no GGUF or safetensors model in the folder"), (fifo, "not a regular file"),
                              (missing, "cannot open"), ("/dev/null", "not a regular file")):
             for fg in ([], ["-f"]):
                 rc, out, err, secs = run_cli(fg + [path, mp])

@@ -991,8 +991,19 @@ START_TEST(test_dispatch)
 	check_err(err, "bad magic", NULL);
 	ck_assert_int_eq(wf_model_parse(&m, junk, sizeof junk - 1, "x.safetensors", err), WF_ERR_FORMAT);
 	check_err(err, "header", NULL);
-	ck_assert_int_eq(wf_model_parse(&m, junk, 0, NULL, err), WF_ERR_FORMAT);
+	ck_assert_int_eq(wf_model_parse(&m, junk, 0, "x.safetensors", err), WF_ERR_FORMAT);
 	check_err(err, "too short", NULL);
+	/* named neither, and not either inside */
+	ck_assert_int_eq(wf_model_parse(&m, junk, 0, NULL, err), WF_ERR_FORMAT);
+	check_err(err, "not a GGUF or safetensors file", "empty");
+	ck_assert_int_eq(wf_model_parse(&m, junk, sizeof junk - 1, "README.md", err), WF_ERR_FORMAT);
+	check_err(err, "not a GGUF or safetensors file", "text");
+	static const uint8_t zip[] = "PK\3\4\24\0\0\0\10\0rest";
+	ck_assert_int_eq(wf_model_parse(&m, zip, sizeof zip - 1, "pytorch_model.bin", err), WF_ERR_FORMAT);
+	check_err(err, "not a GGUF or safetensors file", "zip");
+	static const uint8_t pickle[] = "\x80\x02}q\0(X\x05\0\0\0";
+	ck_assert_int_eq(wf_model_parse(&m, pickle, sizeof pickle - 1, "model.pkl", err), WF_ERR_FORMAT);
+	check_err(err, "not a GGUF or safetensors file", "pickle");
 	struct wf_buf b = {0};
 	st_json(&b, "{}", 0);
 	ck_assert_int_eq(wf_model_parse(&m, (const uint8_t *)b.data, b.len, "misnamed.gguf", err), WF_OK);
