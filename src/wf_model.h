@@ -32,6 +32,18 @@ struct wf_tensor {
 	uint64_t nbytes;     /* bytes of data in the model file */
 	uint64_t size;       /* bytes of the tensor's file in the mount: nelems * view element size */
 	uint32_t part;       /* index into model->parts: the file the data is in */
+	uint8_t vk;          /* enum wf_vk: what the tensor's file holds (wf_out.h); 0 = the type's default */
+	uint8_t osz;         /* bytes per element of the view (1 for stored blocks) */
+};
+
+/* How a tensor's file is made from its bytes in the model file. */
+enum wf_vk {
+	WF_VK_DEFAULT = 0, /* unset: the type's own view (float32 decode, or raw) */
+	WF_VK_NONE,        /* no decoder: reads fail with EIO */
+	WF_VK_RAW,         /* the stored bytes, unchanged */
+	WF_VK_F32,         /* decoded to float32 */
+	WF_VK_F16,         /* decoded to float32, rounded to IEEE half */
+	WF_VK_BF16,        /* decoded to float32, rounded to bfloat16 */
 };
 
 /* One file a model's tensors live in: the file itself for a single-file

@@ -21,7 +21,7 @@
 /* A plain array whose bytes the view passes through unchanged. */
 #define RAW(n, dt, sz) \
 	{ .name = (n), .dtype = (dt), .blck = 1, .bytes = (sz), .out_size = (sz), \
-	  .kind = WF_VIEW_RAW, .decode = NULL }
+	  .kind = WF_VIEW_RAW, .decode = NULL, .stored = (dt) }
 
 /* Blocks of bl elements in by bytes, decoded to float32 by fn. */
 #define DEC(n, bl, by, fn) \
@@ -33,6 +33,15 @@
 	{ .name = (n), .dtype = "float32", .blck = (bl), .bytes = (by), .out_size = 4, \
 	  .kind = WF_VIEW_DECODE, .decode = (fn), .decode_simd = SIMD(fn) }
 
+/* One element per block, decoded to float32, stored as the element type
+ * el (numpy or ml_dtypes name). */
+#define DECE(n, by, fn, el) \
+	{ .name = (n), .dtype = "float32", .blck = 1, .bytes = (by), .out_size = 4, \
+	  .kind = WF_VIEW_DECODE, .decode = (fn), .stored = (el) }
+#define DECES(n, by, fn, el) \
+	{ .name = (n), .dtype = "float32", .blck = 1, .bytes = (by), .out_size = 4, \
+	  .kind = WF_VIEW_DECODE, .decode = (fn), .decode_simd = SIMD(fn), .stored = (el) }
+
 /* Known geometry, no decoder: listed, but reads fail. */
 #define NODEC(n, bl, by) \
 	{ .name = (n), .dtype = "float32", .blck = (bl), .bytes = (by), .out_size = 4, \
@@ -40,7 +49,7 @@
 
 static const struct wf_type wf_types[WF_T_COUNT] = {
 	[WF_T_F32]      = RAW("F32", "float32", 4),
-	[WF_T_F16]      = DECS("F16", 1, 2, wf_decode_f16),
+	[WF_T_F16]      = DECES("F16", 2, wf_decode_f16, "float16"),
 	[WF_T_Q4_0]     = DECS("Q4_0", 32, 18, wf_decode_q4_0),
 	[WF_T_Q4_1]     = DECS("Q4_1", 32, 20, wf_decode_q4_1),
 	[WF_T_Q5_0]     = DECS("Q5_0", 32, 22, wf_decode_q5_0),
@@ -68,9 +77,9 @@ static const struct wf_type wf_types[WF_T_COUNT] = {
 	[WF_T_I32]      = RAW("I32", "int32", 4),
 	[WF_T_I64]      = RAW("I64", "int64", 8),
 	/* Narrowed to float32 so every float view has one element type. */
-	[WF_T_F64]      = DEC("F64", 1, 8, wf_decode_f64),
+	[WF_T_F64]      = DECE("F64", 8, wf_decode_f64, "float64"),
 	[WF_T_IQ1_M]    = DEC("IQ1_M", 256, 56, wf_decode_iq1_m),
-	[WF_T_BF16]     = DECS("BF16", 1, 2, wf_decode_bf16),
+	[WF_T_BF16]     = DECES("BF16", 2, wf_decode_bf16, "bfloat16"),
 	[WF_T_TQ1_0]    = DEC("TQ1_0", 256, 54, wf_decode_tq1_0),
 	[WF_T_TQ2_0]    = DEC("TQ2_0", 256, 66, wf_decode_tq2_0),
 	[WF_T_MXFP4]    = DEC("MXFP4", 32, 17, wf_decode_mxfp4),
@@ -83,11 +92,11 @@ static const struct wf_type wf_types[WF_T_COUNT] = {
 	[WF_T_U16]      = RAW("U16", "uint16", 2),
 	[WF_T_U32]      = RAW("U32", "uint32", 4),
 	[WF_T_U64]      = RAW("U64", "uint64", 8),
-	[WF_T_F8_E4M3]  = DEC("F8_E4M3", 1, 1, wf_decode_f8_e4m3),
-	[WF_T_F8_E5M2]  = DEC("F8_E5M2", 1, 1, wf_decode_f8_e5m2),
-	[WF_T_F8_E8M0]  = DEC("F8_E8M0", 1, 1, wf_decode_f8_e8m0),
-	[WF_T_F8_E4M3FNUZ] = DEC("F8_E4M3FNUZ", 1, 1, wf_decode_f8_e4m3fnuz),
-	[WF_T_F8_E5M2FNUZ] = DEC("F8_E5M2FNUZ", 1, 1, wf_decode_f8_e5m2fnuz),
+	[WF_T_F8_E4M3]  = DECE("F8_E4M3", 1, wf_decode_f8_e4m3, "float8_e4m3fn"),
+	[WF_T_F8_E5M2]  = DECE("F8_E5M2", 1, wf_decode_f8_e5m2, "float8_e5m2"),
+	[WF_T_F8_E8M0]  = DECE("F8_E8M0", 1, wf_decode_f8_e8m0, "float8_e8m0fnu"),
+	[WF_T_F8_E4M3FNUZ] = DECE("F8_E4M3FNUZ", 1, wf_decode_f8_e4m3fnuz, "float8_e4m3fnuz"),
+	[WF_T_F8_E5M2FNUZ] = DECE("F8_E5M2FNUZ", 1, wf_decode_f8_e5m2fnuz, "float8_e5m2fnuz"),
 	/* Sub-byte floats: the order of elements inside a byte (or 3-byte
 	 * group) in safetensors files has not been verified against torch,
 	 * so they are listed with their size but not decoded. */

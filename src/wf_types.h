@@ -98,6 +98,8 @@ struct wf_type {
 	enum wf_view_kind kind;
 	wf_decode_fn decode;  /* set iff kind == WF_VIEW_DECODE; portable C, the reference */
 	wf_decode_fn decode_simd; /* optional AVX2 twin, bit-identical to decode; NULL if none */
+	const char *stored;   /* numpy (or ml_dtypes) name of one stored element, for -o dtype=stored;
+			       * NULL when elements are packed in blocks (served as uint8 bytes) */
 };
 
 /* Returns the row for id, or NULL when id is out of range or names no type

@@ -1,5 +1,6 @@
-/* wf_view.c - range reads over the type table. */
+/* wf_view.c - range reads over the type table, in any output dtype. */
 #include "wf_view.h"
+#include "wf_out.h"
 #include "wf_types.h"
 
 #include <string.h>
@@ -8,10 +9,26 @@
  * 4096 floats (16 KiB) of scratch, a whole number of blocks of any type. */
 #define SCRATCH_FLOATS 4096
 
+/* The view t is served as (an unset vk is the type's own). */
+static enum wf_vk view_kind(const struct wf_tensor *t, const struct wf_type *ty)
+{
+	if (t->vk != WF_VK_DEFAULT)
+		return (enum wf_vk)t->vk;
+	return ty->kind == WF_VIEW_RAW ? WF_VK_RAW : ty->kind == WF_VIEW_DECODE ? WF_VK_F32 : WF_VK_NONE;
+}
+
+/* Bytes per element of a converted view. */
+static uint64_t out_elem(enum wf_vk vk)
+{
+	return vk == WF_VK_F16 || vk == WF_VK_BF16 ? 2 : 4;
+}
+
 void wf_view_span(const struct wf_tensor *t, uint64_t off, uint64_t len, uint64_t *first, uint64_t *count)
 {
 	const struct wf_type *ty = wf_type_get(t->type);
-	uint64_t bsz = (uint64_t)ty->blck * ty->out_size; /* view bytes per block */
+	enum wf_vk vk = view_kind(t, ty);
+	/* view bytes per source block; a raw view is its bytes */
+	uint64_t bsz = vk == WF_VK_RAW ? ty->bytes : (uint64_t)ty->blck * out_elem(vk);
 	*first = off / bsz;
 	*count = 0;
 	if (off >= t->size || len == 0)
@@ -22,10 +39,11 @@ void wf_view_span(const struct wf_tensor *t, uint64_t off, uint64_t len, uint64_
 
 /* Checks a read of view bytes [off, off+*len) of t against src_len and
  * clips *len to the end of the view (0 at or past it). */
-static enum wf_err check_range(const struct wf_tensor *t, const struct wf_type *ty, uint64_t src_len,
-			       uint64_t off, size_t *len)
+static enum wf_err check_range(const struct wf_tensor *t, const struct wf_type *ty, enum wf_vk vk,
+			       uint64_t src_len, uint64_t off, size_t *len)
 {
-	if (!ty || ty->kind == WF_VIEW_NONE || t->offset > src_len)
+	if (!ty || vk == WF_VK_NONE || (vk != WF_VK_RAW && !ty->decode && ty->kind != WF_VIEW_RAW) ||
+	    t->offset > src_len)
 		return WF_ERR_RANGE;
 	if (off >= t->size || *len == 0) {
 		*len = 0;
@@ -33,9 +51,7 @@ static enum wf_err check_range(const struct wf_tensor *t, const struct wf_type *
 	}
 	if (*len > t->size - off)
 		*len = (size_t)(t->size - off);
-	/* Only the source blocks this read needs must be inside src: a caller
-	 * passing the file's current size (it may have shrunk) gets the
-	 * surviving ranges served and the lost ones refused. */
+	/* Only the source blocks this read needs must be inside src. */
 	uint64_t first, count, need_end;
 	wf_view_span(t, off, *len, &first, &count);
 	if (!wf_mul_ok(first + count, ty->bytes, &need_end) || need_end > t->nbytes ||
@@ -50,14 +66,23 @@ enum wf_err wf_view_raw(const struct wf_tensor *t, const uint8_t *src, uint64_t 
 	const struct wf_type *ty = wf_type_get(t->type);
 	*p = NULL;
 	*n = 0;
-	if (!ty || ty->kind != WF_VIEW_RAW)
+	if (!ty || view_kind(t, ty) != WF_VK_RAW)
 		return WF_ERR_RANGE;
-	enum wf_err rc = check_range(t, ty, src_len, off, &len);
+	enum wf_err rc = check_range(t, ty, WF_VK_RAW, src_len, off, &len);
 	if (rc != WF_OK || len == 0)
 		return rc;
 	*p = src + t->offset + off; /* a raw view is its source bytes */
 	*n = len;
 	return WF_OK;
+}
+
+/* Decodes n blocks at src into float32 at dst; raw float32 is copied. */
+static void to_f32(const struct wf_type *ty, wf_decode_fn decode, const uint8_t *src, float *dst, size_t n)
+{
+	if (decode)
+		decode(src, dst, n);
+	else
+		memcpy(dst, src, n * ty->bytes); /* F32: one float per block */
 }
 
 enum wf_err wf_view_read(const struct wf_tensor *t, const uint8_t *src, uint64_t src_len,
@@ -66,24 +91,29 @@ enum wf_err wf_view_read(const struct wf_tensor *t, const uint8_t *src, uint64_t
 	uint8_t *out = outv;
 	const struct wf_type *ty = wf_type_get(t->type);
 	*n_out = 0;
-	enum wf_err rc = check_range(t, ty, src_len, off, &len);
+	if (!ty)
+		return WF_ERR_RANGE;
+	enum wf_vk vk = view_kind(t, ty);
+	enum wf_err rc = check_range(t, ty, vk, src_len, off, &len);
 	if (rc != WF_OK || len == 0)
 		return rc;
 	const uint8_t *base = src + t->offset;
 
-	if (ty->kind == WF_VIEW_RAW) {
+	if (vk == WF_VK_RAW) {
 		memcpy(out, base + off, len);
 		*n_out = len;
 		return WF_OK;
 	}
 
-	/* WF_VIEW_DECODE: float32 output, ty->blck elements per block. */
-	wf_decode_fn decode = wf_type_decoder(ty);
-	uint64_t bsz = (uint64_t)ty->blck * 4;
+	/* float32 elements per block in, osz bytes per element out */
+	wf_decode_fn decode = ty->kind == WF_VIEW_DECODE ? wf_type_decoder(ty) : NULL;
+	uint64_t osz = out_elem(vk);
+	uint64_t bsz = (uint64_t)ty->blck * osz;
 	uint64_t blk = off / bsz;
 	uint64_t end = off + len;
 	size_t done = 0;
 	float scratch[SCRATCH_FLOATS];
+	uint16_t half[SCRATCH_FLOATS];
 	size_t per_step = SCRATCH_FLOATS / ty->blck;
 	while (off + done < end) {
 		uint64_t pos = off + done;            /* view byte we are at */
@@ -91,11 +121,11 @@ enum wf_err wf_view_read(const struct wf_tensor *t, const uint8_t *src, uint64_t
 		uint64_t skip = pos - blk_start;      /* bytes of blk before pos */
 		uint64_t want = end - pos;
 		uint8_t *dst = out + done;
-		/* Whole blocks land straight in the caller's buffer when it is
-		 * aligned for floats there. */
-		if (skip == 0 && want >= bsz && ((uintptr_t)dst % _Alignof(float)) == 0) {
+		/* Whole float32 blocks land straight in the caller's buffer when
+		 * it is aligned for floats there. */
+		if (vk == WF_VK_F32 && skip == 0 && want >= bsz && ((uintptr_t)dst % _Alignof(float)) == 0) {
 			uint64_t n = want / bsz;
-			decode(base + blk * ty->bytes, (float *)dst, (size_t)n);
+			to_f32(ty, decode, base + blk * ty->bytes, (float *)dst, (size_t)n);
 			blk += n;
 			done += (size_t)(n * bsz);
 			continue;
@@ -103,10 +133,19 @@ enum wf_err wf_view_read(const struct wf_tensor *t, const uint8_t *src, uint64_t
 		uint64_t n = (skip + want + bsz - 1) / bsz;
 		if (n > per_step)
 			n = per_step;
-		decode(base + blk * ty->bytes, scratch, (size_t)n);
+		to_f32(ty, decode, base + blk * ty->bytes, scratch, (size_t)n);
+		const uint8_t *from = (const uint8_t *)scratch;
+		if (vk != WF_VK_F32) {
+			size_t ne = (size_t)(n * ty->blck);
+			if (vk == WF_VK_F16)
+				wf_f32_to_f16_n(scratch, half, ne);
+			else
+				wf_f32_to_bf16_n(scratch, half, ne);
+			from = (const uint8_t *)half;
+		}
 		uint64_t avail = n * bsz - skip;
 		uint64_t take = want < avail ? want : avail;
-		memcpy(dst, (uint8_t *)scratch + skip, (size_t)take);
+		memcpy(dst, from + skip, (size_t)take);
 		done += (size_t)take;
 		blk += n;
 	}
