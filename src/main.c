@@ -3,6 +3,7 @@
 #include "wf_fuse.h"
 #include "wf_log.h"
 #include "wf_model.h"
+#include "wf_out.h"
 #include "wf_set.h"
 #include "wf_tree.h"
 
@@ -34,6 +35,7 @@ struct opts {
 	char *model;       /* first non-option argument */
 	int allow_other;   /* seen -o allow_other: add default_permissions */
 	int help, version;
+	char *dtype;       /* -o dtype=f32|f16|bf16|stored */
 };
 
 enum { KEY_ALLOW_OTHER = 1 };
@@ -42,6 +44,7 @@ enum { KEY_ALLOW_OTHER = 1 };
 static const struct fuse_opt wf_opts[] = {
 	/* a key, not a template: a template would swallow the option */
 	FUSE_OPT_KEY("allow_other", KEY_ALLOW_OTHER),
+	{"dtype=%s", offsetof(struct opts, dtype), 0},
 	OPT("-h", help),
 	OPT("--help", help),
 	OPT("-V", version),
@@ -242,11 +245,18 @@ int main(int argc, char *argv[])
 		goto out_args;
 	}
 
+	enum wf_out out = WF_OUT_F32;
+	if (o.dtype && !wf_out_parse(o.dtype, &out)) {
+		fprintf(stderr, "weightfs: -o dtype=%s: unknown output type (f32, f16, bf16 or stored)\n", o.dtype);
+		goto out_args;
+	}
 	enum wf_err rc = wf_set_open(&m, o.model, err);
 	if (rc == WF_OK && inside(o.model, co.mountpoint)) {
 		snprintf(err, sizeof err, "lies inside the mount point %s", co.mountpoint);
 		rc = WF_ERR_IO;
 	}
+	if (rc == WF_OK)
+		rc = wf_model_set_view(m, out, err);
 	if (rc == WF_OK)
 		rc = wf_tree_build(&t, m, err);
 	if (rc != WF_OK) {
@@ -326,6 +336,7 @@ out_model:
 out_args:
 	free(co.mountpoint);
 	free(o.model);
+	free(o.dtype);
 	fuse_opt_free_args(&args);
 	if (log_ready)
 		wf_limiter_destroy(&log_limiter);

@@ -7,6 +7,7 @@
  */
 #include "wf_fuse.h"
 #include "wf_buf.h"
+#include "wf_out.h"
 #include "wf_types.h"
 #include "wf_view.h"
 
@@ -336,12 +337,9 @@ static bool xattr_value(const struct wf_fs *fs, uint32_t idx, const char *name, 
 	const struct wf_type *ty = wf_type_get(t->type);
 	name += strlen(XATTR_PREFIX);
 	if (strcmp(name, "shape") == 0) {
-		wf_buf_putc(b, '[');
-		for (uint32_t d = 0; d < t->ndim; d++)
-			wf_buf_printf(b, d ? ", %" PRIu64 : "%" PRIu64, t->shape[d]);
-		wf_buf_putc(b, ']');
+		wf_view_shape_json(t, b);
 	} else if (strcmp(name, "dtype") == 0) {
-		wf_buf_puts(b, ty->dtype);
+		wf_buf_puts(b, wf_view_dtype(t));
 	} else if (strcmp(name, "type") == 0) {
 		wf_buf_puts(b, ty->name);
 	} else if (strcmp(name, "name") == 0) {

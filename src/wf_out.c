@@ -157,6 +157,16 @@ uint32_t wf_view_shape(const struct wf_tensor *t, uint64_t *dims)
 	return n;
 }
 
+void wf_view_shape_json(const struct wf_tensor *t, struct wf_buf *b)
+{
+	uint64_t dims[WF_MAX_DIMS];
+	uint32_t n = wf_view_shape(t, dims);
+	wf_buf_putc(b, '[');
+	for (uint32_t d = 0; d < n; d++)
+		wf_buf_printf(b, d ? ", %" PRIu64 : "%" PRIu64, dims[d]);
+	wf_buf_putc(b, ']');
+}
+
 /* ------------------------------------------------------------ rounding */
 
 static uint32_t f32_bits(float f)

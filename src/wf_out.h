@@ -49,6 +49,10 @@ const char *wf_view_st_dtype(const struct wf_tensor *t);
  * blocks end in the bytes of one row.  Returns the number of dims. */
 uint32_t wf_view_shape(const struct wf_tensor *t, uint64_t *dims);
 
+/* Appends t's view shape as a JSON array ("[4096, 32]"). */
+struct wf_buf;
+void wf_view_shape_json(const struct wf_tensor *t, struct wf_buf *b);
+
 /* float32 to IEEE half and to bfloat16, rounding to nearest-even:
  * overflow gives infinity, subnormal results round correctly.  A NaN stays
  * a quiet NaN with its sign and the top bits of its payload (the bits that

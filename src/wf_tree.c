@@ -1,5 +1,6 @@
 /* wf_tree.c - tensor names to a directory tree (rules in wf_tree.h). */
 #include "wf_tree.h"
+#include "wf_out.h"
 #include "wf_buf.h"
 #include "wf_types.h"
 
@@ -174,10 +175,9 @@ static void tensors_json(struct wf_tree *t, const struct wf_model *m, struct wf_
 			wf_buf_json_str(b, p.data, p.len);
 			wf_buf_free(&p);
 		}
-		wf_buf_printf(b, ", \"type\": \"%s\", \"dtype\": \"%s\", \"shape\": [", ty->name, ty->dtype);
-		for (uint32_t d = 0; d < tn->ndim; d++)
-			wf_buf_printf(b, d ? ", %" PRIu64 : "%" PRIu64, tn->shape[d]);
-		wf_buf_printf(b, "], \"size\": %" PRIu64 ", ", tn->size);
+		wf_buf_printf(b, ", \"type\": \"%s\", \"dtype\": \"%s\", \"shape\": ", ty->name, wf_view_dtype(tn));
+		wf_view_shape_json(tn, b);
+		wf_buf_printf(b, ", \"size\": %" PRIu64 ", ", tn->size);
 		const char *file = m->parts[tn->part].name;
 		if (file) {
 			wf_buf_puts(b, "\"file\": ");
