@@ -485,6 +485,8 @@ def part_remote(args, model):
         rc.umount()
     finally:
         rc.close()
+        if not args.keep:
+            os.unlink(os.path.join(args.dir, "rclone.log"))
         os.unlink(os.path.join(srv, name))
         os.rmdir(srv)
         for d in (rc.mnt, wmnt):
