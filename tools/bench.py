@@ -13,7 +13,11 @@ measures, side by side in one run:
      same reads from the tmpfs file;
   5. mount time and daemon memory for a 100,000-tensor / 150,000-token
      model, a 64 GiB sparse model, and the benchmark model, plus the
-     daemon's memory after the whole benchmark model was read.
+     daemon's memory after the whole benchmark model was read;
+  6. when rclone is installed: the benchmark model served with `rclone
+     serve http` on 127.0.0.1 and mounted with `rclone mount`; the first
+     read of a tensor through weightfs mounted on that vs reading the same
+     source bytes straight through the rclone mount.
 Prints medians of several runs as tables with ratios and writes the same to
 --out as JSON.  Needs root only for --drop-caches / --read-ahead-kb; uses no
 third-party modules.
@@ -291,6 +295,233 @@ def part_mount_cost(args, models):
     return res
 
 
+# --- network storage: weightfs on an rclone mount (docs/performance.md) -------
+
+REMOTE_TYPES = ["F32", "F16", "Q8_0", "Q4_K"]
+# rclone mount options of the measured lower mount; --rclone-opt adds more
+RCLONE_BASE = ["--read-only", "--vfs-cache-mode", "off"]
+
+
+def free_port():
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_for(pred, secs, what):
+    t0 = time.monotonic()
+    while not pred():
+        if time.monotonic() - t0 > secs:
+            raise SystemExit("bench: %s not ready after %.0f s" % (what, secs))
+        time.sleep(0.02)
+
+
+class Rclone:
+    """rclone serve http FOLDER on 127.0.0.1 and rclone mount of it; the
+    mount can be remounted (to drop rclone's buffers and the mount's page
+    cache) while the server keeps running."""
+
+    def __init__(self, args, folder, probe):
+        import socket
+        self.args, self.probe = args, probe
+        self.mnt = os.path.join(args.dir, "rmnt")
+        os.makedirs(self.mnt, exist_ok=True)
+        self.log = open(os.path.join(args.dir, "rclone.log"), "ab")
+        self.port = free_port()
+        self.serve = subprocess.Popen(["rclone", "--config", "/dev/null", "serve", "http", folder,
+                                       "--addr", "127.0.0.1:%d" % self.port],
+                                      stdin=subprocess.DEVNULL, stdout=self.log, stderr=self.log)
+
+        def listening():
+            if self.serve.poll() is not None:
+                raise SystemExit("bench: rclone serve http exited with %d" % self.serve.returncode)
+            try:
+                socket.create_connection(("127.0.0.1", self.port), timeout=1).close()
+                return True
+            except OSError:
+                return False
+        wait_for(listening, 20, "rclone serve http")
+        self.proc = None
+
+    def mount(self, opts):
+        self.opts = RCLONE_BASE + list(opts)
+        self.proc = subprocess.Popen(["rclone", "--config", "/dev/null", "mount", ":http:", self.mnt,
+                                      "--http-url", "http://127.0.0.1:%d" % self.port] + self.opts,
+                                     stdin=subprocess.DEVNULL, stdout=self.log, stderr=self.log)
+
+        def ready():
+            if self.proc.poll() is not None:
+                raise SystemExit("bench: rclone mount exited with %d" % self.proc.returncode)
+            return os.path.ismount(self.mnt) and os.path.exists(os.path.join(self.mnt, self.probe))
+        wait_for(ready, 30, "rclone mount")
+        if self.args.remote_ra_kb:
+            st = os.stat(self.mnt)
+            with open("/sys/class/bdi/%d:%d/read_ahead_kb" % (os.major(st.st_dev), os.minor(st.st_dev)),
+                      "w") as f:
+                f.write(str(self.args.remote_ra_kb))
+
+    def read_ahead_kb(self):
+        st = os.stat(self.mnt)
+        try:
+            with open("/sys/class/bdi/%d:%d/read_ahead_kb" % (os.major(st.st_dev), os.minor(st.st_dev))) as f:
+                return int(f.read())
+        except OSError:
+            return None
+
+    def umount(self):
+        if self.proc is None:
+            return
+        subprocess.run(["fusermount3", "-u", self.mnt], check=False)
+        try:
+            self.proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+            subprocess.run(["fusermount3", "-u", "-z", self.mnt], check=False)
+        self.proc = None
+
+    def close(self):
+        self.umount()
+        if self.serve.poll() is None:
+            self.serve.kill()
+        self.serve.wait()
+        self.log.close()
+
+
+def drop_all(args):
+    """Drops the page cache when root (the rclone mount's pages go with its
+    unmount anyway)."""
+    if os.geteuid() == 0:
+        os.sync()
+        with open("/proc/sys/vm/drop_caches", "w") as f:
+            f.write("3")
+
+
+def part_remote(args, model):
+    """First read of a tensor through weightfs mounted on an rclone mount
+    (served over http on 127.0.0.1 from the benchmark folder) vs a
+    sequential read of the same source bytes through the same rclone
+    mount.  Every measurement on a fresh rclone mount, page cache dropped."""
+    srv = os.path.join(args.dir, "remote-srv")
+    os.makedirs(srv, exist_ok=True)
+    name = os.path.basename(model)
+    try:
+        os.link(model, os.path.join(srv, name))
+    except OSError:
+        shutil.copyfile(model, os.path.join(srv, name))
+    rc = Rclone(args, srv, name)
+    wmnt = os.path.join(args.dir, "wmnt")
+    res = {"rclone_opts": None, "types": {}}
+    try:
+        # where each tensor's bytes are in the file: tensors.json
+        rc.mount(args.rclone_opt)
+        m = Mount(args, os.path.join(rc.mnt, name), wmnt)
+        with open(os.path.join(wmnt, "tensors.json")) as f:
+            tj = json.load(f)
+        m.close()
+        rc.umount()
+        ents = {e["name"]: e for e in tj["tensors"]}
+        types = [t for t in REMOTE_TYPES if "t." + t in ents or t in ents]
+        res["rclone_opts"] = " ".join(rc.opts)
+        log("bench: weightfs on rclone mount (%s), %d runs" % (res["rclone_opts"], args.runs))
+        for t in types:
+            e = ents.get("t." + t) or ents[t]
+            res["types"][t] = {"src_bytes": e["nbytes"], "out_bytes": e["size"],
+                               "wf_s": [], "cat_s": [], "ratio": []}
+        for run in range(args.runs):
+            for t in types:
+                e = ents.get("t." + t) or ents[t]
+                v = res["types"][t]
+                pair = {}
+                for side in (("wf", "cat") if run % 2 == 0 else ("cat", "wf")):
+                    rc.mount(args.rclone_opt)
+                    if side == "wf":
+                        m = Mount(args, os.path.join(rc.mnt, name), wmnt)
+                        time.sleep(0.5)
+                        drop_all(args)
+                        t0 = time.perf_counter()
+                        n = 0
+                        with open(os.path.join(wmnt, e["path"]), "rb", buffering=0) as f:
+                            buf = bytearray(MiB)
+                            while True:
+                                k = f.readinto(buf)
+                                if not k:
+                                    break
+                                n += k
+                        pair[side] = time.perf_counter() - t0
+                        assert n == e["size"], (n, e["size"])
+                        m.close()
+                    else:
+                        # as weightfs does: one descriptor, the header read
+                        # at open, then the tensor's bytes in order
+                        fd = os.open(os.path.join(rc.mnt, name), os.O_RDONLY)
+                        try:
+                            os.pread(fd, 4096, 0)
+                            time.sleep(0.5)
+                            drop_all(args)
+                            t0 = time.perf_counter()
+                            off, end = e["offset"], e["offset"] + e["nbytes"]
+                            while off < end:
+                                b = os.pread(fd, min(MiB, end - off), off)
+                                if not b:
+                                    raise SystemExit("bench: short read of the model through rclone")
+                                off += len(b)
+                            pair[side] = time.perf_counter() - t0
+                        finally:
+                            os.close(fd)
+                    rc.umount()
+                v["wf_s"].append(pair["wf"])
+                v["cat_s"].append(pair["cat"])
+                v["ratio"].append(pair["cat"] / pair["wf"])
+            log("bench:   run %d/%d done" % (run + 1, args.runs))
+        for t, v in res["types"].items():
+            v["wf_src_gbps_median"] = v["src_bytes"] / median(v["wf_s"]) / 1e9
+            v["wf_out_gbps_median"] = v["out_bytes"] / median(v["wf_s"]) / 1e9
+            v["cat_gbps_median"] = v["src_bytes"] / median(v["cat_s"]) / 1e9
+            v["ratio_median"] = median(v["ratio"])
+        rc.mount(args.rclone_opt)
+        res["read_ahead_kb"] = rc.read_ahead_kb()
+        rc.umount()
+    finally:
+        rc.close()
+        if not args.keep:
+            os.unlink(os.path.join(args.dir, "rclone.log"))
+        os.unlink(os.path.join(srv, name))
+        os.rmdir(srv)
+        for d in (rc.mnt, wmnt):
+            if os.path.isdir(d) and not os.path.ismount(d):
+                os.rmdir(d)
+    return res
+
+
+def report_remote(r):
+    rows = [[t, "%.1f" % (v["src_bytes"] / MiB), f2(v["cat_gbps_median"]), f2(v["wf_src_gbps_median"]),
+             f2(v["wf_out_gbps_median"]), f2(v["ratio_median"])] for t, v in r["types"].items()]
+    return table("(6) network storage: first read of a tensor through weightfs on an rclone mount "
+                 "(rclone serve http on 127.0.0.1; %s; lower mount read_ahead_kb=%s) vs reading the "
+                 "same source bytes through the same rclone mount; fresh rclone mount and dropped "
+                 "page cache before each; ratio = median of side-by-side pairs, 1.00 = decode hidden"
+                 % (r["rclone_opts"], r["read_ahead_kb"]),
+                 ["type", "source MiB", "rclone read GB/s", "weightfs src GB/s", "weightfs out GB/s",
+                  "x rclone read"], rows)
+
+
+def touch_memory(gib):
+    """Allocates and fills gib GiB, then frees it: the benchmark then runs
+    on memory the kernel has already handed out once (page cache and
+    allocations are not slowed by first-touch reclaim)."""
+    if gib <= 0:
+        return
+    t0 = time.perf_counter()
+    chunk = b"\xa5" * MiB
+    b = bytearray(gib << 30)
+    for i in range(0, len(b), MiB):
+        b[i:i + MiB] = chunk
+    del b
+    log("bench: touched and freed %d GiB of memory in %.1f s" % (gib, time.perf_counter() - t0))
+
+
 # --- report --------------------------------------------------------------------
 
 def table(title, head, rows):
@@ -311,9 +542,9 @@ def report(res):
     out = []
     cfg = res["config"]
     out.append("weightfs benchmark: %s, %d runs (medians), %d MiB of float32 output per tensor, "
-               "read_ahead_kb=%s, mount opts %s" % (cfg["host"], cfg["runs"], cfg["mib"],
-                                                    res.get("mount_io", {}).get("read_ahead_kb"),
-                                                    cfg["mount_opt"] or "(default)"))
+               "read_ahead_kb=%s, mount opts %s; %s GiB of memory touched and freed first"
+               % (cfg["host"], cfg["runs"], cfg["mib"], res.get("mount_io", {}).get("read_ahead_kb"),
+                  cfg["mount_opt"] or "(default)", cfg.get("touched_mem_gib", 0)))
     if "decode" in res:
         d = res["decode"]
         ref = d["F32"]["scalar_median"]
@@ -351,6 +582,10 @@ def report(res):
         out.append(table("(4) random 4 KiB pread latency, microseconds (cold = mount's cache dropped)",
                          ["type", "cold p50", "cold p99", "cached p50", "cached p99", "cached p50 x tmpfs"],
                          rows))
+    if "remote" in res:
+        out.append(report_remote(res["remote"]))
+    elif res.get("remote_note"):
+        out.append("\n(6) network storage: " + res["remote_note"])
     if "mount_cost" in res:
         mc = res["mount_cost"]
         rows = []
@@ -383,13 +618,19 @@ def main():
     ap.add_argument("--runs", type=int)
     ap.add_argument("--mib", type=int, help="MiB of float32 output per tensor (default 256)")
     ap.add_argument("--rand-n", type=int, default=500, help="random reads per tensor per run")
-    ap.add_argument("--parts", default="decode,io,mount", help="comma list of decode, io, mount")
+    ap.add_argument("--parts", default="decode,io,mount,remote",
+                    help="comma list of decode, io, mount, remote (remote: needs rclone)")
     ap.add_argument("--drop-caches", action="store_true",
                     help="evict with /proc/sys/vm/drop_caches (root) instead of posix_fadvise")
     ap.add_argument("--read-ahead-kb", type=int, help="set the mount's bdi read_ahead_kb (root)")
     ap.add_argument("--mount-opt", action="append", default=[], help="extra weightfs argument")
     ap.add_argument("--types", help="comma list of tensor types to measure (default: all; F32 always)")
     ap.add_argument("--keep", action="store_true", help="keep the generated models")
+    ap.add_argument("--rclone-opt", action="append", default=[],
+                    help="extra rclone mount argument for the remote part (e.g. --buffer-size=64M)")
+    ap.add_argument("--remote-ra-kb", type=int, help="set the rclone mount's bdi read_ahead_kb (root)")
+    ap.add_argument("--touch-mem", type=int, default=4, metavar="GIB",
+                    help="allocate, fill and free GIB GiB before measuring (default 4; 0: don't)")
     args = ap.parse_args()
     if args.types:
         TYPES[:] = ["F32"] + [t for t in args.types.split(",") if t != "F32"]
@@ -430,6 +671,8 @@ def main():
                           "evict": "drop_caches" if args.drop_caches else "posix_fadvise DONTNEED",
                           "read_ahead_kb_set": args.read_ahead_kb,
                           "no_simd_env": os.environ.get("WEIGHTFS_NO_SIMD", "")}}
+        res["config"]["touched_mem_gib"] = args.touch_mem
+        touch_memory(args.touch_mem)
         if "decode" in parts:
             res["decode"] = part_decode(args, model)
         if "io" in parts:
@@ -438,6 +681,12 @@ def main():
                 src.seek(4096)
                 dst.write(src.read(args.mib * MiB))
             res["mount_io"] = part_mount_io(args, model, ref)
+        if "remote" in parts:
+            if shutil.which("rclone"):
+                res["remote"] = part_remote(args, model)
+            else:
+                res["remote_note"] = "skipped: rclone is not installed (apt-get install rclone)"
+                log("bench: " + res["remote_note"])
         if "mount" in parts:
             res["mount_cost"] = part_mount_cost(args, [
                 ("%d tensors, %d tokens" % (n_tensors, n_vocab), many),

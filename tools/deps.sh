@@ -19,6 +19,7 @@ need_pc libcjson libcjson-dev
 if [ "$what" = test ]; then
 	need_pc check check
 	need_cmd getfattr attr
+	need_cmd rclone rclone
 	need_cmd clang clang
 	py_ok=
 	for py in /usr/bin/python3 python3; do
