@@ -899,6 +899,8 @@ def kv_value_ok(vtype, want_v, got):
             return got == ("Infinity" if val > 0 else "-Infinity")
         if not isinstance(got, Num):
             return False
+        if not re.search(r"[.eE]", got.text):
+            return False  # a JSON reader would give back an int: -0 -> 0, 10000.0 -> 10000
         x = float(got.text)
         if vtype == "f32":
             # %.9g-style text: must round to exactly the stored float32
@@ -930,6 +932,46 @@ def check_gguf_metadata(m, fm, errs):
                     break
         elif not kv_value_ok(kv["type"], kv["value"], g):
             errs.add("%s (%s): got %r, expected %r" % (kv["key"], kv["type"], g, kv["value"]))
+
+
+def group_data_floats():
+    # metadata.json: float keys, and floats in arrays, read back with
+    # Python's plain json.loads as floats with the same bits.
+    f32s = [0.0, -0.0, 10000.0, 1.0, -2.5, 0.1, 1e-5, 1e20, 3.4028234663852886e38,
+            1.401298464324817e-45, 16777216.0]
+    f64s = [0.0, -0.0, 10000.0, 0.1, 1.0 / 3, 1e16, 123456789012345.0, 5e-324,
+            1.7976931348623157e308, -1.5e-7, 9007199254740992.0]
+    kvs = [gkv("f32.%d" % i, "f32", v) for i, v in enumerate(f32s)]
+    kvs += [gkv("f64.%d" % i, "f64", v) for i, v in enumerate(f64s)]
+    kvs += [gkv("arr.f32", "arr", f32s, "f32"), gkv("arr.f64", "arr", f64s, "f64")]
+    model = write_file(os.path.join(TMP, "floats.gguf"),
+                       gguf_bytes([f32_tensor(b"t", np.zeros(4))], kvs))
+
+    def floats():
+        errs = Errs()
+        with Mount(model) as m:
+            with open(m.path("metadata.json"), "rb") as f:
+                raw = f.read()
+        meta = json.loads(raw.decode())
+
+        def same(got, want, fmt, what):
+            if type(got) is not float:
+                errs.add("%s: %r is a %s, not a float" % (what, got, type(got).__name__))
+            elif struct.pack(fmt, got if fmt == "<d" else np.float32(got)) != struct.pack(fmt, want):
+                errs.add("%s: %r does not have the bits of %r" % (what, got, want))
+        for i, v in enumerate(f32s):
+            same(meta["f32.%d" % i], v, "<f", "f32.%d" % i)
+            same(meta["arr.f32"][i], v, "<f", "arr.f32[%d]" % i)
+        for i, v in enumerate(f64s):
+            same(meta["f64.%d" % i], v, "<d", "f64.%d" % i)
+            same(meta["arr.f64"][i], v, "<d", "arr.f64[%d]" % i)
+        for k, want in (("f32.1", "-0.0"), ("f32.2", "10000.0"), ("f64.1", "-0.0"),
+                        ("f64.2", "10000.0")):
+            if ('"%s": %s' % (k, want)).encode() not in raw:
+                errs.add("%s is not written as %s" % (k, want))
+        errs.raise_if_any()
+    check("data: metadata.json floats read back as floats, same bits (-0.0, 10000.0, arrays)",
+          floats)
 
 
 def st_header(path):
@@ -2525,7 +2567,8 @@ def main():
         BIN, " (sanitizer build)" if SANITIZED else "", SEED, TMP), flush=True)
     data_files = sorted(glob.glob(os.path.join(GGML, "*")) + glob.glob(os.path.join(STO, "*")))
     hashes = {p: sha256_file(p) for p in data_files}
-    groups = [("data", group_data_gguf), ("data", group_data_st), ("naming", group_naming),
+    groups = [("data", group_data_gguf), ("data", group_data_st), ("data", group_data_floats),
+              ("naming", group_naming),
               ("stat", group_stat), ("xattr", group_xattr), ("errors", group_errors),
               ("cli", group_cli), ("unmount", group_unmount), ("concurrency", group_concurrency),
               ("truncate", group_truncate), ("large", group_large), ("many", group_many),
