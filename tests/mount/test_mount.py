@@ -1236,6 +1236,46 @@ def group_naming():
 
 # ---------------------------------------------------------------- group: stat
 
+def check_dir_size(d, st):
+    """A directory's size: its entries as ext4 writes them (8 bytes + name,
+    padded to 4), rounded up to 4 KiB; never 0."""
+    n = 12 + 12 + sum((8 + len(x) + 3) & ~3 for x in os.listdir(d))
+    want = (n + 4095) // 4096 * 4096
+    if st.st_size != want or st.st_blocks != want // 512:
+        return "directory size %d, st_blocks %d, expected %d, %d" % (st.st_size, st.st_blocks,
+                                                                     want, want // 512)
+    return ""
+
+
+def check_df(m):
+    """statfs agrees with du to the byte, and has nothing free."""
+    sv = os.statvfs(m.mp)
+    r = subprocess.run(["du", "-s", "-B1", m.mp], stdout=subprocess.PIPE, timeout=60,
+                       env=dict(os.environ, LC_ALL="C"))
+    du = int(r.stdout.split()[0])
+    nodes = sum(1 + len(fs) for _, _, fs in os.walk(m.mp))
+    errs = []
+    if sv.f_frsize != 4096 or sv.f_bsize != 4096:
+        errs.append("f_frsize %d f_bsize %d, expected 4096" % (sv.f_frsize, sv.f_bsize))
+    if sv.f_blocks * sv.f_frsize != du:
+        errs.append("statfs used %d bytes, du -s -B1 %d" % (sv.f_blocks * sv.f_frsize, du))
+    if sv.f_bfree or sv.f_bavail or sv.f_ffree or sv.f_favail:
+        errs.append("free space or inodes on a read-only mount: bfree %d bavail %d ffree %d "
+                    "favail %d" % (sv.f_bfree, sv.f_bavail, sv.f_ffree, sv.f_favail))
+    if sv.f_files != nodes:
+        errs.append("f_files %d, expected %d nodes" % (sv.f_files, nodes))
+    if not sv.f_flag & os.ST_RDONLY:
+        errs.append("ST_RDONLY not set")
+    r = subprocess.run(["df", "-B1", "--output=used,avail", m.mp], stdout=subprocess.PIPE,
+                       timeout=60, env=dict(os.environ, LC_ALL="C"))
+    used, avail = (int(x) for x in r.stdout.split()[-2:])
+    if used != du or avail != 0:
+        errs.append("df says used %d avail %d; du %d" % (used, avail, du))
+    if errs:
+        raise Fail("; ".join(errs))
+    return "%d bytes used" % du
+
+
 def check_stat_tree(m, model):
     errs = Errs()
     mst = os.stat(model)
@@ -1254,6 +1294,8 @@ def check_stat_tree(m, model):
             errs.add("%r: mtime %d != model's %d" % (rel, st.st_mtime_ns, mst.st_mtime_ns))
         if st.st_uid != os.getuid() or st.st_gid != os.getgid():
             errs.add("%r: owner %d:%d" % (rel, st.st_uid, st.st_gid))
+        if check_dir_size(d, st):
+            errs.add("%r: %s" % (rel, check_dir_size(d, st)))
         inos.setdefault(st.st_ino, []).append(rel)
         if os.stat(os.path.join(d, b"..")).st_ino != (os.stat(os.path.dirname(d)).st_ino
                                                      if d != root else st.st_ino) and d != root:
@@ -1266,7 +1308,8 @@ def check_stat_tree(m, model):
                 errs.add("%r: mode %o" % (rel, st.st_mode))
             if st.st_nlink != 1:
                 errs.add("%r: st_nlink %d" % (rel, st.st_nlink))
-            if st.st_blocks != (st.st_size + 511) // 512:
+            # whole 4 KiB fragments, as df counts them; never read as sparse
+            if st.st_blocks != (st.st_size + 4095) // 4096 * 8:
                 errs.add("%r: st_blocks %d for size %d" % (rel, st.st_blocks, st.st_size))
             if st.st_mtime_ns != mst.st_mtime_ns:
                 errs.add("%r: mtime differs from the model's" % rel)
@@ -1342,6 +1385,7 @@ def group_stat():
             base = os.path.basename(model)
             check("stat: tree of %s" % base, check_stat_tree, m, model)
             check("stat: ls/du/find/tree on %s" % base, check_tools, m, len(tj["tensors"]))
+            check("stat: df and statfs agree with du, nothing free, on %s" % base, check_df, m)
 
             def walk():
                 want_f = {e["path"].encode() for e in tj["tensors"]}
