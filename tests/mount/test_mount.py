@@ -209,9 +209,9 @@ def san_env():
 class Mount:
     """weightfs -f MODEL MP in a subprocess, stderr captured to a file."""
 
-    def __init__(self, model, opts=(), label=None):
+    def __init__(self, model, opts=(), label=None, target=None):
         self.model = model
-        self.mp = new_dir()
+        self.mp = target or new_dir()
         self.errpath = self.mp + ".stderr"
         self.rc = None
         self.closed = False
@@ -1746,33 +1746,35 @@ def group_cli():
     check("cli: bad mount point or option: exit 1, nothing mounted", bad_mountpoint)
 
     def nonempty():
+        # libfuse 3 mounts over a directory's files and hides them: refused
+        # unless -o nonempty, which libfuse 3 itself no longer knows
+        errs = Errs()
         mp = new_dir()
         with open(os.path.join(mp, "existing"), "w") as f:
             f.write("x")
-        rc, out, err, _ = run_cli([model, mp], env=san_env())
-        if rc < 0:
-            raise Fail("weightfs killed by signal %d" % -rc)
-        if rc == 0:
-            pids = daemon_pid(mp)
-            for p in pids:
-                ACTIVE[mp] = p
-            if not is_mounted(mp):
-                raise Fail("exit 0 but not mounted")
-            ok = os.path.exists(os.path.join(mp, "tensors.json"))
-            r = subprocess.run(["fusermount3", "-u", mp], timeout=15)
-            for p in pids:
-                wait_pid(p, 10)
-            ACTIVE.pop(mp, None)
-            if not ok or r.returncode != 0 or is_mounted(mp):
-                raise Fail("mount over a non-empty directory misbehaved")
+        for fg in ([], ["-f"]):
+            rc, out, err, _ = run_cli(fg + [model, mp], env=san_env())
+            want = ("weightfs: %s: mount point: not empty (it holds 'existing'); mounting would hide "
+                    "its files: use an empty directory, or -o nonempty to mount over them" % mp)
+            if rc != 1 or err.strip() != want:
+                errs.add("%s: exit %d, stderr %r" % (fg, rc, err.strip()[:300]))
+            if is_mounted(mp):
+                force_unmount(mp)
+                errs.add("%s: mounted over the files" % fg)
+        errs.raise_if_any()
+        # nonempty among other -o options; it must not reach libfuse
+        for opts in (["-o", "nonempty"], ["-o", "ro,nonempty,max_threads=4"]):
+            m = Mount(model, opts, target=mp)
+            try:
+                if not os.path.exists(m.path("tensors.json")) or os.path.exists(m.path("existing")):
+                    raise Fail("%s: the mount does not cover the directory" % opts)
+            finally:
+                m.finish()
             if not os.path.exists(os.path.join(mp, "existing")):
                 raise Fail("the directory's file is gone after unmounting")
-            return "libfuse mounts over it (exit 0)"
-        if is_mounted(mp):
-            force_unmount(mp)
-            raise Fail("exit %d but mounted" % rc)
-        return "refused with exit %d: %s" % (rc, err.strip()[:100])
-    check("cli: non-empty mount point handled without a crash", nonempty)
+        return "refused; -o nonempty mounts over it"
+    check("cli: non-empty mount point refused with a message; -o nonempty mounts over it",
+          nonempty)
 
     def odd_paths():
         # relative MODEL and MOUNTPOINT (the daemon changes directory to /
@@ -1929,6 +1931,191 @@ def group_cli():
                     raise Fail("daemon exit status %r after fusermount3 -u" % codes)
             check("cli: started with descriptor %d closed (%s), %s: serves the model" % (
                 fd_closed, redir, "-f" if fg else "daemonized"), closed_fd)
+
+
+def mount_count(mp):
+    target = os.path.realpath(mp).encode()
+    n = 0
+    with open("/proc/self/mountinfo", "rb") as f:
+        for line in f:
+            p = re.sub(rb"\\([0-7]{3})", lambda m: bytes([int(m.group(1), 8)]), line.split(b" ")[4])
+            n += p == target
+    return n
+
+
+def mountinfo_line(mp):
+    with open("/proc/self/mountinfo") as f:
+        return [l for l in f if l.split(" ")[4] == mp][-1]
+
+
+def group_cli_mountpoint():
+    """Mount points that would stack a mount or are no directory; -h; the
+    fsname; auto_unmount; the /dev/fuse hint."""
+    model = os.path.join(GGML, "type_q4_0.gguf")
+
+    def not_a_dir():
+        errs = Errs()
+        regular = shutil.copyfile(model, os.path.join(TMP, "regular-mp"))
+        for mpt, reason in ((regular, "not a directory"),
+                            (os.path.join(TMP, "no-such-dir"), os.strerror(errno.ENOENT)),
+                            (os.path.join(regular, "sub"), os.strerror(errno.ENOTDIR))):
+            for fg in ([], ["-f"]):
+                rc, out, err, _ = run_cli(fg + [model, mpt])
+                want = "weightfs: %s: mount point: %s" % (mpt, reason)
+                if rc != 1 or err.strip() != want:
+                    errs.add("%s %s: exit %d, stderr %r, expected %r" % (fg, mpt, rc, err.strip(), want))
+                if is_mounted(mpt):
+                    force_unmount(mpt)
+                    errs.add("%s: mounted" % mpt)
+        errs.raise_if_any()
+    check("cli: mount point a regular file / missing / under a file: exit 1, the real reason",
+          not_a_dir)
+
+    def on_live_mount():
+        errs = Errs()
+        with Mount(model) as m:
+            for fg in ([], ["-f"]):
+                rc, out, err, _ = run_cli(fg + [model, m.mp])
+                line = err.strip()
+                if rc != 1 or len(err.splitlines()) != 1:
+                    errs.add("%s: exit %d, stderr %r" % (fg, rc, err[:300]))
+                for part in ("weightfs: %s: mount point: already a mount point" % m.mp, "fuse.weightfs",
+                             os.path.realpath(model), "fusermount3 -u %s" % m.mp):
+                    if part not in line:
+                        errs.add("%s: %r lacks %r" % (fg, line, part))
+                if mount_count(m.mp) != 1:
+                    errs.add("%s: %d mounts stacked on the mount point" % (fg, mount_count(m.mp)))
+            with open(m.path("tensors.json"), "rb") as f:
+                json.loads(f.read().decode())
+        errs.raise_if_any()
+    check("cli: mount point already a live weightfs mount: refused, says what is there, no stacking",
+          on_live_mount)
+
+    def on_dead_mount():
+        errs = Errs()
+        m = Mount(model)
+        try:
+            os.stat(m.mp)
+            m.proc.kill()
+            m.proc.wait(10)
+            try:
+                os.stat(m.mp)
+                cached = "stat still passes"
+            except OSError as e:
+                cached = "stat fails: %s" % e.strerror
+            rc, out, err, _ = run_cli([model, m.mp])
+            line = err.strip()
+            if rc != 1 or len(err.splitlines()) != 1:
+                errs.add("exit %d, stderr %r" % (rc, err[:300]))
+            for part in ("weightfs: %s: mount point: a dead FUSE mount is there" % m.mp,
+                         "Transport endpoint is not connected", "clear it with: fusermount3 -u %s" % m.mp):
+                if part not in line:
+                    errs.add("%r lacks %r" % (line, part))
+            if mount_count(m.mp) != 1:
+                errs.add("%d mounts on the mount point, expected the dead one only" % mount_count(m.mp))
+            # the one command the message gives clears it
+            r = subprocess.run(["fusermount3", "-u", m.mp], stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, timeout=15)
+            if r.returncode != 0 or is_mounted(m.mp):
+                errs.add("fusermount3 -u did not clear it: %r" % r.stderr)
+            # and then the directory can be mounted again
+            m2 = Mount(model, target=m.mp)
+            m2.finish()
+        finally:
+            m.kill()
+        errs.raise_if_any()
+        return cached
+    check("cli: mount point a dead weightfs mount (SIGKILL): refused, 'fusermount3 -u MNT' clears it",
+          on_dead_mount)
+
+    def auto_unmount():
+        m = Mount(model, ["-o", "auto_unmount"])
+        try:
+            with open(m.path("tensors.json"), "rb") as f:
+                f.read()
+            m.proc.kill()
+            m.proc.wait(10)
+            t0 = time.monotonic()
+            while is_mounted(m.mp) and time.monotonic() - t0 < 10:
+                time.sleep(0.02)
+            if is_mounted(m.mp):
+                raise Fail("still mounted 10 s after the daemon was killed")
+            return "gone %.0f ms after SIGKILL" % ((time.monotonic() - t0) * 1000)
+        finally:
+            m.kill()
+    check("cli: -o auto_unmount: the mount goes away when the daemon is killed", auto_unmount)
+
+    def help_once():
+        rc, out, err, _ = run_cli(["-h"])
+        errs = Errs()
+        if rc != 0 or err.strip():
+            errs.add("exit %d, stderr %r" % (rc, err[:200]))
+        for opt in ("-h", "-V", "-d", "-f", "-s", "-o", "allow_other", "allow_root", "auto_unmount",
+                    "nonempty", "max_threads", "max_idle_threads", "clone_fd"):
+            n = len(re.findall(r"^\s+%s\b" % re.escape(opt), out, re.M))
+            if n != 1:
+                errs.add("%s listed %d times" % (opt, n))
+        errs.raise_if_any()
+    check("cli: -h lists each option once (no second libfuse list)", help_once)
+
+    def fsname():
+        d = new_dir("fsname-")
+        shutil.copyfile(model, os.path.join(d, "m.gguf"))
+        mp = os.path.join(d, "mnt")
+        os.mkdir(mp)
+        rc, out, err, _ = run_cli(["m.gguf", "mnt"], cwd=d, env=san_env())
+        if rc != 0:
+            raise Fail("exit %d: %s" % (rc, err.strip()))
+        pids = daemon_pid("mnt")
+        ACTIVE[mp] = pids[0] if pids else 0
+        try:
+            src = mountinfo_line(mp).split(" - ")[1].split(" ")[1]
+            r = subprocess.run(["df", "--output=source", mp], stdout=subprocess.PIPE, timeout=30)
+            df_src = r.stdout.decode().split("\n")[1].strip()
+        finally:
+            subprocess.run(["fusermount3", "-u", mp], timeout=15)
+            for p in pids:
+                wait_pid(p, 10)
+            ACTIVE.pop(mp, None)
+        want = os.path.join(d, "m.gguf")
+        if src != want or df_src != want:
+            raise Fail("mountinfo source %r, df %r, expected %r" % (src, df_src, want))
+    check("cli: df/mount show MODEL's absolute path when it was given relative", fsname)
+
+    def dev_fuse_hint():
+        if os.geteuid() != 0 or not shutil.which("unshare"):
+            return "skipped: needs root and unshare"
+        errs = Errs()
+        mp = new_dir()
+        # no /dev/fuse at all (a container without the device)
+        script = "mount -t tmpfs tmpfs /dev && exec %s -f %s %s" % (BIN, model, mp)
+        r = subprocess.run(["unshare", "-m", "--propagation", "private", "sh", "-c", script],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=30,
+                           preexec_fn=reset_signals)
+        err = r.stderr.decode(errors="replace")
+        if r.returncode != 1 or "weightfs: /dev/fuse: %s: load the fuse module (modprobe fuse)" % \
+                os.strerror(errno.ENOENT) not in err:
+            errs.add("no device: exit %d, stderr %r" % (r.returncode, err[:400]))
+        # a device only root may open, mounted by another user
+        os.chmod(TMP, 0o755)
+        os.chmod(mp, 0o777)
+        pub = shutil.copyfile(model, os.path.join(TMP, "public.gguf"))
+        os.chmod(pub, 0o644)
+        script = ("mount -t tmpfs tmpfs /dev && mknod -m 0600 /dev/fuse c 10 229 && "
+                  "mknod -m 0666 /dev/null c 1 3 && exec setpriv --reuid=65534 --regid=65534 "
+                  "--clear-groups %s -f %s %s" % (BIN, pub, mp))
+        r = subprocess.run(["unshare", "-m", "--propagation", "private", "sh", "-c", script],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=30,
+                           preexec_fn=reset_signals)
+        err = r.stderr.decode(errors="replace")
+        if r.returncode != 1 or "weightfs: /dev/fuse: %s: you need read and write access" % \
+                os.strerror(errno.EACCES) not in err:
+            errs.add("mode 0600: exit %d, stderr %r" % (r.returncode, err[:400]))
+        if is_mounted(mp):
+            force_unmount(mp)
+            errs.add("something got mounted")
+        errs.raise_if_any()
+    check("cli: /dev/fuse missing or not openable: a hint that says what to do", dev_fuse_hint)
 
 
 # ---------------------------------------------------------------- group: unmount
@@ -2614,7 +2801,8 @@ def main():
     groups = [("data", group_data_gguf), ("data", group_data_st), ("data", group_data_floats),
               ("naming", group_naming),
               ("stat", group_stat), ("xattr", group_xattr), ("errors", group_errors),
-              ("cli", group_cli), ("unmount", group_unmount), ("concurrency", group_concurrency),
+              ("cli", group_cli), ("cli", group_cli_mountpoint),
+              ("unmount", group_unmount), ("concurrency", group_concurrency),
               ("truncate", group_truncate), ("large", group_large), ("many", group_many),
               ("malformed", group_malformed)]
     for gname, fn in groups:
