@@ -100,10 +100,19 @@ install: $(B)/weightfs
 	install -m 0755 $(B)/weightfs $(DESTDIR)$(BINDIR)/weightfs
 	install -m 0644 docs/weightfs.1 $(DESTDIR)$(MANDIR)/man1/weightfs.1
 
-# A .deb in the parent directory, from packaging/debian (see packaging/README.md).
+# A .deb in build/deb/, from packaging/debian (see packaging/README.md).  The
+# package is built from a copy of the tree in build/deb/src, so neither the
+# clean step of the package build nor its ../ outputs touch anything else.
+DEB_DIR := build/deb
 deb:
-	rm -rf debian && cp -r packaging/debian debian
-	dpkg-buildpackage -us -uc -b; rc=$$?; rm -rf debian; exit $$rc
+	$(Q)bash tools/deps.sh deb
+	rm -rf $(DEB_DIR) && mkdir -p $(DEB_DIR)/src
+	tar --exclude=./build --exclude=./.git --exclude=./debian --exclude=./mnt -cf - . | \
+		tar -xf - -C $(DEB_DIR)/src
+	cp -r packaging/debian $(DEB_DIR)/src/debian
+	cd $(DEB_DIR)/src && dpkg-buildpackage -us -uc -b
+	rm -rf $(DEB_DIR)/src
+	@ls $(DEB_DIR)/*.deb
 
 uninstall:
 	rm -f $(DESTDIR)$(BINDIR)/weightfs $(DESTDIR)$(MANDIR)/man1/weightfs.1

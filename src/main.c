@@ -2,6 +2,7 @@
  * mount it.  Only this file prints and chooses exit codes. */
 #include "wf_fuse.h"
 #include "wf_log.h"
+#include "wf_mnt.h"
 #include "wf_model.h"
 #include "wf_out.h"
 #include "wf_set.h"
@@ -33,18 +34,21 @@ enum {
 
 struct opts {
 	char *model;       /* first non-option argument */
+	char *mountpoint;  /* second, as typed (libfuse parses it too, after our checks) */
 	int allow_other;   /* seen -o allow_other: add default_permissions */
+	int nonempty;      /* -o nonempty: mount over a directory's files (libfuse 3 has no such option) */
 	int help, version;
 	char *dtype;       /* -o dtype=f32|f16|bf16|stored */
 };
 
-enum { KEY_ALLOW_OTHER = 1 };
+enum { KEY_ALLOW_OTHER = 1, KEY_NONEMPTY };
 
 #define OPT(t, p) {t, offsetof(struct opts, p), 1}
 static const struct fuse_opt wf_opts[] = {
 	/* a key, not a template: a template would swallow the option */
 	FUSE_OPT_KEY("allow_other", KEY_ALLOW_OTHER),
 	{"dtype=%s", offsetof(struct opts, dtype), 0},
+	FUSE_OPT_KEY("nonempty", KEY_NONEMPTY),
 	OPT("-h", help),
 	OPT("--help", help),
 	OPT("-V", version),
@@ -58,11 +62,20 @@ static int opt_proc(void *data, const char *arg, int key, struct fuse_args *outa
 	struct opts *o = data;
 	if (key == KEY_ALLOW_OTHER)
 		o->allow_other = 1;
+	if (key == KEY_NONEMPTY) {
+		o->nonempty = 1;
+		return 0; /* ours alone: libfuse 3 would refuse it as unknown */
+	}
 	if (key == FUSE_OPT_KEY_NONOPT && !o->model) {
 		o->model = strdup(arg);
-		return 0;
+		return o->model ? 0 : -1;
 	}
-	/* allow_other is noted, and still reaches FUSE */
+	if (key == FUSE_OPT_KEY_NONOPT && !o->mountpoint) {
+		o->mountpoint = strdup(arg);
+		if (!o->mountpoint)
+			return -1;
+	}
+	/* allow_other and the mount point are noted, and still reach FUSE */
 	return 1;
 }
 
@@ -73,16 +86,23 @@ static void usage(const char *prog)
 	       "little-endian numbers (float32 for float and quantized types), decoded\n"
 	       "on read.  See weightfs(1).\n\n"
 	       "options:\n"
-	       "    -h, --help       print this help and exit\n"
-	       "    -V, --version    print the version and exit\n"
-	       "    -f               stay in the foreground\n"
-	       "    -d               debug output (implies -f)\n"
-	       "    -s               single-threaded\n"
-	       "    -o opt[,opt...]  mount options (see below and mount.fuse3(8));\n"
-	       "                     allow_other implies default_permissions\n\n"
-	       "Unmount with: fusermount3 -u MOUNTPOINT\n\n", prog);
-	fuse_cmdline_help();
-	fuse_lowlevel_help();
+	       "    -h, --help             print this help and exit\n"
+	       "    -V, --version          print the version and exit\n"
+	       "    -f                     stay in the foreground\n"
+	       "    -d, -o debug           debug output (implies -f)\n"
+	       "    -s                     single-threaded\n"
+	       "    -o opt[,opt...]        mount options:\n"
+	       "       allow_other         let other users read the mount (non-root users\n"
+	       "                           need user_allow_other in /etc/fuse.conf)\n"
+	       "       allow_root          let root read the mount\n"
+	       "       auto_unmount        unmount when the daemon ends, even if killed\n"
+	       "       nonempty            mount over a directory that has files (hiding them)\n"
+	       "       max_threads=N       at most N worker threads (default 10)\n"
+	       "       max_idle_threads=N  at most N idle worker threads\n"
+	       "       clone_fd            one /dev/fuse descriptor per thread\n"
+	       "       other FUSE mount options: see mount.fuse3(8)\n\n"
+	       "MOUNTPOINT must be an empty directory that is not already a mount point.\n"
+	       "Unmount with: fusermount3 -u MOUNTPOINT\n", prog);
 }
 
 /* Opens /dev/null on whichever of descriptors 0, 1 and 2 is closed.  A
@@ -175,14 +195,82 @@ static bool inside(const char *path, const char *dir)
 	return strncmp(rp, rd, n) == 0 && (rp[n] == '/' || rp[n] == '\0');
 }
 
+/* Refuses (with one line on stderr) a mount point on which mounting would
+ * stack a second mount, which then takes several unmounts to clear, or
+ * hide a directory's files.  The checks run before libfuse resolves the
+ * path, which may fail on a dead mount with a less helpful message. */
+static bool mountpoint_ok(const char *mp, const char *model, bool nonempty)
+{
+	struct wf_mnt_info mi;
+	char err[WF_ERRLEN];
+	if (wf_mnt_inspect(mp, "/proc/self/mountinfo", &mi, err) != WF_OK) {
+		fprintf(stderr, "weightfs: %s: mount point: %s\n", mp, err);
+		return false;
+	}
+	switch (mi.state) {
+	case WF_MNT_FREE:
+		return true;
+	case WF_MNT_NONEMPTY:
+		/* a model inside the mount point gets its own, sharper refusal */
+		if (nonempty || inside(model, mp))
+			return true;
+		fprintf(stderr, "weightfs: %s: mount point: not empty (it holds '%s'); mounting would hide "
+			"its files: use an empty directory, or -o nonempty to mount over them\n", mp, mi.entry);
+		return false;
+	case WF_MNT_DEAD:
+		fprintf(stderr, "weightfs: %s: mount point: a dead FUSE mount is there (%s%s%s%sTransport "
+			"endpoint is not connected: its daemon is gone); clear it with: fusermount3 -u %s\n", mp,
+			mi.fstype, *mi.source ? " of " : "", mi.source, *mi.fstype ? ": " : "", mp);
+		return false;
+	case WF_MNT_MOUNTED:
+		if (strncmp(mi.fstype, "fuse", 4) == 0)
+			fprintf(stderr, "weightfs: %s: mount point: already a mount point (%s%s%s); unmount it "
+				"first (fusermount3 -u %s) or choose another directory\n", mp, mi.fstype,
+				*mi.source ? " of " : "", mi.source, mp);
+		else
+			fprintf(stderr, "weightfs: %s: mount point: already a mount point (%s%s%s); choose "
+				"another directory\n", mp, mi.fstype, *mi.source ? " of " : "", mi.source);
+		return false;
+	}
+	return false;
+}
+
+/* Says what to do when mounting failed because /dev/fuse cannot be opened
+ * (libfuse only says that it could not): no FUSE in the kernel or the
+ * container, or a device mode that shuts out non-root users. */
+static void dev_fuse_hint(void)
+{
+	int fd = open("/dev/fuse", O_RDWR | O_CLOEXEC);
+	if (fd >= 0) {
+		close(fd);
+		return;
+	}
+	if (errno == ENOENT || errno == ENODEV || errno == ENXIO)
+		fprintf(stderr, "weightfs: /dev/fuse: %s: load the fuse module (modprobe fuse); in a "
+			"container, pass the device in (docker run --device /dev/fuse --cap-add SYS_ADMIN)\n",
+			strerror(errno));
+	else if (errno == EACCES || errno == EPERM)
+		fprintf(stderr, "weightfs: /dev/fuse: %s: you need read and write access to it; it is "
+			"mode 0666 on Debian and Ubuntu (sudo chmod 0666 /dev/fuse; see README, Non-root use)\n",
+			strerror(errno));
+	else
+		fprintf(stderr, "weightfs: /dev/fuse: %s\n", strerror(errno));
+}
+
 /* Adds "-o fsname=<model>" with the commas and backslashes fuse_opt
  * would split on escaped. */
-static int add_fsname(struct fuse_args *args, const char *model)
+static int add_fsname(struct fuse_args *args, const char *typed)
 {
+	/* df and mount show the fsname: give the absolute path, which says
+	 * which file it is from any directory */
+	char *abs = realpath(typed, NULL);
+	const char *model = abs ? abs : typed;
 	size_t n = strlen(model);
 	char *s = malloc(2 * n + 16);
-	if (!s)
+	if (!s) {
+		free(abs);
 		return -1;
+	}
 	char *p = stpcpy(s, "-ofsname=");
 	for (size_t i = 0; i < n; i++) {
 		if (model[i] == ',' || model[i] == '\\')
@@ -192,6 +280,7 @@ static int add_fsname(struct fuse_args *args, const char *model)
 	*p = '\0';
 	int rc = fuse_opt_add_arg(args, s);
 	free(s);
+	free(abs);
 	return rc;
 }
 
@@ -229,19 +318,18 @@ int main(int argc, char *argv[])
 		ret = 0;
 		goto out_args;
 	}
-	if (fuse_parse_cmdline(&args, &co) != 0)
-		goto out_args;
-	if (!o.model || !co.mountpoint) {
+	if (!o.model || !o.mountpoint) {
 		fprintf(stderr, "usage: %s [options] MODEL MOUNTPOINT  (-h for help)\n", argv[0]);
 		goto out_args;
 	}
-
-	/* libfuse mounts over a regular file too, and the root we serve would
-	 * then be unusable. */
-	struct stat mst;
-	if (stat(co.mountpoint, &mst) != 0 || !S_ISDIR(mst.st_mode)) {
-		fprintf(stderr, "weightfs: %s: mount point: %s\n", co.mountpoint,
-			S_ISDIR(mst.st_mode) || errno ? strerror(errno) : "not a directory");
+	/* libfuse mounts over a regular file, a live or dead mount, and a
+	 * directory's files; each is a mistake */
+	if (!mountpoint_ok(o.mountpoint, o.model, o.nonempty))
+		goto out_args;
+	if (fuse_parse_cmdline(&args, &co) != 0)
+		goto out_args;
+	if (!co.mountpoint) {
+		fprintf(stderr, "usage: %s [options] MODEL MOUNTPOINT  (-h for help)\n", argv[0]);
 		goto out_args;
 	}
 
@@ -293,8 +381,10 @@ int main(int argc, char *argv[])
 		perror("weightfs: sigaction");
 		goto out_signals;
 	}
-	if (fuse_session_mount(se, co.mountpoint) != 0)
+	if (fuse_session_mount(se, co.mountpoint) != 0) {
+		dev_fuse_hint();
 		goto out_signals;
+	}
 	/* The mount exists now: the parent returns only after this point, so
 	 * a script can use the mount on its next line. */
 	if (!co.foreground) {
@@ -335,6 +425,7 @@ out_model:
 	wf_model_free(m);
 out_args:
 	free(co.mountpoint);
+	free(o.mountpoint);
 	free(o.model);
 	free(o.dtype);
 	fuse_opt_free_args(&args);

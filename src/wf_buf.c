@@ -165,12 +165,53 @@ static void json_nonfinite(struct wf_buf *b, double v)
 	wf_buf_puts(b, isnan(v) ? "\"NaN\"" : v > 0 ? "\"Infinity\"" : "\"-Infinity\"");
 }
 
+/* True if text s reads back (strtof or strtod) as exactly the bits of v:
+ * bitwise, so -0.0 is not taken for 0.0. */
+static bool reads_back(const char *s, double v, bool single)
+{
+	if (single) {
+		float got = strtof(s, NULL), want = (float)v;
+		return memcmp(&got, &want, sizeof got) == 0;
+	}
+	double got = strtod(s, NULL);
+	return memcmp(&got, &v, sizeof got) == 0;
+}
+
+/* JSON has one number type, and readers decide int or float from the text:
+ * "-0" and "10000" come back as integers (the sign of zero lost), so the
+ * text must always hold a '.' or an 'e'.  Writes the fewest significant
+ * digits that read back as the same bits, in fixed notation where Python's
+ * repr would use it (exponent -4..15), else in exponent notation. */
+static void json_float(struct wf_buf *b, double v, bool single)
+{
+	char e[48], f[64];
+	int maxp = single ? 9 : 17, p;
+	for (p = 1; p < maxp; p++) {
+		snprintf(e, sizeof e, "%.*e", p - 1, v);
+		if (reads_back(e, v, single))
+			break;
+	}
+	if (p == maxp)
+		snprintf(e, sizeof e, "%.*e", p - 1, v);
+	/* the exponent after rounding to p digits (9.99 -> 1.0e+01) */
+	int x = atoi(strchr(e, 'e') + 1);
+	if (x >= -4 && x < 16) {
+		int decimals = p - 1 - x < 1 ? 1 : p - 1 - x;
+		snprintf(f, sizeof f, "%.*f", decimals, v);
+		if (reads_back(f, v, single)) {
+			wf_buf_puts(b, f);
+			return;
+		}
+	}
+	wf_buf_puts(b, e);
+}
+
 void wf_buf_json_f32(struct wf_buf *b, float v)
 {
 	if (!isfinite(v))
 		json_nonfinite(b, v);
 	else
-		wf_buf_printf(b, "%.9g", (double)v);
+		json_float(b, v, true);
 }
 
 void wf_buf_json_f64(struct wf_buf *b, double v)
@@ -178,7 +219,7 @@ void wf_buf_json_f64(struct wf_buf *b, double v)
 	if (!isfinite(v))
 		json_nonfinite(b, v);
 	else
-		wf_buf_printf(b, "%.17g", v);
+		json_float(b, v, false);
 }
 
 bool wf_buf_finish(struct wf_buf *b)

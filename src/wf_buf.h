@@ -32,9 +32,11 @@ void wf_buf_printf(struct wf_buf *b, const char *fmt, ...) __attribute__((format
  * surrogates will refuse such strings (docs/naming.md). */
 void wf_buf_json_str(struct wf_buf *b, const void *s, size_t n);
 
-/* Appends a float as a JSON number with enough digits to round-trip
- * (%.9g for float, %.17g for double); NaN and infinities, which JSON cannot
- * spell, become the strings "NaN", "Infinity", "-Infinity". */
+/* Appends a float as the shortest JSON number that reads back as the same
+ * bits (float: strtof, double: strtod) and that JSON readers still take for
+ * a float: it always holds a '.' or an 'e' ("-0.0", "10000.0", "1e+20",
+ * "0.1").  NaN and infinities, which JSON cannot spell, become the strings
+ * "NaN", "Infinity", "-Infinity". */
 void wf_buf_json_f32(struct wf_buf *b, float v);
 void wf_buf_json_f64(struct wf_buf *b, double v);
 

@@ -1,6 +1,7 @@
 /* wf_decode.c - block decoders: model bytes to float32.
  *
- * Bit-exactness with ggml (shared/docs/ggml-types.md, sections 4 and 5):
+ * Bit-exactness with ggml (dequantize_row_<type> in ggml/src/ggml-quants.c,
+ * ggml 0.21.0; see wf_decode.h):
  * every step is a float32 operation in the order ggml evaluates it; products
  * of a scale and a small integer are exact in float32, so at most the last
  * multiply or the final "- min" rounds.  Nothing here may be built with

@@ -4,8 +4,10 @@
  * Each function has the wf_decode_fn signature from wf_types.h: it decodes
  * nblocks consecutive blocks at src (no alignment assumed, multi-byte fields
  * little-endian) into nblocks * blck float32 values at dst.  The ggml ones
- * are bit-exact with ggml's dequantize_row_* at ggml-org/ggml d99724f1; the
- * formulas are in shared/docs/ggml-types.md section 4.
+ * are bit-exact with ggml's dequantize_row_<type> functions in
+ * ggml/src/ggml-quants.c of ggml 0.21.0, whose sources are those of
+ * llama.cpp commit 3f545beccee69d9975f466ec7e45fd9aacd8ba90; those functions
+ * are the formulas.
  */
 #ifndef WF_DECODE_H
 #define WF_DECODE_H

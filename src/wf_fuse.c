@@ -9,6 +9,7 @@
 #include "wf_buf.h"
 #include "wf_out.h"
 #include "wf_types.h"
+#include "wf_usage.h"
 #include "wf_view.h"
 
 #include <errno.h>
@@ -33,15 +34,6 @@ static uint32_t node_of(const struct wf_fs *fs, fuse_ino_t ino)
 	return (uint32_t)(ino - 1);
 }
 
-static uint64_t node_size(const struct wf_fs *fs, const struct wf_node *nd)
-{
-	switch (nd->kind) {
-	case WF_NODE_TENSOR: return fs->m->tensors[nd->tensor].size;
-	case WF_NODE_BLOB: return nd->blob_len;
-	default: return 0;
-	}
-}
-
 static void fill_stat(const struct wf_fs *fs, uint32_t idx, struct stat *st)
 {
 	const struct wf_node *nd = &fs->t->nodes[idx];
@@ -58,14 +50,12 @@ static void fill_stat(const struct wf_fs *fs, uint32_t idx, struct stat *st)
 	if (nd->kind == WF_NODE_DIR) {
 		st->st_mode = S_IFDIR | 0555;
 		st->st_nlink = 2 + nd->n_subdirs;
-		st->st_size = 0;
 	} else {
 		st->st_mode = S_IFREG | 0444;
 		st->st_nlink = 1;
-		st->st_size = (off_t)node_size(fs, nd);
-		/* real block counts: tools read st_blocks*512 < st_size as sparse */
-		st->st_blocks = (blkcnt_t)((node_size(fs, nd) + 511) / 512);
 	}
+	st->st_size = (off_t)wf_node_size(fs->t, fs->m, idx);
+	st->st_blocks = (blkcnt_t)wf_node_blocks(fs->t, fs->m, idx);
 }
 
 static void fill_entry(const struct wf_fs *fs, uint32_t idx, struct fuse_entry_param *e)
@@ -313,15 +303,14 @@ static void op_statfs(fuse_req_t req, fuse_ino_t ino)
 {
 	(void)ino;
 	const struct wf_fs *fs = fs_of(req);
+	struct wf_usage u;
+	wf_usage_get(fs->t, fs->m, &u);
 	struct statvfs sv;
-	memset(&sv, 0, sizeof sv);
-	uint64_t bytes = 0;
-	for (size_t i = 0; i < fs->m->n_tensors; i++)
-		bytes += (fs->m->tensors[i].size + BLKSIZE - 1) / BLKSIZE;
-	sv.f_bsize = BLKSIZE;
-	sv.f_frsize = BLKSIZE;
-	sv.f_blocks = bytes;
-	sv.f_files = fs->t->n_nodes;
+	memset(&sv, 0, sizeof sv); /* nothing free: f_bfree, f_bavail, f_ffree, f_favail 0 */
+	sv.f_bsize = u.frsize;
+	sv.f_frsize = u.frsize;
+	sv.f_blocks = u.blocks;
+	sv.f_files = u.files;
 	sv.f_namemax = 255;
 	sv.f_flag = ST_RDONLY | ST_NOSUID | ST_NODEV;
 	fuse_reply_statfs(req, &sv);

@@ -1,7 +1,9 @@
 /* wf_types.c - the tensor type table and its lookups.
  *
- * Geometry (blck, bytes) for the ggml ids is ggml's type_traits at
- * ggml-org/ggml d99724f1 (shared/docs/ggml-types.md section 3).  A row with
+ * Geometry (blck, bytes) for the ggml ids is ggml's type_traits table in
+ * ggml/src/ggml.c (blck_size, type_size) of ggml 0.21.0, whose sources are
+ * those of llama.cpp commit 3f545beccee69d9975f466ec7e45fd9aacd8ba90
+ * (docs/types.md lists it).  A row with
  * name == NULL is a hole: a removed ggml id (4, 5, 31-33, 36-38) or an id
  * nobody assigned (43..63).
  */

@@ -18,6 +18,10 @@ measures, side by side in one run:
      serve http` on 127.0.0.1 and mounted with `rclone mount`; the first
      read of a tensor through weightfs mounted on that vs reading the same
      source bytes straight through the rclone mount.
+  7. a first read of a whole tensor into one buffer the way np.fromfile
+     does it (one read() of the whole file) vs the same buffer filled by
+     1 MiB read()s, through the mount and from a file on a disk
+     filesystem (--disk-dir), with numpy itself when it can be imported.
 Prints medians of several runs as tables with ratios and writes the same to
 --out as JSON.  Needs root only for --drop-caches / --read-ahead-kb; uses no
 third-party modules.
@@ -175,6 +179,45 @@ def rand_read(path, offsets, bs=4096):
     return lat
 
 
+def fill_whole(path, piece):
+    """Reads path into one buffer of its size: piece=None is a single read()
+    of the whole file, as np.fromfile (fread) issues it; otherwise read()s
+    of piece bytes.  Returns GB/s."""
+    size = os.path.getsize(path)
+    buf = bytearray(size)
+    mv = memoryview(buf)
+    with open(path, "rb", buffering=0) as f:
+        t0 = time.perf_counter()
+        off = 0
+        while off < size:
+            k = f.readinto(mv[off:] if piece is None else mv[off:off + piece])
+            if not k:
+                break
+            off += k
+        dt = time.perf_counter() - t0
+    return size / dt / 1e9
+
+
+def numpy_whole(np, path, piece):
+    """np.fromfile (piece=None), or np.empty filled by piece-sized reads:
+    the recipe docs/performance.md gives numpy users.  Returns GB/s."""
+    t0 = time.perf_counter()
+    if piece is None:
+        a = np.fromfile(path, dtype=np.float32)
+    else:
+        a = np.empty(os.path.getsize(path) // 4, dtype=np.float32)
+        mv = memoryview(a).cast("B")
+        with open(path, "rb", buffering=0) as f:
+            off = 0
+            while off < len(mv):
+                k = f.readinto(mv[off:off + piece])
+                if not k:
+                    break
+                off += k
+    dt = time.perf_counter() - t0
+    return a.nbytes / dt / 1e9
+
+
 # --- the parts -----------------------------------------------------------------
 
 def part_decode(args, model):
@@ -262,6 +305,48 @@ def part_mount_io(args, model, ref):
                        for k in ("cold", "cached")} for t, v in rnd.items()}
     res["rand_tmpfs"] = {"median_us": median(rnd_ref), "p99_us": pct(rnd_ref, 99), "n": len(rnd_ref)}
     return res
+
+
+def part_whole(args, model, disk_file):
+    """Part 6: whole-tensor first reads, one read() vs 1 MiB read()s."""
+    try:
+        import numpy as np  # optional: the pure-Python reads issue the same syscalls
+    except ImportError:
+        np = None
+    mnt = os.path.join(args.dir, "mnt")
+    m = Mount(args, model, mnt)
+    files = [("mount " + t, os.path.join(mnt, "t", t)) for t in ("F32", "Q4_K") if t in TYPES]
+    files.append(("disk file (%s)" % fs_type(disk_file), disk_file))
+    ways = [("one read()", lambda p: fill_whole(p, None)), ("1 MiB read()s", lambda p: fill_whole(p, MiB))]
+    if np is not None:
+        ways += [("np.fromfile", lambda p: numpy_whole(np, p, None)),
+                 ("np.empty + 1 MiB readinto", lambda p: numpy_whole(np, p, MiB))]
+    log("bench: whole-tensor first reads, one read() vs 1 MiB pieces (%d runs)" % args.runs)
+    res = {name: {w: [] for w, _ in ways} for name, _ in files}
+    try:
+        for run in range(args.runs):
+            for name, path in files:
+                order = ways if run % 2 == 0 else list(reversed(ways))
+                for w, fn in order:
+                    evict(path, args.drop_caches)
+                    res[name][w].append(fn(path))
+    finally:
+        m.close()
+    return {"numpy": np is not None and np.__version__,
+            "files": {name: {w: {"gbps": v, "median": median(v)} for w, v in ws.items()}
+                      for name, ws in res.items()}}
+
+
+def fs_type(path):
+    """The filesystem type holding path, from /proc/self/mounts."""
+    best, typ = "", "?"
+    real = os.path.realpath(path)
+    with open("/proc/self/mounts") as f:
+        for line in f:
+            mp, t = line.split()[1], line.split()[2]
+            if (real == mp or real.startswith(mp.rstrip("/") + "/")) and len(mp) >= len(best):
+                best, typ = mp, t
+    return typ
 
 
 def part_mount_cost(args, models):
@@ -596,6 +681,13 @@ def report(res):
         out.append(table("(5) mount time and daemon memory (MiB; anon = smaps_rollup Anonymous)",
                          ["model", "file MiB", "files", "mount ms", "RSS", "anon", "anon after stat all"],
                          rows))
+    if "whole" in res:
+        wh = res["whole"]
+        ways = list(next(iter(wh["files"].values())).keys())
+        rows = [[name] + ["%.2f" % v[w]["median"] for w in ways] for name, v in wh["files"].items()]
+        out.append(table("(7) first read of a whole %d MiB tensor into one buffer, GB/s (median)%s"
+                         % (cfg["mib"], "" if wh["numpy"] else "; numpy not importable"),
+                         ["file"] + ways, rows))
     if "mount_io" in res:
         io = res["mount_io"]
         a, b = io["mem_after_mount_kib"], io["mem_after_reading_all_kib"]
@@ -618,8 +710,10 @@ def main():
     ap.add_argument("--runs", type=int)
     ap.add_argument("--mib", type=int, help="MiB of float32 output per tensor (default 256)")
     ap.add_argument("--rand-n", type=int, default=500, help="random reads per tensor per run")
-    ap.add_argument("--parts", default="decode,io,mount,remote",
-                    help="comma list of decode, io, mount, remote (remote: needs rclone)")
+    ap.add_argument("--parts", default="decode,io,mount,whole,remote",
+                    help="comma list of decode, io, mount, whole, remote (remote: needs rclone)")
+    ap.add_argument("--disk-dir", default="build/bench",
+                    help="directory on a disk filesystem for the whole-read part's reference file")
     ap.add_argument("--drop-caches", action="store_true",
                     help="evict with /proc/sys/vm/drop_caches (root) instead of posix_fadvise")
     ap.add_argument("--read-ahead-kb", type=int, help="set the mount's bdi read_ahead_kb (root)")
@@ -687,6 +781,18 @@ def main():
             else:
                 res["remote_note"] = "skipped: rclone is not installed (apt-get install rclone)"
                 log("bench: " + res["remote_note"])
+        if "whole" in parts:
+            os.makedirs(args.disk_dir, exist_ok=True)
+            disk = os.path.join(args.disk_dir, "whole-ref.f32")
+            with open(model, "rb") as src, open(disk, "wb") as dst:
+                src.seek(4096)
+                dst.write(src.read(args.mib * MiB))
+                dst.flush()
+                os.fsync(dst.fileno())
+            try:
+                res["whole"] = part_whole(args, model, disk)
+            finally:
+                os.unlink(disk)
         if "mount" in parts:
             res["mount_cost"] = part_mount_cost(args, [
                 ("%d tensors, %d tokens" % (n_tensors, n_vocab), many),

@@ -41,5 +41,19 @@ echo
 echo "== the first 16 float32 values of $t (decoded from its quantized blocks)"
 od -A d -t f4 -N 64 -w16 "$t"
 echo
-echo "Try:  python3 -c 'import numpy as np; print(np.fromfile(\"$t\", np.float32)[:8])'"
+# The python3 first on PATH (a venv, pyenv, conda) may lack numpy: name one
+# that has it, as tests/mount/run.sh picks one.
+py=
+for cand in python3 /usr/bin/python3; do
+	if command -v "$cand" >/dev/null 2>&1 && "$cand" -c 'import numpy' >/dev/null 2>&1; then
+		py=$cand
+		break
+	fi
+done
+if [ -n "$py" ]; then
+	echo "Try:  $py -c 'import numpy as np; print(np.fromfile(\"$PWD/$t\", np.float32)[:8])'"
+else
+	echo "Try:  od -A d -t f4 -N 32 $PWD/$t"
+	echo "      (numpy: apt-get install python3-numpy, then /usr/bin/python3 -c 'import numpy as np; ...')"
+fi
 echo "Unmount with:  fusermount3 -u ./mnt"

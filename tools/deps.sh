@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# tools/deps.sh build|test - install the Debian/Ubuntu packages weightfs
+# tools/deps.sh build|test|deb - install the Debian/Ubuntu packages weightfs
 # needs that are missing, with apt-get (as root, or through sudo when that
 # needs no password).  Quiet and quick when nothing is missing; when it
 # cannot install, it prints the apt-get line and fails.
@@ -33,6 +33,13 @@ if [ "$what" = test ]; then
 	else
 		missing+=(libclang-rt-dev)
 	fi
+fi
+if [ "$what" = deb ]; then
+	# packaging/debian/control's Build-Depends, and dpkg-buildpackage itself
+	need_pc check check
+	need_cmd python3 python3
+	need_cmd dh debhelper
+	need_cmd dpkg-buildpackage dpkg-dev
 fi
 [ ${#missing[@]} -eq 0 ] && exit 0
 

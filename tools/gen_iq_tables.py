@@ -112,7 +112,8 @@ def build():
 
     h = (BANNER +
          "/* wf_iq_tables.h - ggml's dequantization lookup tables (ggml-common.h at\n"
-         " * ggml-org/ggml d99724f141fed9e1a9f402213506c081433465).  Grid rows hold\n"
+         " * ggml 0.21.0, as in llama.cpp commit\n"
+         " * 3f545beccee69d9975f466ec7e45fd9aacd8ba90).  Grid rows hold\n"
          " * the elements of one packed ggml grid entry, element j at index j. */\n"
          "#ifndef WF_IQ_TABLES_H\n#define WF_IQ_TABLES_H\n\n#include <stdint.h>\n\n" +
          "".join(decls) + "\n#endif\n")

@@ -100,7 +100,7 @@ def render(cases):
         " *\n"
         " * Known blocks for check_types.c: model bytes and ggml's (or, for the\n"
         " * safetensors dtypes, numpy/torch's) float32 output for them, cut from\n"
-        " * the oracle files in shared/testdata (ggml-org/ggml d99724f1 for the\n"
+        " * the oracle files in tests/data (ggml 0.21.0 for the\n"
         " * ggml types).  Each array names the file and byte range it came from.\n"
         " */\n"
         "#ifndef KNOWN_BLOCKS_H\n#define KNOWN_BLOCKS_H\n\n"

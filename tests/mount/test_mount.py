@@ -215,9 +215,9 @@ def san_env():
 class Mount:
     """weightfs -f MODEL MP in a subprocess, stderr captured to a file."""
 
-    def __init__(self, model, opts=(), label=None):
+    def __init__(self, model, opts=(), label=None, target=None):
         self.model = model
-        self.mp = new_dir()
+        self.mp = target or new_dir()
         self.errpath = self.mp + ".stderr"
         self.rc = None
         self.closed = False
@@ -925,6 +925,8 @@ def kv_value_ok(vtype, want_v, got):
             return got == ("Infinity" if val > 0 else "-Infinity")
         if not isinstance(got, Num):
             return False
+        if not re.search(r"[.eE]", got.text):
+            return False  # a JSON reader would give back an int: -0 -> 0, 10000.0 -> 10000
         x = float(got.text)
         if vtype == "f32":
             # %.9g-style text: must round to exactly the stored float32
@@ -956,6 +958,46 @@ def check_gguf_metadata(m, fm, errs):
                     break
         elif not kv_value_ok(kv["type"], kv["value"], g):
             errs.add("%s (%s): got %r, expected %r" % (kv["key"], kv["type"], g, kv["value"]))
+
+
+def group_data_floats():
+    # metadata.json: float keys, and floats in arrays, read back with
+    # Python's plain json.loads as floats with the same bits.
+    f32s = [0.0, -0.0, 10000.0, 1.0, -2.5, 0.1, 1e-5, 1e20, 3.4028234663852886e38,
+            1.401298464324817e-45, 16777216.0]
+    f64s = [0.0, -0.0, 10000.0, 0.1, 1.0 / 3, 1e16, 123456789012345.0, 5e-324,
+            1.7976931348623157e308, -1.5e-7, 9007199254740992.0]
+    kvs = [gkv("f32.%d" % i, "f32", v) for i, v in enumerate(f32s)]
+    kvs += [gkv("f64.%d" % i, "f64", v) for i, v in enumerate(f64s)]
+    kvs += [gkv("arr.f32", "arr", f32s, "f32"), gkv("arr.f64", "arr", f64s, "f64")]
+    model = write_file(os.path.join(TMP, "floats.gguf"),
+                       gguf_bytes([f32_tensor(b"t", np.zeros(4))], kvs))
+
+    def floats():
+        errs = Errs()
+        with Mount(model) as m:
+            with open(m.path("metadata.json"), "rb") as f:
+                raw = f.read()
+        meta = json.loads(raw.decode())
+
+        def same(got, want, fmt, what):
+            if type(got) is not float:
+                errs.add("%s: %r is a %s, not a float" % (what, got, type(got).__name__))
+            elif struct.pack(fmt, got if fmt == "<d" else np.float32(got)) != struct.pack(fmt, want):
+                errs.add("%s: %r does not have the bits of %r" % (what, got, want))
+        for i, v in enumerate(f32s):
+            same(meta["f32.%d" % i], v, "<f", "f32.%d" % i)
+            same(meta["arr.f32"][i], v, "<f", "arr.f32[%d]" % i)
+        for i, v in enumerate(f64s):
+            same(meta["f64.%d" % i], v, "<d", "f64.%d" % i)
+            same(meta["arr.f64"][i], v, "<d", "arr.f64[%d]" % i)
+        for k, want in (("f32.1", "-0.0"), ("f32.2", "10000.0"), ("f64.1", "-0.0"),
+                        ("f64.2", "10000.0")):
+            if ('"%s": %s' % (k, want)).encode() not in raw:
+                errs.add("%s is not written as %s" % (k, want))
+        errs.raise_if_any()
+    check("data: metadata.json floats read back as floats, same bits (-0.0, 10000.0, arrays)",
+          floats)
 
 
 def st_header(path):
@@ -1260,6 +1302,46 @@ def group_naming():
 
 # ---------------------------------------------------------------- group: stat
 
+def check_dir_size(d, st):
+    """A directory's size: its entries as ext4 writes them (8 bytes + name,
+    padded to 4), rounded up to 4 KiB; never 0."""
+    n = 12 + 12 + sum((8 + len(x) + 3) & ~3 for x in os.listdir(d))
+    want = (n + 4095) // 4096 * 4096
+    if st.st_size != want or st.st_blocks != want // 512:
+        return "directory size %d, st_blocks %d, expected %d, %d" % (st.st_size, st.st_blocks,
+                                                                     want, want // 512)
+    return ""
+
+
+def check_df(m):
+    """statfs agrees with du to the byte, and has nothing free."""
+    sv = os.statvfs(m.mp)
+    r = subprocess.run(["du", "-s", "-B1", m.mp], stdout=subprocess.PIPE, timeout=60,
+                       env=dict(os.environ, LC_ALL="C"))
+    du = int(r.stdout.split()[0])
+    nodes = sum(1 + len(fs) for _, _, fs in os.walk(m.mp))
+    errs = []
+    if sv.f_frsize != 4096 or sv.f_bsize != 4096:
+        errs.append("f_frsize %d f_bsize %d, expected 4096" % (sv.f_frsize, sv.f_bsize))
+    if sv.f_blocks * sv.f_frsize != du:
+        errs.append("statfs used %d bytes, du -s -B1 %d" % (sv.f_blocks * sv.f_frsize, du))
+    if sv.f_bfree or sv.f_bavail or sv.f_ffree or sv.f_favail:
+        errs.append("free space or inodes on a read-only mount: bfree %d bavail %d ffree %d "
+                    "favail %d" % (sv.f_bfree, sv.f_bavail, sv.f_ffree, sv.f_favail))
+    if sv.f_files != nodes:
+        errs.append("f_files %d, expected %d nodes" % (sv.f_files, nodes))
+    if not sv.f_flag & os.ST_RDONLY:
+        errs.append("ST_RDONLY not set")
+    r = subprocess.run(["df", "-B1", "--output=used,avail", m.mp], stdout=subprocess.PIPE,
+                       timeout=60, env=dict(os.environ, LC_ALL="C"))
+    used, avail = (int(x) for x in r.stdout.split()[-2:])
+    if used != du or avail != 0:
+        errs.append("df says used %d avail %d; du %d" % (used, avail, du))
+    if errs:
+        raise Fail("; ".join(errs))
+    return "%d bytes used" % du
+
+
 def check_stat_tree(m, model):
     errs = Errs()
     mst = os.stat(model)
@@ -1278,6 +1360,8 @@ def check_stat_tree(m, model):
             errs.add("%r: mtime %d != model's %d" % (rel, st.st_mtime_ns, mst.st_mtime_ns))
         if st.st_uid != os.getuid() or st.st_gid != os.getgid():
             errs.add("%r: owner %d:%d" % (rel, st.st_uid, st.st_gid))
+        if check_dir_size(d, st):
+            errs.add("%r: %s" % (rel, check_dir_size(d, st)))
         inos.setdefault(st.st_ino, []).append(rel)
         if os.stat(os.path.join(d, b"..")).st_ino != (os.stat(os.path.dirname(d)).st_ino
                                                      if d != root else st.st_ino) and d != root:
@@ -1290,7 +1374,8 @@ def check_stat_tree(m, model):
                 errs.add("%r: mode %o" % (rel, st.st_mode))
             if st.st_nlink != 1:
                 errs.add("%r: st_nlink %d" % (rel, st.st_nlink))
-            if st.st_blocks != (st.st_size + 511) // 512:
+            # whole 4 KiB fragments, as df counts them; never read as sparse
+            if st.st_blocks != (st.st_size + 4095) // 4096 * 8:
                 errs.add("%r: st_blocks %d for size %d" % (rel, st.st_blocks, st.st_size))
             if st.st_mtime_ns != mst.st_mtime_ns:
                 errs.add("%r: mtime differs from the model's" % rel)
@@ -1366,6 +1451,7 @@ def group_stat():
             base = os.path.basename(model)
             check("stat: tree of %s" % base, check_stat_tree, m, model)
             check("stat: ls/du/find/tree on %s" % base, check_tools, m, len(tj["tensors"]))
+            check("stat: df and statfs agree with du, nothing free, on %s" % base, check_df, m)
 
             def walk():
                 want_f = {e["path"].encode() for e in tj["tensors"]}
@@ -1726,33 +1812,35 @@ def group_cli():
     check("cli: bad mount point or option: exit 1, nothing mounted", bad_mountpoint)
 
     def nonempty():
+        # libfuse 3 mounts over a directory's files and hides them: refused
+        # unless -o nonempty, which libfuse 3 itself no longer knows
+        errs = Errs()
         mp = new_dir()
         with open(os.path.join(mp, "existing"), "w") as f:
             f.write("x")
-        rc, out, err, _ = run_cli([model, mp], env=san_env())
-        if rc < 0:
-            raise Fail("weightfs killed by signal %d" % -rc)
-        if rc == 0:
-            pids = daemon_pid(mp)
-            for p in pids:
-                ACTIVE[mp] = p
-            if not is_mounted(mp):
-                raise Fail("exit 0 but not mounted")
-            ok = os.path.exists(os.path.join(mp, "tensors.json"))
-            r = subprocess.run(["fusermount3", "-u", mp], timeout=15)
-            for p in pids:
-                wait_pid(p, 10)
-            ACTIVE.pop(mp, None)
-            if not ok or r.returncode != 0 or is_mounted(mp):
-                raise Fail("mount over a non-empty directory misbehaved")
+        for fg in ([], ["-f"]):
+            rc, out, err, _ = run_cli(fg + [model, mp], env=san_env())
+            want = ("weightfs: %s: mount point: not empty (it holds 'existing'); mounting would hide "
+                    "its files: use an empty directory, or -o nonempty to mount over them" % mp)
+            if rc != 1 or err.strip() != want:
+                errs.add("%s: exit %d, stderr %r" % (fg, rc, err.strip()[:300]))
+            if is_mounted(mp):
+                force_unmount(mp)
+                errs.add("%s: mounted over the files" % fg)
+        errs.raise_if_any()
+        # nonempty among other -o options; it must not reach libfuse
+        for opts in (["-o", "nonempty"], ["-o", "ro,nonempty,max_threads=4"]):
+            m = Mount(model, opts, target=mp)
+            try:
+                if not os.path.exists(m.path("tensors.json")) or os.path.exists(m.path("existing")):
+                    raise Fail("%s: the mount does not cover the directory" % opts)
+            finally:
+                m.finish()
             if not os.path.exists(os.path.join(mp, "existing")):
                 raise Fail("the directory's file is gone after unmounting")
-            return "libfuse mounts over it (exit 0)"
-        if is_mounted(mp):
-            force_unmount(mp)
-            raise Fail("exit %d but mounted" % rc)
-        return "refused with exit %d: %s" % (rc, err.strip()[:100])
-    check("cli: non-empty mount point handled without a crash", nonempty)
+        return "refused; -o nonempty mounts over it"
+    check("cli: non-empty mount point refused with a message; -o nonempty mounts over it",
+          nonempty)
 
     def odd_paths():
         # relative MODEL and MOUNTPOINT (the daemon changes directory to /
@@ -1909,6 +1997,191 @@ def group_cli():
                     raise Fail("daemon exit status %r after fusermount3 -u" % codes)
             check("cli: started with descriptor %d closed (%s), %s: serves the model" % (
                 fd_closed, redir, "-f" if fg else "daemonized"), closed_fd)
+
+
+def mount_count(mp):
+    target = os.path.realpath(mp).encode()
+    n = 0
+    with open("/proc/self/mountinfo", "rb") as f:
+        for line in f:
+            p = re.sub(rb"\\([0-7]{3})", lambda m: bytes([int(m.group(1), 8)]), line.split(b" ")[4])
+            n += p == target
+    return n
+
+
+def mountinfo_line(mp):
+    with open("/proc/self/mountinfo") as f:
+        return [l for l in f if l.split(" ")[4] == mp][-1]
+
+
+def group_cli_mountpoint():
+    """Mount points that would stack a mount or are no directory; -h; the
+    fsname; auto_unmount; the /dev/fuse hint."""
+    model = os.path.join(GGML, "type_q4_0.gguf")
+
+    def not_a_dir():
+        errs = Errs()
+        regular = shutil.copyfile(model, os.path.join(TMP, "regular-mp"))
+        for mpt, reason in ((regular, "not a directory"),
+                            (os.path.join(TMP, "no-such-dir"), os.strerror(errno.ENOENT)),
+                            (os.path.join(regular, "sub"), os.strerror(errno.ENOTDIR))):
+            for fg in ([], ["-f"]):
+                rc, out, err, _ = run_cli(fg + [model, mpt])
+                want = "weightfs: %s: mount point: %s" % (mpt, reason)
+                if rc != 1 or err.strip() != want:
+                    errs.add("%s %s: exit %d, stderr %r, expected %r" % (fg, mpt, rc, err.strip(), want))
+                if is_mounted(mpt):
+                    force_unmount(mpt)
+                    errs.add("%s: mounted" % mpt)
+        errs.raise_if_any()
+    check("cli: mount point a regular file / missing / under a file: exit 1, the real reason",
+          not_a_dir)
+
+    def on_live_mount():
+        errs = Errs()
+        with Mount(model) as m:
+            for fg in ([], ["-f"]):
+                rc, out, err, _ = run_cli(fg + [model, m.mp])
+                line = err.strip()
+                if rc != 1 or len(err.splitlines()) != 1:
+                    errs.add("%s: exit %d, stderr %r" % (fg, rc, err[:300]))
+                for part in ("weightfs: %s: mount point: already a mount point" % m.mp, "fuse.weightfs",
+                             os.path.realpath(model), "fusermount3 -u %s" % m.mp):
+                    if part not in line:
+                        errs.add("%s: %r lacks %r" % (fg, line, part))
+                if mount_count(m.mp) != 1:
+                    errs.add("%s: %d mounts stacked on the mount point" % (fg, mount_count(m.mp)))
+            with open(m.path("tensors.json"), "rb") as f:
+                json.loads(f.read().decode())
+        errs.raise_if_any()
+    check("cli: mount point already a live weightfs mount: refused, says what is there, no stacking",
+          on_live_mount)
+
+    def on_dead_mount():
+        errs = Errs()
+        m = Mount(model)
+        try:
+            os.stat(m.mp)
+            m.proc.kill()
+            m.proc.wait(10)
+            try:
+                os.stat(m.mp)
+                cached = "stat still passes"
+            except OSError as e:
+                cached = "stat fails: %s" % e.strerror
+            rc, out, err, _ = run_cli([model, m.mp])
+            line = err.strip()
+            if rc != 1 or len(err.splitlines()) != 1:
+                errs.add("exit %d, stderr %r" % (rc, err[:300]))
+            for part in ("weightfs: %s: mount point: a dead FUSE mount is there" % m.mp,
+                         "Transport endpoint is not connected", "clear it with: fusermount3 -u %s" % m.mp):
+                if part not in line:
+                    errs.add("%r lacks %r" % (line, part))
+            if mount_count(m.mp) != 1:
+                errs.add("%d mounts on the mount point, expected the dead one only" % mount_count(m.mp))
+            # the one command the message gives clears it
+            r = subprocess.run(["fusermount3", "-u", m.mp], stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, timeout=15)
+            if r.returncode != 0 or is_mounted(m.mp):
+                errs.add("fusermount3 -u did not clear it: %r" % r.stderr)
+            # and then the directory can be mounted again
+            m2 = Mount(model, target=m.mp)
+            m2.finish()
+        finally:
+            m.kill()
+        errs.raise_if_any()
+        return cached
+    check("cli: mount point a dead weightfs mount (SIGKILL): refused, 'fusermount3 -u MNT' clears it",
+          on_dead_mount)
+
+    def auto_unmount():
+        m = Mount(model, ["-o", "auto_unmount"])
+        try:
+            with open(m.path("tensors.json"), "rb") as f:
+                f.read()
+            m.proc.kill()
+            m.proc.wait(10)
+            t0 = time.monotonic()
+            while is_mounted(m.mp) and time.monotonic() - t0 < 10:
+                time.sleep(0.02)
+            if is_mounted(m.mp):
+                raise Fail("still mounted 10 s after the daemon was killed")
+            return "gone %.0f ms after SIGKILL" % ((time.monotonic() - t0) * 1000)
+        finally:
+            m.kill()
+    check("cli: -o auto_unmount: the mount goes away when the daemon is killed", auto_unmount)
+
+    def help_once():
+        rc, out, err, _ = run_cli(["-h"])
+        errs = Errs()
+        if rc != 0 or err.strip():
+            errs.add("exit %d, stderr %r" % (rc, err[:200]))
+        for opt in ("-h", "-V", "-d", "-f", "-s", "-o", "allow_other", "allow_root", "auto_unmount",
+                    "nonempty", "max_threads", "max_idle_threads", "clone_fd"):
+            n = len(re.findall(r"^\s+%s\b" % re.escape(opt), out, re.M))
+            if n != 1:
+                errs.add("%s listed %d times" % (opt, n))
+        errs.raise_if_any()
+    check("cli: -h lists each option once (no second libfuse list)", help_once)
+
+    def fsname():
+        d = new_dir("fsname-")
+        shutil.copyfile(model, os.path.join(d, "m.gguf"))
+        mp = os.path.join(d, "mnt")
+        os.mkdir(mp)
+        rc, out, err, _ = run_cli(["m.gguf", "mnt"], cwd=d, env=san_env())
+        if rc != 0:
+            raise Fail("exit %d: %s" % (rc, err.strip()))
+        pids = daemon_pid("mnt")
+        ACTIVE[mp] = pids[0] if pids else 0
+        try:
+            src = mountinfo_line(mp).split(" - ")[1].split(" ")[1]
+            r = subprocess.run(["df", "--output=source", mp], stdout=subprocess.PIPE, timeout=30)
+            df_src = r.stdout.decode().split("\n")[1].strip()
+        finally:
+            subprocess.run(["fusermount3", "-u", mp], timeout=15)
+            for p in pids:
+                wait_pid(p, 10)
+            ACTIVE.pop(mp, None)
+        want = os.path.join(d, "m.gguf")
+        if src != want or df_src != want:
+            raise Fail("mountinfo source %r, df %r, expected %r" % (src, df_src, want))
+    check("cli: df/mount show MODEL's absolute path when it was given relative", fsname)
+
+    def dev_fuse_hint():
+        if os.geteuid() != 0 or not shutil.which("unshare"):
+            return "skipped: needs root and unshare"
+        errs = Errs()
+        mp = new_dir()
+        # no /dev/fuse at all (a container without the device)
+        script = "mount -t tmpfs tmpfs /dev && exec %s -f %s %s" % (BIN, model, mp)
+        r = subprocess.run(["unshare", "-m", "--propagation", "private", "sh", "-c", script],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=30,
+                           preexec_fn=reset_signals)
+        err = r.stderr.decode(errors="replace")
+        if r.returncode != 1 or "weightfs: /dev/fuse: %s: load the fuse module (modprobe fuse)" % \
+                os.strerror(errno.ENOENT) not in err:
+            errs.add("no device: exit %d, stderr %r" % (r.returncode, err[:400]))
+        # a device only root may open, mounted by another user
+        os.chmod(TMP, 0o755)
+        os.chmod(mp, 0o777)
+        pub = shutil.copyfile(model, os.path.join(TMP, "public.gguf"))
+        os.chmod(pub, 0o644)
+        script = ("mount -t tmpfs tmpfs /dev && mknod -m 0600 /dev/fuse c 10 229 && "
+                  "mknod -m 0666 /dev/null c 1 3 && exec setpriv --reuid=65534 --regid=65534 "
+                  "--clear-groups %s -f %s %s" % (BIN, pub, mp))
+        r = subprocess.run(["unshare", "-m", "--propagation", "private", "sh", "-c", script],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=30,
+                           preexec_fn=reset_signals)
+        err = r.stderr.decode(errors="replace")
+        if r.returncode != 1 or "weightfs: /dev/fuse: %s: you need read and write access" % \
+                os.strerror(errno.EACCES) not in err:
+            errs.add("mode 0600: exit %d, stderr %r" % (r.returncode, err[:400]))
+        if is_mounted(mp):
+            force_unmount(mp)
+            errs.add("something got mounted")
+        errs.raise_if_any()
+    check("cli: /dev/fuse missing or not openable: a hint that says what to do", dev_fuse_hint)
 
 
 # ---------------------------------------------------------------- group: unmount
@@ -2993,9 +3266,11 @@ def main():
         BIN, " (sanitizer build)" if SANITIZED else "", SEED, TMP), flush=True)
     data_files = sorted(glob.glob(os.path.join(GGML, "*")) + glob.glob(os.path.join(STO, "*")))
     hashes = {p: sha256_file(p) for p in data_files}
-    groups = [("data", group_data_gguf), ("data", group_data_st), ("naming", group_naming),
+    groups = [("data", group_data_gguf), ("data", group_data_st), ("data", group_data_floats),
+              ("naming", group_naming),
               ("stat", group_stat), ("xattr", group_xattr), ("errors", group_errors),
-              ("cli", group_cli), ("unmount", group_unmount), ("concurrency", group_concurrency),
+              ("cli", group_cli), ("cli", group_cli_mountpoint),
+              ("unmount", group_unmount), ("concurrency", group_concurrency),
               ("truncate", group_truncate), ("large", group_large), ("many", group_many),
               ("malformed", group_malformed), ("remote", group_remote)]
     for gname, fn in groups:

@@ -1,8 +1,10 @@
 /* check_types.c - unit tests for the type table (wf_types.c) and the block
  * decoders (wf_decode.c).
  *
- * The expected geometry below is typed in from shared/docs/ggml-types.md
- * section 3 and formats.md section 1, not derived from the implementation,
+ * The expected geometry below is typed in from ggml's type_traits table
+ * (ggml/src/ggml.c, ggml 0.21.0) and the safetensors format's dtypes, as
+ * docs/types.md lists them, not derived
+ * from the implementation,
  * so a wrong row in the table shows up here.  Decoder outputs are compared
  * as bytes (memcmp), so -0.0 vs +0.0 and NaN payloads count.
  */

@@ -2,7 +2,7 @@
  *
  * Known blocks for check_types.c: model bytes and ggml's (or, for the
  * safetensors dtypes, numpy/torch's) float32 output for them, cut from
- * the oracle files in shared/testdata (ggml-org/ggml d99724f1 for the
+ * the oracle files in tests/data (ggml 0.21.0 for the
  * ggml types).  Each array names the file and byte range it came from.
  */
 #ifndef KNOWN_BLOCKS_H

@@ -1,0 +1,149 @@
+/* check_usage.c - unit tests for the sizes the mount reports (wf_usage.c):
+ * du (the sum of st_blocks) and df (statfs) must agree, directories have a
+ * size, and nothing reads as sparse. */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "wf_model.h"
+#include "wf_tree.h"
+#include "wf_types.h"
+#include "wf_usage.h"
+
+/* A safetensors-shaped model whose tensors have the given names and view
+ * sizes (the sizes need not match a real file: only the tree is built). */
+static struct wf_model *model_of(const char *const *names, const uint64_t *sizes, size_t n)
+{
+	struct wf_model *m = wf_model_new(WF_FMT_SAFETENSORS, NULL, 0);
+	ck_assert_ptr_nonnull(m);
+	m->tensors = calloc(n ? n : 1, sizeof *m->tensors);
+	m->metadata_json = strdup("{}\n");
+	m->metadata_json_len = 3;
+	ck_assert(m->tensors && m->metadata_json);
+	for (size_t i = 0; i < n; i++) {
+		struct wf_tensor *t = &m->tensors[i];
+		t->name = strdup(names[i]);
+		t->shape = malloc(sizeof *t->shape);
+		ck_assert(t->name && t->shape);
+		t->name_len = strlen(names[i]);
+		t->type = WF_T_F32;
+		t->ndim = 1;
+		t->shape[0] = sizes[i] / 4;
+		t->nelems = sizes[i] / 4;
+		t->nbytes = sizes[i];
+		t->size = sizes[i];
+		m->n_tensors = i + 1;
+	}
+	return m;
+}
+
+static struct wf_tree *tree_of(const struct wf_model *m)
+{
+	struct wf_tree *t = NULL;
+	char err[WF_ERRLEN] = "";
+	ck_assert_msg(wf_tree_build(&t, m, err) == WF_OK, "wf_tree_build: %s", err);
+	return t;
+}
+
+static uint32_t node(const struct wf_tree *t, const char *a, const char *b)
+{
+	uint32_t n = wf_tree_lookup(t, 0, a, strlen(a));
+	if (b && n != WF_NO_NODE)
+		n = wf_tree_lookup(t, n, b, strlen(b));
+	ck_assert_uint_ne(n, WF_NO_NODE);
+	return n;
+}
+
+START_TEST(test_file_sizes)
+{
+	const char *names[] = {"a.empty", "a.one", "a.page", "a.page1", "big"};
+	const uint64_t sizes[] = {0, 4, 4096, 4100, (uint64_t)3 << 30};
+	struct wf_model *m = model_of(names, sizes, 5);
+	struct wf_tree *t = tree_of(m);
+	for (size_t i = 0; i < 5; i++) {
+		uint32_t n = t->tensor_node[i];
+		ck_assert_uint_eq(wf_node_size(t, m, n), sizes[i]);
+		uint64_t blocks = wf_node_blocks(t, m, n);
+		ck_assert_uint_eq(blocks % 8, 0);                  /* whole 4 KiB fragments */
+		ck_assert_uint_ge(blocks * 512, sizes[i]);          /* never sparse */
+		ck_assert_uint_lt(blocks * 512, sizes[i] + 4096);   /* and no more than one fragment over */
+	}
+	ck_assert_uint_eq(wf_node_blocks(t, m, t->tensor_node[0]), 0);
+	ck_assert_uint_eq(wf_node_blocks(t, m, t->tensor_node[1]), 8);
+	ck_assert_uint_eq(wf_node_blocks(t, m, t->tensor_node[2]), 8);
+	ck_assert_uint_eq(wf_node_blocks(t, m, t->tensor_node[3]), 16);
+	/* the generated files have their length */
+	uint32_t mj = node(t, "metadata.json", NULL);
+	ck_assert_uint_eq(wf_node_size(t, m, mj), 3);
+	ck_assert_uint_eq(wf_node_blocks(t, m, mj), 8);
+	wf_tree_free(t);
+	wf_model_free(m);
+}
+END_TEST
+
+START_TEST(test_dir_sizes)
+{
+	/* a small directory is one fragment; one with 300 long names is more,
+	 * growing with its entries as ext4's does */
+	enum { N = 300 };
+	const char *names[N + 1];
+	uint64_t sizes[N + 1];
+	static char buf[N][64];
+	for (int i = 0; i < N; i++) {
+		snprintf(buf[i], sizeof buf[i], "wide.%040d", i);
+		names[i] = buf[i];
+		sizes[i] = 4;
+	}
+	names[N] = "small.x";
+	sizes[N] = 4;
+	struct wf_model *m = model_of(names, sizes, N + 1);
+	struct wf_tree *t = tree_of(m);
+	uint32_t small = node(t, "small", NULL), wide = node(t, "wide", NULL);
+	ck_assert_uint_eq(wf_node_size(t, m, 0), 4096);
+	ck_assert_uint_eq(wf_node_size(t, m, small), 4096);
+	ck_assert_uint_eq(wf_node_blocks(t, m, small), 8);
+	/* 300 entries of 8 + 40 bytes, plus "." and "..": 14424 -> 16384 */
+	ck_assert_uint_eq(wf_node_size(t, m, wide), 16384);
+	ck_assert_uint_eq(wf_node_blocks(t, m, wide), 32);
+	wf_tree_free(t);
+	wf_model_free(m);
+}
+END_TEST
+
+START_TEST(test_usage_is_du)
+{
+	const char *names[] = {"blk.0.q", "blk.0.k", "blk.1.q", "out", "x"};
+	const uint64_t sizes[] = {4, 8192, 1 << 20, 12, 0};
+	struct wf_model *m = model_of(names, sizes, 5);
+	struct wf_tree *t = tree_of(m);
+	uint64_t du = 0; /* what `du -s -B1` adds up */
+	for (uint32_t i = 0; i < t->n_nodes; i++)
+		du += wf_node_blocks(t, m, i) * 512;
+	struct wf_usage u;
+	wf_usage_get(t, m, &u);
+	ck_assert_uint_eq(u.frsize, 4096);
+	ck_assert_uint_eq(u.files, t->n_nodes);
+	ck_assert_uint_eq(u.blocks * u.frsize, du);
+	/* root, blk, blk/0, blk/1: 4 directories of 4 KiB; files 4 + 8 + 1024 + 4
+	 * KiB + 0; metadata.json and tensors.json one fragment each */
+	ck_assert_uint_eq(u.blocks, 4 + 1 + 2 + 256 + 1 + 0 + 2);
+	wf_tree_free(t);
+	wf_model_free(m);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("usage");
+	TCase *tc = tcase_create("sizes");
+	tcase_add_test(tc, test_file_sizes);
+	tcase_add_test(tc, test_dir_sizes);
+	tcase_add_test(tc, test_usage_is_du);
+	suite_add_tcase(s, tc);
+	SRunner *sr = srunner_create(s);
+	srunner_run_all(sr, CK_ENV);
+	int failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
