@@ -15,7 +15,7 @@ Environment:
   WF_TEST_ONLY    comma-separated substrings: run only checks whose group
                   name contains one of them (groups: data, naming, stat,
                   xattr, errors, cli, unmount, concurrency, truncate,
-                  large, many, malformed)
+                  large, many, malformed, bounds)
   WF_TEST_KEEP    keep the temporary directory
 """
 
@@ -2213,6 +2213,144 @@ def group_many():
         check("many: unmount", m.finish)
 
 
+# ---------------------------------------------------------------- group: bounds
+
+def st_bytes(names):
+    """A safetensors file of one-byte U8 tensors named names (bytes, valid
+    UTF-8); returns (file bytes, header bytes)."""
+    ents = [json.dumps(n.decode(), ensure_ascii=False).encode()
+            + b':{"dtype":"U8","shape":[1],"data_offsets":[%d,%d]}' % (i, i + 1)
+            for i, n in enumerate(names)]
+    head = b"{" + b",".join(ents) + b"}"
+    return struct.pack("<Q", len(head)) + head + bytes(range(256)) * (len(names) // 256) \
+        + bytes(range(len(names) % 256)), 8 + len(head)
+
+
+def daemon_memory(m):
+    st = {}
+    with open("/proc/%d/status" % m.proc.pid) as f:
+        for line in f:
+            k, _, v = line.partition(":")
+            if k in ("VmRSS", "VmHWM"):
+                st[k] = int(v.split()[0]) * 1024
+    return st
+
+
+def memory_bound(m, header, what):
+    """docs/security.md: after mounting, VmRSS <= 10 x header + 64 MiB.  A
+    sanitizer build's allocator keeps freed memory in quarantine, so there
+    the figure is only reported."""
+    st = daemon_memory(m)
+    bound = 10 * header + 64 * 2**20
+    info = "%s: header %.1f MB, mounted in %.2f s, VmRSS %.1f MiB, VmHWM %.1f MiB, bound %.1f MiB" % (
+        what, header / 1e6, m.t_ready, st["VmRSS"] / 2**20, st["VmHWM"] / 2**20, bound / 2**20)
+    if not SANITIZED and st["VmRSS"] > bound:
+        raise Fail("over the bound: " + info)
+    return info
+
+
+def group_bounds():
+    MiB = 2**20
+    # hostile deep and long names: each must be openable, find must be quick
+    names = [b"." * 100000, b"." * 31, b"." * 32, b"x." * 40 + b"y",
+             b".".join([b"c" * 250] * 400), b".".join([b"d" * 254] * 3) + b".e",
+             b"a" * 2000000, b"b." * 30 + b"b" * 300 + b".tail", b"\xc3\xa9." * 50,
+             b"%" * 300 + b"." + b"%" * 300, b"q" * 500 + b"." + b"r" * 500,
+             b".".join(b"s%d" % i for i in range(200))]
+    names += [b"k%d" % i + b"." * 40 for i in range(20)]
+    data, header = st_bytes(names)
+    model = write_file(os.path.join(TMP, "deep.safetensors"), data)
+    want = expected_paths(names, header)
+    state = {}
+
+    def mount_it():
+        state["m"] = Mount(model)
+        return memory_bound(state["m"], header, "deep names")
+    if check("bounds: deep and long safetensors names mount within the memory bound", mount_it):
+        m = state["m"]
+        try:
+            def paths():
+                errs = Errs()
+                with open(m.path("tensors.json"), "rb") as f:
+                    tj = json.loads(f.read().decode())
+                for i, (e, wp) in enumerate(zip(tj["tensors"], want)):
+                    pb = e["path"].encode()
+                    if pb != wp:
+                        errs.add("tensor %d: path %r..., expected %r..." % (i, pb[:80], wp[:80]))
+                    valid_components(pb, errs, "tensor %d" % i)
+                    if len(pb) > TREE_DIR_BYTES + 255 or pb.count(b"/") > TREE_MAX_DIRS:
+                        errs.add("tensor %d: path of %d bytes, %d components" % (
+                            i, len(pb), pb.count(b"/") + 1))
+                    # open(2) on the full path under the mount point
+                    try:
+                        with open(m.path(pb), "rb") as f:
+                            if f.read() != bytes([i % 256]):
+                                errs.add("tensor %d: wrong contents" % i)
+                    except OSError as ex:
+                        errs.add("tensor %d: open: %s" % (i, ex.strerror))
+                errs.raise_if_any()
+                return "%d paths, longest %d bytes" % (len(want), max(len(w) for w in want))
+            check("bounds: every deep or long name has its rule-8 path, opens and reads", paths)
+
+            def find():
+                t0 = time.monotonic()
+                r = subprocess.run(["find", m.mp, "-type", "f"], stdout=subprocess.PIPE,
+                                   stderr=subprocess.PIPE, timeout=60)
+                secs = time.monotonic() - t0
+                n = r.stdout.count(b"\n")
+                if r.returncode != 0 or n != len(names) + 2:
+                    raise Fail("find: exit %d, %d files, %r" % (r.returncode, n, r.stderr[:200]))
+                if secs > 10:
+                    raise Fail("find took %.1f s" % secs)
+                return "%.2f s" % secs
+            check("bounds: find walks the deep tree quickly and finds every file", find)
+        finally:
+            check("bounds: deep names unmount", m.finish)
+
+    # memory: the densest directories a header can buy, many tiny tensors,
+    # a huge metadata array (full-size figures: tools/memcheck.py)
+    def dense_gguf(n):
+        head = bytearray(b"GGUF" + struct.pack("<IQQ", 3, n, 0))
+        head += b"".join(gstr(b"k%d" % i + b"." * 40) + struct.pack("<IQIQ", 1, 1, 0, i * 32)
+                         for i in range(n))
+        head += b"\0" * (-len(head) % 32)
+        return bytes(head) + b"\0" * (32 * n), len(head)
+
+    def many_gguf(n):
+        head = bytearray(b"GGUF" + struct.pack("<IQQ", 3, n, 0))
+        head += b"".join(gstr(b"t%d" % i) + struct.pack("<IQIQ", 1, 1, 0, i * 32) for i in range(n))
+        head += b"\0" * (-len(head) % 32)
+        return bytes(head) + b"\0" * (32 * n), len(head)
+
+    def tokens_gguf(n):
+        arr = b"".join(gstr(b"t%d" % i) for i in range(n))
+        head = bytearray(b"GGUF" + struct.pack("<IQQ", 3, 1, 1))
+        head += gstr(b"tokenizer.ggml.tokens") + struct.pack("<IIQ", 9, 8, n) + arr
+        head += gstr(b"w") + struct.pack("<IQIQ", 1, 8, 0, 0)
+        head += b"\0" * (-len(head) % 32)
+        return bytes(head) + b"\0" * 32, len(head)
+
+    cases = [("dot chains, GGUF, 30,000 tensors", "dense.gguf", lambda: dense_gguf(30000)),
+             ("dot chains, safetensors, 20,000 tensors", "dense.safetensors",
+              lambda: st_bytes([b"k%d" % i + b"." * 40 for i in range(20000)])),
+             ("tiny tensors, GGUF, 200,000", "tiny.gguf", lambda: many_gguf(200000)),
+             ("tiny tensors, safetensors, 200,000", "tiny.safetensors",
+              lambda: st_bytes([b"t%d" % i for i in range(200000)])),
+             ("1,000,000-string metadata array, GGUF", "tokens.gguf", lambda: tokens_gguf(1000000))]
+    for what, fname, gen in cases:
+        def one(what=what, fname=fname, gen=gen):
+            data, header = gen()
+            model = write_file(os.path.join(TMP, fname), data)
+            del data
+            with Mount(model) as m:
+                info = memory_bound(m, header, what)
+                with open(m.path("tensors.json"), "rb") as f:
+                    json.loads(f.read().decode())
+            os.remove(model)
+            return info
+        check("bounds: %s within 10 x header + 64 MiB" % what, one)
+
+
 # ---------------------------------------------------------------- group: malformed
 
 def group_malformed():
@@ -2298,6 +2436,7 @@ def main():
               ("cli", group_cli), ("unmount", group_unmount), ("concurrency", group_concurrency),
               ("truncate", group_truncate), ("large", group_large), ("many", group_many),
               ("malformed", group_malformed)]
+    groups.append(("bounds", group_bounds))
     for gname, fn in groups:
         if not want(gname):
             continue
