@@ -4,6 +4,7 @@
 #include "wf_buf.h"
 #include "wf_types.h"
 
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -56,7 +57,9 @@ void wf_escape_component(const uint8_t *s, size_t n, struct wf_buf *out)
 		return;
 	}
 	size_t start = out->len;
-	for (size_t i = 0; i < n;) {
+	/* past NAME_MAX the rest only feeds the hash: stop writing there, so
+	 * a 100 MB name costs 100 MB of hashing, not 300 MB of escapes */
+	for (size_t i = 0; i < n && out->len - start <= NAME_MAX_BYTES;) {
 		uint8_t c = s[i];
 		size_t l = (c >= 0x80) ? wf_utf8_seq(s + i, n - i) : 1;
 		if (c == '%' || c == '/' || c == '.' || c < 0x20 || c == 0x7F || l == 0) {
@@ -70,31 +73,99 @@ void wf_escape_component(const uint8_t *s, size_t n, struct wf_buf *out)
 	shorten(out, start, s, n, NAME_MAX_BYTES);
 }
 
+/* Node names live in chunks, not one allocation each: a node name is a
+ * few bytes, and malloc's overhead per block would double a big tree. */
+#define CHUNK_BYTES 65536
+
+struct wf_chunk {
+	struct wf_chunk *next;
+	size_t used;
+	char data[CHUNK_BYTES];
+};
+
+/* A NUL-terminated copy of name[0..len) (len <= 300) in t's chunks. */
+static char *name_dup(struct wf_tree *t, const char *name, size_t len)
+{
+	if (!t->names || CHUNK_BYTES - t->names->used < len + 1) {
+		struct wf_chunk *c = malloc(sizeof *c);
+		if (!c)
+			return NULL;
+		c->next = t->names;
+		c->used = 0;
+		t->names = c;
+	}
+	char *p = t->names->data + t->names->used;
+	memcpy(p, name, len);
+	p[len] = '\0';
+	t->names->used += len + 1;
+	return p;
+}
+
+static void free_names(struct wf_tree *t)
+{
+	while (t->names) {
+		struct wf_chunk *next = t->names->next;
+		free(t->names);
+		t->names = next;
+	}
+}
+
+/* Build-time state.  The (parent, name) table only lives while the tree
+ * is built; afterwards lookups search the sorted children. */
 struct builder {
 	struct wf_tree *t;
 	const struct wf_model *m;
 	uint32_t cap;        /* nodes allocated */
-	char *err;
+	uint32_t *slots;     /* open addressing, WF_NO_NODE when empty */
+	size_t n_slots;      /* a power of two, at least twice cap */
+	struct wf_hash_key key; /* random per build: names cannot be chosen to collide */
 };
 
-static size_t slot_of(const struct wf_tree *t, uint32_t parent, const char *name, size_t len)
+static size_t slot_of(const struct builder *b, uint32_t parent, const char *name, size_t len)
 {
-	uint64_t h = wf_hash(&t->key, name, len) ^ (uint64_t)parent * 0x9E3779B97F4A7C15ULL;
-	return (size_t)(h ^ h >> 32) & (t->n_slots - 1);
+	uint64_t h = wf_hash(&b->key, name, len) ^ (uint64_t)parent * 0x9E3779B97F4A7C15ULL;
+	return (size_t)(h ^ h >> 32) & (b->n_slots - 1);
+}
+
+/* The node named name[0..len) under parent while building, or WF_NO_NODE. */
+static uint32_t find(const struct builder *b, uint32_t parent, const char *name, size_t len)
+{
+	const struct wf_tree *t = b->t;
+	for (size_t i = slot_of(b, parent, name, len);; i = (i + 1) & (b->n_slots - 1)) {
+		uint32_t n = b->slots[i];
+		if (n == WF_NO_NODE)
+			return WF_NO_NODE;
+		const struct wf_node *nd = &t->nodes[n];
+		if (nd->parent == parent && nd->name_len == len && memcmp(nd->name, name, len) == 0)
+			return n;
+	}
+}
+
+/* Bytewise order, a shorter name before every longer one it begins. */
+static int name_order(const char *a, size_t alen, const char *b, size_t blen)
+{
+	int c = memcmp(a, b, alen < blen ? alen : blen);
+	return c ? c : (alen > blen) - (alen < blen);
 }
 
 uint32_t wf_tree_lookup(const struct wf_tree *t, uint32_t dir, const char *name, size_t len)
 {
 	if (dir >= t->n_nodes || t->nodes[dir].kind != WF_NODE_DIR)
 		return WF_NO_NODE;
-	for (size_t i = slot_of(t, dir, name, len);; i = (i + 1) & (t->n_slots - 1)) {
-		uint32_t n = t->slots[i];
-		if (n == WF_NO_NODE)
-			return WF_NO_NODE;
-		const struct wf_node *nd = &t->nodes[n];
-		if (nd->parent == dir && nd->name_len == len && memcmp(nd->name, name, len) == 0)
-			return n;
+	const struct wf_node *d = &t->nodes[dir];
+	size_t lo = 0, hi = d->n_children;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		const struct wf_node *c = &t->nodes[d->children[mid]];
+		int r = name_order(c->name, c->name_len, name, len);
+		if (r == 0)
+			return d->children[mid];
+		if (r < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
 	}
+	return WF_NO_NODE;
 }
 
 /* Adds a node named name under parent (caller checked it is free). */
@@ -102,48 +173,88 @@ static uint32_t add_node(struct builder *b, uint32_t parent, const char *name, s
 			 enum wf_node_kind kind)
 {
 	struct wf_tree *t = b->t;
-	if (t->n_nodes >= b->cap)
-		return WF_NO_NODE; /* cannot happen: cap is an upper bound */
+	if (t->n_nodes >= b->cap || len > UINT16_MAX)
+		return WF_NO_NODE; /* cannot happen: cap is an upper bound, names are short */
 	uint32_t idx = t->n_nodes;
 	struct wf_node *nd = &t->nodes[idx];
-	nd->name = malloc(len + 1);
+	memset(nd, 0, sizeof *nd);
+	nd->name = name_dup(t, name, len);
 	if (!nd->name)
 		return WF_NO_NODE;
-	memcpy(nd->name, name, len);
-	nd->name[len] = '\0';
-	nd->name_len = (uint32_t)len;
+	nd->name_len = (uint16_t)len;
 	nd->parent = parent;
-	nd->kind = kind;
+	nd->kind = (uint8_t)kind;
 	t->n_nodes++;
-	size_t i = slot_of(t, parent, name, len);
-	while (t->slots[i] != WF_NO_NODE)
-		i = (i + 1) & (t->n_slots - 1);
-	t->slots[i] = idx;
+	size_t i = slot_of(b, parent, name, len);
+	while (b->slots[i] != WF_NO_NODE)
+		i = (i + 1) & (b->n_slots - 1);
+	b->slots[i] = idx;
 	return idx;
 }
 
-/* Calls fn for each escaped component of a tensor name; returns the
- * number of components.  `comp` is reused across calls. */
-static size_t split_name(const struct wf_tensor *tn, struct wf_buf *comp, size_t *ends, size_t max)
+/* Splits a tensor's name into escaped components in comp, ends[k] being
+ * where component k ends; returns their number (at most max_dirs + 1).
+ * Leading components are directories while there are at most max_dirs of
+ * them and they take at most WF_TREE_DIR_BYTES with their '/'; the rest of
+ * the name from *tail on, dots and all, is escaped as the last one.  Only
+ * the name's own bytes decide, so two names with the same leading
+ * components get the same directories. */
+static size_t split_name(const struct wf_tensor *tn, unsigned max_dirs, struct wf_buf *comp,
+			 size_t ends[WF_TREE_MAX_DIRS + 1], size_t *tail)
 {
-	size_t k = 0, from = 0;
+	const uint8_t *s = (const uint8_t *)tn->name;
+	size_t n = tn->name_len, k = 0, from = 0, dir_bytes = 0;
 	comp->len = 0;
-	for (size_t i = 0; i <= tn->name_len; i++) {
-		if (i == tn->name_len || tn->name[i] == '.') {
-			wf_escape_component((const uint8_t *)tn->name + from, i - from, comp);
-			if (k < max)
-				ends[k] = comp->len;
-			k++;
-			from = i + 1;
+	while (k < max_dirs) {
+		const uint8_t *dot = memchr(s + from, '.', n - from);
+		if (!dot)
+			break;
+		size_t at = comp->len;
+		wf_escape_component(s + from, (size_t)(dot - s) - from, comp);
+		if (dir_bytes + (comp->len - at) + 1 > WF_TREE_DIR_BYTES) {
+			comp->len = at;
+			break;
+		}
+		dir_bytes += comp->len - at + 1;
+		ends[k++] = comp->len;
+		from = (size_t)(dot - s) + 1;
+	}
+	wf_escape_component(s + from, n - from, comp);
+	ends[k++] = comp->len;
+	*tail = from;
+	return k;
+}
+
+/* Adds every directory the names make under the limit max_dirs, and
+ * counts them by depth in per_depth[1..WF_TREE_MAX_DIRS]. */
+static bool add_dirs(struct builder *b, unsigned max_dirs, struct wf_buf *comp, uint64_t *per_depth)
+{
+	size_t ends[WF_TREE_MAX_DIRS + 1], tail;
+	for (size_t i = 0; i < b->m->n_tensors; i++) {
+		size_t k = split_name(&b->m->tensors[i], max_dirs, comp, ends, &tail);
+		if (comp->oom)
+			return false;
+		uint32_t dir = 0;
+		for (size_t c = 0; c + 1 < k; c++) {
+			size_t from = c ? ends[c - 1] : 0;
+			uint32_t n = find(b, dir, comp->data + from, ends[c] - from);
+			if (n == WF_NO_NODE) {
+				n = add_node(b, dir, comp->data + from, ends[c] - from, WF_NODE_DIR);
+				if (n == WF_NO_NODE)
+					return false;
+				per_depth[c + 1]++;
+			}
+			dir = n;
 		}
 	}
-	return k;
+	return true;
 }
 
 static int child_cmp(const void *a, const void *b, void *ctx)
 {
-	const struct wf_node *nodes = ctx;
-	return strcmp(nodes[*(const uint32_t *)a].name, nodes[*(const uint32_t *)b].name);
+	const struct wf_node *x = &((const struct wf_node *)ctx)[*(const uint32_t *)a];
+	const struct wf_node *y = &((const struct wf_node *)ctx)[*(const uint32_t *)b];
+	return name_order(x->name, x->name_len, y->name, y->name_len);
 }
 
 static void tensors_json(struct wf_tree *t, const struct wf_model *m, struct wf_buf *b)
@@ -220,87 +331,90 @@ enum wf_err wf_tree_build(struct wf_tree **out, const struct wf_model *m, char *
 	struct wf_tree *t = calloc(1, sizeof *t);
 	if (!t)
 		return wf_fail(err, WF_ERR_NOMEM, "out of memory");
-	struct builder b = {.t = t, .m = m, .err = err};
+	struct builder b = {.t = t, .m = m};
 	struct wf_buf comp = {0}, name = {0}, json = {0};
-	size_t *ends = NULL;
-	size_t max_comps = 1;
+	size_t ends[WF_TREE_MAX_DIRS + 1];
+	uint64_t per_depth[WF_TREE_MAX_DIRS + 1] = {0};
 	enum wf_err rc = WF_OK;
 
-	/* Upper bound on nodes: root, two blobs, and per tensor one node per
-	 * component (its directories and its file). */
+	/* Upper bound on nodes: root, the blobs (JSON files, parts.json, sidecars), and per tensor its file and
+	 * one directory per '.' up to the limit. */
 	uint64_t cap = 4 + m->n_sidecars;
 	for (size_t i = 0; i < m->n_tensors; i++) {
-		size_t k = 1;
-		for (size_t j = 0; j < m->tensors[i].name_len; j++)
-			k += m->tensors[i].name[j] == '.';
-		cap += k;
-		if (k > max_comps)
-			max_comps = k;
+		const char *s = m->tensors[i].name, *e = s + m->tensors[i].name_len;
+		cap++;
+		for (unsigned k = 0; k < WF_TREE_MAX_DIRS && (s = memchr(s, '.', (size_t)(e - s))); k++, s++)
+			cap++;
 	}
 	if (cap > (1u << 30)) {
 		rc = wf_fail(err, WF_ERR_UNSUP, "tensor names make %" PRIu64 " path components, more than weightfs allows (2^30)", cap);
 		goto fail;
 	}
 	b.cap = (uint32_t)cap;
-	t->n_slots = 16;
-	while (t->n_slots < cap * 2)
-		t->n_slots *= 2;
-	t->nodes = calloc(cap, sizeof *t->nodes);
-	t->slots = malloc(t->n_slots * sizeof *t->slots);
+	b.n_slots = 16;
+	while (b.n_slots < cap * 2)
+		b.n_slots *= 2;
+	t->nodes = malloc(cap * sizeof *t->nodes);
+	b.slots = malloc(b.n_slots * sizeof *b.slots);
 	t->tensor_node = calloc(m->n_tensors ? m->n_tensors : 1, sizeof *t->tensor_node);
-	ends = malloc(max_comps * sizeof *ends);
-	if (!t->nodes || !t->slots || !t->tensor_node || !ends)
+	if (!t->nodes || !b.slots || !t->tensor_node)
 		goto nomem;
-	memset(t->slots, 0xFF, t->n_slots * sizeof *t->slots);
-	wf_hash_key_init(&t->key);
+	wf_hash_key_init(&b.key);
 
-	if (add_node(&b, 0, "", 0, WF_NODE_DIR) != 0 ||
-	    add_node(&b, 0, "metadata.json", 13, WF_NODE_BLOB) == WF_NO_NODE ||
-	    add_node(&b, 0, "tensors.json", 12, WF_NODE_BLOB) == WF_NO_NODE)
-		goto nomem;
+	/* Pass 1: every directory, so that pass 2 knows which leaves clash.
+	 * If the names make too many, count them by depth, and do it again
+	 * with the deepest limit that keeps within the budget. */
+	uint64_t budget = m->data_offset / WF_TREE_DIR_HEADER_DIV;
+	if (budget < WF_TREE_DIR_FLOOR)
+		budget = WF_TREE_DIR_FLOOR;
+	unsigned max_dirs = WF_TREE_MAX_DIRS;
+	for (int round = 0; round < 2; round++) {
+		t->n_nodes = 0;
+		free_names(t);
+		memset(per_depth, 0, sizeof per_depth);
+		memset(b.slots, 0xFF, b.n_slots * sizeof *b.slots);
+		if (add_node(&b, 0, "", 0, WF_NODE_DIR) != 0 ||
+		    add_node(&b, 0, "metadata.json", 13, WF_NODE_BLOB) == WF_NO_NODE ||
+		    add_node(&b, 0, "tensors.json", 12, WF_NODE_BLOB) == WF_NO_NODE)
+			goto nomem;
+		if (!add_dirs(&b, max_dirs, &comp, per_depth))
+			goto nomem;
+		uint64_t total = 0;
+		unsigned d = 0;
+		while (d < WF_TREE_MAX_DIRS && total + per_depth[d + 1] <= budget)
+			total += per_depth[++d];
+		if (round > 0 || d == WF_TREE_MAX_DIRS)
+			break;
+		max_dirs = d;
+	}
+	t->max_dirs = max_dirs;
 	t->nodes[1].blob = m->metadata_json;
 	t->nodes[1].blob_len = m->metadata_json_len;
 
-	/* Pass 1: every directory, so that pass 2 knows which leaves clash. */
-	for (size_t i = 0; i < m->n_tensors; i++) {
-		size_t k = split_name(&m->tensors[i], &comp, ends, max_comps);
-		if (comp.oom)
-			goto nomem;
-		uint32_t dir = 0;
-		for (size_t c = 0; c + 1 < k; c++) {
-			size_t from = c ? ends[c - 1] : 0;
-			uint32_t n = wf_tree_lookup(t, dir, comp.data + from, ends[c] - from);
-			if (n == WF_NO_NODE && (n = add_node(&b, dir, comp.data + from, ends[c] - from, WF_NODE_DIR)) == WF_NO_NODE)
-				goto nomem;
-			dir = n;
-		}
-	}
 	/* Pass 2: the tensor files. */
 	for (size_t i = 0; i < m->n_tensors; i++) {
-		size_t k = split_name(&m->tensors[i], &comp, ends, max_comps);
+		size_t tail, k = split_name(&m->tensors[i], max_dirs, &comp, ends, &tail);
 		if (comp.oom)
 			goto nomem;
 		uint32_t dir = 0;
 		for (size_t c = 0; c + 1 < k; c++) {
 			size_t from = c ? ends[c - 1] : 0;
-			dir = wf_tree_lookup(t, dir, comp.data + from, ends[c] - from);
+			dir = find(&b, dir, comp.data + from, ends[c] - from);
 		}
 		size_t from = k > 1 ? ends[k - 2] : 0;
 		name.len = 0;
 		wf_buf_put(&name, comp.data + from, ends[k - 1] - from);
 		size_t base = name.len;
-		uint32_t clash = wf_tree_lookup(t, dir, name.data, name.len);
+		uint32_t clash = name.oom ? WF_NO_NODE : find(&b, dir, name.data, name.len);
 		if (clash != WF_NO_NODE && t->nodes[clash].kind == WF_NODE_DIR) {
 			/* the suffix must not push the component past NAME_MAX */
 			const struct wf_tensor *tn = &m->tensors[i];
-			const char *dot = memrchr(tn->name, '.', tn->name_len);
-			size_t last = dot ? (size_t)(dot - tn->name) + 1 : 0;
-			shorten(&name, 0, (const uint8_t *)tn->name + last, tn->name_len - last,
+			shorten(&name, 0, (const uint8_t *)tn->name + tail, tn->name_len - tail,
 				NAME_MAX_BYTES - (sizeof ".tensor" - 1));
 			wf_buf_puts(&name, ".tensor");
 			base = name.len;
 		}
-		for (unsigned dup = 2; !name.oom && wf_tree_lookup(t, dir, name.data, name.len) != WF_NO_NODE; dup++) {
+		for (unsigned dup = 2; !name.oom && find(&b, dir, name.data, name.len) != WF_NO_NODE; dup++) {
 			name.len = base;
 			wf_buf_printf(&name, "~%u", dup);
 		}
@@ -312,7 +426,6 @@ enum wf_err wf_tree_build(struct wf_tree **out, const struct wf_model *m, char *
 		t->nodes[n].tensor = (uint32_t)i;
 		t->tensor_node[i] = n;
 	}
-
 	/* A model of several files: parts.json.  A model folder: its small
 	 * files, under their own names, which must not take a name the tree
 	 * already gives (a tensor directory named like a file of the folder). */
@@ -320,7 +433,7 @@ enum wf_err wf_tree_build(struct wf_tree **out, const struct wf_model *m, char *
 		const char *fname = i < m->n_sidecars ? m->sidecars[i].name : "parts.json";
 		if (i == m->n_sidecars && !m->parts_json)
 			break;
-		if (wf_tree_lookup(t, 0, fname, strlen(fname)) != WF_NO_NODE) {
+		if (find(&b, 0, fname, strlen(fname)) != WF_NO_NODE) {
 			char q[96];
 			rc = wf_fail(err, WF_ERR_UNSUP, "%s: the mount already has an entry of that name",
 				     wf_quote(q, sizeof q, fname, strlen(fname)));
@@ -332,8 +445,18 @@ enum wf_err wf_tree_build(struct wf_tree **out, const struct wf_model *m, char *
 		t->nodes[n].blob = i < m->n_sidecars ? m->sidecars[i].data : m->parts_json;
 		t->nodes[n].blob_len = i < m->n_sidecars ? m->sidecars[i].len : m->parts_json_len;
 	}
+	free(b.slots);
+	b.slots = NULL;
+	wf_buf_free(&comp);
+	wf_buf_free(&name);
+	if (t->n_nodes < b.cap) {
+		/* give back what the upper bound over-reserved */
+		struct wf_node *shrunk = realloc(t->nodes, t->n_nodes * sizeof *t->nodes);
+		if (shrunk)
+			t->nodes = shrunk;
+	}
 
-	/* Children lists, sorted so readdir is stable and ordered. */
+	/* Children lists, sorted so readdir is stable and lookups can search. */
 	t->child_pool = malloc((t->n_nodes ? t->n_nodes : 1) * sizeof *t->child_pool);
 	if (!t->child_pool)
 		goto nomem;
@@ -344,28 +467,36 @@ enum wf_err wf_tree_build(struct wf_tree **out, const struct wf_model *m, char *
 	}
 	uint32_t at = 0;
 	for (uint32_t i = 0; i < t->n_nodes; i++) {
-		t->nodes[i].children = t->child_pool + at;
-		at += t->nodes[i].n_children;
-		t->nodes[i].n_children = 0;
+		struct wf_node *nd = &t->nodes[i];
+		if (nd->kind != WF_NODE_DIR)
+			continue;
+		nd->children = t->child_pool + at;
+		at += nd->n_children;
+		nd->n_children = 0;
 	}
 	for (uint32_t i = 1; i < t->n_nodes; i++) {
 		struct wf_node *p = &t->nodes[t->nodes[i].parent];
 		p->children[p->n_children++] = i;
 	}
 	for (uint32_t i = 0; i < t->n_nodes; i++)
-		if (t->nodes[i].n_children > 1)
+		if (t->nodes[i].kind == WF_NODE_DIR && t->nodes[i].n_children > 1)
 			qsort_r(t->nodes[i].children, t->nodes[i].n_children, sizeof(uint32_t), child_cmp, t->nodes);
 
 	tensors_json(t, m, &json);
 	if (!wf_buf_finish(&json))
 		goto nomem;
-	t->tensors_json = json.data;
+	/* the buffer grew by doubling: keep only what it holds */
+	char *fit = realloc(json.data, json.len + 1);
+	t->tensors_json = fit ? fit : json.data;
 	t->tensors_json_len = json.len;
 	t->nodes[2].blob = t->tensors_json;
 	t->nodes[2].blob_len = t->tensors_json_len;
-	wf_buf_free(&comp);
-	wf_buf_free(&name);
-	free(ends);
+#ifdef __GLIBC__
+	/* Parsing and building freed far more than the tree keeps (cJSON's
+	 * tree, the build table); glibc keeps freed heap pages resident
+	 * unless asked.  The daemon's memory is promised in docs/security.md. */
+	malloc_trim(0);
+#endif
 	*out = t;
 	return WF_OK;
 
@@ -375,7 +506,7 @@ fail:
 	wf_buf_free(&comp);
 	wf_buf_free(&name);
 	wf_buf_free(&json);
-	free(ends);
+	free(b.slots);
 	wf_tree_free(t);
 	return rc;
 }
@@ -384,10 +515,8 @@ void wf_tree_free(struct wf_tree *t)
 {
 	if (!t)
 		return;
-	for (uint32_t i = 0; i < t->n_nodes; i++)
-		free(t->nodes[i].name);
+	free_names(t);
 	free(t->nodes);
-	free(t->slots);
 	free(t->child_pool);
 	free(t->tensor_node);
 	free(t->tensors_json);

@@ -14,7 +14,17 @@
  *  - since no generated component holds '.', names with a '.' are ours:
  *    "metadata.json", "tensors.json", "*.tensor";
  *  - should two entries of one directory still meet (a hash collision),
- *    the later one gets "~N" appended, N = 2, 3, ... in model order.
+ *    the later one gets "~N" appended, N = 2, 3, ... in model order;
+ *  - deep or long names: a tensor keeps at most WF_TREE_MAX_DIRS leading
+ *    components as directories, and only while they (with their '/') fit
+ *    in WF_TREE_DIR_BYTES bytes; the rest of the name, dots and all, is
+ *    its file's one last component ('.' escaped as %2E, then shortened as
+ *    above).  When the names would make more directories than
+ *    max(WF_TREE_DIR_FLOOR, header bytes / WF_TREE_DIR_HEADER_DIV), the
+ *    limit on directories per tensor is lowered, for the whole model, to
+ *    the largest that keeps within that number.  Every path is thus at
+ *    most WF_TREE_DIR_BYTES + 255 bytes, and memory stays linear in the
+ *    header whatever the names are.
  */
 #ifndef WF_TREE_H
 #define WF_TREE_H
@@ -27,23 +37,45 @@
 
 #define WF_NO_NODE UINT32_MAX
 
+/* Most directories above a tensor's file (so at most 32 path components). */
+#define WF_TREE_MAX_DIRS 31
+/* Most bytes of a tensor's directories, each with its '/': a path is at
+ * most this plus a 255-byte file name, far below PATH_MAX (4096) even
+ * under a long mount point. */
+#define WF_TREE_DIR_BYTES 768
+/* Directories a model may always have, and how many header bytes each
+ * further one needs: a directory costs about 40 bytes of memory, and the
+ * daemon promises at most 10 bytes per header byte (docs/security.md). */
+#define WF_TREE_DIR_FLOOR 65536
+#define WF_TREE_DIR_HEADER_DIV 32
+
 enum wf_node_kind {
 	WF_NODE_DIR,
 	WF_NODE_TENSOR,  /* a tensor's view */
 	WF_NODE_BLOB,    /* a generated file held in memory (metadata.json, tensors.json) */
 };
 
+struct wf_chunk;
+
+/* One node is 32 bytes: a hostile model can make millions.  The unions
+ * hold what only one kind needs; read a field only for its kind. */
 struct wf_node {
 	char *name;            /* escaped path component, NUL-terminated; "" for the root */
-	uint32_t name_len;
+	union {
+		uint32_t *children;   /* WF_NODE_DIR: child indices sorted by name (bytewise) */
+		const char *blob;     /* WF_NODE_BLOB: contents */
+	};
+	union {
+		struct {
+			uint32_t n_children; /* WF_NODE_DIR */
+			uint32_t n_subdirs;  /* WF_NODE_DIR: children that are directories (for st_nlink) */
+		};
+		uint64_t blob_len;    /* WF_NODE_BLOB */
+		uint32_t tensor;      /* WF_NODE_TENSOR: index into model->tensors */
+	};
 	uint32_t parent;       /* index of the parent; the root is its own parent */
-	enum wf_node_kind kind;
-	uint32_t tensor;       /* WF_NODE_TENSOR: index into model->tensors */
-	const char *blob;      /* WF_NODE_BLOB: contents */
-	uint64_t blob_len;
-	uint32_t *children;    /* WF_NODE_DIR: child indices sorted by name (bytewise) */
-	uint32_t n_children;
-	uint32_t n_subdirs;    /* WF_NODE_DIR: children that are directories (for st_nlink) */
+	uint16_t name_len;     /* at most 255 */
+	uint8_t kind;          /* enum wf_node_kind */
 };
 
 struct wf_tree {
@@ -52,28 +84,33 @@ struct wf_tree {
 	uint32_t *tensor_node;      /* [model->n_tensors]: the node of each tensor */
 	char *tensors_json;         /* contents of tensors.json */
 	size_t tensors_json_len;
-	/* private: lookup table keyed by (parent, name) */
-	uint32_t *slots;
-	size_t n_slots;
-	struct wf_hash_key key;     /* random per tree: names cannot be chosen to collide */
-	uint32_t *child_pool;
+	unsigned max_dirs;          /* the limit on directories per tensor this model got */
+	/* private */
+	uint32_t *child_pool;       /* every directory's children, back to back */
+	struct wf_chunk *names;     /* node names, packed into chunks */
 };
 
 /* Builds the tree for model m (which must outlive it), including
  * metadata.json and tensors.json at the root.  Work is linear in the total
- * length of the names (plus sorting each directory). */
+ * length of the names (plus sorting each directory); what stays allocated
+ * is linear in the number of nodes, which is at most one per header byte
+ * the names take and, beyond WF_TREE_DIR_FLOOR directories, one directory
+ * per WF_TREE_DIR_HEADER_DIV bytes of m->data_offset.  Returns freed heap
+ * pages to the system before returning (glibc keeps them otherwise). */
 enum wf_err wf_tree_build(struct wf_tree **out, const struct wf_model *m, char *err);
 
 void wf_tree_free(struct wf_tree *t);
 
-/* The child of dir named name[0..len), or WF_NO_NODE. */
+/* The child of dir named name[0..len), or WF_NO_NODE (binary search in
+ * the sorted children: nothing here depends on a hash a file could aim at). */
 uint32_t wf_tree_lookup(const struct wf_tree *t, uint32_t dir, const char *name, size_t len);
 
 /* Appends the path of node idx relative to the root ("" for the root). */
 struct wf_buf;
 void wf_tree_path(const struct wf_tree *t, uint32_t idx, struct wf_buf *out);
 
-/* Escapes one component (see above) into out; exposed for tests. */
+/* Escapes one component (see above) into out; exposed for tests.  Work is
+ * linear in n, and out grows by at most 255 bytes whatever n is. */
 void wf_escape_component(const uint8_t *s, size_t n, struct wf_buf *out);
 
 #endif

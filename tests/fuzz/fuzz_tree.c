@@ -64,6 +64,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			}
 			FUZZ_CHECK(dir == tr->tensor_node[i], "tensor %zu: path '%s' resolves elsewhere", i,
 				   path.data);
+			/* rule 8: openable whatever the name (few components, short path) */
+			size_t comps = 1;
+			for (size_t j = 0; j < path.len; j++)
+				comps += path.data[j] == '/';
+			FUZZ_CHECK(comps <= tr->max_dirs + 1 && tr->max_dirs <= WF_TREE_MAX_DIRS &&
+					   path.len <= WF_TREE_DIR_BYTES + 255,
+				   "tensor %zu: path of %zu bytes and %zu components", i, path.len, comps);
 		}
 		wf_buf_free(&path);
 		wf_tree_free(tr);

@@ -15,7 +15,7 @@ Environment:
   WF_TEST_ONLY    comma-separated substrings: run only checks whose group
                   name contains one of them (groups: data, naming, stat,
                   xattr, errors, cli, unmount, concurrency, truncate,
-                  large, many, malformed, remote)
+                  large, many, malformed, remote, bounds)
   WF_TEST_KEEP    keep the temporary directory
 """
 
@@ -495,7 +495,7 @@ def escape_component(s, limit=255):
     out = bytearray()
     bounds = [0]  # offsets in out where a whole character / escape ends
     i = 0
-    while i < len(s):
+    while i < len(s) and len(out) <= limit:  # past the limit only the hash matters
         c = s[i]
         n = utf8_len(s, i) if c >= 0x80 else 1
         if c in b"%/." or c < 0x20 or c == 0x7F or n == 0:
@@ -511,23 +511,61 @@ def escape_component(s, limit=255):
     return bytes(out[:keep]) + b"%%~%016x" % fnv1a64(s)
 
 
-def expected_paths(names):
-    """names: list of bytes in model order -> list of path bytes."""
-    raw = [n.split(b".") for n in names]
-    comps = [[escape_component(c) for c in r] for r in raw]
-    dirs = set()
-    for cs in comps:
-        for k in range(1, len(cs)):
-            dirs.add(tuple(cs[:k]))
+# rule 8: deep and long names (src/wf_tree.h)
+TREE_MAX_DIRS = 31
+TREE_DIR_BYTES = 768
+TREE_DIR_FLOOR = 65536
+TREE_DIR_HEADER_DIV = 32
+
+
+def split_name(n, max_dirs):
+    """(directory components, file component, raw bytes it was made from)."""
+    dirs, frm, used = [], 0, 0
+    while len(dirs) < max_dirs:
+        dot = n.find(b".", frm)
+        if dot < 0:
+            break
+        e = escape_component(n[frm:dot])
+        if used + len(e) + 1 > TREE_DIR_BYTES:
+            break
+        used += len(e) + 1
+        dirs.append(e)
+        frm = dot + 1
+    return dirs, escape_component(n[frm:]), n[frm:]
+
+
+def expected_paths(names, header=0):
+    """names: list of bytes in model order -> list of path bytes.  header:
+    the model's header bytes (data offset), which pays for directories."""
+    def all_dirs(max_dirs):
+        dirs = set()
+        for n in names:
+            ds = split_name(n, max_dirs)[0]
+            for k in range(1, len(ds) + 1):
+                dirs.add(tuple(ds[:k]))
+        return dirs
+    max_dirs = TREE_MAX_DIRS
+    dirs = all_dirs(max_dirs)
+    budget = max(TREE_DIR_FLOOR, header // TREE_DIR_HEADER_DIV)
+    if len(dirs) > budget:
+        per = [0] * (TREE_MAX_DIRS + 2)
+        for d in dirs:
+            per[len(d)] += 1
+        total, max_dirs = 0, 0
+        while max_dirs < TREE_MAX_DIRS and total + per[max_dirs + 1] <= budget:
+            max_dirs += 1
+            total += per[max_dirs]
+        dirs = all_dirs(max_dirs)
     taken = {(): set()}
     for d in dirs:
         taken.setdefault(d[:-1], set()).add(d[-1])
     taken.setdefault((), set()).update({b"metadata.json", b"tensors.json"})
     out = []
-    for r, cs in zip(raw, comps):
-        parent, leaf = tuple(cs[:-1]), cs[-1]
+    for n in names:
+        ds, leaf, tail = split_name(n, max_dirs)
+        parent = tuple(ds)
         # rule 5: shortened first so that the suffix still fits in 255 bytes
-        base = (escape_component(r[-1], 255 - len(b".tensor")) + b".tensor"
+        base = (escape_component(tail, 255 - len(b".tensor")) + b".tensor"
                 if parent + (leaf,) in dirs else leaf)
         name, dup = base, 2
         t = taken.setdefault(parent, set())
@@ -2784,6 +2822,146 @@ def group_many():
         check("many: unmount", m.finish)
 
 
+# ---------------------------------------------------------------- group: bounds
+
+def st_bytes(names):
+    """A safetensors file of one-byte U8 tensors named names (bytes, valid
+    UTF-8); returns (file bytes, header bytes)."""
+    ents = [json.dumps(n.decode(), ensure_ascii=False).encode()
+            + b':{"dtype":"U8","shape":[1],"data_offsets":[%d,%d]}' % (i, i + 1)
+            for i, n in enumerate(names)]
+    head = b"{" + b",".join(ents) + b"}"
+    return struct.pack("<Q", len(head)) + head + bytes(range(256)) * (len(names) // 256) \
+        + bytes(range(len(names) % 256)), 8 + len(head)
+
+
+def daemon_memory(m):
+    st = {}
+    with open("/proc/%d/status" % m.proc.pid) as f:
+        for line in f:
+            k, _, v = line.partition(":")
+            if k in ("VmRSS", "VmHWM"):
+                st[k] = int(v.split()[0]) * 1024
+    return st
+
+
+def memory_bound(m, header, what):
+    """docs/security.md: after mounting, VmRSS <= 10 x header + 64 MiB.  A
+    sanitizer build's allocator keeps freed memory in quarantine, so there
+    the figure is only reported."""
+    st = daemon_memory(m)
+    bound = 10 * header + 64 * 2**20
+    info = "%s: header %.1f MB, mounted in %.2f s, VmRSS %.1f MiB, VmHWM %.1f MiB, bound %.1f MiB" % (
+        what, header / 1e6, m.t_ready, st["VmRSS"] / 2**20, st["VmHWM"] / 2**20, bound / 2**20)
+    if SANITIZED:
+        return info + " (not asserted in a sanitizer build)"
+    if st["VmRSS"] > bound:
+        raise Fail("over the bound: " + info)
+    return info
+
+
+def group_bounds():
+    MiB = 2**20
+    # hostile deep and long names: each must be openable, find must be quick
+    names = [b"." * 100000, b"." * 31, b"." * 32, b"x." * 40 + b"y",
+             b".".join([b"c" * 250] * 400), b".".join([b"d" * 254] * 3) + b".e",
+             b"a" * 2000000, b"b." * 30 + b"b" * 300 + b".tail", b"\xc3\xa9." * 50,
+             b"%" * 300 + b"." + b"%" * 300, b"q" * 500 + b"." + b"r" * 500,
+             b".".join(b"s%d" % i for i in range(200))]
+    names += [b"k%d" % i + b"." * 40 for i in range(20)]
+    data, header = st_bytes(names)
+    model = write_file(os.path.join(TMP, "deep.safetensors"), data)
+    want = expected_paths(names, header)
+    state = {}
+
+    def mount_it():
+        state["m"] = Mount(model)
+        return memory_bound(state["m"], header, "deep names")
+    if check("bounds: deep and long safetensors names mount within the memory bound", mount_it):
+        m = state["m"]
+        try:
+            def paths():
+                errs = Errs()
+                with open(m.path("tensors.json"), "rb") as f:
+                    tj = json.loads(f.read().decode())
+                for i, (e, wp) in enumerate(zip(tj["tensors"], want)):
+                    pb = e["path"].encode()
+                    if pb != wp:
+                        errs.add("tensor %d: path %r..., expected %r..." % (i, pb[:80], wp[:80]))
+                    valid_components(pb, errs, "tensor %d" % i)
+                    if len(pb) > TREE_DIR_BYTES + 255 or pb.count(b"/") > TREE_MAX_DIRS:
+                        errs.add("tensor %d: path of %d bytes, %d components" % (
+                            i, len(pb), pb.count(b"/") + 1))
+                    # open(2) on the full path under the mount point
+                    try:
+                        with open(m.path(pb), "rb") as f:
+                            if f.read() != bytes([i % 256]):
+                                errs.add("tensor %d: wrong contents" % i)
+                    except OSError as ex:
+                        errs.add("tensor %d: open: %s" % (i, ex.strerror))
+                errs.raise_if_any()
+                return "%d paths, longest %d bytes" % (len(want), max(len(w) for w in want))
+            check("bounds: every deep or long name has its rule-8 path, opens and reads", paths)
+
+            def find():
+                t0 = time.monotonic()
+                r = subprocess.run(["find", m.mp, "-type", "f"], stdout=subprocess.PIPE,
+                                   stderr=subprocess.PIPE, timeout=60)
+                secs = time.monotonic() - t0
+                n = r.stdout.count(b"\n")
+                if r.returncode != 0 or n != len(names) + 2:
+                    raise Fail("find: exit %d, %d files, %r" % (r.returncode, n, r.stderr[:200]))
+                if secs > 10:
+                    raise Fail("find took %.1f s" % secs)
+                return "%.2f s" % secs
+            check("bounds: find walks the deep tree quickly and finds every file", find)
+        finally:
+            check("bounds: deep names unmount", m.finish)
+
+    # memory: the densest directories a header can buy, many tiny tensors,
+    # a huge metadata array (full-size figures: tools/memcheck.py)
+    def dense_gguf(n):
+        head = bytearray(b"GGUF" + struct.pack("<IQQ", 3, n, 0))
+        head += b"".join(gstr(b"k%d" % i + b"." * 40) + struct.pack("<IQIQ", 1, 1, 0, i * 32)
+                         for i in range(n))
+        head += b"\0" * (-len(head) % 32)
+        return bytes(head) + b"\0" * (32 * n), len(head)
+
+    def many_gguf(n):
+        head = bytearray(b"GGUF" + struct.pack("<IQQ", 3, n, 0))
+        head += b"".join(gstr(b"t%d" % i) + struct.pack("<IQIQ", 1, 1, 0, i * 32) for i in range(n))
+        head += b"\0" * (-len(head) % 32)
+        return bytes(head) + b"\0" * (32 * n), len(head)
+
+    def tokens_gguf(n):
+        arr = b"".join(gstr(b"t%d" % i) for i in range(n))
+        head = bytearray(b"GGUF" + struct.pack("<IQQ", 3, 1, 1))
+        head += gstr(b"tokenizer.ggml.tokens") + struct.pack("<IIQ", 9, 8, n) + arr
+        head += gstr(b"w") + struct.pack("<IQIQ", 1, 8, 0, 0)
+        head += b"\0" * (-len(head) % 32)
+        return bytes(head) + b"\0" * 32, len(head)
+
+    cases = [("dot chains, GGUF, 30,000 tensors", "dense.gguf", lambda: dense_gguf(30000)),
+             ("dot chains, safetensors, 20,000 tensors", "dense.safetensors",
+              lambda: st_bytes([b"k%d" % i + b"." * 40 for i in range(20000)])),
+             ("tiny tensors, GGUF, 200,000", "tiny.gguf", lambda: many_gguf(200000)),
+             ("tiny tensors, safetensors, 200,000", "tiny.safetensors",
+              lambda: st_bytes([b"t%d" % i for i in range(200000)])),
+             ("1,000,000-string metadata array, GGUF", "tokens.gguf", lambda: tokens_gguf(1000000))]
+    for what, fname, gen in cases:
+        def one(what=what, fname=fname, gen=gen):
+            data, header = gen()
+            model = write_file(os.path.join(TMP, fname), data)
+            del data
+            with Mount(model) as m:
+                info = memory_bound(m, header, what)
+                with open(m.path("tensors.json"), "rb") as f:
+                    json.loads(f.read().decode())
+            os.remove(model)
+            return info
+        check("bounds: %s within 10 x header + 64 MiB" % what, one)
+
+
 # ---------------------------------------------------------------- group: malformed
 
 # A valid header of 100,000 tensors (6.6 MB of JSON) and an address-space
@@ -3273,6 +3451,7 @@ def main():
               ("unmount", group_unmount), ("concurrency", group_concurrency),
               ("truncate", group_truncate), ("large", group_large), ("many", group_many),
               ("malformed", group_malformed), ("remote", group_remote)]
+    groups.append(("bounds", group_bounds))
     for gname, fn in groups:
         if not want(gname):
             continue

@@ -144,7 +144,6 @@ static void check_invariants(const struct wf_tree *t, const struct wf_model *m)
 		const char *dot = memchr(nd->name, '.', nd->name_len);
 		if (nd->kind == WF_NODE_DIR) {
 			ck_assert_msg(dot == NULL, "directory %s has a '.'", nd->name);
-			ck_assert_ptr_null(nd->blob);
 		} else if (nd->kind == WF_NODE_TENSOR) {
 			ck_assert_uint_lt(nd->tensor, m->n_tensors);
 			ck_assert_uint_eq(t->tensor_node[nd->tensor], i);
@@ -167,6 +166,12 @@ static void check_invariants(const struct wf_tree *t, const struct wf_model *m)
 		ck_assert_msg(walk(t, p) == i, "path %s does not walk back to node %u", p, i);
 		ck_assert(p[0] != '/' && !has_suffix(p, strlen(p), "/"));
 		ck_assert_ptr_null(strstr(p, "//"));
+		/* openable: few components, far below PATH_MAX (docs/naming.md rule 8) */
+		size_t depth = 1;
+		for (const char *q = p; (q = strchr(q, '/')); q++)
+			depth++;
+		ck_assert_uint_le(depth, t->max_dirs + 1);
+		ck_assert_uint_le(strlen(p), WF_TREE_DIR_BYTES + 255);
 		free(p);
 	}
 	for (size_t i = 0; i < m->n_tensors; i++)
@@ -174,10 +179,8 @@ static void check_invariants(const struct wf_tree *t, const struct wf_model *m)
 	/* children: all of them, sorted and unique, directories counted */
 	for (uint32_t i = 0; i < t->n_nodes; i++) {
 		const struct wf_node *nd = &t->nodes[i];
-		if (nd->kind != WF_NODE_DIR) {
-			ck_assert_uint_eq(nd->n_children, 0);
-			continue;
-		}
+		if (nd->kind != WF_NODE_DIR)
+			continue; /* n_children shares its place with tensor and blob_len */
 		ck_assert_uint_eq(nd->n_children, kids[i]);
 		ck_assert_uint_eq(nd->n_subdirs, subdirs[i]);
 		for (uint32_t k = 0; k < nd->n_children; k++) {
@@ -443,6 +446,153 @@ START_TEST(test_long_names)
 }
 END_TEST
 
+/* ---- deep and long names (docs/naming.md rule 8) ---- */
+
+static uint64_t fnv(const char *s, size_t n)
+{
+	uint64_t h = 1469598103934665603ULL;
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ (uint8_t)s[i]) * 1099511628211ULL;
+	return h;
+}
+
+/* A name of dots only used to be a directory chain as deep as the name is
+ * long, and its path longer than PATH_MAX: now 31 directories "%", then
+ * the rest of the dots as one shortened file name. */
+START_TEST(test_dot_names)
+{
+	static char dots[100000];
+	memset(dots, '.', sizeof dots);
+	struct name names[] = {{dots, sizeof dots}, {dots, 31}, {dots, 32}, {dots, 40}};
+	struct wf_model *m = model_of(names, WF_ARRAY_LEN(names));
+	struct wf_tree *t = tree_of(m);
+	check_invariants(t, m);
+	ck_assert_uint_eq(t->max_dirs, WF_TREE_MAX_DIRS);
+	/* 31 '%' directories, shared by all four */
+	ck_assert_uint_le(t->n_nodes, 3 + 31 + 4);
+	char want[1024], *p = tensor_path(t, 0);
+	size_t w = 0;
+	for (int k = 0; k < 31; k++)
+		w += (size_t)sprintf(want + w, "%%/");
+	size_t tail = sizeof dots - 31;
+	for (int k = 0; k < 66; k++) /* 198 bytes: the 200 kept, cut back to a whole escape */
+		w += (size_t)sprintf(want + w, "%%2E");
+	sprintf(want + w, "%%~%016llx", (unsigned long long)fnv(dots, tail));
+	ck_assert_str_eq(p, want);
+	free(p);
+	/* 31 dots: 32 empty components, exactly the limit: no folding */
+	p = tensor_path(t, 1);
+	want[62] = '\0';
+	ck_assert_str_eq(p, strcat(want, "%"));
+	free(p);
+	/* 32 dots: the last two empty components fold into "%2E" */
+	p = tensor_path(t, 2);
+	want[62] = '\0';
+	ck_assert_str_eq(p, strcat(want, "%2E"));
+	free(p);
+	p = tensor_path(t, 3);
+	want[62] = '\0';
+	strcat(want, "%2E%2E%2E%2E%2E%2E%2E%2E%2E");
+	ck_assert_str_eq(p, want);
+	free(p);
+	wf_tree_free(t);
+	wf_model_free(m);
+}
+END_TEST
+
+/* The directories' bytes: three 250-byte components (753 bytes with their
+ * '/') stay, a fourth would pass 768, so it and the rest fold. */
+START_TEST(test_dir_bytes)
+{
+	static char a[1100], b[80];
+	size_t n = 0;
+	for (int k = 0; k < 4; k++) {
+		memset(a + n, 'c' + k, 250);
+		n += 250;
+		a[n++] = '.';
+	}
+	memcpy(a + n, "leaf", 4);
+	n += 4;
+	/* and the 31-directory limit with one-byte components */
+	size_t m2 = 0;
+	for (int k = 0; k < 33; k++, m2 += 2)
+		memcpy(b + m2, "x.", 2);
+	m2--; /* 33 components "x" */
+	struct name names[] = {{a, n}, {a, 753 + 250}, {b, m2}, {b, m2 - 2}};
+	struct wf_model *m = model_of(names, WF_ARRAY_LEN(names));
+	struct wf_tree *t = tree_of(m);
+	check_invariants(t, m);
+	char *p = tensor_path(t, 0);
+	ck_assert_uint_eq(strspn(p, "c"), 250);
+	ck_assert_uint_eq(strspn(p + 251, "d"), 250);
+	ck_assert_uint_eq(strspn(p + 502, "e"), 250);
+	ck_assert_int_eq(p[753], 'f');
+	ck_assert_ptr_null(strchr(p + 753, '/'));
+	/* "fff...f.leaf" is 250 + 3 + 4 bytes escaped: shortened, hash of the raw tail */
+	char h[32];
+	sprintf(h, "%%~%016llx", (unsigned long long)fnv(a + 753, n - 753));
+	ck_assert_str_eq(p + 753 + 200, h);
+	free(p);
+	/* without ".leaf" the last component is 250 bytes, a plain file name:
+	 * it is a file here, and a directory of name 0 only if kept as one */
+	p = tensor_path(t, 1);
+	ck_assert_uint_eq(strlen(p), 753 + 250);
+	free(p);
+	/* 33 components: 31 directories, then "x.x" as "x%2Ex" */
+	p = tensor_path(t, 2);
+	ck_assert_uint_eq(strlen(p), 31 * 2 + 5);
+	ck_assert_str_eq(p + 62, "x%2Ex");
+	free(p);
+	/* 32 components: 31 directories and the file "x", which is also a
+	 * directory of nothing (name 2 folded it), so no ".tensor" */
+	p = tensor_path(t, 3);
+	ck_assert_str_eq(p + 62, "x");
+	free(p);
+	wf_tree_free(t);
+	wf_model_free(m);
+}
+END_TEST
+
+/* Too many directories for the header: the limit drops for the whole
+ * model.  3000 tensors of 41 components make 3000 directories at each of
+ * depths 1..31 (93,000); with a tiny header the budget is the floor,
+ * 65,536, and 21 levels (63,000) fit. */
+START_TEST(test_dir_budget)
+{
+	enum { N = 3000 };
+	struct name *names = calloc(N, sizeof *names);
+	ck_assert_ptr_nonnull(names);
+	for (size_t i = 0; i < N; i++) {
+		char *s = malloc(64);
+		ck_assert_ptr_nonnull(s);
+		int l = sprintf(s, "k%zu", i);
+		memset(s + l, '.', 40);
+		names[i].s = s;
+		names[i].n = (size_t)l + 40;
+	}
+	struct wf_model *m = model_of(names, N);
+	struct wf_tree *t = tree_of(m);
+	check_invariants(t, m);
+	ck_assert_uint_eq(t->max_dirs, 21);
+	ck_assert_uint_eq(t->n_nodes, 3 + 21 * N + N);
+	char *p = tensor_path(t, 7);
+	ck_assert_str_eq(p, "k7/%/%/%/%/%/%/%/%/%/%/%/%/%/%/%/%/%/%/%/%/"
+			    "%2E%2E%2E%2E%2E%2E%2E%2E%2E%2E%2E%2E%2E%2E%2E%2E%2E%2E%2E");
+	free(p);
+	wf_tree_free(t);
+	/* a header that pays for them: the full limit */
+	m->data_offset = 93000ULL * WF_TREE_DIR_HEADER_DIV;
+	t = tree_of(m);
+	ck_assert_uint_eq(t->max_dirs, WF_TREE_MAX_DIRS);
+	check_invariants(t, m);
+	wf_tree_free(t);
+	wf_model_free(m);
+	for (size_t i = 0; i < N; i++)
+		free((char *)names[i].s);
+	free(names);
+}
+END_TEST
+
 /* ---- generated names: invariants and determinism ---- */
 
 static uint64_t rng_state;
@@ -620,6 +770,9 @@ static Suite *tree_suite(void)
 	tcase_add_test(tc, test_empty_model);
 	tcase_add_test(tc, test_long_names);
 	tcase_add_test(tc, test_tensors_json_quotes);
+	tcase_add_test(tc, test_dot_names);
+	tcase_add_test(tc, test_dir_bytes);
+	tcase_add_test(tc, test_dir_budget);
 	tcase_add_loop_test(tc, test_random_names, 0, 8);
 	tcase_set_timeout(tc, 60);
 	suite_add_tcase(s, tc);
