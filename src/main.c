@@ -37,6 +37,7 @@ struct opts {
 	char *mountpoint;  /* second, as typed (libfuse parses it too, after our checks) */
 	int allow_other;   /* seen -o allow_other: add default_permissions */
 	int nonempty;      /* -o nonempty: mount over a directory's files (libfuse 3 has no such option) */
+	int npy;           /* -o npy: tensor files are NAME.npy */
 	int help, version;
 	char *dtype;       /* -o dtype=f32|f16|bf16|stored */
 };
@@ -48,6 +49,7 @@ static const struct fuse_opt wf_opts[] = {
 	/* a key, not a template: a template would swallow the option */
 	FUSE_OPT_KEY("allow_other", KEY_ALLOW_OTHER),
 	{"dtype=%s", offsetof(struct opts, dtype), 0},
+	OPT("npy", npy),
 	FUSE_OPT_KEY("nonempty", KEY_NONEMPTY),
 	OPT("-h", help),
 	OPT("--help", help),
@@ -174,8 +176,9 @@ static void fuse_log_to_say(enum fuse_log_level level, const char *fmt, va_list 
 
 static const char *model_name; /* for messages while serving */
 
-static void on_model_changed(const char *part, const char *why)
+static void on_model_changed(void *ctx, const char *part, const char *why)
 {
+	(void)ctx;
 	char line[WF_LOG_LINE];
 	snprintf(line, sizeof line,
 		 "weightfs: %s: %s%s%s since it was mounted; every read of its tensors now fails with EIO "
@@ -293,7 +296,7 @@ int main(int argc, char *argv[])
 	struct wf_tree *t = NULL;
 	struct fuse_session *se = NULL;
 	struct fuse_loop_config *lc = NULL;
-	atomic_bool *changed = NULL;
+	struct wf_live live = {0};
 	char err[WF_ERRLEN];
 	int ret = EXIT_USAGE;
 
@@ -346,7 +349,7 @@ int main(int argc, char *argv[])
 	if (rc == WF_OK)
 		rc = wf_model_set_view(m, out, err);
 	if (rc == WF_OK)
-		rc = wf_tree_build(&t, m, err);
+		rc = wf_tree_build_opts(&t, m, &(struct wf_tree_opts){.npy = o.npy}, err);
 	if (rc != WF_OK) {
 		fprintf(stderr, "weightfs: %s: %s\n", o.model, err);
 		ret = rc == WF_ERR_IO ? EXIT_OPEN : rc == WF_ERR_FORMAT ? EXIT_FORMAT
@@ -356,10 +359,9 @@ int main(int argc, char *argv[])
 
 	struct wf_fs fs = {
 		.m = m, .t = t, .uid = getuid(), .gid = getgid(), .timeout = 86400.0 * 365,
-		.notice = on_model_changed,
-		.changed = changed = calloc(m->n_parts, sizeof(atomic_bool)),
+		.live = &live,
 	};
-	if (!changed) {
+	if (wf_live_init(&live, m, t, on_model_changed, NULL) != WF_OK) {
 		ret = EXIT_NOMEM;
 		goto out_model;
 	}
@@ -377,7 +379,7 @@ int main(int argc, char *argv[])
 		goto out_model;
 	if (fuse_set_signal_handlers(se) != 0)
 		goto out_session;
-	if (wf_fuse_catch_sigbus() != 0) {
+	if (wf_live_catch_sigbus() != 0) {
 		perror("weightfs: sigaction");
 		goto out_signals;
 	}
@@ -420,7 +422,7 @@ out_session:
 	fuse_session_destroy(se);
 out_model:
 	fuse_loop_cfg_destroy(lc);
-	free(changed);
+	wf_live_free(&live);
 	wf_tree_free(t);
 	wf_model_free(m);
 out_args:

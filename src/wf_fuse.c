@@ -13,8 +13,6 @@
 #include "wf_view.h"
 
 #include <errno.h>
-#include <setjmp.h>
-#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/statvfs.h>
@@ -210,59 +208,6 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	fuse_reply_open(req, fi);
 }
 
-/* A fault on the model mapping (the file shrank under us) jumps back to
- * the read that touched it, which then fails with EIO. */
-static __thread sigjmp_buf *bus_jmp;
-
-static void on_sigbus(int sig, siginfo_t *si, void *uc)
-{
-	(void)si, (void)uc;
-	if (bus_jmp)
-		siglongjmp(*bus_jmp, 1);
-	signal(sig, SIG_DFL);
-	raise(sig);
-}
-
-int wf_fuse_catch_sigbus(void)
-{
-	struct sigaction sa;
-	memset(&sa, 0, sizeof sa);
-	sa.sa_sigaction = on_sigbus;
-	sa.sa_flags = SA_SIGINFO | SA_NODEFER;
-	sigemptyset(&sa.sa_mask);
-	return sigaction(SIGBUS, &sa, NULL);
-}
-
-/* Copies or decodes view bytes [off, off+size) of t into buf, then makes
- * sure the model is still the file we mounted.  The check must come after
- * the copy: a file that shrinks leaves its last page mapped but reading
- * as zeros, with no SIGBUS, and one rewritten in place gives a mix of old
- * and new bytes; only the file's identity tells either from data.  Once it
- * has changed, every tensor read fails, and the first says why. */
-static enum wf_err read_checked(struct wf_fs *fs, const struct wf_tensor *t, uint64_t off, size_t size,
-				char *buf, size_t *got)
-{
-	enum wf_err rc;
-	sigjmp_buf jb;
-	if (atomic_load_explicit(&fs->changed[t->part], memory_order_relaxed))
-		return WF_ERR_CHANGED;
-	if (sigsetjmp(jb, 1) == 0) {
-		bus_jmp = &jb;
-		const struct wf_part *p = &fs->m->parts[t->part];
-		rc = wf_view_read(t, p->data, p->len, off, size, buf, got);
-	} else {
-		rc = WF_ERR_RANGE; /* SIGBUS: the pages are gone, so the file changed too */
-	}
-	bus_jmp = NULL;
-	char why[WF_ERRLEN];
-	enum wf_err ck = wf_model_check(fs->m, t->part, why);
-	if (ck == WF_OK)
-		return rc;
-	if (!atomic_exchange(&fs->changed[t->part], true) && fs->notice)
-		fs->notice(fs->m->n_parts > 1 ? fs->m->parts[t->part].name : NULL, why);
-	return WF_ERR_CHANGED;
-}
-
 static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi)
 {
 	(void)fi;
@@ -273,17 +218,16 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, stru
 		return;
 	}
 	const struct wf_node *nd = &fs->t->nodes[n];
-	if (nd->kind == WF_NODE_BLOB) {
+	if (nd->kind == WF_NODE_DIR) {
+		fuse_reply_err(req, EISDIR);
+		return;
+	}
+	if (nd->kind == WF_NODE_BLOB) { /* bytes in memory: no copy, nothing to check */
 		uint64_t o = (uint64_t)off;
 		size_t len = o >= nd->blob_len ? 0 : (size_t)(nd->blob_len - o < size ? nd->blob_len - o : size);
 		fuse_reply_buf(req, len ? nd->blob + o : NULL, len);
 		return;
 	}
-	if (nd->kind != WF_NODE_TENSOR) {
-		fuse_reply_err(req, EISDIR);
-		return;
-	}
-	const struct wf_tensor *t = &fs->m->tensors[nd->tensor];
 	/* Every byte is copied, raw views too: a reply straight from the
 	 * mapping would go out before the file could be checked. */
 	char *buf = malloc(size ? size : 1);
@@ -292,7 +236,7 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, stru
 		return;
 	}
 	size_t got = 0;
-	if (read_checked(fs, t, (uint64_t)off, size, buf, &got) != WF_OK)
+	if (wf_live_read(fs->live, n, (uint64_t)off, size, buf, &got) != WF_OK)
 		fuse_reply_err(req, EIO);
 	else
 		fuse_reply_buf(req, buf, got);

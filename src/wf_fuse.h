@@ -8,6 +8,7 @@
 
 #include <stdatomic.h>
 
+#include "wf_live.h"
 #include "wf_model.h"
 #include "wf_tree.h"
 
@@ -17,20 +18,10 @@ struct wf_fs {
 	uid_t uid;                 /* owner reported for every node */
 	gid_t gid;
 	double timeout;            /* entry/attr cache timeout, seconds */
-	/* Called once per part, from a reading thread, when a file of the
-	 * model is found changed (wf_model_check): part names it when the
-	 * model has several files (else NULL), msg says what changed.  May be
-	 * NULL. */
-	void (*notice)(const char *part, const char *msg);
-	atomic_bool *changed;      /* [m->n_parts]: the part changed, its tensors' reads fail with EIO */
+	struct wf_live *live;      /* reads: segments, identity checks, SIGBUS (wf_live.h) */
 };
 
 /* The operations; pass a struct wf_fs as userdata to fuse_session_new. */
 extern const struct fuse_lowlevel_ops wf_fuse_ops;
-
-/* Installs the SIGBUS handler that turns a fault on the model mapping
- * (the file was truncated under the mount) into EIO for that read.
- * Returns 0 or -1 with errno set. */
-int wf_fuse_catch_sigbus(void);
 
 #endif

@@ -45,7 +45,21 @@ static void shorten(struct wf_buf *out, size_t start, const uint8_t *orig, size_
 	wf_buf_printf(out, "%%~%016llx", (unsigned long long)fnv1a(orig, n, FNV_SEED));
 }
 
+static void escape(const uint8_t *s, size_t n, struct wf_buf *out, bool keep_dots);
+
 void wf_escape_component(const uint8_t *s, size_t n, struct wf_buf *out)
+{
+	escape(s, n, out, false);
+}
+
+/* A metadata key is one file name: its dots stay (only '.' and '..' as
+ * whole names are escaped). */
+static void escape_key(const uint8_t *s, size_t n, struct wf_buf *out)
+{
+	escape(s, n, out, true);
+}
+
+static void escape(const uint8_t *s, size_t n, struct wf_buf *out, bool keep_dots)
 {
 	if (n == 0) {
 		wf_buf_putc(out, '%');
@@ -62,7 +76,7 @@ void wf_escape_component(const uint8_t *s, size_t n, struct wf_buf *out)
 	for (size_t i = 0; i < n && out->len - start <= NAME_MAX_BYTES;) {
 		uint8_t c = s[i];
 		size_t l = (c >= 0x80) ? wf_utf8_seq(s + i, n - i) : 1;
-		if (c == '%' || c == '/' || c == '.' || c < 0x20 || c == 0x7F || l == 0) {
+		if (c == '%' || c == '/' || (c == '.' && !keep_dots) || c < 0x20 || c == 0x7F || l == 0) {
 			wf_buf_printf(out, "%%%02X", c);
 			i++;
 		} else {
@@ -325,12 +339,179 @@ void wf_tree_path(const struct wf_tree *t, uint32_t idx, struct wf_buf *out)
 	}
 }
 
+/* A root entry named fname, or an error naming it when the tree already
+ * has one. */
+static enum wf_err add_root_file(struct builder *b, const char *fname, enum wf_node_kind kind, uint32_t *n,
+				 char *err)
+{
+	if (find(b, 0, fname, strlen(fname)) != WF_NO_NODE) {
+		char q[96];
+		return wf_fail(err, WF_ERR_UNSUP, "%s: the mount already has an entry of that name",
+			       wf_quote(q, sizeof q, fname, strlen(fname)));
+	}
+	*n = add_node(b, 0, fname, strlen(fname), kind);
+	return *n == WF_NO_NODE ? wf_fail(err, WF_ERR_NOMEM, "out of memory building the tree") : WF_OK;
+}
+
+static enum wf_err add_extras(struct builder *b, const struct wf_model *m, struct wf_buf *name, char *err)
+{
+	struct wf_tree *t = b->t;
+	uint32_t n;
+	enum wf_err rc;
+	/* A model of several files: parts.json.  A model folder: its small
+	 * files, under their own names, which must not take a name the tree
+	 * already gives (a tensor directory named like a file of the folder). */
+	for (size_t i = 0; i <= m->n_sidecars; i++) {
+		const char *fname = i < m->n_sidecars ? m->sidecars[i].name : "parts.json";
+		if (i == m->n_sidecars && !m->parts_json)
+			break;
+		if ((rc = add_root_file(b, fname, WF_NODE_BLOB, &n, err)) != WF_OK)
+			return rc;
+		t->nodes[n].blob = i < m->n_sidecars ? m->sidecars[i].data : m->parts_json;
+		t->nodes[n].blob_len = i < m->n_sidecars ? m->sidecars[i].len : m->parts_json_len;
+	}
+
+	/* model.safetensors: the header here, the tensors' views behind it */
+	rc = wf_st_header(m, &t->st_header, &t->st_header_len, &t->st_offsets);
+	if (rc != WF_OK)
+		return wf_fail(err, rc, "model.safetensors: %s", rc == WF_ERR_NOMEM ? "out of memory" : "cannot build its header");
+	if ((rc = add_root_file(b, "model.safetensors", WF_NODE_MODEL_ST, &n, err)) != WF_OK)
+		return rc;
+
+	/* one file per metadata key, in a folder of its own */
+	const char *dname = find(b, 0, "metadata", 8) == WF_NO_NODE ? "metadata" : "metadata.d";
+	uint32_t dir;
+	if ((rc = add_root_file(b, dname, WF_NODE_DIR, &dir, err)) != WF_OK)
+		return rc;
+	for (size_t i = 0; i < t->n_meta; i++) {
+		const struct wf_meta_file *f = &t->meta[i];
+		name->len = 0;
+		escape_key((const uint8_t *)f->name, f->name_len, name);
+		size_t base = name->len;
+		for (unsigned dup = 2; !name->oom && find(b, dir, name->data, name->len) != WF_NO_NODE; dup++) {
+			name->len = base;
+			wf_buf_printf(name, "~%u", dup);
+		}
+		if (name->oom || (n = add_node(b, dir, name->data, name->len, WF_NODE_BLOB)) == WF_NO_NODE)
+			return wf_fail(err, WF_ERR_NOMEM, "out of memory building the tree");
+		t->nodes[n].blob = f->data;
+		t->nodes[n].blob_len = f->len;
+	}
+	return WF_OK;
+}
+
+/* A tensor file's .npy header (none without -o npy). */
+static size_t npy_len(const struct wf_tree *t, uint32_t tensor, char *buf)
+{
+	return t->npy ? wf_npy_header(&t->m->tensors[tensor], buf) : 0;
+}
+
+uint64_t wf_tree_size(const struct wf_tree *t, uint32_t idx)
+{
+	const struct wf_node *nd = &t->nodes[idx];
+	char h[WF_NPY_HEADER_MAX];
+	switch (nd->kind) {
+	case WF_NODE_TENSOR:
+		return npy_len(t, nd->tensor, h) + t->m->tensors[nd->tensor].size;
+	case WF_NODE_BLOB:
+		return nd->blob_len;
+	case WF_NODE_MODEL_ST:
+		return t->st_header_len + t->st_offsets[t->m->n_tensors];
+	default:
+		return 0;
+	}
+}
+
+void wf_tree_seg(const struct wf_tree *t, uint32_t idx, uint64_t off, struct wf_seg *seg)
+{
+	/* one npy header per thread: a BYTES segment points into it */
+	static __thread char npy[WF_NPY_HEADER_MAX];
+	const struct wf_node *nd = &t->nodes[idx];
+	memset(seg, 0, sizeof *seg);
+	seg->kind = WF_SEG_NONE;
+	if (nd->kind == WF_NODE_BLOB) {
+		if (off < nd->blob_len) {
+			seg->kind = WF_SEG_BYTES;
+			seg->len = nd->blob_len;
+			seg->bytes = nd->blob;
+		}
+		return;
+	}
+	uint64_t head;
+	const char *hb;
+	size_t tensor;
+	if (nd->kind == WF_NODE_TENSOR) {
+		head = npy_len(t, nd->tensor, npy);
+		hb = npy;
+		tensor = nd->tensor;
+	} else if (nd->kind == WF_NODE_MODEL_ST) {
+		head = t->st_header_len;
+		hb = t->st_header;
+		/* the tensor whose view holds off: the last start at or before it,
+		 * skipping empty views */
+		const uint64_t *o = t->st_offsets;
+		size_t lo = 0, hi = t->m->n_tensors;
+		uint64_t d = off < head ? 0 : off - head;
+		while (hi - lo > 1) {
+			size_t mid = lo + (hi - lo) / 2;
+			if (o[mid] <= d)
+				lo = mid;
+			else
+				hi = mid;
+		}
+		while (lo + 1 < t->m->n_tensors && o[lo + 1] <= d)
+			lo++;
+		tensor = lo;
+	} else {
+		return;
+	}
+	if (off < head) {
+		seg->kind = WF_SEG_BYTES;
+		seg->len = head;
+		seg->bytes = hb;
+		return;
+	}
+	if (tensor >= t->m->n_tensors)
+		return;
+	uint64_t vstart = head + (nd->kind == WF_NODE_MODEL_ST ? t->st_offsets[tensor] : 0);
+	const struct wf_tensor *tn = &t->m->tensors[tensor];
+	if (off >= vstart + tn->size)
+		return;
+	seg->kind = WF_SEG_VIEW;
+	seg->start = vstart;
+	seg->len = tn->size;
+	seg->tensor = (uint32_t)tensor;
+	seg->from = 0;
+}
+
 enum wf_err wf_tree_build(struct wf_tree **out, const struct wf_model *m, char *err)
+{
+	return wf_tree_build_opts(out, m, NULL, err);
+}
+
+/* Adds the tensor files' neighbours at the root: parts.json, the model
+ * folder's own files, model.safetensors and the metadata folder. */
+static enum wf_err add_extras(struct builder *b, const struct wf_model *m, struct wf_buf *name, char *err);
+
+enum wf_err wf_tree_build_opts(struct wf_tree **out, const struct wf_model *m, const struct wf_tree_opts *opts,
+			       char *err)
 {
 	*out = NULL;
 	struct wf_tree *t = calloc(1, sizeof *t);
 	if (!t)
 		return wf_fail(err, WF_ERR_NOMEM, "out of memory");
+	t->m = m;
+	t->npy = opts && opts->npy;
+	{
+		static const char empty[] = "{}";
+		bool have = m->metadata_json && m->metadata_json_len;
+		enum wf_err mr = wf_meta_files(have ? m->metadata_json : empty, have ? m->metadata_json_len : 2,
+					       &t->meta, &t->n_meta, &t->meta_text);
+		if (mr != WF_OK) {
+			wf_tree_free(t);
+			return wf_fail(err, mr, "metadata.json: cannot split it into files");
+		}
+	}
 	struct builder b = {.t = t, .m = m};
 	struct wf_buf comp = {0}, name = {0}, json = {0};
 	size_t ends[WF_TREE_MAX_DIRS + 1];
@@ -339,7 +520,7 @@ enum wf_err wf_tree_build(struct wf_tree **out, const struct wf_model *m, char *
 
 	/* Upper bound on nodes: root, the blobs (JSON files, parts.json, sidecars), and per tensor its file and
 	 * one directory per '.' up to the limit. */
-	uint64_t cap = 4 + m->n_sidecars;
+	uint64_t cap = 6 + m->n_sidecars + t->n_meta;
 	for (size_t i = 0; i < m->n_tensors; i++) {
 		const char *s = m->tensors[i].name, *e = s + m->tensors[i].name_len;
 		cap++;
@@ -405,8 +586,17 @@ enum wf_err wf_tree_build(struct wf_tree **out, const struct wf_model *m, char *
 		name.len = 0;
 		wf_buf_put(&name, comp.data + from, ends[k - 1] - from);
 		size_t base = name.len;
+		const char *suffix = "";
 		uint32_t clash = name.oom ? WF_NO_NODE : find(&b, dir, name.data, name.len);
-		if (clash != WF_NO_NODE && t->nodes[clash].kind == WF_NODE_DIR) {
+		if (t->npy) {
+			/* NAME.npy never meets a directory: generated components hold no '.' */
+			const struct wf_tensor *tn = &m->tensors[i];
+			/* room for ".npy" and a "~N" */
+			shorten(&name, 0, (const uint8_t *)tn->name + tail, tn->name_len - tail, NAME_MAX_BYTES - 8);
+			base = name.len;
+			suffix = ".npy";
+			wf_buf_puts(&name, suffix);
+		} else if (clash != WF_NO_NODE && t->nodes[clash].kind == WF_NODE_DIR) {
 			/* the suffix must not push the component past NAME_MAX */
 			const struct wf_tensor *tn = &m->tensors[i];
 			shorten(&name, 0, (const uint8_t *)tn->name + tail, tn->name_len - tail,
@@ -416,7 +606,7 @@ enum wf_err wf_tree_build(struct wf_tree **out, const struct wf_model *m, char *
 		}
 		for (unsigned dup = 2; !name.oom && find(&b, dir, name.data, name.len) != WF_NO_NODE; dup++) {
 			name.len = base;
-			wf_buf_printf(&name, "~%u", dup);
+			wf_buf_printf(&name, "~%u%s", dup, suffix);
 		}
 		if (name.oom)
 			goto nomem;
@@ -426,25 +616,8 @@ enum wf_err wf_tree_build(struct wf_tree **out, const struct wf_model *m, char *
 		t->nodes[n].tensor = (uint32_t)i;
 		t->tensor_node[i] = n;
 	}
-	/* A model of several files: parts.json.  A model folder: its small
-	 * files, under their own names, which must not take a name the tree
-	 * already gives (a tensor directory named like a file of the folder). */
-	for (size_t i = 0; i <= m->n_sidecars; i++) {
-		const char *fname = i < m->n_sidecars ? m->sidecars[i].name : "parts.json";
-		if (i == m->n_sidecars && !m->parts_json)
-			break;
-		if (find(&b, 0, fname, strlen(fname)) != WF_NO_NODE) {
-			char q[96];
-			rc = wf_fail(err, WF_ERR_UNSUP, "%s: the mount already has an entry of that name",
-				     wf_quote(q, sizeof q, fname, strlen(fname)));
-			goto fail;
-		}
-		uint32_t n = add_node(&b, 0, fname, strlen(fname), WF_NODE_BLOB);
-		if (n == WF_NO_NODE)
-			goto nomem;
-		t->nodes[n].blob = i < m->n_sidecars ? m->sidecars[i].data : m->parts_json;
-		t->nodes[n].blob_len = i < m->n_sidecars ? m->sidecars[i].len : m->parts_json_len;
-	}
+	if ((rc = add_extras(&b, m, &name, err)) != WF_OK)
+		goto fail;
 	free(b.slots);
 	b.slots = NULL;
 	wf_buf_free(&comp);
@@ -520,5 +693,11 @@ void wf_tree_free(struct wf_tree *t)
 	free(t->child_pool);
 	free(t->tensor_node);
 	free(t->tensors_json);
+	free(t->st_header);
+	free(t->st_offsets);
+	for (size_t i = 0; i < t->n_meta; i++)
+		free(t->meta[i].name);
+	free(t->meta);
+	free(t->meta_text);
 	free(t);
 }

@@ -31,6 +31,7 @@
 
 #include "wf_common.h"
 #include "wf_hash.h"
+#include "wf_gen.h"
 #include "wf_model.h"
 
 #include <stdint.h>
@@ -51,8 +52,32 @@
 
 enum wf_node_kind {
 	WF_NODE_DIR,
-	WF_NODE_TENSOR,  /* a tensor's view */
-	WF_NODE_BLOB,    /* a generated file held in memory (metadata.json, tensors.json) */
+	WF_NODE_TENSOR,  /* a tensor's view (behind its .npy header with -o npy) */
+	WF_NODE_BLOB,    /* a file held in memory (metadata.json, tensors.json, a metadata key, a sidecar) */
+	WF_NODE_MODEL_ST, /* model.safetensors: its header, then every tensor's view in turn */
+};
+
+/* Every file is a list of segments, each either bytes in memory or a range
+ * of a tensor's view; wf_tree_seg finds the one that holds a given byte,
+ * and wf_live_read (wf_live.h) serves any file through it. */
+enum wf_seg_kind {
+	WF_SEG_NONE,     /* past the end of the file, or not a file */
+	WF_SEG_BYTES,
+	WF_SEG_VIEW,
+};
+
+struct wf_seg {
+	enum wf_seg_kind kind;
+	uint64_t start;      /* where the segment starts in its file */
+	uint64_t len;        /* its bytes */
+	const char *bytes;   /* WF_SEG_BYTES: its contents */
+	uint32_t tensor;     /* WF_SEG_VIEW: the tensor ... */
+	uint64_t from;       /* ... and where in its view the segment starts */
+};
+
+/* What the tree holds besides the tensors' own files. */
+struct wf_tree_opts {
+	bool npy;            /* tensor files are NAME.npy: a .npy header, then the view */
 };
 
 struct wf_chunk;
@@ -85,6 +110,14 @@ struct wf_tree {
 	char *tensors_json;         /* contents of tensors.json */
 	size_t tensors_json_len;
 	unsigned max_dirs;          /* the limit on directories per tensor this model got */
+	bool npy;                   /* tensor files carry .npy headers */
+	const struct wf_model *m;
+	char *st_header;            /* model.safetensors: its header (length and JSON) */
+	uint64_t st_header_len;
+	uint64_t *st_offsets;       /* [n_tensors + 1]: each view's start after the header, and the end */
+	struct wf_meta_file *meta;  /* one file per metadata key, in metadata.json's order */
+	size_t n_meta;
+	char *meta_text;            /* what the metadata files' texts point into */
 	/* private */
 	uint32_t *child_pool;       /* every directory's children, back to back */
 	struct wf_chunk *names;     /* node names, packed into chunks */
@@ -98,6 +131,21 @@ struct wf_tree {
  * per WF_TREE_DIR_HEADER_DIV bytes of m->data_offset.  Returns freed heap
  * pages to the system before returning (glibc keeps them otherwise). */
 enum wf_err wf_tree_build(struct wf_tree **out, const struct wf_model *m, char *err);
+
+/* The same with options (NULL: the defaults, as wf_tree_build).  Besides
+ * the tensors, every tree has model.safetensors (the whole model as one
+ * safetensors file in the mount's dtype) and a folder of one file per
+ * metadata key, "metadata" (or "metadata.d" should a tensor or a file of
+ * the model's folder take that name). */
+enum wf_err wf_tree_build_opts(struct wf_tree **out, const struct wf_model *m, const struct wf_tree_opts *opts,
+			       char *err);
+
+/* The bytes of file node idx (0 for a directory). */
+uint64_t wf_tree_size(const struct wf_tree *t, uint32_t idx);
+
+/* The segment of file node idx that holds byte off; kind WF_SEG_NONE at or
+ * past the end, or for a directory. */
+void wf_tree_seg(const struct wf_tree *t, uint32_t idx, uint64_t off, struct wf_seg *seg);
 
 void wf_tree_free(struct wf_tree *t);
 

@@ -14,14 +14,13 @@ static uint64_t round_fragment(uint64_t n)
 
 uint64_t wf_node_size(const struct wf_tree *t, const struct wf_model *m, uint32_t idx)
 {
+	(void)m;
 	const struct wf_node *nd = &t->nodes[idx];
 	switch (nd->kind) {
-	case WF_NODE_TENSOR:
-		return m->tensors[nd->tensor].size;
-	case WF_NODE_BLOB:
-		return nd->blob_len;
 	case WF_NODE_DIR:
 		break;
+	default:
+		return wf_tree_size(t, idx);
 	}
 	uint64_t n = dirent_bytes(1) + dirent_bytes(2); /* "." and ".." */
 	for (uint32_t i = 0; i < nd->n_children; i++)
