@@ -314,23 +314,30 @@ enum wf_err wf_tree_build(struct wf_tree **out, const struct wf_model *m, char *
 	}
 
 	/* A model of several files: parts.json.  A model folder: its small
-	 * files, under their own names, which must not take a name the tree
-	 * already gives (a tensor directory named like a file of the folder). */
-	for (size_t i = 0; i <= m->n_sidecars; i++) {
-		const char *fname = i < m->n_sidecars ? m->sidecars[i].name : "parts.json";
-		if (i == m->n_sidecars && !m->parts_json)
-			break;
-		if (wf_tree_lookup(t, 0, fname, strlen(fname)) != WF_NO_NODE) {
-			char q[96];
-			rc = wf_fail(err, WF_ERR_UNSUP, "%s: the mount already has an entry of that name",
-				     wf_quote(q, sizeof q, fname, strlen(fname)));
+	 * files, under their own names.  A file of the folder whose name the
+	 * tree already gives (metadata.json, tensors.json, parts.json, or a
+	 * tensor's top-level entry) is left out: what weightfs makes of the
+	 * model comes first, and one stray file must not stop the mount. */
+	if (m->parts_json) {
+		if (wf_tree_lookup(t, 0, "parts.json", 10) != WF_NO_NODE) {
+			rc = wf_fail(err, WF_ERR_UNSUP, "parts.json: the mount already has an entry of that name");
 			goto fail;
 		}
-		uint32_t n = add_node(&b, 0, fname, strlen(fname), WF_NODE_BLOB);
+		uint32_t n = add_node(&b, 0, "parts.json", 10, WF_NODE_BLOB);
 		if (n == WF_NO_NODE)
 			goto nomem;
-		t->nodes[n].blob = i < m->n_sidecars ? m->sidecars[i].data : m->parts_json;
-		t->nodes[n].blob_len = i < m->n_sidecars ? m->sidecars[i].len : m->parts_json_len;
+		t->nodes[n].blob = m->parts_json;
+		t->nodes[n].blob_len = m->parts_json_len;
+	}
+	for (size_t i = 0; i < m->n_sidecars; i++) {
+		const struct wf_sidecar *sc = &m->sidecars[i];
+		if (wf_tree_lookup(t, 0, sc->name, strlen(sc->name)) != WF_NO_NODE)
+			continue;
+		uint32_t n = add_node(&b, 0, sc->name, strlen(sc->name), WF_NODE_BLOB);
+		if (n == WF_NO_NODE)
+			goto nomem;
+		t->nodes[n].blob = sc->data;
+		t->nodes[n].blob_len = sc->len;
 	}
 
 	/* Children lists, sorted so readdir is stable and ordered. */
