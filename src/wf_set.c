@@ -33,6 +33,7 @@ struct loader {
 	char *err;            /* the caller's message buffer */
 	size_t fd_budget;     /* parts whose descriptor may stay open */
 	size_t fds_kept;
+	bool in_snapshot;     /* already went from a hub cache folder to its snapshot */
 };
 
 enum form { FORM_SPLIT_GGUF, FORM_INDEX, FORM_ST_SET };
@@ -399,7 +400,16 @@ static enum wf_err load_split(struct loader *L, struct wf_model *given, const ch
 			       "%s: split.count is %" PRIu64 ", but the name does not follow PREFIX-%%05d-of-%%05d.gguf, "
 			       "so the other parts cannot be found", name, count);
 	}
-	if (of != count || given->split_no < 0 || no != (uint64_t)given->split_no + 1 || count > MAX_PARTS) {
+	if (count > MAX_PARTS) {
+		wf_model_free(given);
+		return wf_fail(L->err, WF_ERR_UNSUP, "%s: split.count is %" PRIu64 ", more than the %d parts weightfs takes",
+			       name, count, MAX_PARTS);
+	}
+	if (given->split_no < 0) {
+		wf_model_free(given);
+		return wf_fail(L->err, WF_ERR_FORMAT, "%s: split.count is %" PRIu64 ", but split.no is missing", name, count);
+	}
+	if (of != count || no != (uint64_t)given->split_no + 1) {
 		enum wf_err rc = wf_fail(L->err, WF_ERR_FORMAT,
 			       "%s: the name says part %lu of %lu, but split.no is %" PRId64 " and split.count %" PRIu64
 			       " (split.no counts from 0)", name, no, of, given->split_no, count);
@@ -424,6 +434,9 @@ static enum wf_err load_split(struct loader *L, struct wf_model *given, const ch
 		rc = open_part(L, pn, &parts[i]);
 		if (rc == WF_OK && parts[i]->format != WF_FMT_GGUF)
 			rc = wf_fail(L->err, WF_ERR_FORMAT, "%s: not a GGUF file", pn);
+		else if (rc == WF_OK && parts[i]->split_count < 0)
+			rc = wf_fail(L->err, WF_ERR_FORMAT, "%s: has no split.count, so it is no part of this set of %" PRIu64,
+				     pn, count);
 		else if (rc == WF_OK && parts[i]->split_count != (int64_t)count)
 			rc = wf_fail(L->err, WF_ERR_FORMAT,
 				     "%s: belongs to another split set: split.count is %" PRId64 ", not %" PRIu64,
@@ -433,16 +446,28 @@ static enum wf_err load_split(struct loader *L, struct wf_model *given, const ch
 				     pn, parts[i]->split_no, i);
 		free(pn);
 	}
-	/* split.tensors.count, where a part states it, is the set's total */
+	/* gguf-split writes the set's split.tensors.count into every part: a
+	 * part that states another number comes from another set, which says
+	 * more than a total that does not add up */
+	const struct wf_model *stated = NULL;
+	for (uint64_t i = 0; i < count && rc == WF_OK; i++) {
+		if (parts[i]->split_tensors < 0)
+			continue;
+		if (!stated)
+			stated = parts[i];
+		else if (parts[i]->split_tensors != stated->split_tensors)
+			rc = wf_fail(L->err, WF_ERR_FORMAT,
+				     "%s: belongs to another split set: split.tensors.count is %" PRId64 ", but %" PRId64
+				     " in %s", parts[i]->parts[0].name, parts[i]->split_tensors, stated->split_tensors,
+				     stated->parts[0].name);
+	}
 	size_t total = 0;
 	for (uint64_t i = 0; i < count && rc == WF_OK; i++)
 		total += parts[i]->n_tensors;
-	for (uint64_t i = 0; i < count && rc == WF_OK; i++) {
-		if (parts[i]->split_tensors >= 0 && (uint64_t)parts[i]->split_tensors != total)
-			rc = wf_fail(L->err, WF_ERR_FORMAT,
-				     "%s: split.tensors.count is %" PRId64 ", but the %" PRIu64 " parts hold %zu tensors",
-				     parts[i]->parts[0].name, parts[i]->split_tensors, count, total);
-	}
+	if (rc == WF_OK && stated && (uint64_t)stated->split_tensors != total)
+		rc = wf_fail(L->err, WF_ERR_FORMAT,
+			     "%s: split.tensors.count is %" PRId64 ", but the %" PRIu64 " parts hold %zu tensors",
+			     stated->parts[0].name, stated->split_tensors, count, total);
 	if (rc != WF_OK) {
 		for (uint64_t i = 0; i < count; i++)
 			wf_model_free(parts[i]);
@@ -882,12 +907,15 @@ static enum wf_err add_sidecars(struct loader *L, struct folder *f, struct wf_mo
 	return WF_OK;
 }
 
-/* A hub cache's models--ORG--NAME folder: the snapshot refs/main names. */
+/* A hub cache's models--ORG--NAME folder: the snapshot refs/main names,
+ * or, with no refs/main (a cache filled by revision), the only snapshot.
+ * NULL if dir is no hub cache folder or the choice is not clear. */
 static char *hub_snapshot(const char *dir)
 {
 	char *refs = join(dir, "refs/main"), *snap = NULL;
-	FILE *fp = refs ? fopen(refs, "r") : NULL;
+	FILE *fp = refs ? fopen(refs, "re") : NULL;
 	char rev[128];
+	bool had_refs = fp != NULL;
 	if (fp && fgets(rev, sizeof rev, fp)) {
 		rev[strcspn(rev, "\r\n")] = '\0';
 		if (*rev && !strchr(rev, '/') && strcmp(rev, "..") != 0 && strcmp(rev, ".") != 0) {
@@ -899,7 +927,26 @@ static char *hub_snapshot(const char *dir)
 	if (fp)
 		fclose(fp);
 	free(refs);
-	return snap;
+	if (had_refs) /* refs/main decides, even when it names nothing usable */
+		return snap;
+	char *snaps = join(dir, "snapshots");
+	DIR *d = snaps ? opendir(snaps) : NULL;
+	struct dirent *de;
+	char *only = NULL;
+	bool several = false;
+	while (d && (de = readdir(d)) != NULL) {
+		if (de->d_name[0] == '.')
+			continue;
+		several = only != NULL;
+		free(only);
+		only = several ? NULL : join(snaps, de->d_name);
+		if (several)
+			break;
+	}
+	if (d)
+		closedir(d);
+	free(snaps);
+	return only;
 }
 
 static enum wf_err load_folder(struct loader *L, struct wf_model **out)
@@ -914,9 +961,11 @@ static enum wf_err load_folder(struct loader *L, struct wf_model **out)
 	if (rc != WF_OK)
 		goto out;
 	if (n == 0) {
-		char *snap = hub_snapshot(L->dir);
+		/* once only: a snapshot that leads back to its cache folder is a loop */
+		char *snap = L->in_snapshot ? NULL : hub_snapshot(L->dir);
 		struct stat st;
 		if (snap && stat(snap, &st) == 0 && S_ISDIR(st.st_mode)) {
+			L->in_snapshot = true;
 			folder_free(&f);
 			free(L->dir);
 			L->dir = realpath(snap, NULL);
@@ -959,9 +1008,18 @@ static enum wf_err load_folder(struct loader *L, struct wf_model **out)
 		rc = load_st_set(L, &f, models[0].first, out);
 	} else {
 		struct wf_model *m;
+		size_t named = 0; /* files whose names put them in this set */
+		for (size_t i = 0; i < f.n; i++)
+			named += f.e[i].model == 0;
 		rc = open_part(L, first, &m);
-		if (rc == WF_OK)
+		if (rc == WF_OK && m->split_count <= 1 && named > 1) {
+			/* the others would be left out without a word */
+			wf_model_free(m);
+			rc = wf_fail(L->err, WF_ERR_FORMAT, "%s: named as a part of %s, but has no split.count > 1", first,
+				     models[0].label);
+		} else if (rc == WF_OK) {
 			rc = m->split_count > 1 ? load_split(L, m, first, out) : (*out = m, WF_OK);
+		}
 	}
 	if (rc == WF_OK)
 		rc = add_sidecars(L, &f, *out);

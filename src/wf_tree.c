@@ -359,16 +359,24 @@ static enum wf_err add_extras(struct builder *b, const struct wf_model *m, struc
 	uint32_t n;
 	enum wf_err rc;
 	/* A model of several files: parts.json.  A model folder: its small
-	 * files, under their own names, which must not take a name the tree
-	 * already gives (a tensor directory named like a file of the folder). */
-	for (size_t i = 0; i <= m->n_sidecars; i++) {
-		const char *fname = i < m->n_sidecars ? m->sidecars[i].name : "parts.json";
-		if (i == m->n_sidecars && !m->parts_json)
-			break;
-		if ((rc = add_root_file(b, fname, WF_NODE_BLOB, &n, err)) != WF_OK)
+	 * files, under their own names.  A file of the folder whose name the
+	 * tree already gives (metadata.json, tensors.json, parts.json, or a
+	 * tensor's top-level entry) is left out: what weightfs makes of the
+	 * model comes first, and one stray file must not stop the mount. */
+	if (m->parts_json) {
+		if ((rc = add_root_file(b, "parts.json", WF_NODE_BLOB, &n, err)) != WF_OK)
 			return rc;
-		t->nodes[n].blob = i < m->n_sidecars ? m->sidecars[i].data : m->parts_json;
-		t->nodes[n].blob_len = i < m->n_sidecars ? m->sidecars[i].len : m->parts_json_len;
+		t->nodes[n].blob = m->parts_json;
+		t->nodes[n].blob_len = m->parts_json_len;
+	}
+	for (size_t i = 0; i < m->n_sidecars; i++) {
+		const struct wf_sidecar *sc = &m->sidecars[i];
+		if (find(b, 0, sc->name, strlen(sc->name)) != WF_NO_NODE)
+			continue;
+		if ((rc = add_root_file(b, sc->name, WF_NODE_BLOB, &n, err)) != WF_OK)
+			return rc;
+		t->nodes[n].blob = sc->data;
+		t->nodes[n].blob_len = sc->len;
 	}
 
 	/* model.safetensors: the header here, the tensors' views behind it */

@@ -36,13 +36,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		t->ndim = 1;
 		t->shape = &one;
 		t->offset = 0;
+		t->part = 0;
 		FUZZ_CHECK(wf_tensor_sizes(t, true, NULL) == WF_OK, "sizes");
 		from = i + 1;
 	}
+	/* one part, from a buffer: tensors.json gives no "file" */
+	struct wf_part part = {.data = src, .len = sizeof src, .fd = -1};
 	struct wf_model m = {.format = (size & 1) ? WF_FMT_GGUF : WF_FMT_SAFETENSORS,
 			     .data = src, .data_len = sizeof src, .version = 3, .alignment = 1,
 			     .tensors = ts, .n_tensors = n, .metadata_json = (char *)"{}\n",
-			     .metadata_json_len = 3, .fd = -1};
+			     .metadata_json_len = 3, .parts = &part, .n_parts = 1};
 	struct wf_tree *tr;
 	char err[WF_ERRLEN];
 	if (wf_tree_build(&tr, &m, err) == WF_OK) {
