@@ -1154,10 +1154,30 @@ def check_awkward(m, tj, ts):
     errs.raise_if_any()
 
 
-def walk_files(m):
+def meta_dir(mp):
+    """The metadata folder's name at the root: "metadata", or "metadata.d"
+    when a tensor directory took "metadata"."""
+    return "metadata.d" if os.path.isdir(os.path.join(mp, "metadata.d")) else "metadata"
+
+
+def n_generated(m):
+    """Files weightfs makes besides the tensors': metadata.json,
+    tensors.json, model.safetensors and one per metadata key."""
+    with open(m.path("metadata.json"), "rb") as f:
+        return 3 + len(json.loads(f.read().decode("utf-8")))
+
+
+def walk_files(m, extras=False):
+    """Relative paths of the files under the mount: the tensors and the
+    JSON files, without model.safetensors and the metadata folder unless
+    extras is set."""
     root = m.mp.encode()
+    skip = {b"model.safetensors", meta_dir(m.mp).encode()}
     found = set()
     for d, dirs, files in os.walk(root):
+        if d == root and not extras:
+            dirs[:] = [x for x in dirs if x not in skip]
+            files = [x for x in files if x not in skip]
         for f in files:
             found.add(os.path.relpath(os.path.join(d, f), root))
     return found
@@ -1471,8 +1491,8 @@ def check_tools(m, n_tensors):
                                           r.stderr.decode(errors="replace").strip()[:200]))
     r = subprocess.run(["find", m.mp, "-type", "f"], stdout=subprocess.PIPE, timeout=60)
     nf = len([l for l in r.stdout.split(b"\n") if l])
-    if nf != n_tensors + 2:
-        errs.add("find -type f lists %d files, expected %d" % (nf, n_tensors + 2))
+    if nf != n_tensors + n_generated(m):
+        errs.add("find -type f lists %d files, expected %d" % (nf, n_tensors + n_generated(m)))
     r = subprocess.run(["du", "-s", "-B1", "--apparent-size", m.mp], stdout=subprocess.PIPE,
                        timeout=60)
     errs.raise_if_any()
@@ -2909,7 +2929,7 @@ def group_bounds():
                                    stderr=subprocess.PIPE, timeout=60)
                 secs = time.monotonic() - t0
                 n = r.stdout.count(b"\n")
-                if r.returncode != 0 or n != len(names) + 2:
+                if r.returncode != 0 or n != len(names) + n_generated(m):
                     raise Fail("find: exit %d, %d files, %r" % (r.returncode, n, r.stderr[:200]))
                 if secs > 10:
                     raise Fail("find took %.1f s" % secs)
@@ -3076,7 +3096,7 @@ def group_malformed():
 # MODEL as a whole checkpoint (wf_set.c): a split GGUF, a safetensors index
 # and its shards, a model folder, a hub cache.
 
-def st_bytes(tensors, md=None):
+def st_set_bytes(tensors, md=None):
     """A safetensors file of (name, numpy array) pairs, in that order."""
     hdr, off, data = {}, 0, []
     if md is not None:
@@ -3110,7 +3130,7 @@ def make_st_set(d, n_shards=3, per_shard=3, prefix="model", index=True, seed=0):
             exp[name] = (fn, arr.astype("<f4").tobytes())
             wm[name] = fn
             total += arr.nbytes
-        write_file(os.path.join(d, fn), st_bytes(ts, {"format": "pt", "shard": str(s)}))
+        write_file(os.path.join(d, fn), st_set_bytes(ts, {"format": "pt", "shard": str(s)}))
     if index:
         with open(os.path.join(d, "%s.safetensors.index.json" % prefix), "w") as f:
             json.dump({"metadata": {"total_size": total}, "weight_map": wm}, f, indent=2)
@@ -3194,7 +3214,8 @@ def check_set_mount(m, exp, errs, label, sidecars=None, n_parts=None):
     if sorted(set(fn for fn, _ in exp.values())) != sorted(files):
         errs.add("%s: parts.json files %r" % (label, files[:4]))
     tops = {e["path"].split("/")[0] for e in tj["tensors"]}
-    want_root = tops | {"metadata.json", "tensors.json", "parts.json"} | set(sidecars or {})
+    want_root = tops | {"metadata.json", "tensors.json", "parts.json", "model.safetensors",
+                        meta_dir(m.mp)} | set(sidecars or {})
     root = set(os.listdir(m.mp))
     if root != want_root:
         errs.add("%s: root holds %r, expected %r" % (label, sorted(root), sorted(want_root)))
@@ -3489,7 +3510,7 @@ def sets_malformed(base):
 
     def dup_tensor(dd):
         # shard 3 also holds shard 1's first tensor
-        write_file(os.path.join(dd, S3), st_bytes([("model.layers.0.mlp.w0.weight", np.zeros(7, "<f4")),
+        write_file(os.path.join(dd, S3), st_set_bytes([("model.layers.0.mlp.w0.weight", np.zeros(7, "<f4")),
                                                    ("model.layers.2.mlp.w0.weight", np.zeros(7, "<f4"))]))
     wm = {k: v for k, v in good["weight_map"].items() if v != S3}
     wm["model.layers.2.mlp.w0.weight"] = S3
@@ -3555,7 +3576,7 @@ def sets_thousand(base):
     wm = {}
     for i in range(n):
         fn = "model-%05d-of-%05d.safetensors" % (i + 1, n)
-        write_file(os.path.join(ds, fn), st_bytes([("layers.%d.w" % i, np.full(4, i, "<f4"))]))
+        write_file(os.path.join(ds, fn), st_set_bytes([("layers.%d.w" % i, np.full(4, i, "<f4"))]))
         wm["layers.%d.w" % i] = fn
     with open(os.path.join(ds, "model.safetensors.index.json"), "w") as f:
         json.dump({"metadata": {"total_size": 16 * n}, "weight_map": wm}, f)
