@@ -150,6 +150,10 @@ static enum wf_err copy_segments(struct wf_live *lv, struct touched *tc, uint32_
 		wf_tree_seg(lv->t, node, off + done, &seg);
 		if (seg.kind == WF_SEG_NONE)
 			break;
+		if (seg.kind == WF_SEG_NOMEM) {
+			rc = WF_ERR_NOMEM;
+			break;
+		}
 		uint64_t in = off + done - seg.start;
 		uint64_t n = seg.len - in;
 		if (n > len - done)

@@ -274,19 +274,19 @@ static int child_cmp(const void *a, const void *b, void *ctx)
 static void tensors_json(struct wf_tree *t, const struct wf_model *m, struct wf_buf *b)
 {
 	if (m->format == WF_FMT_GGUF)
-		wf_buf_printf(b, "{\"format\": \"gguf\", \"version\": %u, \"alignment\": %u, \"data_offset\": %" PRIu64
-			      ", \"metadata_count\": %" PRIu64 ",\n \"tensors\": [",
+		wf_buf_printf(b, "{\"format\":\"gguf\",\"version\":%u,\"alignment\":%u,\"data_offset\":%" PRIu64
+			      ",\"metadata_count\":%" PRIu64 ",\n\"tensors\":[",
 			      m->version, m->alignment, m->data_offset, m->n_kv);
 	else
-		wf_buf_printf(b, "{\"format\": \"safetensors\", \"data_offset\": %" PRIu64
-			      ", \"metadata_count\": %" PRIu64 ",\n \"tensors\": [",
+		wf_buf_printf(b, "{\"format\":\"safetensors\",\"data_offset\":%" PRIu64
+			      ",\"metadata_count\":%" PRIu64 ",\n\"tensors\":[",
 			      m->data_offset, m->n_kv);
 	for (size_t i = 0; i < m->n_tensors && !b->oom; i++) {
 		const struct wf_tensor *tn = &m->tensors[i];
 		const struct wf_type *ty = wf_type_get(tn->type);
-		wf_buf_puts(b, i ? ",\n  {\"name\": " : "\n  {\"name\": ");
+		wf_buf_puts(b, i ? ",\n{\"name\":" : "\n{\"name\":");
 		wf_buf_json_str(b, tn->name, tn->name_len);
-		wf_buf_puts(b, ", \"path\": \"");
+		wf_buf_puts(b, ",\"path\":\"");
 		size_t at = b->len;
 		wf_tree_path(t, t->tensor_node[i], b);
 		/* paths are ASCII-safe except '"' and '\\', which need escaping */
@@ -300,18 +300,18 @@ static void tensors_json(struct wf_tree *t, const struct wf_model *m, struct wf_
 			wf_buf_json_str(b, p.data, p.len);
 			wf_buf_free(&p);
 		}
-		wf_buf_printf(b, ", \"type\": \"%s\", \"dtype\": \"%s\", \"shape\": ", ty->name, wf_view_dtype(tn));
+		wf_buf_printf(b, ",\"type\":\"%s\",\"dtype\":\"%s\",\"shape\":", ty->name, wf_view_dtype(tn));
 		wf_view_shape_json(tn, b);
-		wf_buf_printf(b, ", \"size\": %" PRIu64 ", ", tn->size);
+		wf_buf_printf(b, ",\"size\":%" PRIu64 ",", tn->size);
 		const char *file = m->parts[tn->part].name;
 		if (file) {
-			wf_buf_puts(b, "\"file\": ");
+			wf_buf_puts(b, "\"file\":");
 			wf_buf_json_str(b, file, strlen(file));
-			wf_buf_puts(b, ", ");
+			wf_buf_putc(b, ',');
 		}
-		wf_buf_printf(b, "\"offset\": %" PRIu64 ", \"nbytes\": %" PRIu64 "}", tn->offset, tn->nbytes);
+		wf_buf_printf(b, "\"offset\":%" PRIu64 ",\"nbytes\":%" PRIu64 "}", tn->offset, tn->nbytes);
 	}
-	wf_buf_puts(b, m->n_tensors ? "\n ]}\n" : "]}\n");
+	wf_buf_puts(b, m->n_tensors ? "\n]}\n" : "]}\n");
 }
 
 void wf_tree_path(const struct wf_tree *t, uint32_t idx, struct wf_buf *out)
@@ -380,7 +380,9 @@ static enum wf_err add_extras(struct builder *b, const struct wf_model *m, struc
 	}
 
 	/* model.safetensors: the header here, the tensors' views behind it */
-	rc = wf_st_header(m, &t->st_header, &t->st_header_len, &t->st_offsets);
+	char *hdr = NULL;
+	rc = wf_st_header(m, &hdr, &t->st_header_len, &t->st_offsets);
+	free(hdr); /* made again on first use (st_header_get) */
 	if (rc != WF_OK)
 		return wf_fail(err, rc, "model.safetensors: %s", rc == WF_ERR_NOMEM ? "out of memory" : "cannot build its header");
 	if ((rc = add_root_file(b, "model.safetensors", WF_NODE_MODEL_ST, &n, err)) != WF_OK)
@@ -412,6 +414,30 @@ static enum wf_err add_extras(struct builder *b, const struct wf_model *m, struc
 static size_t npy_len(const struct wf_tree *t, uint32_t tensor, char *buf)
 {
 	return t->npy ? wf_npy_header(&t->m->tensors[tensor], buf) : 0;
+}
+
+/* model.safetensors' header, made on first use; NULL when out of memory. */
+static const char *st_header_get(const struct wf_tree *tc)
+{
+	struct wf_tree *t = (struct wf_tree *)tc; /* the lazily made header is the one mutable part */
+	char *h = atomic_load_explicit(&t->st_header, memory_order_acquire);
+	if (h)
+		return h;
+	pthread_mutex_lock(&t->st_lock);
+	h = atomic_load_explicit(&t->st_header, memory_order_relaxed);
+	if (!h) {
+		uint64_t len, *offs = NULL;
+		/* the same model renders the same bytes as at build time */
+		if (wf_st_header(t->m, &h, &len, &offs) == WF_OK && len == t->st_header_len)
+			atomic_store_explicit(&t->st_header, h, memory_order_release);
+		else {
+			free(h);
+			h = NULL;
+		}
+		free(offs);
+	}
+	pthread_mutex_unlock(&t->st_lock);
+	return h;
 }
 
 uint64_t wf_tree_size(const struct wf_tree *t, uint32_t idx)
@@ -446,7 +472,7 @@ void wf_tree_seg(const struct wf_tree *t, uint32_t idx, uint64_t off, struct wf_
 		return;
 	}
 	uint64_t head;
-	const char *hb;
+	const char *hb = NULL;
 	size_t tensor;
 	if (nd->kind == WF_NODE_TENSOR) {
 		head = npy_len(t, nd->tensor, npy);
@@ -454,7 +480,10 @@ void wf_tree_seg(const struct wf_tree *t, uint32_t idx, uint64_t off, struct wf_
 		tensor = nd->tensor;
 	} else if (nd->kind == WF_NODE_MODEL_ST) {
 		head = t->st_header_len;
-		hb = t->st_header;
+		if (off < head && !(hb = st_header_get(t))) {
+			seg->kind = WF_SEG_NOMEM;
+			return;
+		}
 		/* the tensor whose view holds off: the last start at or before it,
 		 * skipping empty views */
 		const uint64_t *o = t->st_offsets;
@@ -510,6 +539,7 @@ enum wf_err wf_tree_build_opts(struct wf_tree **out, const struct wf_model *m, c
 		return wf_fail(err, WF_ERR_NOMEM, "out of memory");
 	t->m = m;
 	t->npy = opts && opts->npy;
+	pthread_mutex_init(&t->st_lock, NULL);
 	{
 		static const char empty[] = "{}";
 		bool have = m->metadata_json && m->metadata_json_len;
@@ -701,7 +731,8 @@ void wf_tree_free(struct wf_tree *t)
 	free(t->child_pool);
 	free(t->tensor_node);
 	free(t->tensors_json);
-	free(t->st_header);
+	free(atomic_load(&t->st_header));
+	pthread_mutex_destroy(&t->st_lock);
 	free(t->st_offsets);
 	for (size_t i = 0; i < t->n_meta; i++)
 		free(t->meta[i].name);

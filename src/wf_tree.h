@@ -34,6 +34,8 @@
 #include "wf_gen.h"
 #include "wf_model.h"
 
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 
 #define WF_NO_NODE UINT32_MAX
@@ -64,6 +66,7 @@ enum wf_seg_kind {
 	WF_SEG_NONE,     /* past the end of the file, or not a file */
 	WF_SEG_BYTES,
 	WF_SEG_VIEW,
+	WF_SEG_NOMEM,    /* the bytes could not be made (out of memory) */
 };
 
 struct wf_seg {
@@ -112,8 +115,12 @@ struct wf_tree {
 	unsigned max_dirs;          /* the limit on directories per tensor this model got */
 	bool npy;                   /* tensor files carry .npy headers */
 	const struct wf_model *m;
-	char *st_header;            /* model.safetensors: its header (length and JSON) */
+	/* model.safetensors: its header (length and JSON), made on first use:
+	 * until a reader wants it, it costs no memory (only its length is
+	 * known, from a first rendering thrown away at build time) */
+	char *_Atomic st_header;
 	uint64_t st_header_len;
+	pthread_mutex_t st_lock;
 	uint64_t *st_offsets;       /* [n_tensors + 1]: each view's start after the header, and the end */
 	struct wf_meta_file *meta;  /* one file per metadata key, in metadata.json's order */
 	size_t n_meta;

@@ -695,8 +695,8 @@ START_TEST(test_gguf_invalid_utf8_distinct)
 	struct wf_tree *t;
 	char err[WF_ERRLEN];
 	ck_assert_int_eq(wf_tree_build(&t, p.m, err), WF_OK);
-	ck_assert_ptr_nonnull(strstr(t->tensors_json, "\"name\": \"t\\udcff\""));
-	ck_assert_ptr_nonnull(strstr(t->tensors_json, "\"name\": \"t\\udcfe\""));
+	ck_assert_ptr_nonnull(strstr(t->tensors_json, "\"name\":\"t\\udcff\""));
+	ck_assert_ptr_nonnull(strstr(t->tensors_json, "\"name\":\"t\\udcfe\""));
 	j = json_bytes_parse(t->tensors_json, t->tensors_json_len);
 	ck_assert_ptr_nonnull(j);
 	const cJSON *ts = cJSON_GetObjectItemCaseSensitive(j, "tensors");

@@ -734,8 +734,8 @@ START_TEST(test_tensors_json_quotes)
 	struct wf_model *m = model_of(names, 2);
 	struct wf_tree *t = tree_of(m);
 	check_invariants(t, m);
-	ck_assert_ptr_nonnull(strstr(t->tensors_json, "\"path\": \"q\\\"uote/back\\\\slash\""));
-	ck_assert_ptr_nonnull(strstr(t->tensors_json, "\"path\": \"plain\""));
+	ck_assert_ptr_nonnull(strstr(t->tensors_json, "\"path\":\"q\\\"uote/back\\\\slash\""));
+	ck_assert_ptr_nonnull(strstr(t->tensors_json, "\"path\":\"plain\""));
 	wf_tree_free(t);
 	wf_model_free(m);
 }
