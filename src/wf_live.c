@@ -113,55 +113,74 @@ static enum wf_err after_sigbus(struct wf_live *lv)
 	return WF_ERR_CHANGED;
 }
 
-enum wf_err wf_live_read_tensor(struct wf_live *lv, size_t tensor, uint64_t off, size_t len, void *out,
-				size_t *got)
+/* One copy: the bytes of a tensor's view, or of a file of the tree. */
+struct job {
+	uint32_t node;        /* a file of the tree, or WF_NO_NODE for ... */
+	size_t tensor;        /* ... this tensor's view */
+	uint64_t off;
+	size_t len;
+	uint8_t *out;
+};
+
+static enum wf_err copy_segments(struct wf_live *lv, struct touched *tc, const struct job *j, size_t *got);
+
+/* Runs job j with SIGBUS caught, then checks every part it touched: a
+ * check after the copy sees any writer that raced it, since the size or
+ * mtime moves before the bytes do. */
+static enum wf_err guarded(struct wf_live *lv, const struct job *j, size_t *got)
 {
 	struct touched tc = {.n = 0};
 	sigjmp_buf jb;
 	*got = 0;
-	if (tensor >= lv->m->n_tensors)
-		return WF_ERR_RANGE;
 	if (sigsetjmp(jb, 1) != 0) {
 		bus_jmp = NULL;
 		*got = 0;
 		return after_sigbus(lv);
 	}
 	bus_jmp = &jb;
-	enum wf_err rc = view_piece(lv, &tc, tensor, off, len, out, got);
+	enum wf_err rc = j->node == WF_NO_NODE ? view_piece(lv, &tc, j->tensor, j->off, j->len, j->out, got)
+					       : copy_segments(lv, &tc, j, got);
 	bus_jmp = NULL;
-	/* A check after the copy sees any writer that raced it: the size or
-	 * mtime moves before the bytes do. */
-	if (check_touched(lv, &tc) != WF_OK) {
+	if (check_touched(lv, &tc) != WF_OK)
+		rc = WF_ERR_CHANGED;
+	if (rc != WF_OK)
 		*got = 0;
-		return WF_ERR_CHANGED;
-	}
 	return rc;
 }
 
-/* The copy itself, out of wf_live_read's frame so that nothing there
- * changes between sigsetjmp and a longjmp. */
-static enum wf_err copy_segments(struct wf_live *lv, struct touched *tc, uint32_t node, uint64_t off, size_t len,
-				 uint8_t *out, size_t *got)
+enum wf_err wf_live_read_tensor(struct wf_live *lv, size_t tensor, uint64_t off, size_t len, void *out,
+				size_t *got)
+{
+	*got = 0;
+	if (tensor >= lv->m->n_tensors)
+		return WF_ERR_RANGE;
+	struct job j = {.node = WF_NO_NODE, .tensor = tensor, .off = off, .len = len, .out = out};
+	return guarded(lv, &j, got);
+}
+
+/* The copy of a file of the tree, segment by segment. */
+static enum wf_err copy_segments(struct wf_live *lv, struct touched *tc, const struct job *j, size_t *got)
 {
 	size_t done = 0;
 	enum wf_err rc = WF_OK;
-	while (done < len) {
+	while (done < j->len) {
 		struct wf_seg seg;
-		wf_tree_seg(lv->t, node, off + done, &seg);
+		wf_tree_seg(lv->t, j->node, j->off + done, &seg);
 		if (seg.kind == WF_SEG_NONE)
 			break;
 		if (seg.kind == WF_SEG_NOMEM) {
 			rc = WF_ERR_NOMEM;
 			break;
 		}
-		uint64_t in = off + done - seg.start;
+		uint64_t in = j->off + done - seg.start;
 		uint64_t n = seg.len - in;
-		if (n > len - done)
-			n = len - done;
+		if (n > j->len - done)
+			n = j->len - done;
 		size_t piece = (size_t)n;
 		if (seg.kind == WF_SEG_BYTES) {
-			memcpy(out + done, seg.bytes + in, piece);
-		} else if ((rc = view_piece(lv, tc, seg.tensor, seg.from + in, piece, out + done, &piece)) != WF_OK) {
+			memcpy(j->out + done, seg.bytes + in, piece);
+		} else if ((rc = view_piece(lv, tc, seg.tensor, seg.from + in, piece, j->out + done, &piece)) !=
+			   WF_OK) {
 			break;
 		} else if (piece != n) {
 			rc = WF_ERR_RANGE; /* a view shorter than its segment: a bug, not data */
@@ -175,24 +194,6 @@ static enum wf_err copy_segments(struct wf_live *lv, struct touched *tc, uint32_
 
 enum wf_err wf_live_read(struct wf_live *lv, uint32_t node, uint64_t off, size_t len, void *out, size_t *got)
 {
-	struct touched tc = {.n = 0};
-	sigjmp_buf jb;
-	*got = 0;
-	if (sigsetjmp(jb, 1) != 0) {
-		bus_jmp = NULL;
-		*got = 0;
-		return after_sigbus(lv);
-	}
-	bus_jmp = &jb;
-	enum wf_err rc = copy_segments(lv, &tc, node, off, len, out, got);
-	bus_jmp = NULL;
-	/* A check after the copy sees any writer that raced it: the size or
-	 * mtime moves before the bytes do. */
-	if (check_touched(lv, &tc) != WF_OK) {
-		*got = 0;
-		return WF_ERR_CHANGED;
-	}
-	if (rc != WF_OK)
-		*got = 0;
-	return rc;
+	struct job j = {.node = node, .off = off, .len = len, .out = out};
+	return guarded(lv, &j, got);
 }

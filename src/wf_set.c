@@ -173,6 +173,26 @@ static void put_metadata_entry(struct wf_buf *b, size_t *n, const char *key, con
 	(*n)++;
 }
 
+/* Appends obj's entries whose keys are not in seen yet, noting them there. */
+static void add_entries(struct wf_buf *b, size_t *count, cJSON *seen, const cJSON *obj)
+{
+	const cJSON *e;
+	cJSON_ArrayForEach(e, obj) {
+		if (b->oom)
+			return;
+		if (cJSON_GetObjectItemCaseSensitive(seen, e->string))
+			continue;
+		char *v = cJSON_PrintUnformatted(e);
+		if (!v || !cJSON_AddTrueToObject(seen, e->string)) {
+			free(v);
+			b->oom = true;
+			return;
+		}
+		put_metadata_entry(b, count, e->string, v);
+		free(v);
+	}
+}
+
 /* metadata.json of a safetensors set: the index's metadata, then each
  * shard's __metadata__ entries whose keys are not there yet.  Every
  * shard's own metadata is also kept whole in parts.json. */
@@ -185,35 +205,14 @@ static enum wf_err st_metadata(struct loader *L, struct wf_model *m, struct wf_m
 	if (!seen)
 		return wf_fail(L->err, WF_ERR_NOMEM, "out of memory");
 	wf_buf_putc(&b, '{');
-	const cJSON *e;
-	cJSON_ArrayForEach(e, index_md) {
-		char *v = cJSON_PrintUnformatted(e);
-		if (!v || !cJSON_AddTrueToObject(seen, e->string)) {
-			free(v);
-			b.oom = true;
-			break;
-		}
-		put_metadata_entry(&b, &count, e->string, v);
-		free(v);
-	}
+	add_entries(&b, &count, seen, index_md);
 	for (uint32_t i = 0; i < n && !b.oom; i++) {
 		cJSON *md = cJSON_ParseWithLength(parts[i]->metadata_json, parts[i]->metadata_json_len);
 		if (!md) {
 			b.oom = true; /* our own output: only memory can make it fail */
 			break;
 		}
-		cJSON_ArrayForEach(e, md) {
-			if (cJSON_GetObjectItemCaseSensitive(seen, e->string))
-				continue;
-			char *v = cJSON_PrintUnformatted(e);
-			if (!v || !cJSON_AddTrueToObject(seen, e->string)) {
-				free(v);
-				b.oom = true;
-				break;
-			}
-			put_metadata_entry(&b, &count, e->string, v);
-			free(v);
-		}
+		add_entries(&b, &count, seen, md);
 		cJSON_Delete(md);
 	}
 	wf_buf_puts(&b, count ? "\n}\n" : "}\n");

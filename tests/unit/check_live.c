@@ -10,8 +10,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "wf_live.h"
 #include "wf_log.h"
 #include "wf_model.h"
+#include "wf_tree.h"
 
 #ifndef DATA_DIR
 #define DATA_DIR "tests/valid"
@@ -141,6 +143,56 @@ START_TEST(test_buffer_model)
 }
 END_TEST
 
+/* Reads through wf_live: a tensor and the tree's files are served while
+ * the file is as opened; after a change, they fail, and the notice
+ * comes once. */
+static int notices;
+static void count_notice(void *ctx, const char *part, const char *why)
+{
+	(void)ctx, (void)part, (void)why;
+	notices++;
+}
+
+START_TEST(test_live_reads)
+{
+	struct wf_model *m = open_copy();
+	struct wf_tree *t;
+	char err[WF_ERRLEN];
+	ck_assert_int_eq(wf_tree_build(&t, m, err), WF_OK);
+	struct wf_live lv;
+	ck_assert_int_eq(wf_live_init(&lv, m, t, count_notice, NULL), WF_OK);
+	ck_assert_int_eq(wf_live_catch_sigbus(), 0);
+	ck_assert_uint_ge(m->n_tensors, 1);
+	uint8_t buf[64], whole[64];
+	size_t got;
+	uint64_t size = m->tensors[0].size < sizeof buf ? m->tensors[0].size : sizeof buf;
+	ck_assert_int_eq(wf_live_read_tensor(&lv, 0, 0, sizeof buf, whole, &got), WF_OK);
+	ck_assert_uint_eq(got, size);
+	/* the same bytes through the tensor's file and through model.safetensors */
+	ck_assert_int_eq(wf_live_read(&lv, t->tensor_node[0], 0, sizeof buf, buf, &got), WF_OK);
+	ck_assert_uint_eq(got, size);
+	ck_assert_int_eq(memcmp(buf, whole, size), 0);
+	uint32_t st = wf_tree_lookup(t, 0, "model.safetensors", 17);
+	ck_assert_uint_ne(st, WF_NO_NODE);
+	ck_assert_int_eq(wf_live_read(&lv, st, t->st_header_len + t->st_offsets[0], size, buf, &got), WF_OK);
+	ck_assert_uint_eq(got, size);
+	ck_assert_int_eq(memcmp(buf, whole, size), 0);
+	ck_assert_int_eq(wf_live_read_tensor(&lv, m->n_tensors, 0, 4, buf, &got), WF_ERR_RANGE);
+	/* a change: every read of the part fails, and it is said once */
+	ck_assert_int_eq(truncate(path, m->parts[0].st.st_size - 1), 0);
+	ck_assert_int_eq(wf_live_read_tensor(&lv, 0, 0, sizeof buf, buf, &got), WF_ERR_CHANGED);
+	ck_assert_uint_eq(got, 0);
+	/* the header is in memory and stays readable; the tensor's bytes do not */
+	ck_assert_int_eq(wf_live_read(&lv, st, 0, 8, buf, &got), WF_OK);
+	ck_assert_int_eq(wf_live_read(&lv, st, t->st_header_len + t->st_offsets[0], size, buf, &got), WF_ERR_CHANGED);
+	ck_assert_int_eq(wf_live_read(&lv, t->tensor_node[0], 0, sizeof buf, buf, &got), WF_ERR_CHANGED);
+	ck_assert_int_eq(notices, 1);
+	wf_live_free(&lv);
+	wf_tree_free(t);
+	close_copy(m);
+}
+END_TEST
+
 /* ---------------------------------------------------------------- limiter */
 
 struct sink {
@@ -219,6 +271,7 @@ static Suite *live_suite(void)
 	tcase_add_test(tc, test_mtime_restored);
 	tcase_add_test(tc, test_replaced_by_rename);
 	tcase_add_test(tc, test_buffer_model);
+	tcase_add_test(tc, test_live_reads);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("limiter");
 	tcase_add_test(tc, test_repeats);
