@@ -222,13 +222,16 @@ def san_env():
 class Mount:
     """weightfs -f MODEL MP in a subprocess, stderr captured to a file."""
 
-    def __init__(self, model, opts=(), label=None, target=None):
+    def __init__(self, model, opts=(), label=None, target=None, nofile=None):
+        """nofile: run the daemon under `ulimit -n nofile`."""
         self.model = model
         self.mp = target or new_dir()
         self.errpath = self.mp + ".stderr"
         self.rc = None
         self.closed = False
         self.argv = [BIN, "-f"] + list(opts) + [model, self.mp]
+        if nofile:
+            self.argv = ["bash", "-c", "ulimit -n %d; exec \"$@\"" % nofile, "bash"] + self.argv
         with open(self.errpath, "wb") as ef:
             self.proc = subprocess.Popen(self.argv, stdin=subprocess.DEVNULL,
                                          stdout=subprocess.DEVNULL, stderr=ef,
@@ -3246,36 +3249,6 @@ def daemon_rss_kb(pid):
     return -1
 
 
-def mount_limited(model, nofile):
-    """Mounts model with weightfs -f under `ulimit -n nofile`; returns
-    (Mount-like object, seconds to mounted)."""
-    m = Mount.__new__(Mount)
-    m.model = model
-    m.mp = new_dir()
-    m.errpath = m.mp + ".stderr"
-    m.rc = None
-    m.closed = False
-    lim = "ulimit -n %d; " % nofile if nofile else ""
-    m.argv = ["bash", "-c", lim + 'exec "$0" -f "$1" "$2"', BIN, model, m.mp]
-    t0 = time.monotonic()
-    with open(m.errpath, "wb") as ef:
-        m.proc = subprocess.Popen(m.argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                  stderr=ef, preexec_fn=reset_signals)
-    ACTIVE[m.mp] = m.proc
-    while not is_mounted(m.mp):
-        if m.proc.poll() is not None:
-            ACTIVE.pop(m.mp, None)
-            raise Fail("daemon exited with %s before mounting; stderr: %s"
-                       % (m.proc.returncode, m.stderr().strip()[:500]))
-        if time.monotonic() - t0 > MOUNT_TIMEOUT:
-            m.kill()
-            raise Fail("not mounted after %.0f s" % MOUNT_TIMEOUT)
-        time.sleep(0.002)
-    m.t_ready = time.monotonic() - t0
-    os.stat(m.mp)
-    return m
-
-
 def expect_eio_direct(path):
     fd = os.open(path, os.O_RDONLY | os.O_DIRECT)
     try:
@@ -3595,7 +3568,7 @@ def sets_thousand(base):
         for nofile in (64, 1024, 0):
             def thousand(label=label, model=model, name_of=name_of, path_of=path_of, nofile=nofile):
                 errs = Errs()
-                m = mount_limited(model, nofile)
+                m = Mount(model, nofile=nofile)
                 try:
                     rss = daemon_rss_kb(m.proc.pid)
                     with open("/proc/%d/limits" % m.proc.pid) as f:
