@@ -7,6 +7,7 @@
 PREFIX  ?= /usr/local
 BINDIR  ?= $(PREFIX)/bin
 MANDIR  ?= $(PREFIX)/share/man
+MIMEDIR ?= $(PREFIX)/share/mime
 CC      ?= cc
 PKG_CONFIG ?= pkg-config
 PYTHON  ?= python3
@@ -95,10 +96,16 @@ mount-check: $(B)/weightfs
 demo:
 	$(Q)bash tools/demo.sh
 
+# The mime types of -o suffix's and -o npy's files (packaging/weightfs-mime.xml).
+# A staged install (DESTDIR, packages) leaves the database to the package's
+# trigger; a direct one updates it, when shared-mime-info is there.
 install: $(B)/weightfs
-	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MIMEDIR)/packages
 	install -m 0755 $(B)/weightfs $(DESTDIR)$(BINDIR)/weightfs
 	install -m 0644 docs/weightfs.1 $(DESTDIR)$(MANDIR)/man1/weightfs.1
+	install -m 0644 packaging/weightfs-mime.xml $(DESTDIR)$(MIMEDIR)/packages/weightfs.xml
+	$(Q)if [ -z "$(DESTDIR)" ] && command -v update-mime-database >/dev/null 2>&1; then \
+		update-mime-database $(MIMEDIR); fi
 
 # A .deb in build/deb/, from packaging/debian (see packaging/README.md).  The
 # package is built from a copy of the tree in build/deb/src, so neither the
@@ -115,7 +122,10 @@ deb:
 	@ls $(DEB_DIR)/*.deb
 
 uninstall:
-	rm -f $(DESTDIR)$(BINDIR)/weightfs $(DESTDIR)$(MANDIR)/man1/weightfs.1
+	rm -f $(DESTDIR)$(BINDIR)/weightfs $(DESTDIR)$(MANDIR)/man1/weightfs.1 \
+		$(DESTDIR)$(MIMEDIR)/packages/weightfs.xml
+	$(Q)if [ -z "$(DESTDIR)" ] && [ -d $(MIMEDIR)/packages ] && \
+		command -v update-mime-database >/dev/null 2>&1; then update-mime-database $(MIMEDIR); fi
 
 clean:
 	rm -rf build

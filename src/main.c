@@ -38,6 +38,7 @@ struct opts {
 	int allow_other;   /* seen -o allow_other: add default_permissions */
 	int nonempty;      /* -o nonempty: mount over a directory's files (libfuse 3 has no such option) */
 	int npy;           /* -o npy: tensor files are NAME.npy */
+	int suffix;        /* -o suffix: tensor files are NAME.f32, NAME.i64, ... */
 	int help, version;
 	char *dtype;       /* -o dtype=f32|f16|bf16|stored */
 };
@@ -50,6 +51,7 @@ static const struct fuse_opt wf_opts[] = {
 	FUSE_OPT_KEY("allow_other", KEY_ALLOW_OTHER),
 	{"dtype=%s", offsetof(struct opts, dtype), 0},
 	OPT("npy", npy),
+	OPT("suffix", suffix),
 	FUSE_OPT_KEY("nonempty", KEY_NONEMPTY),
 	OPT("-h", help),
 	OPT("--help", help),
@@ -99,6 +101,11 @@ static void usage(const char *prog)
 	       "       allow_root          let root read the mount\n"
 	       "       auto_unmount        unmount when the daemon ends, even if killed\n"
 	       "       nonempty            mount over a directory that has files (hiding them)\n"
+	       "       dtype=T             what float and quantized tensors' files hold: f32\n"
+	       "                           (default), f16, bf16, or stored (the model's bytes)\n"
+	       "       npy                 tensor files are NAME.npy (a .npy header, then the values)\n"
+	       "       suffix              tensor files end in their dtype: NAME.f32, NAME.i64, ...\n"
+	       "                           (desktops then show their type; see weightfs(1))\n"
 	       "       max_threads=N       at most N worker threads (default 10)\n"
 	       "       max_idle_threads=N  at most N idle worker threads\n"
 	       "       clone_fd            one /dev/fuse descriptor per thread\n"
@@ -349,7 +356,7 @@ int main(int argc, char *argv[])
 	if (rc == WF_OK)
 		rc = wf_model_set_view(m, out, err);
 	if (rc == WF_OK)
-		rc = wf_tree_build_opts(&t, m, &(struct wf_tree_opts){.npy = o.npy}, err);
+		rc = wf_tree_build_opts(&t, m, &(struct wf_tree_opts){.npy = o.npy, .suffix = o.suffix}, err);
 	if (rc != WF_OK) {
 		fprintf(stderr, "weightfs: %s: %s\n", o.model, err);
 		ret = rc == WF_ERR_IO ? EXIT_OPEN : rc == WF_ERR_FORMAT ? EXIT_FORMAT

@@ -143,6 +143,34 @@ const char *wf_view_st_dtype(const struct wf_tensor *t)
 	}
 }
 
+/* One row per view dtype: the suffix is what a desktop sees, so it must
+ * stay stable (the mime XML lists the same). */
+static const struct {
+	const char *dtype, *suffix;
+} suffixes[] = {
+	{"float32", "f32"}, {"float16", "f16"}, {"bfloat16", "bf16"}, {"float64", "f64"},
+	{"int8", "i8"}, {"int16", "i16"}, {"int32", "i32"}, {"int64", "i64"},
+	{"uint8", "u8"}, {"uint16", "u16"}, {"uint32", "u32"}, {"uint64", "u64"},
+	{"bool", "bool"}, {"complex64", "c64"},
+	{"float8_e4m3fn", "f8e4m3"}, {"float8_e5m2", "f8e5m2"}, {"float8_e8m0fnu", "f8e8m0"},
+	{"float8_e4m3fnuz", "f8e4m3fnuz"}, {"float8_e5m2fnuz", "f8e5m2fnuz"},
+};
+
+const char *wf_dtype_suffix(const char *dtype)
+{
+	for (size_t i = 0; i < WF_ARRAY_LEN(suffixes); i++)
+		if (strcmp(dtype, suffixes[i].dtype) == 0)
+			return suffixes[i].suffix;
+	return NULL;
+}
+
+const char *wf_view_suffix(const struct wf_tensor *t)
+{
+	const char *s = wf_dtype_suffix(wf_view_dtype(t));
+	/* every dtype of the type table is above; bytes are the safe reading */
+	return s ? s : "u8";
+}
+
 uint32_t wf_view_shape(const struct wf_tensor *t, uint64_t *dims)
 {
 	const struct wf_type *ty = wf_type_get(t->type);

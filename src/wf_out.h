@@ -45,6 +45,19 @@ const char *wf_view_dtype(const struct wf_tensor *t);
 const char *wf_view_descr(const struct wf_tensor *t);
 const char *wf_view_st_dtype(const struct wf_tensor *t);
 
+/* The file-name suffix (without its '.') that names t's view dtype under
+ * -o suffix: "f32", "f16", "bf16", "f64", "i8".."i64", "u8".."u64"
+ * (blocks under -o dtype=stored are "u8"), "bool", "c64", and for float8
+ * "f8e4m3", "f8e5m2", "f8e8m0", "f8e4m3fnuz", "f8e5m2fnuz".  None of these
+ * is a glob of shared-mime-info 2.2, so a desktop takes the type from
+ * packaging/weightfs-mime.xml (application/x-weightfs-SUFFIX) instead of
+ * sniffing the bytes.  At most WF_SUFFIX_MAX bytes. */
+#define WF_SUFFIX_MAX 10
+const char *wf_view_suffix(const struct wf_tensor *t);
+
+/* The same from a numpy dtype name (wf_view_dtype's), or NULL if unknown. */
+const char *wf_dtype_suffix(const char *dtype);
+
 /* t's view shape into dims (WF_MAX_DIMS): its shape, except that stored
  * blocks end in the bytes of one row.  Returns the number of dims. */
 uint32_t wf_view_shape(const struct wf_tensor *t, uint64_t *dims);

@@ -2,6 +2,7 @@
 #include "wf_tree.h"
 #include "wf_out.h"
 #include "wf_buf.h"
+#include "wf_summary.h"
 #include "wf_types.h"
 
 #include <malloc.h>
@@ -369,6 +370,11 @@ static enum wf_err add_extras(struct builder *b, const struct wf_model *m, struc
 		t->nodes[n].blob = m->parts_json;
 		t->nodes[n].blob_len = m->parts_json_len;
 	}
+	/* the summary before the folder's files: a WEIGHTFS.txt of the model's
+	 * own is left out like any file whose name the tree gives */
+	uint32_t summary;
+	if ((rc = add_root_file(b, WF_SUMMARY_NAME, WF_NODE_BLOB, &summary, err)) != WF_OK)
+		return rc;
 	for (size_t i = 0; i < m->n_sidecars; i++) {
 		const struct wf_sidecar *sc = &m->sidecars[i];
 		if (find(b, 0, sc->name, strlen(sc->name)) != WF_NO_NODE)
@@ -407,6 +413,10 @@ static enum wf_err add_extras(struct builder *b, const struct wf_model *m, struc
 		t->nodes[n].blob = f->data;
 		t->nodes[n].blob_len = f->len;
 	}
+	if ((rc = wf_summary(t, dname, &t->summary, &t->summary_len, err)) != WF_OK)
+		return rc;
+	t->nodes[summary].blob = t->summary;
+	t->nodes[summary].blob_len = t->summary_len;
 	return WF_OK;
 }
 
@@ -539,6 +549,7 @@ enum wf_err wf_tree_build_opts(struct wf_tree **out, const struct wf_model *m, c
 		return wf_fail(err, WF_ERR_NOMEM, "out of memory");
 	t->m = m;
 	t->npy = opts && opts->npy;
+	t->suffix = opts && opts->suffix && !t->npy;
 	pthread_mutex_init(&t->st_lock, NULL);
 	{
 		static const char empty[] = "{}";
@@ -556,9 +567,9 @@ enum wf_err wf_tree_build_opts(struct wf_tree **out, const struct wf_model *m, c
 	uint64_t per_depth[WF_TREE_MAX_DIRS + 1] = {0};
 	enum wf_err rc = WF_OK;
 
-	/* Upper bound on nodes: root, the blobs (JSON files, parts.json, sidecars), and per tensor its file and
-	 * one directory per '.' up to the limit. */
-	uint64_t cap = 6 + m->n_sidecars + t->n_meta;
+	/* Upper bound on nodes: root, the blobs (JSON files, parts.json, the summary, model.safetensors, sidecars),
+	 * the metadata folder and its files, and per tensor its file and one directory per '.' up to the limit. */
+	uint64_t cap = 7 + m->n_sidecars + t->n_meta;
 	for (size_t i = 0; i < m->n_tensors; i++) {
 		const char *s = m->tensors[i].name, *e = s + m->tensors[i].name_len;
 		cap++;
@@ -625,14 +636,18 @@ enum wf_err wf_tree_build_opts(struct wf_tree **out, const struct wf_model *m, c
 		wf_buf_put(&name, comp.data + from, ends[k - 1] - from);
 		size_t base = name.len;
 		const char *suffix = "";
+		char sfx[WF_SUFFIX_MAX + 2];
 		uint32_t clash = name.oom ? WF_NO_NODE : find(&b, dir, name.data, name.len);
-		if (t->npy) {
-			/* NAME.npy never meets a directory: generated components hold no '.' */
+		if (t->npy || t->suffix) {
+			/* NAME.npy and NAME.f32 never meet a directory: generated
+			 * components hold no '.' */
 			const struct wf_tensor *tn = &m->tensors[i];
-			/* room for ".npy" and a "~N" */
-			shorten(&name, 0, (const uint8_t *)tn->name + tail, tn->name_len - tail, NAME_MAX_BYTES - 8);
+			snprintf(sfx, sizeof sfx, ".%s", t->npy ? "npy" : wf_view_suffix(tn));
+			/* room for the suffix and a "~N" of up to 4 bytes */
+			shorten(&name, 0, (const uint8_t *)tn->name + tail, tn->name_len - tail,
+				NAME_MAX_BYTES - 4 - strlen(sfx));
 			base = name.len;
-			suffix = ".npy";
+			suffix = sfx;
 			wf_buf_puts(&name, suffix);
 		} else if (clash != WF_NO_NODE && t->nodes[clash].kind == WF_NODE_DIR) {
 			/* the suffix must not push the component past NAME_MAX */
@@ -734,6 +749,7 @@ void wf_tree_free(struct wf_tree *t)
 	free(atomic_load(&t->st_header));
 	pthread_mutex_destroy(&t->st_lock);
 	free(t->st_offsets);
+	free(t->summary);
 	for (size_t i = 0; i < t->n_meta; i++)
 		free(t->meta[i].name);
 	free(t->meta);

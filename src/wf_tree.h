@@ -12,7 +12,10 @@
  *  - a tensor whose path is also a directory (a.b next to a.b.c) is the
  *    file "<component>.tensor" beside that directory;
  *  - since no generated component holds '.', names with a '.' are ours:
- *    "metadata.json", "tensors.json", "*.tensor";
+ *    "metadata.json", "tensors.json", "WEIGHTFS.txt", "*.tensor";
+ *  - with -o npy every tensor file is "<component>.npy", with -o suffix
+ *    "<component>.<dtype suffix>" (weight.f32); the component is first
+ *    shortened as above to leave room for the suffix and a "~N";
  *  - should two entries of one directory still meet (a hash collision),
  *    the later one gets "~N" appended, N = 2, 3, ... in model order;
  *  - deep or long names: a tensor keeps at most WF_TREE_MAX_DIRS leading
@@ -81,6 +84,8 @@ struct wf_seg {
 /* What the tree holds besides the tensors' own files. */
 struct wf_tree_opts {
 	bool npy;            /* tensor files are NAME.npy: a .npy header, then the view */
+	bool suffix;         /* tensor files are NAME.SUFFIX, the suffix naming the view's
+			      * dtype (wf_view_suffix: weight.f32); ignored with npy */
 };
 
 struct wf_chunk;
@@ -114,6 +119,9 @@ struct wf_tree {
 	size_t tensors_json_len;
 	unsigned max_dirs;          /* the limit on directories per tensor this model got */
 	bool npy;                   /* tensor files carry .npy headers */
+	bool suffix;                /* tensor file names end in their dtype's suffix */
+	char *summary;              /* WEIGHTFS.txt (wf_summary.h) */
+	size_t summary_len;
 	const struct wf_model *m;
 	/* model.safetensors: its header (length and JSON), made on first use:
 	 * until a reader wants it, it costs no memory (only its length is
@@ -140,7 +148,8 @@ struct wf_tree {
 enum wf_err wf_tree_build(struct wf_tree **out, const struct wf_model *m, char *err);
 
 /* The same with options (NULL: the defaults, as wf_tree_build).  Besides
- * the tensors, every tree has model.safetensors (the whole model as one
+ * the tensors, every tree has WEIGHTFS.txt (a summary for people,
+ * wf_summary.h), model.safetensors (the whole model as one
  * safetensors file in the mount's dtype) and a folder of one file per
  * metadata key, "metadata" (or "metadata.d" should a tensor or a file of
  * the model's folder take that name). */

@@ -20,6 +20,9 @@ if [ "$what" = test ]; then
 	need_pc check check
 	need_cmd getfattr attr
 	need_cmd rclone rclone
+	# the desktop mount tests: content types as a file manager sees them
+	need_cmd gio libglib2.0-bin
+	need_cmd update-mime-database shared-mime-info
 	need_cmd clang clang
 	py_ok=
 	for py in /usr/bin/python3 python3; do

@@ -168,7 +168,8 @@ static void check_invariants(const struct wf_tree *t, const struct wf_model *m)
 			ck_assert_str_eq(nd->name, "model.safetensors");
 		} else {
 			ck_assert_uint_eq(nd->parent, 0);
-			ck_assert_msg(i == 1 || i == 2 || strcmp(nd->name, "parts.json") == 0, "blob %s", nd->name);
+			ck_assert_msg(i == 1 || i == 2 || strcmp(nd->name, "parts.json") == 0 ||
+				      strcmp(nd->name, "WEIGHTFS.txt") == 0, "blob %s", nd->name);
 		}
 		/* the path walks back to the node */
 		char *p = path_of(t, i);
@@ -414,8 +415,9 @@ START_TEST(test_empty_model)
 {
 	struct wf_model *m = model_of(NULL, 0);
 	struct wf_tree *t = tree_of(m);
-	ck_assert_uint_eq(t->n_nodes, 5);
-	ck_assert_uint_eq(t->nodes[0].n_children, 4);
+	/* metadata.json, tensors.json, WEIGHTFS.txt, model.safetensors, metadata/ */
+	ck_assert_uint_eq(t->n_nodes, 6);
+	ck_assert_uint_eq(t->nodes[0].n_children, 5);
 	ck_assert_uint_eq(t->nodes[0].n_subdirs, 1);
 	check_invariants(t, m);
 	wf_tree_free(t);
@@ -478,7 +480,7 @@ START_TEST(test_dot_names)
 	check_invariants(t, m);
 	ck_assert_uint_eq(t->max_dirs, WF_TREE_MAX_DIRS);
 	/* 31 '%' directories, shared by all four */
-	ck_assert_uint_le(t->n_nodes, 5 + 31 + 4);
+	ck_assert_uint_le(t->n_nodes, 6 + 31 + 4); /* 6: root and its own entries */
 	char want[1024], *p = tensor_path(t, 0);
 	size_t w = 0;
 	for (int k = 0; k < 31; k++)
@@ -583,7 +585,7 @@ START_TEST(test_dir_budget)
 	struct wf_tree *t = tree_of(m);
 	check_invariants(t, m);
 	ck_assert_uint_eq(t->max_dirs, 21);
-	ck_assert_uint_eq(t->n_nodes, 5 + 21 * N + N);
+	ck_assert_uint_eq(t->n_nodes, 6 + 21 * N + N);
 	char *p = tensor_path(t, 7);
 	ck_assert_str_eq(p, "k7/%/%/%/%/%/%/%/%/%/%/%/%/%/%/%/%/%/%/%/%/"
 			    "%2E%2E%2E%2E%2E%2E%2E%2E%2E%2E%2E%2E%2E%2E%2E%2E%2E%2E%2E");
