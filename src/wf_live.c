@@ -73,10 +73,9 @@ static enum wf_err check_part(struct wf_live *lv, uint32_t part)
 /* Copies view bytes of one tensor, noting its part; a part that does not
  * fit the list is checked at once, which keeps the promise as well: its
  * bytes are copied by then. */
-static enum wf_err view_piece(struct wf_live *lv, struct touched *tc, size_t tensor, uint64_t off, size_t len,
-			      uint8_t *out, size_t *got)
+static enum wf_err view_piece(struct wf_live *lv, struct touched *tc, const struct wf_tensor *t, uint64_t off,
+			      size_t len, uint8_t *out, size_t *got)
 {
-	const struct wf_tensor *t = &lv->m->tensors[tensor];
 	uint32_t part = t->part;
 	if (atomic_load_explicit(&lv->changed[part], memory_order_relaxed))
 		return WF_ERR_CHANGED;
@@ -116,10 +115,19 @@ static enum wf_err after_sigbus(struct wf_live *lv)
 enum wf_err wf_live_read_tensor(struct wf_live *lv, size_t tensor, uint64_t off, size_t len, void *out,
 				size_t *got)
 {
+	*got = 0;
+	if (tensor >= lv->m->n_tensors)
+		return WF_ERR_RANGE;
+	return wf_live_read_view(lv, &lv->m->tensors[tensor], off, len, out, got);
+}
+
+enum wf_err wf_live_read_view(struct wf_live *lv, const struct wf_tensor *t, uint64_t off, size_t len, void *out,
+			      size_t *got)
+{
 	struct touched tc = {.n = 0};
 	sigjmp_buf jb;
 	*got = 0;
-	if (tensor >= lv->m->n_tensors)
+	if (t->part >= lv->m->n_parts)
 		return WF_ERR_RANGE;
 	if (sigsetjmp(jb, 1) != 0) {
 		bus_jmp = NULL;
@@ -127,7 +135,7 @@ enum wf_err wf_live_read_tensor(struct wf_live *lv, size_t tensor, uint64_t off,
 		return after_sigbus(lv);
 	}
 	bus_jmp = &jb;
-	enum wf_err rc = view_piece(lv, &tc, tensor, off, len, out, got);
+	enum wf_err rc = view_piece(lv, &tc, t, off, len, out, got);
 	bus_jmp = NULL;
 	/* A check after the copy sees any writer that raced it: the size or
 	 * mtime moves before the bytes do. */
@@ -157,7 +165,8 @@ static enum wf_err copy_segments(struct wf_live *lv, struct touched *tc, uint32_
 		size_t piece = (size_t)n;
 		if (seg.kind == WF_SEG_BYTES) {
 			memcpy(out + done, seg.bytes + in, piece);
-		} else if ((rc = view_piece(lv, tc, seg.tensor, seg.from + in, piece, out + done, &piece)) != WF_OK) {
+		} else if ((rc = view_piece(lv, tc, &lv->m->tensors[seg.tensor], seg.from + in, piece, out + done,
+					     &piece)) != WF_OK) {
 			break;
 		} else if (piece != n) {
 			rc = WF_ERR_RANGE; /* a view shorter than its segment: a bug, not data */
