@@ -283,8 +283,8 @@ def errors_carry_the_library_message():
             weightfs.open(path)
             check(False, "%s opened" % c["file"])
         except weightfs.WeightfsError as e:
-            # expect.json gives the start of each message
-            check(str(e).startswith("%s: %s" % (path, c["message"])), "%s: %r" % (c["file"], str(e)))
+            # expect.json gives a part of each message (as check_model.c reads it)
+            check(str(e).startswith(path + ": ") and c["message"] in str(e), "%s: %r" % (c["file"], str(e)))
             check("\n" not in str(e), "one line")
             # weightfs.h's codes are the command's exit codes for these
             check(e.code == c["exit"], "%s: code %d, exit %d" % (c["file"], e.code, c["exit"]))
