@@ -68,7 +68,7 @@ endif
 .PHONY: all lib check unit-check mount-check api-check python-check demo install uninstall clean deb
 .SECONDARY:
 all: $(B)/weightfs lib
-lib: $(B)/libweightfs.so $(B)/weightfs.pc
+lib: $(B)/libweightfs.so
 
 $(B)/obj/%.o: src/%.c
 	@mkdir -p $(@D)
@@ -94,9 +94,9 @@ $(B)/libweightfs.so.$(SOVER): $(LIB_OBJ)
 $(B)/libweightfs.so: $(B)/libweightfs.so.$(SOVER)
 	$(Q)ln -sf libweightfs.so.$(SOVER) $@
 
-$(B)/weightfs.pc: weightfs.pc.in Makefile
-	$(Q)sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' -e 's|@INCDIR@|$(INCDIR)|' \
-		-e 's|@VERSION@|$(LIBVER)|' $< > $@
+# weightfs.pc is made at install time: it names the PREFIX installed to.
+PC_SED := -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' -e 's|@INCDIR@|$(INCDIR)|' \
+	-e 's|@VERSION@|$(LIBVER)|'
 
 # The mount links the same library objects statically (libweightfs.a): it
 # also uses the internals the shared library hides (the tree, wf_live), and
@@ -143,7 +143,7 @@ python-check: $(B)/libweightfs.so
 demo:
 	$(Q)bash tools/demo.sh
 
-install: $(B)/weightfs $(B)/libweightfs.so $(B)/weightfs.pc
+install: $(B)/weightfs $(B)/libweightfs.so
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(LIBDIR) $(DESTDIR)$(INCDIR) \
 		$(DESTDIR)$(PCDIR) $(DESTDIR)$(PYDIR)/weightfs
 	install -m 0755 $(B)/weightfs $(DESTDIR)$(BINDIR)/weightfs
@@ -151,7 +151,7 @@ install: $(B)/weightfs $(B)/libweightfs.so $(B)/weightfs.pc
 	install -m 0644 $(B)/libweightfs.so.$(SOVER) $(DESTDIR)$(LIBDIR)/libweightfs.so.$(SOVER)
 	ln -sf libweightfs.so.$(SOVER) $(DESTDIR)$(LIBDIR)/libweightfs.so
 	install -m 0644 src/weightfs.h $(DESTDIR)$(INCDIR)/weightfs.h
-	install -m 0644 $(B)/weightfs.pc $(DESTDIR)$(PCDIR)/weightfs.pc
+	sed $(PC_SED) weightfs.pc.in > $(DESTDIR)$(PCDIR)/weightfs.pc && chmod 0644 $(DESTDIR)$(PCDIR)/weightfs.pc
 	install -m 0644 python/weightfs/__init__.py $(DESTDIR)$(PYDIR)/weightfs/__init__.py
 
 # A .deb in build/deb/, from packaging/debian (see packaging/README.md).  The
