@@ -8,6 +8,18 @@ PREFIX  ?= /usr/local
 BINDIR  ?= $(PREFIX)/bin
 MANDIR  ?= $(PREFIX)/share/man
 MIMEDIR ?= $(PREFIX)/share/mime
+LIBDIR  ?= $(PREFIX)/lib
+INCDIR  ?= $(PREFIX)/include
+PCDIR   ?= $(LIBDIR)/pkgconfig
+# Debian's python3 looks in /usr/lib/python3/dist-packages; elsewhere the
+# module goes under PREFIX the same way (add it to PYTHONPATH).
+ifeq ($(PREFIX),/usr)
+PYDIR   ?= /usr/lib/python3/dist-packages
+else
+PYDIR   ?= $(PREFIX)/lib/python3/dist-packages
+endif
+SOVER   := 0
+LIBVER  := 0.1.0
 CC      ?= cc
 PKG_CONFIG ?= pkg-config
 PYTHON  ?= python3
@@ -38,6 +50,9 @@ CHECK_CFLAGS := $(shell $(PKG_CONFIG) --cflags check 2>/dev/null)
 CHECK_LIBS   := $(shell $(PKG_CONFIG) --libs check 2>/dev/null)
 
 ALL_CFLAGS  = $(CSTD) $(OPT) $(WARN) $(SAN) -MMD -MP -Isrc $(CJSON_CFLAGS) $(CFLAGS) $(CPPFLAGS)
+# Library objects go into both libweightfs.so and libweightfs.a: position
+# independent, and hidden unless weightfs.h marks them WEIGHTFS_API.
+LIB_CFLAGS := -fPIC -fvisibility=hidden
 ALL_LDFLAGS = $(SAN) $(LDFLAGS)
 
 # The format library: no FUSE in it.
@@ -51,13 +66,19 @@ ifneq ($(V),1)
 Q := @
 endif
 
-.PHONY: all check unit-check mount-check demo install uninstall clean deb
+.PHONY: all lib check unit-check mount-check api-check python-check demo install uninstall clean deb
 .SECONDARY:
-all: $(B)/weightfs
+all: $(B)/weightfs lib
+lib: $(B)/libweightfs.so
 
 $(B)/obj/%.o: src/%.c
 	@mkdir -p $(@D)
 	$(Q)$(CC) $(ALL_CFLAGS) -c -o $@ $<
+
+$(LIB_OBJ): ALL_CFLAGS += $(LIB_CFLAGS)
+# Objects built before the flags above (not position independent) cannot
+# go into the shared library: a changed Makefile rebuilds them.
+$(LIB_OBJ): Makefile
 
 $(B)/obj/main.o $(B)/obj/wf_fuse.o: ALL_CFLAGS += $(FUSE_CFLAGS)
 # Decoders must round exactly as ggml does: never fuse a*b+c.
@@ -66,6 +87,21 @@ $(B)/obj/wf_decode.o $(B)/obj/wf_decode_x86.o: ALL_CFLAGS += -ffp-contract=off
 $(B)/libweightfs.a: $(LIB_OBJ)
 	$(Q)rm -f $@ && ar rcs $@ $^
 
+# The shared library exports weightfs.h and nothing else (api-check).
+$(B)/libweightfs.so.$(SOVER): $(LIB_OBJ)
+	$(Q)$(CC) $(ALL_LDFLAGS) -shared -Wl,-soname,libweightfs.so.$(SOVER) -Wl,-z,defs -o $@ $^ \
+		$(CJSON_LIBS) -lm -lpthread
+
+$(B)/libweightfs.so: $(B)/libweightfs.so.$(SOVER)
+	$(Q)ln -sf libweightfs.so.$(SOVER) $@
+
+# weightfs.pc is made at install time: it names the PREFIX installed to.
+PC_SED := -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' -e 's|@INCDIR@|$(INCDIR)|' \
+	-e 's|@VERSION@|$(LIBVER)|'
+
+# The mount links the same library objects statically (libweightfs.a): it
+# also uses the internals the shared library hides (the tree, wf_live), and
+# an installed binary then cannot meet a libweightfs.so of another version.
 $(B)/weightfs: $(BIN_OBJ) $(B)/libweightfs.a
 	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $^ $(FUSE_LIBS) $(CJSON_LIBS) -lm -lpthread
 
@@ -79,7 +115,7 @@ $(B)/tests/check_%: $(B)/tests/check_%.o $(B)/libweightfs.a
 # `make check` first installs what the tests need and is missing (apt, when
 # root or passwordless sudo; otherwise it says what to install), then runs
 # every suite.  tests/fuzz/fuzz.mk adds fuzz-check to CHECK_TARGETS.
-CHECK_TARGETS := unit-check mount-check
+CHECK_TARGETS := unit-check mount-check api-check python-check
 check:
 	$(Q)bash tools/deps.sh test
 	$(Q)$(MAKE) --no-print-directory $(CHECK_TARGETS)
@@ -93,16 +129,34 @@ unit-check: $(UNIT_BIN) $(B)/weightfs
 mount-check: $(B)/weightfs
 	$(Q)bash tests/mount/run.sh $(B)/weightfs
 
+# The shared library's exports are weightfs.h's functions and nothing else;
+# docs/example.c builds against the header and library alone and runs.
+api-check: $(B)/libweightfs.so $(B)/example
+	$(Q)bash tests/api/exports.sh $(B)/libweightfs.so.$(SOVER) src/weightfs.h
+	$(Q)$(B)/example tests/data/ggml-oracle/type_q4_K.gguf > /dev/null
+
+$(B)/example: docs/example.c src/weightfs.h $(B)/libweightfs.so
+	$(Q)$(CC) $(CSTD) $(OPT) $(WARN) $(SAN) -Werror -isystem src -o $@ $< -L$(B) -lweightfs -Wl,-rpath,'$$ORIGIN'
+
+python-check: $(B)/libweightfs.so
+	$(Q)bash tests/python/run.sh $(B)/libweightfs.so.$(SOVER)
+
 demo:
 	$(Q)bash tools/demo.sh
 
 # The mime types of -o suffix's and -o npy's files (packaging/weightfs-mime.xml).
 # A staged install (DESTDIR, packages) leaves the database to the package's
 # trigger; a direct one updates it, when shared-mime-info is there.
-install: $(B)/weightfs
-	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MIMEDIR)/packages
+install: $(B)/weightfs $(B)/libweightfs.so
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MIMEDIR)/packages $(DESTDIR)$(LIBDIR) $(DESTDIR)$(INCDIR) \
+		$(DESTDIR)$(PCDIR) $(DESTDIR)$(PYDIR)/weightfs
 	install -m 0755 $(B)/weightfs $(DESTDIR)$(BINDIR)/weightfs
 	install -m 0644 docs/weightfs.1 $(DESTDIR)$(MANDIR)/man1/weightfs.1
+	install -m 0644 $(B)/libweightfs.so.$(SOVER) $(DESTDIR)$(LIBDIR)/libweightfs.so.$(SOVER)
+	ln -sf libweightfs.so.$(SOVER) $(DESTDIR)$(LIBDIR)/libweightfs.so
+	install -m 0644 src/weightfs.h $(DESTDIR)$(INCDIR)/weightfs.h
+	sed $(PC_SED) weightfs.pc.in > $(DESTDIR)$(PCDIR)/weightfs.pc && chmod 0644 $(DESTDIR)$(PCDIR)/weightfs.pc
+	install -m 0644 python/weightfs/__init__.py $(DESTDIR)$(PYDIR)/weightfs/__init__.py
 	install -m 0644 packaging/weightfs-mime.xml $(DESTDIR)$(MIMEDIR)/packages/weightfs.xml
 	$(Q)if [ -z "$(DESTDIR)" ] && command -v update-mime-database >/dev/null 2>&1; then \
 		update-mime-database $(MIMEDIR); fi
@@ -123,7 +177,10 @@ deb:
 
 uninstall:
 	rm -f $(DESTDIR)$(BINDIR)/weightfs $(DESTDIR)$(MANDIR)/man1/weightfs.1 \
-		$(DESTDIR)$(MIMEDIR)/packages/weightfs.xml
+		$(DESTDIR)$(MIMEDIR)/packages/weightfs.xml \
+		$(DESTDIR)$(LIBDIR)/libweightfs.so.$(SOVER) $(DESTDIR)$(LIBDIR)/libweightfs.so \
+		$(DESTDIR)$(INCDIR)/weightfs.h $(DESTDIR)$(PCDIR)/weightfs.pc
+	rm -rf $(DESTDIR)$(PYDIR)/weightfs
 	$(Q)if [ -z "$(DESTDIR)" ] && [ -d $(MIMEDIR)/packages ] && \
 		command -v update-mime-database >/dev/null 2>&1; then update-mime-database $(MIMEDIR); fi
 

@@ -73,10 +73,9 @@ static enum wf_err check_part(struct wf_live *lv, uint32_t part)
 /* Copies view bytes of one tensor, noting its part; a part that does not
  * fit the list is checked at once, which keeps the promise as well: its
  * bytes are copied by then. */
-static enum wf_err view_piece(struct wf_live *lv, struct touched *tc, size_t tensor, uint64_t off, size_t len,
-			      uint8_t *out, size_t *got)
+static enum wf_err view_piece(struct wf_live *lv, struct touched *tc, const struct wf_tensor *t, uint64_t off,
+			      size_t len, uint8_t *out, size_t *got)
 {
-	const struct wf_tensor *t = &lv->m->tensors[tensor];
 	uint32_t part = t->part;
 	if (atomic_load_explicit(&lv->changed[part], memory_order_relaxed))
 		return WF_ERR_CHANGED;
@@ -115,8 +114,8 @@ static enum wf_err after_sigbus(struct wf_live *lv)
 
 /* One copy: the bytes of a tensor's view, or of a file of the tree. */
 struct job {
-	uint32_t node;        /* a file of the tree, or WF_NO_NODE for ... */
-	size_t tensor;        /* ... this tensor's view */
+	uint32_t node;            /* a file of the tree, or WF_NO_NODE for ... */
+	const struct wf_tensor *t; /* ... this tensor's view */
 	uint64_t off;
 	size_t len;
 	uint8_t *out;
@@ -138,7 +137,7 @@ static enum wf_err guarded(struct wf_live *lv, const struct job *j, size_t *got)
 		return after_sigbus(lv);
 	}
 	bus_jmp = &jb;
-	enum wf_err rc = j->node == WF_NO_NODE ? view_piece(lv, &tc, j->tensor, j->off, j->len, j->out, got)
+	enum wf_err rc = j->node == WF_NO_NODE ? view_piece(lv, &tc, j->t, j->off, j->len, j->out, got)
 					       : copy_segments(lv, &tc, j, got);
 	bus_jmp = NULL;
 	if (check_touched(lv, &tc) != WF_OK)
@@ -154,7 +153,16 @@ enum wf_err wf_live_read_tensor(struct wf_live *lv, size_t tensor, uint64_t off,
 	*got = 0;
 	if (tensor >= lv->m->n_tensors)
 		return WF_ERR_RANGE;
-	struct job j = {.node = WF_NO_NODE, .tensor = tensor, .off = off, .len = len, .out = out};
+	return wf_live_read_view(lv, &lv->m->tensors[tensor], off, len, out, got);
+}
+
+enum wf_err wf_live_read_view(struct wf_live *lv, const struct wf_tensor *t, uint64_t off, size_t len, void *out,
+			      size_t *got)
+{
+	*got = 0;
+	if (t->part >= lv->m->n_parts)
+		return WF_ERR_RANGE;
+	struct job j = {.node = WF_NO_NODE, .t = t, .off = off, .len = len, .out = out};
 	return guarded(lv, &j, got);
 }
 
@@ -179,8 +187,8 @@ static enum wf_err copy_segments(struct wf_live *lv, struct touched *tc, const s
 		size_t piece = (size_t)n;
 		if (seg.kind == WF_SEG_BYTES) {
 			memcpy(j->out + done, seg.bytes + in, piece);
-		} else if ((rc = view_piece(lv, tc, seg.tensor, seg.from + in, piece, j->out + done, &piece)) !=
-			   WF_OK) {
+		} else if ((rc = view_piece(lv, tc, &lv->m->tensors[seg.tensor], seg.from + in, piece, j->out + done,
+					     &piece)) != WF_OK) {
 			break;
 		} else if (piece != n) {
 			rc = WF_ERR_RANGE; /* a view shorter than its segment: a bug, not data */

@@ -50,4 +50,10 @@ enum wf_err wf_live_read(struct wf_live *lv, uint32_t node, uint64_t off, size_t
 enum wf_err wf_live_read_tensor(struct wf_live *lv, size_t tensor, uint64_t off, size_t len, void *out,
 				size_t *got);
 
+/* The same for a tensor descriptor t of lv->m other than the model's own:
+ * a copy of one of m->tensors whose view was set for another output dtype
+ * (wf_tensor_set_view), so that one model serves every dtype per call. */
+enum wf_err wf_live_read_view(struct wf_live *lv, const struct wf_tensor *t, uint64_t off, size_t len, void *out,
+			      size_t *got);
+
 #endif

@@ -1,6 +1,7 @@
 /* bench.c - in-process decode throughput (part 1 of `make bench`).
  *
  *   bench MODEL RUNS [CHUNK_KIB]
+ *   bench MODEL RUNS fresh
  *
  * Reads every tensor of MODEL through wf_view_read in CHUNK_KIB pieces
  * (default 1024, what a 1 MiB FUSE read asks for) into one reused buffer,
@@ -11,6 +12,11 @@
  * "simd_gbps" is present when the library has SIMD decoders for the CPU
  * (wf_simd_set); the scalar and SIMD passes alternate inside each run, so
  * both see the same machine noise.
+ *
+ * `fresh` instead decodes each whole tensor, on one thread, into newly
+ * allocated memory (page faults included, as np.empty plus a decode pays
+ * them), freed after each run: {"tensor", "type", "out_bytes", "fresh_gbps"}.
+ * The reference for the Python module's whole-tensor loads.
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -46,6 +52,20 @@ static double pass(const struct wf_model *m, const struct wf_tensor *t, uint8_t 
 	return (double)t->size / dt / 1e9;
 }
 
+static double fresh_pass(const struct wf_model *m, const struct wf_tensor *t)
+{
+	double t0 = now();
+	uint8_t *buf = malloc(t->size ? t->size : 1);
+	size_t got;
+	if (!buf || wf_view_read(t, m->data, m->data_len, 0, t->size, buf, &got) != WF_OK) {
+		fprintf(stderr, "bench: fresh read failed\n");
+		exit(1);
+	}
+	double dt = now() - t0;
+	free(buf);
+	return (double)t->size / dt / 1e9;
+}
+
 static void print_list(const char *key, const double *v, int n)
 {
 	printf(", \"%s\": [", key);
@@ -67,6 +87,25 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	int runs = atoi(argv[2]);
+	if (argc > 3 && strcmp(argv[3], "fresh") == 0) {
+		double *v = calloc((size_t)runs, sizeof *v);
+		if (wf_simd_set)
+			wf_simd_set(1);
+		for (size_t i = 0; i < m->n_tensors; i++) {
+			const struct wf_tensor *t = &m->tensors[i];
+			fresh_pass(m, t); /* warm-up: fault the source pages in */
+			for (int r = 0; r < runs; r++)
+				v[r] = fresh_pass(m, t);
+			printf("{\"tensor\": \"%s\", \"type\": \"%s\", \"out_bytes\": %" PRIu64, t->name,
+			       wf_type_get(t->type)->name, t->size);
+			print_list("fresh_gbps", v, runs);
+			printf("}\n");
+			fflush(stdout);
+		}
+		free(v);
+		wf_model_free(m);
+		return 0;
+	}
 	size_t chunk = (argc > 3 ? (size_t)atoi(argv[3]) : 1024) << 10;
 	uint8_t *buf = aligned_alloc(4096, chunk);
 	double *sc = calloc((size_t)runs, sizeof *sc), *si = calloc((size_t)runs, sizeof *si);

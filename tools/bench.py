@@ -22,6 +22,12 @@ measures, side by side in one run:
      does it (one read() of the whole file) vs the same buffer filled by
      1 MiB read()s, through the mount and from a file on a disk
      filesystem (--disk-dir), with numpy itself when it can be imported.
+  8. the Python module (python/weightfs, run by tools/bench_module.py under
+     a Python with numpy): every tensor of the benchmark model loaded into
+     numpy with weightfs.open(MODEL)[name] vs np.fromfile of its file through
+     a fresh mount, next to the in-process decode (1 MiB pieces into one
+     buffer), the same decode of the whole tensor into fresh memory on one
+     thread (malloc + decode, as np.empty + decode), and memcpy.
 Prints medians of several runs as tables with ratios and writes the same to
 --out as JSON.  Needs root only for --drop-caches / --read-ahead-kb; uses no
 third-party modules.
@@ -335,6 +341,59 @@ def part_whole(args, model, disk_file):
     return {"numpy": np is not None and np.__version__,
             "files": {name: {w: {"gbps": v, "median": median(v)} for w, v in ws.items()}
                       for name, ws in res.items()}}
+
+
+def numpy_python():
+    for cand in ("/usr/bin/python3", "python3", sys.executable):
+        try:
+            if subprocess.run([cand, "-c", "import numpy"], stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL).returncode == 0:
+                return cand
+        except OSError:
+            pass
+    return None
+
+
+def part_module(args, model):
+    """Part 8: the Python module against np.fromfile through a fresh mount."""
+    py = numpy_python()
+    if not py:
+        return {"note": "skipped: no Python 3 with numpy (apt-get install python3-numpy)"}
+    lib = os.path.join(os.path.dirname(os.path.abspath(args.weightfs)), "libweightfs.so.0")
+    log("bench: Python module vs np.fromfile through a fresh mount (%d runs)" % args.runs)
+    out = subprocess.run([os.path.join(args.tools, "bench"), model, str(args.runs), "fresh"],
+                         check=True, stdout=subprocess.PIPE, text=True).stdout
+    fresh = {}
+    for line in out.splitlines():
+        if line.strip():
+            r = json.loads(line)
+            fresh[r["type"]] = r["fresh_gbps"]
+    runs = {t: {"fromfile": [], "module": [], "module_1thread": [], "ratio": []} for t in TYPES}
+    env = dict(os.environ, WEIGHTFS_LIB=lib)
+    mnt = os.path.join(args.dir, "mnt-module")
+    for r in range(args.runs):
+        m = Mount(args, model, mnt)
+        try:
+            order = TYPES if r % 2 == 0 else list(reversed(TYPES))
+            txt = subprocess.run([py, os.path.join(os.path.dirname(os.path.abspath(__file__)), "bench_module.py"),
+                                  model, mnt] + order, check=True, stdout=subprocess.PIPE, text=True,
+                                 env=env).stdout
+        finally:
+            m.close()
+        one = json.loads(txt)
+        for t in TYPES:
+            for k in ("fromfile", "module", "module_1thread"):
+                runs[t][k].append(one[t][k])
+            runs[t]["ratio"].append(one[t]["module"] / one[t]["fromfile"])
+    res = {"python": py, "threads": os.cpu_count(), "types": {}}
+    for t in TYPES:
+        e = runs[t]
+        e.update({k + "_median": median(e[k]) for k in ("fromfile", "module", "module_1thread", "ratio")})
+        e["fresh_gbps"] = fresh.get(t, [])
+        e["fresh_median"] = median(e["fresh_gbps"])
+        e["vs_fresh"] = e["module_median"] / e["fresh_median"] if e["fresh_gbps"] else float("nan")
+        res["types"][t] = e
+    return res
 
 
 def fs_type(path):
@@ -688,6 +747,25 @@ def report(res):
         out.append(table("(7) first read of a whole %d MiB tensor into one buffer, GB/s (median)%s"
                          % (cfg["mib"], "" if wh["numpy"] else "; numpy not importable"),
                          ["file"] + ways, rows))
+    if "module" in res:
+        md = res["module"]
+        if "types" not in md:
+            out.append("\n(8) Python module: " + md["note"])
+        else:
+            dec = res.get("decode", {})
+            memcpy = dec.get("F32", {}).get("scalar_median", float("nan"))
+            rows = []
+            for t in TYPES:
+                e = md["types"][t]
+                d = dec.get(t, {})
+                dm = d.get("simd_median", d.get("scalar_median", float("nan")))
+                rows.append([t, "%.2f" % e["module_median"], "%.2f" % e["module_1thread_median"],
+                             "%.2f" % e["fromfile_median"], f2(e["ratio_median"]),
+                             "%.2f" % e["fresh_median"], f2(e["vs_fresh"]), "%.2f" % dm, "%.2f" % memcpy])
+            out.append(table("(8) every tensor into numpy: weightfs module (%d threads) vs np.fromfile through a "
+                             "fresh mount, GB/s (median)" % md["threads"],
+                             ["type", "module", "module 1 thr", "np.fromfile", "x fromfile",
+                              "decode fresh mem", "module x fresh", "decode 1 MiB", "memcpy"], rows))
     if "mount_io" in res:
         io = res["mount_io"]
         a, b = io["mem_after_mount_kib"], io["mem_after_reading_all_kib"]
@@ -710,8 +788,9 @@ def main():
     ap.add_argument("--runs", type=int)
     ap.add_argument("--mib", type=int, help="MiB of float32 output per tensor (default 256)")
     ap.add_argument("--rand-n", type=int, default=500, help="random reads per tensor per run")
-    ap.add_argument("--parts", default="decode,io,mount,whole,remote",
-                    help="comma list of decode, io, mount, whole, remote (remote: needs rclone)")
+    ap.add_argument("--parts", default="decode,io,mount,whole,module,remote",
+                    help="comma list of decode, io, mount, whole, module, remote (remote: needs rclone; "
+                         "module: a Python with numpy)")
     ap.add_argument("--disk-dir", default="build/bench",
                     help="directory on a disk filesystem for the whole-read part's reference file")
     ap.add_argument("--drop-caches", action="store_true",
@@ -793,6 +872,8 @@ def main():
                 res["whole"] = part_whole(args, model, disk)
             finally:
                 os.unlink(disk)
+        if "module" in parts:
+            res["module"] = part_module(args, model)
         if "mount" in parts:
             res["mount_cost"] = part_mount_cost(args, [
                 ("%d tensors, %d tokens" % (n_tensors, n_vocab), many),

@@ -41,6 +41,7 @@ if [ "$what" = deb ]; then
 	# packaging/debian/control's Build-Depends, and dpkg-buildpackage itself
 	need_pc check check
 	need_cmd python3 python3
+	/usr/bin/python3 -c "import numpy" >/dev/null 2>&1 || missing+=(python3-numpy)
 	need_cmd dh debhelper
 	need_cmd dpkg-buildpackage dpkg-dev
 fi

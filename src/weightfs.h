@@ -1,0 +1,142 @@
+/* weightfs.h - the weightfs library: model weights as decoded tensors.
+ *
+ * Opens a model in any form the weightfs command accepts (a GGUF or
+ * safetensors file, any part of a split GGUF, a safetensors index or one
+ * of its shards, a model folder), lists its tensors, and reads any byte
+ * range of any tensor, decoded to float32, float16, bfloat16 or shown as
+ * stored, into the caller's buffer.  Nothing is converted ahead of time:
+ * a read decodes only the blocks that cover it, from a read-only mapping.
+ *
+ *   weightfs_model *m;
+ *   char err[256];
+ *   if (weightfs_open("model.gguf", WEIGHTFS_F32, &m, err, sizeof err) != 0)
+ *           fprintf(stderr, "%s\n", err);
+ *
+ * Errors: every function that can fail returns 0 or a WEIGHTFS_E* code and
+ * writes one line (no newline) into err[0..errlen) when err is not NULL.
+ *
+ * Threads: a model may be read from any number of threads at once; only
+ * weightfs_close must not race anything.
+ *
+ * Signals: weightfs_open installs a SIGBUS handler (once per process).  A
+ * model file that shrinks under a read faults on its mapping; the handler
+ * turns that into WEIGHTFS_ECHANGED for the read, and leaves any other
+ * SIGBUS to the default action.  A program with its own SIGBUS handler
+ * should install it before the first weightfs_open and chain to it itself.
+ *
+ * Link with -lweightfs (pkg-config --cflags --libs weightfs).  MIT licence.
+ */
+#ifndef WEIGHTFS_H
+#define WEIGHTFS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__) || defined(__clang__)
+#define WEIGHTFS_API __attribute__((visibility("default")))
+#else
+#define WEIGHTFS_API
+#endif
+
+#define WEIGHTFS_VERSION "0.1.0"
+#define WEIGHTFS_MAX_DIMS 32
+
+typedef struct weightfs_model weightfs_model;
+
+/* Output dtypes.  Integer and bool tensors read as themselves under every
+ * one; F32 (and F16, BF16 when asked for as themselves) are their bytes. */
+enum weightfs_dtype {
+	WEIGHTFS_DEFAULT = -1, /* the dtype given to weightfs_open */
+	WEIGHTFS_F32 = 0,      /* float tensors decoded to float32 (bit-exact with ggml) */
+	WEIGHTFS_F16,          /* ... rounded to IEEE half, nearest-even */
+	WEIGHTFS_BF16,         /* ... rounded to bfloat16 (as uint16 bits), nearest-even */
+	WEIGHTFS_STORED,       /* the file's bytes; types packed in blocks as uint8 [..., bytes per row] */
+};
+
+/* Return codes. */
+enum weightfs_status {
+	WEIGHTFS_OK = 0,
+	WEIGHTFS_ENOMEM,   /* out of memory */
+	WEIGHTFS_EIO,      /* the OS refused (open, mmap, fstat) */
+	WEIGHTFS_EFORMAT,  /* the model is malformed */
+	WEIGHTFS_EUNSUP,   /* well-formed, but not something weightfs handles */
+	WEIGHTFS_ERANGE,   /* a read that cannot be served (no decoder for the type, bytes gone) */
+	WEIGHTFS_ECHANGED, /* a file of the model changed since it was opened */
+	WEIGHTFS_EINVAL,   /* a bad argument: tensor index, dtype, NULL pointer */
+};
+
+/* One tensor as it reads in one output dtype. */
+struct weightfs_tensor_info {
+	const char *name;      /* NUL-terminated, but a name may hold NUL bytes: see name_len */
+	size_t name_len;
+	const char *type;      /* the stored type as its format spells it: "Q4_K", "BF16", "I32" */
+	const char *dtype;     /* numpy name of the elements read: "float32", "float16", "bfloat16",
+				* "uint8" (stored blocks), "int32", ... */
+	uint32_t elem_size;    /* bytes per element read */
+	uint32_t ndim;         /* 0 for a scalar */
+	uint64_t shape[WEIGHTFS_MAX_DIMS]; /* row-major (numpy order), outermost first */
+	uint64_t nelems;       /* product of shape */
+	uint64_t size;         /* bytes of the whole tensor in this dtype */
+	const char *file;      /* the file its bytes are in (a name in the model's folder) */
+	uint64_t offset;       /* absolute offset of its bytes in that file */
+	uint64_t nbytes;       /* its bytes in that file */
+	int readable;          /* 0 when the type has no decoder: reads fail with WEIGHTFS_ERANGE */
+};
+
+/* Opens the model at path and validates all of it.  dtype (not
+ * WEIGHTFS_DEFAULT) is what later calls passing WEIGHTFS_DEFAULT get.
+ * On success *out is a model to pass to weightfs_close; on failure *out is
+ * NULL and err names the file and, where there is one, the tensor or field. */
+WEIGHTFS_API int weightfs_open(const char *path, int dtype, weightfs_model **out, char *err, size_t errlen);
+
+/* Unmaps and frees m; NULL is ignored.  Pointers into m become invalid. */
+WEIGHTFS_API void weightfs_close(weightfs_model *m);
+
+/* The number of tensors, in the order the files list them (the parts of a
+ * split model in order). */
+WEIGHTFS_API size_t weightfs_n_tensors(const weightfs_model *m);
+
+/* The index of the tensor named name[0..len), or -1. */
+WEIGHTFS_API int64_t weightfs_find(const weightfs_model *m, const char *name, size_t len);
+
+/* Fills *info for tensor i read in dtype.  WEIGHTFS_EINVAL for a bad index
+ * or dtype; WEIGHTFS_EUNSUP when WEIGHTFS_STORED cannot show the tensor as
+ * whole rows of bytes.  The strings live as long as m. */
+WEIGHTFS_API int weightfs_tensor_info(const weightfs_model *m, size_t i, int dtype, struct weightfs_tensor_info *info,
+				      char *err, size_t errlen);
+
+/* Copies bytes [offset, offset+len) of tensor i, read in dtype, into buf;
+ * *got gets the count, less than len only at the end of the tensor (0 at
+ * or past it).  Any offset and length work; a range on element and block
+ * boundaries decodes no block twice.  The bytes are checked to come from
+ * the files as opened: WEIGHTFS_ECHANGED (and *got 0) when one changed. */
+WEIGHTFS_API int weightfs_read(weightfs_model *m, size_t i, int dtype, uint64_t offset, size_t len, void *buf,
+			       size_t *got, char *err, size_t errlen);
+
+/* The same, split over nthreads threads (0: one per online CPU) on block
+ * boundaries, each decoding straight into its piece of buf.  Ranges under
+ * about 1 MiB per thread use fewer threads.  Returns the first failure of
+ * any piece, with *got 0. */
+WEIGHTFS_API int weightfs_read_parallel(weightfs_model *m, size_t i, int dtype, uint64_t offset, size_t len,
+					void *buf, size_t *got, unsigned nthreads, char *err, size_t errlen);
+
+/* The model's metadata as a JSON object (GGUF key/values, or the
+ * safetensors __metadata__), *len bytes, NUL-terminated; lives as long as m. */
+WEIGHTFS_API const char *weightfs_metadata_json(const weightfs_model *m, size_t *len);
+
+/* "f32", "f16", "bf16", "stored" (also "float32", "float16", "bfloat16")
+ * to a WEIGHTFS_F32.. value; -1 for anything else. */
+WEIGHTFS_API int weightfs_dtype_parse(const char *name);
+
+/* The library's version, WEIGHTFS_VERSION when it was built. */
+WEIGHTFS_API const char *weightfs_version(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,384 @@
+#!/usr/bin/python3
+"""test_module.py - tests of the weightfs Python module (python/weightfs).
+
+    WEIGHTFS_LIB=build/libweightfs.so.0 /usr/bin/python3 tests/python/test_module.py
+
+Every ggml-oracle tensor against its expected float32 (bit for bit), every
+st-oracle tensor against its expected bytes, f16/bf16 against numpy's own
+rounding of those values, rows= slices, parallel reads of a large tensor
+against a single-threaded read and a numpy decode, errors as exceptions
+carrying the library's message, a split GGUF opened by either part and as a
+folder, a sharded safetensors set with an index, and a file changed under
+an open model.  Prints "N passed, M failed"; exits 1 on any failure.
+"""
+import hashlib
+import json
+import os
+import shutil
+import struct
+import sys
+import tempfile
+import threading
+import traceback
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.join(ROOT, "python"))
+import weightfs  # noqa: E402
+
+ORACLE = os.path.join(ROOT, "tests", "data", "ggml-oracle")
+ST_ORACLE = os.path.join(ROOT, "tests", "data", "st-oracle")
+MALFORMED = os.path.join(ROOT, "tests", "malformed")
+
+passed = 0
+failed = 0
+TESTS = []
+
+
+def test(fn):
+    TESTS.append(fn)
+    return fn
+
+
+def check(cond, what):
+    if not cond:
+        raise AssertionError(what)
+
+
+def same_bits(a, b):
+    a = np.ascontiguousarray(a)
+    b = np.ascontiguousarray(b)
+    return a.shape == b.shape and a.tobytes() == b.tobytes()
+
+
+def f16_of(f32):
+    with np.errstate(over="ignore"):
+        return f32.astype(np.float16)
+
+
+def bf16_of(f32):
+    """bfloat16 bits, nearest-even; NaN stays a quiet NaN (as weightfs.h says)."""
+    u = f32.view(np.uint32).astype(np.uint64)
+    r = ((u + 0x7FFF + ((u >> 16) & 1)) >> 16).astype(np.uint16)
+    nan = np.isnan(f32)
+    r[nan] = ((u[nan] >> 16) | 0x40).astype(np.uint16)
+    return r
+
+
+# --- the oracles -------------------------------------------------------------
+
+def oracle_manifest():
+    with open(os.path.join(ORACLE, "manifest.json")) as f:
+        return json.load(f)
+
+
+@test
+def ggml_oracle_every_tensor_f32_f16_bf16():
+    """Every tensor of every oracle file, opened by its file, in f32 (bit for
+    bit), f16 and bf16 (numpy's rounding of the expected f32), and stored
+    (the raw sha256)."""
+    man = oracle_manifest()
+    by_file = {}
+    for t in man["tensors"]:
+        by_file.setdefault(t["file"], []).append(t)
+    n = 0
+    for fname, tensors in sorted(by_file.items()):
+        with weightfs.open(os.path.join(ORACLE, fname)) as m:
+            for t in tensors:
+                name = t["name"]
+                shape = tuple(reversed(t["ne"][:t["n_dims"]]))
+                stored = m.get(name, dtype="stored")
+                check(hashlib.sha256(stored.tobytes()).hexdigest() == t["raw_sha256"],
+                      "%s %s: stored bytes differ" % (fname, name))
+                info = m.info(name)
+                check(info["type"].lower() == t["type"].lower(), "%s: type %s" % (name, info["type"]))
+                check(info["nbytes"] == t["nbytes"] and info["offset"] == t["file_offset"],
+                      "%s: nbytes/offset" % name)
+                if t["expected_f32"] is None:
+                    continue
+                with open(os.path.join(ORACLE, t["expected_f32"]), "rb") as f:
+                    exp = np.frombuffer(f.read(), dtype="<f4").reshape(shape)
+                a = m[name]
+                check(a.dtype == np.float32 and a.shape == shape, "%s: %s %s" % (name, a.dtype, a.shape))
+                check(same_bits(a, exp), "%s %s: f32 differs from ggml" % (fname, name))
+                h = m.get(name, dtype="f16")
+                check(h.dtype == np.float16 and same_bits(h, f16_of(exp)), "%s: f16 rounding" % name)
+                b = m.get(name, dtype="bf16")
+                check(b.dtype == np.uint16 and same_bits(b, bf16_of(exp)), "%s: bf16 rounding" % name)
+                n += 1
+    check(n >= 150, "only %d tensors compared" % n)
+
+
+@test
+def st_oracle_every_tensor():
+    with open(os.path.join(ST_ORACLE, "manifest.json")) as f:
+        man = json.load(f)
+    models = {}
+    try:
+        for t in man["tensors"]:
+            m = models.get(t["file"])
+            if m is None:
+                m = models[t["file"]] = weightfs.open(os.path.join(ST_ORACLE, t["file"]))
+            with open(os.path.join(ST_ORACLE, t["expected"]), "rb") as f:
+                exp = f.read()
+            a = m[t["name"]]
+            check(a.tobytes() == exp, "%s %r: bytes differ" % (t["file"], t["name"]))
+            check(a.shape == tuple(t["shape"]), "%r: shape %s" % (t["name"], a.shape))
+            check(m.info(t["name"])["dtype"] == t["expected_dtype"], "%r: dtype" % t["name"])
+    finally:
+        for m in models.values():
+            m.close()
+
+
+@test
+def listing_and_metadata():
+    man = oracle_manifest()
+    path = os.path.join(ORACLE, "mixed_llama_tiny.gguf")
+    with weightfs.open(path) as m:
+        want = [t["name"] for t in man["tensors"] if t["file"] == "mixed_llama_tiny.gguf"]
+        check(m.keys() == want, "keys(): %s" % m.keys())
+        check(len(m) == len(want) and want[0] in m and "nope" not in m, "len / in")
+        check(m.metadata["general.architecture"] == "llama", "metadata")
+        kv = [f for f in man["files"] if f["file"] == "mixed_llama_tiny.gguf"][0]
+        check(isinstance(m.metadata, dict) and len(m.metadata) >= 5, "metadata size")
+        check("general.architecture" in json.dumps(kv), "manifest kv")
+
+
+@test
+def rows_slices():
+    with weightfs.open(os.path.join(ORACLE, "type_q4_K.gguf")) as m:
+        for name in m.keys():
+            full = m[name]
+            n = full.shape[0]
+            for sl in (slice(0, 1), slice(1, n), slice(None, None), slice(-2, None), slice(n // 2, n // 2),
+                       slice(5, 2), slice(0, n + 10)):
+                part = m.get(name, rows=sl)
+                check(same_bits(part, full[sl]), "%s rows=%s" % (name, sl))
+                h = m.get(name, rows=sl, dtype="f16")
+                check(same_bits(h, f16_of(full[sl])), "%s rows=%s f16" % (name, sl))
+            try:
+                m.get(name, rows=slice(0, n, 2))
+                check(False, "step 2 accepted")
+            except ValueError as e:
+                check("step 1" in str(e), str(e))
+        stored = m.get("q4_K.mat", dtype="stored", rows=slice(1, 3))
+        check(same_bits(stored, m.get("q4_K.mat", dtype="stored")[1:3]), "stored rows")
+
+
+@test
+def parallel_read_of_a_large_tensor():
+    """A 4096 x 1024 Q8_0 tensor (16 MiB of float32): the parallel read, a
+    single-threaded one, pieces at odd offsets, and numpy's decode agree."""
+    rows, cols = 4096, 1024
+    rng = np.random.default_rng(7)
+    nblk = rows * cols // 32
+    d = rng.uniform(-1, 1, nblk).astype(np.float16)
+    q = rng.integers(-128, 128, (nblk, 32), dtype=np.int8)
+    blocks = np.empty(nblk, dtype=[("d", "<f2"), ("q", "i1", 32)])
+    blocks["d"], blocks["q"] = d, q
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "big.gguf")
+        write_gguf(path, [("big.q8", [cols, rows], 8, blocks.tobytes())])
+        exp = (d.astype(np.float32)[:, None] * q.astype(np.float32)).reshape(rows, cols)
+        with weightfs.open(path) as m:
+            a = m.get("big.q8")
+            check(same_bits(a, exp), "parallel f32 vs numpy")
+            check(same_bits(m.get("big.q8", threads=1), exp), "one thread")
+            check(same_bits(m.get("big.q8", threads=7), exp), "seven threads")
+            check(same_bits(m.get("big.q8", dtype="bf16", threads=3), bf16_of(exp)), "bf16 parallel")
+            buf = np.zeros(3 * 1024 * 1024 + 3, dtype=np.uint8)
+            got = m.read_into("big.q8", buf, offset=12345)
+            check(got == buf.size and buf.tobytes() == exp.tobytes()[12345:12345 + buf.size], "odd offset")
+            got = m.read_into("big.q8", buf, offset=a.nbytes - 1000)
+            check(got == 1000, "short read at the end: %d" % got)
+            # reads from several Python threads at once (ctypes drops the GIL)
+            res = [None] * 4
+
+            def reader(k):
+                res[k] = m.get("big.q8", rows=slice(k * 1000, k * 1000 + 1000))
+            ths = [threading.Thread(target=reader, args=(k,)) for k in range(4)]
+            for th in ths:
+                th.start()
+            for th in ths:
+                th.join()
+            for k in range(4):
+                check(same_bits(res[k], exp[k * 1000:k * 1000 + 1000]), "thread %d" % k)
+
+
+@test
+def split_model_by_either_part_and_as_folder():
+    man = oracle_manifest()
+    expect = {}
+    for t in man["tensors"]:
+        if t["file"].startswith("split_llama-"):
+            with open(os.path.join(ORACLE, t["expected_f32"]), "rb") as f:
+                expect[t["name"]] = (f.read(), t["file"])
+    check(len(expect) == 13, "split tensors in the manifest")
+    with tempfile.TemporaryDirectory() as tmp:
+        for f in ("split_llama-00001-of-00002.gguf", "split_llama-00002-of-00002.gguf"):
+            shutil.copy(os.path.join(ORACLE, f), tmp)
+        for arg in (os.path.join(ORACLE, "split_llama-00001-of-00002.gguf"),
+                    os.path.join(ORACLE, "split_llama-00002-of-00002.gguf"), tmp):
+            with weightfs.open(arg) as m:
+                check(sorted(m.keys()) == sorted(expect), "%s: keys" % arg)
+                for name, (data, fname) in expect.items():
+                    check(m[name].tobytes() == data, "%s: %s" % (arg, name))
+                    check(m.info(name)["file"] == fname, "%s: %s in %s" % (arg, name, m.info(name)["file"]))
+
+
+def write_st(path, tensors, meta=None):
+    hdr, off, blobs = {}, 0, []
+    if meta:
+        hdr["__metadata__"] = meta
+    for name, arr in tensors:
+        b = arr.tobytes()
+        hdr[name] = {"dtype": {"float32": "F32", "float16": "F16", "int32": "I32"}[arr.dtype.name],
+                     "shape": list(arr.shape), "data_offsets": [off, off + len(b)]}
+        off += len(b)
+        blobs.append(b)
+    h = json.dumps(hdr).encode()
+    h += b" " * (-len(h) % 8)
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(h)) + h + b"".join(blobs))
+
+
+@test
+def sharded_safetensors_with_index():
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal((8, 16)).astype(np.float32)
+    b = rng.standard_normal((4,)).astype(np.float16)
+    c = np.arange(6, dtype=np.int32).reshape(2, 3)
+    with tempfile.TemporaryDirectory() as tmp:
+        s1, s2 = "model-00001-of-00002.safetensors", "model-00002-of-00002.safetensors"
+        write_st(os.path.join(tmp, s1), [("a", a), ("b", b)], {"format": "pt"})
+        write_st(os.path.join(tmp, s2), [("c", c)], {"format": "pt"})
+        with open(os.path.join(tmp, "model.safetensors.index.json"), "w") as f:
+            json.dump({"metadata": {}, "weight_map": {"a": s1, "b": s1, "c": s2}}, f)
+        with open(os.path.join(tmp, "config.json"), "w") as f:
+            f.write("{}")
+        for arg in (tmp, os.path.join(tmp, "model.safetensors.index.json"), os.path.join(tmp, s2)):
+            with weightfs.open(arg) as m:
+                check(sorted(m.keys()) == ["a", "b", "c"], "%s: keys %s" % (arg, m.keys()))
+                check(same_bits(m["a"], a), "a")
+                check(same_bits(m["b"], b.astype(np.float32)), "b as f32")
+                check(same_bits(m.get("b", dtype="stored"), b), "b stored")
+                check(same_bits(m.get("b", dtype="f16"), b), "b f16")
+                check(same_bits(m["c"], c) and m.get("c", dtype="f16").dtype == np.int32, "c int32")
+                check(m.info("c")["file"] == s2, "c's file")
+        with weightfs.open(tmp, dtype="f16") as m:
+            check(m["a"].dtype == np.float16, "open(dtype=f16) is the default")
+
+
+# --- errors ------------------------------------------------------------------
+
+@test
+def errors_carry_the_library_message():
+    with open(os.path.join(MALFORMED, "expect.json")) as f:
+        cases = json.load(f)
+    for c in cases:
+        path = os.path.join(MALFORMED, c["file"])
+        try:
+            weightfs.open(path)
+            check(False, "%s opened" % c["file"])
+        except weightfs.WeightfsError as e:
+            # expect.json gives a part of each message (as check_model.c reads it)
+            check(str(e).startswith(path + ": ") and c["message"] in str(e), "%s: %r" % (c["file"], str(e)))
+            check("\n" not in str(e), "one line")
+            # weightfs.h's codes are the command's exit codes for these
+            check(e.code == c["exit"], "%s: code %d, exit %d" % (c["file"], e.code, c["exit"]))
+    try:
+        weightfs.open("/nonexistent/model.gguf")
+        check(False, "missing file opened")
+    except weightfs.WeightfsError as e:
+        check(str(e).startswith("/nonexistent/model.gguf: ") and e.code == 2, str(e))
+        check(isinstance(e, OSError), "an OSError")
+    with weightfs.open(os.path.join(ORACLE, "type_q4_0.gguf")) as m:
+        for bad in (lambda: m["nope"], lambda: m.info("nope")):
+            try:
+                bad()
+                check(False, "unknown name accepted")
+            except KeyError:
+                pass
+        try:
+            m.get("q4_0.mat", dtype="f64")
+            check(False, "dtype f64 accepted")
+        except ValueError as e:
+            check("f64" in str(e), str(e))
+    m.close()
+    try:
+        m.keys()
+        check(False, "closed model read")
+    except ValueError:
+        pass
+    with weightfs.open(os.path.join(ORACLE, "no_to_float.gguf")) as m:
+        name = [k for k in m.keys() if m.info(k)["type"] == "Q8_1"][0]
+        check(not m.info(name)["readable"], "Q8_1 readable")
+        try:
+            m[name]
+            check(False, "Q8_1 decoded")
+        except weightfs.WeightfsError as e:
+            check(e.code == 5 and "Q8_1" in str(e) and name in str(e), str(e))
+        check(m.get(name, dtype="stored").dtype == np.uint8, "Q8_1 stored")
+
+
+@test
+def changed_file_fails_the_read():
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "m.gguf")
+        shutil.copy(os.path.join(ORACLE, "type_q6_K.gguf"), path)
+        with weightfs.open(path) as m:
+            before = m["q6_K.mat"]
+            st = os.stat(path)
+            os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns + 10**9))
+            try:
+                m["q6_K.mat"]
+                check(False, "read of a changed file succeeded")
+            except weightfs.WeightfsError as e:
+                check(e.code == 6 and "changed" in str(e) and "q6_K.mat" in str(e), str(e))
+            check(before.shape == (m.info("q6_K.mat")["shape"]), "info still works")
+
+
+# --- a GGUF writer for the large tensor -------------------------------------
+
+def write_gguf(path, tensors):
+    """tensors: (name, ne in GGUF order, ggml type id, data bytes)."""
+    def s(x):
+        b = x.encode()
+        return struct.pack("<Q", len(b)) + b
+    out = [b"GGUF", struct.pack("<IQQ", 3, len(tensors), 0)]
+    off = 0
+    for name, ne, ty, data in tensors:
+        out.append(s(name) + struct.pack("<I", len(ne)) + struct.pack("<%dQ" % len(ne), *ne)
+                   + struct.pack("<IQ", ty, off))
+        off += len(data) + (-len(data) % 32)
+    head = b"".join(out)
+    head += b"\0" * (-len(head) % 32)
+    with open(path, "wb") as f:
+        f.write(head)
+        for _, _, _, data in tensors:
+            f.write(data + b"\0" * (-len(data) % 32))
+
+
+def main():
+    global passed, failed
+    only = sys.argv[1:]
+    for fn in TESTS:
+        if only and fn.__name__ not in only:
+            continue
+        try:
+            fn()
+            passed += 1
+            print("ok   %s" % fn.__name__)
+        except Exception:
+            failed += 1
+            print("FAIL %s" % fn.__name__)
+            traceback.print_exc(file=sys.stdout)
+    print("python-check: weightfs %s from %s: %d passed, %d failed"
+          % (weightfs.__version__, weightfs._lib._name, passed, failed))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
