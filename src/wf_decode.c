@@ -20,9 +20,8 @@
 
 #include <string.h>
 
+#include "wf_blocks.h"
 #include "wf_iq_tables.h"
-
-#define QK_K 256
 
 static inline float f32_from_bits(uint32_t u)
 {
@@ -123,9 +122,9 @@ void wf_decode_f64(const uint8_t *src, float *dst, size_t nblocks)
 
 void wf_decode_q4_0(const uint8_t *src, float *dst, size_t nblocks)
 {
-	for (size_t i = 0; i < nblocks; i++, src += 18, dst += 32) {
-		const float d = wf_f16_to_f32(wf_le16(src));
-		const uint8_t *qs = src + 2;
+	for (size_t i = 0; i < nblocks; i++, src += WF_Q4_0_BYTES, dst += WF_Q4_0_BLCK) {
+		const float d = wf_f16_to_f32(wf_le16(src + WF_Q4_0_D));
+		const uint8_t *qs = src + WF_Q4_0_QS;
 
 		for (int j = 0; j < 16; j++) {
 			dst[j] = (float)((qs[j] & 0xF) - 8) * d;
@@ -136,10 +135,10 @@ void wf_decode_q4_0(const uint8_t *src, float *dst, size_t nblocks)
 
 void wf_decode_q4_1(const uint8_t *src, float *dst, size_t nblocks)
 {
-	for (size_t i = 0; i < nblocks; i++, src += 20, dst += 32) {
-		const float d = wf_f16_to_f32(wf_le16(src));
-		const float m = wf_f16_to_f32(wf_le16(src + 2));
-		const uint8_t *qs = src + 4;
+	for (size_t i = 0; i < nblocks; i++, src += WF_Q4_1_BYTES, dst += WF_Q4_1_BLCK) {
+		const float d = wf_f16_to_f32(wf_le16(src + WF_Q4_1_D));
+		const float m = wf_f16_to_f32(wf_le16(src + WF_Q4_1_M));
+		const uint8_t *qs = src + WF_Q4_1_QS;
 
 		for (int j = 0; j < 16; j++) {
 			dst[j] = (float)(qs[j] & 0xF) * d + m;
@@ -161,10 +160,10 @@ static inline int q5_hi(const uint8_t *qs, uint32_t qh, int j)
 
 void wf_decode_q5_0(const uint8_t *src, float *dst, size_t nblocks)
 {
-	for (size_t i = 0; i < nblocks; i++, src += 22, dst += 32) {
-		const float d = wf_f16_to_f32(wf_le16(src));
-		const uint32_t qh = wf_le32(src + 2);
-		const uint8_t *qs = src + 6;
+	for (size_t i = 0; i < nblocks; i++, src += WF_Q5_0_BYTES, dst += WF_Q5_0_BLCK) {
+		const float d = wf_f16_to_f32(wf_le16(src + WF_Q5_0_D));
+		const uint32_t qh = wf_le32(src + WF_Q5_0_QH);
+		const uint8_t *qs = src + WF_Q5_0_QS;
 
 		for (int j = 0; j < 16; j++) {
 			dst[j] = (float)(q5_lo(qs, qh, j) - 16) * d;
@@ -175,11 +174,11 @@ void wf_decode_q5_0(const uint8_t *src, float *dst, size_t nblocks)
 
 void wf_decode_q5_1(const uint8_t *src, float *dst, size_t nblocks)
 {
-	for (size_t i = 0; i < nblocks; i++, src += 24, dst += 32) {
-		const float d = wf_f16_to_f32(wf_le16(src));
-		const float m = wf_f16_to_f32(wf_le16(src + 2));
-		const uint32_t qh = wf_le32(src + 4);
-		const uint8_t *qs = src + 8;
+	for (size_t i = 0; i < nblocks; i++, src += WF_Q5_1_BYTES, dst += WF_Q5_1_BLCK) {
+		const float d = wf_f16_to_f32(wf_le16(src + WF_Q5_1_D));
+		const float m = wf_f16_to_f32(wf_le16(src + WF_Q5_1_M));
+		const uint32_t qh = wf_le32(src + WF_Q5_1_QH);
+		const uint8_t *qs = src + WF_Q5_1_QS;
 
 		for (int j = 0; j < 16; j++) {
 			dst[j] = (float)q5_lo(qs, qh, j) * d + m;
@@ -190,11 +189,11 @@ void wf_decode_q5_1(const uint8_t *src, float *dst, size_t nblocks)
 
 void wf_decode_q8_0(const uint8_t *src, float *dst, size_t nblocks)
 {
-	for (size_t i = 0; i < nblocks; i++, src += 34, dst += 32) {
-		const float d = wf_f16_to_f32(wf_le16(src));
+	for (size_t i = 0; i < nblocks; i++, src += WF_Q8_0_BYTES, dst += WF_Q8_0_BLCK) {
+		const float d = wf_f16_to_f32(wf_le16(src + WF_Q8_0_D));
 
-		for (int j = 0; j < 32; j++)
-			dst[j] = (float)(int8_t)src[2 + j] * d;
+		for (int j = 0; j < WF_Q8_0_BLCK; j++)
+			dst[j] = (float)(int8_t)src[WF_Q8_0_QS + j] * d;
 	}
 }
 
@@ -202,10 +201,10 @@ void wf_decode_q8_0(const uint8_t *src, float *dst, size_t nblocks)
 
 void wf_decode_q2_k(const uint8_t *src, float *dst, size_t nblocks)
 {
-	for (size_t b = 0; b < nblocks; b++, src += 84, dst += QK_K) {
-		const uint8_t *scales = src, *qs = src + 16;
-		const float d = wf_f16_to_f32(wf_le16(src + 80));
-		const float dmin = wf_f16_to_f32(wf_le16(src + 82));
+	for (size_t b = 0; b < nblocks; b++, src += WF_Q2_K_BYTES, dst += WF_Q2_K_BLCK) {
+		const uint8_t *scales = src + WF_Q2_K_SCALES, *qs = src + WF_Q2_K_QS;
+		const float d = wf_f16_to_f32(wf_le16(src + WF_Q2_K_D));
+		const float dmin = wf_f16_to_f32(wf_le16(src + WF_Q2_K_DMIN));
 
 		/* Halves n of 128, 2-bit planes j, 16-element runs h. */
 		for (int n = 0; n < 2; n++)
@@ -225,9 +224,10 @@ void wf_decode_q2_k(const uint8_t *src, float *dst, size_t nblocks)
 
 void wf_decode_q3_k(const uint8_t *src, float *dst, size_t nblocks)
 {
-	for (size_t b = 0; b < nblocks; b++, src += 110, dst += QK_K) {
-		const uint8_t *hmask = src, *qs = src + 32, *s = src + 96;
-		const float d = wf_f16_to_f32(wf_le16(src + 108));
+	for (size_t b = 0; b < nblocks; b++, src += WF_Q3_K_BYTES, dst += WF_Q3_K_BLCK) {
+		const uint8_t *hmask = src + WF_Q3_K_HMASK, *qs = src + WF_Q3_K_QS;
+		const uint8_t *s = src + WF_Q3_K_SCALES;
+		const float d = wf_f16_to_f32(wf_le16(src + WF_Q3_K_D));
 		int sc[16];
 
 		/* Sixteen 6-bit scales: low nibbles in s[0..7], high 2 bits
@@ -258,10 +258,10 @@ void wf_decode_q3_k(const uint8_t *src, float *dst, size_t nblocks)
 
 void wf_decode_q4_k(const uint8_t *src, float *dst, size_t nblocks)
 {
-	for (size_t b = 0; b < nblocks; b++, src += 144, dst += QK_K) {
-		const float d = wf_f16_to_f32(wf_le16(src));
-		const float dmin = wf_f16_to_f32(wf_le16(src + 2));
-		const uint8_t *scales = src + 4, *qs = src + 16;
+	for (size_t b = 0; b < nblocks; b++, src += WF_Q4_K_BYTES, dst += WF_Q4_K_BLCK) {
+		const float d = wf_f16_to_f32(wf_le16(src + WF_Q4_K_D));
+		const float dmin = wf_f16_to_f32(wf_le16(src + WF_Q4_K_DMIN));
+		const uint8_t *scales = src + WF_Q4_K_SCALES, *qs = src + WF_Q4_K_QS;
 
 		for (int c = 0; c < 4; c++) {
 			int sc, mn;
@@ -283,10 +283,11 @@ void wf_decode_q4_k(const uint8_t *src, float *dst, size_t nblocks)
 
 void wf_decode_q5_k(const uint8_t *src, float *dst, size_t nblocks)
 {
-	for (size_t b = 0; b < nblocks; b++, src += 176, dst += QK_K) {
-		const float d = wf_f16_to_f32(wf_le16(src));
-		const float dmin = wf_f16_to_f32(wf_le16(src + 2));
-		const uint8_t *scales = src + 4, *qh = src + 16, *qs = src + 48;
+	for (size_t b = 0; b < nblocks; b++, src += WF_Q5_K_BYTES, dst += WF_Q5_K_BLCK) {
+		const float d = wf_f16_to_f32(wf_le16(src + WF_Q5_K_D));
+		const float dmin = wf_f16_to_f32(wf_le16(src + WF_Q5_K_DMIN));
+		const uint8_t *scales = src + WF_Q5_K_SCALES, *qh = src + WF_Q5_K_QH;
+		const uint8_t *qs = src + WF_Q5_K_QS;
 
 		for (int c = 0; c < 4; c++) {
 			int sc, mn;
@@ -309,13 +310,13 @@ void wf_decode_q5_k(const uint8_t *src, float *dst, size_t nblocks)
 
 void wf_decode_q6_k(const uint8_t *src, float *dst, size_t nblocks)
 {
-	for (size_t b = 0; b < nblocks; b++, src += 210, dst += QK_K) {
-		const float d = wf_f16_to_f32(wf_le16(src + 208));
+	for (size_t b = 0; b < nblocks; b++, src += WF_Q6_K_BYTES, dst += WF_Q6_K_BLCK) {
+		const float d = wf_f16_to_f32(wf_le16(src + WF_Q6_K_D));
 
 		for (int n = 0; n < 2; n++) {
-			const uint8_t *ql = src + 64 * n;
-			const uint8_t *qh = src + 128 + 32 * n;
-			const int8_t *sc = (const int8_t *)(src + 192 + 8 * n);
+			const uint8_t *ql = src + WF_Q6_K_QL + 64 * n;
+			const uint8_t *qh = src + WF_Q6_K_QH + 32 * n;
+			const int8_t *sc = (const int8_t *)(src + WF_Q6_K_SCALES + 8 * n);
 			float *y = dst + 128 * n;
 
 			for (int l = 0; l < 32; l++) {
@@ -337,12 +338,12 @@ void wf_decode_q6_k(const uint8_t *src, float *dst, size_t nblocks)
 
 void wf_decode_q8_k(const uint8_t *src, float *dst, size_t nblocks)
 {
-	for (size_t b = 0; b < nblocks; b++, src += 292, dst += QK_K) {
-		/* d is a full float32 here; bsums (at 260) are not needed. */
-		const float d = f32_from_bits(wf_le32(src));
+	for (size_t b = 0; b < nblocks; b++, src += WF_Q8_K_BYTES, dst += WF_Q8_K_BLCK) {
+		/* d is a full float32 here; bsums are not needed. */
+		const float d = f32_from_bits(wf_le32(src + WF_Q8_K_D));
 
-		for (int j = 0; j < QK_K; j++)
-			dst[j] = d * (float)(int8_t)src[4 + j];
+		for (int j = 0; j < WF_Q8_K_BLCK; j++)
+			dst[j] = d * (float)(int8_t)src[WF_Q8_K_QS + j];
 	}
 }
 
@@ -357,11 +358,11 @@ static inline void put8(float *y, float db, const uint8_t *g, unsigned signs)
 
 void wf_decode_iq2_xxs(const uint8_t *src, float *dst, size_t nblocks)
 {
-	for (size_t b = 0; b < nblocks; b++, src += 66, dst += QK_K) {
-		const float d = wf_f16_to_f32(wf_le16(src));
+	for (size_t b = 0; b < nblocks; b++, src += WF_IQ2_XXS_BYTES, dst += WF_IQ2_XXS_BLCK) {
+		const float d = wf_f16_to_f32(wf_le16(src + WF_IQ2_XXS_D));
 
 		for (int ib = 0; ib < 8; ib++) {
-			const uint8_t *p = src + 2 + 8 * ib;
+			const uint8_t *p = src + WF_IQ2_XXS_QS + 8 * ib;
 			const uint32_t a1 = wf_le32(p + 4);
 			const float db = d * (0.5f + (float)(a1 >> 28)) * 0.25f;
 
@@ -375,9 +376,9 @@ void wf_decode_iq2_xxs(const uint8_t *src, float *dst, size_t nblocks)
 
 void wf_decode_iq2_xs(const uint8_t *src, float *dst, size_t nblocks)
 {
-	for (size_t b = 0; b < nblocks; b++, src += 74, dst += QK_K) {
-		const float d = wf_f16_to_f32(wf_le16(src));
-		const uint8_t *scales = src + 66;
+	for (size_t b = 0; b < nblocks; b++, src += WF_IQ2_XS_BYTES, dst += WF_IQ2_XS_BLCK) {
+		const float d = wf_f16_to_f32(wf_le16(src + WF_IQ2_XS_D));
+		const uint8_t *scales = src + WF_IQ2_XS_SCALES;
 
 		for (int ib = 0; ib < 8; ib++) {
 			const float db[2] = {
@@ -386,7 +387,7 @@ void wf_decode_iq2_xs(const uint8_t *src, float *dst, size_t nblocks)
 			};
 
 			for (int l = 0; l < 4; l++) {
-				const uint16_t v = wf_le16(src + 2 + 2 * (4 * ib + l));
+				const uint16_t v = wf_le16(src + WF_IQ2_XS_QS + 2 * (4 * ib + l));
 
 				put8(dst + 32 * ib + 8 * l, db[l / 2], wf_iq2xs_grid[v & 511],
 				     wf_ksigns_iq2xs[v >> 9]);
@@ -397,10 +398,10 @@ void wf_decode_iq2_xs(const uint8_t *src, float *dst, size_t nblocks)
 
 void wf_decode_iq2_s(const uint8_t *src, float *dst, size_t nblocks)
 {
-	for (size_t b = 0; b < nblocks; b++, src += 82, dst += QK_K) {
-		const float d = wf_f16_to_f32(wf_le16(src));
-		const uint8_t *qs = src + 2, *signs = src + 34, *qh = src + 66;
-		const uint8_t *scales = src + 74;
+	for (size_t b = 0; b < nblocks; b++, src += WF_IQ2_S_BYTES, dst += WF_IQ2_S_BLCK) {
+		const float d = wf_f16_to_f32(wf_le16(src + WF_IQ2_S_D));
+		const uint8_t *qs = src + WF_IQ2_S_QS, *signs = src + WF_IQ2_S_SIGNS;
+		const uint8_t *qh = src + WF_IQ2_S_QH, *scales = src + WF_IQ2_S_SCALES;
 
 		for (int ib = 0; ib < 8; ib++) {
 			const float db[2] = {
@@ -431,12 +432,12 @@ static inline void put4x2(float *y, float db, const uint8_t *g1, const uint8_t *
 
 void wf_decode_iq3_xxs(const uint8_t *src, float *dst, size_t nblocks)
 {
-	for (size_t b = 0; b < nblocks; b++, src += 98, dst += QK_K) {
-		const float d = wf_f16_to_f32(wf_le16(src));
-		const uint8_t *qs = src + 2;
+	for (size_t b = 0; b < nblocks; b++, src += WF_IQ3_XXS_BYTES, dst += WF_IQ3_XXS_BLCK) {
+		const float d = wf_f16_to_f32(wf_le16(src + WF_IQ3_XXS_D));
+		const uint8_t *qs = src + WF_IQ3_XXS_QS;
 
 		for (int ib = 0; ib < 8; ib++) {
-			const uint32_t a = wf_le32(src + 66 + 4 * ib);
+			const uint32_t a = wf_le32(src + WF_IQ3_XXS_SAS + 4 * ib);
 			const float db = d * (0.5f + (float)(a >> 28)) * 0.5f;
 
 			for (int l = 0; l < 4; l++)
@@ -450,10 +451,10 @@ void wf_decode_iq3_xxs(const uint8_t *src, float *dst, size_t nblocks)
 
 void wf_decode_iq3_s(const uint8_t *src, float *dst, size_t nblocks)
 {
-	for (size_t b = 0; b < nblocks; b++, src += 110, dst += QK_K) {
-		const float d = wf_f16_to_f32(wf_le16(src));
-		const uint8_t *qs = src + 2, *qh = src + 66, *signs = src + 74;
-		const uint8_t *scales = src + 106;
+	for (size_t b = 0; b < nblocks; b++, src += WF_IQ3_S_BYTES, dst += WF_IQ3_S_BLCK) {
+		const float d = wf_f16_to_f32(wf_le16(src + WF_IQ3_S_D));
+		const uint8_t *qs = src + WF_IQ3_S_QS, *qh = src + WF_IQ3_S_QH;
+		const uint8_t *signs = src + WF_IQ3_S_SIGNS, *scales = src + WF_IQ3_S_SCALES;
 
 		for (int ib = 0; ib < 8; ib++) {
 			const int s = (scales[ib / 2] >> (4 * (ib % 2))) & 0xF;
@@ -483,12 +484,12 @@ static inline void put8_iq1(float *y, float dl, const int8_t *g, float delta)
 
 void wf_decode_iq1_s(const uint8_t *src, float *dst, size_t nblocks)
 {
-	for (size_t b = 0; b < nblocks; b++, src += 50, dst += QK_K) {
-		const float d = wf_f16_to_f32(wf_le16(src));
-		const uint8_t *qs = src + 2;
+	for (size_t b = 0; b < nblocks; b++, src += WF_IQ1_S_BYTES, dst += WF_IQ1_S_BLCK) {
+		const float d = wf_f16_to_f32(wf_le16(src + WF_IQ1_S_D));
+		const uint8_t *qs = src + WF_IQ1_S_QS;
 
 		for (int ib = 0; ib < 8; ib++) {
-			const uint16_t h = wf_le16(src + 34 + 2 * ib);
+			const uint16_t h = wf_le16(src + WF_IQ1_S_QH + 2 * ib);
 			const float dl = d * (float)(2 * ((h >> 12) & 7) + 1);
 			const float delta = (h & 0x8000) ? -IQ1_DELTA : IQ1_DELTA;
 
@@ -503,12 +504,12 @@ void wf_decode_iq1_s(const uint8_t *src, float *dst, size_t nblocks)
 
 void wf_decode_iq1_m(const uint8_t *src, float *dst, size_t nblocks)
 {
-	for (size_t b = 0; b < nblocks; b++, src += 56, dst += QK_K) {
-		const uint8_t *qs = src, *qh = src + 32;
+	for (size_t b = 0; b < nblocks; b++, src += WF_IQ1_M_BYTES, dst += WF_IQ1_M_BLCK) {
+		const uint8_t *qs = src + WF_IQ1_M_QS, *qh = src + WF_IQ1_M_QH;
 		uint16_t sc[4];
 
 		for (int k = 0; k < 4; k++)
-			sc[k] = wf_le16(src + 48 + 2 * k);
+			sc[k] = wf_le16(src + WF_IQ1_M_SCALES + 2 * k);
 		/* No d field: its 16 bits are the top nibbles of the 4 scale words. */
 		const uint16_t dbits = (uint16_t)((sc[0] >> 12) | ((sc[1] >> 8) & 0x00F0) |
 						  ((sc[2] >> 4) & 0x0F00) | (sc[3] & 0xF000));
@@ -541,9 +542,9 @@ void wf_decode_iq1_m(const uint8_t *src, float *dst, size_t nblocks)
 
 void wf_decode_iq4_nl(const uint8_t *src, float *dst, size_t nblocks)
 {
-	for (size_t b = 0; b < nblocks; b++, src += 18, dst += 32) {
-		const float d = wf_f16_to_f32(wf_le16(src));
-		const uint8_t *qs = src + 2;
+	for (size_t b = 0; b < nblocks; b++, src += WF_IQ4_NL_BYTES, dst += WF_IQ4_NL_BLCK) {
+		const float d = wf_f16_to_f32(wf_le16(src + WF_IQ4_NL_D));
+		const uint8_t *qs = src + WF_IQ4_NL_QS;
 
 		for (int j = 0; j < 16; j++) {
 			dst[j] = d * (float)wf_kvalues_iq4nl[qs[j] & 0xF];
@@ -554,10 +555,10 @@ void wf_decode_iq4_nl(const uint8_t *src, float *dst, size_t nblocks)
 
 void wf_decode_iq4_xs(const uint8_t *src, float *dst, size_t nblocks)
 {
-	for (size_t b = 0; b < nblocks; b++, src += 136, dst += QK_K) {
-		const float d = wf_f16_to_f32(wf_le16(src));
-		const uint16_t scales_h = wf_le16(src + 2);
-		const uint8_t *scales_l = src + 4, *qs = src + 8;
+	for (size_t b = 0; b < nblocks; b++, src += WF_IQ4_XS_BYTES, dst += WF_IQ4_XS_BLCK) {
+		const float d = wf_f16_to_f32(wf_le16(src + WF_IQ4_XS_D));
+		const uint16_t scales_h = wf_le16(src + WF_IQ4_XS_SCALES_H);
+		const uint8_t *scales_l = src + WF_IQ4_XS_SCALES_L, *qs = src + WF_IQ4_XS_QS;
 
 		for (int ib = 0; ib < 8; ib++) {
 			const int ls = ((scales_l[ib / 2] >> (4 * (ib % 2))) & 0xF) |
@@ -590,9 +591,9 @@ static inline float tq1_digit(uint8_t byte, int n, float d)
 
 void wf_decode_tq1_0(const uint8_t *src, float *dst, size_t nblocks)
 {
-	for (size_t b = 0; b < nblocks; b++, src += 54, dst += QK_K) {
-		const uint8_t *qs = src, *qh = src + 48;
-		const float d = wf_f16_to_f32(wf_le16(src + 52));
+	for (size_t b = 0; b < nblocks; b++, src += WF_TQ1_0_BYTES, dst += WF_TQ1_0_BLCK) {
+		const uint8_t *qs = src + WF_TQ1_0_QS, *qh = src + WF_TQ1_0_QH;
+		const float d = wf_f16_to_f32(wf_le16(src + WF_TQ1_0_D));
 
 		for (int n = 0; n < 5; n++)
 			for (int m = 0; m < 32; m++)
@@ -608,22 +609,23 @@ void wf_decode_tq1_0(const uint8_t *src, float *dst, size_t nblocks)
 
 void wf_decode_tq2_0(const uint8_t *src, float *dst, size_t nblocks)
 {
-	for (size_t b = 0; b < nblocks; b++, src += 66, dst += QK_K) {
-		const float d = wf_f16_to_f32(wf_le16(src + 64));
+	for (size_t b = 0; b < nblocks; b++, src += WF_TQ2_0_BYTES, dst += WF_TQ2_0_BLCK) {
+		const uint8_t *qs = src + WF_TQ2_0_QS;
+		const float d = wf_f16_to_f32(wf_le16(src + WF_TQ2_0_D));
 
-		for (int j0 = 0; j0 < 64; j0 += 32)
+		for (int j0 = 0; j0 < WF_TQ2_0_QS_LEN; j0 += 32)
 			for (int l = 0; l < 4; l++)
 				for (int m = 0; m < 32; m++)
 					dst[4 * j0 + 32 * l + m] =
-						(float)(((src[j0 + m] >> (2 * l)) & 3) - 1) * d;
+						(float)(((qs[j0 + m] >> (2 * l)) & 3) - 1) * d;
 	}
 }
 
 void wf_decode_mxfp4(const uint8_t *src, float *dst, size_t nblocks)
 {
-	for (size_t b = 0; b < nblocks; b++, src += 17, dst += 32) {
-		const float d = e8m0_half(src[0]);
-		const uint8_t *qs = src + 1;
+	for (size_t b = 0; b < nblocks; b++, src += WF_MXFP4_BYTES, dst += WF_MXFP4_BLCK) {
+		const float d = e8m0_half(src[WF_MXFP4_E]);
+		const uint8_t *qs = src + WF_MXFP4_QS;
 
 		for (int j = 0; j < 16; j++) {
 			dst[j] = (float)wf_kvalues_fp4[qs[j] & 0xF] * d;
@@ -634,11 +636,11 @@ void wf_decode_mxfp4(const uint8_t *src, float *dst, size_t nblocks)
 
 void wf_decode_nvfp4(const uint8_t *src, float *dst, size_t nblocks)
 {
-	for (size_t b = 0; b < nblocks; b++, src += 36, dst += 64) {
-		const uint8_t *qs = src + 4;
+	for (size_t b = 0; b < nblocks; b++, src += WF_NVFP4_BYTES, dst += WF_NVFP4_BLCK) {
+		const uint8_t *qs = src + WF_NVFP4_QS;
 
-		for (int s = 0; s < 4; s++) {
-			const float ds = ue4m3_half(src[s]);
+		for (int s = 0; s < WF_NVFP4_D_LEN; s++) {
+			const float ds = ue4m3_half(src[WF_NVFP4_D + s]);
 			float *y = dst + 16 * s;
 
 			for (int j = 0; j < 8; j++) {
@@ -651,23 +653,23 @@ void wf_decode_nvfp4(const uint8_t *src, float *dst, size_t nblocks)
 
 void wf_decode_q1_0(const uint8_t *src, float *dst, size_t nblocks)
 {
-	for (size_t b = 0; b < nblocks; b++, src += 18, dst += 128) {
-		const float d = wf_f16_to_f32(wf_le16(src));
-		const uint8_t *qs = src + 2;
+	for (size_t b = 0; b < nblocks; b++, src += WF_Q1_0_BYTES, dst += WF_Q1_0_BLCK) {
+		const float d = wf_f16_to_f32(wf_le16(src + WF_Q1_0_D));
+		const uint8_t *qs = src + WF_Q1_0_QS;
 
 		/* A clear bit is -d by negation, so d = +0 gives -0. */
-		for (int j = 0; j < 128; j++)
+		for (int j = 0; j < WF_Q1_0_BLCK; j++)
 			dst[j] = ((qs[j / 8] >> (j % 8)) & 1) ? d : -d;
 	}
 }
 
 void wf_decode_q2_0(const uint8_t *src, float *dst, size_t nblocks)
 {
-	for (size_t b = 0; b < nblocks; b++, src += 18, dst += 64) {
-		const float d = wf_f16_to_f32(wf_le16(src));
-		const uint8_t *qs = src + 2;
+	for (size_t b = 0; b < nblocks; b++, src += WF_Q2_0_BYTES, dst += WF_Q2_0_BLCK) {
+		const float d = wf_f16_to_f32(wf_le16(src + WF_Q2_0_D));
+		const uint8_t *qs = src + WF_Q2_0_QS;
 
-		for (int j = 0; j < 64; j++)
+		for (int j = 0; j < WF_Q2_0_BLCK; j++)
 			dst[j] = (float)(((qs[j / 4] >> (2 * (j % 4))) & 3) - 1) * d;
 	}
 }

@@ -22,10 +22,10 @@
 #include <immintrin.h>
 #include <string.h>
 
+#include "wf_blocks.h"
 #include "wf_iq_tables.h"
 
 #define TGT __attribute__((target("avx2,f16c")))
-#define QK_K 256
 
 int wf_cpu_has_simd(void)
 {
@@ -103,9 +103,9 @@ TGT void wf_decode_q4_0_avx2(const uint8_t *src, float *dst, size_t nblocks)
 {
 	const __m128i m4 = _mm_set1_epi8(0xF), b8 = _mm_set1_epi8(8);
 
-	for (size_t i = 0; i < nblocks; i++, src += 18, dst += 32) {
-		const __m256 d = _mm256_set1_ps(h2f(wf_le16(src)));
-		const __m128i q = _mm_loadu_si128((const __m128i *)(src + 2));
+	for (size_t i = 0; i < nblocks; i++, src += WF_Q4_0_BYTES, dst += WF_Q4_0_BLCK) {
+		const __m256 d = _mm256_set1_ps(h2f(wf_le16(src + WF_Q4_0_D)));
+		const __m128i q = _mm_loadu_si128((const __m128i *)(src + WF_Q4_0_QS));
 		const __m128i lo = _mm_sub_epi8(_mm_and_si128(q, m4), b8);
 		const __m128i hi = _mm_sub_epi8(_mm_and_si128(_mm_srli_epi16(q, 4), m4), b8);
 
@@ -119,10 +119,10 @@ TGT void wf_decode_q4_1_avx2(const uint8_t *src, float *dst, size_t nblocks)
 {
 	const __m128i m4 = _mm_set1_epi8(0xF);
 
-	for (size_t i = 0; i < nblocks; i++, src += 20, dst += 32) {
-		const __m256 d = _mm256_set1_ps(h2f(wf_le16(src)));
-		const __m256 m = _mm256_set1_ps(h2f(wf_le16(src + 2)));
-		const __m128i q = _mm_loadu_si128((const __m128i *)(src + 4));
+	for (size_t i = 0; i < nblocks; i++, src += WF_Q4_1_BYTES, dst += WF_Q4_1_BLCK) {
+		const __m256 d = _mm256_set1_ps(h2f(wf_le16(src + WF_Q4_1_D)));
+		const __m256 m = _mm256_set1_ps(h2f(wf_le16(src + WF_Q4_1_M)));
+		const __m128i q = _mm_loadu_si128((const __m128i *)(src + WF_Q4_1_QS));
 		const __m128i v[2] = { _mm_and_si128(q, m4), _mm_and_si128(_mm_srli_epi16(q, 4), m4) };
 
 		for (int h = 0; h < 2; h++) {
@@ -148,10 +148,10 @@ TGT void wf_decode_q5_0_avx2(const uint8_t *src, float *dst, size_t nblocks)
 {
 	const __m128i m4 = _mm_set1_epi8(0xF), b16 = _mm_set1_epi8(16);
 
-	for (size_t i = 0; i < nblocks; i++, src += 22, dst += 32) {
-		const __m256 d = _mm256_set1_ps(h2f(wf_le16(src)));
-		const uint32_t qh = wf_le32(src + 2);
-		const __m128i q = _mm_loadu_si128((const __m128i *)(src + 6));
+	for (size_t i = 0; i < nblocks; i++, src += WF_Q5_0_BYTES, dst += WF_Q5_0_BLCK) {
+		const __m256 d = _mm256_set1_ps(h2f(wf_le16(src + WF_Q5_0_D)));
+		const uint32_t qh = wf_le32(src + WF_Q5_0_QH);
+		const __m128i q = _mm_loadu_si128((const __m128i *)(src + WF_Q5_0_QS));
 		__m128i lo = _mm_or_si128(_mm_and_si128(q, m4), bits_to_0x10(qh & 0xFFFF));
 		__m128i hi = _mm_or_si128(_mm_and_si128(_mm_srli_epi16(q, 4), m4), bits_to_0x10(qh >> 16));
 
@@ -164,11 +164,11 @@ TGT void wf_decode_q5_1_avx2(const uint8_t *src, float *dst, size_t nblocks)
 {
 	const __m128i m4 = _mm_set1_epi8(0xF);
 
-	for (size_t i = 0; i < nblocks; i++, src += 24, dst += 32) {
-		const __m256 d = _mm256_set1_ps(h2f(wf_le16(src)));
-		const __m256 m = _mm256_set1_ps(h2f(wf_le16(src + 2)));
-		const uint32_t qh = wf_le32(src + 4);
-		const __m128i q = _mm_loadu_si128((const __m128i *)(src + 8));
+	for (size_t i = 0; i < nblocks; i++, src += WF_Q5_1_BYTES, dst += WF_Q5_1_BLCK) {
+		const __m256 d = _mm256_set1_ps(h2f(wf_le16(src + WF_Q5_1_D)));
+		const __m256 m = _mm256_set1_ps(h2f(wf_le16(src + WF_Q5_1_M)));
+		const uint32_t qh = wf_le32(src + WF_Q5_1_QH);
+		const __m128i q = _mm_loadu_si128((const __m128i *)(src + WF_Q5_1_QS));
 		const __m128i v[2] = {
 			_mm_or_si128(_mm_and_si128(q, m4), bits_to_0x10(qh & 0xFFFF)),
 			_mm_or_si128(_mm_and_si128(_mm_srli_epi16(q, 4), m4), bits_to_0x10(qh >> 16)),
@@ -184,10 +184,10 @@ TGT void wf_decode_q5_1_avx2(const uint8_t *src, float *dst, size_t nblocks)
 
 TGT void wf_decode_q8_0_avx2(const uint8_t *src, float *dst, size_t nblocks)
 {
-	for (size_t i = 0; i < nblocks; i++, src += 34, dst += 32) {
-		const __m256 d = _mm256_set1_ps(h2f(wf_le16(src)));
-		const __m128i a = _mm_loadu_si128((const __m128i *)(src + 2));
-		const __m128i b = _mm_loadu_si128((const __m128i *)(src + 18));
+	for (size_t i = 0; i < nblocks; i++, src += WF_Q8_0_BYTES, dst += WF_Q8_0_BLCK) {
+		const __m256 d = _mm256_set1_ps(h2f(wf_le16(src + WF_Q8_0_D)));
+		const __m128i a = _mm_loadu_si128((const __m128i *)(src + WF_Q8_0_QS));
+		const __m128i b = _mm_loadu_si128((const __m128i *)(src + WF_Q8_0_QS + 16));
 
 		st16_i8_mul(dst, a, d);
 		st16_i8_mul(dst + 16, b, d);
@@ -206,10 +206,10 @@ TGT void wf_decode_q4_k_avx2(const uint8_t *src, float *dst, size_t nblocks)
 {
 	const __m256i m4 = _mm256_set1_epi8(0xF);
 
-	for (size_t b = 0; b < nblocks; b++, src += 144, dst += QK_K) {
-		const float d = h2f(wf_le16(src));
-		const float dmin = h2f(wf_le16(src + 2));
-		const uint8_t *scales = src + 4, *qs = src + 16;
+	for (size_t b = 0; b < nblocks; b++, src += WF_Q4_K_BYTES, dst += WF_Q4_K_BLCK) {
+		const float d = h2f(wf_le16(src + WF_Q4_K_D));
+		const float dmin = h2f(wf_le16(src + WF_Q4_K_DMIN));
+		const uint8_t *scales = src + WF_Q4_K_SCALES, *qs = src + WF_Q4_K_QS;
 
 		for (int c = 0; c < 4; c++) {
 			int sc, mn;
@@ -233,11 +233,11 @@ TGT void wf_decode_q5_k_avx2(const uint8_t *src, float *dst, size_t nblocks)
 {
 	const __m256i m4 = _mm256_set1_epi8(0xF), b16 = _mm256_set1_epi8(16);
 
-	for (size_t b = 0; b < nblocks; b++, src += 176, dst += QK_K) {
-		const float d = h2f(wf_le16(src));
-		const float dmin = h2f(wf_le16(src + 2));
-		const uint8_t *scales = src + 4, *qs = src + 48;
-		const __m256i qh = _mm256_loadu_si256((const __m256i *)(src + 16));
+	for (size_t b = 0; b < nblocks; b++, src += WF_Q5_K_BYTES, dst += WF_Q5_K_BLCK) {
+		const float d = h2f(wf_le16(src + WF_Q5_K_D));
+		const float dmin = h2f(wf_le16(src + WF_Q5_K_DMIN));
+		const uint8_t *scales = src + WF_Q5_K_SCALES, *qs = src + WF_Q5_K_QS;
+		const __m256i qh = _mm256_loadu_si256((const __m256i *)(src + WF_Q5_K_QH));
 
 		for (int c = 0; c < 4; c++) {
 			int sc, mn;
@@ -274,15 +274,15 @@ TGT void wf_decode_q6_k_avx2(const uint8_t *src, float *dst, size_t nblocks)
 	const __m256i m4 = _mm256_set1_epi8(0xF), m30 = _mm256_set1_epi8(0x30);
 	const __m256i b32 = _mm256_set1_epi8(32);
 
-	for (size_t b = 0; b < nblocks; b++, src += 210, dst += QK_K) {
-		const float d = h2f(wf_le16(src + 208));
+	for (size_t b = 0; b < nblocks; b++, src += WF_Q6_K_BYTES, dst += WF_Q6_K_BLCK) {
+		const float d = h2f(wf_le16(src + WF_Q6_K_D));
 
 		for (int n = 0; n < 2; n++) {
-			const uint8_t *ql = src + 64 * n;
-			const int8_t *sc = (const int8_t *)(src + 192 + 8 * n);
+			const uint8_t *ql = src + WF_Q6_K_QL + 64 * n;
+			const int8_t *sc = (const int8_t *)(src + WF_Q6_K_SCALES + 8 * n);
 			const __m256i l0 = _mm256_loadu_si256((const __m256i *)ql);
 			const __m256i l1 = _mm256_loadu_si256((const __m256i *)(ql + 32));
-			const __m256i h = _mm256_loadu_si256((const __m256i *)(src + 128 + 32 * n));
+			const __m256i h = _mm256_loadu_si256((const __m256i *)(src + WF_Q6_K_QH + 32 * n));
 			float *y = dst + 128 * n;
 			float ds[8];
 
@@ -311,9 +311,9 @@ TGT void wf_decode_iq4_nl_avx2(const uint8_t *src, float *dst, size_t nblocks)
 	const __m128i m4 = _mm_set1_epi8(0xF);
 	const __m128i kv = _mm_loadu_si128((const __m128i *)wf_kvalues_iq4nl);
 
-	for (size_t b = 0; b < nblocks; b++, src += 18, dst += 32) {
-		const __m256 d = _mm256_set1_ps(h2f(wf_le16(src)));
-		const __m128i q = _mm_loadu_si128((const __m128i *)(src + 2));
+	for (size_t b = 0; b < nblocks; b++, src += WF_IQ4_NL_BYTES, dst += WF_IQ4_NL_BLCK) {
+		const __m256 d = _mm256_set1_ps(h2f(wf_le16(src + WF_IQ4_NL_D)));
+		const __m128i q = _mm_loadu_si128((const __m128i *)(src + WF_IQ4_NL_QS));
 
 		/* scalar: d * (float)kvalues[q]; the product commutes exactly */
 		st16_i8_mul(dst, _mm_shuffle_epi8(kv, _mm_and_si128(q, m4)), d);
@@ -326,10 +326,10 @@ TGT void wf_decode_iq4_xs_avx2(const uint8_t *src, float *dst, size_t nblocks)
 	const __m128i m4 = _mm_set1_epi8(0xF);
 	const __m128i kv = _mm_loadu_si128((const __m128i *)wf_kvalues_iq4nl);
 
-	for (size_t b = 0; b < nblocks; b++, src += 136, dst += QK_K) {
-		const float d = h2f(wf_le16(src));
-		const uint16_t scales_h = wf_le16(src + 2);
-		const uint8_t *scales_l = src + 4, *qs = src + 8;
+	for (size_t b = 0; b < nblocks; b++, src += WF_IQ4_XS_BYTES, dst += WF_IQ4_XS_BLCK) {
+		const float d = h2f(wf_le16(src + WF_IQ4_XS_D));
+		const uint16_t scales_h = wf_le16(src + WF_IQ4_XS_SCALES_H);
+		const uint8_t *scales_l = src + WF_IQ4_XS_SCALES_L, *qs = src + WF_IQ4_XS_QS;
 
 		for (int ib = 0; ib < 8; ib++) {
 			const int ls = ((scales_l[ib / 2] >> (4 * (ib % 2))) & 0xF) |
@@ -362,11 +362,11 @@ static inline TGT __m256 u8x8_ps(const uint8_t *g)
 
 TGT void wf_decode_iq2_xxs_avx2(const uint8_t *src, float *dst, size_t nblocks)
 {
-	for (size_t b = 0; b < nblocks; b++, src += 66, dst += QK_K) {
-		const float d = h2f(wf_le16(src));
+	for (size_t b = 0; b < nblocks; b++, src += WF_IQ2_XXS_BYTES, dst += WF_IQ2_XXS_BLCK) {
+		const float d = h2f(wf_le16(src + WF_IQ2_XXS_D));
 
 		for (int ib = 0; ib < 8; ib++) {
-			const uint8_t *p = src + 2 + 8 * ib;
+			const uint8_t *p = src + WF_IQ2_XXS_QS + 8 * ib;
 			const uint32_t a1 = wf_le32(p + 4);
 			const __m256 db = _mm256_set1_ps(d * (0.5f + (float)(a1 >> 28)) * 0.25f);
 
@@ -383,14 +383,14 @@ TGT void wf_decode_iq2_xxs_avx2(const uint8_t *src, float *dst, size_t nblocks)
 
 TGT void wf_decode_q8_k_avx2(const uint8_t *src, float *dst, size_t nblocks)
 {
-	for (size_t b = 0; b < nblocks; b++, src += 292, dst += QK_K) {
+	for (size_t b = 0; b < nblocks; b++, src += WF_Q8_K_BYTES, dst += WF_Q8_K_BLCK) {
 		float df;
-		uint32_t u = wf_le32(src);
+		uint32_t u = wf_le32(src + WF_Q8_K_D);
 
 		memcpy(&df, &u, 4);
 		const __m256 d = _mm256_set1_ps(df);
-		for (int j = 0; j < QK_K; j += 16)
-			st16_i8_mul(dst + j, _mm_loadu_si128((const __m128i *)(src + 4 + j)), d);
+		for (int j = 0; j < WF_Q8_K_BLCK; j += 16)
+			st16_i8_mul(dst + j, _mm_loadu_si128((const __m128i *)(src + WF_Q8_K_QS + j)), d);
 	}
 }
 

@@ -3,7 +3,8 @@
  * Geometry (blck, bytes) for the ggml ids is ggml's type_traits table in
  * ggml/src/ggml.c (blck_size, type_size) of ggml 0.21.0, whose sources are
  * those of llama.cpp commit 3f545beccee69d9975f466ec7e45fd9aacd8ba90
- * (docs/types.md lists it).  A row with
+ * (docs/types.md lists it); the block types' come from wf_blocks.h, which
+ * the decoders read their field offsets from too.  A row with
  * name == NULL is a hole: a removed ggml id (4, 5, 31-33, 36-38) or an id
  * nobody assigned (43..63).
  */
@@ -12,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "wf_blocks.h"
 #include "wf_decode.h"
 
 #ifdef WF_HAVE_X86_SIMD
@@ -52,42 +54,42 @@
 static const struct wf_type wf_types[WF_T_COUNT] = {
 	[WF_T_F32]      = RAW("F32", "float32", 4),
 	[WF_T_F16]      = DECES("F16", 2, wf_decode_f16, "float16"),
-	[WF_T_Q4_0]     = DECS("Q4_0", 32, 18, wf_decode_q4_0),
-	[WF_T_Q4_1]     = DECS("Q4_1", 32, 20, wf_decode_q4_1),
-	[WF_T_Q5_0]     = DECS("Q5_0", 32, 22, wf_decode_q5_0),
-	[WF_T_Q5_1]     = DECS("Q5_1", 32, 24, wf_decode_q5_1),
-	[WF_T_Q8_0]     = DECS("Q8_0", 32, 34, wf_decode_q8_0),
+	[WF_T_Q4_0]     = DECS("Q4_0", WF_Q4_0_BLCK, WF_Q4_0_BYTES, wf_decode_q4_0),
+	[WF_T_Q4_1]     = DECS("Q4_1", WF_Q4_1_BLCK, WF_Q4_1_BYTES, wf_decode_q4_1),
+	[WF_T_Q5_0]     = DECS("Q5_0", WF_Q5_0_BLCK, WF_Q5_0_BYTES, wf_decode_q5_0),
+	[WF_T_Q5_1]     = DECS("Q5_1", WF_Q5_1_BLCK, WF_Q5_1_BYTES, wf_decode_q5_1),
+	[WF_T_Q8_0]     = DECS("Q8_0", WF_Q8_0_BLCK, WF_Q8_0_BYTES, wf_decode_q8_0),
 	/* ggml's activation format: no dequantizer exists to be exact with. */
-	[WF_T_Q8_1]     = NODEC("Q8_1", 32, 36),
-	[WF_T_Q2_K]     = DEC("Q2_K", 256, 84, wf_decode_q2_k),
-	[WF_T_Q3_K]     = DEC("Q3_K", 256, 110, wf_decode_q3_k),
-	[WF_T_Q4_K]     = DECS("Q4_K", 256, 144, wf_decode_q4_k),
-	[WF_T_Q5_K]     = DECS("Q5_K", 256, 176, wf_decode_q5_k),
-	[WF_T_Q6_K]     = DECS("Q6_K", 256, 210, wf_decode_q6_k),
+	[WF_T_Q8_1]     = NODEC("Q8_1", WF_Q8_1_BLCK, WF_Q8_1_BYTES),
+	[WF_T_Q2_K]     = DEC("Q2_K", WF_Q2_K_BLCK, WF_Q2_K_BYTES, wf_decode_q2_k),
+	[WF_T_Q3_K]     = DEC("Q3_K", WF_Q3_K_BLCK, WF_Q3_K_BYTES, wf_decode_q3_k),
+	[WF_T_Q4_K]     = DECS("Q4_K", WF_Q4_K_BLCK, WF_Q4_K_BYTES, wf_decode_q4_k),
+	[WF_T_Q5_K]     = DECS("Q5_K", WF_Q5_K_BLCK, WF_Q5_K_BYTES, wf_decode_q5_k),
+	[WF_T_Q6_K]     = DECS("Q6_K", WF_Q6_K_BLCK, WF_Q6_K_BYTES, wf_decode_q6_k),
 	/* Not ggml's registered to_float; follows dequantize_row_q8_K. */
-	[WF_T_Q8_K]     = DECS("Q8_K", 256, 292, wf_decode_q8_k),
-	[WF_T_IQ2_XXS]  = DECS("IQ2_XXS", 256, 66, wf_decode_iq2_xxs),
-	[WF_T_IQ2_XS]   = DEC("IQ2_XS", 256, 74, wf_decode_iq2_xs),
-	[WF_T_IQ3_XXS]  = DEC("IQ3_XXS", 256, 98, wf_decode_iq3_xxs),
-	[WF_T_IQ1_S]    = DEC("IQ1_S", 256, 50, wf_decode_iq1_s),
-	[WF_T_IQ4_NL]   = DECS("IQ4_NL", 32, 18, wf_decode_iq4_nl),
-	[WF_T_IQ3_S]    = DEC("IQ3_S", 256, 110, wf_decode_iq3_s),
-	[WF_T_IQ2_S]    = DEC("IQ2_S", 256, 82, wf_decode_iq2_s),
-	[WF_T_IQ4_XS]   = DECS("IQ4_XS", 256, 136, wf_decode_iq4_xs),
+	[WF_T_Q8_K]     = DECS("Q8_K", WF_Q8_K_BLCK, WF_Q8_K_BYTES, wf_decode_q8_k),
+	[WF_T_IQ2_XXS]  = DECS("IQ2_XXS", WF_IQ2_XXS_BLCK, WF_IQ2_XXS_BYTES, wf_decode_iq2_xxs),
+	[WF_T_IQ2_XS]   = DEC("IQ2_XS", WF_IQ2_XS_BLCK, WF_IQ2_XS_BYTES, wf_decode_iq2_xs),
+	[WF_T_IQ3_XXS]  = DEC("IQ3_XXS", WF_IQ3_XXS_BLCK, WF_IQ3_XXS_BYTES, wf_decode_iq3_xxs),
+	[WF_T_IQ1_S]    = DEC("IQ1_S", WF_IQ1_S_BLCK, WF_IQ1_S_BYTES, wf_decode_iq1_s),
+	[WF_T_IQ4_NL]   = DECS("IQ4_NL", WF_IQ4_NL_BLCK, WF_IQ4_NL_BYTES, wf_decode_iq4_nl),
+	[WF_T_IQ3_S]    = DEC("IQ3_S", WF_IQ3_S_BLCK, WF_IQ3_S_BYTES, wf_decode_iq3_s),
+	[WF_T_IQ2_S]    = DEC("IQ2_S", WF_IQ2_S_BLCK, WF_IQ2_S_BYTES, wf_decode_iq2_s),
+	[WF_T_IQ4_XS]   = DECS("IQ4_XS", WF_IQ4_XS_BLCK, WF_IQ4_XS_BYTES, wf_decode_iq4_xs),
 	[WF_T_I8]       = RAW("I8", "int8", 1),
 	[WF_T_I16]      = RAW("I16", "int16", 2),
 	[WF_T_I32]      = RAW("I32", "int32", 4),
 	[WF_T_I64]      = RAW("I64", "int64", 8),
 	/* Narrowed to float32 so every float view has one element type. */
 	[WF_T_F64]      = DECE("F64", 8, wf_decode_f64, "float64"),
-	[WF_T_IQ1_M]    = DEC("IQ1_M", 256, 56, wf_decode_iq1_m),
+	[WF_T_IQ1_M]    = DEC("IQ1_M", WF_IQ1_M_BLCK, WF_IQ1_M_BYTES, wf_decode_iq1_m),
 	[WF_T_BF16]     = DECES("BF16", 2, wf_decode_bf16, "bfloat16"),
-	[WF_T_TQ1_0]    = DEC("TQ1_0", 256, 54, wf_decode_tq1_0),
-	[WF_T_TQ2_0]    = DEC("TQ2_0", 256, 66, wf_decode_tq2_0),
-	[WF_T_MXFP4]    = DEC("MXFP4", 32, 17, wf_decode_mxfp4),
-	[WF_T_NVFP4]    = DEC("NVFP4", 64, 36, wf_decode_nvfp4),
-	[WF_T_Q1_0]     = DEC("Q1_0", 128, 18, wf_decode_q1_0),
-	[WF_T_Q2_0]     = DEC("Q2_0", 64, 18, wf_decode_q2_0),
+	[WF_T_TQ1_0]    = DEC("TQ1_0", WF_TQ1_0_BLCK, WF_TQ1_0_BYTES, wf_decode_tq1_0),
+	[WF_T_TQ2_0]    = DEC("TQ2_0", WF_TQ2_0_BLCK, WF_TQ2_0_BYTES, wf_decode_tq2_0),
+	[WF_T_MXFP4]    = DEC("MXFP4", WF_MXFP4_BLCK, WF_MXFP4_BYTES, wf_decode_mxfp4),
+	[WF_T_NVFP4]    = DEC("NVFP4", WF_NVFP4_BLCK, WF_NVFP4_BYTES, wf_decode_nvfp4),
+	[WF_T_Q1_0]     = DEC("Q1_0", WF_Q1_0_BLCK, WF_Q1_0_BYTES, wf_decode_q1_0),
+	[WF_T_Q2_0]     = DEC("Q2_0", WF_Q2_0_BLCK, WF_Q2_0_BYTES, wf_decode_q2_0),
 
 	[WF_T_BOOL]     = RAW("BOOL", "bool", 1),
 	[WF_T_U8]       = RAW("U8", "uint8", 1),

@@ -3,16 +3,18 @@
  *
  * The expected geometry below is typed in from ggml's type_traits table
  * (ggml/src/ggml.c, ggml 0.21.0) and the safetensors format's dtypes, as
- * docs/types.md lists them, not derived
- * from the implementation,
- * so a wrong row in the table shows up here.  Decoder outputs are compared
- * as bytes (memcmp), so -0.0 vs +0.0 and NaN payloads count.
+ * docs/types.md lists them, not derived from the implementation, so a wrong
+ * row in the table shows up here; so does a wrong block size in
+ * src/wf_blocks.h, whose constants every block row must also equal.
+ * Decoder outputs are compared as bytes (memcmp), so -0.0 vs +0.0 and NaN
+ * payloads count.
  */
 #include <check.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "wf_blocks.h"
 #include "wf_types.h"
 #include "known_blocks.h"
 
@@ -78,6 +80,21 @@ static const struct expect expected[WF_T_COUNT] = {
 	[77] = E("C64", "complex64", 1, 8, 8, RAW, 1),
 };
 
+/* Every block type wf_blocks.h describes, at its type id; zero elsewhere. */
+struct geometry {
+	uint32_t blck, bytes;
+};
+
+#define B(T) [WF_T_##T] = { WF_##T##_BLCK, WF_##T##_BYTES }
+
+static const struct geometry blocks_h[WF_T_COUNT] = {
+	B(Q4_0), B(Q4_1), B(Q5_0), B(Q5_1), B(Q8_0), B(Q8_1),
+	B(Q2_K), B(Q3_K), B(Q4_K), B(Q5_K), B(Q6_K), B(Q8_K),
+	B(IQ2_XXS), B(IQ2_XS), B(IQ2_S), B(IQ3_XXS), B(IQ3_S),
+	B(IQ1_S), B(IQ1_M), B(IQ4_NL), B(IQ4_XS),
+	B(TQ1_0), B(TQ2_0), B(MXFP4), B(NVFP4), B(Q1_0), B(Q2_0),
+};
+
 static uint32_t bits_of(float f)
 {
 	uint32_t u;
@@ -117,6 +134,27 @@ START_TEST(test_row)
 	if (_i < WF_GGML_TYPE_COUNT)
 		ck_assert_int_eq(wf_type_from_gguf((uint32_t)_i), _i);
 	ck_assert_int_eq(wf_type_from_st(e->name, strlen(e->name)), e->st ? _i : -1);
+}
+END_TEST
+
+/* The table's block rows, wf_blocks.h and ggml's numbers (expected[]) agree;
+ * every ggml row with more than one element per block has a layout there. */
+START_TEST(test_row_blocks_h)
+{
+	const struct geometry *g = &blocks_h[_i];
+	const struct wf_type *t = wf_type_get(_i);
+
+	if (g->blck == 0) {
+		if (t && _i < WF_GGML_TYPE_COUNT)
+			ck_assert_msg(t->blck == 1, "%s has blocks but no layout in wf_blocks.h",
+				      t->name);
+		return;
+	}
+	ck_assert_msg(t != NULL, "id %d: wf_blocks.h describes a block, the table has no row", _i);
+	ck_assert_uint_eq(t->blck, g->blck);
+	ck_assert_uint_eq(t->bytes, g->bytes);
+	ck_assert_uint_eq(g->blck, expected[_i].blck);
+	ck_assert_uint_eq(g->bytes, expected[_i].bytes);
 }
 END_TEST
 
@@ -388,6 +426,7 @@ static Suite *types_suite(void)
 
 	tc = tcase_create("table");
 	tcase_add_loop_test(tc, test_row, 0, WF_T_COUNT);
+	tcase_add_loop_test(tc, test_row_blocks_h, 0, WF_T_COUNT);
 	tcase_add_test(tc, test_lookup_edges);
 	suite_add_tcase(s, tc);
 
