@@ -346,8 +346,12 @@ int main(int argc, char *argv[])
 		ret = 0;
 		goto out_args;
 	}
+	/* mount(8) passes rw to mount.fuse3 unless the options say ro, so an
+	 * /etc/fstab line without ro also ends here: the message says what to
+	 * write */
 	if (o.rw) {
-		fprintf(stderr, "weightfs: -o rw: weightfs is read-only: remove rw (ro, or nothing, mounts it)\n");
+		fprintf(stderr, "weightfs: -o rw: weightfs is read-only: remove rw (with mount(8) or in "
+			"/etc/fstab, give ro)\n");
 		goto out_args;
 	}
 	if (!o.model || !o.mountpoint) {
