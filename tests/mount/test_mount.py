@@ -1743,11 +1743,14 @@ def group_errors():
         check("errors: contents unchanged after the write attempts", still_right)
 
     def rw_opt():
-        with Mount(model, ["-o", "rw"]) as m2:
-            errs = Errs()
-            write_ops(m2, "blk/1/ffn_up/weight", errs)
-            errs.raise_if_any()
-    check("errors: -o rw is overridden; still read-only with EROFS", rw_opt)
+        # issue 12: refused outright, so an /etc/fstab line cannot promise writes
+        mp = new_dir()
+        rc, out, err, _ = run_cli(["-o", "rw", model, mp])
+        if rc != 1 or len(err.splitlines()) != 1 or "weightfs is read-only: remove rw" not in err \
+                or is_mounted(mp):
+            force_unmount(mp)
+            raise Fail("rc %d, %r" % (rc, err))
+    check("errors: -o rw is refused in one line (weightfs is read-only: remove rw)", rw_opt)
 
     def unchanged():
         if sha256_file(model) != h0 or sha256_file(model) != sha256_file(src):
