@@ -724,11 +724,6 @@ static int cmd_convert(struct session *s, const struct cmd_opts *o)
 		fprintf(stderr, "weightfs: %s: cannot create a temporary file beside it: %s\n", out, strerror(errno));
 		goto out;
 	}
-	/* reserve the space up front: a full disk fails now, not at 90% */
-	if (c.size && fallocate(c.fd, 0, 0, (off_t)c.size) != 0 && errno != EOPNOTSUPP && errno != ENOSYS) {
-		fprintf(stderr, "weightfs: %s: %s\n", out, strerror(errno));
-		goto out;
-	}
 	if (ftruncate(c.fd, (off_t)c.size) != 0) {
 		fprintf(stderr, "weightfs: %s: %s\n", out, strerror(errno));
 		goto out;
