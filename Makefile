@@ -56,9 +56,9 @@ LIB_CFLAGS := -fPIC -fvisibility=hidden
 ALL_LDFLAGS = $(SAN) $(LDFLAGS)
 
 # The format library: no FUSE in it.
-LIB_SRC  := $(filter-out src/main.c src/wf_fuse.c,$(wildcard src/*.c))
+LIB_SRC  := $(filter-out src/main.c src/wf_fuse.c src/cli.c,$(wildcard src/*.c))
 LIB_OBJ  := $(LIB_SRC:src/%.c=$(B)/obj/%.o)
-BIN_OBJ  := $(B)/obj/main.o $(B)/obj/wf_fuse.o
+BIN_OBJ  := $(B)/obj/main.o $(B)/obj/wf_fuse.o $(B)/obj/cli.o
 UNIT_SRC := $(wildcard tests/unit/check_*.c)
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(B)/tests/%)
 

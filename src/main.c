@@ -1,5 +1,6 @@
 /* main.c - weightfs command line: validate the model completely, then
  * mount it.  Only this file prints and chooses exit codes. */
+#include "cli.h"
 #include "wf_fuse.h"
 #include "wf_log.h"
 #include "wf_mnt.h"
@@ -23,14 +24,7 @@
 #define WF_VERSION "0.1.0"
 #endif
 
-/* Exit codes (documented in docs/weightfs.1). */
-enum {
-	EXIT_USAGE = 1,    /* bad command line, or the mount itself failed */
-	EXIT_OPEN = 2,     /* MODEL cannot be opened, is not a regular file, or lies inside the mount point */
-	EXIT_FORMAT = 3,   /* MODEL is malformed */
-	EXIT_UNSUP = 4,    /* MODEL is well-formed but uses something weightfs does not support */
-	EXIT_NOMEM = 5,
-};
+/* Exit codes: cli.h (documented in docs/weightfs.1). */
 
 struct opts {
 	char *model;       /* first non-option argument */
@@ -40,10 +34,11 @@ struct opts {
 	int npy;           /* -o npy: tensor files are NAME.npy */
 	int suffix;        /* -o suffix: tensor files are NAME.f32, NAME.i64, ... */
 	int help, version;
+	int rw;            /* -o rw: refused, the mount is read-only */
 	char *dtype;       /* -o dtype=f32|f16|bf16|stored */
 };
 
-enum { KEY_ALLOW_OTHER = 1, KEY_NONEMPTY };
+enum { KEY_ALLOW_OTHER = 1, KEY_NONEMPTY, KEY_RW, KEY_DISCARD };
 
 #define OPT(t, p) {t, offsetof(struct opts, p), 1}
 static const struct fuse_opt wf_opts[] = {
@@ -53,6 +48,21 @@ static const struct fuse_opt wf_opts[] = {
 	OPT("npy", npy),
 	OPT("suffix", suffix),
 	FUSE_OPT_KEY("nonempty", KEY_NONEMPTY),
+	FUSE_OPT_KEY("rw", KEY_RW),
+	/* mount(8)'s own options, which an /etc/fstab line may hold and
+	 * mount.fuse3 may pass on: they mean nothing to a FUSE daemon, and
+	 * libfuse would refuse them as unknown */
+	FUSE_OPT_KEY("defaults", KEY_DISCARD),
+	FUSE_OPT_KEY("auto", KEY_DISCARD),
+	FUSE_OPT_KEY("noauto", KEY_DISCARD),
+	FUSE_OPT_KEY("user", KEY_DISCARD),
+	FUSE_OPT_KEY("nouser", KEY_DISCARD),
+	FUSE_OPT_KEY("users", KEY_DISCARD),
+	FUSE_OPT_KEY("owner", KEY_DISCARD),
+	FUSE_OPT_KEY("group", KEY_DISCARD),
+	FUSE_OPT_KEY("_netdev", KEY_DISCARD),
+	FUSE_OPT_KEY("nofail", KEY_DISCARD),
+	FUSE_OPT_KEY("comment=", KEY_DISCARD),
 	OPT("-h", help),
 	OPT("--help", help),
 	OPT("-V", version),
@@ -70,6 +80,13 @@ static int opt_proc(void *data, const char *arg, int key, struct fuse_args *outa
 		o->nonempty = 1;
 		return 0; /* ours alone: libfuse 3 would refuse it as unknown */
 	}
+	if (key == KEY_RW) {
+		o->rw = 1;
+		return 0;
+	}
+	/* x-systemd.automount and other x-* options are for mount(8) and systemd */
+	if (key == KEY_DISCARD || (key == FUSE_OPT_KEY_OPT && strncmp(arg, "x-", 2) == 0))
+		return 0;
 	if (key == FUSE_OPT_KEY_NONOPT && !o->model) {
 		o->model = strdup(arg);
 		return o->model ? 0 : -1;
@@ -85,7 +102,11 @@ static int opt_proc(void *data, const char *arg, int key, struct fuse_args *outa
 
 static void usage(const char *prog)
 {
-	printf("usage: %s [options] MODEL MOUNTPOINT\n\n"
+	printf("usage: %s [options] MODEL MOUNTPOINT\n"
+	       "       %s ls [--json] [-o dtype=T,npy] MODEL\n"
+	       "       %s info [--json] MODEL\n"
+	       "       %s cat [--offset N] [--length N] [-o dtype=T,npy] MODEL TENSOR\n"
+	       "       %s convert [--force] [-o dtype=T] MODEL OUT.safetensors\n\n"
 	       "Mounts a GGUF or safetensors model read-only: every tensor is a file of\n"
 	       "little-endian numbers (float32 for float and quantized types), decoded\n"
 	       "on read.  See weightfs(1).\n\n"
@@ -111,7 +132,7 @@ static void usage(const char *prog)
 	       "       clone_fd            one /dev/fuse descriptor per thread\n"
 	       "       other FUSE mount options: see mount.fuse3(8)\n\n"
 	       "MOUNTPOINT must be an empty directory that is not already a mount point.\n"
-	       "Unmount with: fusermount3 -u MOUNTPOINT\n", prog);
+	       "Unmount with: fusermount3 -u MOUNTPOINT\n", prog, prog, prog, prog, prog);
 }
 
 /* Opens /dev/null on whichever of descriptors 0, 1 and 2 is closed.  A
@@ -296,6 +317,14 @@ static int add_fsname(struct fuse_args *args, const char *typed)
 
 int main(int argc, char *argv[])
 {
+	/* A command is argv[1] exactly; a model file of that name mounts as ./ls */
+	if (argc > 1 && cli_is_command(argv[1])) {
+		if (open_std_fds() != 0) {
+			perror("weightfs: /dev/null");
+			return EXIT_USAGE;
+		}
+		return cli_main(argc, argv);
+	}
 	struct fuse_args args = FUSE_ARGS_INIT(argc, argv);
 	struct opts o = {0};
 	struct fuse_cmdline_opts co = {0};
@@ -326,6 +355,14 @@ int main(int argc, char *argv[])
 	if (o.version) {
 		printf("weightfs %s (libfuse %s)\n", WF_VERSION, fuse_pkgversion());
 		ret = 0;
+		goto out_args;
+	}
+	/* mount(8) passes rw to mount.fuse3 unless the options say ro, so an
+	 * /etc/fstab line without ro also ends here: the message says what to
+	 * write */
+	if (o.rw) {
+		fprintf(stderr, "weightfs: -o rw: weightfs is read-only: remove rw (with mount(8) or in "
+			"/etc/fstab, give ro)\n");
 		goto out_args;
 	}
 	if (!o.model || !o.mountpoint) {
@@ -359,8 +396,7 @@ int main(int argc, char *argv[])
 		rc = wf_tree_build_opts(&t, m, &(struct wf_tree_opts){.npy = o.npy, .suffix = o.suffix}, err);
 	if (rc != WF_OK) {
 		fprintf(stderr, "weightfs: %s: %s\n", o.model, err);
-		ret = rc == WF_ERR_IO ? EXIT_OPEN : rc == WF_ERR_FORMAT ? EXIT_FORMAT
-		      : rc == WF_ERR_UNSUP ? EXIT_UNSUP : EXIT_NOMEM;
+		ret = cli_exit_code(rc);
 		goto out_model;
 	}
 

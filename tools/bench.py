@@ -21,13 +21,16 @@ measures, side by side in one run:
   7. a first read of a whole tensor into one buffer the way np.fromfile
      does it (one read() of the whole file) vs the same buffer filled by
      1 MiB read()s, through the mount and from a file on a disk
-     filesystem (--disk-dir), with numpy itself when it can be imported.
+     filesystem (--disk-dir), with numpy itself when it can be imported;
   8. the Python module (python/weightfs, run by tools/bench_module.py under
      a Python with numpy): every tensor of the benchmark model loaded into
      numpy with weightfs.open(MODEL)[name] vs np.fromfile of its file through
      a fresh mount, next to the in-process decode (1 MiB pieces into one
      buffer), the same decode of the whole tensor into fresh memory on one
-     thread (malloc + decode, as np.empty + decode), and memcpy.
+     thread (malloc + decode, as np.empty + decode), and memcpy;
+  9. `weightfs convert` of the benchmark model vs `cp` of the mount's
+     model.safetensors (page cache of the mount's file dropped first), both
+     writing to the scratch directory.
 Prints medians of several runs as tables with ratios and writes the same to
 --out as JSON.  Needs root only for --drop-caches / --read-ahead-kb; uses no
 third-party modules.
@@ -394,6 +397,51 @@ def part_module(args, model):
         e["vs_fresh"] = e["module_median"] / e["fresh_median"] if e["fresh_gbps"] else float("nan")
         res["types"][t] = e
     return res
+def part_convert(args, model):
+    """Part 8: `weightfs convert` (a decoding thread per core) vs `cp` of
+    the same bytes from a mount's model.safetensors.  Both write a file in
+    the scratch directory, which is removed before the next run."""
+    mnt = os.path.join(args.dir, "mnt")
+    out = os.path.join(args.dir, "convert-out.safetensors")
+    m = Mount(args, model, mnt)
+    src = os.path.join(mnt, "model.safetensors")
+    size = os.stat(src).st_size
+    extra = list(args.mount_opt)  # -o dtype=... means the same to both
+    log("bench: weightfs convert vs cp of the mount's model.safetensors, %.0f MiB (%d runs)"
+        % (size / MiB, args.runs))
+
+    def run_convert():
+        t0 = time.perf_counter()
+        subprocess.run([args.weightfs, "convert"] + extra + [model, out], check=True)
+        return time.perf_counter() - t0
+
+    def run_cp():
+        evict(src, args.drop_caches)
+        t0 = time.perf_counter()
+        subprocess.run(["cp", src, out], check=True)
+        with open(out, "rb+") as f:
+            os.fsync(f.fileno())  # convert syncs its output: so does this side
+        return time.perf_counter() - t0
+
+    res = {"convert": [], "cp": [], "ratio": []}
+    try:
+        for run in range(args.runs):
+            pair = {}
+            for name, fn in ((("convert", run_convert), ("cp", run_cp)) if run % 2 == 0
+                             else (("cp", run_cp), ("convert", run_convert))):
+                if os.path.exists(out):
+                    os.unlink(out)
+                pair[name] = size / fn() / 1e9
+                res[name].append(pair[name])
+            res["ratio"].append(pair["convert"] / pair["cp"])
+    finally:
+        if os.path.exists(out):
+            os.unlink(out)
+        m.close()
+    return {"bytes": size, "threads": os.cpu_count(),
+            "convert_gbps": res["convert"], "cp_gbps": res["cp"], "ratio": res["ratio"],
+            "convert_median": median(res["convert"]), "cp_median": median(res["cp"]),
+            "ratio_median": median(res["ratio"])}
 
 
 def fs_type(path):
@@ -766,6 +814,14 @@ def report(res):
                              "fresh mount, GB/s (median)" % md["threads"],
                              ["type", "module", "module 1 thr", "np.fromfile", "x fromfile",
                               "decode fresh mem", "module x fresh", "decode 1 MiB", "memcpy"], rows))
+    if "convert" in res:
+        c = res["convert"]
+        out.append(table("(9) whole model to one safetensors file, %.0f MiB, GB/s (median; ratio: median of "
+                         "side-by-side pairs)" % (c["bytes"] / MiB),
+                         ["way", "GB/s", "x cp"],
+                         [["weightfs convert (%d threads)" % c["threads"], f2(c["convert_median"]),
+                           f2(c["ratio_median"])],
+                          ["cp MNT/model.safetensors", f2(c["cp_median"]), "1.00"]]))
     if "mount_io" in res:
         io = res["mount_io"]
         a, b = io["mem_after_mount_kib"], io["mem_after_reading_all_kib"]
@@ -788,9 +844,9 @@ def main():
     ap.add_argument("--runs", type=int)
     ap.add_argument("--mib", type=int, help="MiB of float32 output per tensor (default 256)")
     ap.add_argument("--rand-n", type=int, default=500, help="random reads per tensor per run")
-    ap.add_argument("--parts", default="decode,io,mount,whole,module,remote",
-                    help="comma list of decode, io, mount, whole, module, remote (remote: needs rclone; "
-                         "module: a Python with numpy)")
+    ap.add_argument("--parts", default="decode,io,mount,whole,module,remote,convert",
+                    help="comma list of decode, io, mount, whole, module, remote, convert (remote: needs "
+                         "rclone; module: a Python with numpy)")
     ap.add_argument("--disk-dir", default="build/bench",
                     help="directory on a disk filesystem for the whole-read part's reference file")
     ap.add_argument("--drop-caches", action="store_true",
@@ -812,7 +868,8 @@ def main():
     n_tensors, n_vocab = (20000, 30000) if args.quick else (100000, 150000)
     parts = set(args.parts.split(","))
 
-    need = args.mib * MiB * 4 + 64 * MiB
+    # the model, the tmpfs reference, and convert's output (the whole model)
+    need = args.mib * MiB * 4 + 64 * MiB + (args.mib * MiB * len(TYPES) if "convert" in parts else 0)
     if not args.dir:
         base = "/dev/shm" if os.path.isdir("/dev/shm") and shutil.disk_usage("/dev/shm").free > need else "/tmp"
         args.dir = os.path.join(base, "weightfs-bench-%d" % os.getpid())
@@ -874,6 +931,8 @@ def main():
                 os.unlink(disk)
         if "module" in parts:
             res["module"] = part_module(args, model)
+        if "convert" in parts:
+            res["convert"] = part_convert(args, model)
         if "mount" in parts:
             res["mount_cost"] = part_mount_cost(args, [
                 ("%d tensors, %d tokens" % (n_tensors, n_vocab), many),
