@@ -4542,7 +4542,7 @@ def group_cmds():
         r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", small],
                            stderr=subprocess.PIPE)
         if r.returncode != 0:
-            raise Skip("cannot mount a tmpfs: %s" % r.stderr.decode().strip())
+            skip_or_fail("cannot mount a tmpfs: %s" % r.stderr.decode().strip())
         try:
             rc, so, err = cmd_run(["convert", tiny, os.path.join(small, "x.safetensors")])
             if rc != 1 or os.listdir(small) or "No space" not in err or len(err.splitlines()) != 1:
@@ -4631,7 +4631,7 @@ def group_cmds():
 
     def fstab():
         if os.geteuid() != 0 or not shutil.which("unshare") or not shutil.which("mount"):
-            raise Skip("needs root, unshare and mount")
+            skip_or_fail("needs root, unshare and mount")
         # mount(8) runs mount.fuse3 with PATH reset to the system's, so the
         # binary is put where that PATH looks, inside a private mount
         # namespace that nothing else sees.
@@ -4648,7 +4648,7 @@ ln -s "$BIN" /usr/local/sbin/weightfs
 mount -T "$TAB" "$MP" || exit 91
 grep -q " $MP ro,.* - fuse.weightfs " /proc/self/mountinfo || exit 92
 test "$(sha256sum < "$MP/blk/1/ffn_up/weight" | cut -d' ' -f1)" = "$WANT" || exit 93
-grep -q '"dtype": "bfloat16"' "$MP/tensors.json" || exit 94
+grep -q '"dtype":"bfloat16"' "$MP/tensors.json" || exit 94
 umount "$MP" || exit 95
 mount -t fuse.weightfs -o ro "$MODEL" "$MP" || exit 96
 test -s "$MP/tensors.json" || exit 97
@@ -4665,7 +4665,7 @@ exit 0
         r = subprocess.run(["unshare", "--mount", "--propagation", "private", "sh", "-c", script],
                            env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=60)
         if r.returncode == 90:
-            raise Skip("cannot mount a tmpfs in a private namespace")
+            skip_or_fail("cannot mount a tmpfs in a private namespace")
         if r.returncode != 0:
             raise Fail("step %d failed: %r" % (r.returncode, r.stdout.decode(errors="replace")[-300:]))
         rc, out, err, _ = run_cli(["-o", "rw", tiny, mp])
