@@ -10,9 +10,9 @@
  * Gaps and any order are harmless; overlaps are refused because they let a
  * small file present many times its size (docs/security.md).
  */
+#include "wf_gguf.h"
 #include "wf_buf.h"
 #include "wf_hash.h"
-#include "wf_model.h"
 #include "wf_types.h"
 
 #include <stdio.h>
@@ -554,11 +554,16 @@ out:
 	return rc;
 }
 
+bool wf_gguf_magic(const uint8_t *buf, uint64_t len)
+{
+	return len >= 4 && (memcmp(buf, "GGUF", 4) == 0 || memcmp(buf, "FUGG", 4) == 0);
+}
+
 enum wf_err wf_gguf_parse(struct wf_model **out, const uint8_t *buf, uint64_t len, char *err)
 {
 	*out = NULL;
 	struct cur c = {.p = buf, .len = len, .err = err, .what = "header"};
-	if (len < 4 || (memcmp(buf, "GGUF", 4) != 0 && memcmp(buf, "FUGG", 4) != 0))
+	if (!wf_gguf_magic(buf, len))
 		return wf_fail(err, WF_ERR_FORMAT, "header: not a GGUF file (bad magic)");
 	c.pos = 4;
 	uint32_t version;

@@ -8,8 +8,8 @@
  * overlap, and the data ending exactly at end of file.  Duplicate keys are
  * refused too (the reference does, with a misleading message).
  */
+#include "wf_st.h"
 #include "wf_buf.h"
-#include "wf_model.h"
 #include "wf_types.h"
 
 #include <cjson/cJSON.h>

@@ -12,6 +12,7 @@
 
 #include "wf_log.h"
 #include "wf_model.h"
+#include "wf_open.h"
 
 #ifndef DATA_DIR
 #define DATA_DIR "tests/valid"
