@@ -93,49 +93,6 @@ struct kv {
 	uint64_t val;       /* buffer offset of the value (after type, elem, count) */
 };
 
-/* Open-addressing set of byte strings, used to reject duplicate keys and
- * tensor names in linear time. */
-/* Names already seen (keys, tensor names), to refuse duplicates in linear
- * time whatever the names are. */
-struct strset {
-	const uint8_t **s;
-	uint64_t *n;
-	size_t cap;
-	struct wf_hash_key key;
-};
-
-static bool strset_init(struct strset *set, size_t count)
-{
-	size_t cap = 16;
-	while (cap < count * 2 + 1)
-		cap *= 2;
-	set->s = calloc(cap, sizeof *set->s);
-	set->n = calloc(cap, sizeof *set->n);
-	set->cap = cap;
-	wf_hash_key_init(&set->key);
-	return set->s && set->n;
-}
-
-/* Returns false if s was already present. */
-static bool strset_add(struct strset *set, const uint8_t *s, uint64_t n)
-{
-	size_t i = (size_t)wf_hash(&set->key, s, (size_t)n) & (set->cap - 1);
-	while (set->s[i]) {
-		if (set->n[i] == n && memcmp(set->s[i], s, n) == 0)
-			return false;
-		i = (i + 1) & (set->cap - 1);
-	}
-	set->s[i] = s;
-	set->n[i] = n;
-	return true;
-}
-
-static void strset_free(struct strset *set)
-{
-	free(set->s);
-	free(set->n);
-}
-
 /* Skips over a value of type t (elem/count for arrays already read),
  * checking it fits. */
 static enum wf_err skip_value(struct cur *c, uint32_t t, uint32_t elem, uint64_t count)
@@ -302,10 +259,10 @@ static enum wf_err parse_kvs(struct cur *c, struct wf_model *m, uint64_t n_kv, s
 		return wf_fail(c->err, WF_ERR_FORMAT,
 			       "header: n_kv %" PRIu64 " cannot fit in a %" PRIu64 "-byte file", n_kv, c->len);
 	struct kv *kvs = calloc(n_kv ? n_kv : 1, sizeof *kvs);
-	struct strset keys = {0};
-	if (!kvs || !strset_init(&keys, n_kv)) {
+	struct wf_names keys = {0}; /* to refuse duplicates in linear time whatever the keys are */
+	if (!kvs || !wf_names_init(&keys, (size_t)n_kv)) {
 		free(kvs);
-		strset_free(&keys);
+		wf_names_free(&keys);
 		return wf_fail(c->err, WF_ERR_NOMEM, "out of memory for %" PRIu64 " metadata keys", n_kv);
 	}
 	enum wf_err rc = WF_OK;
@@ -322,7 +279,7 @@ static enum wf_err parse_kvs(struct cur *c, struct wf_model *m, uint64_t n_kv, s
 			rc = wf_fail(c->err, WF_ERR_FORMAT, "metadata key %" PRIu64 ": empty key", i);
 			goto out;
 		}
-		if (!strset_add(&keys, kv->key, kv->key_len)) {
+		if (wf_names_put(&keys, kv->key, (size_t)kv->key_len, 0) != WF_NAMES_NONE) {
 			rc = wf_fail(c->err, WF_ERR_FORMAT, "%s: duplicate key", what);
 			goto out;
 		}
@@ -366,7 +323,7 @@ static enum wf_err parse_kvs(struct cur *c, struct wf_model *m, uint64_t n_kv, s
 		}
 	}
 out:
-	strset_free(&keys);
+	wf_names_free(&keys);
 	if (rc) {
 		free(kvs);
 		return rc;
@@ -441,9 +398,9 @@ static enum wf_err parse_tensors(struct cur *c, struct wf_model *m, uint64_t n_t
 			       "header: n_tensors %" PRIu64 " cannot fit in a %" PRIu64 "-byte file",
 			       n_tensors, c->len);
 	m->tensors = calloc(n_tensors ? n_tensors : 1, sizeof *m->tensors);
-	struct strset names = {0};
-	if (!m->tensors || !strset_init(&names, n_tensors)) {
-		strset_free(&names);
+	struct wf_names names = {0}; /* as for keys */
+	if (!m->tensors || !wf_names_init(&names, (size_t)n_tensors)) {
+		wf_names_free(&names);
 		return wf_fail(c->err, WF_ERR_NOMEM, "out of memory for %" PRIu64 " tensors", n_tensors);
 	}
 	uint64_t *offs = calloc(n_tensors ? n_tensors : 1, sizeof *offs);
@@ -471,7 +428,7 @@ static enum wf_err parse_tensors(struct cur *c, struct wf_model *m, uint64_t n_t
 		t->name_len = (size_t)name_len;
 		m->n_tensors = (size_t)i + 1;
 		snprintf(what, sizeof what, "tensor %s", wf_quote(q, sizeof q, name, (size_t)name_len));
-		if (!strset_add(&names, name, name_len)) {
+		if (wf_names_put(&names, name, (size_t)name_len, 0) != WF_NAMES_NONE) {
 			rc = wf_fail(c->err, WF_ERR_FORMAT, "%s: duplicate tensor name", what);
 			goto out;
 		}
@@ -550,7 +507,7 @@ static enum wf_err parse_tensors(struct cur *c, struct wf_model *m, uint64_t n_t
 	rc = check_overlaps(m, c->err);
 out:
 	free(offs);
-	strset_free(&names);
+	wf_names_free(&names);
 	return rc;
 }
 

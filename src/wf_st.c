@@ -10,6 +10,7 @@
  */
 #include "wf_st.h"
 #include "wf_buf.h"
+#include "wf_hash.h"
 #include "wf_types.h"
 
 #include <cjson/cJSON.h>
@@ -171,17 +172,6 @@ static int span_cmp(const void *a, const void *b)
 	return x->tensor < y->tensor ? -1 : x->tensor > y->tensor;
 }
 
-static int name_cmp(const void *a, const void *b)
-{
-	const struct wf_tensor *x = *(const struct wf_tensor *const *)a;
-	const struct wf_tensor *y = *(const struct wf_tensor *const *)b;
-	size_t n = x->name_len < y->name_len ? x->name_len : y->name_len;
-	int c = memcmp(x->name, y->name, n);
-	if (c)
-		return c;
-	return x->name_len < y->name_len ? -1 : x->name_len > y->name_len;
-}
-
 static enum wf_err parse_metadata(struct wf_model *m, const cJSON *meta, char *err)
 {
 	char q[96];
@@ -264,6 +254,27 @@ static enum wf_err parse_tensor(struct wf_tensor *t, const cJSON *e, struct span
 	return WF_OK;
 }
 
+/* Refuses two tensors of one name, as the reference does (cJSON keeps
+ * both entries of a repeated key). */
+static enum wf_err check_unique(const struct wf_model *m, char *err)
+{
+	char q[96];
+	struct wf_names names = {0};
+	if (!wf_names_init(&names, m->n_tensors)) {
+		wf_names_free(&names);
+		return wf_fail(err, WF_ERR_NOMEM, "out of memory");
+	}
+	enum wf_err rc = WF_OK;
+	for (size_t i = 0; i < m->n_tensors && rc == WF_OK; i++) {
+		const struct wf_tensor *t = &m->tensors[i];
+		if (wf_names_put(&names, t->name, t->name_len, 0) != WF_NAMES_NONE)
+			rc = wf_fail(err, WF_ERR_FORMAT, "tensor %s: duplicate tensor name",
+				     wf_quote(q, sizeof q, t->name, t->name_len));
+	}
+	wf_names_free(&names);
+	return rc;
+}
+
 static enum wf_err parse_header(struct wf_model *m, const cJSON *root, uint64_t nbuf, char *err)
 {
 	char q[96];
@@ -305,26 +316,8 @@ static enum wf_err parse_header(struct wf_model *m, const cJSON *root, uint64_t 
 		if ((rc = parse_tensor(t, e, sp, err)))
 			goto out;
 	}
-	/* duplicates: sort names; the reference rejects them too */
-	{
-		const struct wf_tensor **by = malloc((m->n_tensors ? m->n_tensors : 1) * sizeof *by);
-		if (!by) {
-			rc = wf_fail(err, WF_ERR_NOMEM, "out of memory");
-			goto out;
-		}
-		for (size_t i = 0; i < m->n_tensors; i++)
-			by[i] = &m->tensors[i];
-		qsort(by, m->n_tensors, sizeof *by, name_cmp);
-		for (size_t i = 1; i < m->n_tensors; i++) {
-			if (name_cmp(&by[i - 1], &by[i]) == 0) {
-				rc = wf_fail(err, WF_ERR_FORMAT, "tensor %s: duplicate tensor name",
-					     wf_quote(q, sizeof q, by[i]->name, by[i]->name_len));
-				free(by);
-				goto out;
-			}
-		}
-		free(by);
-	}
+	if ((rc = check_unique(m, err)))
+		goto out;
 	qsort(spans, m->n_tensors, sizeof *spans, span_cmp);
 	uint64_t at = 0;
 	for (size_t i = 0; i < m->n_tensors; i++) {
