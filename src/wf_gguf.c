@@ -13,6 +13,7 @@
 #include "wf_gguf.h"
 #include "wf_buf.h"
 #include "wf_hash.h"
+#include "wf_meta.h"
 #include "wf_types.h"
 
 #include <stdio.h>
@@ -171,43 +172,35 @@ static void json_gstr(struct wf_buf *b, const uint8_t *base, uint64_t *pos)
 	*pos += 8 + n;
 }
 
+/* metadata.json: every key/value pair, in file order (wf_meta.h). */
 static enum wf_err metadata_json(struct wf_model *m, const struct kv *kvs, uint64_t n_kv, char *err)
 {
-	struct wf_buf b = {0};
-	wf_buf_putc(&b, '{');
-	for (uint64_t i = 0; i < n_kv && !b.oom; i++) {
+	struct wf_meta_json w = {0};
+	struct wf_buf *b = &w.b;
+	for (uint64_t i = 0; i < n_kv && !b->oom; i++) {
 		const struct kv *kv = &kvs[i];
-		wf_buf_puts(&b, i ? ",\n " : "\n ");
-		wf_buf_json_str(&b, kv->key, (size_t)kv->key_len);
-		wf_buf_puts(&b, ": ");
+		wf_meta_json_key(&w, kv->key, (size_t)kv->key_len);
 		uint64_t pos = kv->val;
 		if (kv->type == GV_STR) {
-			json_gstr(&b, m->data, &pos);
+			json_gstr(b, m->data, &pos);
 		} else if (kv->type == GV_ARR) {
-			wf_buf_putc(&b, '[');
-			for (uint64_t j = 0; j < kv->count && !b.oom; j++) {
+			wf_buf_putc(b, '[');
+			for (uint64_t j = 0; j < kv->count && !b->oom; j++) {
 				if (j)
-					wf_buf_puts(&b, ", ");
+					wf_buf_puts(b, ", ");
 				if (kv->elem == GV_STR) {
-					json_gstr(&b, m->data, &pos);
+					json_gstr(b, m->data, &pos);
 				} else {
-					json_scalar(&b, kv->elem, m->data + pos);
+					json_scalar(b, kv->elem, m->data + pos);
 					pos += vtype_size[kv->elem];
 				}
 			}
-			wf_buf_putc(&b, ']');
+			wf_buf_putc(b, ']');
 		} else {
-			json_scalar(&b, kv->type, m->data + pos);
+			json_scalar(b, kv->type, m->data + pos);
 		}
 	}
-	wf_buf_puts(&b, n_kv ? "\n}\n" : "}\n");
-	if (!wf_buf_finish(&b)) {
-		wf_buf_free(&b);
-		return wf_fail(err, WF_ERR_NOMEM, "out of memory writing metadata.json");
-	}
-	m->metadata_json = b.data;
-	m->metadata_json_len = b.len;
-	return WF_OK;
+	return wf_meta_json_finish(&w, m, err);
 }
 
 /* The integer value of kv into *v; false if kv is not of an integer type

@@ -11,6 +11,7 @@
 #include "wf_st.h"
 #include "wf_buf.h"
 #include "wf_hash.h"
+#include "wf_meta.h"
 #include "wf_types.h"
 
 #include <cjson/cJSON.h>
@@ -172,35 +173,23 @@ static int span_cmp(const void *a, const void *b)
 	return x->tensor < y->tensor ? -1 : x->tensor > y->tensor;
 }
 
+/* metadata.json from __metadata__, an object of strings (wf_meta.h). */
 static enum wf_err parse_metadata(struct wf_model *m, const cJSON *meta, char *err)
 {
 	char q[96];
 	if (!cJSON_IsObject(meta))
 		return wf_fail(err, WF_ERR_FORMAT, "header: __metadata__ is not an object");
-	struct wf_buf b = {0};
-	wf_buf_putc(&b, '{');
-	uint64_t n = 0;
-	for (const cJSON *e = meta->child; e; e = e->next, n++) {
+	struct wf_meta_json w = {0};
+	for (const cJSON *e = meta->child; e; e = e->next) {
 		if (!cJSON_IsString(e)) {
-			wf_buf_free(&b);
+			wf_meta_json_free(&w);
 			return wf_fail(err, WF_ERR_FORMAT, "__metadata__ key %s: value is not a string",
 				       wf_quote(q, sizeof q, e->string, strlen(e->string)));
 		}
-		wf_buf_puts(&b, n ? ",\n " : "\n ");
-		wf_buf_json_str(&b, e->string, strlen(e->string));
-		wf_buf_puts(&b, ": ");
-		wf_buf_json_str(&b, e->valuestring, strlen(e->valuestring));
+		wf_meta_json_key(&w, e->string, strlen(e->string));
+		wf_buf_json_str(&w.b, e->valuestring, strlen(e->valuestring));
 	}
-	wf_buf_puts(&b, n ? "\n}\n" : "}\n");
-	if (!wf_buf_finish(&b)) {
-		wf_buf_free(&b);
-		return wf_fail(err, WF_ERR_NOMEM, "out of memory writing metadata.json");
-	}
-	free(m->metadata_json);
-	m->metadata_json = b.data;
-	m->metadata_json_len = b.len;
-	m->n_kv = n;
-	return WF_OK;
+	return wf_meta_json_finish(&w, m, err);
 }
 
 static enum wf_err parse_tensor(struct wf_tensor *t, const cJSON *e, struct span *sp, char *err)
@@ -400,14 +389,9 @@ enum wf_err wf_st_parse(struct wf_model **out, const uint8_t *buf, uint64_t len,
 	m->data_offset = 8 + n;
 	enum wf_err rc = parse_header(m, root, len - 8 - n, err);
 	cJSON_Delete(root);
-	if (rc == WF_OK && !m->metadata_json) {
-		m->metadata_json = malloc(4);
-		if (!m->metadata_json) {
-			rc = wf_fail(err, WF_ERR_NOMEM, "out of memory");
-		} else {
-			memcpy(m->metadata_json, "{}\n", 4);
-			m->metadata_json_len = 3;
-		}
+	if (rc == WF_OK && !m->metadata_json) { /* no __metadata__: an empty object */
+		struct wf_meta_json w = {0};
+		rc = wf_meta_json_finish(&w, m, err);
 	}
 	if (rc) {
 		wf_model_free(m);
