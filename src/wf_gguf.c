@@ -244,6 +244,21 @@ static enum wf_err split_key(struct cur *c, struct wf_model *m, const struct kv 
 	return WF_OK;
 }
 
+/* Takes in the keys that change how the file is read: general.alignment
+ * and the split keys. */
+static enum wf_err known_key(struct cur *c, struct wf_model *m, const struct kv *kv, const char *what)
+{
+	if (kv->key_len != 17 || memcmp(kv->key, "general.alignment", 17) != 0)
+		return split_key(c, m, kv, what);
+	if (kv->type != GV_U32)
+		return wf_fail(c->err, WF_ERR_FORMAT, "%s: must be of type u32, not %s", what, vtype_name[kv->type]);
+	uint32_t a = wf_le32(m->data + kv->val);
+	if (a == 0 || (a & (a - 1)) != 0)
+		return wf_fail(c->err, WF_ERR_FORMAT, "%s: %" PRIu32 " is not a power of two", what, a);
+	m->alignment = a;
+	return WF_OK;
+}
+
 static enum wf_err parse_kvs(struct cur *c, struct wf_model *m, uint64_t n_kv, struct kv **out)
 {
 	char q[96];
@@ -299,21 +314,8 @@ static enum wf_err parse_kvs(struct cur *c, struct wf_model *m, uint64_t n_kv, s
 		kv->val = c->pos;
 		if ((rc = skip_value(c, kv->type, kv->elem, kv->count)))
 			goto out;
-		if (kv->key_len == 17 && memcmp(kv->key, "general.alignment", 17) == 0) {
-			if (kv->type != GV_U32) {
-				rc = wf_fail(c->err, WF_ERR_FORMAT, "%s: must be of type u32, not %s", what,
-					     vtype_name[kv->type]);
-				goto out;
-			}
-			uint32_t a = wf_le32(m->data + kv->val);
-			if (a == 0 || (a & (a - 1)) != 0) {
-				rc = wf_fail(c->err, WF_ERR_FORMAT, "%s: %" PRIu32 " is not a power of two", what, a);
-				goto out;
-			}
-			m->alignment = a;
-		} else if ((rc = split_key(c, m, kv, what))) {
+		if ((rc = known_key(c, m, kv, what)))
 			goto out;
-		}
 	}
 out:
 	wf_names_free(&keys);
@@ -382,122 +384,113 @@ static enum wf_err check_overlaps(const struct wf_model *m, char *err)
 	return rc;
 }
 
-static enum wf_err parse_tensors(struct cur *c, struct wf_model *m, uint64_t n_tensors)
+/* Reads tensor info i into m->tensors[i] (counted in m->n_tensors as soon
+ * as it owns a name, so a failure frees it) and its offset into *off. */
+static enum wf_err parse_tensor_info(struct cur *c, struct wf_model *m, uint64_t i, struct wf_names *names,
+				     uint64_t *off)
+{
+	char q[96], what[160];
+	struct wf_tensor *t = &m->tensors[i];
+	snprintf(what, sizeof what, "tensor %" PRIu64, i);
+	c->what = what;
+	const uint8_t *name;
+	uint64_t name_len;
+	enum wf_err rc = rd_str(c, &name, &name_len);
+	if (rc)
+		return rc;
+	t->name = malloc((size_t)name_len + 1);
+	if (!t->name)
+		return wf_fail(c->err, WF_ERR_NOMEM, "out of memory for tensor names");
+	memcpy(t->name, name, (size_t)name_len);
+	t->name[name_len] = '\0';
+	t->name_len = (size_t)name_len;
+	m->n_tensors = (size_t)i + 1;
+	snprintf(what, sizeof what, "tensor %s", wf_quote(q, sizeof q, name, (size_t)name_len));
+	if (wf_names_put(names, name, (size_t)name_len, 0) != WF_NAMES_NONE)
+		return wf_fail(c->err, WF_ERR_FORMAT, "%s: duplicate tensor name", what);
+	uint32_t n_dims;
+	if ((rc = rd_u32(c, &n_dims)))
+		return rc;
+	if (n_dims > 4)
+		return wf_fail(c->err, WF_ERR_FORMAT, "%s: n_dims %" PRIu32 " exceeds GGUF's 4", what, n_dims);
+	t->ndim = n_dims;
+	t->shape = calloc(n_dims ? n_dims : 1, sizeof *t->shape);
+	if (!t->shape)
+		return wf_fail(c->err, WF_ERR_NOMEM, "out of memory for tensor shapes");
+	for (uint32_t d = 0; d < n_dims; d++) {
+		uint64_t ne;
+		if ((rc = rd_u64(c, &ne)))
+			return rc;
+		if (ne > INT64_MAX)
+			return wf_fail(c->err, WF_ERR_FORMAT, "%s: ne[%" PRIu32 "] = %" PRIu64 " is negative as int64",
+				       what, d, ne);
+		t->shape[n_dims - 1 - d] = ne; /* numpy order is ne reversed */
+	}
+	uint32_t gtype;
+	if ((rc = rd_u32(c, &gtype)))
+		return rc;
+	t->type = wf_type_from_gguf(gtype);
+	if (t->type < 0)
+		return wf_fail(c->err, WF_ERR_FORMAT, "%s: unknown or removed ggml type id %" PRIu32, what, gtype);
+	if ((rc = rd_u64(c, off)))
+		return rc;
+	return wf_tensor_sizes(t, true, c->err);
+}
+
+/* Places the data section after the tensor infos (at the next multiple of
+ * the alignment) and each tensor at its offset in it, inside the file. */
+static enum wf_err place_tensors(struct cur *c, struct wf_model *m, const uint64_t *offs)
 {
 	char q[96];
+	uint64_t data_off = c->pos;
+	if (m->n_tensors > 0) {
+		uint64_t a = m->alignment;
+		if (!wf_add_ok(data_off, a - 1, &data_off))
+			return wf_fail(c->err, WF_ERR_FORMAT, "header: data section offset overflows");
+		data_off -= data_off % a;
+		if (data_off > c->len)
+			return wf_fail(c->err, WF_ERR_FORMAT,
+				       "header: data section would start at byte %" PRIu64
+				       ", past end of file (%" PRIu64 " bytes)", data_off, c->len);
+	}
+	m->data_offset = data_off;
+	for (size_t i = 0; i < m->n_tensors; i++) {
+		struct wf_tensor *t = &m->tensors[i];
+		uint64_t abs, end;
+		wf_quote(q, sizeof q, t->name, t->name_len);
+		if (offs[i] % m->alignment != 0)
+			return wf_fail(c->err, WF_ERR_FORMAT,
+				       "tensor %s: offset %" PRIu64 " is not a multiple of the alignment %" PRIu32,
+				       q, offs[i], m->alignment);
+		if (!wf_add_ok(data_off, offs[i], &abs) || !wf_add_ok(abs, t->nbytes, &end) || end > c->len)
+			return wf_fail(c->err, WF_ERR_FORMAT,
+				       "tensor %s: data [%" PRIu64 ", +%" PRIu64 ") at offset %" PRIu64
+				       " in the data section runs past end of file (%" PRIu64 " bytes)",
+				       q, offs[i], t->nbytes, offs[i], c->len);
+		t->offset = abs;
+	}
+	return WF_OK;
+}
+
+static enum wf_err parse_tensors(struct cur *c, struct wf_model *m, uint64_t n_tensors)
+{
 	/* smallest record: name length 8 + 1, n_dims 4, type 4, offset 8 */
 	if (n_tensors > left(c) / 25)
 		return wf_fail(c->err, WF_ERR_FORMAT,
 			       "header: n_tensors %" PRIu64 " cannot fit in a %" PRIu64 "-byte file",
 			       n_tensors, c->len);
 	m->tensors = calloc(n_tensors ? n_tensors : 1, sizeof *m->tensors);
-	struct wf_names names = {0}; /* as for keys */
-	if (!m->tensors || !wf_names_init(&names, (size_t)n_tensors)) {
-		wf_names_free(&names);
-		return wf_fail(c->err, WF_ERR_NOMEM, "out of memory for %" PRIu64 " tensors", n_tensors);
-	}
 	uint64_t *offs = calloc(n_tensors ? n_tensors : 1, sizeof *offs);
+	struct wf_names names = {0}; /* as for keys */
 	enum wf_err rc = WF_OK;
-	if (!offs) {
+	if (!m->tensors || !offs || !wf_names_init(&names, (size_t)n_tensors)) {
 		rc = wf_fail(c->err, WF_ERR_NOMEM, "out of memory for %" PRIu64 " tensors", n_tensors);
 		goto out;
 	}
-	for (uint64_t i = 0; i < n_tensors; i++) {
-		struct wf_tensor *t = &m->tensors[i];
-		char what[160];
-		snprintf(what, sizeof what, "tensor %" PRIu64, i);
-		c->what = what;
-		const uint8_t *name;
-		uint64_t name_len;
-		if ((rc = rd_str(c, &name, &name_len)))
-			goto out;
-		t->name = malloc((size_t)name_len + 1);
-		if (!t->name) {
-			rc = wf_fail(c->err, WF_ERR_NOMEM, "out of memory for tensor names");
-			goto out;
-		}
-		memcpy(t->name, name, (size_t)name_len);
-		t->name[name_len] = '\0';
-		t->name_len = (size_t)name_len;
-		m->n_tensors = (size_t)i + 1;
-		snprintf(what, sizeof what, "tensor %s", wf_quote(q, sizeof q, name, (size_t)name_len));
-		if (wf_names_put(&names, name, (size_t)name_len, 0) != WF_NAMES_NONE) {
-			rc = wf_fail(c->err, WF_ERR_FORMAT, "%s: duplicate tensor name", what);
-			goto out;
-		}
-		uint32_t n_dims;
-		if ((rc = rd_u32(c, &n_dims)))
-			goto out;
-		if (n_dims > 4) {
-			rc = wf_fail(c->err, WF_ERR_FORMAT, "%s: n_dims %" PRIu32 " exceeds GGUF's 4", what, n_dims);
-			goto out;
-		}
-		t->ndim = n_dims;
-		t->shape = calloc(n_dims ? n_dims : 1, sizeof *t->shape);
-		if (!t->shape) {
-			rc = wf_fail(c->err, WF_ERR_NOMEM, "out of memory for tensor shapes");
-			goto out;
-		}
-		for (uint32_t d = 0; d < n_dims; d++) {
-			uint64_t ne;
-			if ((rc = rd_u64(c, &ne)))
-				goto out;
-			if (ne > INT64_MAX) {
-				rc = wf_fail(c->err, WF_ERR_FORMAT, "%s: ne[%" PRIu32 "] = %" PRIu64 " is negative as int64",
-					     what, d, ne);
-				goto out;
-			}
-			t->shape[n_dims - 1 - d] = ne; /* numpy order is ne reversed */
-		}
-		uint32_t gtype;
-		if ((rc = rd_u32(c, &gtype)))
-			goto out;
-		t->type = wf_type_from_gguf(gtype);
-		if (t->type < 0) {
-			rc = wf_fail(c->err, WF_ERR_FORMAT, "%s: unknown or removed ggml type id %" PRIu32, what, gtype);
-			goto out;
-		}
-		if ((rc = rd_u64(c, &offs[i])))
-			goto out;
-		if ((rc = wf_tensor_sizes(t, true, c->err)))
-			goto out;
-	}
-
-	uint64_t data_off = c->pos;
-	if (n_tensors > 0) {
-		uint64_t a = m->alignment;
-		if (!wf_add_ok(data_off, a - 1, &data_off)) {
-			rc = wf_fail(c->err, WF_ERR_FORMAT, "header: data section offset overflows");
-			goto out;
-		}
-		data_off -= data_off % a;
-		if (data_off > c->len) {
-			rc = wf_fail(c->err, WF_ERR_FORMAT,
-				     "header: data section would start at byte %" PRIu64 ", past end of file (%" PRIu64 " bytes)",
-				     data_off, c->len);
-			goto out;
-		}
-	}
-	m->data_offset = data_off;
-	for (uint64_t i = 0; i < n_tensors; i++) {
-		struct wf_tensor *t = &m->tensors[i];
-		uint64_t abs, end;
-		wf_quote(q, sizeof q, t->name, t->name_len);
-		if (offs[i] % m->alignment != 0) {
-			rc = wf_fail(c->err, WF_ERR_FORMAT, "tensor %s: offset %" PRIu64 " is not a multiple of the alignment %" PRIu32,
-				     q, offs[i], m->alignment);
-			goto out;
-		}
-		if (!wf_add_ok(data_off, offs[i], &abs) || !wf_add_ok(abs, t->nbytes, &end) || end > c->len) {
-			rc = wf_fail(c->err, WF_ERR_FORMAT,
-				     "tensor %s: data [%" PRIu64 ", +%" PRIu64 ") at offset %" PRIu64
-				     " in the data section runs past end of file (%" PRIu64 " bytes)",
-				     q, offs[i], t->nbytes, offs[i], c->len);
-			goto out;
-		}
-		t->offset = abs;
-	}
-	rc = check_overlaps(m, c->err);
+	for (uint64_t i = 0; i < n_tensors && rc == WF_OK; i++)
+		rc = parse_tensor_info(c, m, i, &names, &offs[i]);
+	if (rc == WF_OK && (rc = place_tensors(c, m, offs)) == WF_OK)
+		rc = check_overlaps(m, c->err);
 out:
 	free(offs);
 	wf_names_free(&names);

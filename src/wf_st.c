@@ -264,9 +264,36 @@ static enum wf_err check_unique(const struct wf_model *m, char *err)
 	return rc;
 }
 
-static enum wf_err parse_header(struct wf_model *m, const cJSON *root, uint64_t nbuf, char *err)
+/* Checks that the tensors' data_offsets tile the nbuf bytes after the
+ * header exactly, from 0 with no gap or overlap, as the reference loader
+ * wants, and places each tensor.  Sorts spans. */
+static enum wf_err tile_data(struct wf_model *m, struct span *spans, uint64_t nbuf, char *err)
 {
 	char q[96];
+	qsort(spans, m->n_tensors, sizeof *spans, span_cmp);
+	uint64_t at = 0;
+	for (size_t i = 0; i < m->n_tensors; i++) {
+		const struct wf_tensor *t = &m->tensors[spans[i].tensor];
+		if (spans[i].begin != at)
+			return wf_fail(err, WF_ERR_FORMAT,
+				       "tensor %s: data_offsets begin at %" PRIu64 " but the tensor before ends at %" PRIu64
+				       " (%s)", wf_quote(q, sizeof q, t->name, t->name_len), spans[i].begin, at,
+				       spans[i].begin > at ? "gap" : "overlap");
+		at = spans[i].end;
+	}
+	if (at != nbuf)
+		return wf_fail(err, WF_ERR_FORMAT,
+			       "data: tensors cover %" PRIu64 " bytes but the file holds %" PRIu64 " after the header (%s)",
+			       at, nbuf, at < nbuf ? "trailing bytes" : "file truncated");
+	for (size_t i = 0; i < m->n_tensors; i++)
+		m->tensors[spans[i].tensor].offset = m->data_offset + spans[i].begin;
+	return WF_OK;
+}
+
+/* The header's object: __metadata__ (at most once) and one entry per
+ * tensor, whose bytes are the nbuf after the header. */
+static enum wf_err parse_header(struct wf_model *m, const cJSON *root, uint64_t nbuf, char *err)
+{
 	if (!cJSON_IsObject(root))
 		return wf_fail(err, WF_ERR_FORMAT, "header: JSON is not an object");
 	size_t n = 0;
@@ -305,29 +332,8 @@ static enum wf_err parse_header(struct wf_model *m, const cJSON *root, uint64_t 
 		if ((rc = parse_tensor(t, e, sp, err)))
 			goto out;
 	}
-	if ((rc = check_unique(m, err)))
-		goto out;
-	qsort(spans, m->n_tensors, sizeof *spans, span_cmp);
-	uint64_t at = 0;
-	for (size_t i = 0; i < m->n_tensors; i++) {
-		const struct wf_tensor *t = &m->tensors[spans[i].tensor];
-		wf_quote(q, sizeof q, t->name, t->name_len);
-		if (spans[i].begin != at) {
-			rc = wf_fail(err, WF_ERR_FORMAT,
-				     "tensor %s: data_offsets begin at %" PRIu64 " but the tensor before ends at %" PRIu64
-				     " (%s)", q, spans[i].begin, at, spans[i].begin > at ? "gap" : "overlap");
-			goto out;
-		}
-		at = spans[i].end;
-	}
-	if (at != nbuf) {
-		rc = wf_fail(err, WF_ERR_FORMAT,
-			     "data: tensors cover %" PRIu64 " bytes but the file holds %" PRIu64 " after the header (%s)",
-			     at, nbuf, at < nbuf ? "trailing bytes" : "file truncated");
-		goto out;
-	}
-	for (size_t i = 0; i < m->n_tensors; i++)
-		m->tensors[spans[i].tensor].offset = m->data_offset + spans[i].begin;
+	if ((rc = check_unique(m, err)) == WF_OK)
+		rc = tile_data(m, spans, nbuf, err);
 out:
 	free(spans);
 	return rc;
