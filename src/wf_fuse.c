@@ -6,18 +6,15 @@
  * and forget has nothing to free.
  */
 #include "wf_fuse.h"
+#include "wf_attr.h"
 #include "wf_buf.h"
-#include "wf_out.h"
-#include "wf_types.h"
 #include "wf_usage.h"
-#include "wf_view.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/statvfs.h>
 
-#define XATTR_PREFIX "user.weightfs."
 #define BLKSIZE (1u << 20) /* st_blksize: invites 1 MiB reads (cat, Python) */
 
 static struct wf_fs *fs_of(fuse_req_t req)
@@ -260,32 +257,6 @@ static void op_statfs(fuse_req_t req, fuse_ino_t ino)
 	fuse_reply_statfs(req, &sv);
 }
 
-/* xattrs: the value for name on node idx, written to b; false if none. */
-static bool xattr_value(const struct wf_fs *fs, uint32_t idx, const char *name, struct wf_buf *b)
-{
-	const struct wf_node *nd = &fs->t->nodes[idx];
-	if (nd->kind != WF_NODE_TENSOR || strncmp(name, XATTR_PREFIX, strlen(XATTR_PREFIX)) != 0)
-		return false;
-	const struct wf_tensor *t = &fs->m->tensors[nd->tensor];
-	const struct wf_type *ty = wf_type_get(t->type);
-	name += strlen(XATTR_PREFIX);
-	if (strcmp(name, "shape") == 0) {
-		wf_view_shape_json(t, b);
-	} else if (strcmp(name, "dtype") == 0) {
-		wf_buf_puts(b, wf_view_dtype(t));
-	} else if (strcmp(name, "type") == 0) {
-		wf_buf_puts(b, ty->name);
-	} else if (strcmp(name, "name") == 0) {
-		wf_buf_put(b, t->name, t->name_len);
-	} else {
-		return false;
-	}
-	return true;
-}
-
-static const char xattr_names[] = XATTR_PREFIX "shape\0" XATTR_PREFIX "dtype\0" XATTR_PREFIX "type\0"
-	XATTR_PREFIX "name";
-
 static void reply_sized(fuse_req_t req, const char *data, size_t len, size_t size)
 {
 	if (size == 0)
@@ -301,13 +272,11 @@ static void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t
 	const struct wf_fs *fs = fs_of(req);
 	uint32_t n = node_of(fs, ino);
 	struct wf_buf b = {0};
-	if (n == WF_NO_NODE || !xattr_value(fs, n, name, &b)) {
-		fuse_reply_err(req, ENODATA);
-	} else if (b.oom) {
-		fuse_reply_err(req, ENOMEM);
-	} else {
+	enum wf_err rc = n == WF_NO_NODE ? WF_ERR_RANGE : wf_xattr_get(fs->t, n, name, &b, NULL);
+	if (rc == WF_OK)
 		reply_sized(req, b.data ? b.data : "", b.len, size);
-	}
+	else
+		fuse_reply_err(req, rc == WF_ERR_NOMEM ? ENOMEM : ENODATA);
 	wf_buf_free(&b);
 }
 
@@ -315,10 +284,9 @@ static void op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 {
 	const struct wf_fs *fs = fs_of(req);
 	uint32_t n = node_of(fs, ino);
-	if (n != WF_NO_NODE && fs->t->nodes[n].kind == WF_NODE_TENSOR)
-		reply_sized(req, xattr_names, sizeof xattr_names, size);
-	else
-		reply_sized(req, "", 0, size);
+	size_t len = 0;
+	const char *names = n == WF_NO_NODE ? "" : wf_xattr_list(fs->t, n, &len);
+	reply_sized(req, names, len, size);
 }
 
 static void op_access(fuse_req_t req, fuse_ino_t ino, int mask)

@@ -10,9 +10,10 @@
  * Gaps and any order are harmless; overlaps are refused because they let a
  * small file present many times its size (docs/security.md).
  */
+#include "wf_gguf.h"
 #include "wf_buf.h"
 #include "wf_hash.h"
-#include "wf_model.h"
+#include "wf_meta.h"
 #include "wf_types.h"
 
 #include <stdio.h>
@@ -93,49 +94,6 @@ struct kv {
 	uint64_t val;       /* buffer offset of the value (after type, elem, count) */
 };
 
-/* Open-addressing set of byte strings, used to reject duplicate keys and
- * tensor names in linear time. */
-/* Names already seen (keys, tensor names), to refuse duplicates in linear
- * time whatever the names are. */
-struct strset {
-	const uint8_t **s;
-	uint64_t *n;
-	size_t cap;
-	struct wf_hash_key key;
-};
-
-static bool strset_init(struct strset *set, size_t count)
-{
-	size_t cap = 16;
-	while (cap < count * 2 + 1)
-		cap *= 2;
-	set->s = calloc(cap, sizeof *set->s);
-	set->n = calloc(cap, sizeof *set->n);
-	set->cap = cap;
-	wf_hash_key_init(&set->key);
-	return set->s && set->n;
-}
-
-/* Returns false if s was already present. */
-static bool strset_add(struct strset *set, const uint8_t *s, uint64_t n)
-{
-	size_t i = (size_t)wf_hash(&set->key, s, (size_t)n) & (set->cap - 1);
-	while (set->s[i]) {
-		if (set->n[i] == n && memcmp(set->s[i], s, n) == 0)
-			return false;
-		i = (i + 1) & (set->cap - 1);
-	}
-	set->s[i] = s;
-	set->n[i] = n;
-	return true;
-}
-
-static void strset_free(struct strset *set)
-{
-	free(set->s);
-	free(set->n);
-}
-
 /* Skips over a value of type t (elem/count for arrays already read),
  * checking it fits. */
 static enum wf_err skip_value(struct cur *c, uint32_t t, uint32_t elem, uint64_t count)
@@ -214,43 +172,35 @@ static void json_gstr(struct wf_buf *b, const uint8_t *base, uint64_t *pos)
 	*pos += 8 + n;
 }
 
+/* metadata.json: every key/value pair, in file order (wf_meta.h). */
 static enum wf_err metadata_json(struct wf_model *m, const struct kv *kvs, uint64_t n_kv, char *err)
 {
-	struct wf_buf b = {0};
-	wf_buf_putc(&b, '{');
-	for (uint64_t i = 0; i < n_kv && !b.oom; i++) {
+	struct wf_meta_json w = {0};
+	struct wf_buf *b = &w.b;
+	for (uint64_t i = 0; i < n_kv && !b->oom; i++) {
 		const struct kv *kv = &kvs[i];
-		wf_buf_puts(&b, i ? ",\n " : "\n ");
-		wf_buf_json_str(&b, kv->key, (size_t)kv->key_len);
-		wf_buf_puts(&b, ": ");
+		wf_meta_json_key(&w, kv->key, (size_t)kv->key_len);
 		uint64_t pos = kv->val;
 		if (kv->type == GV_STR) {
-			json_gstr(&b, m->data, &pos);
+			json_gstr(b, m->data, &pos);
 		} else if (kv->type == GV_ARR) {
-			wf_buf_putc(&b, '[');
-			for (uint64_t j = 0; j < kv->count && !b.oom; j++) {
+			wf_buf_putc(b, '[');
+			for (uint64_t j = 0; j < kv->count && !b->oom; j++) {
 				if (j)
-					wf_buf_puts(&b, ", ");
+					wf_buf_puts(b, ", ");
 				if (kv->elem == GV_STR) {
-					json_gstr(&b, m->data, &pos);
+					json_gstr(b, m->data, &pos);
 				} else {
-					json_scalar(&b, kv->elem, m->data + pos);
+					json_scalar(b, kv->elem, m->data + pos);
 					pos += vtype_size[kv->elem];
 				}
 			}
-			wf_buf_putc(&b, ']');
+			wf_buf_putc(b, ']');
 		} else {
-			json_scalar(&b, kv->type, m->data + pos);
+			json_scalar(b, kv->type, m->data + pos);
 		}
 	}
-	wf_buf_puts(&b, n_kv ? "\n}\n" : "}\n");
-	if (!wf_buf_finish(&b)) {
-		wf_buf_free(&b);
-		return wf_fail(err, WF_ERR_NOMEM, "out of memory writing metadata.json");
-	}
-	m->metadata_json = b.data;
-	m->metadata_json_len = b.len;
-	return WF_OK;
+	return wf_meta_json_finish(&w, m, err);
 }
 
 /* The integer value of kv into *v; false if kv is not of an integer type
@@ -294,6 +244,21 @@ static enum wf_err split_key(struct cur *c, struct wf_model *m, const struct kv 
 	return WF_OK;
 }
 
+/* Takes in the keys that change how the file is read: general.alignment
+ * and the split keys. */
+static enum wf_err known_key(struct cur *c, struct wf_model *m, const struct kv *kv, const char *what)
+{
+	if (kv->key_len != 17 || memcmp(kv->key, "general.alignment", 17) != 0)
+		return split_key(c, m, kv, what);
+	if (kv->type != GV_U32)
+		return wf_fail(c->err, WF_ERR_FORMAT, "%s: must be of type u32, not %s", what, vtype_name[kv->type]);
+	uint32_t a = wf_le32(m->data + kv->val);
+	if (a == 0 || (a & (a - 1)) != 0)
+		return wf_fail(c->err, WF_ERR_FORMAT, "%s: %" PRIu32 " is not a power of two", what, a);
+	m->alignment = a;
+	return WF_OK;
+}
+
 static enum wf_err parse_kvs(struct cur *c, struct wf_model *m, uint64_t n_kv, struct kv **out)
 {
 	char q[96];
@@ -302,10 +267,10 @@ static enum wf_err parse_kvs(struct cur *c, struct wf_model *m, uint64_t n_kv, s
 		return wf_fail(c->err, WF_ERR_FORMAT,
 			       "header: n_kv %" PRIu64 " cannot fit in a %" PRIu64 "-byte file", n_kv, c->len);
 	struct kv *kvs = calloc(n_kv ? n_kv : 1, sizeof *kvs);
-	struct strset keys = {0};
-	if (!kvs || !strset_init(&keys, n_kv)) {
+	struct wf_names keys = {0}; /* to refuse duplicates in linear time whatever the keys are */
+	if (!kvs || !wf_names_init(&keys, (size_t)n_kv)) {
 		free(kvs);
-		strset_free(&keys);
+		wf_names_free(&keys);
 		return wf_fail(c->err, WF_ERR_NOMEM, "out of memory for %" PRIu64 " metadata keys", n_kv);
 	}
 	enum wf_err rc = WF_OK;
@@ -322,7 +287,7 @@ static enum wf_err parse_kvs(struct cur *c, struct wf_model *m, uint64_t n_kv, s
 			rc = wf_fail(c->err, WF_ERR_FORMAT, "metadata key %" PRIu64 ": empty key", i);
 			goto out;
 		}
-		if (!strset_add(&keys, kv->key, kv->key_len)) {
+		if (wf_names_put(&keys, kv->key, (size_t)kv->key_len, 0) != WF_NAMES_NONE) {
 			rc = wf_fail(c->err, WF_ERR_FORMAT, "%s: duplicate key", what);
 			goto out;
 		}
@@ -349,24 +314,11 @@ static enum wf_err parse_kvs(struct cur *c, struct wf_model *m, uint64_t n_kv, s
 		kv->val = c->pos;
 		if ((rc = skip_value(c, kv->type, kv->elem, kv->count)))
 			goto out;
-		if (kv->key_len == 17 && memcmp(kv->key, "general.alignment", 17) == 0) {
-			if (kv->type != GV_U32) {
-				rc = wf_fail(c->err, WF_ERR_FORMAT, "%s: must be of type u32, not %s", what,
-					     vtype_name[kv->type]);
-				goto out;
-			}
-			uint32_t a = wf_le32(m->data + kv->val);
-			if (a == 0 || (a & (a - 1)) != 0) {
-				rc = wf_fail(c->err, WF_ERR_FORMAT, "%s: %" PRIu32 " is not a power of two", what, a);
-				goto out;
-			}
-			m->alignment = a;
-		} else if ((rc = split_key(c, m, kv, what))) {
+		if ((rc = known_key(c, m, kv, what)))
 			goto out;
-		}
 	}
 out:
-	strset_free(&keys);
+	wf_names_free(&keys);
 	if (rc) {
 		free(kvs);
 		return rc;
@@ -432,133 +384,129 @@ static enum wf_err check_overlaps(const struct wf_model *m, char *err)
 	return rc;
 }
 
-static enum wf_err parse_tensors(struct cur *c, struct wf_model *m, uint64_t n_tensors)
+/* Reads tensor info i into m->tensors[i] (counted in m->n_tensors as soon
+ * as it owns a name, so a failure frees it) and its offset into *off. */
+static enum wf_err parse_tensor_info(struct cur *c, struct wf_model *m, uint64_t i, struct wf_names *names,
+				     uint64_t *off)
+{
+	char q[96], what[160];
+	struct wf_tensor *t = &m->tensors[i];
+	snprintf(what, sizeof what, "tensor %" PRIu64, i);
+	c->what = what;
+	const uint8_t *name;
+	uint64_t name_len;
+	enum wf_err rc = rd_str(c, &name, &name_len);
+	if (rc)
+		return rc;
+	t->name = malloc((size_t)name_len + 1);
+	if (!t->name)
+		return wf_fail(c->err, WF_ERR_NOMEM, "out of memory for tensor names");
+	memcpy(t->name, name, (size_t)name_len);
+	t->name[name_len] = '\0';
+	t->name_len = (size_t)name_len;
+	m->n_tensors = (size_t)i + 1;
+	snprintf(what, sizeof what, "tensor %s", wf_quote(q, sizeof q, name, (size_t)name_len));
+	if (wf_names_put(names, name, (size_t)name_len, 0) != WF_NAMES_NONE)
+		return wf_fail(c->err, WF_ERR_FORMAT, "%s: duplicate tensor name", what);
+	uint32_t n_dims;
+	if ((rc = rd_u32(c, &n_dims)))
+		return rc;
+	if (n_dims > 4)
+		return wf_fail(c->err, WF_ERR_FORMAT, "%s: n_dims %" PRIu32 " exceeds GGUF's 4", what, n_dims);
+	t->ndim = n_dims;
+	t->shape = calloc(n_dims ? n_dims : 1, sizeof *t->shape);
+	if (!t->shape)
+		return wf_fail(c->err, WF_ERR_NOMEM, "out of memory for tensor shapes");
+	for (uint32_t d = 0; d < n_dims; d++) {
+		uint64_t ne;
+		if ((rc = rd_u64(c, &ne)))
+			return rc;
+		if (ne > INT64_MAX)
+			return wf_fail(c->err, WF_ERR_FORMAT, "%s: ne[%" PRIu32 "] = %" PRIu64 " is negative as int64",
+				       what, d, ne);
+		t->shape[n_dims - 1 - d] = ne; /* numpy order is ne reversed */
+	}
+	uint32_t gtype;
+	if ((rc = rd_u32(c, &gtype)))
+		return rc;
+	t->type = wf_type_from_gguf(gtype);
+	if (t->type < 0)
+		return wf_fail(c->err, WF_ERR_FORMAT, "%s: unknown or removed ggml type id %" PRIu32, what, gtype);
+	if ((rc = rd_u64(c, off)))
+		return rc;
+	return wf_tensor_sizes(t, true, c->err);
+}
+
+/* Places the data section after the tensor infos (at the next multiple of
+ * the alignment) and each tensor at its offset in it, inside the file. */
+static enum wf_err place_tensors(struct cur *c, struct wf_model *m, const uint64_t *offs)
 {
 	char q[96];
+	uint64_t data_off = c->pos;
+	if (m->n_tensors > 0) {
+		uint64_t a = m->alignment;
+		if (!wf_add_ok(data_off, a - 1, &data_off))
+			return wf_fail(c->err, WF_ERR_FORMAT, "header: data section offset overflows");
+		data_off -= data_off % a;
+		if (data_off > c->len)
+			return wf_fail(c->err, WF_ERR_FORMAT,
+				       "header: data section would start at byte %" PRIu64
+				       ", past end of file (%" PRIu64 " bytes)", data_off, c->len);
+	}
+	m->data_offset = data_off;
+	for (size_t i = 0; i < m->n_tensors; i++) {
+		struct wf_tensor *t = &m->tensors[i];
+		uint64_t abs, end;
+		wf_quote(q, sizeof q, t->name, t->name_len);
+		if (offs[i] % m->alignment != 0)
+			return wf_fail(c->err, WF_ERR_FORMAT,
+				       "tensor %s: offset %" PRIu64 " is not a multiple of the alignment %" PRIu32,
+				       q, offs[i], m->alignment);
+		if (!wf_add_ok(data_off, offs[i], &abs) || !wf_add_ok(abs, t->nbytes, &end) || end > c->len)
+			return wf_fail(c->err, WF_ERR_FORMAT,
+				       "tensor %s: data [%" PRIu64 ", +%" PRIu64 ") at offset %" PRIu64
+				       " in the data section runs past end of file (%" PRIu64 " bytes)",
+				       q, offs[i], t->nbytes, offs[i], c->len);
+		t->offset = abs;
+	}
+	return WF_OK;
+}
+
+static enum wf_err parse_tensors(struct cur *c, struct wf_model *m, uint64_t n_tensors)
+{
 	/* smallest record: name length 8 + 1, n_dims 4, type 4, offset 8 */
 	if (n_tensors > left(c) / 25)
 		return wf_fail(c->err, WF_ERR_FORMAT,
 			       "header: n_tensors %" PRIu64 " cannot fit in a %" PRIu64 "-byte file",
 			       n_tensors, c->len);
 	m->tensors = calloc(n_tensors ? n_tensors : 1, sizeof *m->tensors);
-	struct strset names = {0};
-	if (!m->tensors || !strset_init(&names, n_tensors)) {
-		strset_free(&names);
-		return wf_fail(c->err, WF_ERR_NOMEM, "out of memory for %" PRIu64 " tensors", n_tensors);
-	}
 	uint64_t *offs = calloc(n_tensors ? n_tensors : 1, sizeof *offs);
+	struct wf_names names = {0}; /* as for keys */
 	enum wf_err rc = WF_OK;
-	if (!offs) {
+	if (!m->tensors || !offs || !wf_names_init(&names, (size_t)n_tensors)) {
 		rc = wf_fail(c->err, WF_ERR_NOMEM, "out of memory for %" PRIu64 " tensors", n_tensors);
 		goto out;
 	}
-	for (uint64_t i = 0; i < n_tensors; i++) {
-		struct wf_tensor *t = &m->tensors[i];
-		char what[160];
-		snprintf(what, sizeof what, "tensor %" PRIu64, i);
-		c->what = what;
-		const uint8_t *name;
-		uint64_t name_len;
-		if ((rc = rd_str(c, &name, &name_len)))
-			goto out;
-		t->name = malloc((size_t)name_len + 1);
-		if (!t->name) {
-			rc = wf_fail(c->err, WF_ERR_NOMEM, "out of memory for tensor names");
-			goto out;
-		}
-		memcpy(t->name, name, (size_t)name_len);
-		t->name[name_len] = '\0';
-		t->name_len = (size_t)name_len;
-		m->n_tensors = (size_t)i + 1;
-		snprintf(what, sizeof what, "tensor %s", wf_quote(q, sizeof q, name, (size_t)name_len));
-		if (!strset_add(&names, name, name_len)) {
-			rc = wf_fail(c->err, WF_ERR_FORMAT, "%s: duplicate tensor name", what);
-			goto out;
-		}
-		uint32_t n_dims;
-		if ((rc = rd_u32(c, &n_dims)))
-			goto out;
-		if (n_dims > 4) {
-			rc = wf_fail(c->err, WF_ERR_FORMAT, "%s: n_dims %" PRIu32 " exceeds GGUF's 4", what, n_dims);
-			goto out;
-		}
-		t->ndim = n_dims;
-		t->shape = calloc(n_dims ? n_dims : 1, sizeof *t->shape);
-		if (!t->shape) {
-			rc = wf_fail(c->err, WF_ERR_NOMEM, "out of memory for tensor shapes");
-			goto out;
-		}
-		for (uint32_t d = 0; d < n_dims; d++) {
-			uint64_t ne;
-			if ((rc = rd_u64(c, &ne)))
-				goto out;
-			if (ne > INT64_MAX) {
-				rc = wf_fail(c->err, WF_ERR_FORMAT, "%s: ne[%" PRIu32 "] = %" PRIu64 " is negative as int64",
-					     what, d, ne);
-				goto out;
-			}
-			t->shape[n_dims - 1 - d] = ne; /* numpy order is ne reversed */
-		}
-		uint32_t gtype;
-		if ((rc = rd_u32(c, &gtype)))
-			goto out;
-		t->type = wf_type_from_gguf(gtype);
-		if (t->type < 0) {
-			rc = wf_fail(c->err, WF_ERR_FORMAT, "%s: unknown or removed ggml type id %" PRIu32, what, gtype);
-			goto out;
-		}
-		if ((rc = rd_u64(c, &offs[i])))
-			goto out;
-		if ((rc = wf_tensor_sizes(t, true, c->err)))
-			goto out;
-	}
-
-	uint64_t data_off = c->pos;
-	if (n_tensors > 0) {
-		uint64_t a = m->alignment;
-		if (!wf_add_ok(data_off, a - 1, &data_off)) {
-			rc = wf_fail(c->err, WF_ERR_FORMAT, "header: data section offset overflows");
-			goto out;
-		}
-		data_off -= data_off % a;
-		if (data_off > c->len) {
-			rc = wf_fail(c->err, WF_ERR_FORMAT,
-				     "header: data section would start at byte %" PRIu64 ", past end of file (%" PRIu64 " bytes)",
-				     data_off, c->len);
-			goto out;
-		}
-	}
-	m->data_offset = data_off;
-	for (uint64_t i = 0; i < n_tensors; i++) {
-		struct wf_tensor *t = &m->tensors[i];
-		uint64_t abs, end;
-		wf_quote(q, sizeof q, t->name, t->name_len);
-		if (offs[i] % m->alignment != 0) {
-			rc = wf_fail(c->err, WF_ERR_FORMAT, "tensor %s: offset %" PRIu64 " is not a multiple of the alignment %" PRIu32,
-				     q, offs[i], m->alignment);
-			goto out;
-		}
-		if (!wf_add_ok(data_off, offs[i], &abs) || !wf_add_ok(abs, t->nbytes, &end) || end > c->len) {
-			rc = wf_fail(c->err, WF_ERR_FORMAT,
-				     "tensor %s: data [%" PRIu64 ", +%" PRIu64 ") at offset %" PRIu64
-				     " in the data section runs past end of file (%" PRIu64 " bytes)",
-				     q, offs[i], t->nbytes, offs[i], c->len);
-			goto out;
-		}
-		t->offset = abs;
-	}
-	rc = check_overlaps(m, c->err);
+	for (uint64_t i = 0; i < n_tensors && rc == WF_OK; i++)
+		rc = parse_tensor_info(c, m, i, &names, &offs[i]);
+	if (rc == WF_OK && (rc = place_tensors(c, m, offs)) == WF_OK)
+		rc = check_overlaps(m, c->err);
 out:
 	free(offs);
-	strset_free(&names);
+	wf_names_free(&names);
 	return rc;
+}
+
+bool wf_gguf_magic(const uint8_t *buf, uint64_t len)
+{
+	return len >= 4 && (memcmp(buf, "GGUF", 4) == 0 || memcmp(buf, "FUGG", 4) == 0);
 }
 
 enum wf_err wf_gguf_parse(struct wf_model **out, const uint8_t *buf, uint64_t len, char *err)
 {
 	*out = NULL;
 	struct cur c = {.p = buf, .len = len, .err = err, .what = "header"};
-	if (len < 4 || (memcmp(buf, "GGUF", 4) != 0 && memcmp(buf, "FUGG", 4) != 0))
+	if (!wf_gguf_magic(buf, len))
 		return wf_fail(err, WF_ERR_FORMAT, "header: not a GGUF file (bad magic)");
 	c.pos = 4;
 	uint32_t version;

@@ -89,34 +89,6 @@ struct wf_model {
 	size_t parts_json_len;
 };
 
-/* Parses buf[0..len) as a GGUF file.  On success *out owns the descriptors
- * but not buf, which must outlive it.  On failure returns WF_ERR_FORMAT or
- * WF_ERR_UNSUP with one line in err naming the field or tensor (two tensors
- * for overlapping data), or WF_ERR_NOMEM when an allocation fails. */
-enum wf_err wf_gguf_parse(struct wf_model **out, const uint8_t *buf, uint64_t len, char *err);
-
-/* The same for safetensors, enforcing the reference loader's rules.  Also
- * returns WF_ERR_NOMEM ("out of memory ...") when an allocation fails,
- * including cJSON's, which would otherwise look like a syntax error. */
-enum wf_err wf_st_parse(struct wf_model **out, const uint8_t *buf, uint64_t len, char *err);
-
-/* Test hook: on the calling thread, the JSON parser's allocations fail
- * after n more succeed (and keep failing); n < 0 turns this off (the
- * default).  Lets tests prove an allocation failure inside cJSON is
- * reported as WF_ERR_NOMEM. */
-void wf_json_fail_after(long n);
-
-/* Parses buf as whichever format it holds: GGUF by its magic, else
- * safetensors.  `hint` (a file name, may be NULL) only picks which
- * format's message to give for a file that is neither. */
-enum wf_err wf_model_parse(struct wf_model **out, const uint8_t *buf, uint64_t len,
-			   const char *hint, char *err);
-
-/* Opens path read-only, checks it is a regular file, maps it and parses
- * it; the model's one part is the file.  err gets one line without the
- * file name; the caller adds it. */
-enum wf_err wf_model_open(struct wf_model **out, const char *path, char *err);
-
 /* Whether part `part` of m is still the file that was opened: the
  * same device, inode, size and modification time, and the same change
  * time unless the link count changed too.  A read compares this after it

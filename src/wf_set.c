@@ -8,6 +8,7 @@
 #include "wf_set.h"
 #include "wf_buf.h"
 #include "wf_hash.h"
+#include "wf_open.h"
 
 #include <cjson/cJSON.h>
 #include <ctype.h>

@@ -8,8 +8,10 @@
  * overlap, and the data ending exactly at end of file.  Duplicate keys are
  * refused too (the reference does, with a misleading message).
  */
+#include "wf_st.h"
 #include "wf_buf.h"
-#include "wf_model.h"
+#include "wf_hash.h"
+#include "wf_meta.h"
 #include "wf_types.h"
 
 #include <cjson/cJSON.h>
@@ -171,46 +173,23 @@ static int span_cmp(const void *a, const void *b)
 	return x->tensor < y->tensor ? -1 : x->tensor > y->tensor;
 }
 
-static int name_cmp(const void *a, const void *b)
-{
-	const struct wf_tensor *x = *(const struct wf_tensor *const *)a;
-	const struct wf_tensor *y = *(const struct wf_tensor *const *)b;
-	size_t n = x->name_len < y->name_len ? x->name_len : y->name_len;
-	int c = memcmp(x->name, y->name, n);
-	if (c)
-		return c;
-	return x->name_len < y->name_len ? -1 : x->name_len > y->name_len;
-}
-
+/* metadata.json from __metadata__, an object of strings (wf_meta.h). */
 static enum wf_err parse_metadata(struct wf_model *m, const cJSON *meta, char *err)
 {
 	char q[96];
 	if (!cJSON_IsObject(meta))
 		return wf_fail(err, WF_ERR_FORMAT, "header: __metadata__ is not an object");
-	struct wf_buf b = {0};
-	wf_buf_putc(&b, '{');
-	uint64_t n = 0;
-	for (const cJSON *e = meta->child; e; e = e->next, n++) {
+	struct wf_meta_json w = {0};
+	for (const cJSON *e = meta->child; e; e = e->next) {
 		if (!cJSON_IsString(e)) {
-			wf_buf_free(&b);
+			wf_meta_json_free(&w);
 			return wf_fail(err, WF_ERR_FORMAT, "__metadata__ key %s: value is not a string",
 				       wf_quote(q, sizeof q, e->string, strlen(e->string)));
 		}
-		wf_buf_puts(&b, n ? ",\n " : "\n ");
-		wf_buf_json_str(&b, e->string, strlen(e->string));
-		wf_buf_puts(&b, ": ");
-		wf_buf_json_str(&b, e->valuestring, strlen(e->valuestring));
+		wf_meta_json_key(&w, e->string, strlen(e->string));
+		wf_buf_json_str(&w.b, e->valuestring, strlen(e->valuestring));
 	}
-	wf_buf_puts(&b, n ? "\n}\n" : "}\n");
-	if (!wf_buf_finish(&b)) {
-		wf_buf_free(&b);
-		return wf_fail(err, WF_ERR_NOMEM, "out of memory writing metadata.json");
-	}
-	free(m->metadata_json);
-	m->metadata_json = b.data;
-	m->metadata_json_len = b.len;
-	m->n_kv = n;
-	return WF_OK;
+	return wf_meta_json_finish(&w, m, err);
 }
 
 static enum wf_err parse_tensor(struct wf_tensor *t, const cJSON *e, struct span *sp, char *err)
@@ -264,9 +243,57 @@ static enum wf_err parse_tensor(struct wf_tensor *t, const cJSON *e, struct span
 	return WF_OK;
 }
 
-static enum wf_err parse_header(struct wf_model *m, const cJSON *root, uint64_t nbuf, char *err)
+/* Refuses two tensors of one name, as the reference does (cJSON keeps
+ * both entries of a repeated key). */
+static enum wf_err check_unique(const struct wf_model *m, char *err)
 {
 	char q[96];
+	struct wf_names names = {0};
+	if (!wf_names_init(&names, m->n_tensors)) {
+		wf_names_free(&names);
+		return wf_fail(err, WF_ERR_NOMEM, "out of memory");
+	}
+	enum wf_err rc = WF_OK;
+	for (size_t i = 0; i < m->n_tensors && rc == WF_OK; i++) {
+		const struct wf_tensor *t = &m->tensors[i];
+		if (wf_names_put(&names, t->name, t->name_len, 0) != WF_NAMES_NONE)
+			rc = wf_fail(err, WF_ERR_FORMAT, "tensor %s: duplicate tensor name",
+				     wf_quote(q, sizeof q, t->name, t->name_len));
+	}
+	wf_names_free(&names);
+	return rc;
+}
+
+/* Checks that the tensors' data_offsets tile the nbuf bytes after the
+ * header exactly, from 0 with no gap or overlap, as the reference loader
+ * wants, and places each tensor.  Sorts spans. */
+static enum wf_err tile_data(struct wf_model *m, struct span *spans, uint64_t nbuf, char *err)
+{
+	char q[96];
+	qsort(spans, m->n_tensors, sizeof *spans, span_cmp);
+	uint64_t at = 0;
+	for (size_t i = 0; i < m->n_tensors; i++) {
+		const struct wf_tensor *t = &m->tensors[spans[i].tensor];
+		if (spans[i].begin != at)
+			return wf_fail(err, WF_ERR_FORMAT,
+				       "tensor %s: data_offsets begin at %" PRIu64 " but the tensor before ends at %" PRIu64
+				       " (%s)", wf_quote(q, sizeof q, t->name, t->name_len), spans[i].begin, at,
+				       spans[i].begin > at ? "gap" : "overlap");
+		at = spans[i].end;
+	}
+	if (at != nbuf)
+		return wf_fail(err, WF_ERR_FORMAT,
+			       "data: tensors cover %" PRIu64 " bytes but the file holds %" PRIu64 " after the header (%s)",
+			       at, nbuf, at < nbuf ? "trailing bytes" : "file truncated");
+	for (size_t i = 0; i < m->n_tensors; i++)
+		m->tensors[spans[i].tensor].offset = m->data_offset + spans[i].begin;
+	return WF_OK;
+}
+
+/* The header's object: __metadata__ (at most once) and one entry per
+ * tensor, whose bytes are the nbuf after the header. */
+static enum wf_err parse_header(struct wf_model *m, const cJSON *root, uint64_t nbuf, char *err)
+{
 	if (!cJSON_IsObject(root))
 		return wf_fail(err, WF_ERR_FORMAT, "header: JSON is not an object");
 	size_t n = 0;
@@ -305,47 +332,8 @@ static enum wf_err parse_header(struct wf_model *m, const cJSON *root, uint64_t 
 		if ((rc = parse_tensor(t, e, sp, err)))
 			goto out;
 	}
-	/* duplicates: sort names; the reference rejects them too */
-	{
-		const struct wf_tensor **by = malloc((m->n_tensors ? m->n_tensors : 1) * sizeof *by);
-		if (!by) {
-			rc = wf_fail(err, WF_ERR_NOMEM, "out of memory");
-			goto out;
-		}
-		for (size_t i = 0; i < m->n_tensors; i++)
-			by[i] = &m->tensors[i];
-		qsort(by, m->n_tensors, sizeof *by, name_cmp);
-		for (size_t i = 1; i < m->n_tensors; i++) {
-			if (name_cmp(&by[i - 1], &by[i]) == 0) {
-				rc = wf_fail(err, WF_ERR_FORMAT, "tensor %s: duplicate tensor name",
-					     wf_quote(q, sizeof q, by[i]->name, by[i]->name_len));
-				free(by);
-				goto out;
-			}
-		}
-		free(by);
-	}
-	qsort(spans, m->n_tensors, sizeof *spans, span_cmp);
-	uint64_t at = 0;
-	for (size_t i = 0; i < m->n_tensors; i++) {
-		const struct wf_tensor *t = &m->tensors[spans[i].tensor];
-		wf_quote(q, sizeof q, t->name, t->name_len);
-		if (spans[i].begin != at) {
-			rc = wf_fail(err, WF_ERR_FORMAT,
-				     "tensor %s: data_offsets begin at %" PRIu64 " but the tensor before ends at %" PRIu64
-				     " (%s)", q, spans[i].begin, at, spans[i].begin > at ? "gap" : "overlap");
-			goto out;
-		}
-		at = spans[i].end;
-	}
-	if (at != nbuf) {
-		rc = wf_fail(err, WF_ERR_FORMAT,
-			     "data: tensors cover %" PRIu64 " bytes but the file holds %" PRIu64 " after the header (%s)",
-			     at, nbuf, at < nbuf ? "trailing bytes" : "file truncated");
-		goto out;
-	}
-	for (size_t i = 0; i < m->n_tensors; i++)
-		m->tensors[spans[i].tensor].offset = m->data_offset + spans[i].begin;
+	if ((rc = check_unique(m, err)) == WF_OK)
+		rc = tile_data(m, spans, nbuf, err);
 out:
 	free(spans);
 	return rc;
@@ -407,14 +395,9 @@ enum wf_err wf_st_parse(struct wf_model **out, const uint8_t *buf, uint64_t len,
 	m->data_offset = 8 + n;
 	enum wf_err rc = parse_header(m, root, len - 8 - n, err);
 	cJSON_Delete(root);
-	if (rc == WF_OK && !m->metadata_json) {
-		m->metadata_json = malloc(4);
-		if (!m->metadata_json) {
-			rc = wf_fail(err, WF_ERR_NOMEM, "out of memory");
-		} else {
-			memcpy(m->metadata_json, "{}\n", 4);
-			m->metadata_json_len = 3;
-		}
+	if (rc == WF_OK && !m->metadata_json) { /* no __metadata__: an empty object */
+		struct wf_meta_json w = {0};
+		rc = wf_meta_json_finish(&w, m, err);
 	}
 	if (rc) {
 		wf_model_free(m);

@@ -60,22 +60,6 @@ static enum wf_err check_range(const struct wf_tensor *t, const struct wf_type *
 	return WF_OK;
 }
 
-enum wf_err wf_view_raw(const struct wf_tensor *t, const uint8_t *src, uint64_t src_len,
-			uint64_t off, size_t len, const uint8_t **p, size_t *n)
-{
-	const struct wf_type *ty = wf_type_get(t->type);
-	*p = NULL;
-	*n = 0;
-	if (!ty || view_kind(t, ty) != WF_VK_RAW)
-		return WF_ERR_RANGE;
-	enum wf_err rc = check_range(t, ty, WF_VK_RAW, src_len, off, &len);
-	if (rc != WF_OK || len == 0)
-		return rc;
-	*p = src + t->offset + off; /* a raw view is its source bytes */
-	*n = len;
-	return WF_OK;
-}
-
 /* Decodes n blocks at src into float32 at dst; raw float32 is copied. */
 static void to_f32(const struct wf_type *ty, wf_decode_fn decode, const uint8_t *src, float *dst, size_t n)
 {

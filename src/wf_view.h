@@ -25,12 +25,4 @@ void wf_view_span(const struct wf_tensor *t, uint64_t off, uint64_t len, uint64_
 enum wf_err wf_view_read(const struct wf_tensor *t, const uint8_t *src, uint64_t src_len,
 			 uint64_t off, size_t len, void *out, size_t *n_out);
 
-/* For a raw view (a type whose file shows its source bytes unchanged):
- * points *p at view bytes [off, off+len) of t inside src, clipped to the
- * end of the view, with *n their count (0 at or past the end), so a caller
- * can send them without a copy.  Refuses like wf_view_read, and also any
- * type that is not raw. */
-enum wf_err wf_view_raw(const struct wf_tensor *t, const uint8_t *src, uint64_t src_len,
-			uint64_t off, size_t len, const uint8_t **p, size_t *n);
-
 #endif

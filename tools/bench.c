@@ -25,6 +25,7 @@
 #include <time.h>
 
 #include "wf_model.h"
+#include "wf_open.h"
 #include "wf_types.h"
 #include "wf_view.h"
 

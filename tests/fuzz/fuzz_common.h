@@ -10,7 +10,9 @@
 #define FUZZ_COMMON_H
 
 #include "wf_buf.h"
+#include "wf_gguf.h"
 #include "wf_model.h"
+#include "wf_st.h"
 #include "wf_tree.h"
 #include "wf_types.h"
 #include "wf_view.h"

@@ -13,6 +13,7 @@
 #include "wf_live.h"
 #include "wf_log.h"
 #include "wf_model.h"
+#include "wf_open.h"
 #include "wf_tree.h"
 
 #ifndef DATA_DIR

@@ -17,7 +17,10 @@
 
 #include "json_bytes.h"
 #include "wf_buf.h"
+#include "wf_gguf.h"
 #include "wf_model.h"
+#include "wf_open.h"
+#include "wf_st.h"
 #include "wf_tree.h"
 #include "wf_types.h"
 

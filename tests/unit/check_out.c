@@ -10,6 +10,7 @@
 #include "wf_gen.h"
 #include "wf_model.h"
 #include "wf_out.h"
+#include "wf_st.h"
 #include "wf_types.h"
 
 static float from_bits(uint32_t u)

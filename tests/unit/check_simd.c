@@ -24,6 +24,7 @@
 #include <cJSON.h>
 
 #include "wf_model.h"
+#include "wf_open.h"
 #include "wf_types.h"
 #include "wf_view.h"
 

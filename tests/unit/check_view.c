@@ -275,39 +275,6 @@ START_TEST(test_read_end)
 }
 END_TEST
 
-/* wf_view_raw: a pointer into src for raw types, the same clipping and
- * refusals as wf_view_read, nothing for decoded types. */
-START_TEST(test_view_raw)
-{
-	struct wf_tensor t = tensor_of(WF_T_I32, 100, 8); /* 400 bytes at offset 8 */
-	uint64_t src_len = 8 + t.nbytes;
-	uint8_t *src = calloc(1, src_len);
-	const uint8_t *p;
-	size_t n;
-	ck_assert_ptr_nonnull(src);
-
-	ck_assert_int_eq(wf_view_raw(&t, src, src_len, 3, 10, &p, &n), WF_OK);
-	ck_assert_ptr_eq(p, src + 8 + 3);
-	ck_assert_uint_eq(n, 10);
-	ck_assert_int_eq(wf_view_raw(&t, src, src_len, 390, 100, &p, &n), WF_OK);
-	ck_assert_uint_eq(n, 10); /* clipped to the view's end */
-	ck_assert_int_eq(wf_view_raw(&t, src, src_len, 400, 100, &p, &n), WF_OK);
-	ck_assert_uint_eq(n, 0);
-	/* the file shrank to 208 bytes: the head is served, the tail refused */
-	ck_assert_int_eq(wf_view_raw(&t, src, 208, 0, 200, &p, &n), WF_OK);
-	ck_assert_uint_eq(n, 200);
-	ck_assert_int_eq(wf_view_raw(&t, src, 208, 199, 2, &p, &n), WF_ERR_RANGE);
-	ck_assert_ptr_null(p);
-	ck_assert_uint_eq(n, 0);
-	/* decoded and undecodable types have no raw bytes to point at */
-	struct wf_tensor q = tensor_of(WF_T_Q4_0, 1, 0);
-	ck_assert_int_eq(wf_view_raw(&q, src, src_len, 0, 4, &p, &n), WF_ERR_RANGE);
-	struct wf_tensor q81 = tensor_of(WF_T_Q8_1, 1, 0);
-	ck_assert_int_eq(wf_view_raw(&q81, src, src_len, 0, 4, &p, &n), WF_ERR_RANGE);
-	free(src);
-}
-END_TEST
-
 static Suite *view_suite(void)
 {
 	Suite *s = suite_create("view");
@@ -322,7 +289,6 @@ static Suite *view_suite(void)
 	tcase_add_test(tc, test_read_nodecoder);
 	tcase_add_loop_test(tc, test_read_outside, 0, 4);
 	tcase_add_loop_test(tc, test_read_end, 0, 4);
-	tcase_add_test(tc, test_view_raw);
 	tcase_set_timeout(tc, 120);
 	suite_add_tcase(s, tc);
 	return s;
