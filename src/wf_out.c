@@ -49,8 +49,12 @@ enum wf_err wf_tensor_set_view(struct wf_tensor *t, enum wf_out out, char *err)
 	enum wf_vk vk;
 	if (!is_float(ty) || out == WF_OUT_STORED)
 		vk = WF_VK_RAW;
-	else if (ty->kind == WF_VIEW_NONE)
+	else if (ty->kind == WF_VIEW_NONE && out == WF_OUT_F32)
 		vk = WF_VK_NONE;
+	else if (ty->kind == WF_VIEW_NONE)
+		/* no decoder: reads still fail (wf_view_read needs one), but the
+		 * dtype and size follow the option like every float tensor's */
+		vk = out == WF_OUT_F16 ? WF_VK_F16 : WF_VK_BF16;
 	else if (out == WF_OUT_F32)
 		vk = ty->kind == WF_VIEW_RAW ? WF_VK_RAW : WF_VK_F32;
 	else if (out == WF_OUT_F16)
