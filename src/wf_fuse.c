@@ -16,6 +16,11 @@
 #include <sys/statvfs.h>
 
 #define BLKSIZE (1u << 20) /* st_blksize: invites 1 MiB reads (cat, Python) */
+/* st_blksize of a .npy file (-o npy): Python buffers reads in st_blksize
+ * units, so np.load(path, mmap_mode="r") reading the 64-byte header would
+ * otherwise decode 1 MiB of data it never looks at.  np.load without mmap
+ * reads the data in one call, whatever this says. */
+#define NPY_BLKSIZE 4096u
 
 static struct wf_fs *fs_of(fuse_req_t req)
 {
@@ -36,7 +41,7 @@ static void fill_stat(const struct wf_fs *fs, uint32_t idx, struct stat *st)
 	st->st_ino = (ino_t)idx + 1;
 	st->st_uid = fs->uid;
 	st->st_gid = fs->gid;
-	st->st_blksize = BLKSIZE;
+	st->st_blksize = nd->kind == WF_NODE_TENSOR && fs->t->npy ? NPY_BLKSIZE : BLKSIZE;
 	/* a tensor shows its own file's times; the rest the first file's */
 	const struct stat *src = &fs->m->parts[nd->kind == WF_NODE_TENSOR ? fs->m->tensors[nd->tensor].part : 0].st;
 	st->st_atim = src->st_atim;

@@ -30,7 +30,14 @@ measures, side by side in one run:
      thread (malloc + decode, as np.empty + decode), and memcpy;
   9. `weightfs convert` of the benchmark model vs `cp` of the mount's
      model.safetensors (page cache of the mount's file dropped first), both
-     writing to the scratch directory.
+     writing to the scratch directory;
+  10. first reads of the f16 and bf16 views (-o dtype=f16 / bf16 mounts)
+     against the f32 view of the same tensor (a default mount of the same
+     model, all three mounted at once), in elements per second; and
+     model.safetensors read whole with 1 MiB reads against reading each
+     tensor file of the same mount in turn.
+  11. with --prev-weightfs BIN (an older build): F32 and F16 first reads
+     through a mount by that binary against this one, side by side.
 Prints medians of several runs as tables with ratios and writes the same to
 --out as JSON.  Needs root only for --drop-caches / --read-ahead-kb; uses no
 third-party modules.
@@ -442,6 +449,108 @@ def part_convert(args, model):
             "convert_gbps": res["convert"], "cp_gbps": res["cp"], "ratio": res["ratio"],
             "convert_median": median(res["convert"]), "cp_median": median(res["cp"]),
             "ratio_median": median(res["ratio"])}
+def part_views(args, model):
+    """Part 8: f16/bf16 views vs the f32 view; model.safetensors vs the tensor files."""
+    base = os.path.join(args.dir, "mnt-view-")
+    mounts = {v: Mount(args, model, base + v, () if v == "f32" else ("-o", "dtype=" + v))
+              for v in ("f32", "f16", "bf16")}
+    types = [t for t in ("F32", "F16", "BF16", "Q8_0", "Q4_K") if t in TYPES]
+    res = {"views": {t: {v: {"eps": [], "ratio": []} for v in ("f16", "bf16")} for t in types}}
+    whole, files, ratio = [], [], []
+    try:
+        def first(v, t):
+            p = os.path.join(base + v, "t", t)
+            evict(p, args.drop_caches)
+            g = seq_read(p)[0]
+            return g * 1e9 / (2 if v != "f32" else 4)  # elements per second
+        log("bench: f16/bf16 views vs f32, model.safetensors vs tensor files (%d runs)" % args.runs)
+        for run in range(args.runs):
+            for t in types:
+                for v in ("f16", "bf16"):
+                    if run % 2:
+                        e, ef = first(v, t), first("f32", t)
+                    else:
+                        ef, e = first("f32", t), first(v, t)
+                    res["views"][t][v]["eps"].append(e)
+                    res["views"][t][v]["ratio"].append(e / ef)
+            mnt = base + "f32"
+            st = os.path.join(mnt, "model.safetensors")
+            tensors = [os.path.join(mnt, "t", t) for t in TYPES]
+
+            def read_whole():
+                evict(st, args.drop_caches)
+                t0 = time.perf_counter()
+                n = seq_read_bytes(st)
+                return n / (time.perf_counter() - t0) / 1e9
+
+            def read_files():
+                for p in tensors:
+                    evict(p, args.drop_caches)
+                t0 = time.perf_counter()
+                n = sum(seq_read_bytes(p) for p in tensors)
+                return n / (time.perf_counter() - t0) / 1e9
+            if run % 2:
+                w, f = read_whole(), read_files()
+            else:
+                f, w = read_files(), read_whole()
+            whole.append(w)
+            files.append(f)
+            ratio.append(w / f)
+    finally:
+        for m in mounts.values():
+            m.close()
+    for t in types:
+        for v in ("f16", "bf16"):
+            e = res["views"][t][v]
+            e["eps_median"] = median(e["eps"])
+            e["ratio_median"] = median(e["ratio"])
+    res["model_st"] = {"whole_gbps": whole, "files_gbps": files, "ratio": ratio,
+                       "whole_median": median(whole), "files_median": median(files),
+                       "ratio_median": median(ratio)}
+    return res
+
+
+def seq_read_bytes(path, bs=MiB):
+    buf = bytearray(bs)
+    n = 0
+    with open(path, "rb", buffering=0) as f:
+        while True:
+            k = f.readinto(buf)
+            if not k:
+                return n
+            n += k
+
+
+def part_prev(args, model):
+    """Part 9: first reads through a mount by an older binary vs this one."""
+    base = os.path.join(args.dir, "mnt-bin-")
+    res = {}
+    prev_args = argparse.Namespace(**vars(args))
+    prev_args.weightfs = args.prev_weightfs
+    prev_args.mount_opt = []
+    mounts = {"this": Mount(args, model, base + "this"), "prev": Mount(prev_args, model, base + "prev")}
+    try:
+        log("bench: this binary vs %s (%d runs)" % (args.prev_weightfs, args.runs))
+        for t in [t for t in ("F32", "F16", "Q4_K") if t in TYPES]:
+            r = {"this": [], "prev": [], "ratio": []}
+            for run in range(args.runs):
+                def first(w):
+                    p = os.path.join(base + w, "t", t)
+                    evict(p, args.drop_caches)
+                    return seq_read(p)[0]
+                if run % 2:
+                    a, b = first("this"), first("prev")
+                else:
+                    b, a = first("prev"), first("this")
+                r["this"].append(a)
+                r["prev"].append(b)
+                r["ratio"].append(a / b)
+            res[t] = {k + "_median": median(v) for k, v in r.items()}
+            res[t].update(r)
+    finally:
+        for m in mounts.values():
+            m.close()
+    return {"prev": args.prev_weightfs, "types": res}
 
 
 def fs_type(path):
@@ -822,6 +931,26 @@ def report(res):
                          [["weightfs convert (%d threads)" % c["threads"], f2(c["convert_median"]),
                            f2(c["ratio_median"])],
                           ["cp MNT/model.safetensors", f2(c["cp_median"]), "1.00"]]))
+    if "views" in res:
+        vw = res["views"]
+        rows = []
+        for t, e in vw["views"].items():
+            rows.append([t, "%.0f" % (e["f16"]["eps_median"] / 1e6), f2(e["f16"]["ratio_median"]),
+                         "%.0f" % (e["bf16"]["eps_median"] / 1e6), f2(e["bf16"]["ratio_median"])])
+        out.append(table("(10a) first reads of the f16 / bf16 views vs the f32 view of the same tensor, "
+                         "million elements/s (ratios: medians of side-by-side pairs)",
+                         ["source type", "f16 Melem/s", "x f32", "bf16 Melem/s", "x f32"], rows))
+        ms = vw["model_st"]
+        out.append(table("(10b) model.safetensors read whole (1 MiB reads) vs each tensor file in turn, "
+                         "first reads, GB/s", ["read", "GB/s", "x tensor files"],
+                         [["model.safetensors", f2(ms["whole_median"]), f2(ms["ratio_median"])],
+                          ["tensor files in turn", f2(ms["files_median"]), "1.00"]]))
+    if "prev" in res:
+        pv = res["prev"]
+        rows = [[t, f2(e["prev_median"]), f2(e["this_median"]), f2(e["ratio_median"])]
+                for t, e in pv["types"].items()]
+        out.append(table("(11) first reads through the mount, GB/s: %s vs this binary" % pv["prev"],
+                         ["type", "previous", "this", "x previous"], rows))
     if "mount_io" in res:
         io = res["mount_io"]
         a, b = io["mem_after_mount_kib"], io["mem_after_reading_all_kib"]
@@ -844,9 +973,10 @@ def main():
     ap.add_argument("--runs", type=int)
     ap.add_argument("--mib", type=int, help="MiB of float32 output per tensor (default 256)")
     ap.add_argument("--rand-n", type=int, default=500, help="random reads per tensor per run")
-    ap.add_argument("--parts", default="decode,io,mount,whole,module,remote,convert",
-                    help="comma list of decode, io, mount, whole, module, remote, convert (remote: needs "
-                         "rclone; module: a Python with numpy)")
+    ap.add_argument("--parts", default="decode,io,mount,whole,module,remote,convert,views",
+                    help="comma list of decode, io, mount, whole, module (a Python with numpy), remote "
+                         "(needs rclone), convert, views, prev (needs --prev-weightfs)")
+    ap.add_argument("--prev-weightfs", help="an older weightfs binary to compare first reads with (part 11)")
     ap.add_argument("--disk-dir", default="build/bench",
                     help="directory on a disk filesystem for the whole-read part's reference file")
     ap.add_argument("--drop-caches", action="store_true",
@@ -933,6 +1063,10 @@ def main():
             res["module"] = part_module(args, model)
         if "convert" in parts:
             res["convert"] = part_convert(args, model)
+        if "views" in parts:
+            res["views"] = part_views(args, model)
+        if args.prev_weightfs:
+            res["prev"] = part_prev(args, model)
         if "mount" in parts:
             res["mount_cost"] = part_mount_cost(args, [
                 ("%d tensors, %d tokens" % (n_tensors, n_vocab), many),
@@ -950,9 +1084,10 @@ def main():
             for p in (model, many, sparse, ref):
                 if os.path.exists(p):
                     os.unlink(p)
-            mnt = os.path.join(args.dir, "mnt")
-            if os.path.isdir(mnt) and not os.path.ismount(mnt):
-                os.rmdir(mnt)
+            for name in ("mnt", "mnt-view-f32", "mnt-view-f16", "mnt-view-bf16", "mnt-bin-this", "mnt-bin-prev"):
+                mnt = os.path.join(args.dir, name)
+                if os.path.isdir(mnt) and not os.path.ismount(mnt):
+                    os.rmdir(mnt)
             if not os.listdir(args.dir):
                 os.rmdir(args.dir)
 

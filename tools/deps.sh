@@ -29,6 +29,9 @@ if [ "$what" = test ]; then
 		"$py" -c 'import numpy' >/dev/null 2>&1 && py_ok=1 && break
 	done
 	[ -n "$py_ok" ] || missing+=(python3-numpy)
+	# the mount suite's bfloat16 oracle (views group); without it a numpy
+	# reimplementation of the rounding stands in
+	/usr/bin/python3 -c 'import torch' >/dev/null 2>&1 || missing+=(python3-torch)
 	# libFuzzer's runtime ships apart from clang
 	if command -v clang >/dev/null 2>&1; then
 		echo 'int LLVMFuzzerTestOneInput(const char *d, unsigned long n){(void)d;(void)n;return 0;}' |
