@@ -131,6 +131,11 @@ static int parse_o(struct cmd_opts *o, const char *list)
 	char *save = NULL;
 	for (char *opt = strtok_r(copy, ",", &save); opt; opt = strtok_r(NULL, ",", &save)) {
 		if (strncmp(opt, "dtype=", 6) == 0) {
+			if (o->dtype && strcmp(o->dtype, opt + 6) != 0) {
+				ret = usage_error(o->cmd, "-o dtype=%s and dtype=%s contradict each other", o->dtype,
+						  opt + 6);
+				break;
+			}
 			free(o->dtype);
 			if (!(o->dtype = strdup(opt + 6))) {
 				ret = EXIT_NOMEM;

@@ -38,13 +38,13 @@ struct opts {
 	char *dtype;       /* -o dtype=f32|f16|bf16|stored */
 };
 
-enum { KEY_ALLOW_OTHER = 1, KEY_NONEMPTY, KEY_RW, KEY_DISCARD };
+enum { KEY_ALLOW_OTHER = 1, KEY_NONEMPTY, KEY_RW, KEY_DISCARD, KEY_DTYPE };
 
 #define OPT(t, p) {t, offsetof(struct opts, p), 1}
 static const struct fuse_opt wf_opts[] = {
 	/* a key, not a template: a template would swallow the option */
 	FUSE_OPT_KEY("allow_other", KEY_ALLOW_OTHER),
-	{"dtype=%s", offsetof(struct opts, dtype), 0},
+	FUSE_OPT_KEY("dtype=", KEY_DTYPE),
 	OPT("npy", npy),
 	OPT("suffix", suffix),
 	FUSE_OPT_KEY("nonempty", KEY_NONEMPTY),
@@ -83,6 +83,18 @@ static int opt_proc(void *data, const char *arg, int key, struct fuse_args *outa
 	if (key == KEY_RW) {
 		o->rw = 1;
 		return 0;
+	}
+	if (key == KEY_DTYPE) {
+		/* given twice, the values must agree: a mount whose files are
+		 * not what one of its options says would be a trap */
+		const char *v = arg + strlen("dtype=");
+		if (o->dtype && strcmp(o->dtype, v) != 0) {
+			fprintf(stderr, "weightfs: -o dtype=%s and dtype=%s contradict each other\n", o->dtype, v);
+			return -1;
+		}
+		free(o->dtype);
+		o->dtype = strdup(v);
+		return o->dtype ? 0 : -1;
 	}
 	/* x-systemd.automount and other x-* options are for mount(8) and systemd */
 	if (key == KEY_DISCARD || (key == FUSE_OPT_KEY_OPT && strncmp(arg, "x-", 2) == 0))

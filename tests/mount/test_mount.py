@@ -1795,6 +1795,26 @@ def group_cli():
         errs.raise_if_any()
     check("cli: -V, --version, -h, --help exit 0 with output", version_help)
 
+    def dtype_twice():
+        errs = Errs()
+        mp = new_dir()
+        for opts in (["-o", "dtype=f16,dtype=bf16"], ["-o", "dtype=f16", "-o", "dtype=stored"]):
+            rc, out, err, _ = run_cli(opts + [model, mp])
+            if rc != 1 or "contradict" not in err or len(err.strip().splitlines()) != 1 or is_mounted(mp):
+                errs.add("%s: rc %d, %r" % (opts, rc, err[:200]))
+            if is_mounted(mp):
+                force_unmount(mp)
+        rc, out, err, _ = run_cli(["ls", "-o", "dtype=bf16,dtype=f32", model])
+        if rc != 1 or "contradict" not in err:
+            errs.add("ls: rc %d, %r" % (rc, err[:200]))
+        # the same value twice is no contradiction
+        with Mount(model, ["-o", "dtype=f16", "-o", "dtype=f16"]) as m:
+            with open(m.path("tensors.json"), "rb") as f:
+                if '"dtype":"float16"' not in f.read().decode():
+                    errs.add("dtype=f16 given twice: not an f16 mount")
+        errs.raise_if_any()
+    check("cli: contradictory -o dtype= options are refused before mounting, one line", dtype_twice)
+
     def usage():
         errs = Errs()
         mp = new_dir()
