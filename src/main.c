@@ -29,7 +29,6 @@
 struct opts {
 	char *model;       /* first non-option argument */
 	char *mountpoint;  /* second, as typed (libfuse parses it too, after our checks) */
-	int allow_other;   /* seen -o allow_other: add default_permissions */
 	int nonempty;      /* -o nonempty: mount over a directory's files (libfuse 3 has no such option) */
 	int npy;           /* -o npy: tensor files are NAME.npy */
 	int suffix;        /* -o suffix: tensor files are NAME.f32, NAME.i64, ... */
@@ -38,12 +37,11 @@ struct opts {
 	char *dtype;       /* -o dtype=f32|f16|bf16|stored */
 };
 
-enum { KEY_ALLOW_OTHER = 1, KEY_NONEMPTY, KEY_RW, KEY_DISCARD, KEY_DTYPE };
+enum { KEY_NONEMPTY = 1, KEY_RW, KEY_DISCARD, KEY_DTYPE };
 
 #define OPT(t, p) {t, offsetof(struct opts, p), 1}
 static const struct fuse_opt wf_opts[] = {
 	/* a key, not a template: a template would swallow the option */
-	FUSE_OPT_KEY("allow_other", KEY_ALLOW_OTHER),
 	FUSE_OPT_KEY("dtype=", KEY_DTYPE),
 	OPT("npy", npy),
 	OPT("suffix", suffix),
@@ -74,8 +72,6 @@ static int opt_proc(void *data, const char *arg, int key, struct fuse_args *outa
 {
 	(void)outargs;
 	struct opts *o = data;
-	if (key == KEY_ALLOW_OTHER)
-		o->allow_other = 1;
 	if (key == KEY_NONEMPTY) {
 		o->nonempty = 1;
 		return 0; /* ours alone: libfuse 3 would refuse it as unknown */
@@ -108,7 +104,8 @@ static int opt_proc(void *data, const char *arg, int key, struct fuse_args *outa
 		if (!o->mountpoint)
 			return -1;
 	}
-	/* allow_other and the mount point are noted, and still reach FUSE */
+	/* the mount point is noted, and still reaches FUSE, as do allow_other
+	 * and libfuse's other options */
 	return 1;
 }
 
@@ -331,6 +328,131 @@ static int add_fsname(struct fuse_args *args, const char *typed)
 	return rc;
 }
 
+/* Parses the mount's command line into o and co.  Returns -1 to go on,
+ * or the exit status when there is nothing to mount (-h, -V, a mistake). */
+static int parse_mount_args(struct fuse_args *args, struct opts *o, struct fuse_cmdline_opts *co,
+			    const char *prog)
+{
+	if (fuse_opt_parse(args, o, wf_opts, opt_proc) != 0)
+		return EXIT_USAGE;
+	if (o->help) {
+		usage(prog);
+		return 0;
+	}
+	if (o->version) {
+		printf("weightfs %s (libfuse %s)\n", WF_VERSION, fuse_pkgversion());
+		return 0;
+	}
+	/* mount(8) passes rw to mount.fuse3 unless the options say ro, so an
+	 * /etc/fstab line without ro also ends here: the message says what to
+	 * write */
+	if (o->rw) {
+		fprintf(stderr, "weightfs: -o rw: weightfs is read-only: remove rw (with mount(8) or in "
+			"/etc/fstab, give ro)\n");
+		return EXIT_USAGE;
+	}
+	if (!o->model || !o->mountpoint) {
+		fprintf(stderr, "usage: %s [options] MODEL MOUNTPOINT  (-h for help)\n", prog);
+		return EXIT_USAGE;
+	}
+	/* libfuse mounts over a regular file, a live or dead mount, and a
+	 * directory's files; each is a mistake */
+	if (!mountpoint_ok(o->mountpoint, o->model, o->nonempty))
+		return EXIT_USAGE;
+	if (fuse_parse_cmdline(args, co) != 0)
+		return EXIT_USAGE;
+	if (!co->mountpoint) {
+		fprintf(stderr, "usage: %s [options] MODEL MOUNTPOINT  (-h for help)\n", prog);
+		return EXIT_USAGE;
+	}
+	return -1;
+}
+
+/* Opens and checks MODEL and builds its tree, all before anything is
+ * mounted.  Returns 0, or the exit status after saying what is wrong. */
+static int load_model(const struct opts *o, const char *mountpoint, struct wf_model **m, struct wf_tree **t)
+{
+	char err[WF_ERRLEN];
+	enum wf_out out = WF_OUT_F32;
+	if (o->dtype && !wf_out_parse(o->dtype, &out)) {
+		fprintf(stderr, "weightfs: -o dtype=%s: unknown output type (f32, f16, bf16 or stored)\n", o->dtype);
+		return EXIT_USAGE;
+	}
+	enum wf_err rc = wf_set_open(m, o->model, err);
+	if (rc == WF_OK && inside(o->model, mountpoint)) {
+		snprintf(err, sizeof err, "lies inside the mount point %s", mountpoint);
+		rc = WF_ERR_IO;
+	}
+	if (rc == WF_OK)
+		rc = wf_model_set_view(*m, out, err);
+	if (rc == WF_OK)
+		rc = wf_tree_build_opts(t, *m, &(struct wf_tree_opts){.npy = o->npy, .suffix = o->suffix}, err);
+	if (rc != WF_OK) {
+		fprintf(stderr, "weightfs: %s: %s\n", o->model, err);
+		return cli_exit_code(rc);
+	}
+	return 0;
+}
+
+/* Serves the mounted session until it is unmounted or signalled; returns
+ * the exit status. */
+static int serve(struct fuse_session *se, const struct fuse_cmdline_opts *co)
+{
+	int ret;
+	if (co->singlethread) {
+		ret = fuse_session_loop(se);
+	} else {
+		struct fuse_loop_config *lc = fuse_loop_cfg_create();
+		if (!lc)
+			return EXIT_NOMEM;
+		fuse_loop_cfg_set_clone_fd(lc, co->clone_fd);
+		/* libfuse leaves these at -1 unless -o max_threads= / max_idle_threads= were given */
+		if (co->max_threads != UINT_MAX && co->max_threads > 0)
+			fuse_loop_cfg_set_max_threads(lc, co->max_threads);
+		if (co->max_idle_threads != UINT_MAX)
+			fuse_loop_cfg_set_idle_threads(lc, co->max_idle_threads);
+		ret = fuse_session_loop_mt(se, lc);
+		fuse_loop_cfg_destroy(lc);
+	}
+	/* The loops return the number of the signal that ended them (SIGTERM,
+	 * SIGINT, SIGHUP: a clean unmount) or -errno when serving failed. */
+	return ret < 0 ? EXIT_USAGE : 0;
+}
+
+/* Mounts, daemonizes unless -f, serves until unmounted, unmounts;
+ * returns the exit status. */
+static int run_session(struct fuse_args *args, struct wf_fs *fs, const struct fuse_cmdline_opts *co)
+{
+	int ret = EXIT_USAGE;
+	struct fuse_session *se = fuse_session_new(args, &wf_fuse_ops, sizeof wf_fuse_ops, fs);
+	if (!se)
+		return ret;
+	if (fuse_set_signal_handlers(se) != 0)
+		goto out_session;
+	if (wf_live_catch_sigbus() != 0) {
+		perror("weightfs: sigaction");
+		goto out_signals;
+	}
+	if (fuse_session_mount(se, co->mountpoint) != 0) {
+		dev_fuse_hint();
+		goto out_signals;
+	}
+	/* The mount exists now: the parent returns only after this point, so
+	 * a script can use the mount on its next line. */
+	if (!co->foreground) {
+		openlog("weightfs", LOG_PID, LOG_DAEMON);
+		log_syslog = true;
+	}
+	fuse_daemonize(co->foreground);
+	ret = serve(se, co);
+	fuse_session_unmount(se);
+out_signals:
+	fuse_remove_signal_handlers(se);
+out_session:
+	fuse_session_destroy(se);
+	return ret;
+}
+
 int main(int argc, char *argv[])
 {
 	/* A command is argv[1] exactly; a model file of that name mounts as ./ls */
@@ -346,10 +468,7 @@ int main(int argc, char *argv[])
 	struct fuse_cmdline_opts co = {0};
 	struct wf_model *m = NULL;
 	struct wf_tree *t = NULL;
-	struct fuse_session *se = NULL;
-	struct fuse_loop_config *lc = NULL;
 	struct wf_live live = {0};
-	char err[WF_ERRLEN];
 	int ret = EXIT_USAGE;
 
 	if (open_std_fds() != 0) {
@@ -361,126 +480,27 @@ int main(int argc, char *argv[])
 		log_ready = true;
 	fuse_set_log_func(fuse_log_to_say);
 
-	if (fuse_opt_parse(&args, &o, wf_opts, opt_proc) != 0)
+	if ((ret = parse_mount_args(&args, &o, &co, argv[0])) >= 0)
 		goto out_args;
-	if (o.help) {
-		usage(argv[0]);
-		ret = 0;
-		goto out_args;
-	}
-	if (o.version) {
-		printf("weightfs %s (libfuse %s)\n", WF_VERSION, fuse_pkgversion());
-		ret = 0;
-		goto out_args;
-	}
-	/* mount(8) passes rw to mount.fuse3 unless the options say ro, so an
-	 * /etc/fstab line without ro also ends here: the message says what to
-	 * write */
-	if (o.rw) {
-		fprintf(stderr, "weightfs: -o rw: weightfs is read-only: remove rw (with mount(8) or in "
-			"/etc/fstab, give ro)\n");
-		goto out_args;
-	}
-	if (!o.model || !o.mountpoint) {
-		fprintf(stderr, "usage: %s [options] MODEL MOUNTPOINT  (-h for help)\n", argv[0]);
-		goto out_args;
-	}
-	/* libfuse mounts over a regular file, a live or dead mount, and a
-	 * directory's files; each is a mistake */
-	if (!mountpoint_ok(o.mountpoint, o.model, o.nonempty))
-		goto out_args;
-	if (fuse_parse_cmdline(&args, &co) != 0)
-		goto out_args;
-	if (!co.mountpoint) {
-		fprintf(stderr, "usage: %s [options] MODEL MOUNTPOINT  (-h for help)\n", argv[0]);
-		goto out_args;
-	}
-
-	enum wf_out out = WF_OUT_F32;
-	if (o.dtype && !wf_out_parse(o.dtype, &out)) {
-		fprintf(stderr, "weightfs: -o dtype=%s: unknown output type (f32, f16, bf16 or stored)\n", o.dtype);
-		goto out_args;
-	}
-	enum wf_err rc = wf_set_open(&m, o.model, err);
-	if (rc == WF_OK && inside(o.model, co.mountpoint)) {
-		snprintf(err, sizeof err, "lies inside the mount point %s", co.mountpoint);
-		rc = WF_ERR_IO;
-	}
-	if (rc == WF_OK)
-		rc = wf_model_set_view(m, out, err);
-	if (rc == WF_OK)
-		rc = wf_tree_build_opts(&t, m, &(struct wf_tree_opts){.npy = o.npy, .suffix = o.suffix}, err);
-	if (rc != WF_OK) {
-		fprintf(stderr, "weightfs: %s: %s\n", o.model, err);
-		ret = cli_exit_code(rc);
+	if ((ret = load_model(&o, co.mountpoint, &m, &t)) != 0)
 		goto out_model;
-	}
-
+	ret = EXIT_NOMEM;
 	struct wf_fs fs = {
 		.m = m, .t = t, .uid = getuid(), .gid = getgid(), .timeout = 86400.0 * 365,
 		.live = &live,
 	};
-	if (wf_live_init(&live, m, t, on_model_changed, NULL) != WF_OK) {
-		ret = EXIT_NOMEM;
+	if (wf_live_init(&live, m, t, on_model_changed, NULL) != WF_OK)
 		goto out_model;
-	}
 	model_name = o.model;
-	/* read-only at the VFS too, so writes fail with EROFS before reaching us */
+	/* read-only at the VFS too, so writes fail with EROFS before reaching
+	 * us; default_permissions always: the modes are the policy, allow_other
+	 * or not */
 	if (fuse_opt_add_arg(&args, "-oro,subtype=weightfs,default_permissions") != 0 ||
-	    add_fsname(&args, o.model) != 0) {
-		ret = EXIT_NOMEM;
+	    add_fsname(&args, o.model) != 0)
 		goto out_model;
-	}
-	(void)o.allow_other; /* default_permissions is always on: the modes are the policy */
 
-	se = fuse_session_new(&args, &wf_fuse_ops, sizeof wf_fuse_ops, &fs);
-	if (!se)
-		goto out_model;
-	if (fuse_set_signal_handlers(se) != 0)
-		goto out_session;
-	if (wf_live_catch_sigbus() != 0) {
-		perror("weightfs: sigaction");
-		goto out_signals;
-	}
-	if (fuse_session_mount(se, co.mountpoint) != 0) {
-		dev_fuse_hint();
-		goto out_signals;
-	}
-	/* The mount exists now: the parent returns only after this point, so
-	 * a script can use the mount on its next line. */
-	if (!co.foreground) {
-		openlog("weightfs", LOG_PID, LOG_DAEMON);
-		log_syslog = true;
-	}
-	fuse_daemonize(co.foreground);
-
-	if (co.singlethread) {
-		ret = fuse_session_loop(se);
-	} else {
-		lc = fuse_loop_cfg_create();
-		if (!lc) {
-			ret = EXIT_NOMEM;
-			goto out_unmount;
-		}
-		fuse_loop_cfg_set_clone_fd(lc, co.clone_fd);
-		/* libfuse leaves these at -1 unless -o max_threads= / max_idle_threads= were given */
-		if (co.max_threads != UINT_MAX && co.max_threads > 0)
-			fuse_loop_cfg_set_max_threads(lc, co.max_threads);
-		if (co.max_idle_threads != UINT_MAX)
-			fuse_loop_cfg_set_idle_threads(lc, co.max_idle_threads);
-		ret = fuse_session_loop_mt(se, lc);
-	}
-	/* The loops return the number of the signal that ended them (SIGTERM,
-	 * SIGINT, SIGHUP: a clean unmount) or -errno when serving failed. */
-	ret = ret < 0 ? EXIT_USAGE : 0;
-out_unmount:
-	fuse_session_unmount(se);
-out_signals:
-	fuse_remove_signal_handlers(se);
-out_session:
-	fuse_session_destroy(se);
+	ret = run_session(&args, &fs, &co);
 out_model:
-	fuse_loop_cfg_destroy(lc);
 	wf_live_free(&live);
 	wf_tree_free(t);
 	wf_model_free(m);
