@@ -540,35 +540,11 @@ enum wf_err wf_tree_build(struct wf_tree **out, const struct wf_model *m, char *
  * folder's own files, model.safetensors and the metadata folder. */
 static enum wf_err add_extras(struct builder *b, const struct wf_model *m, struct wf_buf *name, char *err);
 
-enum wf_err wf_tree_build_opts(struct wf_tree **out, const struct wf_model *m, const struct wf_tree_opts *opts,
-			       char *err)
+/* Upper bound on nodes: root, the blobs (JSON files, parts.json, the
+ * summary, model.safetensors, sidecars), the metadata folder and its
+ * files, and per tensor its file and one directory per '.' up to the limit. */
+static uint64_t node_cap(const struct wf_tree *t, const struct wf_model *m)
 {
-	*out = NULL;
-	struct wf_tree *t = calloc(1, sizeof *t);
-	if (!t)
-		return wf_fail(err, WF_ERR_NOMEM, "out of memory");
-	t->m = m;
-	t->npy = opts && opts->npy;
-	t->suffix = opts && opts->suffix && !t->npy;
-	pthread_mutex_init(&t->st_lock, NULL);
-	{
-		static const char empty[] = "{}";
-		bool have = m->metadata_json && m->metadata_json_len;
-		enum wf_err mr = wf_meta_files(have ? m->metadata_json : empty, have ? m->metadata_json_len : 2,
-					       &t->meta, &t->n_meta, &t->meta_text);
-		if (mr != WF_OK) {
-			wf_tree_free(t);
-			return wf_fail(err, mr, "metadata.json: cannot split it into files");
-		}
-	}
-	struct builder b = {.t = t, .m = m};
-	struct wf_buf comp = {0}, name = {0}, json = {0};
-	size_t ends[WF_TREE_MAX_DIRS + 1];
-	uint64_t per_depth[WF_TREE_MAX_DIRS + 1] = {0};
-	enum wf_err rc = WF_OK;
-
-	/* Upper bound on nodes: root, the blobs (JSON files, parts.json, the summary, model.safetensors, sidecars),
-	 * the metadata folder and its files, and per tensor its file and one directory per '.' up to the limit. */
 	uint64_t cap = 7 + m->n_sidecars + t->n_meta;
 	for (size_t i = 0; i < m->n_tensors; i++) {
 		const char *s = m->tensors[i].name, *e = s + m->tensors[i].name_len;
@@ -576,116 +552,105 @@ enum wf_err wf_tree_build_opts(struct wf_tree **out, const struct wf_model *m, c
 		for (unsigned k = 0; k < WF_TREE_MAX_DIRS && (s = memchr(s, '.', (size_t)(e - s))); k++, s++)
 			cap++;
 	}
-	if (cap > (1u << 30)) {
-		rc = wf_fail(err, WF_ERR_UNSUP, "tensor names make %" PRIu64 " path components, more than weightfs allows (2^30)", cap);
-		goto fail;
-	}
-	b.cap = (uint32_t)cap;
-	b.n_slots = 16;
-	while (b.n_slots < cap * 2)
-		b.n_slots *= 2;
-	t->nodes = malloc(cap * sizeof *t->nodes);
-	b.slots = malloc(b.n_slots * sizeof *b.slots);
-	t->tensor_node = calloc(m->n_tensors ? m->n_tensors : 1, sizeof *t->tensor_node);
-	if (!t->nodes || !b.slots || !t->tensor_node)
-		goto nomem;
-	wf_hash_key_init(&b.key);
+	return cap;
+}
 
-	/* Pass 1: every directory, so that pass 2 knows which leaves clash.
-	 * If the names make too many, count them by depth, and do it again
-	 * with the deepest limit that keeps within the budget. */
-	uint64_t budget = m->data_offset / WF_TREE_DIR_HEADER_DIV;
+/* Pass 1: the root, the JSON files and every directory, so that pass 2
+ * knows which leaves clash.  If the names make too many directories, count
+ * them by depth, and do it again with the deepest limit that keeps within
+ * the budget (*max_dirs gets the limit).  False when out of memory. */
+static bool add_all_dirs(struct builder *b, struct wf_buf *comp, unsigned *max_dirs)
+{
+	struct wf_tree *t = b->t;
+	uint64_t per_depth[WF_TREE_MAX_DIRS + 1];
+	uint64_t budget = b->m->data_offset / WF_TREE_DIR_HEADER_DIV;
 	if (budget < WF_TREE_DIR_FLOOR)
 		budget = WF_TREE_DIR_FLOOR;
-	unsigned max_dirs = WF_TREE_MAX_DIRS;
+	*max_dirs = WF_TREE_MAX_DIRS;
 	for (int round = 0; round < 2; round++) {
 		t->n_nodes = 0;
 		free_names(t);
 		memset(per_depth, 0, sizeof per_depth);
-		memset(b.slots, 0xFF, b.n_slots * sizeof *b.slots);
-		if (add_node(&b, 0, "", 0, WF_NODE_DIR) != 0 ||
-		    add_node(&b, 0, "metadata.json", 13, WF_NODE_BLOB) == WF_NO_NODE ||
-		    add_node(&b, 0, "tensors.json", 12, WF_NODE_BLOB) == WF_NO_NODE)
-			goto nomem;
-		if (!add_dirs(&b, max_dirs, &comp, per_depth))
-			goto nomem;
+		memset(b->slots, 0xFF, b->n_slots * sizeof *b->slots);
+		if (add_node(b, 0, "", 0, WF_NODE_DIR) != 0 ||
+		    add_node(b, 0, "metadata.json", 13, WF_NODE_BLOB) == WF_NO_NODE ||
+		    add_node(b, 0, "tensors.json", 12, WF_NODE_BLOB) == WF_NO_NODE)
+			return false;
+		if (!add_dirs(b, *max_dirs, comp, per_depth))
+			return false;
 		uint64_t total = 0;
 		unsigned d = 0;
 		while (d < WF_TREE_MAX_DIRS && total + per_depth[d + 1] <= budget)
 			total += per_depth[++d];
 		if (round > 0 || d == WF_TREE_MAX_DIRS)
 			break;
-		max_dirs = d;
+		*max_dirs = d;
 	}
-	t->max_dirs = max_dirs;
-	t->nodes[1].blob = m->metadata_json;
-	t->nodes[1].blob_len = m->metadata_json_len;
+	return true;
+}
 
-	/* Pass 2: the tensor files. */
-	for (size_t i = 0; i < m->n_tensors; i++) {
-		size_t tail, k = split_name(&m->tensors[i], max_dirs, &comp, ends, &tail);
-		if (comp.oom)
-			goto nomem;
-		uint32_t dir = 0;
-		for (size_t c = 0; c + 1 < k; c++) {
-			size_t from = c ? ends[c - 1] : 0;
-			dir = find(&b, dir, comp.data + from, ends[c] - from);
-		}
-		size_t from = k > 1 ? ends[k - 2] : 0;
-		name.len = 0;
-		wf_buf_put(&name, comp.data + from, ends[k - 1] - from);
-		size_t base = name.len;
-		const char *suffix = "";
-		char sfx[WF_SUFFIX_MAX + 2];
-		uint32_t clash = name.oom ? WF_NO_NODE : find(&b, dir, name.data, name.len);
-		if (t->npy || t->suffix) {
-			/* NAME.npy and NAME.f32 never meet a directory: generated
-			 * components hold no '.' */
-			const struct wf_tensor *tn = &m->tensors[i];
-			snprintf(sfx, sizeof sfx, ".%s", t->npy ? "npy" : wf_view_suffix(tn));
-			/* room for the suffix and a "~N" of up to 4 bytes */
-			shorten(&name, 0, (const uint8_t *)tn->name + tail, tn->name_len - tail,
-				NAME_MAX_BYTES - 4 - strlen(sfx));
-			base = name.len;
-			suffix = sfx;
-			wf_buf_puts(&name, suffix);
-		} else if (clash != WF_NO_NODE && t->nodes[clash].kind == WF_NODE_DIR) {
-			/* the suffix must not push the component past NAME_MAX */
-			const struct wf_tensor *tn = &m->tensors[i];
-			shorten(&name, 0, (const uint8_t *)tn->name + tail, tn->name_len - tail,
-				NAME_MAX_BYTES - (sizeof ".tensor" - 1));
-			wf_buf_puts(&name, ".tensor");
-			base = name.len;
-		}
-		for (unsigned dup = 2; !name.oom && find(&b, dir, name.data, name.len) != WF_NO_NODE; dup++) {
-			name.len = base;
-			wf_buf_printf(&name, "~%u%s", dup, suffix);
-		}
-		if (name.oom)
-			goto nomem;
-		uint32_t n = add_node(&b, dir, name.data, name.len, WF_NODE_TENSOR);
-		if (n == WF_NO_NODE)
-			goto nomem;
-		t->nodes[n].tensor = (uint32_t)i;
-		t->tensor_node[i] = n;
+/* Pass 2: tensor i's file in its directory, named by the rules (a
+ * .tensor suffix beside a directory of the same name, or the -o npy /
+ * -o suffix suffix; "~N" on a collision).  False when out of memory. */
+static bool add_tensor_file(struct builder *b, size_t i, unsigned max_dirs, struct wf_buf *comp,
+			    struct wf_buf *name)
+{
+	struct wf_tree *t = b->t;
+	const struct wf_tensor *tn = &b->m->tensors[i];
+	size_t ends[WF_TREE_MAX_DIRS + 1];
+	size_t tail, k = split_name(tn, max_dirs, comp, ends, &tail);
+	if (comp->oom)
+		return false;
+	uint32_t dir = 0;
+	for (size_t c = 0; c + 1 < k; c++) {
+		size_t from = c ? ends[c - 1] : 0;
+		dir = find(b, dir, comp->data + from, ends[c] - from);
 	}
-	if ((rc = add_extras(&b, m, &name, err)) != WF_OK)
-		goto fail;
-	free(b.slots);
-	b.slots = NULL;
-	wf_buf_free(&comp);
-	wf_buf_free(&name);
-	if (t->n_nodes < b.cap) {
-		/* give back what the upper bound over-reserved */
-		struct wf_node *shrunk = realloc(t->nodes, t->n_nodes * sizeof *t->nodes);
-		if (shrunk)
-			t->nodes = shrunk;
+	size_t from = k > 1 ? ends[k - 2] : 0;
+	name->len = 0;
+	wf_buf_put(name, comp->data + from, ends[k - 1] - from);
+	size_t base = name->len;
+	const char *suffix = "";
+	char sfx[WF_SUFFIX_MAX + 2];
+	uint32_t clash = name->oom ? WF_NO_NODE : find(b, dir, name->data, name->len);
+	if (t->npy || t->suffix) {
+		/* NAME.npy and NAME.f32 never meet a directory: generated
+		 * components hold no '.' */
+		snprintf(sfx, sizeof sfx, ".%s", t->npy ? "npy" : wf_view_suffix(tn));
+		/* room for the suffix and a "~N" of up to 4 bytes */
+		shorten(name, 0, (const uint8_t *)tn->name + tail, tn->name_len - tail,
+			NAME_MAX_BYTES - 4 - strlen(sfx));
+		base = name->len;
+		suffix = sfx;
+		wf_buf_puts(name, suffix);
+	} else if (clash != WF_NO_NODE && t->nodes[clash].kind == WF_NODE_DIR) {
+		/* the suffix must not push the component past NAME_MAX */
+		shorten(name, 0, (const uint8_t *)tn->name + tail, tn->name_len - tail,
+			NAME_MAX_BYTES - (sizeof ".tensor" - 1));
+		wf_buf_puts(name, ".tensor");
+		base = name->len;
 	}
+	for (unsigned dup = 2; !name->oom && find(b, dir, name->data, name->len) != WF_NO_NODE; dup++) {
+		name->len = base;
+		wf_buf_printf(name, "~%u%s", dup, suffix);
+	}
+	if (name->oom)
+		return false;
+	uint32_t n = add_node(b, dir, name->data, name->len, WF_NODE_TENSOR);
+	if (n == WF_NO_NODE)
+		return false;
+	t->nodes[n].tensor = (uint32_t)i;
+	t->tensor_node[i] = n;
+	return true;
+}
 
-	/* Children lists, sorted so readdir is stable and lookups can search. */
+/* Every directory's children, sorted so readdir is stable and lookups can
+ * search.  False when out of memory. */
+static bool link_children(struct wf_tree *t)
+{
 	t->child_pool = malloc((t->n_nodes ? t->n_nodes : 1) * sizeof *t->child_pool);
 	if (!t->child_pool)
-		goto nomem;
+		return false;
 	for (uint32_t i = 1; i < t->n_nodes; i++) {
 		struct wf_node *p = &t->nodes[t->nodes[i].parent];
 		p->n_children++;
@@ -707,16 +672,88 @@ enum wf_err wf_tree_build_opts(struct wf_tree **out, const struct wf_model *m, c
 	for (uint32_t i = 0; i < t->n_nodes; i++)
 		if (t->nodes[i].kind == WF_NODE_DIR && t->nodes[i].n_children > 1)
 			qsort_r(t->nodes[i].children, t->nodes[i].n_children, sizeof(uint32_t), child_cmp, t->nodes);
+	return true;
+}
 
+/* tensors.json, made once the paths are known; false when out of memory. */
+static bool set_tensors_json(struct wf_tree *t, const struct wf_model *m)
+{
+	struct wf_buf json = {0};
 	tensors_json(t, m, &json);
-	if (!wf_buf_finish(&json))
-		goto nomem;
+	if (!wf_buf_finish(&json)) {
+		wf_buf_free(&json);
+		return false;
+	}
 	/* the buffer grew by doubling: keep only what it holds */
 	char *fit = realloc(json.data, json.len + 1);
 	t->tensors_json = fit ? fit : json.data;
 	t->tensors_json_len = json.len;
 	t->nodes[2].blob = t->tensors_json;
 	t->nodes[2].blob_len = t->tensors_json_len;
+	return true;
+}
+
+enum wf_err wf_tree_build_opts(struct wf_tree **out, const struct wf_model *m, const struct wf_tree_opts *opts,
+			       char *err)
+{
+	*out = NULL;
+	struct wf_tree *t = calloc(1, sizeof *t);
+	if (!t)
+		return wf_fail(err, WF_ERR_NOMEM, "out of memory");
+	t->m = m;
+	t->npy = opts && opts->npy;
+	t->suffix = opts && opts->suffix && !t->npy;
+	pthread_mutex_init(&t->st_lock, NULL);
+	static const char empty[] = "{}";
+	bool have = m->metadata_json && m->metadata_json_len;
+	enum wf_err rc = wf_meta_files(have ? m->metadata_json : empty, have ? m->metadata_json_len : 2, &t->meta,
+				       &t->n_meta, &t->meta_text);
+	if (rc != WF_OK) {
+		wf_tree_free(t);
+		return wf_fail(err, rc, "metadata.json: cannot split it into files");
+	}
+	struct builder b = {.t = t, .m = m};
+	struct wf_buf comp = {0}, name = {0};
+	uint64_t cap = node_cap(t, m);
+	if (cap > (1u << 30)) {
+		rc = wf_fail(err, WF_ERR_UNSUP, "tensor names make %" PRIu64 " path components, more than weightfs allows (2^30)", cap);
+		goto fail;
+	}
+	b.cap = (uint32_t)cap;
+	b.n_slots = 16;
+	while (b.n_slots < cap * 2)
+		b.n_slots *= 2;
+	t->nodes = malloc(cap * sizeof *t->nodes);
+	b.slots = malloc(b.n_slots * sizeof *b.slots);
+	t->tensor_node = calloc(m->n_tensors ? m->n_tensors : 1, sizeof *t->tensor_node);
+	if (!t->nodes || !b.slots || !t->tensor_node)
+		goto nomem;
+	wf_hash_key_init(&b.key);
+
+	if (!add_all_dirs(&b, &comp, &t->max_dirs))
+		goto nomem;
+	t->nodes[1].blob = m->metadata_json;
+	t->nodes[1].blob_len = m->metadata_json_len;
+	for (size_t i = 0; i < m->n_tensors; i++)
+		if (!add_tensor_file(&b, i, t->max_dirs, &comp, &name))
+			goto nomem;
+	if ((rc = add_extras(&b, m, &name, err)) != WF_OK)
+		goto fail;
+	free(b.slots);
+	b.slots = NULL;
+	wf_buf_free(&comp);
+	wf_buf_free(&name);
+	if (t->n_nodes < b.cap) {
+		/* give back what the upper bound over-reserved */
+		struct wf_node *shrunk = realloc(t->nodes, t->n_nodes * sizeof *t->nodes);
+		if (shrunk)
+			t->nodes = shrunk;
+	}
+	if (!link_children(t))
+		goto nomem;
+
+	if (!set_tensors_json(t, m))
+		goto nomem;
 #ifdef __GLIBC__
 	/* Parsing and building freed far more than the tree keeps (cJSON's
 	 * tree, the build table); glibc keeps freed heap pages resident
@@ -731,7 +768,6 @@ nomem:
 fail:
 	wf_buf_free(&comp);
 	wf_buf_free(&name);
-	wf_buf_free(&json);
 	free(b.slots);
 	wf_tree_free(t);
 	return rc;
