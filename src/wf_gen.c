@@ -349,139 +349,179 @@ static void find_format(void *vctx, const char *s, size_t k0, size_t k1, size_t 
 	}
 }
 
-enum wf_err wf_st_header(const struct wf_model *m, char **hdr, uint64_t *hdr_len, uint64_t **offsets)
-{
-	struct wf_buf b = {0}, names = {0}, fmt = {0};
-	struct wf_names seen = {0};
-	size_t *at = NULL, *len = NULL;
-	char **renamed = NULL;
-	uint64_t *offs = NULL;
-	enum wf_err rc = WF_ERR_NOMEM;
-	size_t nt = m->n_tensors;
-	*hdr = NULL;
+/* Tensor names as safetensors can hold them (valid UTF-8 JSON strings,
+ * quotes included), made unique. */
+struct st_names {
+	struct wf_buf text;  /* every name, back to back */
+	size_t *at, *len;    /* [n]: where each is in text, and its length */
+	char **renamed;      /* [n]: a "~N" variant when the name met another, else NULL */
+	size_t n;
+};
 
-	/* Names as safetensors can hold them, made unique. */
-	at = malloc((nt + 1) * sizeof *at);
-	len = malloc((nt + 1) * sizeof *len);
-	renamed = calloc(nt + 1, sizeof *renamed);
-	offs = malloc((nt + 1) * sizeof *offs);
-	if (!at || !len || !renamed || !offs || !wf_names_init(&seen, nt * 2 + 1))
+static void st_names_free(struct st_names *sn)
+{
+	wf_buf_free(&sn->text);
+	if (sn->renamed)
+		for (size_t i = 0; i < sn->n; i++)
+			free(sn->renamed[i]);
+	free(sn->renamed);
+	free(sn->at);
+	free(sn->len);
+}
+
+static const char *st_name(const struct st_names *sn, size_t i)
+{
+	return sn->renamed[i] ? sn->renamed[i] : sn->text.data + sn->at[i];
+}
+
+/* A name equal to another once its stray bytes were mapped (rare) gets
+ * the first free "~N".  False when out of memory. */
+static bool st_rename(struct st_names *sn, struct wf_names *seen, size_t i)
+{
+	const char *nm = sn->text.data + sn->at[i];
+	for (unsigned k = 2;; k++) {
+		size_t cap = sn->len[i] + 16;
+		char *r = malloc(cap);
+		if (!r)
+			return false;
+		int w = snprintf(r, cap, "%.*s~%u\"", (int)sn->len[i] - 1, nm, k);
+		if (wf_names_get(seen, r, (size_t)w) == WF_NAMES_NONE) {
+			sn->renamed[i] = r;
+			sn->len[i] = (size_t)w;
+			wf_names_put(seen, r, (size_t)w, 1);
+			return true;
+		}
+		free(r);
+	}
+}
+
+static enum wf_err st_names_make(const struct wf_model *m, struct st_names *sn)
+{
+	struct wf_names seen = {0};
+	size_t nt = m->n_tensors;
+	enum wf_err rc = WF_ERR_NOMEM;
+	sn->n = nt;
+	sn->at = malloc((nt + 1) * sizeof *sn->at);
+	sn->len = malloc((nt + 1) * sizeof *sn->len);
+	sn->renamed = calloc(nt + 1, sizeof *sn->renamed);
+	if (!sn->at || !sn->len || !sn->renamed || !wf_names_init(&seen, nt * 2 + 1))
 		goto out;
 	for (size_t i = 0; i < nt; i++) {
-		at[i] = names.len;
-		json_str_utf8(&names, m->tensors[i].name, m->tensors[i].name_len);
-		len[i] = names.len - at[i];
+		sn->at[i] = sn->text.len;
+		json_str_utf8(&sn->text, m->tensors[i].name, m->tensors[i].name_len);
+		sn->len[i] = sn->text.len - sn->at[i];
 	}
-	if (names.oom)
+	if (sn->text.oom)
 		goto out;
 	wf_names_put(&seen, "\"__metadata__\"", 14, 0);
-	for (size_t i = 0; i < nt; i++) {
-		const char *nm = names.data + at[i];
-		if (wf_names_put(&seen, nm, len[i], 1) == WF_NAMES_NONE)
-			continue;
-		/* rare: a name equal to another once its stray bytes were mapped */
-		for (unsigned k = 2;; k++) {
-			size_t cap = len[i] + 16;
-			char *r = malloc(cap);
-			if (!r)
-				goto out;
-			int w = snprintf(r, cap, "%.*s~%u\"", (int)len[i] - 1, nm, k);
-			if (wf_names_get(&seen, r, (size_t)w) == WF_NAMES_NONE) {
-				renamed[i] = r;
-				len[i] = (size_t)w;
-				wf_names_put(&seen, r, (size_t)w, 1);
-				break;
-			}
-			free(r);
-		}
-	}
+	for (size_t i = 0; i < nt; i++)
+		if (wf_names_put(&seen, sn->text.data + sn->at[i], sn->len[i], 1) != WF_NAMES_NONE &&
+		    !st_rename(sn, &seen, i))
+			goto out;
+	rc = WF_OK;
+out:
+	wf_names_free(&seen);
+	return rc;
+}
 
-	/* __metadata__: the model's "format" if it has one, else "pt", first */
+/* "__metadata__": the model's "format" if it has one, else "pt", first;
+ * then every key/value as a string; then the ggml types of tensors shown as
+ * U8 blocks, so they can be decoded. */
+static enum wf_err put_st_metadata(struct wf_buf *b, const struct wf_model *m, const struct st_names *sn)
+{
+	struct wf_buf fmt = {0}, types = {0};
 	each_kv(m->metadata_json, m->metadata_json_len, find_format, &fmt);
-	wf_buf_puts(&b, "{\"__metadata__\":{\"format\":");
+	wf_buf_puts(b, "{\"__metadata__\":{\"format\":");
 	if (fmt.len && !fmt.oom)
-		json_str_utf8(&b, fmt.data, fmt.len - 1);
+		json_str_utf8(b, fmt.data, fmt.len - 1);
 	else
-		wf_buf_puts(&b, "\"pt\"");
-	struct st_ctx c = {.b = &b};
-	if (each_kv(m->metadata_json, m->metadata_json_len, st_meta_kv, &c) != WF_OK) {
-		rc = WF_ERR_FORMAT;
-		goto out;
-	}
+		wf_buf_puts(b, "\"pt\"");
+	wf_buf_free(&fmt);
+	struct st_ctx c = {.b = b};
+	enum wf_err rc = each_kv(m->metadata_json, m->metadata_json_len, st_meta_kv, &c);
 	if (c.tmp.oom)
-		b.oom = true;
+		b->oom = true;
 	wf_buf_free(&c.tmp);
-	/* the ggml types of tensors shown as U8 blocks, so they can be decoded */
-	struct wf_buf types = {0};
-	for (size_t i = 0; i < nt; i++) {
+	if (rc != WF_OK)
+		return WF_ERR_FORMAT;
+	for (size_t i = 0; i < m->n_tensors; i++) {
 		const struct wf_tensor *t = &m->tensors[i];
 		if (strcmp(wf_view_st_dtype(t), "U8") != 0 || t->type == WF_T_U8)
 			continue;
 		wf_buf_puts(&types, types.len ? "," : "{");
-		wf_buf_put(&types, renamed[i] ? renamed[i] : names.data + at[i], len[i]);
+		wf_buf_put(&types, st_name(sn, i), sn->len[i]);
 		wf_buf_printf(&types, ":\"%s\"", wf_type_get(t->type)->name);
 	}
 	if (types.len) {
 		wf_buf_putc(&types, '}');
-		wf_buf_puts(&b, ",\"weightfs.stored_types\":");
+		wf_buf_puts(b, ",\"weightfs.stored_types\":");
 		if (types.oom)
-			b.oom = true;
+			b->oom = true;
 		else
-			wf_buf_json_str(&b, types.data, types.len);
+			wf_buf_json_str(b, types.data, types.len);
 	}
 	wf_buf_free(&types);
-	wf_buf_putc(&b, '}');
+	wf_buf_putc(b, '}');
+	return WF_OK;
+}
 
+/* Every tensor's entry, in model order; offs[i] gets where its data
+ * starts after the header, offs[n] the end. */
+static void put_st_tensors(struct wf_buf *b, const struct wf_model *m, const struct st_names *sn, uint64_t *offs)
+{
 	uint64_t pos = 0;
-	for (size_t i = 0; i < nt; i++) {
+	for (size_t i = 0; i < m->n_tensors; i++) {
 		const struct wf_tensor *t = &m->tensors[i];
-		wf_buf_putc(&b, ',');
-		wf_buf_put(&b, renamed[i] ? renamed[i] : names.data + at[i], len[i]);
-		wf_buf_printf(&b, ":{\"dtype\":\"%s\",\"shape\":", wf_view_st_dtype(t));
+		wf_buf_putc(b, ',');
+		wf_buf_put(b, st_name(sn, i), sn->len[i]);
+		wf_buf_printf(b, ":{\"dtype\":\"%s\",\"shape\":", wf_view_st_dtype(t));
 		uint64_t dims[WF_MAX_DIMS];
 		uint32_t nd = wf_view_shape(t, dims);
-		wf_buf_putc(&b, '[');
+		wf_buf_putc(b, '[');
 		for (uint32_t d = 0; d < nd; d++)
-			wf_buf_printf(&b, d ? ",%" PRIu64 : "%" PRIu64, dims[d]);
+			wf_buf_printf(b, d ? ",%" PRIu64 : "%" PRIu64, dims[d]);
 		offs[i] = pos;
 		pos += t->size;
-		wf_buf_printf(&b, "],\"data_offsets\":[%" PRIu64 ",%" PRIu64 "]}", offs[i], pos);
+		wf_buf_printf(b, "],\"data_offsets\":[%" PRIu64 ",%" PRIu64 "]}", offs[i], pos);
 	}
-	offs[nt] = pos;
-	wf_buf_putc(&b, '}');
+	offs[m->n_tensors] = pos;
+	wf_buf_putc(b, '}');
+}
+
+enum wf_err wf_st_header(const struct wf_model *m, char **hdr, uint64_t *hdr_len, uint64_t **offsets)
+{
+	struct wf_buf b = {0}, full = {0};
+	struct st_names sn = {0};
+	uint64_t *offs = malloc((m->n_tensors + 1) * sizeof *offs);
+	enum wf_err rc = offs ? st_names_make(m, &sn) : WF_ERR_NOMEM;
+	*hdr = NULL;
+	if (rc == WF_OK)
+		rc = put_st_metadata(&b, m, &sn);
+	if (rc != WF_OK)
+		goto out;
+	put_st_tensors(&b, m, &sn, offs);
 	/* spaces to a multiple of 8, so the data is aligned as the format allows */
 	while (!b.oom && b.len % 8 != 0)
 		wf_buf_putc(&b, ' ');
-	if (b.oom)
-		goto out;
 	/* the 8-byte length goes in front */
-	struct wf_buf full = {0};
-	uint64_t jl = b.len;
 	uint8_t le[8];
 	for (int k = 0; k < 8; k++)
-		le[k] = (uint8_t)(jl >> (8 * k));
+		le[k] = (uint8_t)((uint64_t)b.len >> (8 * k));
 	wf_buf_put(&full, le, 8);
 	wf_buf_put(&full, b.data, b.len);
-	if (!wf_buf_finish(&full)) {
-		wf_buf_free(&full);
+	rc = WF_ERR_NOMEM;
+	if (b.oom || !wf_buf_finish(&full))
 		goto out;
-	}
 	*hdr = full.data;
 	*hdr_len = full.len;
 	*offsets = offs;
+	full.data = NULL;
 	offs = NULL;
 	rc = WF_OK;
 out:
 	wf_buf_free(&b);
-	wf_buf_free(&names);
-	wf_buf_free(&fmt);
-	wf_names_free(&seen);
-	if (renamed)
-		for (size_t i = 0; i < nt; i++)
-			free(renamed[i]);
-	free(renamed);
-	free(at);
-	free(len);
+	wf_buf_free(&full);
+	st_names_free(&sn);
 	free(offs);
 	return rc;
 }
