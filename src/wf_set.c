@@ -28,6 +28,8 @@
 #define FD_RESERVE 64
 /* More parts than this in one set is refused: it is no model. */
 #define MAX_PARTS 100000
+/* Models named in the message for a folder that holds several. */
+#define MAX_LISTED 8
 
 struct loader {
 	char *dir;            /* folder of the model's files, no trailing '/' */
@@ -263,12 +265,29 @@ static void parts_json(struct wf_buf *b, struct wf_model **parts, uint32_t n, en
 	wf_buf_puts(b, "\n ]\n}\n");
 }
 
+/* Tensor names must be unique across the parts: a name in two would be
+ * two tensors at one path. */
+static enum wf_err unique_names(struct loader *L, struct wf_model **parts, uint32_t n, struct wf_names *names)
+{
+	char q[96];
+	for (uint32_t i = 0; i < n; i++) {
+		for (size_t k = 0; k < parts[i]->n_tensors; k++) {
+			const struct wf_tensor *t = &parts[i]->tensors[k];
+			uint32_t had = wf_names_put(names, t->name, t->name_len, i);
+			if (had != WF_NAMES_NONE)
+				return wf_fail(L->err, WF_ERR_FORMAT, "tensor %s: in both %s and %s",
+					       wf_quote(q, sizeof q, t->name, t->name_len), parts[had]->parts[0].name,
+					       parts[i]->parts[0].name);
+		}
+	}
+	return WF_OK;
+}
+
 /* Merges the opened parts (taking them over, even on failure) into one
  * model.  Tensor names must be unique across parts. */
 static enum wf_err merge(struct loader *L, struct wf_model **parts, uint32_t n, enum form form,
 			 const char *index_name, const cJSON *index_md, struct wf_model **out)
 {
-	char q[96];
 	enum wf_err rc = WF_OK;
 	struct wf_model *m = NULL;
 	struct wf_names names = {0};
@@ -293,18 +312,8 @@ static enum wf_err merge(struct loader *L, struct wf_model **parts, uint32_t n, 
 		rc = wf_fail(L->err, WF_ERR_NOMEM, "out of memory for %u files", n);
 		goto out;
 	}
-	for (uint32_t i = 0; i < n; i++) {
-		for (size_t k = 0; k < parts[i]->n_tensors; k++) {
-			const struct wf_tensor *t = &parts[i]->tensors[k];
-			uint32_t had = wf_names_put(&names, t->name, t->name_len, i);
-			if (had != WF_NAMES_NONE) {
-				rc = wf_fail(L->err, WF_ERR_FORMAT, "tensor %s: in both %s and %s",
-					     wf_quote(q, sizeof q, t->name, t->name_len),
-					     parts[had]->parts[0].name, parts[i]->parts[0].name);
-				goto out;
-			}
-		}
-	}
+	if ((rc = unique_names(L, parts, n, &names)) != WF_OK)
+		goto out;
 	parts_json(&pj, parts, n, form, index_name, index_md);
 	if (!wf_buf_finish(&pj)) {
 		rc = wf_fail(L->err, WF_ERR_NOMEM, "out of memory for parts.json");
@@ -388,31 +397,36 @@ static char *part_name(const char *prefix, size_t prefix_len, unsigned long no, 
 }
 
 /* `given` (named `name`) has split.count > 1: open the whole set. */
+/* The part's name must say where it is, as its split keys do: that is
+ * how the other parts are found. */
+static enum wf_err check_split_name(struct loader *L, const struct wf_model *given, const char *name, size_t *plen,
+				    unsigned long *no, unsigned long *of)
+{
+	uint64_t count = (uint64_t)given->split_count;
+	if (!split_gguf_name(name, ".gguf", plen, no, of))
+		return wf_fail(L->err, WF_ERR_FORMAT,
+			       "%s: split.count is %" PRIu64 ", but the name does not follow PREFIX-%%05d-of-%%05d.gguf, "
+			       "so the other parts cannot be found", name, count);
+	if (count > MAX_PARTS)
+		return wf_fail(L->err, WF_ERR_UNSUP, "%s: split.count is %" PRIu64 ", more than the %d parts weightfs takes",
+			       name, count, MAX_PARTS);
+	if (given->split_no < 0)
+		return wf_fail(L->err, WF_ERR_FORMAT, "%s: split.count is %" PRIu64 ", but split.no is missing", name, count);
+	if (*of != count || *no != (uint64_t)given->split_no + 1)
+		return wf_fail(L->err, WF_ERR_FORMAT,
+			       "%s: the name says part %lu of %lu, but split.no is %" PRId64 " and split.count %" PRIu64
+			       " (split.no counts from 0)", name, *no, *of, given->split_no, count);
+	return WF_OK;
+}
+
 static enum wf_err load_split(struct loader *L, struct wf_model *given, const char *name, struct wf_model **out)
 {
 	size_t plen;
 	unsigned long no, of;
 	*out = NULL;
 	uint64_t count = (uint64_t)given->split_count;
-	if (!split_gguf_name(name, ".gguf", &plen, &no, &of)) {
-		wf_model_free(given);
-		return wf_fail(L->err, WF_ERR_FORMAT,
-			       "%s: split.count is %" PRIu64 ", but the name does not follow PREFIX-%%05d-of-%%05d.gguf, "
-			       "so the other parts cannot be found", name, count);
-	}
-	if (count > MAX_PARTS) {
-		wf_model_free(given);
-		return wf_fail(L->err, WF_ERR_UNSUP, "%s: split.count is %" PRIu64 ", more than the %d parts weightfs takes",
-			       name, count, MAX_PARTS);
-	}
-	if (given->split_no < 0) {
-		wf_model_free(given);
-		return wf_fail(L->err, WF_ERR_FORMAT, "%s: split.count is %" PRIu64 ", but split.no is missing", name, count);
-	}
-	if (of != count || no != (uint64_t)given->split_no + 1) {
-		enum wf_err rc = wf_fail(L->err, WF_ERR_FORMAT,
-			       "%s: the name says part %lu of %lu, but split.no is %" PRId64 " and split.count %" PRIu64
-			       " (split.no counts from 0)", name, no, of, given->split_no, count);
+	enum wf_err rc = check_split_name(L, given, name, &plen, &no, &of);
+	if (rc != WF_OK) {
 		wf_model_free(given);
 		return rc;
 	}
@@ -422,7 +436,6 @@ static enum wf_err load_split(struct loader *L, struct wf_model *given, const ch
 		return wf_fail(L->err, WF_ERR_NOMEM, "out of memory for %" PRIu64 " parts", count);
 	}
 	parts[no - 1] = given;
-	enum wf_err rc = WF_OK;
 	for (uint64_t i = 0; i < count && rc == WF_OK; i++) {
 		if (parts[i])
 			continue;
@@ -594,20 +607,88 @@ static bool index_names(const struct index *ix, const char *name)
 	return false;
 }
 
+/* The index's weight_map as a name -> entry map; a name listed twice is
+ * refused, since JSON readers keep one of two equal keys: the index would
+ * lie. */
+static enum wf_err index_map(struct loader *L, const struct index *ix, struct wf_names *map, const cJSON **entry)
+{
+	char q[96];
+	uint32_t k = 0;
+	const cJSON *e;
+	cJSON_ArrayForEach(e, ix->weight_map) {
+		entry[k] = e;
+		if (wf_names_put(map, e->string, strlen(e->string), k) != WF_NAMES_NONE)
+			return wf_fail(L->err, WF_ERR_FORMAT, "%s: weight_map: tensor %s is listed twice", ix->name,
+				       wf_quote(q, sizeof q, e->string, strlen(e->string)));
+		k++;
+	}
+	return WF_OK;
+}
+
+/* Every tensor of shard `shard` (opened as p) must be in the map, put in
+ * this very shard; found[] notes the entries seen. */
+static enum wf_err check_shard(struct loader *L, const struct index *ix, const char *shard, const struct wf_model *p,
+			       const struct wf_names *map, const cJSON **entry, uint8_t *found)
+{
+	char q[96];
+	if (p->format != WF_FMT_SAFETENSORS)
+		return wf_fail(L->err, WF_ERR_FORMAT, "%s: not a safetensors file", shard);
+	for (size_t t = 0; t < p->n_tensors; t++) {
+		const struct wf_tensor *tn = &p->tensors[t];
+		uint32_t k = memchr(tn->name, '\0', tn->name_len) ? WF_NAMES_NONE
+				: wf_names_get(map, tn->name, tn->name_len);
+		if (k == WF_NAMES_NONE)
+			return wf_fail(L->err, WF_ERR_FORMAT, "%s: tensor %s is not in the weight_map of %s", shard,
+				       wf_quote(q, sizeof q, tn->name, tn->name_len), ix->name);
+		if (strcmp(entry[k]->valuestring, shard) != 0)
+			return wf_fail(L->err, WF_ERR_FORMAT, "%s: tensor %s is here, but %s puts it in %s", shard,
+				       wf_quote(q, sizeof q, tn->name, tn->name_len), ix->name, entry[k]->valuestring);
+		found[k] = 1;
+	}
+	return WF_OK;
+}
+
+/* What the index states and the shards can confirm: every entry found,
+ * and total_size (as transformers writes it: the tensors' bytes). */
+static enum wf_err check_index_claims(struct loader *L, const struct index *ix, struct wf_model **parts,
+				      const cJSON **entry, const uint8_t *found, size_t n_map)
+{
+	char q[96];
+	for (size_t k = 0; k < n_map; k++)
+		if (!found[k])
+			return wf_fail(L->err, WF_ERR_FORMAT, "%s: tensor %s: %s puts it here, but it is not there",
+				       entry[k]->valuestring,
+				       wf_quote(q, sizeof q, entry[k]->string, strlen(entry[k]->string)), ix->name);
+	const cJSON *ts = ix->metadata ? cJSON_GetObjectItemCaseSensitive(ix->metadata, "total_size") : NULL;
+	if (!ts)
+		return WF_OK;
+	uint64_t sum = 0;
+	for (uint32_t i = 0; i < ix->n_shards; i++)
+		for (size_t t = 0; t < parts[i]->n_tensors; t++)
+			sum += parts[i]->tensors[t].nbytes;
+	if (cJSON_IsNumber(ts) && ts->valuedouble >= 0 && ts->valuedouble == (double)sum)
+		return WF_OK;
+	char *v = cJSON_PrintUnformatted(ts);
+	enum wf_err rc = wf_fail(L->err, WF_ERR_FORMAT,
+				 "%s: metadata.total_size is %s, but the shards' tensors hold %" PRIu64 " bytes",
+				 ix->name, v ? v : "?", sum);
+	free(v);
+	return rc;
+}
+
 /* Opens the shards of a loaded index and checks them against it; `given`
  * (may be NULL) is a shard already open, named given_name. */
 static enum wf_err load_index(struct loader *L, struct index *ix, struct wf_model *given, const char *given_name,
 			      struct wf_model **out)
 {
-	char q[96];
 	enum wf_err rc = WF_OK;
 	*out = NULL;
 	size_t n_map = (size_t)cJSON_GetArraySize(ix->weight_map);
 	struct wf_model **parts = calloc(ix->n_shards ? ix->n_shards : 1, sizeof *parts);
-	struct wf_names map = {0}, shard_of = {0};
+	struct wf_names map = {0};
 	uint8_t *found = calloc(n_map ? n_map : 1, 1);
 	const cJSON **entry = calloc(n_map ? n_map : 1, sizeof *entry);
-	if (!parts || !found || !entry || !wf_names_init(&map, n_map) || !wf_names_init(&shard_of, ix->n_shards)) {
+	if (!parts || !found || !entry || !wf_names_init(&map, n_map)) {
 		rc = wf_fail(L->err, WF_ERR_NOMEM, "out of memory for the index");
 		goto out;
 	}
@@ -615,22 +696,8 @@ static enum wf_err load_index(struct loader *L, struct index *ix, struct wf_mode
 		rc = wf_fail(L->err, WF_ERR_FORMAT, "%s: weight_map is empty", ix->name);
 		goto out;
 	}
-	for (uint32_t i = 0; i < ix->n_shards; i++)
-		wf_names_put(&shard_of, ix->shards[i], strlen(ix->shards[i]), i);
-	{
-		uint32_t k = 0;
-		const cJSON *e;
-		cJSON_ArrayForEach(e, ix->weight_map) {
-			entry[k] = e;
-			/* JSON readers keep one of two equal keys: the index would lie */
-			if (wf_names_put(&map, e->string, strlen(e->string), k) != WF_NAMES_NONE) {
-				rc = wf_fail(L->err, WF_ERR_FORMAT, "%s: weight_map: tensor %s is listed twice", ix->name,
-					     wf_quote(q, sizeof q, e->string, strlen(e->string)));
-				goto out;
-			}
-			k++;
-		}
-	}
+	if ((rc = index_map(L, ix, &map, entry)) != WF_OK)
+		goto out;
 	for (uint32_t i = 0; i < ix->n_shards; i++) {
 		if (given && strcmp(ix->shards[i], given_name) == 0) {
 			parts[i] = given;
@@ -638,52 +705,11 @@ static enum wf_err load_index(struct loader *L, struct index *ix, struct wf_mode
 		} else if ((rc = open_part(L, ix->shards[i], &parts[i])) != WF_OK) {
 			goto out;
 		}
-		if (parts[i]->format != WF_FMT_SAFETENSORS) {
-			rc = wf_fail(L->err, WF_ERR_FORMAT, "%s: not a safetensors file", ix->shards[i]);
+		if ((rc = check_shard(L, ix, ix->shards[i], parts[i], &map, entry, found)) != WF_OK)
 			goto out;
-		}
-		for (size_t t = 0; t < parts[i]->n_tensors; t++) {
-			const struct wf_tensor *tn = &parts[i]->tensors[t];
-			uint32_t k = memchr(tn->name, '\0', tn->name_len) ? WF_NAMES_NONE
-					: wf_names_get(&map, tn->name, tn->name_len);
-			if (k == WF_NAMES_NONE) {
-				rc = wf_fail(L->err, WF_ERR_FORMAT, "%s: tensor %s is not in the weight_map of %s",
-					     ix->shards[i], wf_quote(q, sizeof q, tn->name, tn->name_len), ix->name);
-				goto out;
-			}
-			if (strcmp(entry[k]->valuestring, ix->shards[i]) != 0) {
-				rc = wf_fail(L->err, WF_ERR_FORMAT, "%s: tensor %s is here, but %s puts it in %s",
-					     ix->shards[i], wf_quote(q, sizeof q, tn->name, tn->name_len), ix->name,
-					     entry[k]->valuestring);
-				goto out;
-			}
-			found[k] = 1;
-		}
 	}
-	for (size_t k = 0; k < n_map; k++) {
-		if (!found[k]) {
-			rc = wf_fail(L->err, WF_ERR_FORMAT, "%s: tensor %s: %s puts it here, but it is not there",
-				     entry[k]->valuestring, wf_quote(q, sizeof q, entry[k]->string, strlen(entry[k]->string)),
-				     ix->name);
-			goto out;
-		}
-	}
-	/* total_size, as transformers writes it, is the tensors' bytes */
-	const cJSON *ts = ix->metadata ? cJSON_GetObjectItemCaseSensitive(ix->metadata, "total_size") : NULL;
-	if (ts) {
-		uint64_t sum = 0;
-		for (uint32_t i = 0; i < ix->n_shards; i++)
-			for (size_t t = 0; t < parts[i]->n_tensors; t++)
-				sum += parts[i]->tensors[t].nbytes;
-		if (!cJSON_IsNumber(ts) || ts->valuedouble < 0 || ts->valuedouble != (double)sum) {
-			char *v = cJSON_PrintUnformatted(ts);
-			rc = wf_fail(L->err, WF_ERR_FORMAT,
-				     "%s: metadata.total_size is %s, but the shards' tensors hold %" PRIu64 " bytes",
-				     ix->name, v ? v : "?", sum);
-			free(v);
-			goto out;
-		}
-	}
+	if ((rc = check_index_claims(L, ix, parts, entry, found, n_map)) != WF_OK)
+		goto out;
 	rc = merge(L, parts, ix->n_shards, FORM_INDEX, ix->name, ix->metadata, out);
 	memset(parts, 0, ix->n_shards * sizeof *parts); /* merge took them */
 out:
@@ -695,7 +721,6 @@ out:
 	free(found);
 	free(entry);
 	wf_names_free(&map);
-	wf_names_free(&shard_of);
 	return rc;
 }
 
@@ -949,10 +974,35 @@ static char *hub_snapshot(const char *dir)
 	return only;
 }
 
+/* A folder with no model, or several: the refusal lists what it found. */
+static enum wf_err say_found(struct loader *L, const struct folder *f, const struct found *models, size_t n)
+{
+	struct wf_buf b = {0};
+	enum wf_err rc;
+	if (n == 0) {
+		size_t shown = 0;
+		for (size_t i = 0; i < f->n && shown < 6; i++, shown++)
+			wf_buf_printf(&b, "%s%s", shown ? ", " : "", f->e[i].name);
+		if (f->n > shown)
+			wf_buf_printf(&b, ", and %zu more", f->n - shown);
+		rc = wf_fail(L->err, WF_ERR_IO, "no GGUF or safetensors model in the folder (it holds %zu %s%s%s)",
+			     f->n, f->n == 1 ? "entry" : "entries", f->n ? ": " : "", b.data && !b.oom ? b.data : "");
+	} else {
+		for (size_t i = 0; i < n && i < MAX_LISTED; i++)
+			wf_buf_printf(&b, "%s%s", i ? ", " : "", models[i].label);
+		if (n > MAX_LISTED)
+			wf_buf_printf(&b, ", and %zu more", n - MAX_LISTED);
+		rc = wf_fail(L->err, WF_ERR_IO, "the folder holds %zu models: %s; give one of them as MODEL", n,
+			     b.data && !b.oom ? b.data : "?");
+	}
+	wf_buf_free(&b);
+	return rc;
+}
+
 static enum wf_err load_folder(struct loader *L, struct wf_model **out)
 {
 	struct folder f = {0};
-	struct found models[8];
+	struct found models[MAX_LISTED];
 	size_t n;
 	*out = NULL;
 	enum wf_err rc = scan(L, &f);
@@ -975,26 +1025,11 @@ static enum wf_err load_folder(struct loader *L, struct wf_model **out)
 			return load_folder(L, out);
 		}
 		free(snap);
-		struct wf_buf b = {0};
-		size_t shown = 0;
-		for (size_t i = 0; i < f.n && shown < 6; i++, shown++)
-			wf_buf_printf(&b, "%s%s", shown ? ", " : "", f.e[i].name);
-		if (f.n > shown)
-			wf_buf_printf(&b, ", and %zu more", f.n - shown);
-		rc = wf_fail(L->err, WF_ERR_IO, "no GGUF or safetensors model in the folder (it holds %zu %s%s%s)",
-			     f.n, f.n == 1 ? "entry" : "entries", f.n ? ": " : "", b.data && !b.oom ? b.data : "");
-		wf_buf_free(&b);
+		rc = say_found(L, &f, models, n);
 		goto out;
 	}
 	if (n > 1) {
-		struct wf_buf b = {0};
-		for (size_t i = 0; i < n && i < WF_ARRAY_LEN(models); i++)
-			wf_buf_printf(&b, "%s%s", i ? ", " : "", models[i].label);
-		if (n > WF_ARRAY_LEN(models))
-			wf_buf_printf(&b, ", and %zu more", n - WF_ARRAY_LEN(models));
-		rc = wf_fail(L->err, WF_ERR_IO, "the folder holds %zu models: %s; give one of them as MODEL", n,
-			     b.data && !b.oom ? b.data : "?");
-		wf_buf_free(&b);
+		rc = say_found(L, &f, models, n);
 		goto out;
 	}
 	const char *first = f.e[models[0].first].name;
