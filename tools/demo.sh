@@ -31,7 +31,7 @@ echo "== ls -l ./$(dirname "$t")"
 ls -l "$(dirname "$t")"
 echo
 echo "== what tensors.json says about $t"
-grep -F "\"name\": \"blk.0.attn_q.weight\"" mnt/tensors.json || true
+grep -F "\"name\":\"blk.0.attn_q.weight\"" mnt/tensors.json || true
 if command -v getfattr >/dev/null 2>&1; then
 	echo
 	echo "== xattrs"
