@@ -686,7 +686,9 @@ static void sync_dir_of(const char *path)
 	free(d);
 }
 
-static int cmd_convert(struct session *s, const struct cmd_opts *o)
+/* The checks before anything is made, so a refused run has nothing to
+ * unwind; the lock comes last for the same reason. */
+static int conv_init(struct conv *c, const struct cmd_opts *o)
 {
 	const char *model = o->pos[0], *out = o->pos[1];
 	struct stat st;
@@ -694,32 +696,126 @@ static int cmd_convert(struct session *s, const struct cmd_opts *o)
 		fprintf(stderr, "weightfs: %s: already exists; weightfs convert --force replaces it\n", out);
 		return EXIT_USAGE;
 	}
-	struct conv c = {.s = s, .fd = -1, .model = model};
-	c.node = wf_tree_lookup(s->t, 0, "model.safetensors", 17);
-	if (c.node == WF_NO_NODE || s->t->nodes[c.node].kind != WF_NODE_MODEL_ST) {
+	c->node = wf_tree_lookup(c->s->t, 0, "model.safetensors", 17);
+	if (c->node == WF_NO_NODE || c->s->t->nodes[c->node].kind != WF_NODE_MODEL_ST) {
 		fprintf(stderr, "weightfs: %s: model.safetensors: missing\n", model); /* a bug */
 		return EXIT_USAGE;
 	}
-	c.size = wf_tree_size(s->t, c.node);
-	if (pthread_mutex_init(&c.lock, NULL) != 0) {
+	c->size = wf_tree_size(c->s->t, c->node);
+	if (pthread_mutex_init(&c->lock, NULL) != 0) {
 		fprintf(stderr, "weightfs: out of memory\n");
 		return EXIT_NOMEM;
 	}
-	char *tmp = NULL;
-	pthread_t *th = NULL;
-	long nth = 0;
-	int ret = EXIT_USAGE;
-	sigset_t stops, old;
-	struct sigaction sa = {.sa_handler = on_stop}, prev[3];
-	const int sigs[3] = {SIGINT, SIGTERM, SIGHUP};
-	sigemptyset(&stops);
+	return 0;
+}
+
+/* Handlers first: a signal between creating the temporary file and
+ * removing it must not kill us with it still there. */
+static void catch_stops(const int sigs[3], struct sigaction prev[3], sigset_t *stops)
+{
+	struct sigaction sa = {.sa_handler = on_stop};
+	sigemptyset(stops);
 	for (int i = 0; i < 3; i++)
-		sigaddset(&stops, sigs[i]);
-	/* handlers first: a signal between creating the temporary file and
-	 * removing it must not kill us with it still there */
+		sigaddset(stops, sigs[i]);
 	sigemptyset(&sa.sa_mask);
 	for (int i = 0; i < 3; i++)
 		sigaction(sigs[i], &sa, &prev[i]);
+}
+
+/* More workers than cores or than pieces would only wait on each other. */
+static long worker_count(uint64_t size)
+{
+	long cores = sysconf(_SC_NPROCESSORS_ONLN);
+	uint64_t pieces = (size + PIECE - 1) / PIECE;
+	long nth = cores < 1 ? 1 : cores > 256 ? 256 : cores;
+	if ((uint64_t)nth > pieces)
+		nth = pieces ? (long)pieces : 1;
+	return nth;
+}
+
+/* Workers block the stop signals, so they reach this thread, whose sleep
+ * they cut short; returns how many started. */
+static long start_workers(struct conv *c, pthread_t *th, long nth, const sigset_t *stops)
+{
+	sigset_t old;
+	pthread_sigmask(SIG_BLOCK, stops, &old);
+	long started = 0;
+	for (; started < nth; started++) {
+		atomic_fetch_add(&c->running, 1);
+		if (pthread_create(&th[started], NULL, conv_worker, c) != 0) {
+			atomic_fetch_sub(&c->running, 1);
+			break;
+		}
+	}
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return started;
+}
+
+/* This thread only draws the bar while the workers copy, then joins them. */
+static void wait_workers(struct conv *c, pthread_t *th, long nth, bool bar, double t0)
+{
+	double drawn = 0;
+	while (atomic_load(&c->running) > 0) {
+		nanosleep(&(struct timespec){0, 10 * 1000 * 1000}, NULL);
+		double t = now_s();
+		if (bar && t - drawn >= 0.1 && !atomic_load(&stop_sig)) {
+			progress(atomic_load(&c->done), c->size, t - t0, false);
+			drawn = t;
+		}
+	}
+	for (long i = 0; i < nth; i++)
+		pthread_join(th[i], NULL);
+}
+
+/* A worker's first failure decides the message and the exit code. */
+static int conv_failure(const struct conv *c, const char *model, const char *out)
+{
+	if (c->rc == WF_ERR_IO) {
+		fprintf(stderr, "weightfs: %s: %s\n", out, strerror(c->write_errno));
+		return EXIT_USAGE;
+	}
+	if (c->rc == WF_ERR_NOMEM) {
+		fprintf(stderr, "weightfs: out of memory\n");
+		return EXIT_NOMEM;
+	}
+	return read_failed(model, "model.safetensors", c->rc);
+}
+
+/* The bytes must be on disk before out names them; on failure the caller
+ * still removes tmp. */
+static int commit_file(struct conv *c, const char *tmp, const char *out, bool force)
+{
+	if (fsync(c->fd) != 0 || close(c->fd) != 0) {
+		c->fd = -1;
+		fprintf(stderr, "weightfs: %s: %s\n", out, strerror(errno));
+		return -1;
+	}
+	c->fd = -1;
+	if (place(tmp, out, force) != 0) {
+		if (errno == EEXIST)
+			fprintf(stderr, "weightfs: %s: already exists; weightfs convert --force replaces it\n", out);
+		else
+			fprintf(stderr, "weightfs: %s: %s\n", out, strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+static int cmd_convert(struct session *s, const struct cmd_opts *o)
+{
+	const char *model = o->pos[0], *out = o->pos[1];
+	struct conv c = {.s = s, .fd = -1, .model = model};
+	int ret = conv_init(&c, o);
+	if (ret != 0)
+		return ret;
+	char *tmp = NULL;
+	pthread_t *th = NULL;
+	long nth = 0;
+	ret = EXIT_USAGE;
+	sigset_t stops;
+	struct sigaction prev[3];
+	const int sigs[3] = {SIGINT, SIGTERM, SIGHUP};
+	catch_stops(sigs, prev, &stops);
 	if (wf_live_catch_sigbus() != 0) {
 		fprintf(stderr, "weightfs: sigaction: %s\n", strerror(errno));
 		goto out;
@@ -733,47 +829,21 @@ static int cmd_convert(struct session *s, const struct cmd_opts *o)
 		fprintf(stderr, "weightfs: %s: %s\n", out, strerror(errno));
 		goto out;
 	}
-
-	long cores = sysconf(_SC_NPROCESSORS_ONLN);
-	uint64_t pieces = (c.size + PIECE - 1) / PIECE;
-	nth = cores < 1 ? 1 : cores > 256 ? 256 : cores;
-	if ((uint64_t)nth > pieces)
-		nth = pieces ? (long)pieces : 1;
+	nth = worker_count(c.size);
 	th = calloc((size_t)nth, sizeof *th);
 	if (!th) {
 		fprintf(stderr, "weightfs: out of memory\n");
 		ret = EXIT_NOMEM;
 		goto out;
 	}
-	/* workers block the stop signals, so they reach this thread, whose
-	 * sleep they cut short */
-	pthread_sigmask(SIG_BLOCK, &stops, &old);
-	long started = 0;
-	for (; started < nth; started++) {
-		atomic_fetch_add(&c.running, 1);
-		if (pthread_create(&th[started], NULL, conv_worker, &c) != 0) {
-			atomic_fetch_sub(&c.running, 1);
-			break;
-		}
-	}
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	nth = started;
+	nth = start_workers(&c, th, nth, &stops);
 	if (nth == 0) {
 		fprintf(stderr, "weightfs: cannot start a thread\n");
 		goto out;
 	}
 	bool bar = isatty(STDERR_FILENO);
-	double t0 = now_s(), drawn = 0;
-	while (atomic_load(&c.running) > 0) {
-		nanosleep(&(struct timespec){0, 10 * 1000 * 1000}, NULL);
-		double t = now_s();
-		if (bar && t - drawn >= 0.1 && !atomic_load(&stop_sig)) {
-			progress(atomic_load(&c.done), c.size, t - t0, false);
-			drawn = t;
-		}
-	}
-	for (long i = 0; i < nth; i++)
-		pthread_join(th[i], NULL);
+	double t0 = now_s();
+	wait_workers(&c, th, nth, bar, t0);
 	int sig = atomic_load(&stop_sig);
 	if (bar)
 		fputs(sig || atomic_load(&c.failed) ? "\r\033[K" : "", stderr);
@@ -783,30 +853,11 @@ static int cmd_convert(struct session *s, const struct cmd_opts *o)
 		goto out;
 	}
 	if (atomic_load(&c.failed)) {
-		if (c.rc == WF_ERR_IO) {
-			fprintf(stderr, "weightfs: %s: %s\n", out, strerror(c.write_errno));
-			ret = EXIT_USAGE;
-		} else if (c.rc == WF_ERR_NOMEM) {
-			fprintf(stderr, "weightfs: out of memory\n");
-			ret = EXIT_NOMEM;
-		} else {
-			ret = read_failed(model, "model.safetensors", c.rc);
-		}
+		ret = conv_failure(&c, model, out);
 		goto out;
 	}
-	if (fsync(c.fd) != 0 || close(c.fd) != 0) {
-		c.fd = -1;
-		fprintf(stderr, "weightfs: %s: %s\n", out, strerror(errno));
+	if (commit_file(&c, tmp, out, o->force) != 0)
 		goto out;
-	}
-	c.fd = -1;
-	if (place(tmp, out, o->force) != 0) {
-		if (errno == EEXIST)
-			fprintf(stderr, "weightfs: %s: already exists; weightfs convert --force replaces it\n", out);
-		else
-			fprintf(stderr, "weightfs: %s: %s\n", out, strerror(errno));
-		goto out;
-	}
 	free(tmp);
 	tmp = NULL; /* in place: nothing to remove */
 	sync_dir_of(out);
