@@ -785,12 +785,14 @@ static int conv_failure(const struct conv *c, const char *model, const char *out
  * still removes tmp. */
 static int commit_file(struct conv *c, const char *tmp, const char *out, bool force)
 {
-	if (fsync(c->fd) != 0 || close(c->fd) != 0) {
-		c->fd = -1;
-		fprintf(stderr, "weightfs: %s: %s\n", out, strerror(errno));
+	/* close even when fsync fails: the descriptor must not outlive the run */
+	int synced = fsync(c->fd) == 0 ? 0 : errno;
+	int closed = close(c->fd) == 0 ? 0 : errno;
+	c->fd = -1;
+	if (synced || closed) {
+		fprintf(stderr, "weightfs: %s: %s\n", out, strerror(synced ? synced : closed));
 		return -1;
 	}
-	c->fd = -1;
 	if (place(tmp, out, force) != 0) {
 		if (errno == EEXIST)
 			fprintf(stderr, "weightfs: %s: already exists; weightfs convert --force replaces it\n", out);

@@ -10,6 +10,7 @@
 
 #include "wf_buf.h"
 #include "wf_model.h"
+#include "wf_open.h"
 #include "wf_out.h"
 #include "wf_summary.h"
 #include "wf_tree.h"
