@@ -1,0 +1,450 @@
+"""Group cmds: the weightfs commands (ls, info, cat, convert), their options
+and errors, against what the mount shows.
+"""
+
+import glob
+import hashlib
+import json
+import os
+import random
+import re
+import shutil
+import signal
+import stat
+import struct
+import subprocess
+import time
+
+from wf_harness import (
+    BIN, check, daemon_pid, Errs, Fail, force_unmount, GGML, is_mounted, load_json, MALFORMED,
+    Mount, new_dir, reset_signals, run_cli, san_env, san_lines, SEED, skip_or_fail, STO, TMP,
+    wait_pid)
+from wf_models import make_hf_folder, write_file
+
+
+# ---------------------------------------------------------------- group: cmds
+
+def read_bytes(path):
+    with open(path, "rb") as f:
+        return f.read()
+
+
+def cmd_run(args, timeout=60.0, cwd=None):
+    """weightfs COMMAND ...; returns (rc, stdout bytes, stderr text)."""
+    p = subprocess.run([BIN] + args, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, preexec_fn=reset_signals, timeout=timeout, cwd=cwd)
+    err = p.stderr.decode("utf-8", "replace")
+    if san_lines(err):
+        raise Fail("weightfs %s: sanitizer output: %s" % (" ".join(args[:2]), " / ".join(san_lines(err)[:4])))
+    return p.returncode, p.stdout, err
+
+
+def o_args(opts):
+    return ["-o", ",".join(opts)] if opts else []
+
+
+LS_LINE = re.compile(r"^(\S+) +(\S+) +(\S+) +(\[[0-9, ]*\]) +([0-9]+)$")
+
+
+def sparse_st(path, nbytes):
+    """A safetensors file of one F32 tensor of nbytes zero bytes, sparse on
+    disk: a big model that costs no disk until converted."""
+    head = json.dumps({"w": {"dtype": "F32", "shape": [nbytes // 4],
+                             "data_offsets": [0, nbytes]}}).encode()
+    head += b" " * (-len(head) % 8)
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(head)) + head)
+        f.truncate(8 + len(head) + nbytes)
+    return path
+
+
+def temps_in(d):
+    return [n for n in os.listdir(d) if n.endswith(".tmp") and ".weightfs-" in n]
+
+
+def group_cmds():
+    tiny = os.path.join(GGML, "mixed_llama_tiny.gguf")
+    split1 = os.path.join(GGML, "split_llama-00001-of-00002.gguf")
+    folder = new_dir("cmds-folder-")
+    make_hf_folder(folder)
+    models = [tiny, split1, os.path.join(STO, "model_like.safetensors"),
+              os.path.join(STO, "awkward_names.safetensors"), folder,
+              os.path.join(folder, "model.safetensors.index.json")]
+    option_sets = [(), ("dtype=f16",), ("dtype=stored",), ("npy",), ("dtype=bf16", "npy")]
+
+    def ls_and_json():
+        errs = Errs()
+        n = 0
+        for model in models:
+            for opts in option_sets:
+                with Mount(model, o_args(list(opts))) as m:
+                    tj_bytes = read_bytes(m.path("tensors.json"))
+                    meta = read_bytes(m.path("metadata.json"))
+                rc, out, err = cmd_run(["ls", "--json"] + o_args(opts) + [model])
+                if rc != 0 or out != tj_bytes or err:
+                    errs.add("%s %s: ls --json: rc %d, %s, stderr %r" % (
+                        os.path.basename(model), opts, rc, "equal" if out == tj_bytes else "differs", err[:100]))
+                rc, out, err = cmd_run(["info", "--json"] + o_args(opts) + [model])
+                if rc != 0 or out != meta or err:
+                    errs.add("%s %s: info --json: rc %d, %s" % (os.path.basename(model), opts, rc,
+                                                                "equal" if out == meta else "differs"))
+                # the plain listing: one aligned line per tensor, as tensors.json says
+                tj = json.loads(tj_bytes.decode())
+                rc, out, err = cmd_run(["ls"] + o_args(opts) + [model])
+                lines = out.decode("utf-8", "replace").splitlines()
+                if rc != 0 or len(lines) != len(tj["tensors"]):
+                    errs.add("%s %s: ls: rc %d, %d lines for %d tensors" % (
+                        os.path.basename(model), opts, rc, len(lines), len(tj["tensors"])))
+                    continue
+                plain = all(re.fullmatch(r"[!-~]+", e["name"]) for e in tj["tensors"])
+                starts = set()
+                for line, e in zip(lines, tj["tensors"]):
+                    if not plain:
+                        if not line.endswith(" %d" % e["size"]):
+                            errs.add("%s: %r lacks size %d" % (os.path.basename(model), line, e["size"]))
+                        continue
+                    mt = LS_LINE.match(line)
+                    want = (e["name"], e["type"], e["dtype"], json.dumps(e["shape"]), str(e["size"]))
+                    if not mt or mt.groups() != want:
+                        errs.add("%s %s: %r, expected %r" % (os.path.basename(model), opts, line, want))
+                        continue
+                    starts.add((line.index(" " + e["type"] + " ", len(e["name"])),
+                                len(line)))
+                if plain and len({s[0] for s in starts}) > 1 or len({s[1] for s in starts}) > 1:
+                    errs.add("%s: columns not aligned: %r" % (os.path.basename(model), lines[:3]))
+                n += 1
+        errs.raise_if_any()
+        return "%d model/option pairs: ls --json == tensors.json, info --json == metadata.json, " \
+               "ls lines match" % n
+    check("cmds: ls --json and info --json equal the mount's tensors.json and metadata.json; "
+          "ls lines aligned, one per tensor", ls_and_json)
+
+    def info_plain():
+        rc, out, err = cmd_run(["info", tiny])
+        lines = out.decode().splitlines()
+        keys = [l.split()[0] for l in lines]
+        want = list(json.loads(read_bytes_meta(tiny)).keys())
+        if rc != 0 or keys != want:
+            raise Fail("rc %d, keys %r, expected %r" % (rc, keys[:5], want[:5]))
+        if any(len(l) > 200 for l in lines):
+            raise Fail("a line longer than 200 characters")
+        return "%d keys" % len(keys)
+
+    def read_bytes_meta(model):
+        rc, out, err = cmd_run(["info", "--json", model])
+        return out.decode()
+    check("cmds: info prints one line per metadata key, long values cut", info_plain)
+
+    def cat_all():
+        errs = Errs()
+        rng = random.Random(SEED)
+        n = 0
+        for model in (tiny, split1, os.path.join(STO, "awkward_names.safetensors"), folder):
+            for opts in option_sets:
+                with Mount(model, o_args(list(opts))) as m:
+                    tj = load_json(m.path("tensors.json"))
+                    files = {}
+                    for e in tj["tensors"]:
+                        try:
+                            files[e["name"]] = read_bytes(m.path(e["path"]))
+                        except OSError as ex:
+                            files[e["name"]] = ex.errno
+                for i, e in enumerate(tj["tensors"]):
+                    exp = files[e["name"]]
+                    name = e["name"] if "\0" not in e["name"] and \
+                        not re.search(r"[\udc80-\udcff]", e["name"]) else None
+                    for arg in ([name] if name else []) + [e["path"]]:
+                        rc, out, err = cmd_run(["cat"] + o_args(opts) + [model, arg])
+                        if isinstance(exp, int):
+                            if rc != 4 or out or len(err.splitlines()) != 1:
+                                errs.add("%s: no decoder: rc %d, %d bytes, %r" % (arg, rc, len(out), err))
+                        elif rc != 0 or out != exp:
+                            errs.add("%s %s %r: rc %d, %d bytes of %d, %s" % (
+                                os.path.basename(model), opts, arg, rc, len(out), len(exp), err[:100]))
+                        n += 1
+                    if isinstance(exp, int) or i % 3:
+                        continue
+                    off = rng.randrange(0, len(exp) + 2)
+                    ln = rng.randrange(0, len(exp) + 2)
+                    rc, out, err = cmd_run(["cat", "--offset", str(off), "--length=%d" % ln] + o_args(opts)
+                                           + [model, e["path"]])
+                    if rc != 0 or out != exp[off:off + ln]:
+                        errs.add("%s --offset %d --length %d: rc %d, %d bytes" % (e["path"], off, ln, rc,
+                                                                                  len(out)))
+                    n += 1
+        errs.raise_if_any()
+        return "%d cats equal the mount's files" % n
+    check("cmds: cat of every tensor (by name and by path; dtype=f16/stored/bf16, npy, "
+          "--offset/--length) equals the mount's file", cat_all)
+
+    def cat_errors():
+        errs = Errs()
+        for args, rc_want, what in ((["cat", tiny, "no.such.tensor"], 1, "no tensor"),
+                                    (["cat", tiny, "blk/0"], 1, "no tensor"),
+                                    (["cat", "--offset", "-1", tiny, "output.weight"], 1, "--offset -1"),
+                                    (["cat", tiny], 1, "MODEL and TENSOR"),
+                                    (["ls", "--bogus", tiny], 1, "unknown option"),
+                                    (["ls", "-o", "dtype=f64", tiny], 1, "unknown output type"),
+                                    (["convert", "-o", "npy", tiny, "/nonexistent/x"], 1, "not an option"),
+                                    (["ls", "-o", "nope", tiny], 1, "not an option")):
+            rc, out, err = cmd_run(args)
+            if rc != rc_want or len(err.splitlines()) != 1 or what not in err or out:
+                errs.add("%r: rc %d, stderr %r" % (args, rc, err))
+        rc, out, err = cmd_run(["ls", "--help"])
+        if rc != 0 or b"usage: weightfs ls" not in out:
+            errs.add("ls --help: rc %d, %r" % (rc, out[:100]))
+        errs.raise_if_any()
+    check("cmds: bad command lines: one line, exit 1", cat_errors)
+
+    def same_as_mount():
+        errs = Errs()
+        entries = load_json(os.path.join(MALFORMED, "expect.json"))
+        gone = os.path.join(TMP, "no-such-model.gguf")
+        entries.append({"file": gone, "exit": 2, "message": "No such file"})
+        entries.append({"file": TMP, "exit": None, "message": None})
+        outd = new_dir("cmds-mal-")
+        from concurrent.futures import ThreadPoolExecutor
+
+        def one(ent):
+            path = os.path.join(MALFORMED, ent["file"])
+            mp = new_dir("mal-")
+            bad = []
+            rc_m, _, err_m, _ = run_cli([path, mp], timeout=20.0, env=san_env())
+            if rc_m == 0:
+                for p in daemon_pid(mp):
+                    force_unmount(mp)
+                    wait_pid(p, 10)
+                return []  # mounts: nothing to compare
+            for args in (["ls", path], ["ls", "--json", path], ["info", path], ["cat", path, "x"],
+                         ["convert", path, os.path.join(outd, "x.safetensors")]):
+                rc, out, err = cmd_run(args)
+                if rc != rc_m or err != err_m or out:
+                    bad.append("%s %s: exit %d, stderr %r; the mount: exit %d, %r" % (
+                        args[0], ent["file"], rc, err[:160], rc_m, err_m[:160]))
+            return bad
+        with ThreadPoolExecutor(4) as ex:
+            for bad in ex.map(one, entries):
+                for b in bad:
+                    errs.add(b)
+        if os.listdir(outd):
+            errs.add("convert left %r" % os.listdir(outd))
+        errs.raise_if_any()
+        return "%d bad models x 5 commands" % len(entries)
+    check("cmds: every malformed model (tests/malformed): each command's message and exit code "
+          "are the mount's", same_as_mount)
+
+    # convert
+    def round_trip():
+        errs = Errs()
+        outd = new_dir("cmds-conv-")
+        n_models = n_tensors = 0
+        cases = [(p, ()) for p in sorted(glob.glob(os.path.join(GGML, "*.gguf")))]
+        cases += [(tiny, ("dtype=bf16",)), (tiny, ("dtype=stored",)), (tiny, ("dtype=f16",)),
+                  (split1, ("dtype=bf16",)), (folder, ()), (os.path.join(GGML, "no_to_float.gguf"),
+                                                             ("dtype=stored",))]
+        for k, (model, opts) in enumerate(cases):
+            out = os.path.join(outd, "out%d.safetensors" % k)
+            rc, so, err = cmd_run(["convert"] + o_args(opts) + [model, out])
+            with Mount(model, o_args(list(opts))) as m:
+                try:
+                    st_bytes_mount = read_bytes(m.path("model.safetensors"))
+                except OSError as ex:
+                    st_bytes_mount = ex.errno
+                if isinstance(st_bytes_mount, int):
+                    # no decoder for some tensor: cp fails, and so must convert, leaving nothing
+                    if rc != 4 or os.path.exists(out) or temps_in(outd) or len(err.splitlines()) != 1:
+                        errs.add("%s: cp fails with errno %d, convert: rc %d, %r, files %r" % (
+                            os.path.basename(model), st_bytes_mount, rc, err, os.listdir(outd)))
+                    continue
+                if rc != 0 or err or so:
+                    errs.add("%s %s: rc %d, %r" % (os.path.basename(model), opts, rc, err[:200]))
+                    continue
+                if read_bytes(out) != st_bytes_mount:
+                    errs.add("%s %s: differs from cp of model.safetensors" % (os.path.basename(model), opts))
+                    continue
+                if stat.S_IMODE(os.stat(out).st_mode) != 0o644 & ~os.umask(os.umask(0)):
+                    errs.add("%s: mode %o" % (out, os.stat(out).st_mode))
+                src = {e["name"]: e for e in load_json(m.path("tensors.json"))["tensors"]}
+                # the output, read back by weightfs' own safetensors parser
+                with Mount(out, o_args(list(opts))) as m2:
+                    dst = {e["name"]: e for e in load_json(m2.path("tensors.json"))["tensors"]}
+                    if sorted(dst) != sorted(src):
+                        errs.add("%s: names %r vs %r" % (os.path.basename(model), sorted(dst)[:3],
+                                                         sorted(src)[:3]))
+                        continue
+                    for name, e in src.items():
+                        a = read_bytes(m.path(e["path"]))
+                        b = read_bytes(m2.path(dst[name]["path"]))
+                        if a != b or e["shape"] != dst[name]["shape"] or e["dtype"] != dst[name]["dtype"]:
+                            errs.add("%s %s: %s differs" % (os.path.basename(model), opts, name))
+                        n_tensors += 1
+            n_models += 1
+            os.unlink(out)
+        if temps_in(outd):
+            errs.add("temporary files left: %r" % temps_in(outd))
+        errs.raise_if_any()
+        return "%d conversions, %d tensors byte-identical after a round trip" % (n_models, n_tensors)
+    check("cmds: convert == cp of the mount's model.safetensors, and its tensors read back "
+          "byte-identical (every ggml-oracle GGUF, split set, folder, dtype options)", round_trip)
+
+    def overwrite():
+        errs = Errs()
+        d = new_dir("cmds-ow-")
+        out = os.path.join(d, "x.safetensors")
+        write_file(out, b"keep me")
+        rc, so, err = cmd_run(["convert", tiny, out])
+        if rc != 1 or read_bytes(out) != b"keep me" or "--force" not in err or len(err.splitlines()) != 1:
+            errs.add("without --force: rc %d, %r" % (rc, err))
+        rc, so, err = cmd_run(["convert", "--force", tiny, out])
+        with Mount(tiny) as m:
+            want = read_bytes(m.path("model.safetensors"))
+        if rc != 0 or read_bytes(out) != want:
+            errs.add("--force: rc %d, %r" % (rc, err))
+        if sorted(os.listdir(d)) != ["x.safetensors"]:
+            errs.add("files left: %r" % os.listdir(d))
+        errs.raise_if_any()
+    check("cmds: convert refuses to overwrite OUT without --force; --force replaces it", overwrite)
+
+    def failures():
+        errs = Errs()
+        # OUT's folder does not exist
+        rc, so, err = cmd_run(["convert", tiny, os.path.join(TMP, "no-such-dir", "x.safetensors")])
+        if rc != 1 or len(err.splitlines()) != 1:
+            errs.add("missing folder: rc %d, %r" % (rc, err))
+        # a full filesystem: a tmpfs too small for the output
+        small = new_dir("cmds-full-")
+        r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", small],
+                           stderr=subprocess.PIPE)
+        if r.returncode != 0:
+            skip_or_fail("cannot mount a tmpfs: %s" % r.stderr.decode().strip())
+        try:
+            rc, so, err = cmd_run(["convert", tiny, os.path.join(small, "x.safetensors")])
+            if rc != 1 or os.listdir(small) or "No space" not in err or len(err.splitlines()) != 1:
+                errs.add("full disk: rc %d, %r, files %r" % (rc, err, os.listdir(small)))
+        finally:
+            subprocess.run(["umount", small])
+        errs.raise_if_any()
+    check("cmds: convert to a missing folder or a full disk fails in one line and leaves no file",
+          failures)
+
+    big = os.path.join(new_dir("cmds-big-"), "big.safetensors")
+    big_bytes = 1 << 30
+
+    def interrupted(how):
+        errs = Errs()
+        sparse_st(big, big_bytes)
+        d = new_dir("cmds-int-")
+        out = os.path.join(d, "x.safetensors")
+        p = subprocess.Popen([BIN, "convert", "-o", "dtype=f16", big, out], stdin=subprocess.DEVNULL,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=reset_signals)
+        t0 = time.monotonic()
+        while not temps_in(d) and p.poll() is None and time.monotonic() - t0 < 20:
+            time.sleep(0.002)
+        time.sleep(0.05)
+        if p.poll() is not None:
+            raise Fail("convert ended (rc %s) before it could be interrupted" % p.returncode)
+        if how == "SIGINT":
+            p.send_signal(signal.SIGINT)
+        else:
+            os.truncate(big, big_bytes // 2)
+        so, err = p.communicate(timeout=120)
+        err = err.decode(errors="replace")
+        want_rc = 130 if how == "SIGINT" else 2
+        if p.returncode != want_rc or len(err.splitlines()) != 1:
+            errs.add("rc %d (expected %d), stderr %r" % (p.returncode, want_rc, err))
+        if san_lines(err):
+            errs.add("sanitizer output")
+        if os.listdir(d):
+            errs.add("files left: %r" % os.listdir(d))
+        errs.raise_if_any()
+        return err.strip()
+    check("cmds: convert interrupted by SIGINT: exit 130, no OUT, no temporary file",
+          interrupted, "SIGINT")
+    check("cmds: model truncated mid-convert: exit 2, one line, no OUT, no temporary file",
+          interrupted, "truncate")
+
+    def progress_tty():
+        import pty
+        d = new_dir("cmds-tty-")
+        out = os.path.join(d, "x.safetensors")
+        mfd, sfd = pty.openpty()
+        p = subprocess.Popen([BIN, "convert", tiny, out], stdin=subprocess.DEVNULL,
+                             stdout=subprocess.DEVNULL, stderr=sfd, preexec_fn=reset_signals)
+        os.close(sfd)
+        text = b""
+        while True:
+            try:
+                b = os.read(mfd, 4096)
+            except OSError:
+                break
+            if not b:
+                break
+            text += b
+        os.close(mfd)
+        rc = p.wait(60)
+        t = text.decode(errors="replace")
+        if rc != 0 or "MB/s" not in t or not os.path.exists(out):
+            raise Fail("rc %d, stderr %r" % (rc, t))
+        return t.strip().replace("\r", "\\r").replace("\x1b[K", "")[-80:]
+    check("cmds: convert draws progress (rate) on a terminal, nothing otherwise", progress_tty)
+
+    def named_like_command():
+        d = new_dir("cmds-ls-")
+        shutil.copy(tiny, os.path.join(d, "ls"))
+        mp = new_dir()
+        rc, out, err, _ = run_cli(["./ls", mp], cwd=d, env=san_env())
+        try:
+            if rc != 0 or not os.path.exists(os.path.join(mp, "tensors.json")):
+                raise Fail("weightfs ./ls MNT: rc %d, %r" % (rc, err))
+        finally:
+            for p in daemon_pid(mp):
+                force_unmount(mp)
+                wait_pid(p, 10)
+            force_unmount(mp)
+    check("cmds: a model file named ls mounts as ./ls", named_like_command)
+
+    def fstab():
+        if os.geteuid() != 0 or not shutil.which("unshare") or not shutil.which("mount"):
+            skip_or_fail("needs root, unshare and mount")
+        # mount(8) runs mount.fuse3 with PATH reset to the system's, so the
+        # binary is put where that PATH looks, inside a private mount
+        # namespace that nothing else sees.
+        mp = new_dir()
+        tab = os.path.join(TMP, "fstab")
+        with open(tab, "w") as f:
+            f.write("%s %s fuse.weightfs ro,allow_other,dtype=bf16 0 0\n" % (tiny, mp))
+        with Mount(tiny, ["-o", "dtype=bf16"]) as m:
+            want = hashlib.sha256(read_bytes(m.path("blk/1/ffn_up/weight"))).hexdigest()
+        script = r"""
+set -u
+mount -t tmpfs tmpfs /usr/local/sbin || exit 90
+ln -s "$BIN" /usr/local/sbin/weightfs
+mount -T "$TAB" "$MP" || exit 91
+grep -q " $MP ro,.* - fuse.weightfs " /proc/self/mountinfo || exit 92
+test "$(sha256sum < "$MP/blk/1/ffn_up/weight" | cut -d' ' -f1)" = "$WANT" || exit 93
+grep -q '"dtype":"bfloat16"' "$MP/tensors.json" || exit 94
+umount "$MP" || exit 95
+mount -t fuse.weightfs -o ro "$MODEL" "$MP" || exit 96
+test -s "$MP/tensors.json" || exit 97
+umount "$MP" || exit 98
+# mount(8) passes rw unless told ro, so no options is rw too
+for o in "-o rw" "-o ro,rw" ""; do
+	out=$(mount -t fuse.weightfs $o "$MODEL" "$MP" 2>&1) && exit 99
+	case $out in *"weightfs is read-only: remove rw"*) ;; *) echo "$o: $out"; exit 100;; esac
+	grep -q " $MP " /proc/self/mountinfo && exit 101
+done
+exit 0
+"""
+        env = dict(os.environ, BIN=BIN, TAB=tab, MP=mp, WANT=want, MODEL=tiny)
+        r = subprocess.run(["unshare", "--mount", "--propagation", "private", "sh", "-c", script],
+                           env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=60)
+        if r.returncode == 90:
+            skip_or_fail("cannot mount a tmpfs in a private namespace")
+        if r.returncode != 0:
+            raise Fail("step %d failed: %r" % (r.returncode, r.stdout.decode(errors="replace")[-300:]))
+        rc, out, err, _ = run_cli(["-o", "rw", tiny, mp])
+        if rc != 1 or "weightfs is read-only: remove rw" not in err or is_mounted(mp):
+            raise Fail("weightfs -o rw: rc %d, %r" % (rc, err))
+        return "an /etc/fstab line mounts through mount(8) and mount.fuse3; rw refused"
+    check("cmds: /etc/fstab line (fuse.weightfs, ro,allow_other,dtype=bf16) mounts with mount -T "
+          "and umount; rw (explicit, or mount(8)'s default) refused", fstab)
