@@ -327,21 +327,6 @@ out:
 	return WF_OK;
 }
 
-/* A tensor's bytes [begin, end) in the file, for the overlap check. */
-struct span {
-	uint64_t begin, end;
-	size_t tensor;
-};
-
-static int span_cmp(const void *a, const void *b)
-{
-	const struct span *x = a, *y = b;
-	if (x->begin != y->begin)
-		return x->begin < y->begin ? -1 : 1;
-	if (x->end != y->end)
-		return x->end < y->end ? -1 : 1;
-	return x->tensor < y->tensor ? -1 : x->tensor > y->tensor;
-}
 
 /* Refuses two tensors whose bytes overlap, in O(n log n): sorted by start,
  * a span overlaps an earlier one exactly when it starts before the furthest
@@ -353,16 +338,16 @@ static enum wf_err check_overlaps(const struct wf_model *m, char *err)
 		n += m->tensors[i].nbytes > 0;
 	if (n < 2)
 		return WF_OK;
-	struct span *sp = malloc(n * sizeof *sp);
+	struct wf_span *sp = malloc(n * sizeof *sp);
 	if (!sp)
 		return wf_fail(err, WF_ERR_NOMEM, "out of memory checking %zu tensors for overlaps", n);
 	n = 0;
 	for (size_t i = 0; i < m->n_tensors; i++) {
 		const struct wf_tensor *t = &m->tensors[i];
 		if (t->nbytes > 0)
-			sp[n++] = (struct span){t->offset, t->offset + t->nbytes, i};
+			sp[n++] = (struct wf_span){t->offset, t->offset + t->nbytes, i};
 	}
-	qsort(sp, n, sizeof *sp, span_cmp);
+	qsort(sp, n, sizeof *sp, wf_span_cmp);
 	enum wf_err rc = WF_OK;
 	size_t far = 0; /* the span with the furthest end so far */
 	for (size_t i = 1; i < n; i++) {

@@ -118,3 +118,13 @@ enum wf_err wf_tensor_sizes(struct wf_tensor *t, bool inner_only, char *err)
 	t->size = size;
 	return WF_OK;
 }
+
+int wf_span_cmp(const void *a, const void *b)
+{
+	const struct wf_span *x = a, *y = b;
+	if (x->begin != y->begin)
+		return x->begin < y->begin ? -1 : 1;
+	if (x->end != y->end)
+		return x->end < y->end ? -1 : 1;
+	return x->tensor < y->tensor ? -1 : x->tensor > y->tensor;
+}

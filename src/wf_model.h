@@ -117,4 +117,14 @@ struct wf_model *wf_model_new(enum wf_format fmt, const uint8_t *buf, uint64_t l
  * nothing overflows.  `inner_only` selects GGUF's rule (ne[0] % blck). */
 enum wf_err wf_tensor_sizes(struct wf_tensor *t, bool inner_only, char *err);
 
+/* A tensor's bytes [begin, end) in its file: both parsers sort these to
+ * find overlaps (and safetensors, gaps). */
+struct wf_span {
+	uint64_t begin, end;
+	size_t tensor;
+};
+
+/* qsort order: by begin, then end, then tensor index. */
+int wf_span_cmp(const void *a, const void *b);
+
 #endif

@@ -158,20 +158,6 @@ static bool get_uint(const cJSON *j, uint64_t *v)
 	return true;
 }
 
-struct span {
-	uint64_t begin, end;
-	size_t tensor;
-};
-
-static int span_cmp(const void *a, const void *b)
-{
-	const struct span *x = a, *y = b;
-	if (x->begin != y->begin)
-		return x->begin < y->begin ? -1 : 1;
-	if (x->end != y->end)
-		return x->end < y->end ? -1 : 1;
-	return x->tensor < y->tensor ? -1 : x->tensor > y->tensor;
-}
 
 /* metadata.json from __metadata__, an object of strings (wf_meta.h). */
 static enum wf_err parse_metadata(struct wf_model *m, const cJSON *meta, char *err)
@@ -192,7 +178,7 @@ static enum wf_err parse_metadata(struct wf_model *m, const cJSON *meta, char *e
 	return wf_meta_json_finish(&w, m, err);
 }
 
-static enum wf_err parse_tensor(struct wf_tensor *t, const cJSON *e, struct span *sp, char *err)
+static enum wf_err parse_tensor(struct wf_tensor *t, const cJSON *e, struct wf_span *sp, char *err)
 {
 	char q[96];
 	wf_quote(q, sizeof q, e->string, strlen(e->string));
@@ -267,10 +253,10 @@ static enum wf_err check_unique(const struct wf_model *m, char *err)
 /* Checks that the tensors' data_offsets tile the nbuf bytes after the
  * header exactly, from 0 with no gap or overlap, as the reference loader
  * wants, and places each tensor.  Sorts spans. */
-static enum wf_err tile_data(struct wf_model *m, struct span *spans, uint64_t nbuf, char *err)
+static enum wf_err tile_data(struct wf_model *m, struct wf_span *spans, uint64_t nbuf, char *err)
 {
 	char q[96];
-	qsort(spans, m->n_tensors, sizeof *spans, span_cmp);
+	qsort(spans, m->n_tensors, sizeof *spans, wf_span_cmp);
 	uint64_t at = 0;
 	for (size_t i = 0; i < m->n_tensors; i++) {
 		const struct wf_tensor *t = &m->tensors[spans[i].tensor];
@@ -300,7 +286,7 @@ static enum wf_err parse_header(struct wf_model *m, const cJSON *root, uint64_t 
 	for (const cJSON *e = root->child; e; e = e->next)
 		n++;
 	m->tensors = calloc(n ? n : 1, sizeof *m->tensors);
-	struct span *spans = calloc(n ? n : 1, sizeof *spans);
+	struct wf_span *spans = calloc(n ? n : 1, sizeof *spans);
 	enum wf_err rc = WF_OK;
 	if (!m->tensors || !spans) {
 		rc = wf_fail(err, WF_ERR_NOMEM, "out of memory for %zu tensors", n);
@@ -320,7 +306,7 @@ static enum wf_err parse_header(struct wf_model *m, const cJSON *root, uint64_t 
 			continue;
 		}
 		struct wf_tensor *t = &m->tensors[m->n_tensors];
-		struct span *sp = &spans[m->n_tensors];
+		struct wf_span *sp = &spans[m->n_tensors];
 		t->name = malloc(klen + 1);
 		if (!t->name) {
 			rc = wf_fail(err, WF_ERR_NOMEM, "out of memory");
