@@ -8,6 +8,7 @@
 #include "wf_out.h"
 #include "wf_set.h"
 #include "wf_types.h"
+#include "wf_view.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -149,7 +150,7 @@ WEIGHTFS_API int weightfs_tensor_info(const weightfs_model *h, size_t i, int dty
 	info->name_len = t.name_len;
 	info->type = ty && ty->name ? ty->name : "?";
 	info->dtype = wf_view_dtype(&t);
-	info->elem_size = t.osz;
+	info->elem_size = wf_view_elem_size(&t);
 	info->ndim = wf_view_shape(&t, info->shape);
 	info->nelems = 1;
 	for (uint32_t d = 0; d < info->ndim; d++)
@@ -224,16 +225,6 @@ static void *run_piece(void *arg)
 	return NULL;
 }
 
-/* View bytes per source block of t: pieces that start on these boundaries
- * never decode a block twice, and land their float32 straight in buf. */
-static uint64_t view_block(const struct wf_tensor *t)
-{
-	const struct wf_type *ty = wf_type_get(t->type);
-	if (!ty || t->vk == WF_VK_RAW)
-		return 64;
-	return (uint64_t)ty->blck * t->osz;
-}
-
 WEIGHTFS_API int weightfs_read_parallel(weightfs_model *h, size_t i, int dtype, uint64_t offset, size_t len,
 					void *buf, size_t *got, unsigned nthreads, char *err, size_t errlen)
 {
@@ -262,8 +253,9 @@ WEIGHTFS_API int weightfs_read_parallel(weightfs_model *h, size_t i, int dtype, 
 		return weightfs_read(h, i, dtype, offset, len, buf, got, err, errlen);
 
 	/* piece size: a whole number of blocks, so every boundary after the
-	 * first is one (offset itself may fall inside a block) */
-	uint64_t blk = view_block(&t);
+	 * first is one (offset itself may fall inside a block), no block is
+	 * decoded twice, and whole blocks land straight in buf */
+	uint64_t blk = wf_view_block_bytes(&t);
 	uint64_t per = (len / nthreads + blk - 1) / blk * blk;
 	struct piece pc[PAR_MAX_THREADS];
 	pthread_t tid[PAR_MAX_THREADS];

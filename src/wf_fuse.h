@@ -6,8 +6,6 @@
 #define FUSE_USE_VERSION 312
 #include <fuse_lowlevel.h>
 
-#include <stdatomic.h>
-
 #include "wf_live.h"
 #include "wf_model.h"
 #include "wf_tree.h"

@@ -33,7 +33,6 @@ struct wf_tensor {
 	uint64_t size;       /* bytes of the tensor's file in the mount: nelems * view element size */
 	uint32_t part;       /* index into model->parts: the file the data is in */
 	uint8_t vk;          /* enum wf_vk: what the tensor's file holds (wf_out.h); 0 = the type's default */
-	uint8_t osz;         /* bytes per element of the view (1 for stored blocks) */
 };
 
 /* How a tensor's file is made from its bytes in the model file. */

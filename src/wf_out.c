@@ -2,6 +2,7 @@
 #include "wf_out.h"
 #include "wf_buf.h"
 #include "wf_types.h"
+#include "wf_view.h"
 
 #include <string.h>
 
@@ -71,21 +72,7 @@ enum wf_err wf_tensor_set_view(struct wf_tensor *t, enum wf_out out, char *err)
 				       wf_quote(q, sizeof q, t->name, t->name_len), inner, ty->name, ty->blck);
 	}
 	t->vk = (uint8_t)vk;
-	switch (vk) {
-	case WF_VK_RAW:
-		t->osz = (uint8_t)(ty->stored ? ty->bytes : 1);
-		t->size = t->nbytes;
-		break;
-	case WF_VK_F16:
-	case WF_VK_BF16:
-		t->osz = 2;
-		t->size = t->nelems * 2;
-		break;
-	default:
-		t->osz = 4;
-		t->size = t->nelems * 4;
-		break;
-	}
+	t->size = vk == WF_VK_RAW ? t->nbytes : t->nelems * wf_view_elem_size(t);
 	return WF_OK;
 }
 
@@ -99,19 +86,10 @@ enum wf_err wf_model_set_view(struct wf_model *m, enum wf_out out, char *err)
 	return WF_OK;
 }
 
-/* A view as served: an unset one (vk 0, tensors made by hand in tests) is
- * the type's own float32 or raw view. */
-static enum wf_vk vk_of(const struct wf_tensor *t, const struct wf_type *ty)
-{
-	if (t->vk != WF_VK_DEFAULT)
-		return (enum wf_vk)t->vk;
-	return ty->kind == WF_VIEW_RAW ? WF_VK_RAW : ty->kind == WF_VIEW_DECODE ? WF_VK_F32 : WF_VK_NONE;
-}
-
 const char *wf_view_dtype(const struct wf_tensor *t)
 {
 	const struct wf_type *ty = wf_type_get(t->type);
-	switch (vk_of(t, ty)) {
+	switch (wf_view_kind(t)) {
 	case WF_VK_RAW: return ty->stored ? ty->stored : "uint8";
 	case WF_VK_F16: return "float16";
 	case WF_VK_BF16: return "bfloat16";
@@ -139,7 +117,7 @@ const char *wf_view_descr(const struct wf_tensor *t)
 const char *wf_view_st_dtype(const struct wf_tensor *t)
 {
 	const struct wf_type *ty = wf_type_get(t->type);
-	switch (vk_of(t, ty)) {
+	switch (wf_view_kind(t)) {
 	case WF_VK_RAW: return ty->stored ? ty->name : "U8";
 	case WF_VK_F16: return "F16";
 	case WF_VK_BF16: return "BF16";
@@ -180,7 +158,7 @@ uint32_t wf_view_shape(const struct wf_tensor *t, uint64_t *dims)
 	const struct wf_type *ty = wf_type_get(t->type);
 	uint32_t n = t->ndim;
 	memcpy(dims, t->shape, n * sizeof *dims);
-	if (vk_of(t, ty) == WF_VK_RAW && !ty->stored && ty->blck > 1) {
+	if (wf_view_kind(t) == WF_VK_RAW && !ty->stored && ty->blck > 1) {
 		if (n == 0)
 			dims[n++] = t->nbytes;
 		else

@@ -29,7 +29,7 @@ enum wf_out {
 bool wf_out_parse(const char *s, enum wf_out *out);
 const char *wf_out_name(enum wf_out out);
 
-/* Sets t's view for option `out`: t->vk, t->osz and t->size.  Fails
+/* Sets t's view for option `out`: t->vk and t->size.  Fails
  * (WF_ERR_UNSUP, naming the tensor) when `stored` cannot show t as whole
  * rows of bytes (sub-byte types with an odd row). */
 enum wf_err wf_tensor_set_view(struct wf_tensor *t, enum wf_out out, char *err);

@@ -9,26 +9,35 @@
  * 4096 floats (16 KiB) of scratch, a whole number of blocks of any type. */
 #define SCRATCH_FLOATS 4096
 
-/* The view t is served as (an unset vk is the type's own). */
-static enum wf_vk view_kind(const struct wf_tensor *t, const struct wf_type *ty)
+enum wf_vk wf_view_kind(const struct wf_tensor *t)
 {
-	if (t->vk != WF_VK_DEFAULT)
-		return (enum wf_vk)t->vk;
+	const struct wf_type *ty = wf_type_get(t->type);
+	if (t->vk != WF_VK_DEFAULT || !ty)
+		return ty ? (enum wf_vk)t->vk : WF_VK_NONE;
 	return ty->kind == WF_VIEW_RAW ? WF_VK_RAW : ty->kind == WF_VIEW_DECODE ? WF_VK_F32 : WF_VK_NONE;
 }
 
-/* Bytes per element of a converted view. */
-static uint64_t out_elem(enum wf_vk vk)
+unsigned wf_view_elem_size(const struct wf_tensor *t)
 {
-	return vk == WF_VK_F16 || vk == WF_VK_BF16 ? 2 : 4;
+	const struct wf_type *ty = wf_type_get(t->type);
+	switch (wf_view_kind(t)) {
+	case WF_VK_RAW: return ty->stored ? ty->bytes : 1;
+	case WF_VK_F16:
+	case WF_VK_BF16: return 2;
+	default: return 4;
+	}
+}
+
+uint64_t wf_view_block_bytes(const struct wf_tensor *t)
+{
+	const struct wf_type *ty = wf_type_get(t->type);
+	/* a raw view is its bytes: a source block is as long in the view */
+	return wf_view_kind(t) == WF_VK_RAW ? ty->bytes : (uint64_t)ty->blck * wf_view_elem_size(t);
 }
 
 void wf_view_span(const struct wf_tensor *t, uint64_t off, uint64_t len, uint64_t *first, uint64_t *count)
 {
-	const struct wf_type *ty = wf_type_get(t->type);
-	enum wf_vk vk = view_kind(t, ty);
-	/* view bytes per source block; a raw view is its bytes */
-	uint64_t bsz = vk == WF_VK_RAW ? ty->bytes : (uint64_t)ty->blck * out_elem(vk);
+	uint64_t bsz = wf_view_block_bytes(t);
 	*first = off / bsz;
 	*count = 0;
 	if (off >= t->size || len == 0)
@@ -77,7 +86,7 @@ enum wf_err wf_view_read(const struct wf_tensor *t, const uint8_t *src, uint64_t
 	*n_out = 0;
 	if (!ty)
 		return WF_ERR_RANGE;
-	enum wf_vk vk = view_kind(t, ty);
+	enum wf_vk vk = wf_view_kind(t);
 	enum wf_err rc = check_range(t, ty, vk, src_len, off, &len);
 	if (rc != WF_OK || len == 0)
 		return rc;
@@ -89,10 +98,9 @@ enum wf_err wf_view_read(const struct wf_tensor *t, const uint8_t *src, uint64_t
 		return WF_OK;
 	}
 
-	/* float32 elements per block in, osz bytes per element out */
+	/* float32 elements per block in, 2 or 4 bytes per element out */
 	wf_decode_fn decode = ty->kind == WF_VIEW_DECODE ? wf_type_decoder(ty) : NULL;
-	uint64_t osz = out_elem(vk);
-	uint64_t bsz = (uint64_t)ty->blck * osz;
+	uint64_t bsz = wf_view_block_bytes(t);
 	uint64_t blk = off / bsz;
 	uint64_t end = off + len;
 	size_t done = 0;

@@ -10,6 +10,17 @@
 #include "wf_common.h"
 #include "wf_model.h"
 
+/* What t's file holds (t->vk, or for an unset one the type's own view:
+ * float32 decode, raw, or none). */
+enum wf_vk wf_view_kind(const struct wf_tensor *t);
+
+/* Bytes per element of t's view (1 for stored blocks, shown as bytes). */
+unsigned wf_view_elem_size(const struct wf_tensor *t);
+
+/* Bytes of t's view one source block makes: a range split on multiples of
+ * it never decodes a block twice. */
+uint64_t wf_view_block_bytes(const struct wf_tensor *t);
+
 /* The source blocks that cover view bytes [off, off+len) of t, clipped to
  * the end of the view: *first is the index of the first block, *count how
  * many (0 when off is at or past the end or len is 0). */

@@ -185,6 +185,9 @@ def race(label, writer, rounds, per_round, readers=2, expect_eio=True, data=None
             time.sleep(0.02)
             try:
                 writer(model, state, stop, per_round)
+                # a writer that changed nothing would make the race pass vacuously
+                if not state.get("changes"):
+                    errs.add("round %d: the writer made no change" % rnd)
             finally:
                 stop.set()
                 for th in ths:
@@ -222,6 +225,7 @@ def shrinker(path, state, stop, seconds):
             break
         os.truncate(path, new)
         state["size"] = new
+        state["changes"] = state.get("changes", 0) + 1
         time.sleep(0.0005)
 
 
@@ -235,6 +239,7 @@ def rewriter(path, state, stop, seconds):
         while time.monotonic() < t_end:
             off = rng.randrange(4096, size - 65536)
             os.pwrite(fd, rng.randbytes(65536), off)
+            state["changes"] = state.get("changes", 0) + 1
     finally:
         os.close(fd)
 
@@ -247,6 +252,7 @@ def renamer(path, state, stop, seconds):
     while time.monotonic() < t_end:
         write_file(tmp, rng.randbytes(state["size"]))
         os.rename(tmp, path)
+        state["changes"] = state.get("changes", 0) + 1
 
 
 def race_checks():
