@@ -55,10 +55,29 @@ ALL_CFLAGS  = $(CSTD) $(OPT) $(WARN) $(SAN) -MMD -MP -Isrc $(CJSON_CFLAGS) $(CFL
 LIB_CFLAGS := -fPIC -fvisibility=hidden
 ALL_LDFLAGS = $(SAN) $(LDFLAGS)
 
-# The format library: no FUSE in it.
-LIB_SRC  := $(filter-out src/main.c src/wf_fuse.c src/cli.c,$(wildcard src/*.c))
+# Sources, layer by layer (docs/design.md): a file includes headers of its
+# own folder and of the folders listed before it, never after (layers-check).
+BASE_SRC  := src/base/wf_buf.c src/base/wf_hash.c
+CODEC_SRC := src/codec/wf_types.c src/codec/wf_decode.c src/codec/wf_decode_x86.c \
+             src/codec/wf_iq_tables.c
+MODEL_SRC := src/model/wf_model.c src/model/wf_gguf.c src/model/wf_st.c src/model/wf_meta.c \
+             src/model/wf_open.c src/model/wf_set.c
+VIEW_SRC  := src/view/wf_view.c src/view/wf_out.c src/view/wf_live.c
+LIBAPI_SRC := src/lib/wf_api.c
+MOUNT_SRC := src/mount/wf_tree.c src/mount/wf_gen.c src/mount/wf_summary.c src/mount/wf_attr.c \
+             src/mount/wf_usage.c
+FUSE_SRC  := src/fuse/main.c src/fuse/wf_fuse.c src/fuse/wf_mnt.c src/fuse/wf_log.c
+CLI_SRC   := src/cli/cli.c
+
+# The format library (libweightfs.so and .a): no FUSE, no mount tree.
+LIB_SRC  := $(BASE_SRC) $(CODEC_SRC) $(MODEL_SRC) $(VIEW_SRC) $(LIBAPI_SRC)
 LIB_OBJ  := $(LIB_SRC:src/%.c=$(B)/obj/%.o)
-BIN_OBJ  := $(B)/obj/main.o $(B)/obj/wf_fuse.o $(B)/obj/cli.o
+# What the program adds: the tree and its files, the commands, the FUSE
+# front-end.  All of it but main() and the FUSE callbacks also goes into an
+# archive of its own (libwfprog.a), which the unit tests link.
+PROG_OBJ := $(MOUNT_SRC:src/%.c=$(B)/obj/%.o) $(B)/obj/fuse/wf_mnt.o $(B)/obj/fuse/wf_log.o
+BIN_OBJ  := $(B)/obj/fuse/main.o $(B)/obj/fuse/wf_fuse.o $(CLI_SRC:src/%.c=$(B)/obj/%.o)
+ALL_SRC  := $(LIB_SRC) $(MOUNT_SRC) $(FUSE_SRC) $(CLI_SRC)
 UNIT_SRC := $(wildcard tests/unit/check_*.c)
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(B)/tests/%)
 
@@ -80,11 +99,14 @@ $(LIB_OBJ): ALL_CFLAGS += $(LIB_CFLAGS)
 # go into the shared library: a changed Makefile rebuilds them.
 $(LIB_OBJ): Makefile
 
-$(B)/obj/main.o $(B)/obj/wf_fuse.o: ALL_CFLAGS += $(FUSE_CFLAGS)
+$(B)/obj/fuse/%.o: ALL_CFLAGS += $(FUSE_CFLAGS)
 # Decoders must round exactly as ggml does: never fuse a*b+c.
-$(B)/obj/wf_decode.o $(B)/obj/wf_decode_x86.o: ALL_CFLAGS += -ffp-contract=off
+$(B)/obj/codec/%.o: ALL_CFLAGS += -ffp-contract=off
 
 $(B)/libweightfs.a: $(LIB_OBJ)
+	$(Q)rm -f $@ && ar rcs $@ $^
+
+$(B)/libwfprog.a: $(PROG_OBJ)
 	$(Q)rm -f $@ && ar rcs $@ $^
 
 # The shared library exports weightfs.h and nothing else (api-check).
@@ -99,17 +121,17 @@ $(B)/libweightfs.so: $(B)/libweightfs.so.$(SOVER)
 PC_SED := -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' -e 's|@INCDIR@|$(INCDIR)|' \
 	-e 's|@VERSION@|$(LIBVER)|'
 
-# The mount links the same library objects statically (libweightfs.a): it
-# also uses the internals the shared library hides (the tree, wf_live), and
+# The program links the same library objects statically (libweightfs.a): it
+# also uses the internals the shared library hides (wf_live, the model), and
 # an installed binary then cannot meet a libweightfs.so of another version.
-$(B)/weightfs: $(BIN_OBJ) $(B)/libweightfs.a
+$(B)/weightfs: $(BIN_OBJ) $(B)/libwfprog.a $(B)/libweightfs.a
 	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $^ $(FUSE_LIBS) $(CJSON_LIBS) -lm -lpthread
 
 $(B)/tests/%.o: tests/unit/%.c
 	@mkdir -p $(@D)
 	$(Q)$(CC) $(ALL_CFLAGS) $(CHECK_CFLAGS) -c -o $@ $<
 
-$(B)/tests/check_%: $(B)/tests/check_%.o $(B)/libweightfs.a
+$(B)/tests/check_%: $(B)/tests/check_%.o $(B)/libwfprog.a $(B)/libweightfs.a
 	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $^ $(CHECK_LIBS) $(CJSON_LIBS) -lm -lpthread
 
 # `make check` first installs what the tests need and is missing (apt, when
@@ -132,11 +154,11 @@ mount-check: $(B)/weightfs
 # The shared library's exports are weightfs.h's functions and nothing else;
 # docs/example.c builds against the header and library alone and runs.
 api-check: $(B)/libweightfs.so $(B)/example
-	$(Q)bash tests/api/exports.sh $(B)/libweightfs.so.$(SOVER) src/weightfs.h
+	$(Q)bash tests/api/exports.sh $(B)/libweightfs.so.$(SOVER) src/lib/weightfs.h
 	$(Q)$(B)/example tests/data/ggml-oracle/type_q4_K.gguf > /dev/null
 
-$(B)/example: docs/example.c src/weightfs.h $(B)/libweightfs.so
-	$(Q)$(CC) $(CSTD) $(OPT) $(WARN) $(SAN) -Werror -isystem src -o $@ $< -L$(B) -lweightfs -Wl,-rpath,'$$ORIGIN'
+$(B)/example: docs/example.c src/lib/weightfs.h $(B)/libweightfs.so
+	$(Q)$(CC) $(CSTD) $(OPT) $(WARN) $(SAN) -Werror -isystem src/lib -o $@ $< -L$(B) -lweightfs -Wl,-rpath,'$$ORIGIN'
 
 python-check: $(B)/libweightfs.so
 	$(Q)bash tests/python/run.sh $(B)/libweightfs.so.$(SOVER)
@@ -154,7 +176,7 @@ install: $(B)/weightfs $(B)/libweightfs.so
 	install -m 0644 docs/weightfs.1 $(DESTDIR)$(MANDIR)/man1/weightfs.1
 	install -m 0644 $(B)/libweightfs.so.$(SOVER) $(DESTDIR)$(LIBDIR)/libweightfs.so.$(SOVER)
 	ln -sf libweightfs.so.$(SOVER) $(DESTDIR)$(LIBDIR)/libweightfs.so
-	install -m 0644 src/weightfs.h $(DESTDIR)$(INCDIR)/weightfs.h
+	install -m 0644 src/lib/weightfs.h $(DESTDIR)$(INCDIR)/weightfs.h
 	sed $(PC_SED) weightfs.pc.in > $(DESTDIR)$(PCDIR)/weightfs.pc && chmod 0644 $(DESTDIR)$(PCDIR)/weightfs.pc
 	install -m 0644 python/weightfs/__init__.py $(DESTDIR)$(PYDIR)/weightfs/__init__.py
 	install -m 0644 packaging/weightfs-mime.xml $(DESTDIR)$(MIMEDIR)/packages/weightfs.xml
@@ -188,4 +210,4 @@ clean:
 	rm -rf build
 
 -include $(wildcard tests/fuzz/fuzz.mk tools/bench.mk)
--include $(wildcard $(B)/obj/*.d $(B)/tests/*.d)
+-include $(wildcard $(B)/obj/*/*.d $(B)/tests/*.d)

@@ -24,10 +24,10 @@
 #include <string.h>
 #include <time.h>
 
-#include "wf_model.h"
-#include "wf_open.h"
-#include "wf_types.h"
-#include "wf_view.h"
+#include "model/wf_model.h"
+#include "model/wf_open.h"
+#include "codec/wf_types.h"
+#include "view/wf_view.h"
 
 /* Weak, so this tool also builds against a library without SIMD. */
 extern int wf_simd_set(int enable) __attribute__((weak));

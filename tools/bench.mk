@@ -14,7 +14,7 @@ $(B)/bench/%.o: tools/%.c
 	@mkdir -p $(@D)
 	$(Q)$(CC) $(ALL_CFLAGS) -c -o $@ $<
 
-$(B)/bench/bench $(B)/bench/gen_model: $(B)/bench/%: $(B)/bench/%.o $(B)/libweightfs.a
+$(B)/bench/bench $(B)/bench/gen_model: $(B)/bench/%: $(B)/bench/%.o $(B)/libwfprog.a $(B)/libweightfs.a
 	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $^ $(CJSON_LIBS) -lm -lpthread
 
 bench: $(B)/weightfs $(BENCH_TOOLS)

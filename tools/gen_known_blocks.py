@@ -104,7 +104,7 @@ def render(cases):
         " * ggml types).  Each array names the file and byte range it came from.\n"
         " */\n"
         "#ifndef KNOWN_BLOCKS_H\n#define KNOWN_BLOCKS_H\n\n"
-        "#include <stddef.h>\n#include <stdint.h>\n\n#include \"wf_types.h\"\n\n"
+        "#include <stddef.h>\n#include <stdint.h>\n\n#include \"codec/wf_types.h\"\n\n"
         "struct known_block {\n"
         "\tint type;\n"
         "\tconst char *source;\n"

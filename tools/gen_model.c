@@ -24,7 +24,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "wf_types.h"
+#include "codec/wf_types.h"
 
 static uint64_t rng = 0x9E3779B97F4A7C15u;
 

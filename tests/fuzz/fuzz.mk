@@ -33,7 +33,7 @@ FUZZ_SEEDS_st   := $(wildcard tests/malformed/st_*)
 
 FUZZ_SAN     := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 FUZZ_CFLAGS  := $(CSTD) -O2 -g $(WARN) $(FUZZ_SAN) -Isrc $(CJSON_CFLAGS)
-FUZZ_LIB_OBJ := $(LIB_SRC:src/%.c=$(FUZZ_B)/obj/%.o)
+FUZZ_LIB_OBJ := $(LIB_SRC:src/%.c=$(FUZZ_B)/obj/%.o) $(MOUNT_SRC:src/%.c=$(FUZZ_B)/obj/%.o)
 FUZZ_BINS    := $(FUZZ_TARGETS:%=$(FUZZ_B)/fuzz_%)
 # Limits for every run: what one input may cost.  An input that makes the
 # library allocate more than malloc_limit_mb at once, or take longer than
@@ -58,7 +58,7 @@ $(FUZZ_B)/obj/%.o: src/%.c
 	$(Q)$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -MMD -MP -c -o $@ $<
 
 # as in the top Makefile: decoders round exactly as ggml does
-$(FUZZ_B)/obj/wf_decode.o $(FUZZ_B)/obj/wf_decode_x86.o: FUZZ_CFLAGS += -ffp-contract=off
+$(FUZZ_B)/obj/codec/%.o: FUZZ_CFLAGS += -ffp-contract=off
 
 $(FUZZ_B)/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz_common.h $(FUZZ_LIB_OBJ)
 	@mkdir -p $(@D)
@@ -110,4 +110,4 @@ $(FUZZ_TARGETS:%=fuzz-check-run-%): fuzz-check-run-%: $(FUZZ_B)/fuzz_%
 	@rm -rf $(FUZZ_B)/check-corpus-$*
 	$(call fuzz_run,$*,$(FUZZ_B)/check-corpus-$*,-max_total_time=$(FUZZ_CHECK_TIME) -runs=$(FUZZ_CHECK_RUNS))
 
--include $(wildcard $(FUZZ_B)/obj/*.d)
+-include $(wildcard $(FUZZ_B)/obj/*/*.d)

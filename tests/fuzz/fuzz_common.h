@@ -9,13 +9,13 @@
 #ifndef FUZZ_COMMON_H
 #define FUZZ_COMMON_H
 
-#include "wf_buf.h"
-#include "wf_gguf.h"
-#include "wf_model.h"
-#include "wf_st.h"
-#include "wf_tree.h"
-#include "wf_types.h"
-#include "wf_view.h"
+#include "base/wf_buf.h"
+#include "model/wf_gguf.h"
+#include "model/wf_model.h"
+#include "model/wf_st.h"
+#include "mount/wf_tree.h"
+#include "codec/wf_types.h"
+#include "view/wf_view.h"
 
 #include "../unit/json_bytes.h"
 

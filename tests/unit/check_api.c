@@ -11,8 +11,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "weightfs.h"
-#include "wf_out.h"
+#include "lib/weightfs.h"
+#include "view/wf_out.h"
 
 #define ORACLE "tests/data/ggml-oracle"
 

@@ -5,11 +5,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "wf_attr.h"
-#include "wf_buf.h"
-#include "wf_model.h"
-#include "wf_tree.h"
-#include "wf_types.h"
+#include "mount/wf_attr.h"
+#include "base/wf_buf.h"
+#include "model/wf_model.h"
+#include "mount/wf_tree.h"
+#include "codec/wf_types.h"
 
 /* Appends tensor `name` of type `type` and shape dims[0..ndim) to m; only
  * the tree is built, so no bytes back it. */

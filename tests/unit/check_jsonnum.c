@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "wf_buf.h"
+#include "base/wf_buf.h"
 
 /* JSON readers (Python's json, cJSON's number type aside) take a number
  * for a float only when its text has a fraction or an exponent. */

@@ -9,7 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "wf_mnt.h"
+#include "fuse/wf_mnt.h"
 
 static char dir[] = "/tmp/wf-check-mnt-XXXXXX";
 static char table[300];

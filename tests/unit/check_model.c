@@ -16,13 +16,13 @@
 #include <unistd.h>
 
 #include "json_bytes.h"
-#include "wf_buf.h"
-#include "wf_gguf.h"
-#include "wf_model.h"
-#include "wf_open.h"
-#include "wf_st.h"
-#include "wf_tree.h"
-#include "wf_types.h"
+#include "base/wf_buf.h"
+#include "model/wf_gguf.h"
+#include "model/wf_model.h"
+#include "model/wf_open.h"
+#include "model/wf_st.h"
+#include "mount/wf_tree.h"
+#include "codec/wf_types.h"
 
 /* ---- byte builders ---- */
 

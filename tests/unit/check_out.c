@@ -6,12 +6,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "wf_buf.h"
-#include "wf_gen.h"
-#include "wf_model.h"
-#include "wf_out.h"
-#include "wf_st.h"
-#include "wf_types.h"
+#include "base/wf_buf.h"
+#include "mount/wf_gen.h"
+#include "model/wf_model.h"
+#include "view/wf_out.h"
+#include "model/wf_st.h"
+#include "codec/wf_types.h"
 
 static float from_bits(uint32_t u)
 {

@@ -17,10 +17,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "wf_buf.h"
-#include "wf_model.h"
-#include "wf_set.h"
-#include "wf_tree.h"
+#include "base/wf_buf.h"
+#include "model/wf_model.h"
+#include "model/wf_set.h"
+#include "mount/wf_tree.h"
 
 /* ---- temporary folders and files ---- */
 

@@ -23,10 +23,10 @@
 
 #include <cJSON.h>
 
-#include "wf_model.h"
-#include "wf_open.h"
-#include "wf_types.h"
-#include "wf_view.h"
+#include "model/wf_model.h"
+#include "model/wf_open.h"
+#include "codec/wf_types.h"
+#include "view/wf_view.h"
 
 static int have_simd;
 

@@ -8,13 +8,13 @@
 #include <string.h>
 #include <time.h>
 
-#include "wf_buf.h"
-#include "wf_model.h"
-#include "wf_open.h"
-#include "wf_out.h"
-#include "wf_summary.h"
-#include "wf_tree.h"
-#include "wf_types.h"
+#include "base/wf_buf.h"
+#include "model/wf_model.h"
+#include "model/wf_open.h"
+#include "view/wf_out.h"
+#include "mount/wf_summary.h"
+#include "mount/wf_tree.h"
+#include "codec/wf_types.h"
 
 #ifndef DEMO_MODEL
 #define DEMO_MODEL "tests/data/ggml-oracle/mixed_llama_tiny.gguf"

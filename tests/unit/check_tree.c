@@ -9,11 +9,11 @@
 #include <string.h>
 
 #include "json_bytes.h"
-#include "wf_buf.h"
-#include "wf_hash.h"
-#include "wf_model.h"
-#include "wf_tree.h"
-#include "wf_types.h"
+#include "base/wf_buf.h"
+#include "base/wf_hash.h"
+#include "model/wf_model.h"
+#include "mount/wf_tree.h"
+#include "codec/wf_types.h"
 
 /* ---- models from names ---- */
 

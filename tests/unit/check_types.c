@@ -14,8 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "wf_blocks.h"
-#include "wf_types.h"
+#include "codec/wf_blocks.h"
+#include "codec/wf_types.h"
 #include "known_blocks.h"
 
 struct expect {

@@ -6,10 +6,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "wf_model.h"
-#include "wf_tree.h"
-#include "wf_types.h"
-#include "wf_usage.h"
+#include "model/wf_model.h"
+#include "mount/wf_tree.h"
+#include "codec/wf_types.h"
+#include "mount/wf_usage.h"
 
 /* A safetensors-shaped model whose tensors have the given names and view
  * sizes (the sizes need not match a real file: only the tree is built). */

@@ -6,9 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "wf_model.h"
-#include "wf_types.h"
-#include "wf_view.h"
+#include "model/wf_model.h"
+#include "codec/wf_types.h"
+#include "view/wf_view.h"
 
 static uint64_t rng_state;
 

@@ -11,7 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "wf_types.h"
+#include "codec/wf_types.h"
 
 struct known_block {
 	int type;

@@ -1,0 +1,34 @@
+/* cli.h - the commands of the weightfs program besides mounting: ls, info,
+ * cat and convert (docs/weightfs.1, COMMANDS).  Part of the command-line
+ * program, not of the library: these print and choose exit codes. */
+#ifndef CLI_H
+#define CLI_H
+
+#include "base/wf_common.h"
+
+#include <stdbool.h>
+
+/* Exit codes of the program, the mount's and the commands' alike
+ * (documented in docs/weightfs.1). */
+enum {
+	EXIT_USAGE = 1,    /* bad command line, the mount itself failed, or OUT cannot be written */
+	EXIT_OPEN = 2,     /* MODEL cannot be opened, is not a regular file, lies inside the mount
+			    * point, or changed while being read */
+	EXIT_FORMAT = 3,   /* MODEL is malformed */
+	EXIT_UNSUP = 4,    /* MODEL is well-formed but uses something weightfs does not support */
+	EXIT_NOMEM = 5,
+};
+
+/* The exit code for a failure of wf_set_open and friends, so the commands
+ * and the mount answer the same model with the same code. */
+int cli_exit_code(enum wf_err rc);
+
+/* True if arg is the name of a command ("ls", "info", "cat", "convert"):
+ * only an exact match counts, so a model file named like one is mounted
+ * as ./ls. */
+bool cli_is_command(const char *arg);
+
+/* Runs the command argv[1] with its arguments; returns the exit code. */
+int cli_main(int argc, char **argv);
+
+#endif

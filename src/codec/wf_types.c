@@ -1,0 +1,192 @@
+/* wf_types.c - the tensor type table and its lookups.
+ *
+ * Geometry (blck, bytes) for the ggml ids is ggml's type_traits table in
+ * ggml/src/ggml.c (blck_size, type_size) of ggml 0.21.0, whose sources are
+ * those of llama.cpp commit 3f545beccee69d9975f466ec7e45fd9aacd8ba90
+ * (docs/types.md lists it); the block types' come from wf_blocks.h, which
+ * the decoders read their field offsets from too.  A row with
+ * name == NULL is a hole: a removed ggml id (4, 5, 31-33, 36-38) or an id
+ * nobody assigned (43..63).
+ */
+#include "codec/wf_types.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "codec/wf_blocks.h"
+#include "codec/wf_decode.h"
+
+#ifdef WF_HAVE_X86_SIMD
+#define SIMD(fn) fn##_avx2
+#else
+#define SIMD(fn) NULL
+#endif
+
+/* A plain array whose bytes the view passes through unchanged. */
+#define RAW(n, dt, sz) \
+	{ .name = (n), .dtype = (dt), .blck = 1, .bytes = (sz), .out_size = (sz), \
+	  .kind = WF_VIEW_RAW, .decode = NULL, .stored = (dt) }
+
+/* Blocks of bl elements in by bytes, decoded to float32 by fn. */
+#define DEC(n, bl, by, fn) \
+	{ .name = (n), .dtype = "float32", .blck = (bl), .bytes = (by), .out_size = 4, \
+	  .kind = WF_VIEW_DECODE, .decode = (fn) }
+
+/* The same with a SIMD twin of fn (wf_decode_x86.c). */
+#define DECS(n, bl, by, fn) \
+	{ .name = (n), .dtype = "float32", .blck = (bl), .bytes = (by), .out_size = 4, \
+	  .kind = WF_VIEW_DECODE, .decode = (fn), .decode_simd = SIMD(fn) }
+
+/* One element per block, decoded to float32, stored as the element type
+ * el (numpy or ml_dtypes name). */
+#define DECE(n, by, fn, el) \
+	{ .name = (n), .dtype = "float32", .blck = 1, .bytes = (by), .out_size = 4, \
+	  .kind = WF_VIEW_DECODE, .decode = (fn), .stored = (el) }
+#define DECES(n, by, fn, el) \
+	{ .name = (n), .dtype = "float32", .blck = 1, .bytes = (by), .out_size = 4, \
+	  .kind = WF_VIEW_DECODE, .decode = (fn), .decode_simd = SIMD(fn), .stored = (el) }
+
+/* Known geometry, no decoder: listed, but reads fail. */
+#define NODEC(n, bl, by) \
+	{ .name = (n), .dtype = "float32", .blck = (bl), .bytes = (by), .out_size = 4, \
+	  .kind = WF_VIEW_NONE, .decode = NULL }
+
+static const struct wf_type wf_types[WF_T_COUNT] = {
+	[WF_T_F32]      = RAW("F32", "float32", 4),
+	[WF_T_F16]      = DECES("F16", 2, wf_decode_f16, "float16"),
+	[WF_T_Q4_0]     = DECS("Q4_0", WF_Q4_0_BLCK, WF_Q4_0_BYTES, wf_decode_q4_0),
+	[WF_T_Q4_1]     = DECS("Q4_1", WF_Q4_1_BLCK, WF_Q4_1_BYTES, wf_decode_q4_1),
+	[WF_T_Q5_0]     = DECS("Q5_0", WF_Q5_0_BLCK, WF_Q5_0_BYTES, wf_decode_q5_0),
+	[WF_T_Q5_1]     = DECS("Q5_1", WF_Q5_1_BLCK, WF_Q5_1_BYTES, wf_decode_q5_1),
+	[WF_T_Q8_0]     = DECS("Q8_0", WF_Q8_0_BLCK, WF_Q8_0_BYTES, wf_decode_q8_0),
+	/* ggml's activation format: no dequantizer exists to be exact with. */
+	[WF_T_Q8_1]     = NODEC("Q8_1", WF_Q8_1_BLCK, WF_Q8_1_BYTES),
+	[WF_T_Q2_K]     = DEC("Q2_K", WF_Q2_K_BLCK, WF_Q2_K_BYTES, wf_decode_q2_k),
+	[WF_T_Q3_K]     = DEC("Q3_K", WF_Q3_K_BLCK, WF_Q3_K_BYTES, wf_decode_q3_k),
+	[WF_T_Q4_K]     = DECS("Q4_K", WF_Q4_K_BLCK, WF_Q4_K_BYTES, wf_decode_q4_k),
+	[WF_T_Q5_K]     = DECS("Q5_K", WF_Q5_K_BLCK, WF_Q5_K_BYTES, wf_decode_q5_k),
+	[WF_T_Q6_K]     = DECS("Q6_K", WF_Q6_K_BLCK, WF_Q6_K_BYTES, wf_decode_q6_k),
+	/* Not ggml's registered to_float; follows dequantize_row_q8_K. */
+	[WF_T_Q8_K]     = DECS("Q8_K", WF_Q8_K_BLCK, WF_Q8_K_BYTES, wf_decode_q8_k),
+	[WF_T_IQ2_XXS]  = DECS("IQ2_XXS", WF_IQ2_XXS_BLCK, WF_IQ2_XXS_BYTES, wf_decode_iq2_xxs),
+	[WF_T_IQ2_XS]   = DEC("IQ2_XS", WF_IQ2_XS_BLCK, WF_IQ2_XS_BYTES, wf_decode_iq2_xs),
+	[WF_T_IQ3_XXS]  = DEC("IQ3_XXS", WF_IQ3_XXS_BLCK, WF_IQ3_XXS_BYTES, wf_decode_iq3_xxs),
+	[WF_T_IQ1_S]    = DEC("IQ1_S", WF_IQ1_S_BLCK, WF_IQ1_S_BYTES, wf_decode_iq1_s),
+	[WF_T_IQ4_NL]   = DECS("IQ4_NL", WF_IQ4_NL_BLCK, WF_IQ4_NL_BYTES, wf_decode_iq4_nl),
+	[WF_T_IQ3_S]    = DEC("IQ3_S", WF_IQ3_S_BLCK, WF_IQ3_S_BYTES, wf_decode_iq3_s),
+	[WF_T_IQ2_S]    = DEC("IQ2_S", WF_IQ2_S_BLCK, WF_IQ2_S_BYTES, wf_decode_iq2_s),
+	[WF_T_IQ4_XS]   = DECS("IQ4_XS", WF_IQ4_XS_BLCK, WF_IQ4_XS_BYTES, wf_decode_iq4_xs),
+	[WF_T_I8]       = RAW("I8", "int8", 1),
+	[WF_T_I16]      = RAW("I16", "int16", 2),
+	[WF_T_I32]      = RAW("I32", "int32", 4),
+	[WF_T_I64]      = RAW("I64", "int64", 8),
+	/* Narrowed to float32 so every float view has one element type. */
+	[WF_T_F64]      = DECE("F64", 8, wf_decode_f64, "float64"),
+	[WF_T_IQ1_M]    = DEC("IQ1_M", WF_IQ1_M_BLCK, WF_IQ1_M_BYTES, wf_decode_iq1_m),
+	[WF_T_BF16]     = DECES("BF16", 2, wf_decode_bf16, "bfloat16"),
+	[WF_T_TQ1_0]    = DEC("TQ1_0", WF_TQ1_0_BLCK, WF_TQ1_0_BYTES, wf_decode_tq1_0),
+	[WF_T_TQ2_0]    = DEC("TQ2_0", WF_TQ2_0_BLCK, WF_TQ2_0_BYTES, wf_decode_tq2_0),
+	[WF_T_MXFP4]    = DEC("MXFP4", WF_MXFP4_BLCK, WF_MXFP4_BYTES, wf_decode_mxfp4),
+	[WF_T_NVFP4]    = DEC("NVFP4", WF_NVFP4_BLCK, WF_NVFP4_BYTES, wf_decode_nvfp4),
+	[WF_T_Q1_0]     = DEC("Q1_0", WF_Q1_0_BLCK, WF_Q1_0_BYTES, wf_decode_q1_0),
+	[WF_T_Q2_0]     = DEC("Q2_0", WF_Q2_0_BLCK, WF_Q2_0_BYTES, wf_decode_q2_0),
+
+	[WF_T_BOOL]     = RAW("BOOL", "bool", 1),
+	[WF_T_U8]       = RAW("U8", "uint8", 1),
+	[WF_T_U16]      = RAW("U16", "uint16", 2),
+	[WF_T_U32]      = RAW("U32", "uint32", 4),
+	[WF_T_U64]      = RAW("U64", "uint64", 8),
+	[WF_T_F8_E4M3]  = DECE("F8_E4M3", 1, wf_decode_f8_e4m3, "float8_e4m3fn"),
+	[WF_T_F8_E5M2]  = DECE("F8_E5M2", 1, wf_decode_f8_e5m2, "float8_e5m2"),
+	[WF_T_F8_E8M0]  = DECE("F8_E8M0", 1, wf_decode_f8_e8m0, "float8_e8m0fnu"),
+	[WF_T_F8_E4M3FNUZ] = DECE("F8_E4M3FNUZ", 1, wf_decode_f8_e4m3fnuz, "float8_e4m3fnuz"),
+	[WF_T_F8_E5M2FNUZ] = DECE("F8_E5M2FNUZ", 1, wf_decode_f8_e5m2fnuz, "float8_e5m2fnuz"),
+	/* Sub-byte floats: the order of elements inside a byte (or 3-byte
+	 * group) in safetensors files has not been verified against torch,
+	 * so they are listed with their size but not decoded. */
+	[WF_T_F4]       = NODEC("F4", 2, 1),
+	[WF_T_F6_E2M3]  = NODEC("F6_E2M3", 4, 3),
+	[WF_T_F6_E3M2]  = NODEC("F6_E3M2", 4, 3),
+	[WF_T_C64]      = RAW("C64", "complex64", 8),
+};
+
+/* ggml ids that safetensors spells the same way; all other safetensors
+ * dtypes have rows of their own from WF_T_ST_FIRST on. */
+static const int st_shared_ids[] = {
+	WF_T_F32, WF_T_F16, WF_T_BF16, WF_T_F64,
+	WF_T_I8, WF_T_I16, WF_T_I32, WF_T_I64,
+};
+
+const struct wf_type *wf_type_get(int id)
+{
+	if (id < 0 || id >= WF_T_COUNT || wf_types[id].name == NULL)
+		return NULL;
+	return &wf_types[id];
+}
+
+int wf_type_from_gguf(uint32_t gguf_type)
+{
+	if (gguf_type >= WF_GGML_TYPE_COUNT || wf_types[gguf_type].name == NULL)
+		return -1;
+	return (int)gguf_type;
+}
+
+static int name_is(int id, const char *s, size_t len)
+{
+	const char *name = wf_types[id].name;
+
+	/* s comes from a JSON header: not NUL-terminated, may hold NULs. */
+	return name != NULL && strlen(name) == len && memcmp(name, s, len) == 0;
+}
+
+int wf_type_from_st(const char *s, size_t len)
+{
+	if (s == NULL)
+		return -1;
+	for (size_t i = 0; i < sizeof st_shared_ids / sizeof st_shared_ids[0]; i++)
+		if (name_is(st_shared_ids[i], s, len))
+			return st_shared_ids[i];
+	for (int id = WF_T_ST_FIRST; id < WF_T_COUNT; id++)
+		if (name_is(id, s, len))
+			return id;
+	return -1;
+}
+
+/* -1: not decided yet; 0: scalar; 1: SIMD.  Every thread computes the same
+ * answer, so a race on the first use is harmless. */
+static int simd_state = -1;
+
+static int simd_allowed(int enable)
+{
+#ifdef WF_HAVE_X86_SIMD
+	return enable && wf_cpu_has_simd();
+#else
+	(void)enable;
+	return 0;
+#endif
+}
+
+int wf_simd_active(void)
+{
+	int s = __atomic_load_n(&simd_state, __ATOMIC_RELAXED);
+	if (s < 0) {
+		const char *e = getenv("WEIGHTFS_NO_SIMD");
+		s = simd_allowed(!(e && *e && strcmp(e, "0") != 0));
+		__atomic_store_n(&simd_state, s, __ATOMIC_RELAXED);
+	}
+	return s;
+}
+
+int wf_simd_set(int enable)
+{
+	int s = simd_allowed(enable);
+	__atomic_store_n(&simd_state, s, __ATOMIC_RELAXED);
+	return s;
+}
+
+wf_decode_fn wf_type_decoder(const struct wf_type *ty)
+{
+	if (ty->decode_simd && wf_simd_active())
+		return ty->decode_simd;
+	return ty->decode;
+}

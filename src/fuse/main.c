@@ -1,0 +1,516 @@
+/* main.c - weightfs command line: validate the model completely, then
+ * mount it.  Only this file prints and chooses exit codes. */
+#include "cli/cli.h"
+#include "fuse/wf_fuse.h"
+#include "fuse/wf_log.h"
+#include "fuse/wf_mnt.h"
+#include "model/wf_model.h"
+#include "view/wf_out.h"
+#include "model/wf_set.h"
+#include "mount/wf_tree.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <syslog.h>
+#include <time.h>
+#include <unistd.h>
+
+#ifndef WF_VERSION
+#define WF_VERSION "0.1.0"
+#endif
+
+/* Exit codes: cli.h (documented in docs/weightfs.1). */
+
+struct opts {
+	char *model;       /* first non-option argument */
+	char *mountpoint;  /* second, as typed (libfuse parses it too, after our checks) */
+	int nonempty;      /* -o nonempty: mount over a directory's files (libfuse 3 has no such option) */
+	int npy;           /* -o npy: tensor files are NAME.npy */
+	int suffix;        /* -o suffix: tensor files are NAME.f32, NAME.i64, ... */
+	int help, version;
+	int rw;            /* -o rw: refused, the mount is read-only */
+	char *dtype;       /* -o dtype=f32|f16|bf16|stored */
+};
+
+enum { KEY_NONEMPTY = 1, KEY_RW, KEY_DISCARD, KEY_DTYPE };
+
+#define OPT(t, p) {t, offsetof(struct opts, p), 1}
+static const struct fuse_opt wf_opts[] = {
+	/* a key, not a template: a template would swallow the option */
+	FUSE_OPT_KEY("dtype=", KEY_DTYPE),
+	OPT("npy", npy),
+	OPT("suffix", suffix),
+	FUSE_OPT_KEY("nonempty", KEY_NONEMPTY),
+	FUSE_OPT_KEY("rw", KEY_RW),
+	/* mount(8)'s own options, which an /etc/fstab line may hold and
+	 * mount.fuse3 may pass on: they mean nothing to a FUSE daemon, and
+	 * libfuse would refuse them as unknown */
+	FUSE_OPT_KEY("defaults", KEY_DISCARD),
+	FUSE_OPT_KEY("auto", KEY_DISCARD),
+	FUSE_OPT_KEY("noauto", KEY_DISCARD),
+	FUSE_OPT_KEY("user", KEY_DISCARD),
+	FUSE_OPT_KEY("nouser", KEY_DISCARD),
+	FUSE_OPT_KEY("users", KEY_DISCARD),
+	FUSE_OPT_KEY("owner", KEY_DISCARD),
+	FUSE_OPT_KEY("group", KEY_DISCARD),
+	FUSE_OPT_KEY("_netdev", KEY_DISCARD),
+	FUSE_OPT_KEY("nofail", KEY_DISCARD),
+	FUSE_OPT_KEY("comment=", KEY_DISCARD),
+	OPT("-h", help),
+	OPT("--help", help),
+	OPT("-V", version),
+	OPT("--version", version),
+	FUSE_OPT_END
+};
+
+static int opt_proc(void *data, const char *arg, int key, struct fuse_args *outargs)
+{
+	(void)outargs;
+	struct opts *o = data;
+	if (key == KEY_NONEMPTY) {
+		o->nonempty = 1;
+		return 0; /* ours alone: libfuse 3 would refuse it as unknown */
+	}
+	if (key == KEY_RW) {
+		o->rw = 1;
+		return 0;
+	}
+	if (key == KEY_DTYPE) {
+		/* given twice, the values must agree: a mount whose files are
+		 * not what one of its options says would be a trap */
+		const char *v = arg + strlen("dtype=");
+		if (o->dtype && strcmp(o->dtype, v) != 0) {
+			fprintf(stderr, "weightfs: -o dtype=%s and dtype=%s contradict each other\n", o->dtype, v);
+			return -1;
+		}
+		free(o->dtype);
+		o->dtype = strdup(v);
+		return o->dtype ? 0 : -1;
+	}
+	/* x-systemd.automount and other x-* options are for mount(8) and systemd */
+	if (key == KEY_DISCARD || (key == FUSE_OPT_KEY_OPT && strncmp(arg, "x-", 2) == 0))
+		return 0;
+	if (key == FUSE_OPT_KEY_NONOPT && !o->model) {
+		o->model = strdup(arg);
+		return o->model ? 0 : -1;
+	}
+	if (key == FUSE_OPT_KEY_NONOPT && !o->mountpoint) {
+		o->mountpoint = strdup(arg);
+		if (!o->mountpoint)
+			return -1;
+	}
+	/* the mount point is noted, and still reaches FUSE, as do allow_other
+	 * and libfuse's other options */
+	return 1;
+}
+
+static void usage(const char *prog)
+{
+	printf("usage: %s [options] MODEL MOUNTPOINT\n"
+	       "       %s ls [--json] [-o dtype=T,npy] MODEL\n"
+	       "       %s info [--json] MODEL\n"
+	       "       %s cat [--offset N] [--length N] [-o dtype=T,npy] MODEL TENSOR\n"
+	       "       %s convert [--force] [-o dtype=T] MODEL OUT.safetensors\n\n"
+	       "Mounts a GGUF or safetensors model read-only: every tensor is a file of\n"
+	       "little-endian numbers (float32 for float and quantized types), decoded\n"
+	       "on read.  See weightfs(1).\n\n"
+	       "options:\n"
+	       "    -h, --help             print this help and exit\n"
+	       "    -V, --version          print the version and exit\n"
+	       "    -f                     stay in the foreground\n"
+	       "    -d, -o debug           debug output (implies -f)\n"
+	       "    -s                     single-threaded\n"
+	       "    -o opt[,opt...]        mount options:\n"
+	       "       dtype=T             what tensor files hold: f32 (default, decoded),\n"
+	       "                           f16 or bf16 (rounded to nearest-even), stored\n"
+	       "                           (the file's own bytes; blocks as uint8)\n"
+	       "       npy                 tensor files are NAME.npy, for np.load\n"
+	       "       allow_other         let other users read the mount (non-root users\n"
+	       "                           need user_allow_other in /etc/fuse.conf)\n"
+	       "       allow_root          let root read the mount\n"
+	       "       auto_unmount        unmount when the daemon ends, even if killed\n"
+	       "       nonempty            mount over a directory that has files (hiding them)\n"
+	       "       dtype=T             what float and quantized tensors' files hold: f32\n"
+	       "                           (default), f16, bf16, or stored (the model's bytes)\n"
+	       "       npy                 tensor files are NAME.npy (a .npy header, then the values)\n"
+	       "       suffix              tensor files end in their dtype: NAME.f32, NAME.i64, ...\n"
+	       "                           (desktops then show their type; see weightfs(1))\n"
+	       "       max_threads=N       at most N worker threads (default 10)\n"
+	       "       max_idle_threads=N  at most N idle worker threads\n"
+	       "       clone_fd            one /dev/fuse descriptor per thread\n"
+	       "       other FUSE mount options: see mount.fuse3(8)\n\n"
+	       "MOUNTPOINT must be an empty directory that is not already a mount point.\n"
+	       "Unmount with: fusermount3 -u MOUNTPOINT\n", prog, prog, prog, prog, prog);
+}
+
+/* Opens /dev/null on whichever of descriptors 0, 1 and 2 is closed.  A
+ * daemon started with one closed (systemd units, cron, `nohup ... <&-`)
+ * would otherwise get the model as that descriptor, and fuse_daemonize,
+ * which points 0 to 2 at /dev/null, would then replace the model under
+ * the mount. */
+static int open_std_fds(void)
+{
+	for (int fd = 0; fd < 3; fd++) {
+		if (fcntl(fd, F_GETFD) != -1 || errno != EBADF)
+			continue;
+		int n = open("/dev/null", O_RDWR);
+		if (n < 0)
+			return -1;
+		if (n != fd) { /* the lowest free descriptor is fd; anything else is a bug */
+			close(n);
+			errno = EBADF;
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/* Messages of the serving daemon: to stderr in the foreground, to syslog
+ * once daemonized (stderr is /dev/null then), and through a limiter so a
+ * failure met by every request is a few lines, not thousands a second. */
+static struct wf_limiter log_limiter;
+static bool log_ready, log_syslog;
+
+static void emit_line(void *ctx, const char *line)
+{
+	(void)ctx;
+	if (log_syslog)
+		syslog(LOG_ERR, "%s", line);
+	else
+		fprintf(stderr, "%s\n", line);
+}
+
+static uint64_t now_seconds(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec;
+}
+
+static void say(const char *msg)
+{
+	if (log_ready)
+		wf_limiter_log(&log_limiter, now_seconds(), msg, emit_line, NULL);
+	else
+		emit_line(NULL, msg);
+}
+
+/* libfuse's own messages: debug output (-d) passes untouched. */
+static void fuse_log_to_say(enum fuse_log_level level, const char *fmt, va_list ap)
+{
+	char line[WF_LOG_LINE];
+	if (level == FUSE_LOG_DEBUG) {
+		if (log_syslog)
+			vsyslog(LOG_DEBUG, fmt, ap);
+		else
+			vfprintf(stderr, fmt, ap);
+		return;
+	}
+	vsnprintf(line, sizeof line, fmt, ap);
+	say(line);
+}
+
+static const char *model_name; /* for messages while serving */
+
+static void on_model_changed(void *ctx, const char *part, const char *why)
+{
+	(void)ctx;
+	char line[WF_LOG_LINE];
+	snprintf(line, sizeof line,
+		 "weightfs: %s: %s%s%s since it was mounted; every read of its tensors now fails with EIO "
+		 "(remount to serve the new contents)", model_name, part ? part : "", part ? ": " : "", why);
+	say(line);
+}
+
+/* True if path lies inside (or is) dir, both resolved. */
+static bool inside(const char *path, const char *dir)
+{
+	char rp[PATH_MAX], rd[PATH_MAX];
+	if (!realpath(path, rp) || !realpath(dir, rd))
+		return false;
+	size_t n = strlen(rd);
+	if (strcmp(rd, "/") == 0)
+		return true;
+	return strncmp(rp, rd, n) == 0 && (rp[n] == '/' || rp[n] == '\0');
+}
+
+/* Refuses (with one line on stderr) a mount point on which mounting would
+ * stack a second mount, which then takes several unmounts to clear, or
+ * hide a directory's files.  The checks run before libfuse resolves the
+ * path, which may fail on a dead mount with a less helpful message. */
+static bool mountpoint_ok(const char *mp, const char *model, bool nonempty)
+{
+	struct wf_mnt_info mi;
+	char err[WF_ERRLEN];
+	if (wf_mnt_inspect(mp, "/proc/self/mountinfo", &mi, err) != WF_OK) {
+		fprintf(stderr, "weightfs: %s: mount point: %s\n", mp, err);
+		return false;
+	}
+	switch (mi.state) {
+	case WF_MNT_FREE:
+		return true;
+	case WF_MNT_NONEMPTY:
+		/* a model inside the mount point gets its own, sharper refusal */
+		if (nonempty || inside(model, mp))
+			return true;
+		fprintf(stderr, "weightfs: %s: mount point: not empty (it holds '%s'); mounting would hide "
+			"its files: use an empty directory, or -o nonempty to mount over them\n", mp, mi.entry);
+		return false;
+	case WF_MNT_DEAD:
+		fprintf(stderr, "weightfs: %s: mount point: a dead FUSE mount is there (%s%s%s%sTransport "
+			"endpoint is not connected: its daemon is gone); clear it with: fusermount3 -u %s\n", mp,
+			mi.fstype, *mi.source ? " of " : "", mi.source, *mi.fstype ? ": " : "", mp);
+		return false;
+	case WF_MNT_MOUNTED:
+		if (strncmp(mi.fstype, "fuse", 4) == 0)
+			fprintf(stderr, "weightfs: %s: mount point: already a mount point (%s%s%s); unmount it "
+				"first (fusermount3 -u %s) or choose another directory\n", mp, mi.fstype,
+				*mi.source ? " of " : "", mi.source, mp);
+		else
+			fprintf(stderr, "weightfs: %s: mount point: already a mount point (%s%s%s); choose "
+				"another directory\n", mp, mi.fstype, *mi.source ? " of " : "", mi.source);
+		return false;
+	}
+	return false;
+}
+
+/* Says what to do when mounting failed because /dev/fuse cannot be opened
+ * (libfuse only says that it could not): no FUSE in the kernel or the
+ * container, or a device mode that shuts out non-root users. */
+static void dev_fuse_hint(void)
+{
+	int fd = open("/dev/fuse", O_RDWR | O_CLOEXEC);
+	if (fd >= 0) {
+		close(fd);
+		return;
+	}
+	if (errno == ENOENT || errno == ENODEV || errno == ENXIO)
+		fprintf(stderr, "weightfs: /dev/fuse: %s: load the fuse module (modprobe fuse); in a "
+			"container, pass the device in (docker run --device /dev/fuse --cap-add SYS_ADMIN)\n",
+			strerror(errno));
+	else if (errno == EACCES || errno == EPERM)
+		fprintf(stderr, "weightfs: /dev/fuse: %s: you need read and write access to it; it is "
+			"mode 0666 on Debian and Ubuntu (sudo chmod 0666 /dev/fuse; see README, Non-root use)\n",
+			strerror(errno));
+	else
+		fprintf(stderr, "weightfs: /dev/fuse: %s\n", strerror(errno));
+}
+
+/* Adds "-o fsname=<model>" with the commas and backslashes fuse_opt
+ * would split on escaped. */
+static int add_fsname(struct fuse_args *args, const char *typed)
+{
+	/* df and mount show the fsname: give the absolute path, which says
+	 * which file it is from any directory */
+	char *abs = realpath(typed, NULL);
+	const char *model = abs ? abs : typed;
+	size_t n = strlen(model);
+	char *s = malloc(2 * n + 16);
+	if (!s) {
+		free(abs);
+		return -1;
+	}
+	char *p = stpcpy(s, "-ofsname=");
+	for (size_t i = 0; i < n; i++) {
+		if (model[i] == ',' || model[i] == '\\')
+			*p++ = '\\';
+		*p++ = model[i];
+	}
+	*p = '\0';
+	int rc = fuse_opt_add_arg(args, s);
+	free(s);
+	free(abs);
+	return rc;
+}
+
+/* Parses the mount's command line into o and co.  Returns -1 to go on,
+ * or the exit status when there is nothing to mount (-h, -V, a mistake). */
+static int parse_mount_args(struct fuse_args *args, struct opts *o, struct fuse_cmdline_opts *co,
+			    const char *prog)
+{
+	if (fuse_opt_parse(args, o, wf_opts, opt_proc) != 0)
+		return EXIT_USAGE;
+	if (o->help) {
+		usage(prog);
+		return 0;
+	}
+	if (o->version) {
+		printf("weightfs %s (libfuse %s)\n", WF_VERSION, fuse_pkgversion());
+		return 0;
+	}
+	/* mount(8) passes rw to mount.fuse3 unless the options say ro, so an
+	 * /etc/fstab line without ro also ends here: the message says what to
+	 * write */
+	if (o->rw) {
+		fprintf(stderr, "weightfs: -o rw: weightfs is read-only: remove rw (with mount(8) or in "
+			"/etc/fstab, give ro)\n");
+		return EXIT_USAGE;
+	}
+	if (!o->model || !o->mountpoint) {
+		fprintf(stderr, "usage: %s [options] MODEL MOUNTPOINT  (-h for help)\n", prog);
+		return EXIT_USAGE;
+	}
+	/* libfuse mounts over a regular file, a live or dead mount, and a
+	 * directory's files; each is a mistake */
+	if (!mountpoint_ok(o->mountpoint, o->model, o->nonempty))
+		return EXIT_USAGE;
+	if (fuse_parse_cmdline(args, co) != 0)
+		return EXIT_USAGE;
+	if (!co->mountpoint) {
+		fprintf(stderr, "usage: %s [options] MODEL MOUNTPOINT  (-h for help)\n", prog);
+		return EXIT_USAGE;
+	}
+	return -1;
+}
+
+/* Opens and checks MODEL and builds its tree, all before anything is
+ * mounted.  Returns 0, or the exit status after saying what is wrong. */
+static int load_model(const struct opts *o, const char *mountpoint, struct wf_model **m, struct wf_tree **t)
+{
+	char err[WF_ERRLEN];
+	enum wf_out out = WF_OUT_F32;
+	if (o->dtype && !wf_out_parse(o->dtype, &out)) {
+		fprintf(stderr, "weightfs: -o dtype=%s: unknown output type (f32, f16, bf16 or stored)\n", o->dtype);
+		return EXIT_USAGE;
+	}
+	enum wf_err rc = wf_set_open(m, o->model, err);
+	if (rc == WF_OK && inside(o->model, mountpoint)) {
+		snprintf(err, sizeof err, "lies inside the mount point %s", mountpoint);
+		rc = WF_ERR_IO;
+	}
+	if (rc == WF_OK)
+		rc = wf_model_set_view(*m, out, err);
+	if (rc == WF_OK)
+		rc = wf_tree_build_opts(t, *m, &(struct wf_tree_opts){.npy = o->npy, .suffix = o->suffix}, err);
+	if (rc != WF_OK) {
+		fprintf(stderr, "weightfs: %s: %s\n", o->model, err);
+		return cli_exit_code(rc);
+	}
+	return 0;
+}
+
+/* Serves the mounted session until it is unmounted or signalled; returns
+ * the exit status. */
+static int serve(struct fuse_session *se, const struct fuse_cmdline_opts *co)
+{
+	int ret;
+	if (co->singlethread) {
+		ret = fuse_session_loop(se);
+	} else {
+		struct fuse_loop_config *lc = fuse_loop_cfg_create();
+		if (!lc)
+			return EXIT_NOMEM;
+		fuse_loop_cfg_set_clone_fd(lc, co->clone_fd);
+		/* libfuse leaves these at -1 unless -o max_threads= / max_idle_threads= were given */
+		if (co->max_threads != UINT_MAX && co->max_threads > 0)
+			fuse_loop_cfg_set_max_threads(lc, co->max_threads);
+		if (co->max_idle_threads != UINT_MAX)
+			fuse_loop_cfg_set_idle_threads(lc, co->max_idle_threads);
+		ret = fuse_session_loop_mt(se, lc);
+		fuse_loop_cfg_destroy(lc);
+	}
+	/* The loops return the number of the signal that ended them (SIGTERM,
+	 * SIGINT, SIGHUP: a clean unmount) or -errno when serving failed. */
+	return ret < 0 ? EXIT_USAGE : 0;
+}
+
+/* Mounts, daemonizes unless -f, serves until unmounted, unmounts;
+ * returns the exit status. */
+static int run_session(struct fuse_args *args, struct wf_fs *fs, const struct fuse_cmdline_opts *co)
+{
+	int ret = EXIT_USAGE;
+	struct fuse_session *se = fuse_session_new(args, &wf_fuse_ops, sizeof wf_fuse_ops, fs);
+	if (!se)
+		return ret;
+	if (fuse_set_signal_handlers(se) != 0)
+		goto out_session;
+	if (wf_live_catch_sigbus() != 0) {
+		perror("weightfs: sigaction");
+		goto out_signals;
+	}
+	if (fuse_session_mount(se, co->mountpoint) != 0) {
+		dev_fuse_hint();
+		goto out_signals;
+	}
+	/* The mount exists now: the parent returns only after this point, so
+	 * a script can use the mount on its next line. */
+	if (!co->foreground) {
+		openlog("weightfs", LOG_PID, LOG_DAEMON);
+		log_syslog = true;
+	}
+	fuse_daemonize(co->foreground);
+	ret = serve(se, co);
+	fuse_session_unmount(se);
+out_signals:
+	fuse_remove_signal_handlers(se);
+out_session:
+	fuse_session_destroy(se);
+	return ret;
+}
+
+int main(int argc, char *argv[])
+{
+	/* A command is argv[1] exactly; a model file of that name mounts as ./ls */
+	if (argc > 1 && cli_is_command(argv[1])) {
+		if (open_std_fds() != 0) {
+			perror("weightfs: /dev/null");
+			return EXIT_USAGE;
+		}
+		return cli_main(argc, argv);
+	}
+	struct fuse_args args = FUSE_ARGS_INIT(argc, argv);
+	struct opts o = {0};
+	struct fuse_cmdline_opts co = {0};
+	struct wf_model *m = NULL;
+	struct wf_tree *t = NULL;
+	struct wf_live live = {0};
+	int ret = EXIT_USAGE;
+
+	if (open_std_fds() != 0) {
+		/* nowhere to print to, probably; try anyway */
+		perror("weightfs: /dev/null");
+		goto out_args;
+	}
+	if (wf_limiter_init(&log_limiter) == 0)
+		log_ready = true;
+	fuse_set_log_func(fuse_log_to_say);
+
+	if ((ret = parse_mount_args(&args, &o, &co, argv[0])) >= 0)
+		goto out_args;
+	if ((ret = load_model(&o, co.mountpoint, &m, &t)) != 0)
+		goto out_model;
+	ret = EXIT_NOMEM;
+	struct wf_fs fs = {
+		.m = m, .t = t, .uid = getuid(), .gid = getgid(), .timeout = 86400.0 * 365,
+		.live = &live,
+	};
+	if (wf_live_init(&live, m, wf_tree_seg, t, on_model_changed, NULL) != WF_OK)
+		goto out_model;
+	model_name = o.model;
+	/* read-only at the VFS too, so writes fail with EROFS before reaching
+	 * us; default_permissions always: the modes are the policy, allow_other
+	 * or not */
+	if (fuse_opt_add_arg(&args, "-oro,subtype=weightfs,default_permissions") != 0 ||
+	    add_fsname(&args, o.model) != 0)
+		goto out_model;
+
+	ret = run_session(&args, &fs, &co);
+out_model:
+	wf_live_free(&live);
+	wf_tree_free(t);
+	wf_model_free(m);
+out_args:
+	free(co.mountpoint);
+	free(o.mountpoint);
+	free(o.model);
+	free(o.dtype);
+	fuse_opt_free_args(&args);
+	if (log_ready)
+		wf_limiter_destroy(&log_limiter);
+	return ret;
+}

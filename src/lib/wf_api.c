@@ -1,0 +1,313 @@
+/* wf_api.c - the public library (weightfs.h) over wf_set, wf_out and
+ * wf_live.  The only file whose functions libweightfs.so exports: every
+ * other object is built with hidden visibility. */
+#include "lib/weightfs.h"
+#include "base/wf_buf.h"
+#include "base/wf_hash.h"
+#include "view/wf_live.h"
+#include "view/wf_out.h"
+#include "model/wf_set.h"
+#include "codec/wf_types.h"
+#include "view/wf_view.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* The public codes are the library's own, plus one. */
+_Static_assert((int)WEIGHTFS_ENOMEM == (int)WF_ERR_NOMEM && (int)WEIGHTFS_ECHANGED == (int)WF_ERR_CHANGED &&
+		       (int)WEIGHTFS_ERANGE == (int)WF_ERR_RANGE && (int)WEIGHTFS_EFORMAT == (int)WF_ERR_FORMAT,
+	       "weightfs.h codes must match enum wf_err");
+_Static_assert((int)WEIGHTFS_F32 == (int)WF_OUT_F32 && (int)WEIGHTFS_STORED == (int)WF_OUT_STORED,
+	       "weightfs.h dtypes must match enum wf_out");
+_Static_assert(WEIGHTFS_MAX_DIMS == WF_MAX_DIMS, "weightfs.h WEIGHTFS_MAX_DIMS");
+
+/* Below this many bytes per thread, starting a thread costs more than the
+ * decode it takes over. */
+#define PAR_MIN_BYTES (1u << 20)
+#define PAR_MAX_THREADS 256
+
+struct weightfs_model {
+	struct wf_model *m;
+	struct wf_live lv;
+	struct wf_names names; /* tensor name -> index */
+	enum wf_out out;       /* for WEIGHTFS_DEFAULT */
+};
+
+static int fail(char *err, size_t errlen, int code, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+static int fail(char *err, size_t errlen, int code, const char *fmt, ...)
+{
+	if (err && errlen) {
+		va_list ap;
+		va_start(ap, fmt);
+		vsnprintf(err, errlen, fmt, ap);
+		va_end(ap);
+	}
+	return code;
+}
+
+static pthread_once_t sigbus_once = PTHREAD_ONCE_INIT;
+static int sigbus_rc;
+
+static void install_sigbus(void)
+{
+	sigbus_rc = wf_live_catch_sigbus();
+}
+
+WEIGHTFS_API int weightfs_open(const char *path, int dtype, weightfs_model **out, char *err, size_t errlen)
+{
+	char msg[WF_ERRLEN];
+	if (out)
+		*out = NULL;
+	if (!path || !out)
+		return fail(err, errlen, WEIGHTFS_EINVAL, "weightfs_open: path and out must not be NULL");
+	if (dtype < WEIGHTFS_F32 || dtype > WEIGHTFS_STORED)
+		return fail(err, errlen, WEIGHTFS_EINVAL, "%s: unknown output dtype %d", path, dtype);
+	/* Before the model is mapped: a fault must never find no handler. */
+	pthread_once(&sigbus_once, install_sigbus);
+	if (sigbus_rc != 0)
+		return fail(err, errlen, WEIGHTFS_EIO, "%s: cannot install the SIGBUS handler", path);
+	weightfs_model *h = calloc(1, sizeof *h);
+	if (!h)
+		return fail(err, errlen, WEIGHTFS_ENOMEM, "%s: out of memory", path);
+	h->out = (enum wf_out)dtype;
+	enum wf_err rc = wf_set_open(&h->m, path, msg);
+	if (rc != WF_OK) {
+		free(h);
+		return fail(err, errlen, (int)rc, "%s: %s", path, msg);
+	}
+	if (wf_live_init(&h->lv, h->m, NULL, NULL, NULL, NULL) != WF_OK || !wf_names_init(&h->names, h->m->n_tensors)) {
+		weightfs_close(h);
+		return fail(err, errlen, WEIGHTFS_ENOMEM, "%s: out of memory", path);
+	}
+	for (size_t i = 0; i < h->m->n_tensors; i++) {
+		const struct wf_tensor *t = &h->m->tensors[i];
+		/* names are unique: every parser and wf_set refuse duplicates */
+		wf_names_put(&h->names, t->name, t->name_len, (uint32_t)i);
+	}
+	*out = h;
+	return WEIGHTFS_OK;
+}
+
+WEIGHTFS_API void weightfs_close(weightfs_model *h)
+{
+	if (!h)
+		return;
+	wf_names_free(&h->names);
+	wf_live_free(&h->lv);
+	wf_model_free(h->m);
+	free(h);
+}
+
+WEIGHTFS_API size_t weightfs_n_tensors(const weightfs_model *h)
+{
+	return h ? h->m->n_tensors : 0;
+}
+
+WEIGHTFS_API int64_t weightfs_find(const weightfs_model *h, const char *name, size_t len)
+{
+	if (!h || !name || h->m->n_tensors == 0)
+		return -1;
+	uint32_t v = wf_names_get(&h->names, name, len);
+	return v == WF_NAMES_NONE ? -1 : (int64_t)v;
+}
+
+/* A copy of tensor i with its view set for dtype: reads in any dtype share
+ * one model, and the copy shares the model's name and shape arrays. */
+static int view_of(const weightfs_model *h, size_t i, int dtype, struct wf_tensor *t, char *err, size_t errlen)
+{
+	char msg[WF_ERRLEN];
+	if (!h)
+		return fail(err, errlen, WEIGHTFS_EINVAL, "no model");
+	if (i >= h->m->n_tensors)
+		return fail(err, errlen, WEIGHTFS_EINVAL, "tensor index %zu: the model has %zu tensors", i,
+			    h->m->n_tensors);
+	if (dtype == WEIGHTFS_DEFAULT)
+		dtype = (int)h->out;
+	if (dtype < WEIGHTFS_F32 || dtype > WEIGHTFS_STORED)
+		return fail(err, errlen, WEIGHTFS_EINVAL, "unknown output dtype %d", dtype);
+	*t = h->m->tensors[i];
+	enum wf_err rc = wf_tensor_set_view(t, (enum wf_out)dtype, msg);
+	if (rc != WF_OK)
+		return fail(err, errlen, (int)rc, "%s", msg);
+	return WEIGHTFS_OK;
+}
+
+WEIGHTFS_API int weightfs_tensor_info(const weightfs_model *h, size_t i, int dtype, struct weightfs_tensor_info *info,
+				      char *err, size_t errlen)
+{
+	struct wf_tensor t;
+	if (!info)
+		return fail(err, errlen, WEIGHTFS_EINVAL, "weightfs_tensor_info: info must not be NULL");
+	int rc = view_of(h, i, dtype, &t, err, errlen);
+	if (rc != WEIGHTFS_OK)
+		return rc;
+	const struct wf_type *ty = wf_type_get(t.type);
+	memset(info, 0, sizeof *info);
+	info->name = t.name;
+	info->name_len = t.name_len;
+	info->type = ty && ty->name ? ty->name : "?";
+	info->dtype = wf_view_dtype(&t);
+	info->elem_size = wf_view_elem_size(&t);
+	info->ndim = wf_view_shape(&t, info->shape);
+	info->nelems = 1;
+	for (uint32_t d = 0; d < info->ndim; d++)
+		info->nelems *= info->shape[d];
+	info->size = t.size;
+	const struct wf_part *p = &h->m->parts[t.part];
+	info->file = p->name ? p->name : "";
+	info->offset = t.offset;
+	info->nbytes = t.nbytes;
+	info->readable = t.vk != WF_VK_NONE;
+	return WEIGHTFS_OK;
+}
+
+/* A failed read's one line: what changed, or why the bytes cannot be served. */
+static int read_fail(weightfs_model *h, const struct wf_tensor *t, enum wf_err rc, char *err, size_t errlen)
+{
+	char q[96], why[WF_ERRLEN] = "";
+	const struct wf_type *ty = wf_type_get(t->type);
+	wf_quote(q, sizeof q, t->name, t->name_len);
+	if (rc == WF_ERR_CHANGED) {
+		const char *part = NULL;
+		for (uint32_t p = 0; p < h->m->n_parts; p++) {
+			if (wf_model_check(h->m, p, why) != WF_OK) {
+				part = h->m->parts[p].name;
+				break;
+			}
+		}
+		return fail(err, errlen, WEIGHTFS_ECHANGED, "tensor %s: %s%s changed since the model was opened%s%s",
+			    q, part ? "file " : "a file of the model", part ? part : "", why[0] ? ": " : "", why);
+	}
+	if (rc == WF_ERR_RANGE && t->vk == WF_VK_NONE)
+		return fail(err, errlen, WEIGHTFS_ERANGE, "tensor %s: type %s cannot be decoded (read it as stored)",
+			    q, ty && ty->name ? ty->name : "?");
+	if (rc == WF_ERR_RANGE)
+		return fail(err, errlen, WEIGHTFS_ERANGE, "tensor %s: its bytes are not in the file", q);
+	return fail(err, errlen, (int)rc, "tensor %s: read failed", q);
+}
+
+WEIGHTFS_API int weightfs_read(weightfs_model *h, size_t i, int dtype, uint64_t offset, size_t len, void *buf,
+			       size_t *got, char *err, size_t errlen)
+{
+	struct wf_tensor t;
+	size_t n = 0;
+	if (got)
+		*got = 0;
+	if (!got || (!buf && len))
+		return fail(err, errlen, WEIGHTFS_EINVAL, "weightfs_read: buf and got must not be NULL");
+	int rc = view_of(h, i, dtype, &t, err, errlen);
+	if (rc != WEIGHTFS_OK)
+		return rc;
+	enum wf_err wrc = wf_live_read_view(&h->lv, &t, offset, len, buf, &n);
+	if (wrc != WF_OK)
+		return read_fail(h, &t, wrc, err, errlen);
+	*got = n;
+	return WEIGHTFS_OK;
+}
+
+struct piece {
+	weightfs_model *h;
+	const struct wf_tensor *t;
+	uint64_t off;
+	size_t len;
+	uint8_t *out;
+	size_t got;
+	enum wf_err rc;
+};
+
+static void *run_piece(void *arg)
+{
+	struct piece *p = arg;
+	p->rc = wf_live_read_view(&p->h->lv, p->t, p->off, p->len, p->out, &p->got);
+	return NULL;
+}
+
+WEIGHTFS_API int weightfs_read_parallel(weightfs_model *h, size_t i, int dtype, uint64_t offset, size_t len,
+					void *buf, size_t *got, unsigned nthreads, char *err, size_t errlen)
+{
+	struct wf_tensor t;
+	if (got)
+		*got = 0;
+	if (!got || (!buf && len))
+		return fail(err, errlen, WEIGHTFS_EINVAL, "weightfs_read_parallel: buf and got must not be NULL");
+	int rc = view_of(h, i, dtype, &t, err, errlen);
+	if (rc != WEIGHTFS_OK)
+		return rc;
+	/* clip to the tensor, so the pieces split only what will be read */
+	if (offset >= t.size)
+		len = 0;
+	else if (len > t.size - offset)
+		len = (size_t)(t.size - offset);
+	if (nthreads == 0) {
+		long n = sysconf(_SC_NPROCESSORS_ONLN);
+		nthreads = n > 0 ? (unsigned)n : 1;
+	}
+	if (nthreads > PAR_MAX_THREADS)
+		nthreads = PAR_MAX_THREADS;
+	if (nthreads > len / PAR_MIN_BYTES)
+		nthreads = (unsigned)(len / PAR_MIN_BYTES);
+	if (nthreads <= 1)
+		return weightfs_read(h, i, dtype, offset, len, buf, got, err, errlen);
+
+	/* piece size: a whole number of blocks, so every boundary after the
+	 * first is one (offset itself may fall inside a block), no block is
+	 * decoded twice, and whole blocks land straight in buf */
+	uint64_t blk = wf_view_block_bytes(&t);
+	uint64_t per = (len / nthreads + blk - 1) / blk * blk;
+	struct piece pc[PAR_MAX_THREADS];
+	pthread_t tid[PAR_MAX_THREADS];
+	bool started[PAR_MAX_THREADS] = {false};
+	unsigned n = 0;
+	for (uint64_t done = 0; done < len && n < nthreads; n++) {
+		uint64_t end = n + 1 == nthreads ? len : (offset + done + per) / blk * blk - offset;
+		if (end > len)
+			end = len;
+		if (end <= done)
+			end = len;
+		pc[n] = (struct piece){.h = h, .t = &t, .off = offset + done, .len = (size_t)(end - done),
+				       .out = (uint8_t *)buf + done, .rc = WF_OK};
+		done = end;
+	}
+	/* the caller's thread takes the first piece; a thread that cannot
+	 * start leaves its piece to it as well */
+	for (unsigned k = 1; k < n; k++)
+		started[k] = pthread_create(&tid[k], NULL, run_piece, &pc[k]) == 0;
+	run_piece(&pc[0]);
+	for (unsigned k = 1; k < n; k++) {
+		if (started[k])
+			pthread_join(tid[k], NULL);
+		else
+			run_piece(&pc[k]);
+	}
+	size_t total = 0;
+	for (unsigned k = 0; k < n; k++) {
+		if (pc[k].rc != WF_OK)
+			return read_fail(h, &t, pc[k].rc, err, errlen);
+		total += pc[k].got;
+	}
+	*got = total;
+	return WEIGHTFS_OK;
+}
+
+WEIGHTFS_API const char *weightfs_metadata_json(const weightfs_model *h, size_t *len)
+{
+	static const char empty[] = "{}";
+	const char *s = h && h->m->metadata_json ? h->m->metadata_json : empty;
+	if (len)
+		*len = h && h->m->metadata_json ? h->m->metadata_json_len : sizeof empty - 1;
+	return s;
+}
+
+WEIGHTFS_API int weightfs_dtype_parse(const char *name)
+{
+	enum wf_out out;
+	return name && wf_out_parse(name, &out) ? (int)out : -1;
+}
+
+WEIGHTFS_API const char *weightfs_version(void)
+{
+	return WEIGHTFS_VERSION;
+}

@@ -1,0 +1,129 @@
+/* wf_model.h - a parsed model file, in terms neither format owns.
+ *
+ * A model is the mapped file plus one descriptor per tensor.  Parsing
+ * validates every number before it is used; a model that parsed is safe
+ * to serve: every tensor's bytes lie inside the mapping and its view size
+ * does not overflow.
+ */
+#ifndef WF_MODEL_H
+#define WF_MODEL_H
+
+#include "base/wf_common.h"
+
+#include <stdint.h>
+#include <sys/stat.h>
+
+/* GGUF allows 4 dims (GGML_MAX_DIMS); numpy allows 32, safetensors follows. */
+#define WF_MAX_DIMS 32
+
+enum wf_format {
+	WF_FMT_GGUF,
+	WF_FMT_SAFETENSORS,
+};
+
+struct wf_tensor {
+	char *name;          /* name bytes as stored, NUL-terminated; may hold NUL or invalid UTF-8 */
+	size_t name_len;     /* bytes in name, excluding the terminator */
+	int type;            /* row id in the type table (wf_types.h) */
+	uint32_t ndim;       /* number of dims; 0 for a scalar */
+	uint64_t *shape;     /* [ndim] row-major numpy order, outermost first (GGUF ne reversed) */
+	uint64_t nelems;     /* product of shape (1 for a scalar) */
+	uint64_t offset;     /* absolute byte offset of the data in the model file */
+	uint64_t nbytes;     /* bytes of data in the model file */
+	uint64_t size;       /* bytes of the tensor's file in the mount: nelems * view element size */
+	uint32_t part;       /* index into model->parts: the file the data is in */
+	uint8_t vk;          /* enum wf_vk: what the tensor's file holds (wf_out.h); 0 = the type's default */
+};
+
+/* How a tensor's file is made from its bytes in the model file. */
+enum wf_vk {
+	WF_VK_DEFAULT = 0, /* unset: the type's own view (float32 decode, or raw) */
+	WF_VK_NONE,        /* no decoder: reads fail with EIO */
+	WF_VK_RAW,         /* the stored bytes, unchanged */
+	WF_VK_F32,         /* decoded to float32 */
+	WF_VK_F16,         /* decoded to float32, rounded to IEEE half */
+	WF_VK_BF16,        /* decoded to float32, rounded to bfloat16 */
+};
+
+/* One file a model's tensors live in: the file itself for a single-file
+ * model, one part of a split GGUF or one shard of a safetensors set. */
+struct wf_part {
+	char *name;          /* file name in its folder, as tensors.json gives it; NULL for a buffer */
+	char *path;          /* path to reopen it by (absolute); NULL for a buffer */
+	const uint8_t *data; /* its bytes: the read-only mapping, or a caller's buffer */
+	uint64_t len;        /* bytes at data */
+	int fd;              /* open read-only; -1 for a buffer, or when closed to spare descriptors */
+	struct stat st;      /* of the file when opened: the identity the mount serves */
+	void *map;           /* mmap base to unmap, or NULL */
+};
+
+/* A small file of a model folder shown at the mount's root (config.json,
+ * tokenizer.json, ...), read into memory when the model is opened. */
+struct wf_sidecar {
+	char *name;
+	char *data;
+	uint64_t len;
+};
+
+struct wf_model {
+	enum wf_format format;
+	const uint8_t *data;     /* the whole file, mapped read-only (or a caller's buffer) */
+	uint64_t data_len;       /* bytes at data */
+	uint32_t version;        /* GGUF version (2 or 3); 0 for safetensors */
+	uint32_t alignment;      /* GGUF data alignment; 1 for safetensors */
+	uint64_t data_offset;    /* where tensor data starts: GGUF data section, safetensors 8 + N */
+	uint64_t n_kv;           /* GGUF key/value pairs, or safetensors __metadata__ entries */
+	int64_t split_no;        /* GGUF split.no: this file's place in a split set, 0-based; -1 if absent */
+	int64_t split_count;     /* GGUF split.count: files in the set; -1 if absent */
+	int64_t split_tensors;   /* GGUF split.tensors.count: tensors in the whole set; -1 if absent */
+	struct wf_tensor *tensors; /* [n_tensors], in the order the file lists them */
+	size_t n_tensors;
+	char *metadata_json;     /* metadata.json: GGUF key/values or safetensors __metadata__ */
+	size_t metadata_json_len;
+	struct wf_part *parts;   /* [n_parts]: the files behind the tensors; parts[0] holds data */
+	uint32_t n_parts;
+	struct wf_sidecar *sidecars; /* [n_sidecars]: a model folder's other small files */
+	size_t n_sidecars;
+	char *parts_json;        /* parts.json for a model of several files, else NULL */
+	size_t parts_json_len;
+};
+
+/* Whether part `part` of m is still the file that was opened: the
+ * same device, inode, size and modification time, and the same change
+ * time unless the link count changed too.  A read compares this after it
+ * has copied or decoded its bytes: a writer that shrinks or rewrites the
+ * file during the copy leaves zeros or a mix of old and new bytes that no
+ * range check can tell from data, but it always moves the size or the
+ * modification time first.  A change of link count alone (the name was
+ * replaced by rename, unlinked, or linked) leaves the contents as they
+ * were, though it moves the change time.  Returns WF_OK; WF_ERR_CHANGED
+ * with what changed in err (may be NULL); or WF_ERR_IO if fstat fails.
+ * A part parsed from a buffer never changes.  A part whose descriptor was
+ * closed (more parts than descriptors) is looked up by its path; a file
+ * that was replaced by rename is then another file, and counts as a
+ * change. */
+enum wf_err wf_model_check(const struct wf_model *m, uint32_t part, char *err);
+
+/* Frees descriptors and unmaps; safe on a partly built model and on NULL. */
+void wf_model_free(struct wf_model *m);
+
+/* Allocates an empty model for a parser; NULL when out of memory. */
+struct wf_model *wf_model_new(enum wf_format fmt, const uint8_t *buf, uint64_t len);
+
+/* Fills t->nelems, t->nbytes and t->size from t->type and t->shape, checking
+ * that the shape suits the type's blocks (the innermost dim, or for
+ * safetensors the element count, is a whole number of blocks) and that
+ * nothing overflows.  `inner_only` selects GGUF's rule (ne[0] % blck). */
+enum wf_err wf_tensor_sizes(struct wf_tensor *t, bool inner_only, char *err);
+
+/* A tensor's bytes [begin, end) in its file: both parsers sort these to
+ * find overlaps (and safetensors, gaps). */
+struct wf_span {
+	uint64_t begin, end;
+	size_t tensor;
+};
+
+/* qsort order: by begin, then end, then tensor index. */
+int wf_span_cmp(const void *a, const void *b);
+
+#endif

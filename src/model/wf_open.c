@@ -1,0 +1,99 @@
+/* wf_open.c - opening and mapping one model file; format dispatch. */
+#include "model/wf_open.h"
+#include "model/wf_gguf.h"
+#include "model/wf_st.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* What a file that is neither format seems to be, for the message. */
+static const char *looks_like(const uint8_t *buf, uint64_t len)
+{
+	if (len >= 4 && memcmp(buf, "PK\3\4", 4) == 0)
+		return " (it is a zip archive, as PyTorch .bin and .pt files are)";
+	if (len >= 2 && buf[0] == 0x80 && buf[1] >= 2 && buf[1] <= 5)
+		return " (it is a Python pickle)";
+	if (len == 0)
+		return " (it is empty)";
+	uint64_t n = len < 512 ? len : 512, text = 0;
+	for (uint64_t i = 0; i < n; i++)
+		text += (buf[i] >= 0x20 && buf[i] < 0x7F) || buf[i] == '\n' || buf[i] == '\r' || buf[i] == '\t' ||
+			buf[i] >= 0x80;
+	return text == n ? " (it is text)" : "";
+}
+
+enum wf_err wf_model_parse(struct wf_model **out, const uint8_t *buf, uint64_t len,
+			   const char *hint, char *err)
+{
+	*out = NULL;
+	bool gguf_magic = wf_gguf_magic(buf, len);
+	size_t hl = hint ? strlen(hint) : 0;
+	bool gguf_name = hl >= 5 && strcasecmp(hint + hl - 5, ".gguf") == 0;
+	if (gguf_magic || (gguf_name && !(len >= 9 && (buf[8] == '{' || buf[8] == ' '))))
+		return wf_gguf_parse(out, buf, len, err);
+	bool st_name = hl >= 12 && strcasecmp(hint + hl - 12, ".safetensors") == 0;
+	if (!st_name && (len < 9 || buf[8] != '{'))
+		return wf_fail(err, WF_ERR_FORMAT, "not a GGUF or safetensors file%s", looks_like(buf, len));
+	return wf_st_parse(out, buf, len, err);
+}
+
+enum wf_err wf_model_open(struct wf_model **out, const char *path, char *err)
+{
+	*out = NULL;
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	if (fd < 0)
+		return wf_fail(err, WF_ERR_IO, "cannot open: %s", strerror(errno));
+	struct stat st;
+	if (fstat(fd, &st) != 0) {
+		int e = errno;
+		close(fd);
+		return wf_fail(err, WF_ERR_IO, "cannot stat: %s", strerror(e));
+	}
+	if (!S_ISREG(st.st_mode)) {
+		close(fd);
+		return wf_fail(err, WF_ERR_IO, "not a regular file");
+	}
+	void *map = NULL;
+	if (st.st_size > 0) {
+		map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_SHARED, fd, 0);
+		if (map == MAP_FAILED) {
+			int e = errno;
+			close(fd);
+			return wf_fail(err, WF_ERR_IO, "cannot map: %s", strerror(e));
+		}
+	}
+	static const uint8_t empty[1];
+	const uint8_t *buf = map ? map : empty;
+	struct wf_model *m;
+	enum wf_err rc = wf_model_parse(&m, buf, (uint64_t)st.st_size, path, err);
+	if (rc != WF_OK) {
+		if (map)
+			munmap(map, (size_t)st.st_size);
+		close(fd);
+		return rc;
+	}
+	struct wf_part *p = &m->parts[0];
+	const char *base = strrchr(path, '/');
+	p->name = strdup(base ? base + 1 : path);
+	p->path = realpath(path, NULL);
+	if (!p->name || !p->path) {
+		int e = errno;
+		if (map)
+			munmap(map, (size_t)st.st_size);
+		close(fd);
+		wf_model_free(m);
+		return e == ENOMEM ? wf_fail(err, WF_ERR_NOMEM, "out of memory")
+				   : wf_fail(err, WF_ERR_IO, "cannot resolve its path: %s", strerror(e));
+	}
+	p->fd = fd;
+	p->st = st;
+	p->map = map;
+	*out = m;
+	return WF_OK;
+}

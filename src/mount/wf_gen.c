@@ -1,0 +1,527 @@
+/* wf_gen.c - generated file contents (see wf_gen.h). */
+#include "mount/wf_gen.h"
+#include "base/wf_buf.h"
+#include "base/wf_hash.h"
+#include "view/wf_out.h"
+#include "codec/wf_types.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ----------------------------------------------------------------- .npy */
+
+size_t wf_npy_header(const struct wf_tensor *t, char *out)
+{
+	uint64_t dims[WF_MAX_DIMS];
+	uint32_t nd = wf_view_shape(t, dims);
+	char dict[WF_NPY_HEADER_MAX];
+	int k = snprintf(dict, sizeof dict, "{'descr': '%s', 'fortran_order': False, 'shape': (", wf_view_descr(t));
+	for (uint32_t d = 0; d < nd; d++)
+		k += snprintf(dict + k, sizeof dict - (size_t)k, d ? ", %" PRIu64 : "%" PRIu64, dims[d]);
+	k += snprintf(dict + k, sizeof dict - (size_t)k, nd == 1 ? ",), }" : "), }");
+	/* magic (6), version (2), header length (2), dict, padding, '\n' */
+	size_t total = (10 + (size_t)k + 1 + 63) / 64 * 64;
+	memcpy(out, "\x93NUMPY\x01\x00", 8);
+	size_t hl = total - 10;
+	out[8] = (char)(hl & 0xff);
+	out[9] = (char)(hl >> 8);
+	memcpy(out + 10, dict, (size_t)k);
+	memset(out + 10 + k, ' ', total - 10 - (size_t)k - 1);
+	out[total - 1] = '\n';
+	return total;
+}
+
+/* ---------------------------------------------------- scanning our JSON */
+
+static size_t skip_ws(const char *s, size_t n, size_t i)
+{
+	while (i < n && (s[i] == ' ' || s[i] == '\n' || s[i] == '\t' || s[i] == '\r'))
+		i++;
+	return i;
+}
+
+/* The end (one past the closing quote) of the string at s[i] == '"', or 0. */
+static size_t string_end(const char *s, size_t n, size_t i)
+{
+	for (i++; i < n; i++) {
+		if (s[i] == '\\')
+			i++;
+		else if (s[i] == '"')
+			return i + 1;
+	}
+	return 0;
+}
+
+/* The end of the JSON value at s[i], or 0. */
+static size_t value_end(const char *s, size_t n, size_t i)
+{
+	if (i >= n)
+		return 0;
+	if (s[i] == '"')
+		return string_end(s, n, i);
+	if (s[i] != '[' && s[i] != '{') {
+		while (i < n && !strchr(",}] \n\t\r", s[i]))
+			i++;
+		return i;
+	}
+	size_t depth = 0;
+	while (i < n) {
+		if (s[i] == '"') {
+			i = string_end(s, n, i);
+			if (!i)
+				return 0;
+			continue;
+		}
+		if (s[i] == '[' || s[i] == '{')
+			depth++;
+		else if ((s[i] == ']' || s[i] == '}') && --depth == 0)
+			return i + 1;
+		i++;
+	}
+	return 0;
+}
+
+static unsigned hex4(const char *p)
+{
+	unsigned v = 0;
+	for (int k = 0; k < 4; k++) {
+		char c = p[k];
+		v = v * 16 + (unsigned)(c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10
+					: c >= 'A' && c <= 'F' ? c - 'A' + 10 : 0);
+	}
+	return v;
+}
+
+static void put_utf8(struct wf_buf *b, unsigned cp)
+{
+	char u[4];
+	size_t k;
+	if (cp < 0x80) {
+		u[0] = (char)cp, k = 1;
+	} else if (cp < 0x800) {
+		u[0] = (char)(0xc0 | cp >> 6), u[1] = (char)(0x80 | (cp & 0x3f)), k = 2;
+	} else if (cp < 0x10000) {
+		u[0] = (char)(0xe0 | cp >> 12), u[1] = (char)(0x80 | ((cp >> 6) & 0x3f));
+		u[2] = (char)(0x80 | (cp & 0x3f)), k = 3;
+	} else {
+		u[0] = (char)(0xf0 | cp >> 18), u[1] = (char)(0x80 | ((cp >> 12) & 0x3f));
+		u[2] = (char)(0x80 | ((cp >> 6) & 0x3f)), u[3] = (char)(0x80 | (cp & 0x3f)), k = 4;
+	}
+	wf_buf_put(b, u, k);
+}
+
+/* Appends the bytes the JSON string s[i..end) stands for: escapes undone,
+ * \udcXX (our stand-in for a byte that is not UTF-8) back to that byte. */
+static void decode_string(const char *s, size_t i, size_t end, struct wf_buf *b)
+{
+	for (i++, end--; i < end; i++) {
+		if (s[i] != '\\') {
+			wf_buf_putc(b, s[i]);
+			continue;
+		}
+		char c = s[++i];
+		switch (c) {
+		case 'n': wf_buf_putc(b, '\n'); break;
+		case 't': wf_buf_putc(b, '\t'); break;
+		case 'r': wf_buf_putc(b, '\r'); break;
+		case 'b': wf_buf_putc(b, '\b'); break;
+		case 'f': wf_buf_putc(b, '\f'); break;
+		case 'u': {
+			if (i + 4 >= end)
+				return;
+			unsigned cp = hex4(s + i + 1);
+			i += 4;
+			if (cp >= 0xd800 && cp < 0xdc00 && i + 6 < end && s[i + 1] == '\\' && s[i + 2] == 'u') {
+				unsigned lo = hex4(s + i + 3);
+				if (lo >= 0xdc00 && lo < 0xe000) {
+					put_utf8(b, 0x10000 + ((cp - 0xd800) << 10) + (lo - 0xdc00));
+					i += 6;
+					break;
+				}
+			}
+			if (cp >= 0xdc80 && cp <= 0xdcff)
+				wf_buf_putc(b, (char)(cp & 0xff));
+			else
+				put_utf8(b, cp);
+			break;
+		}
+		default: wf_buf_putc(b, c); break; /* \" \\ \/ */
+		}
+	}
+}
+
+/* Appends s[0..n) as a JSON string that is valid UTF-8 throughout, as
+ * safetensors readers require: a byte that is not part of valid UTF-8
+ * becomes the character U+00XX. */
+static void json_str_utf8(struct wf_buf *b, const char *s, size_t n)
+{
+	size_t i = 0, from = 0;
+	struct wf_buf tmp = {0};
+	bool clean = true;
+	while (i < n) {
+		uint8_t c = (uint8_t)s[i];
+		size_t l = c < 0x80 ? 1 : wf_utf8_seq((const uint8_t *)s + i, n - i);
+		if (l == 0) {
+			if (clean) {
+				clean = false;
+				wf_buf_put(&tmp, s, i);
+			} else {
+				wf_buf_put(&tmp, s + from, i - from);
+			}
+			put_utf8(&tmp, c);
+			from = ++i;
+			continue;
+		}
+		i += l;
+	}
+	if (clean) {
+		wf_buf_json_str(b, s, n);
+		return;
+	}
+	wf_buf_put(&tmp, s + from, n - from);
+	if (tmp.oom)
+		b->oom = true;
+	else
+		wf_buf_json_str(b, tmp.data, tmp.len);
+	wf_buf_free(&tmp);
+}
+
+/* Calls fn for each key/value of the top-level object in json. */
+typedef void (*kv_fn)(void *ctx, const char *json, size_t k0, size_t k1, size_t v0, size_t v1);
+
+static enum wf_err each_kv(const char *s, size_t n, kv_fn fn, void *ctx)
+{
+	size_t i = skip_ws(s, n, 0);
+	if (i >= n || s[i] != '{')
+		return WF_ERR_FORMAT;
+	i = skip_ws(s, n, i + 1);
+	while (i < n && s[i] != '}') {
+		if (s[i] != '"')
+			return WF_ERR_FORMAT;
+		size_t k1 = string_end(s, n, i);
+		if (!k1)
+			return WF_ERR_FORMAT;
+		size_t c = skip_ws(s, n, k1);
+		if (c >= n || s[c] != ':')
+			return WF_ERR_FORMAT;
+		size_t v0 = skip_ws(s, n, c + 1), v1 = value_end(s, n, v0);
+		if (!v1)
+			return WF_ERR_FORMAT;
+		fn(ctx, s, i, k1, v0, v1);
+		i = skip_ws(s, n, v1);
+		if (i < n && s[i] == ',')
+			i = skip_ws(s, n, i + 1);
+	}
+	return WF_OK;
+}
+
+/* ------------------------------------------------------ metadata files */
+
+struct meta_ctx {
+	struct wf_buf text;
+	struct wf_meta_file *files;
+	size_t n, cap;
+	size_t *name_at, *data_at; /* offsets into text until it stops moving */
+	bool *in_text;
+	bool oom;
+};
+
+static void meta_kv(void *vctx, const char *s, size_t k0, size_t k1, size_t v0, size_t v1)
+{
+	struct meta_ctx *c = vctx;
+	if (c->n == c->cap) {
+		size_t cap = c->cap ? 2 * c->cap : 64;
+		struct wf_meta_file *f = realloc(c->files, cap * sizeof *f);
+		size_t *na = f ? realloc(c->name_at, cap * sizeof *na) : NULL;
+		if (f)
+			c->files = f;
+		if (na)
+			c->name_at = na;
+		size_t *da = na ? realloc(c->data_at, cap * sizeof *da) : NULL;
+		if (da)
+			c->data_at = da;
+		bool *it = da ? realloc(c->in_text, cap * sizeof *it) : NULL;
+		if (it)
+			c->in_text = it;
+		if (!it) {
+			c->oom = true;
+			return;
+		}
+		c->cap = cap;
+	}
+	struct wf_meta_file *f = &c->files[c->n];
+	c->name_at[c->n] = c->text.len;
+	decode_string(s, k0, k1, &c->text);
+	f->name_len = c->text.len - c->name_at[c->n];
+	if (s[v0] == '"') {
+		c->data_at[c->n] = c->text.len;
+		decode_string(s, v0, v1, &c->text);
+		f->len = c->text.len - c->data_at[c->n];
+		c->in_text[c->n] = true;
+	} else {
+		f->data = s + v0;
+		f->len = v1 - v0;
+		c->in_text[c->n] = false;
+	}
+	c->n++;
+}
+
+enum wf_err wf_meta_files(const char *json, size_t json_len, struct wf_meta_file **files, size_t *n,
+			  char **text)
+{
+	struct meta_ctx c = {0};
+	*files = NULL;
+	*n = 0;
+	*text = NULL;
+	enum wf_err rc = each_kv(json, json_len, meta_kv, &c);
+	if (rc == WF_OK && (c.oom || c.text.oom || !wf_buf_finish(&c.text)))
+		rc = WF_ERR_NOMEM;
+	if (rc == WF_OK) {
+		for (size_t i = 0; i < c.n; i++) {
+			/* names are copied: a file name must be NUL-terminated */
+			c.files[i].name = malloc(c.files[i].name_len + 1);
+			if (!c.files[i].name) {
+				for (size_t j = 0; j < i; j++)
+					free(c.files[j].name);
+				rc = WF_ERR_NOMEM;
+				break;
+			}
+			memcpy(c.files[i].name, c.text.data + c.name_at[i], c.files[i].name_len);
+			c.files[i].name[c.files[i].name_len] = '\0';
+			if (c.in_text[i])
+				c.files[i].data = c.text.data + c.data_at[i];
+		}
+	}
+	free(c.name_at);
+	free(c.data_at);
+	free(c.in_text);
+	if (rc != WF_OK) {
+		free(c.files);
+		wf_buf_free(&c.text);
+		return rc;
+	}
+	*files = c.files;
+	*n = c.n;
+	*text = c.text.data;
+	return WF_OK;
+}
+
+/* ------------------------------------------------- model.safetensors */
+
+struct st_ctx {
+	struct wf_buf *b;
+	struct wf_buf tmp;
+	size_t count;
+	bool has_format;
+};
+
+static void st_meta_kv(void *vctx, const char *s, size_t k0, size_t k1, size_t v0, size_t v1)
+{
+	struct st_ctx *c = vctx;
+	c->tmp.len = 0;
+	decode_string(s, k0, k1, &c->tmp);
+	if (c->tmp.oom)
+		return;
+	if (c->tmp.len == 6 && memcmp(c->tmp.data, "format", 6) == 0)
+		return; /* written first, from this very entry (see wf_st_header) */
+	wf_buf_putc(c->b, ',');
+	json_str_utf8(c->b, c->tmp.data, c->tmp.len);
+	wf_buf_putc(c->b, ':');
+	if (s[v0] == '"') {
+		c->tmp.len = 0;
+		decode_string(s, v0, v1, &c->tmp);
+		json_str_utf8(c->b, c->tmp.data ? c->tmp.data : "", c->tmp.len);
+	} else {
+		wf_buf_json_str(c->b, s + v0, v1 - v0); /* numbers and arrays as their JSON text */
+	}
+	c->count++;
+}
+
+/* The model's own "format" value, if it has one, decoded into out. */
+static void find_format(void *vctx, const char *s, size_t k0, size_t k1, size_t v0, size_t v1)
+{
+	struct wf_buf *out = vctx;
+	if (k1 - k0 == 8 && memcmp(s + k0, "\"format\"", 8) == 0 && s[v0] == '"') {
+		out->len = 0;
+		decode_string(s, v0, v1, out);
+		wf_buf_putc(out, '\0');
+	}
+}
+
+/* Tensor names as safetensors can hold them (valid UTF-8 JSON strings,
+ * quotes included), made unique. */
+struct st_names {
+	struct wf_buf text;  /* every name, back to back */
+	size_t *at, *len;    /* [n]: where each is in text, and its length */
+	char **renamed;      /* [n]: a "~N" variant when the name met another, else NULL */
+	size_t n;
+};
+
+static void st_names_free(struct st_names *sn)
+{
+	wf_buf_free(&sn->text);
+	if (sn->renamed)
+		for (size_t i = 0; i < sn->n; i++)
+			free(sn->renamed[i]);
+	free(sn->renamed);
+	free(sn->at);
+	free(sn->len);
+}
+
+static const char *st_name(const struct st_names *sn, size_t i)
+{
+	return sn->renamed[i] ? sn->renamed[i] : sn->text.data + sn->at[i];
+}
+
+/* A name equal to another once its stray bytes were mapped (rare) gets
+ * the first free "~N".  False when out of memory. */
+static bool st_rename(struct st_names *sn, struct wf_names *seen, size_t i)
+{
+	const char *nm = sn->text.data + sn->at[i];
+	for (unsigned k = 2;; k++) {
+		size_t cap = sn->len[i] + 16;
+		char *r = malloc(cap);
+		if (!r)
+			return false;
+		int w = snprintf(r, cap, "%.*s~%u\"", (int)sn->len[i] - 1, nm, k);
+		if (wf_names_get(seen, r, (size_t)w) == WF_NAMES_NONE) {
+			sn->renamed[i] = r;
+			sn->len[i] = (size_t)w;
+			wf_names_put(seen, r, (size_t)w, 1);
+			return true;
+		}
+		free(r);
+	}
+}
+
+static enum wf_err st_names_make(const struct wf_model *m, struct st_names *sn)
+{
+	struct wf_names seen = {0};
+	size_t nt = m->n_tensors;
+	enum wf_err rc = WF_ERR_NOMEM;
+	sn->n = nt;
+	sn->at = malloc((nt + 1) * sizeof *sn->at);
+	sn->len = malloc((nt + 1) * sizeof *sn->len);
+	sn->renamed = calloc(nt + 1, sizeof *sn->renamed);
+	if (!sn->at || !sn->len || !sn->renamed || !wf_names_init(&seen, nt * 2 + 1))
+		goto out;
+	for (size_t i = 0; i < nt; i++) {
+		sn->at[i] = sn->text.len;
+		json_str_utf8(&sn->text, m->tensors[i].name, m->tensors[i].name_len);
+		sn->len[i] = sn->text.len - sn->at[i];
+	}
+	if (sn->text.oom)
+		goto out;
+	wf_names_put(&seen, "\"__metadata__\"", 14, 0);
+	for (size_t i = 0; i < nt; i++)
+		if (wf_names_put(&seen, sn->text.data + sn->at[i], sn->len[i], 1) != WF_NAMES_NONE &&
+		    !st_rename(sn, &seen, i))
+			goto out;
+	rc = WF_OK;
+out:
+	wf_names_free(&seen);
+	return rc;
+}
+
+/* "__metadata__": the model's "format" if it has one, else "pt", first;
+ * then every key/value as a string; then the ggml types of tensors shown as
+ * U8 blocks, so they can be decoded. */
+static enum wf_err put_st_metadata(struct wf_buf *b, const struct wf_model *m, const struct st_names *sn)
+{
+	struct wf_buf fmt = {0}, types = {0};
+	each_kv(m->metadata_json, m->metadata_json_len, find_format, &fmt);
+	wf_buf_puts(b, "{\"__metadata__\":{\"format\":");
+	if (fmt.len && !fmt.oom)
+		json_str_utf8(b, fmt.data, fmt.len - 1);
+	else
+		wf_buf_puts(b, "\"pt\"");
+	wf_buf_free(&fmt);
+	struct st_ctx c = {.b = b};
+	enum wf_err rc = each_kv(m->metadata_json, m->metadata_json_len, st_meta_kv, &c);
+	if (c.tmp.oom)
+		b->oom = true;
+	wf_buf_free(&c.tmp);
+	if (rc != WF_OK)
+		return WF_ERR_FORMAT;
+	for (size_t i = 0; i < m->n_tensors; i++) {
+		const struct wf_tensor *t = &m->tensors[i];
+		if (strcmp(wf_view_st_dtype(t), "U8") != 0 || t->type == WF_T_U8)
+			continue;
+		wf_buf_puts(&types, types.len ? "," : "{");
+		wf_buf_put(&types, st_name(sn, i), sn->len[i]);
+		wf_buf_printf(&types, ":\"%s\"", wf_type_get(t->type)->name);
+	}
+	if (types.len) {
+		wf_buf_putc(&types, '}');
+		wf_buf_puts(b, ",\"weightfs.stored_types\":");
+		if (types.oom)
+			b->oom = true;
+		else
+			wf_buf_json_str(b, types.data, types.len);
+	}
+	wf_buf_free(&types);
+	wf_buf_putc(b, '}');
+	return WF_OK;
+}
+
+/* Every tensor's entry, in model order; offs[i] gets where its data
+ * starts after the header, offs[n] the end. */
+static void put_st_tensors(struct wf_buf *b, const struct wf_model *m, const struct st_names *sn, uint64_t *offs)
+{
+	uint64_t pos = 0;
+	for (size_t i = 0; i < m->n_tensors; i++) {
+		const struct wf_tensor *t = &m->tensors[i];
+		wf_buf_putc(b, ',');
+		wf_buf_put(b, st_name(sn, i), sn->len[i]);
+		wf_buf_printf(b, ":{\"dtype\":\"%s\",\"shape\":", wf_view_st_dtype(t));
+		uint64_t dims[WF_MAX_DIMS];
+		uint32_t nd = wf_view_shape(t, dims);
+		wf_buf_putc(b, '[');
+		for (uint32_t d = 0; d < nd; d++)
+			wf_buf_printf(b, d ? ",%" PRIu64 : "%" PRIu64, dims[d]);
+		offs[i] = pos;
+		pos += t->size;
+		wf_buf_printf(b, "],\"data_offsets\":[%" PRIu64 ",%" PRIu64 "]}", offs[i], pos);
+	}
+	offs[m->n_tensors] = pos;
+	wf_buf_putc(b, '}');
+}
+
+enum wf_err wf_st_header(const struct wf_model *m, char **hdr, uint64_t *hdr_len, uint64_t **offsets)
+{
+	struct wf_buf b = {0}, full = {0};
+	struct st_names sn = {0};
+	uint64_t *offs = malloc((m->n_tensors + 1) * sizeof *offs);
+	enum wf_err rc = offs ? st_names_make(m, &sn) : WF_ERR_NOMEM;
+	*hdr = NULL;
+	if (rc == WF_OK)
+		rc = put_st_metadata(&b, m, &sn);
+	if (rc != WF_OK)
+		goto out;
+	put_st_tensors(&b, m, &sn, offs);
+	/* spaces to a multiple of 8, so the data is aligned as the format allows */
+	while (!b.oom && b.len % 8 != 0)
+		wf_buf_putc(&b, ' ');
+	/* the 8-byte length goes in front */
+	uint8_t le[8];
+	for (int k = 0; k < 8; k++)
+		le[k] = (uint8_t)((uint64_t)b.len >> (8 * k));
+	wf_buf_put(&full, le, 8);
+	wf_buf_put(&full, b.data, b.len);
+	rc = WF_ERR_NOMEM;
+	if (b.oom || !wf_buf_finish(&full))
+		goto out;
+	*hdr = full.data;
+	*hdr_len = full.len;
+	*offsets = offs;
+	full.data = NULL;
+	offs = NULL;
+	rc = WF_OK;
+out:
+	wf_buf_free(&b);
+	wf_buf_free(&full);
+	st_names_free(&sn);
+	free(offs);
+	return rc;
+}

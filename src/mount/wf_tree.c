@@ -1,0 +1,797 @@
+/* wf_tree.c - tensor names to a directory tree (rules in wf_tree.h). */
+#include "mount/wf_tree.h"
+#include "view/wf_out.h"
+#include "base/wf_buf.h"
+#include "mount/wf_summary.h"
+#include "codec/wf_types.h"
+
+#include <malloc.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define NAME_MAX_BYTES 255
+/* bytes of a long component kept before its "%~" + 16-hex-digit hash */
+#define LONG_KEEP 200
+
+static uint64_t fnv1a(const void *p, size_t n, uint64_t h)
+{
+	const uint8_t *s = p;
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ s[i]) * 1099511628211ULL;
+	return h;
+}
+
+#define FNV_SEED 1469598103934665603ULL
+
+/* Shortens the escaped component at out->data[start..] to at most `limit`
+ * bytes when it is longer: keep a prefix that ends on a whole character
+ * and a whole %XX escape, then "%~" and a hash of the original bytes
+ * orig[0..n).  The result is at most LONG_KEEP + 18 bytes. */
+static void shorten(struct wf_buf *out, size_t start, const uint8_t *orig, size_t n, size_t limit)
+{
+	if (out->oom || out->len - start <= limit)
+		return;
+	size_t keep = LONG_KEEP;
+	const uint8_t *e = (const uint8_t *)out->data + start;
+	while (keep > 0 && (e[keep] & 0xC0) == 0x80)
+		keep--;
+	for (size_t back = 1; back <= 2 && back <= keep; back++) {
+		if (e[keep - back] == '%') {
+			keep -= back;
+			break;
+		}
+	}
+	out->len = start + keep;
+	wf_buf_printf(out, "%%~%016llx", (unsigned long long)fnv1a(orig, n, FNV_SEED));
+}
+
+static void escape(const uint8_t *s, size_t n, struct wf_buf *out, bool keep_dots);
+
+void wf_escape_component(const uint8_t *s, size_t n, struct wf_buf *out)
+{
+	escape(s, n, out, false);
+}
+
+/* A metadata key is one file name: its dots stay (only '.' and '..' as
+ * whole names are escaped). */
+static void escape_key(const uint8_t *s, size_t n, struct wf_buf *out)
+{
+	escape(s, n, out, true);
+}
+
+static void escape(const uint8_t *s, size_t n, struct wf_buf *out, bool keep_dots)
+{
+	if (n == 0) {
+		wf_buf_putc(out, '%');
+		return;
+	}
+	if ((n == 1 && s[0] == '.') || (n == 2 && s[0] == '.' && s[1] == '.')) {
+		/* cannot happen after splitting on '.', but the rule is general */
+		wf_buf_puts(out, n == 1 ? "%2E" : "%2E%2E");
+		return;
+	}
+	size_t start = out->len;
+	/* past NAME_MAX the rest only feeds the hash: stop writing there, so
+	 * a 100 MB name costs 100 MB of hashing, not 300 MB of escapes */
+	for (size_t i = 0; i < n && out->len - start <= NAME_MAX_BYTES;) {
+		uint8_t c = s[i];
+		size_t l = (c >= 0x80) ? wf_utf8_seq(s + i, n - i) : 1;
+		if (c == '%' || c == '/' || (c == '.' && !keep_dots) || c < 0x20 || c == 0x7F || l == 0) {
+			wf_buf_printf(out, "%%%02X", c);
+			i++;
+		} else {
+			wf_buf_put(out, s + i, l);
+			i += l;
+		}
+	}
+	shorten(out, start, s, n, NAME_MAX_BYTES);
+}
+
+/* Node names live in chunks, not one allocation each: a node name is a
+ * few bytes, and malloc's overhead per block would double a big tree. */
+#define CHUNK_BYTES 65536
+
+struct wf_chunk {
+	struct wf_chunk *next;
+	size_t used;
+	char data[CHUNK_BYTES];
+};
+
+/* A NUL-terminated copy of name[0..len) (len <= 300) in t's chunks. */
+static char *name_dup(struct wf_tree *t, const char *name, size_t len)
+{
+	if (!t->names || CHUNK_BYTES - t->names->used < len + 1) {
+		struct wf_chunk *c = malloc(sizeof *c);
+		if (!c)
+			return NULL;
+		c->next = t->names;
+		c->used = 0;
+		t->names = c;
+	}
+	char *p = t->names->data + t->names->used;
+	memcpy(p, name, len);
+	p[len] = '\0';
+	t->names->used += len + 1;
+	return p;
+}
+
+static void free_names(struct wf_tree *t)
+{
+	while (t->names) {
+		struct wf_chunk *next = t->names->next;
+		free(t->names);
+		t->names = next;
+	}
+}
+
+/* Build-time state.  The (parent, name) table only lives while the tree
+ * is built; afterwards lookups search the sorted children. */
+struct builder {
+	struct wf_tree *t;
+	const struct wf_model *m;
+	uint32_t cap;        /* nodes allocated */
+	uint32_t *slots;     /* open addressing, WF_NO_NODE when empty */
+	size_t n_slots;      /* a power of two, at least twice cap */
+	struct wf_hash_key key; /* random per build: names cannot be chosen to collide */
+};
+
+static size_t slot_of(const struct builder *b, uint32_t parent, const char *name, size_t len)
+{
+	uint64_t h = wf_hash(&b->key, name, len) ^ (uint64_t)parent * 0x9E3779B97F4A7C15ULL;
+	return (size_t)(h ^ h >> 32) & (b->n_slots - 1);
+}
+
+/* The node named name[0..len) under parent while building, or WF_NO_NODE. */
+static uint32_t find(const struct builder *b, uint32_t parent, const char *name, size_t len)
+{
+	const struct wf_tree *t = b->t;
+	for (size_t i = slot_of(b, parent, name, len);; i = (i + 1) & (b->n_slots - 1)) {
+		uint32_t n = b->slots[i];
+		if (n == WF_NO_NODE)
+			return WF_NO_NODE;
+		const struct wf_node *nd = &t->nodes[n];
+		if (nd->parent == parent && nd->name_len == len && memcmp(nd->name, name, len) == 0)
+			return n;
+	}
+}
+
+/* Bytewise order, a shorter name before every longer one it begins. */
+static int name_order(const char *a, size_t alen, const char *b, size_t blen)
+{
+	int c = memcmp(a, b, alen < blen ? alen : blen);
+	return c ? c : (alen > blen) - (alen < blen);
+}
+
+uint32_t wf_tree_lookup(const struct wf_tree *t, uint32_t dir, const char *name, size_t len)
+{
+	if (dir >= t->n_nodes || t->nodes[dir].kind != WF_NODE_DIR)
+		return WF_NO_NODE;
+	const struct wf_node *d = &t->nodes[dir];
+	size_t lo = 0, hi = d->n_children;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		const struct wf_node *c = &t->nodes[d->children[mid]];
+		int r = name_order(c->name, c->name_len, name, len);
+		if (r == 0)
+			return d->children[mid];
+		if (r < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return WF_NO_NODE;
+}
+
+/* Adds a node named name under parent (caller checked it is free). */
+static uint32_t add_node(struct builder *b, uint32_t parent, const char *name, size_t len,
+			 enum wf_node_kind kind)
+{
+	struct wf_tree *t = b->t;
+	if (t->n_nodes >= b->cap || len > UINT16_MAX)
+		return WF_NO_NODE; /* cannot happen: cap is an upper bound, names are short */
+	uint32_t idx = t->n_nodes;
+	struct wf_node *nd = &t->nodes[idx];
+	memset(nd, 0, sizeof *nd);
+	nd->name = name_dup(t, name, len);
+	if (!nd->name)
+		return WF_NO_NODE;
+	nd->name_len = (uint16_t)len;
+	nd->parent = parent;
+	nd->kind = (uint8_t)kind;
+	t->n_nodes++;
+	size_t i = slot_of(b, parent, name, len);
+	while (b->slots[i] != WF_NO_NODE)
+		i = (i + 1) & (b->n_slots - 1);
+	b->slots[i] = idx;
+	return idx;
+}
+
+/* Splits a tensor's name into escaped components in comp, ends[k] being
+ * where component k ends; returns their number (at most max_dirs + 1).
+ * Leading components are directories while there are at most max_dirs of
+ * them and they take at most WF_TREE_DIR_BYTES with their '/'; the rest of
+ * the name from *tail on, dots and all, is escaped as the last one.  Only
+ * the name's own bytes decide, so two names with the same leading
+ * components get the same directories. */
+static size_t split_name(const struct wf_tensor *tn, unsigned max_dirs, struct wf_buf *comp,
+			 size_t ends[WF_TREE_MAX_DIRS + 1], size_t *tail)
+{
+	const uint8_t *s = (const uint8_t *)tn->name;
+	size_t n = tn->name_len, k = 0, from = 0, dir_bytes = 0;
+	comp->len = 0;
+	while (k < max_dirs) {
+		const uint8_t *dot = memchr(s + from, '.', n - from);
+		if (!dot)
+			break;
+		size_t at = comp->len;
+		wf_escape_component(s + from, (size_t)(dot - s) - from, comp);
+		if (dir_bytes + (comp->len - at) + 1 > WF_TREE_DIR_BYTES) {
+			comp->len = at;
+			break;
+		}
+		dir_bytes += comp->len - at + 1;
+		ends[k++] = comp->len;
+		from = (size_t)(dot - s) + 1;
+	}
+	wf_escape_component(s + from, n - from, comp);
+	ends[k++] = comp->len;
+	*tail = from;
+	return k;
+}
+
+/* Adds every directory the names make under the limit max_dirs, and
+ * counts them by depth in per_depth[1..WF_TREE_MAX_DIRS]. */
+static bool add_dirs(struct builder *b, unsigned max_dirs, struct wf_buf *comp, uint64_t *per_depth)
+{
+	size_t ends[WF_TREE_MAX_DIRS + 1], tail;
+	for (size_t i = 0; i < b->m->n_tensors; i++) {
+		size_t k = split_name(&b->m->tensors[i], max_dirs, comp, ends, &tail);
+		if (comp->oom)
+			return false;
+		uint32_t dir = 0;
+		for (size_t c = 0; c + 1 < k; c++) {
+			size_t from = c ? ends[c - 1] : 0;
+			uint32_t n = find(b, dir, comp->data + from, ends[c] - from);
+			if (n == WF_NO_NODE) {
+				n = add_node(b, dir, comp->data + from, ends[c] - from, WF_NODE_DIR);
+				if (n == WF_NO_NODE)
+					return false;
+				per_depth[c + 1]++;
+			}
+			dir = n;
+		}
+	}
+	return true;
+}
+
+static int child_cmp(const void *a, const void *b, void *ctx)
+{
+	const struct wf_node *x = &((const struct wf_node *)ctx)[*(const uint32_t *)a];
+	const struct wf_node *y = &((const struct wf_node *)ctx)[*(const uint32_t *)b];
+	return name_order(x->name, x->name_len, y->name, y->name_len);
+}
+
+static void tensors_json(struct wf_tree *t, const struct wf_model *m, struct wf_buf *b)
+{
+	if (m->format == WF_FMT_GGUF)
+		wf_buf_printf(b, "{\"format\":\"gguf\",\"version\":%u,\"alignment\":%u,\"data_offset\":%" PRIu64
+			      ",\"metadata_count\":%" PRIu64 ",\n\"tensors\":[",
+			      m->version, m->alignment, m->data_offset, m->n_kv);
+	else
+		wf_buf_printf(b, "{\"format\":\"safetensors\",\"data_offset\":%" PRIu64
+			      ",\"metadata_count\":%" PRIu64 ",\n\"tensors\":[",
+			      m->data_offset, m->n_kv);
+	for (size_t i = 0; i < m->n_tensors && !b->oom; i++) {
+		const struct wf_tensor *tn = &m->tensors[i];
+		const struct wf_type *ty = wf_type_get(tn->type);
+		wf_buf_puts(b, i ? ",\n{\"name\":" : "\n{\"name\":");
+		wf_buf_json_str(b, tn->name, tn->name_len);
+		wf_buf_puts(b, ",\"path\":\"");
+		size_t at = b->len;
+		wf_tree_path(t, t->tensor_node[i], b);
+		/* paths are ASCII-safe except '"' and '\\', which need escaping */
+		if (!b->oom && memchr(b->data + at, '"', b->len - at) == NULL &&
+		    memchr(b->data + at, '\\', b->len - at) == NULL) {
+			wf_buf_putc(b, '"');
+		} else if (!b->oom) {
+			struct wf_buf p = {0};
+			wf_buf_put(&p, b->data + at, b->len - at);
+			b->len = at - 1;
+			wf_buf_json_str(b, p.data, p.len);
+			wf_buf_free(&p);
+		}
+		wf_buf_printf(b, ",\"type\":\"%s\",\"dtype\":\"%s\",\"shape\":", ty->name, wf_view_dtype(tn));
+		wf_view_shape_json(tn, b);
+		wf_buf_printf(b, ",\"size\":%" PRIu64 ",", tn->size);
+		const char *file = m->parts[tn->part].name;
+		if (file) {
+			wf_buf_puts(b, "\"file\":");
+			wf_buf_json_str(b, file, strlen(file));
+			wf_buf_putc(b, ',');
+		}
+		wf_buf_printf(b, "\"offset\":%" PRIu64 ",\"nbytes\":%" PRIu64 "}", tn->offset, tn->nbytes);
+	}
+	wf_buf_puts(b, m->n_tensors ? "\n]}\n" : "]}\n");
+}
+
+void wf_tree_path(const struct wf_tree *t, uint32_t idx, struct wf_buf *out)
+{
+	size_t depth = 0;
+	for (uint32_t n = idx; n != 0; n = t->nodes[n].parent)
+		depth++;
+	if (depth == 0)
+		return;
+	/* write components right to left into space reserved up front */
+	size_t total = depth - 1;
+	for (uint32_t n = idx; n != 0; n = t->nodes[n].parent)
+		total += t->nodes[n].name_len;
+	size_t at = out->len;
+	for (size_t i = 0; i < total; i++)
+		wf_buf_putc(out, '/');
+	if (out->oom)
+		return;
+	size_t end = at + total;
+	for (uint32_t n = idx; n != 0; n = t->nodes[n].parent) {
+		end -= t->nodes[n].name_len;
+		memcpy(out->data + end, t->nodes[n].name, t->nodes[n].name_len);
+		if (end > at)
+			end--; /* the '/' already there */
+	}
+}
+
+/* A root entry named fname, or an error naming it when the tree already
+ * has one. */
+static enum wf_err add_root_file(struct builder *b, const char *fname, enum wf_node_kind kind, uint32_t *n,
+				 char *err)
+{
+	if (find(b, 0, fname, strlen(fname)) != WF_NO_NODE) {
+		char q[96];
+		return wf_fail(err, WF_ERR_UNSUP, "%s: the mount already has an entry of that name",
+			       wf_quote(q, sizeof q, fname, strlen(fname)));
+	}
+	*n = add_node(b, 0, fname, strlen(fname), kind);
+	return *n == WF_NO_NODE ? wf_fail(err, WF_ERR_NOMEM, "out of memory building the tree") : WF_OK;
+}
+
+static enum wf_err add_extras(struct builder *b, const struct wf_model *m, struct wf_buf *name, char *err)
+{
+	struct wf_tree *t = b->t;
+	uint32_t n;
+	enum wf_err rc;
+	/* A model of several files: parts.json.  A model folder: its small
+	 * files, under their own names.  A file of the folder whose name the
+	 * tree already gives (metadata.json, tensors.json, parts.json, or a
+	 * tensor's top-level entry) is left out: what weightfs makes of the
+	 * model comes first, and one stray file must not stop the mount. */
+	if (m->parts_json) {
+		if ((rc = add_root_file(b, "parts.json", WF_NODE_BLOB, &n, err)) != WF_OK)
+			return rc;
+		t->nodes[n].blob = m->parts_json;
+		t->nodes[n].blob_len = m->parts_json_len;
+	}
+	/* the summary before the folder's files: a WEIGHTFS.txt of the model's
+	 * own is left out like any file whose name the tree gives */
+	uint32_t summary;
+	if ((rc = add_root_file(b, WF_SUMMARY_NAME, WF_NODE_BLOB, &summary, err)) != WF_OK)
+		return rc;
+	for (size_t i = 0; i < m->n_sidecars; i++) {
+		const struct wf_sidecar *sc = &m->sidecars[i];
+		if (find(b, 0, sc->name, strlen(sc->name)) != WF_NO_NODE)
+			continue;
+		if ((rc = add_root_file(b, sc->name, WF_NODE_BLOB, &n, err)) != WF_OK)
+			return rc;
+		t->nodes[n].blob = sc->data;
+		t->nodes[n].blob_len = sc->len;
+	}
+
+	/* model.safetensors: the header here, the tensors' views behind it */
+	char *hdr = NULL;
+	rc = wf_st_header(m, &hdr, &t->st_header_len, &t->st_offsets);
+	free(hdr); /* made again on first use (st_header_get) */
+	if (rc != WF_OK)
+		return wf_fail(err, rc, "model.safetensors: %s", rc == WF_ERR_NOMEM ? "out of memory" : "cannot build its header");
+	if ((rc = add_root_file(b, "model.safetensors", WF_NODE_MODEL_ST, &n, err)) != WF_OK)
+		return rc;
+
+	/* one file per metadata key, in a folder of its own */
+	const char *dname = find(b, 0, "metadata", 8) == WF_NO_NODE ? "metadata" : "metadata.d";
+	uint32_t dir;
+	if ((rc = add_root_file(b, dname, WF_NODE_DIR, &dir, err)) != WF_OK)
+		return rc;
+	for (size_t i = 0; i < t->n_meta; i++) {
+		const struct wf_meta_file *f = &t->meta[i];
+		name->len = 0;
+		escape_key((const uint8_t *)f->name, f->name_len, name);
+		size_t base = name->len;
+		for (unsigned dup = 2; !name->oom && find(b, dir, name->data, name->len) != WF_NO_NODE; dup++) {
+			name->len = base;
+			wf_buf_printf(name, "~%u", dup);
+		}
+		if (name->oom || (n = add_node(b, dir, name->data, name->len, WF_NODE_BLOB)) == WF_NO_NODE)
+			return wf_fail(err, WF_ERR_NOMEM, "out of memory building the tree");
+		t->nodes[n].blob = f->data;
+		t->nodes[n].blob_len = f->len;
+	}
+	if ((rc = wf_summary(t, dname, &t->summary, &t->summary_len, err)) != WF_OK)
+		return rc;
+	t->nodes[summary].blob = t->summary;
+	t->nodes[summary].blob_len = t->summary_len;
+	return WF_OK;
+}
+
+/* A tensor file's .npy header (none without -o npy). */
+static size_t npy_len(const struct wf_tree *t, uint32_t tensor, char *buf)
+{
+	return t->npy ? wf_npy_header(&t->m->tensors[tensor], buf) : 0;
+}
+
+/* model.safetensors' header, made on first use; NULL when out of memory. */
+static const char *st_header_get(const struct wf_tree *tc)
+{
+	struct wf_tree *t = (struct wf_tree *)tc; /* the lazily made header is the one mutable part */
+	char *h = atomic_load_explicit(&t->st_header, memory_order_acquire);
+	if (h)
+		return h;
+	pthread_mutex_lock(&t->st_lock);
+	h = atomic_load_explicit(&t->st_header, memory_order_relaxed);
+	if (!h) {
+		uint64_t len, *offs = NULL;
+		/* the same model renders the same bytes as at build time */
+		if (wf_st_header(t->m, &h, &len, &offs) == WF_OK && len == t->st_header_len)
+			atomic_store_explicit(&t->st_header, h, memory_order_release);
+		else {
+			free(h);
+			h = NULL;
+		}
+		free(offs);
+	}
+	pthread_mutex_unlock(&t->st_lock);
+	return h;
+}
+
+uint64_t wf_tree_size(const struct wf_tree *t, uint32_t idx)
+{
+	const struct wf_node *nd = &t->nodes[idx];
+	char h[WF_NPY_HEADER_MAX];
+	switch (nd->kind) {
+	case WF_NODE_TENSOR:
+		return npy_len(t, nd->tensor, h) + t->m->tensors[nd->tensor].size;
+	case WF_NODE_BLOB:
+		return nd->blob_len;
+	case WF_NODE_MODEL_ST:
+		return t->st_header_len + t->st_offsets[t->m->n_tensors];
+	default:
+		return 0;
+	}
+}
+
+void wf_tree_seg(const void *tree, uint32_t idx, uint64_t off, struct wf_seg *seg)
+{
+	const struct wf_tree *t = tree;
+	/* one npy header per thread: a BYTES segment points into it */
+	static __thread char npy[WF_NPY_HEADER_MAX];
+	memset(seg, 0, sizeof *seg);
+	seg->kind = WF_SEG_NONE;
+	if (idx >= t->n_nodes)
+		return;
+	const struct wf_node *nd = &t->nodes[idx];
+	if (nd->kind == WF_NODE_BLOB) {
+		if (off < nd->blob_len) {
+			seg->kind = WF_SEG_BYTES;
+			seg->len = nd->blob_len;
+			seg->bytes = nd->blob;
+		}
+		return;
+	}
+	uint64_t head;
+	const char *hb = NULL;
+	size_t tensor;
+	if (nd->kind == WF_NODE_TENSOR) {
+		head = npy_len(t, nd->tensor, npy);
+		hb = npy;
+		tensor = nd->tensor;
+	} else if (nd->kind == WF_NODE_MODEL_ST) {
+		head = t->st_header_len;
+		if (off < head && !(hb = st_header_get(t))) {
+			seg->kind = WF_SEG_NOMEM;
+			return;
+		}
+		/* the tensor whose view holds off: the last start at or before it,
+		 * skipping empty views */
+		const uint64_t *o = t->st_offsets;
+		size_t lo = 0, hi = t->m->n_tensors;
+		uint64_t d = off < head ? 0 : off - head;
+		while (hi - lo > 1) {
+			size_t mid = lo + (hi - lo) / 2;
+			if (o[mid] <= d)
+				lo = mid;
+			else
+				hi = mid;
+		}
+		while (lo + 1 < t->m->n_tensors && o[lo + 1] <= d)
+			lo++;
+		tensor = lo;
+	} else {
+		return;
+	}
+	if (off < head) {
+		seg->kind = WF_SEG_BYTES;
+		seg->len = head;
+		seg->bytes = hb;
+		return;
+	}
+	if (tensor >= t->m->n_tensors)
+		return;
+	uint64_t vstart = head + (nd->kind == WF_NODE_MODEL_ST ? t->st_offsets[tensor] : 0);
+	const struct wf_tensor *tn = &t->m->tensors[tensor];
+	if (off >= vstart + tn->size)
+		return;
+	seg->kind = WF_SEG_VIEW;
+	seg->start = vstart;
+	seg->len = tn->size;
+	seg->tensor = (uint32_t)tensor;
+	seg->from = 0;
+}
+
+enum wf_err wf_tree_build(struct wf_tree **out, const struct wf_model *m, char *err)
+{
+	return wf_tree_build_opts(out, m, NULL, err);
+}
+
+/* Adds the tensor files' neighbours at the root: parts.json, the model
+ * folder's own files, model.safetensors and the metadata folder. */
+static enum wf_err add_extras(struct builder *b, const struct wf_model *m, struct wf_buf *name, char *err);
+
+/* Upper bound on nodes: root, the blobs (JSON files, parts.json, the
+ * summary, model.safetensors, sidecars), the metadata folder and its
+ * files, and per tensor its file and one directory per '.' up to the limit. */
+static uint64_t node_cap(const struct wf_tree *t, const struct wf_model *m)
+{
+	uint64_t cap = 7 + m->n_sidecars + t->n_meta;
+	for (size_t i = 0; i < m->n_tensors; i++) {
+		const char *s = m->tensors[i].name, *e = s + m->tensors[i].name_len;
+		cap++;
+		for (unsigned k = 0; k < WF_TREE_MAX_DIRS && (s = memchr(s, '.', (size_t)(e - s))); k++, s++)
+			cap++;
+	}
+	return cap;
+}
+
+/* Pass 1: the root, the JSON files and every directory, so that pass 2
+ * knows which leaves clash.  If the names make too many directories, count
+ * them by depth, and do it again with the deepest limit that keeps within
+ * the budget (*max_dirs gets the limit).  False when out of memory. */
+static bool add_all_dirs(struct builder *b, struct wf_buf *comp, unsigned *max_dirs)
+{
+	struct wf_tree *t = b->t;
+	uint64_t per_depth[WF_TREE_MAX_DIRS + 1];
+	uint64_t budget = b->m->data_offset / WF_TREE_DIR_HEADER_DIV;
+	if (budget < WF_TREE_DIR_FLOOR)
+		budget = WF_TREE_DIR_FLOOR;
+	*max_dirs = WF_TREE_MAX_DIRS;
+	for (int round = 0; round < 2; round++) {
+		t->n_nodes = 0;
+		free_names(t);
+		memset(per_depth, 0, sizeof per_depth);
+		memset(b->slots, 0xFF, b->n_slots * sizeof *b->slots);
+		if (add_node(b, 0, "", 0, WF_NODE_DIR) != 0 ||
+		    add_node(b, 0, "metadata.json", 13, WF_NODE_BLOB) == WF_NO_NODE ||
+		    add_node(b, 0, "tensors.json", 12, WF_NODE_BLOB) == WF_NO_NODE)
+			return false;
+		if (!add_dirs(b, *max_dirs, comp, per_depth))
+			return false;
+		uint64_t total = 0;
+		unsigned d = 0;
+		while (d < WF_TREE_MAX_DIRS && total + per_depth[d + 1] <= budget)
+			total += per_depth[++d];
+		if (round > 0 || d == WF_TREE_MAX_DIRS)
+			break;
+		*max_dirs = d;
+	}
+	return true;
+}
+
+/* Pass 2: tensor i's file in its directory, named by the rules (a
+ * .tensor suffix beside a directory of the same name, or the -o npy /
+ * -o suffix suffix; "~N" on a collision).  False when out of memory. */
+static bool add_tensor_file(struct builder *b, size_t i, unsigned max_dirs, struct wf_buf *comp,
+			    struct wf_buf *name)
+{
+	struct wf_tree *t = b->t;
+	const struct wf_tensor *tn = &b->m->tensors[i];
+	size_t ends[WF_TREE_MAX_DIRS + 1];
+	size_t tail, k = split_name(tn, max_dirs, comp, ends, &tail);
+	if (comp->oom)
+		return false;
+	uint32_t dir = 0;
+	for (size_t c = 0; c + 1 < k; c++) {
+		size_t from = c ? ends[c - 1] : 0;
+		dir = find(b, dir, comp->data + from, ends[c] - from);
+	}
+	size_t from = k > 1 ? ends[k - 2] : 0;
+	name->len = 0;
+	wf_buf_put(name, comp->data + from, ends[k - 1] - from);
+	size_t base = name->len;
+	const char *suffix = "";
+	char sfx[WF_SUFFIX_MAX + 2];
+	uint32_t clash = name->oom ? WF_NO_NODE : find(b, dir, name->data, name->len);
+	if (t->npy || t->suffix) {
+		/* NAME.npy and NAME.f32 never meet a directory: generated
+		 * components hold no '.' */
+		snprintf(sfx, sizeof sfx, ".%s", t->npy ? "npy" : wf_view_suffix(tn));
+		/* room for the suffix and a "~N" of up to 4 bytes */
+		shorten(name, 0, (const uint8_t *)tn->name + tail, tn->name_len - tail,
+			NAME_MAX_BYTES - 4 - strlen(sfx));
+		base = name->len;
+		suffix = sfx;
+		wf_buf_puts(name, suffix);
+	} else if (clash != WF_NO_NODE && t->nodes[clash].kind == WF_NODE_DIR) {
+		/* the suffix must not push the component past NAME_MAX */
+		shorten(name, 0, (const uint8_t *)tn->name + tail, tn->name_len - tail,
+			NAME_MAX_BYTES - (sizeof ".tensor" - 1));
+		wf_buf_puts(name, ".tensor");
+		base = name->len;
+	}
+	for (unsigned dup = 2; !name->oom && find(b, dir, name->data, name->len) != WF_NO_NODE; dup++) {
+		name->len = base;
+		wf_buf_printf(name, "~%u%s", dup, suffix);
+	}
+	if (name->oom)
+		return false;
+	uint32_t n = add_node(b, dir, name->data, name->len, WF_NODE_TENSOR);
+	if (n == WF_NO_NODE)
+		return false;
+	t->nodes[n].tensor = (uint32_t)i;
+	t->tensor_node[i] = n;
+	return true;
+}
+
+/* Every directory's children, sorted so readdir is stable and lookups can
+ * search.  False when out of memory. */
+static bool link_children(struct wf_tree *t)
+{
+	t->child_pool = malloc((t->n_nodes ? t->n_nodes : 1) * sizeof *t->child_pool);
+	if (!t->child_pool)
+		return false;
+	for (uint32_t i = 1; i < t->n_nodes; i++) {
+		struct wf_node *p = &t->nodes[t->nodes[i].parent];
+		p->n_children++;
+		p->n_subdirs += t->nodes[i].kind == WF_NODE_DIR;
+	}
+	uint32_t at = 0;
+	for (uint32_t i = 0; i < t->n_nodes; i++) {
+		struct wf_node *nd = &t->nodes[i];
+		if (nd->kind != WF_NODE_DIR)
+			continue;
+		nd->children = t->child_pool + at;
+		at += nd->n_children;
+		nd->n_children = 0;
+	}
+	for (uint32_t i = 1; i < t->n_nodes; i++) {
+		struct wf_node *p = &t->nodes[t->nodes[i].parent];
+		p->children[p->n_children++] = i;
+	}
+	for (uint32_t i = 0; i < t->n_nodes; i++)
+		if (t->nodes[i].kind == WF_NODE_DIR && t->nodes[i].n_children > 1)
+			qsort_r(t->nodes[i].children, t->nodes[i].n_children, sizeof(uint32_t), child_cmp, t->nodes);
+	return true;
+}
+
+/* tensors.json, made once the paths are known; false when out of memory. */
+static bool set_tensors_json(struct wf_tree *t, const struct wf_model *m)
+{
+	struct wf_buf json = {0};
+	tensors_json(t, m, &json);
+	if (!wf_buf_finish(&json)) {
+		wf_buf_free(&json);
+		return false;
+	}
+	/* the buffer grew by doubling: keep only what it holds */
+	char *fit = realloc(json.data, json.len + 1);
+	t->tensors_json = fit ? fit : json.data;
+	t->tensors_json_len = json.len;
+	t->nodes[2].blob = t->tensors_json;
+	t->nodes[2].blob_len = t->tensors_json_len;
+	return true;
+}
+
+enum wf_err wf_tree_build_opts(struct wf_tree **out, const struct wf_model *m, const struct wf_tree_opts *opts,
+			       char *err)
+{
+	*out = NULL;
+	struct wf_tree *t = calloc(1, sizeof *t);
+	if (!t)
+		return wf_fail(err, WF_ERR_NOMEM, "out of memory");
+	t->m = m;
+	t->npy = opts && opts->npy;
+	t->suffix = opts && opts->suffix && !t->npy;
+	pthread_mutex_init(&t->st_lock, NULL);
+	static const char empty[] = "{}";
+	bool have = m->metadata_json && m->metadata_json_len;
+	enum wf_err rc = wf_meta_files(have ? m->metadata_json : empty, have ? m->metadata_json_len : 2, &t->meta,
+				       &t->n_meta, &t->meta_text);
+	if (rc != WF_OK) {
+		wf_tree_free(t);
+		return wf_fail(err, rc, "metadata.json: cannot split it into files");
+	}
+	struct builder b = {.t = t, .m = m};
+	struct wf_buf comp = {0}, name = {0};
+	uint64_t cap = node_cap(t, m);
+	if (cap > (1u << 30)) {
+		rc = wf_fail(err, WF_ERR_UNSUP, "tensor names make %" PRIu64 " path components, more than weightfs allows (2^30)", cap);
+		goto fail;
+	}
+	b.cap = (uint32_t)cap;
+	b.n_slots = 16;
+	while (b.n_slots < cap * 2)
+		b.n_slots *= 2;
+	t->nodes = malloc(cap * sizeof *t->nodes);
+	b.slots = malloc(b.n_slots * sizeof *b.slots);
+	t->tensor_node = calloc(m->n_tensors ? m->n_tensors : 1, sizeof *t->tensor_node);
+	if (!t->nodes || !b.slots || !t->tensor_node)
+		goto nomem;
+	wf_hash_key_init(&b.key);
+
+	if (!add_all_dirs(&b, &comp, &t->max_dirs))
+		goto nomem;
+	t->nodes[1].blob = m->metadata_json;
+	t->nodes[1].blob_len = m->metadata_json_len;
+	for (size_t i = 0; i < m->n_tensors; i++)
+		if (!add_tensor_file(&b, i, t->max_dirs, &comp, &name))
+			goto nomem;
+	if ((rc = add_extras(&b, m, &name, err)) != WF_OK)
+		goto fail;
+	free(b.slots);
+	b.slots = NULL;
+	wf_buf_free(&comp);
+	wf_buf_free(&name);
+	if (t->n_nodes < b.cap) {
+		/* give back what the upper bound over-reserved */
+		struct wf_node *shrunk = realloc(t->nodes, t->n_nodes * sizeof *t->nodes);
+		if (shrunk)
+			t->nodes = shrunk;
+	}
+	if (!link_children(t))
+		goto nomem;
+
+	if (!set_tensors_json(t, m))
+		goto nomem;
+#ifdef __GLIBC__
+	/* Parsing and building freed far more than the tree keeps (cJSON's
+	 * tree, the build table); glibc keeps freed heap pages resident
+	 * unless asked.  The daemon's memory is promised in docs/security.md. */
+	malloc_trim(0);
+#endif
+	*out = t;
+	return WF_OK;
+
+nomem:
+	rc = wf_fail(err, WF_ERR_NOMEM, "out of memory building the tree");
+fail:
+	wf_buf_free(&comp);
+	wf_buf_free(&name);
+	free(b.slots);
+	wf_tree_free(t);
+	return rc;
+}
+
+void wf_tree_free(struct wf_tree *t)
+{
+	if (!t)
+		return;
+	free_names(t);
+	free(t->nodes);
+	free(t->child_pool);
+	free(t->tensor_node);
+	free(t->tensors_json);
+	free(atomic_load(&t->st_header));
+	pthread_mutex_destroy(&t->st_lock);
+	free(t->st_offsets);
+	free(t->summary);
+	for (size_t i = 0; i < t->n_meta; i++)
+		free(t->meta[i].name);
+	free(t->meta);
+	free(t->meta_text);
+	free(t);
+}

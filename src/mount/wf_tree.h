@@ -1,0 +1,163 @@
+/* wf_tree.h - the mount's namespace: tensor names to paths and inodes.
+ *
+ * Built once at mount time and never changed, so a node's index is its
+ * identity for the mount's life: inode = index + 1, the root is index 0
+ * (FUSE_ROOT_ID 1).  Naming rules (docs/naming.md):
+ *  - a name splits on '.' into path components;
+ *  - in each component '%', '/', control bytes (0x00-0x1F, 0x7F) and bytes
+ *    that are not valid UTF-8 become %XX (upper-case hex); an empty
+ *    component becomes "%", "." becomes "%2E" and ".." becomes "%2E%2E";
+ *  - a component longer than 255 bytes after escaping keeps its first bytes
+ *    and ends in "%~" plus 16 hex digits of a hash of the whole component;
+ *  - a tensor whose path is also a directory (a.b next to a.b.c) is the
+ *    file "<component>.tensor" beside that directory;
+ *  - since no generated component holds '.', names with a '.' are ours:
+ *    "metadata.json", "tensors.json", "WEIGHTFS.txt", "*.tensor";
+ *  - with -o npy every tensor file is "<component>.npy", with -o suffix
+ *    "<component>.<dtype suffix>" (weight.f32); the component is first
+ *    shortened as above to leave room for the suffix and a "~N";
+ *  - should two entries of one directory still meet (a hash collision),
+ *    the later one gets "~N" appended, N = 2, 3, ... in model order;
+ *  - deep or long names: a tensor keeps at most WF_TREE_MAX_DIRS leading
+ *    components as directories, and only while they (with their '/') fit
+ *    in WF_TREE_DIR_BYTES bytes; the rest of the name, dots and all, is
+ *    its file's one last component ('.' escaped as %2E, then shortened as
+ *    above).  When the names would make more directories than
+ *    max(WF_TREE_DIR_FLOOR, header bytes / WF_TREE_DIR_HEADER_DIV), the
+ *    limit on directories per tensor is lowered, for the whole model, to
+ *    the largest that keeps within that number.  Every path is thus at
+ *    most WF_TREE_DIR_BYTES + 255 bytes, and memory stays linear in the
+ *    header whatever the names are.
+ */
+#ifndef WF_TREE_H
+#define WF_TREE_H
+
+#include "base/wf_common.h"
+#include "base/wf_hash.h"
+#include "mount/wf_gen.h"
+#include "model/wf_model.h"
+#include "view/wf_live.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+
+#define WF_NO_NODE UINT32_MAX
+
+/* Most directories above a tensor's file (so at most 32 path components). */
+#define WF_TREE_MAX_DIRS 31
+/* Most bytes of a tensor's directories, each with its '/': a path is at
+ * most this plus a 255-byte file name, far below PATH_MAX (4096) even
+ * under a long mount point. */
+#define WF_TREE_DIR_BYTES 768
+/* Directories a model may always have, and how many header bytes each
+ * further one needs: a directory costs about 40 bytes of memory, and the
+ * daemon promises at most 10 bytes per header byte (docs/security.md). */
+#define WF_TREE_DIR_FLOOR 65536
+#define WF_TREE_DIR_HEADER_DIV 32
+
+enum wf_node_kind {
+	WF_NODE_DIR,
+	WF_NODE_TENSOR,  /* a tensor's view (behind its .npy header with -o npy) */
+	WF_NODE_BLOB,    /* a file held in memory (metadata.json, tensors.json, a metadata key, a sidecar) */
+	WF_NODE_MODEL_ST, /* model.safetensors: its header, then every tensor's view in turn */
+};
+
+/* What the tree holds besides the tensors' own files. */
+struct wf_tree_opts {
+	bool npy;            /* tensor files are NAME.npy: a .npy header, then the view */
+	bool suffix;         /* tensor files are NAME.SUFFIX, the suffix naming the view's
+			      * dtype (wf_view_suffix: weight.f32); ignored with npy */
+};
+
+struct wf_chunk;
+
+/* One node is 32 bytes: a hostile model can make millions.  The unions
+ * hold what only one kind needs; read a field only for its kind. */
+struct wf_node {
+	char *name;            /* escaped path component, NUL-terminated; "" for the root */
+	union {
+		uint32_t *children;   /* WF_NODE_DIR: child indices sorted by name (bytewise) */
+		const char *blob;     /* WF_NODE_BLOB: contents */
+	};
+	union {
+		struct {
+			uint32_t n_children; /* WF_NODE_DIR */
+			uint32_t n_subdirs;  /* WF_NODE_DIR: children that are directories (for st_nlink) */
+		};
+		uint64_t blob_len;    /* WF_NODE_BLOB */
+		uint32_t tensor;      /* WF_NODE_TENSOR: index into model->tensors */
+	};
+	uint32_t parent;       /* index of the parent; the root is its own parent */
+	uint16_t name_len;     /* at most 255 */
+	uint8_t kind;          /* enum wf_node_kind */
+};
+
+struct wf_tree {
+	struct wf_node *nodes;      /* [n_nodes]; nodes[0] is the root */
+	uint32_t n_nodes;
+	uint32_t *tensor_node;      /* [model->n_tensors]: the node of each tensor */
+	char *tensors_json;         /* contents of tensors.json */
+	size_t tensors_json_len;
+	unsigned max_dirs;          /* the limit on directories per tensor this model got */
+	bool npy;                   /* tensor files carry .npy headers */
+	bool suffix;                /* tensor file names end in their dtype's suffix */
+	char *summary;              /* WEIGHTFS.txt (wf_summary.h) */
+	size_t summary_len;
+	const struct wf_model *m;
+	/* model.safetensors: its header (length and JSON), made on first use:
+	 * until a reader wants it, it costs no memory (only its length is
+	 * known, from a first rendering thrown away at build time) */
+	char *_Atomic st_header;
+	uint64_t st_header_len;
+	pthread_mutex_t st_lock;
+	uint64_t *st_offsets;       /* [n_tensors + 1]: each view's start after the header, and the end */
+	struct wf_meta_file *meta;  /* one file per metadata key, in metadata.json's order */
+	size_t n_meta;
+	char *meta_text;            /* what the metadata files' texts point into */
+	/* private */
+	uint32_t *child_pool;       /* every directory's children, back to back */
+	struct wf_chunk *names;     /* node names, packed into chunks */
+};
+
+/* Builds the tree for model m (which must outlive it), including
+ * metadata.json and tensors.json at the root.  Work is linear in the total
+ * length of the names (plus sorting each directory); what stays allocated
+ * is linear in the number of nodes, which is at most one per header byte
+ * the names take and, beyond WF_TREE_DIR_FLOOR directories, one directory
+ * per WF_TREE_DIR_HEADER_DIV bytes of m->data_offset.  Returns freed heap
+ * pages to the system before returning (glibc keeps them otherwise). */
+enum wf_err wf_tree_build(struct wf_tree **out, const struct wf_model *m, char *err);
+
+/* The same with options (NULL: the defaults, as wf_tree_build).  Besides
+ * the tensors, every tree has WEIGHTFS.txt (a summary for people,
+ * wf_summary.h), model.safetensors (the whole model as one
+ * safetensors file in the mount's dtype) and a folder of one file per
+ * metadata key, "metadata" (or "metadata.d" should a tensor or a file of
+ * the model's folder take that name). */
+enum wf_err wf_tree_build_opts(struct wf_tree **out, const struct wf_model *m, const struct wf_tree_opts *opts,
+			       char *err);
+
+/* The bytes of file node idx (0 for a directory). */
+uint64_t wf_tree_size(const struct wf_tree *t, uint32_t idx);
+
+/* The segment of file node idx of tree (a struct wf_tree) that holds byte
+ * off; kind WF_SEG_NONE at or past the end, or for a directory.  A
+ * wf_seg_fn: wf_live_read serves every file of the tree through it. */
+void wf_tree_seg(const void *tree, uint32_t idx, uint64_t off, struct wf_seg *seg);
+
+void wf_tree_free(struct wf_tree *t);
+
+/* The child of dir named name[0..len), or WF_NO_NODE (binary search in
+ * the sorted children: nothing here depends on a hash a file could aim at). */
+uint32_t wf_tree_lookup(const struct wf_tree *t, uint32_t dir, const char *name, size_t len);
+
+/* Appends the path of node idx relative to the root ("" for the root). */
+struct wf_buf;
+void wf_tree_path(const struct wf_tree *t, uint32_t idx, struct wf_buf *out);
+
+/* Escapes one component (see above) into out; exposed for tests.  Work is
+ * linear in n, and out grows by at most 255 bytes whatever n is. */
+void wf_escape_component(const uint8_t *s, size_t n, struct wf_buf *out);
+
+#endif

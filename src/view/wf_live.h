@@ -1,0 +1,81 @@
+/* wf_live.h - serving a model that may change under us.
+ *
+ * The mount (and any in-process reader) serves the files as they were when
+ * opened.  A read copies or decodes its bytes, then checks that every file
+ * it touched is still that file (wf_model_check); a change makes that read
+ * and every later read of the changed file fail, and is reported once.  A
+ * page of the mapping that vanished (the file shrank) raises SIGBUS, which
+ * wf_live_catch_sigbus turns into a failed read on the reading thread.
+ */
+#ifndef WF_LIVE_H
+#define WF_LIVE_H
+
+#include "base/wf_common.h"
+#include "model/wf_model.h"
+
+#include <stdatomic.h>
+
+/* Every file a reader serves is a list of segments, each either bytes in
+ * memory or a range of one tensor's view.  Whoever owns the files (the
+ * mount's tree) says which segment holds a given byte; this layer only
+ * walks them, so it never calls up into its owner. */
+enum wf_seg_kind {
+	WF_SEG_NONE,     /* past the end of the file, or not a file */
+	WF_SEG_BYTES,
+	WF_SEG_VIEW,
+	WF_SEG_NOMEM,    /* the bytes could not be made (out of memory) */
+};
+
+struct wf_seg {
+	enum wf_seg_kind kind;
+	uint64_t start;      /* where the segment starts in its file */
+	uint64_t len;        /* its bytes */
+	const char *bytes;   /* WF_SEG_BYTES: its contents */
+	uint32_t tensor;     /* WF_SEG_VIEW: the tensor (index into the model) ... */
+	uint64_t from;       /* ... and where in its view the segment starts */
+};
+
+/* Fills *seg with the segment of file `file` of `files` that holds byte
+ * off (kind WF_SEG_NONE at or past the end).  Called from reading threads
+ * at once: it must be safe to call concurrently. */
+typedef void (*wf_seg_fn)(const void *files, uint32_t file, uint64_t off, struct wf_seg *seg);
+
+/* Called once per changed part, from the reading thread: part names it when
+ * the model has several files (else NULL), why says what changed. */
+typedef void (*wf_notice_fn)(void *ctx, const char *part, const char *why);
+
+struct wf_live {
+	const struct wf_model *m;
+	wf_seg_fn seg;             /* for wf_live_read: the files' segments; may be NULL */
+	const void *files;         /* what seg is asked about */
+	atomic_bool *changed;      /* [m->n_parts]: the part changed since it was opened */
+	wf_notice_fn notice;       /* may be NULL */
+	void *ctx;
+};
+
+/* Sets up lv over m, with the files of `files` described by seg (both
+ * NULL for a reader of tensors alone); returns WF_ERR_NOMEM or WF_OK. */
+enum wf_err wf_live_init(struct wf_live *lv, const struct wf_model *m, wf_seg_fn seg, const void *files,
+			 wf_notice_fn notice, void *ctx);
+void wf_live_free(struct wf_live *lv);
+
+/* Installs the process's SIGBUS handler: a fault on a mapping inside a
+ * wf_live read ends that read with WF_ERR_CHANGED; any other SIGBUS keeps
+ * its default action.  Returns 0, or -1 with errno set. */
+int wf_live_catch_sigbus(void);
+
+/* Copies bytes [off, off+len) of file `file` (any file lv->seg knows: a
+ * tensor, an .npy, model.safetensors, a JSON text) into out; *got gets the
+ * count (less at the end of the file).  WF_ERR_RANGE when a tensor the
+ * range covers cannot be read (no decoder); WF_ERR_CHANGED when a file it
+ * touched changed. */
+enum wf_err wf_live_read(struct wf_live *lv, uint32_t file, uint64_t off, size_t len, void *out, size_t *got);
+
+/* The same for view bytes [off, off+len) of tensor descriptor t of lv->m:
+ * one of m->tensors, or a copy of one whose view was set for another
+ * output dtype (wf_tensor_set_view), so that one model serves every dtype
+ * per call. */
+enum wf_err wf_live_read_view(struct wf_live *lv, const struct wf_tensor *t, uint64_t off, size_t len, void *out,
+			      size_t *got);
+
+#endif
