@@ -57,14 +57,14 @@ ALL_LDFLAGS = $(SAN) $(LDFLAGS)
 
 # Sources, layer by layer (docs/design.md): a file includes headers of its
 # own folder and of the folders listed before it, never after (layers-check).
-BASE_SRC  := src/base/wf_buf.c src/base/wf_hash.c
+BASE_SRC  := src/base/wf_buf.c src/base/wf_hash.c src/base/wf_names.c
 CODEC_SRC := src/codec/wf_types.c src/codec/wf_decode.c src/codec/wf_decode_x86.c \
-             src/codec/wf_iq_tables.c
+             src/codec/wf_iq_tables.c src/codec/wf_round.c
 MODEL_SRC := src/model/wf_model.c src/model/wf_gguf.c src/model/wf_st.c src/model/wf_meta.c \
              src/model/wf_open.c src/model/wf_set.c \
              src/model/wf_set_parts.c src/model/wf_set_split.c src/model/wf_set_index.c \
              src/model/wf_set_folder.c
-VIEW_SRC  := src/view/wf_view.c src/view/wf_out.c src/view/wf_live.c
+VIEW_SRC  := src/view/wf_view.c src/view/wf_live.c
 LIBAPI_SRC := src/lib/wf_api.c
 MOUNT_SRC := src/mount/wf_tree.c src/mount/wf_gen.c src/mount/wf_summary.c src/mount/wf_attr.c \
              src/mount/wf_usage.c

@@ -11,7 +11,7 @@
 #include "base/wf_buf.h"
 #include "view/wf_live.h"
 #include "model/wf_model.h"
-#include "view/wf_out.h"
+#include "view/wf_view.h"
 #include "model/wf_set.h"
 #include "mount/wf_tree.h"
 #include "codec/wf_types.h"
@@ -229,9 +229,9 @@ static void on_notice(void *ctx, const char *part, const char *why)
 static int open_session(const struct cmd_opts *o, struct session *s)
 {
 	char err[WF_ERRLEN];
-	enum wf_out out = WF_OUT_F32;
+	enum wf_vk out = WF_VK_F32;
 	memset(s, 0, sizeof *s);
-	if (o->dtype && !wf_out_parse(o->dtype, &out)) {
+	if (o->dtype && !wf_view_parse(o->dtype, &out)) {
 		fprintf(stderr, "weightfs: -o dtype=%s: unknown output type (f32, f16, bf16 or stored)\n", o->dtype);
 		return EXIT_USAGE;
 	}

@@ -5,7 +5,7 @@
 #include "fuse/wf_log.h"
 #include "fuse/wf_mnt.h"
 #include "model/wf_model.h"
-#include "view/wf_out.h"
+#include "view/wf_view.h"
 #include "model/wf_set.h"
 #include "mount/wf_tree.h"
 
@@ -373,8 +373,8 @@ static int parse_mount_args(struct fuse_args *args, struct opts *o, struct fuse_
 static int load_model(const struct opts *o, const char *mountpoint, struct wf_model **m, struct wf_tree **t)
 {
 	char err[WF_ERRLEN];
-	enum wf_out out = WF_OUT_F32;
-	if (o->dtype && !wf_out_parse(o->dtype, &out)) {
+	enum wf_vk out = WF_VK_F32;
+	if (o->dtype && !wf_view_parse(o->dtype, &out)) {
 		fprintf(stderr, "weightfs: -o dtype=%s: unknown output type (f32, f16, bf16 or stored)\n", o->dtype);
 		return EXIT_USAGE;
 	}

@@ -1,7 +1,7 @@
 /* wf_set.c - MODEL as a user names it: one file, a split GGUF, a
  * safetensors index and its shards, or a model folder (see wf_set.h).
  *
- * Every file is opened and validated on its own by wf_model_open, then the
+ * Every file is opened and validated on its own by wf_open_file, then the
  * rules that tie the files together are checked (wf_set_split.c,
  * wf_set_index.c, wf_set_folder.c), and the parts are merged into one
  * model: tensors in part order, each naming its part (wf_set_parts.c).
@@ -78,7 +78,7 @@ enum wf_err wf_set_open(struct wf_model **out, const char *arg, char *err)
 	}
 	/* a file on its own keeps the messages it always had: no file name */
 	struct wf_model *m;
-	rc = wf_model_open(&m, arg, err);
+	rc = wf_open_file(&m, arg, err);
 	if (rc != WF_OK)
 		goto done;
 	L.fds_kept = 1;

@@ -2,7 +2,6 @@
  * cache's models--ORG--NAME) holding exactly one model, and its sidecars. */
 #include "model/wf_set_int.h"
 #include "base/wf_buf.h"
-#include "base/wf_hash.h"
 #include "model/wf_open.h"
 
 #include <cjson/cJSON.h>

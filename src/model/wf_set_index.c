@@ -2,7 +2,7 @@
  * shards its weight_map names, which must agree with it both ways. */
 #include "model/wf_set_int.h"
 #include "base/wf_buf.h"
-#include "base/wf_hash.h"
+#include "base/wf_names.h"
 #include "model/wf_open.h"
 
 #include <cjson/cJSON.h>

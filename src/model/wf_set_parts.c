@@ -3,7 +3,7 @@
  * merging validated parts into one model (wf_set_int.h). */
 #include "model/wf_set_int.h"
 #include "base/wf_buf.h"
-#include "base/wf_hash.h"
+#include "base/wf_names.h"
 #include "model/wf_meta.h"
 #include "model/wf_open.h"
 
@@ -51,7 +51,7 @@ enum wf_err wf_set_open_part(struct wf_set_loader *L, const char *name, struct w
 		free(path);
 		return wf_fail(L->err, WF_ERR_IO, "%s: missing", name);
 	}
-	enum wf_err rc = wf_model_open(out, path, inner);
+	enum wf_err rc = wf_open_file(out, path, inner);
 	free(path);
 	if (rc != WF_OK)
 		return wf_fail(L->err, rc, "%s: %s", name, inner);

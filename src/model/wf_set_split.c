@@ -3,7 +3,6 @@
  * across them (wf_set.h). */
 #include "model/wf_set_int.h"
 #include "base/wf_buf.h"
-#include "base/wf_hash.h"
 #include "model/wf_open.h"
 
 #include <cjson/cJSON.h>

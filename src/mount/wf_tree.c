@@ -1,6 +1,7 @@
 /* wf_tree.c - tensor names to a directory tree (rules in wf_tree.h). */
 #include "mount/wf_tree.h"
-#include "view/wf_out.h"
+#include "base/wf_hash.h"
+#include "view/wf_view.h"
 #include "base/wf_buf.h"
 #include "mount/wf_summary.h"
 #include "codec/wf_types.h"
@@ -14,15 +15,6 @@
 /* bytes of a long component kept before its "%~" + 16-hex-digit hash */
 #define LONG_KEEP 200
 
-static uint64_t fnv1a(const void *p, size_t n, uint64_t h)
-{
-	const uint8_t *s = p;
-	for (size_t i = 0; i < n; i++)
-		h = (h ^ s[i]) * 1099511628211ULL;
-	return h;
-}
-
-#define FNV_SEED 1469598103934665603ULL
 
 /* Shortens the escaped component at out->data[start..] to at most `limit`
  * bytes when it is longer: keep a prefix that ends on a whole character
@@ -43,7 +35,7 @@ static void shorten(struct wf_buf *out, size_t start, const uint8_t *orig, size_
 		}
 	}
 	out->len = start + keep;
-	wf_buf_printf(out, "%%~%016llx", (unsigned long long)fnv1a(orig, n, FNV_SEED));
+	wf_buf_printf(out, "%%~%016llx", (unsigned long long)wf_fnv1a(orig, n));
 }
 
 static void escape(const uint8_t *s, size_t n, struct wf_buf *out, bool keep_dots);

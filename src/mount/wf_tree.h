@@ -33,7 +33,6 @@
 #define WF_TREE_H
 
 #include "base/wf_common.h"
-#include "base/wf_hash.h"
 #include "mount/wf_gen.h"
 #include "model/wf_model.h"
 #include "view/wf_live.h"

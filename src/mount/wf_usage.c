@@ -12,9 +12,8 @@ static uint64_t round_fragment(uint64_t n)
 	return (n + WF_FRAGMENT - 1) / WF_FRAGMENT * WF_FRAGMENT;
 }
 
-uint64_t wf_node_size(const struct wf_tree *t, const struct wf_model *m, uint32_t idx)
+uint64_t wf_usage_size(const struct wf_tree *t, uint32_t idx)
 {
-	(void)m;
 	const struct wf_node *nd = &t->nodes[idx];
 	switch (nd->kind) {
 	case WF_NODE_DIR:
@@ -28,16 +27,16 @@ uint64_t wf_node_size(const struct wf_tree *t, const struct wf_model *m, uint32_
 	return round_fragment(n);
 }
 
-uint64_t wf_node_blocks(const struct wf_tree *t, const struct wf_model *m, uint32_t idx)
+uint64_t wf_usage_blocks(const struct wf_tree *t, uint32_t idx)
 {
-	return round_fragment(wf_node_size(t, m, idx)) / 512;
+	return round_fragment(wf_usage_size(t, idx)) / 512;
 }
 
-void wf_usage_get(const struct wf_tree *t, const struct wf_model *m, struct wf_usage *out)
+void wf_usage_get(const struct wf_tree *t, struct wf_usage *out)
 {
 	uint64_t frags = 0;
 	for (uint32_t i = 0; i < t->n_nodes; i++)
-		frags += round_fragment(wf_node_size(t, m, i)) / WF_FRAGMENT;
+		frags += round_fragment(wf_usage_size(t, i)) / WF_FRAGMENT;
 	out->frsize = WF_FRAGMENT;
 	out->blocks = frags;
 	out->files = t->n_nodes;

@@ -42,7 +42,7 @@ static struct wf_model *open_copy(void)
 	ck_assert_int_eq(fclose(out), 0);
 	struct wf_model *m;
 	char err[WF_ERRLEN];
-	ck_assert_int_eq(wf_model_open(&m, path, err), WF_OK);
+	ck_assert_int_eq(wf_open_file(&m, path, err), WF_OK);
 	/* timestamps tick coarsely: let a clock tick pass so a change shows */
 	nanosleep(&(struct timespec){0, 30 * 1000 * 1000}, NULL);
 	return m;
