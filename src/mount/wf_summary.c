@@ -347,7 +347,8 @@ static bool put_stack(struct wf_buf *b, const struct wf_model *m, const struct s
 	col_widths(s, rows, n_rows, ncol, w, &w_layer);
 	wf_buf_puts(b, "\nLayers ");
 	put_clean(b, s->name, s->len, SHOW_MAX);
-	wf_buf_printf(b, ".N: %" PRIu64 " layer%s, %zu tensors\n", layers, layers == 1 ? "" : "s", s->n_tensors);
+	wf_buf_printf(b, ".N: %" PRIu64 " layer%s, %zu tensor%s\n", layers, layers == 1 ? "" : "s", s->n_tensors,
+		      s->n_tensors == 1 ? "" : "s");
 	put_rows(b, s, rows, n_rows, ncol, w, w_layer, w_par);
 	if (rest_layers)
 		wf_buf_printf(b, "  ... %" PRIu64 " more layer%s (%" PRIu32 "-%" PRIu32 "): see tensors.json\n",
@@ -626,11 +627,14 @@ static void put_head(struct wf_buf *b, const struct wf_tree *t, const char *cfg_
 	put_clean(b, file0, strlen(file0), SHOW_MAX);
 	if (m->n_parts > 1)
 		wf_buf_printf(b, " and %u more files (parts.json)", m->n_parts - 1);
-	wf_buf_printf(b, ", %" PRIu64 " metadata keys\n", m->n_kv);
+	if (m->n_kv)
+		wf_buf_printf(b, ", %" PRIu64 " metadata key%s\n", m->n_kv, m->n_kv == 1 ? "" : "s");
+	else
+		wf_buf_puts(b, ", no metadata\n");
 	wf_buf_printf(b, "%-14s", "Parameters:");
 	put_count(b, params);
 	fmt_short(s1, sizeof s1, params);
-	wf_buf_printf(b, " (%s) in %zu tensors\n", s1, m->n_tensors);
+	wf_buf_printf(b, " (%s) in %zu tensor%s\n", s1, m->n_tensors, m->n_tensors == 1 ? "" : "s");
 	fmt_bytes(s1, sizeof s1, nbytes);
 	fmt_bytes(s2, sizeof s2, size);
 	wf_buf_printf(b, "%-14s%s in the model, %s as the mount's files\n", "Bytes:", s1, s2);

@@ -3,7 +3,6 @@
 #include "base/wf_hash.h"
 #include "view/wf_view.h"
 #include "base/wf_buf.h"
-#include "mount/wf_summary.h"
 #include "codec/wf_types.h"
 
 #include <malloc.h>
@@ -364,8 +363,7 @@ static enum wf_err add_extras(struct builder *b, const struct wf_model *m, struc
 	}
 	/* the summary before the folder's files: a WEIGHTFS.txt of the model's
 	 * own is left out like any file whose name the tree gives */
-	uint32_t summary;
-	if ((rc = add_root_file(b, WF_SUMMARY_NAME, WF_NODE_BLOB, &summary, err)) != WF_OK)
+	if ((rc = add_root_file(b, WF_TREE_SUMMARY_NAME, WF_NODE_BLOB, &t->summary_node, err)) != WF_OK)
 		return rc;
 	for (size_t i = 0; i < m->n_sidecars; i++) {
 		const struct wf_sidecar *sc = &m->sidecars[i];
@@ -405,10 +403,7 @@ static enum wf_err add_extras(struct builder *b, const struct wf_model *m, struc
 		t->nodes[n].blob = f->data;
 		t->nodes[n].blob_len = f->len;
 	}
-	if ((rc = wf_summary(t, dname, &t->summary, &t->summary_len, err)) != WF_OK)
-		return rc;
-	t->nodes[summary].blob = t->summary;
-	t->nodes[summary].blob_len = t->summary_len;
+	t->meta_node = dir;
 	return WF_OK;
 }
 
@@ -766,6 +761,14 @@ fail:
 	free(b.slots);
 	wf_tree_free(t);
 	return rc;
+}
+
+void wf_tree_set_summary(struct wf_tree *t, char *text, size_t len)
+{
+	free(t->summary);
+	t->summary = text;
+	t->nodes[t->summary_node].blob = text;
+	t->nodes[t->summary_node].blob_len = len;
 }
 
 void wf_tree_free(struct wf_tree *t)

@@ -43,6 +43,9 @@
 
 #define WF_NO_NODE UINT32_MAX
 
+/* The summary's name at the root (wf_summary.h makes its text). */
+#define WF_TREE_SUMMARY_NAME "WEIGHTFS.txt"
+
 /* Most directories above a tensor's file (so at most 32 path components). */
 #define WF_TREE_MAX_DIRS 31
 /* Most bytes of a tensor's directories, each with its '/': a path is at
@@ -101,8 +104,9 @@ struct wf_tree {
 	unsigned max_dirs;          /* the limit on directories per tensor this model got */
 	bool npy;                   /* tensor files carry .npy headers */
 	bool suffix;                /* tensor file names end in their dtype's suffix */
-	char *summary;              /* WEIGHTFS.txt (wf_summary.h) */
-	size_t summary_len;
+	uint32_t summary_node;      /* WEIGHTFS.txt: empty until wf_tree_set_summary */
+	char *summary;              /* its text (wf_summary.h, made by wf_mount_tree) */
+	uint32_t meta_node;         /* the folder of one file per metadata key */
 	const struct wf_model *m;
 	/* model.safetensors: its header (length and JSON), made on first use:
 	 * until a reader wants it, it costs no memory (only its length is
@@ -129,13 +133,18 @@ struct wf_tree {
 enum wf_err wf_tree_build(struct wf_tree **out, const struct wf_model *m, char *err);
 
 /* The same with options (NULL: the defaults, as wf_tree_build).  Besides
- * the tensors, every tree has WEIGHTFS.txt (a summary for people,
- * wf_summary.h), model.safetensors (the whole model as one
+ * the tensors, every tree has WEIGHTFS.txt (a summary for people, empty
+ * until wf_tree_set_summary), model.safetensors (the whole model as one
  * safetensors file in the mount's dtype) and a folder of one file per
  * metadata key, "metadata" (or "metadata.d" should a tensor or a file of
  * the model's folder take that name). */
 enum wf_err wf_tree_build_opts(struct wf_tree **out, const struct wf_model *m, const struct wf_tree_opts *opts,
 			       char *err);
+
+/* Gives t the text of WEIGHTFS.txt (len bytes, NUL-terminated, taken
+ * over: freed with t).  The summary reads the finished tree, so it comes
+ * after wf_tree_build_opts, from wf_mount_tree. */
+void wf_tree_set_summary(struct wf_tree *t, char *text, size_t len);
 
 /* The bytes of file node idx (0 for a directory). */
 uint64_t wf_tree_size(const struct wf_tree *t, uint32_t idx);
