@@ -12,6 +12,7 @@
 #include "model/wf_model.h"
 #include "model/wf_open.h"
 #include "view/wf_view.h"
+#include "mount/wf_mount.h"
 #include "mount/wf_summary.h"
 #include "mount/wf_tree.h"
 #include "codec/wf_types.h"
@@ -60,8 +61,8 @@ static struct wf_tree *tree_of(const struct wf_model *m, bool suffix)
 {
 	struct wf_tree *t = NULL;
 	char err[WF_ERRLEN] = "";
-	enum wf_err rc = wf_tree_build_opts(&t, m, &(struct wf_tree_opts){.suffix = suffix}, err);
-	ck_assert_msg(rc == WF_OK, "wf_tree_build_opts: %s", err);
+	enum wf_err rc = wf_mount_tree(&t, m, &(struct wf_tree_opts){.suffix = suffix}, err);
+	ck_assert_msg(rc == WF_OK, "wf_mount_tree: %s", err);
 	return t;
 }
 
@@ -216,7 +217,7 @@ START_TEST(test_summary_limits)
 	has(s, "  more");
 	has(s, "(more: tensors of kinds without a column of their own)");
 	has(s, "more: see tensors.json\n");
-	has(s, "Layers bad???.N: 1 layer, 1 tensors\n");
+	has(s, "Layers bad???.N: 1 layer, 1 tensor\n");
 	has(s, "  k?  ");
 	has(s, "  caf\xc3\xa9 ");
 	has(s, ".bool bool");

@@ -9,6 +9,7 @@
 #include "model/wf_model.h"
 #include "mount/wf_tree.h"
 #include "codec/wf_types.h"
+#include "mount/wf_mount.h"
 #include "mount/wf_usage.h"
 
 /* A safetensors-shaped model whose tensors have the given names and view
@@ -42,7 +43,7 @@ static struct wf_tree *tree_of(const struct wf_model *m)
 {
 	struct wf_tree *t = NULL;
 	char err[WF_ERRLEN] = "";
-	ck_assert_msg(wf_tree_build(&t, m, err) == WF_OK, "wf_tree_build: %s", err);
+	ck_assert_msg(wf_mount_tree(&t, m, NULL, err) == WF_OK, "wf_mount_tree: %s", err);
 	return t;
 }
 
