@@ -88,7 +88,7 @@ ifneq ($(V),1)
 Q := @
 endif
 
-.PHONY: all lib check unit-check mount-check api-check python-check demo install uninstall clean deb
+.PHONY: all lib check layers-check unit-check mount-check api-check python-check demo install uninstall clean deb
 .SECONDARY:
 all: $(B)/weightfs lib
 lib: $(B)/libweightfs.so
@@ -140,7 +140,7 @@ $(B)/tests/check_%: $(B)/tests/check_%.o $(B)/libwfprog.a $(B)/libweightfs.a
 # `make check` first installs what the tests need and is missing (apt, when
 # root or passwordless sudo; otherwise it says what to install), then runs
 # every suite.  tests/fuzz/fuzz.mk adds fuzz-check to CHECK_TARGETS.
-CHECK_TARGETS := unit-check mount-check api-check python-check
+CHECK_TARGETS := layers-check unit-check mount-check api-check python-check
 check:
 	$(Q)bash tools/deps.sh test
 	$(Q)$(MAKE) --no-print-directory $(CHECK_TARGETS)
@@ -150,6 +150,11 @@ unit-check: $(UNIT_BIN) $(B)/weightfs
 	$(Q)$(PYTHON) tools/gen_malformed.py --check
 	$(Q)$(PYTHON) tools/gen_known_blocks.py --check
 	$(Q)fail=0; for t in $(UNIT_BIN); do $$t || fail=1; done; exit $$fail
+
+# The layer rule, no include cycle, no function over 80 lines, every source
+# named here (tools/check_layers.py; docs/design.md, Layers).
+layers-check:
+	$(Q)$(PYTHON) tools/check_layers.py .
 
 mount-check: $(B)/weightfs
 	$(Q)bash tests/mount/run.sh $(B)/weightfs

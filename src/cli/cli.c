@@ -8,6 +8,7 @@
  * the mount's files and its messages and exit codes for a bad MODEL are
  * the mount's.  Part of the command-line program: it prints and picks
  * exit codes; the library never does. */
+#include "cli/cli.h"
 #include "cli/cli_int.h"
 #include "view/wf_view.h"
 

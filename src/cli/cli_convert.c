@@ -1,6 +1,7 @@
 /* cli_convert.c - weightfs convert: the mount's model.safetensors written to
  * a file, by a worker per core, through a temporary file renamed into
  * place only when whole. */
+#include "cli/cli.h"
 #include "cli/cli_int.h"
 
 #include <errno.h>

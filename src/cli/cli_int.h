@@ -3,7 +3,6 @@
 #ifndef CLI_INT_H
 #define CLI_INT_H
 
-#include "cli/cli.h"
 #include "mount/wf_mount.h"
 #include "view/wf_live.h"
 

@@ -1,5 +1,6 @@
 /* cli_read.c - what the commands share to read MODEL's files: the guarded
  * read of a file to stdout, and the message for a read that failed. */
+#include "cli/cli.h"
 #include "cli/cli_int.h"
 
 #include <errno.h>

@@ -1,5 +1,6 @@
 /* cli_show.c - weightfs ls, info and cat: a mount's listing, metadata and
  * file bytes without mounting. */
+#include "cli/cli.h"
 #include "cli/cli_int.h"
 #include "base/wf_buf.h"
 #include "view/wf_view.h"

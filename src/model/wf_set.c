@@ -6,6 +6,7 @@
  * wf_set_index.c, wf_set_folder.c), and the parts are merged into one
  * model: tensors in part order, each naming its part (wf_set_parts.c).
  */
+#include "model/wf_set.h"
 #include "model/wf_set_int.h"
 #include "model/wf_open.h"
 

@@ -1,5 +1,6 @@
 /* wf_set_folder.c - a model folder (a Hugging Face snapshot, a hub
  * cache's models--ORG--NAME) holding exactly one model, and its sidecars. */
+#include "model/wf_set.h"
 #include "model/wf_set_int.h"
 #include "base/wf_buf.h"
 #include "model/wf_open.h"

@@ -1,5 +1,6 @@
 /* wf_set_index.c - a safetensors index (*.safetensors.index.json) and the
  * shards its weight_map names, which must agree with it both ways. */
+#include "model/wf_set.h"
 #include "model/wf_set_int.h"
 #include "base/wf_buf.h"
 #include "base/wf_names.h"

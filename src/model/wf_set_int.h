@@ -11,7 +11,7 @@
 #ifndef WF_SET_INT_H
 #define WF_SET_INT_H
 
-#include "model/wf_set.h"
+#include "model/wf_model.h"
 
 #include <cjson/cJSON.h>
 #include <stdbool.h>

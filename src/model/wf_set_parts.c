@@ -1,6 +1,7 @@
 /* wf_set_parts.c - what every form of a model set shares: opening its files
  * as parts, reading small files beside them, llama.cpp's part names, and
  * merging validated parts into one model (wf_set_int.h). */
+#include "model/wf_set.h"
 #include "model/wf_set_int.h"
 #include "base/wf_buf.h"
 #include "base/wf_names.h"

@@ -1,6 +1,7 @@
 /* wf_set_split.c - a split GGUF: PREFIX-NNNNN-of-MMMMM.gguf parts found by
  * llama.cpp's naming, each validated alone, then the split keys checked
  * across them (wf_set.h). */
+#include "model/wf_set.h"
 #include "model/wf_set_int.h"
 #include "base/wf_buf.h"
 #include "model/wf_open.h"
