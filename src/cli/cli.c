@@ -223,7 +223,7 @@ static int open_session(const struct cli_opts *o, struct cli_session *s)
 	int ret = cli_open(&s->mt, o->pos[0], o->dtype, &(struct wf_tree_opts){.npy = o->npy});
 	if (ret != 0)
 		return ret;
-	if (wf_live_init(&s->lv, s->mt.m, wf_tree_seg, s->mt.t, cli_notice, NULL) != WF_OK) {
+	if (wf_live_init(&s->lv, s->mt.m, wf_files_seg, s->mt.t, cli_notice, NULL) != WF_OK) {
 		fprintf(stderr, "weightfs: %s: out of memory\n", o->pos[0]);
 		return EXIT_NOMEM;
 	}

@@ -185,7 +185,7 @@ static int conv_init(struct conv *c, const struct cli_opts *o)
 		fprintf(stderr, "weightfs: %s: model.safetensors: missing\n", model); /* a bug */
 		return EXIT_USAGE;
 	}
-	c->size = wf_tree_size(c->s->mt.t, c->node);
+	c->size = wf_files_size(c->s->mt.t, c->node);
 	if (pthread_mutex_init(&c->lock, NULL) != 0) {
 		fprintf(stderr, "weightfs: out of memory\n");
 		return EXIT_NOMEM;

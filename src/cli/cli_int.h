@@ -3,6 +3,7 @@
 #ifndef CLI_INT_H
 #define CLI_INT_H
 
+#include "mount/wf_files.h"
 #include "mount/wf_mount.h"
 #include "view/wf_live.h"
 

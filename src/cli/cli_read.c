@@ -54,7 +54,7 @@ int cli_write_all(int fd, const void *p, size_t n)
 int cli_dump_node(struct cli_session *s, const char *model, const char *what, uint32_t node, uint64_t off,
 		     uint64_t len)
 {
-	uint64_t size = wf_tree_size(s->mt.t, node);
+	uint64_t size = wf_files_size(s->mt.t, node);
 	if (off >= size)
 		return 0;
 	if (len > size - off)

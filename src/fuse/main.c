@@ -7,6 +7,7 @@
 #include "model/wf_model.h"
 #include "view/wf_view.h"
 #include "model/wf_set.h"
+#include "mount/wf_files.h"
 #include "mount/wf_tree.h"
 
 #include <errno.h>
@@ -524,7 +525,7 @@ int main(int argc, char *argv[])
 		.m = mt.m, .t = mt.t, .uid = getuid(), .gid = getgid(), .timeout = 86400.0 * 365,
 		.live = &live,
 	};
-	if (wf_live_init(&live, mt.m, wf_tree_seg, mt.t, on_model_changed, NULL) != WF_OK)
+	if (wf_live_init(&live, mt.m, wf_files_seg, mt.t, on_model_changed, NULL) != WF_OK)
 		goto out_model;
 	model_name = o.model;
 	/* read-only at the VFS too, so writes fail with EROFS before reaching

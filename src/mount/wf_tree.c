@@ -407,120 +407,6 @@ static enum wf_err add_extras(struct builder *b, const struct wf_model *m, struc
 	return WF_OK;
 }
 
-/* A tensor file's .npy header (none without -o npy). */
-static size_t npy_len(const struct wf_tree *t, uint32_t tensor, char *buf)
-{
-	return t->npy ? wf_npy_header(&t->m->tensors[tensor], buf) : 0;
-}
-
-/* model.safetensors' header, made on first use; NULL when out of memory. */
-static const char *st_header_get(const struct wf_tree *tc)
-{
-	struct wf_tree *t = (struct wf_tree *)tc; /* the lazily made header is the one mutable part */
-	char *h = atomic_load_explicit(&t->st_header, memory_order_acquire);
-	if (h)
-		return h;
-	pthread_mutex_lock(&t->st_lock);
-	h = atomic_load_explicit(&t->st_header, memory_order_relaxed);
-	if (!h) {
-		uint64_t len, *offs = NULL;
-		/* the same model renders the same bytes as at build time */
-		if (wf_st_header(t->m, &h, &len, &offs) == WF_OK && len == t->st_header_len)
-			atomic_store_explicit(&t->st_header, h, memory_order_release);
-		else {
-			free(h);
-			h = NULL;
-		}
-		free(offs);
-	}
-	pthread_mutex_unlock(&t->st_lock);
-	return h;
-}
-
-uint64_t wf_tree_size(const struct wf_tree *t, uint32_t idx)
-{
-	const struct wf_node *nd = &t->nodes[idx];
-	char h[WF_NPY_HEADER_MAX];
-	switch (nd->kind) {
-	case WF_NODE_TENSOR:
-		return npy_len(t, nd->tensor, h) + t->m->tensors[nd->tensor].size;
-	case WF_NODE_BLOB:
-		return nd->blob_len;
-	case WF_NODE_MODEL_ST:
-		return t->st_header_len + t->st_offsets[t->m->n_tensors];
-	default:
-		return 0;
-	}
-}
-
-void wf_tree_seg(const void *tree, uint32_t idx, uint64_t off, struct wf_seg *seg)
-{
-	const struct wf_tree *t = tree;
-	/* one npy header per thread: a BYTES segment points into it */
-	static __thread char npy[WF_NPY_HEADER_MAX];
-	memset(seg, 0, sizeof *seg);
-	seg->kind = WF_SEG_NONE;
-	if (idx >= t->n_nodes)
-		return;
-	const struct wf_node *nd = &t->nodes[idx];
-	if (nd->kind == WF_NODE_BLOB) {
-		if (off < nd->blob_len) {
-			seg->kind = WF_SEG_BYTES;
-			seg->len = nd->blob_len;
-			seg->bytes = nd->blob;
-		}
-		return;
-	}
-	uint64_t head;
-	const char *hb = NULL;
-	size_t tensor;
-	if (nd->kind == WF_NODE_TENSOR) {
-		head = npy_len(t, nd->tensor, npy);
-		hb = npy;
-		tensor = nd->tensor;
-	} else if (nd->kind == WF_NODE_MODEL_ST) {
-		head = t->st_header_len;
-		if (off < head && !(hb = st_header_get(t))) {
-			seg->kind = WF_SEG_NOMEM;
-			return;
-		}
-		/* the tensor whose view holds off: the last start at or before it,
-		 * skipping empty views */
-		const uint64_t *o = t->st_offsets;
-		size_t lo = 0, hi = t->m->n_tensors;
-		uint64_t d = off < head ? 0 : off - head;
-		while (hi - lo > 1) {
-			size_t mid = lo + (hi - lo) / 2;
-			if (o[mid] <= d)
-				lo = mid;
-			else
-				hi = mid;
-		}
-		while (lo + 1 < t->m->n_tensors && o[lo + 1] <= d)
-			lo++;
-		tensor = lo;
-	} else {
-		return;
-	}
-	if (off < head) {
-		seg->kind = WF_SEG_BYTES;
-		seg->len = head;
-		seg->bytes = hb;
-		return;
-	}
-	if (tensor >= t->m->n_tensors)
-		return;
-	uint64_t vstart = head + (nd->kind == WF_NODE_MODEL_ST ? t->st_offsets[tensor] : 0);
-	const struct wf_tensor *tn = &t->m->tensors[tensor];
-	if (off >= vstart + tn->size)
-		return;
-	seg->kind = WF_SEG_VIEW;
-	seg->start = vstart;
-	seg->len = tn->size;
-	seg->tensor = (uint32_t)tensor;
-	seg->from = 0;
-}
-
 enum wf_err wf_tree_build(struct wf_tree **out, const struct wf_model *m, char *err)
 {
 	return wf_tree_build_opts(out, m, NULL, err);
@@ -630,6 +516,10 @@ static bool add_tensor_file(struct builder *b, size_t i, unsigned max_dirs, stru
 	if (n == WF_NO_NODE)
 		return false;
 	t->nodes[n].tensor = (uint32_t)i;
+	if (t->npy) {
+		char h[WF_NPY_HEADER_MAX];
+		t->nodes[n].npy_len = (uint16_t)wf_npy_header(tn, h);
+	}
 	t->tensor_node[i] = n;
 	return true;
 }
@@ -693,7 +583,12 @@ enum wf_err wf_tree_build_opts(struct wf_tree **out, const struct wf_model *m, c
 	t->m = m;
 	t->npy = opts && opts->npy;
 	t->suffix = opts && opts->suffix && !t->npy;
-	pthread_mutex_init(&t->st_lock, NULL);
+	t->st_lazy = calloc(1, sizeof *t->st_lazy);
+	if (!t->st_lazy) {
+		free(t);
+		return wf_fail(err, WF_ERR_NOMEM, "out of memory");
+	}
+	pthread_mutex_init(&t->st_lazy->lock, NULL);
 	static const char empty[] = "{}";
 	bool have = m->metadata_json && m->metadata_json_len;
 	enum wf_err rc = wf_meta_files(have ? m->metadata_json : empty, have ? m->metadata_json_len : 2, &t->meta,
@@ -780,8 +675,11 @@ void wf_tree_free(struct wf_tree *t)
 	free(t->child_pool);
 	free(t->tensor_node);
 	free(t->tensors_json);
-	free(atomic_load(&t->st_header));
-	pthread_mutex_destroy(&t->st_lock);
+	if (t->st_lazy) {
+		free(atomic_load(&t->st_lazy->header));
+		pthread_mutex_destroy(&t->st_lazy->lock);
+		free(t->st_lazy);
+	}
 	free(t->st_offsets);
 	free(t->summary);
 	for (size_t i = 0; i < t->n_meta; i++)

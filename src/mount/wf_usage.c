@@ -1,5 +1,6 @@
 /* wf_usage.c - st_size, st_blocks and statfs figures (wf_usage.h). */
 #include "mount/wf_usage.h"
+#include "mount/wf_files.h"
 
 /* ext4's on-disk entry: 8 bytes of header, then the name, padded to 4. */
 static uint64_t dirent_bytes(uint64_t name_len)
@@ -19,7 +20,7 @@ uint64_t wf_usage_size(const struct wf_tree *t, uint32_t idx)
 	case WF_NODE_DIR:
 		break;
 	default:
-		return wf_tree_size(t, idx);
+		return wf_files_size(t, idx);
 	}
 	uint64_t n = dirent_bytes(1) + dirent_bytes(2); /* "." and ".." */
 	for (uint32_t i = 0; i < nd->n_children; i++)

@@ -14,6 +14,7 @@
 #include "fuse/wf_log.h"
 #include "model/wf_model.h"
 #include "model/wf_open.h"
+#include "mount/wf_files.h"
 #include "mount/wf_tree.h"
 
 #ifndef DATA_DIR
@@ -161,7 +162,7 @@ START_TEST(test_live_reads)
 	char err[WF_ERRLEN];
 	ck_assert_int_eq(wf_tree_build(&t, m, err), WF_OK);
 	struct wf_live lv;
-	ck_assert_int_eq(wf_live_init(&lv, m, wf_tree_seg, t, count_notice, NULL), WF_OK);
+	ck_assert_int_eq(wf_live_init(&lv, m, wf_files_seg, t, count_notice, NULL), WF_OK);
 	ck_assert_int_eq(wf_live_catch_sigbus(), 0);
 	ck_assert_uint_ge(m->n_tensors, 1);
 	uint8_t buf[64], whole[64];
