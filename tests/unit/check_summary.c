@@ -12,6 +12,7 @@
 #include "model/wf_model.h"
 #include "model/wf_open.h"
 #include "view/wf_view.h"
+#include "fixture.h"
 #include "mount/wf_mount.h"
 #include "mount/wf_summary.h"
 #include "mount/wf_tree.h"
@@ -33,26 +34,12 @@ struct spec {
 
 static struct wf_model *model_of(const struct spec *sp, size_t n, enum wf_vk out)
 {
-	struct wf_model *m = wf_model_new(WF_FMT_SAFETENSORS, NULL, 0);
+	struct wf_model *m = fixture_model(n);
 	char err[WF_ERRLEN];
-	ck_assert_ptr_nonnull(m);
-	m->tensors = calloc(n ? n : 1, sizeof *m->tensors);
-	m->metadata_json = strdup("{}\n");
-	m->metadata_json_len = 3;
-	ck_assert(m->tensors && m->metadata_json);
 	for (size_t i = 0; i < n; i++) {
-		struct wf_tensor *t = &m->tensors[i];
-		t->name = strdup(sp[i].name);
-		t->name_len = strlen(sp[i].name);
-		t->shape = malloc(2 * sizeof *t->shape);
-		ck_assert(t->name && t->shape);
-		t->type = sp[i].type;
-		t->ndim = 2;
-		t->shape[0] = 2;
-		t->shape[1] = 256;
-		ck_assert_int_eq(wf_tensor_sizes(t, false, err), WF_OK);
+		struct wf_tensor *t = fixture_tensor(m, i, sp[i].name, strlen(sp[i].name), sp[i].type, 2,
+						     (const uint64_t[]){2, 256}, 0);
 		ck_assert_int_eq(wf_tensor_set_view(t, out, err), WF_OK);
-		m->n_tensors = i + 1;
 	}
 	return m;
 }

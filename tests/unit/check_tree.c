@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fixture.h"
 #include "json_bytes.h"
 #include "base/wf_buf.h"
 #include "base/wf_hash.h"
@@ -26,29 +27,9 @@ struct name {
 
 static struct wf_model *model_of(const struct name *names, size_t n)
 {
-	struct wf_model *m = wf_model_new(WF_FMT_SAFETENSORS, NULL, 0);
-	ck_assert_ptr_nonnull(m);
-	m->tensors = calloc(n ? n : 1, sizeof *m->tensors);
-	m->metadata_json = strdup("{}\n");
-	m->metadata_json_len = 3;
-	ck_assert(m->tensors && m->metadata_json);
-	for (size_t i = 0; i < n; i++) {
-		struct wf_tensor *t = &m->tensors[i];
-		t->name = malloc(names[i].n + 1);
-		t->shape = malloc(sizeof *t->shape);
-		ck_assert(t->name && t->shape);
-		memcpy(t->name, names[i].s, names[i].n);
-		t->name[names[i].n] = '\0';
-		t->name_len = names[i].n;
-		t->type = WF_T_F32;
-		t->ndim = 1;
-		t->shape[0] = 1;
-		t->nelems = 1;
-		t->nbytes = 4;
-		t->size = 4;
-		t->offset = 4 * i;
-		m->n_tensors = i + 1;
-	}
+	struct wf_model *m = fixture_model(n);
+	for (size_t i = 0; i < n; i++)
+		fixture_tensor(m, i, names[i].s, names[i].n, WF_T_F32, 1, (const uint64_t[]){1}, 4 * i);
 	return m;
 }
 

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fixture.h"
 #include "model/wf_model.h"
 #include "mount/wf_tree.h"
 #include "codec/wf_types.h"
@@ -16,26 +17,9 @@
  * sizes (the sizes need not match a real file: only the tree is built). */
 static struct wf_model *model_of(const char *const *names, const uint64_t *sizes, size_t n)
 {
-	struct wf_model *m = wf_model_new(WF_FMT_SAFETENSORS, NULL, 0);
-	ck_assert_ptr_nonnull(m);
-	m->tensors = calloc(n ? n : 1, sizeof *m->tensors);
-	m->metadata_json = strdup("{}\n");
-	m->metadata_json_len = 3;
-	ck_assert(m->tensors && m->metadata_json);
-	for (size_t i = 0; i < n; i++) {
-		struct wf_tensor *t = &m->tensors[i];
-		t->name = strdup(names[i]);
-		t->shape = malloc(sizeof *t->shape);
-		ck_assert(t->name && t->shape);
-		t->name_len = strlen(names[i]);
-		t->type = WF_T_F32;
-		t->ndim = 1;
-		t->shape[0] = sizes[i] / 4;
-		t->nelems = sizes[i] / 4;
-		t->nbytes = sizes[i];
-		t->size = sizes[i];
-		m->n_tensors = i + 1;
-	}
+	struct wf_model *m = fixture_model(n);
+	for (size_t i = 0; i < n; i++)
+		fixture_tensor(m, i, names[i], strlen(names[i]), WF_T_F32, 1, (const uint64_t[]){sizes[i] / 4}, 0);
 	return m;
 }
 
