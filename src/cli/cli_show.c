@@ -75,13 +75,8 @@ int cli_ls(struct cli_session *s, const struct cli_opts *o)
 		wf_buf_putc(&text, '\0');
 		r[2] = cols;
 		r[1] = text.len;
-		uint64_t dims[WF_MAX_DIMS];
-		uint32_t nd = wf_view_shape(tn, dims);
 		size_t start = text.len;
-		wf_buf_putc(&text, '[');
-		for (uint32_t d = 0; d < nd; d++)
-			wf_buf_printf(&text, "%s%" PRIu64, d ? ", " : "", dims[d]);
-		wf_buf_putc(&text, ']');
+		wf_view_shape_json(tn, &text);
 		r[3] = text.len - start;
 		wf_buf_putc(&text, '\0');
 		char num[24];

@@ -345,6 +345,9 @@ static enum wf_err add_root_file(struct builder *b, const char *fname, enum wf_n
 	return *n == WF_NO_NODE ? wf_fail(err, WF_ERR_NOMEM, "out of memory building the tree") : WF_OK;
 }
 
+/* Adds the tensor files' neighbours at the root: parts.json, the summary,
+ * the model folder's own files, model.safetensors and the metadata
+ * folder. */
 static enum wf_err add_extras(struct builder *b, const struct wf_model *m, struct wf_buf *name, char *err)
 {
 	struct wf_tree *t = b->t;
@@ -411,10 +414,6 @@ enum wf_err wf_tree_build(struct wf_tree **out, const struct wf_model *m, char *
 {
 	return wf_tree_build_opts(out, m, NULL, err);
 }
-
-/* Adds the tensor files' neighbours at the root: parts.json, the model
- * folder's own files, model.safetensors and the metadata folder. */
-static enum wf_err add_extras(struct builder *b, const struct wf_model *m, struct wf_buf *name, char *err);
 
 /* Upper bound on nodes: root, the blobs (JSON files, parts.json, the
  * summary, model.safetensors, sidecars), the metadata folder and its
