@@ -20,7 +20,7 @@ from wf_tree import walk_files
 
 # ---------------------------------------------------------------- group: desktop
 
-# wf_dtype_suffix (src/wf_out.c): a file's dtype to its -o suffix suffix
+# wf_dtype_suffix (src/view/wf_view.c): a file's dtype to its -o suffix suffix
 DESK_SUFFIX = {
     "float32": "f32", "float16": "f16", "bfloat16": "bf16", "float64": "f64",
     "int8": "i8", "int16": "i16", "int32": "i32", "int64": "i64",

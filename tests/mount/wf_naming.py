@@ -1,11 +1,11 @@
-"""The naming rule of docs/naming.md (src/wf_tree.h) reimplemented: escaped
+"""The naming rule of docs/naming.md (src/mount/wf_tree.h) reimplemented: escaped
 components, the split of long names into directories, expected paths.
 """
 
 
 
 # ---------------------------------------------------------------- naming model
-# The mapping of docs/naming.md / src/wf_tree.h, reimplemented.
+# The mapping of docs/naming.md / src/mount/wf_tree.h, reimplemented.
 
 def utf8_len(s, i):
     """Length of the valid UTF-8 sequence at s[i] (a byte >= 0x80), else 0."""
@@ -58,7 +58,7 @@ def escape_component(s, limit=255):
     return bytes(out[:keep]) + b"%%~%016x" % fnv1a64(s)
 
 
-# rule 8: deep and long names (src/wf_tree.h)
+# rule 8: deep and long names (src/mount/wf_tree.h)
 TREE_MAX_DIRS = 31
 TREE_DIR_BYTES = 768
 TREE_DIR_FLOOR = 65536

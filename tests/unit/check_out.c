@@ -1,5 +1,5 @@
 /* check_out.c - unit tests for output dtypes and generated files: float32
- * to half and bfloat16 rounding (wf_out.c), .npy headers, the
+ * to half and bfloat16 rounding (wf_view.c, wf_round.c), .npy headers, the
  * model.safetensors header and metadata files (wf_gen.c). */
 #include <check.h>
 #include <math.h>

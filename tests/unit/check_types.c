@@ -5,7 +5,7 @@
  * (ggml/src/ggml.c, ggml 0.21.0) and the safetensors format's dtypes, as
  * docs/types.md lists them, not derived from the implementation, so a wrong
  * row in the table shows up here; so does a wrong block size in
- * src/wf_blocks.h, whose constants every block row must also equal.
+ * src/codec/wf_blocks.h, whose constants every block row must also equal.
  * Decoder outputs are compared as bytes (memcmp), so -0.0 vs +0.0 and NaN
  * payloads count.
  */
