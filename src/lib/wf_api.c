@@ -1,4 +1,4 @@
-/* wf_api.c - the public library (weightfs.h) over wf_set, wf_out and
+/* wf_api.c - the public library (weightfs.h) over wf_set, wf_view and
  * wf_live.  The only file whose functions libweightfs.so exports: every
  * other object is built with hidden visibility. */
 #include "lib/weightfs.h"

@@ -1,7 +1,7 @@
 /* wf_gen.h - the bytes of the files the mount makes up: .npy headers, the
  * header of the virtual model.safetensors, and one text per metadata key.
  *
- * Each is a pure function of the model (and its views, wf_out.h), so the
+ * Each is a pure function of the model (and its views, wf_view.h), so the
  * tree can hold them as byte segments in front of, or between, tensor
  * views (wf_tree.h), and the one read path serves them all.
  */
