@@ -143,7 +143,7 @@ $(B)/tests/check_%: $(B)/tests/check_%.o $(B)/libwfprog.a $(B)/libweightfs.a
 CHECK_TARGETS := layers-check unit-check mount-check api-check python-check
 check:
 	$(Q)bash tools/deps.sh test
-	$(Q)$(MAKE) --no-print-directory $(CHECK_TARGETS)
+	$(Q)bash tools/run_checks.sh "$(MAKE)" $(CHECK_TARGETS)
 
 unit-check: $(UNIT_BIN) $(B)/weightfs
 	$(Q)$(PYTHON) tools/gen_iq_tables.py --check
