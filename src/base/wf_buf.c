@@ -8,17 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum wf_err wf_fail(char *err, enum wf_err code, const char *fmt, ...)
-{
-	if (err) {
-		va_list ap;
-		va_start(ap, fmt);
-		vsnprintf(err, WF_ERRLEN, fmt, ap);
-		va_end(ap);
-	}
-	return code;
-}
-
 static bool grow(struct wf_buf *b, size_t extra)
 {
 	if (b->oom)
@@ -83,36 +72,6 @@ void wf_buf_printf(struct wf_buf *b, const char *fmt, ...)
 	vsnprintf(b->data + b->len, (size_t)n + 1, fmt, ap);
 	va_end(ap);
 	b->len += (size_t)n;
-}
-
-size_t wf_utf8_seq(const uint8_t *s, size_t n)
-{
-	if (n == 0)
-		return 0;
-	uint8_t c = s[0];
-	if (c < 0x80)
-		return 1;
-	size_t len;
-	uint32_t cp, min;
-	if ((c & 0xE0) == 0xC0) {
-		len = 2, cp = c & 0x1F, min = 0x80;
-	} else if ((c & 0xF0) == 0xE0) {
-		len = 3, cp = c & 0x0F, min = 0x800;
-	} else if ((c & 0xF8) == 0xF0) {
-		len = 4, cp = c & 0x07, min = 0x10000;
-	} else {
-		return 0;
-	}
-	if (n < len)
-		return 0;
-	for (size_t i = 1; i < len; i++) {
-		if ((s[i] & 0xC0) != 0x80)
-			return 0;
-		cp = cp << 6 | (s[i] & 0x3F);
-	}
-	if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
-		return 0;
-	return len;
 }
 
 void wf_buf_json_str(struct wf_buf *b, const void *sv, size_t n)
@@ -236,37 +195,3 @@ void wf_buf_free(struct wf_buf *b)
 	*b = (struct wf_buf){0};
 }
 
-const char *wf_quote(char *out, size_t outlen, const void *name, size_t n)
-{
-	const uint8_t *s = name;
-	size_t o = 0;
-	if (outlen < 16) {
-		if (outlen)
-			out[0] = '\0';
-		return out;
-	}
-	out[o++] = '\'';
-	for (size_t i = 0; i < n; i++) {
-		if (o + 8 >= outlen) {
-			memcpy(out + o, "...", 3);
-			o += 3;
-			break;
-		}
-		uint8_t c = s[i];
-		if (c >= 0x20 && c < 0x7F && c != '\\' && c != '\'') {
-			out[o++] = (char)c;
-		} else {
-			size_t l = c >= 0x80 ? wf_utf8_seq(s + i, n - i) : 0;
-			if (l > 1 && o + l + 8 < outlen) {
-				memcpy(out + o, s + i, l);
-				o += l;
-				i += l - 1;
-			} else {
-				o += (size_t)snprintf(out + o, outlen - o, "\\x%02x", c);
-			}
-		}
-	}
-	out[o++] = '\'';
-	out[o] = '\0';
-	return out;
-}

@@ -6,6 +6,8 @@
 #ifndef WF_BUF_H
 #define WF_BUF_H
 
+#include "base/wf_common.h"
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -46,14 +48,5 @@ bool wf_buf_finish(struct wf_buf *b);
 
 void wf_buf_free(struct wf_buf *b);
 
-/* Length of the valid UTF-8 sequence starting at s[0] (1..4), or 0 if the
- * bytes there (at most n) are not one: overlong forms, surrogates and code
- * points past U+10FFFF are invalid. */
-size_t wf_utf8_seq(const uint8_t *s, size_t n);
-
-/* Writes a printable, quoted, length-limited rendering of a name from a
- * model file into out (for error messages): non-printable bytes as \xNN,
- * long names cut with "...". Returns out. */
-const char *wf_quote(char *out, size_t outlen, const void *name, size_t n);
 
 #endif

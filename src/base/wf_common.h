@@ -42,6 +42,16 @@ static inline bool wf_add_ok(uint64_t a, uint64_t b, uint64_t *r)
 }
 
 /* Little-endian loads from unaligned bytes. */
+/* Length of the valid UTF-8 sequence starting at s[0] (1..4), or 0 if the
+ * bytes there (at most n) are not one: overlong forms, surrogates and code
+ * points past U+10FFFF are invalid. */
+size_t wf_utf8_seq(const uint8_t *s, size_t n);
+
+/* Writes a printable, quoted, length-limited rendering of a name from a
+ * model file into out (for error messages): non-printable bytes as \xNN,
+ * long names cut with "...". Returns out. */
+const char *wf_quote(char *out, size_t outlen, const void *name, size_t n);
+
 static inline uint16_t wf_le16(const uint8_t *p)
 {
 	return (uint16_t)(p[0] | (unsigned)p[1] << 8);

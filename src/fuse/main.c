@@ -2,7 +2,7 @@
  * mount it.  Only this file prints and chooses exit codes. */
 #include "cli/cli.h"
 #include "fuse/wf_fuse.h"
-#include "fuse/wf_log.h"
+#include "fuse/wf_limiter.h"
 #include "fuse/wf_mnt.h"
 #include "model/wf_model.h"
 #include "view/wf_view.h"

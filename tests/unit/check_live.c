@@ -1,6 +1,6 @@
 /* check_live.c - unit tests for what keeps a live mount honest: the
  * model's identity check (wf_model_check) and the message limiter
- * (wf_log.c). */
+ * (wf_limiter.c). */
 #include <check.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 #include "view/wf_live.h"
-#include "fuse/wf_log.h"
+#include "fuse/wf_limiter.h"
 #include "model/wf_model.h"
 #include "model/wf_open.h"
 #include "mount/wf_files.h"

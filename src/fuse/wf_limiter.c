@@ -1,5 +1,5 @@
-/* wf_log.c - the message limiter (see wf_log.h). */
-#include "fuse/wf_log.h"
+/* wf_limiter.c - the message limiter (see wf_limiter.h). */
+#include "fuse/wf_limiter.h"
 
 #include <inttypes.h>
 #include <stdbool.h>

@@ -1,12 +1,12 @@
-/* wf_log.h - keeping a daemon's messages few.
+/* wf_limiter.h - keeping a daemon's messages few.
  *
  * A mount can meet the same failure once per request: a thread that
  * cannot be created, a reply the kernel refuses.  Printed each time, that
  * is tens of thousands of lines a second.  The limiter decides which
  * messages are worth a line; the caller's emit function prints them.
  */
-#ifndef WF_LOG_H
-#define WF_LOG_H
+#ifndef WF_LIMITER_H
+#define WF_LIMITER_H
 
 #include <pthread.h>
 #include <stdint.h>
