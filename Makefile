@@ -63,7 +63,7 @@ CODEC_SRC := src/codec/wf_types.c src/codec/wf_decode.c src/codec/wf_decode_x86.
 MODEL_SRC := src/model/wf_model.c src/model/wf_gguf.c src/model/wf_st.c src/model/wf_meta.c \
              src/model/wf_open.c src/model/wf_set.c
 VIEW_SRC  := src/view/wf_view.c src/view/wf_out.c src/view/wf_live.c
-LIBAPI_SRC := src/lib/wf_api.c
+LIBAPI_SRC := src/lib/wf_api.c src/lib/wf_stack.c
 MOUNT_SRC := src/mount/wf_tree.c src/mount/wf_gen.c src/mount/wf_summary.c src/mount/wf_attr.c \
              src/mount/wf_usage.c
 FUSE_SRC  := src/fuse/main.c src/fuse/wf_fuse.c src/fuse/wf_mnt.c src/fuse/wf_log.c
