@@ -189,9 +189,11 @@ install: $(B)/weightfs $(B)/libweightfs.so
 	install -m 0644 packaging/weightfs.bash-completion $(DESTDIR)$(BASHCOMPDIR)/weightfs
 	$(Q)if [ -z "$(DESTDIR)" ]; then \
 		if command -v update-mime-database >/dev/null 2>&1; then update-mime-database $(MIMEDIR); fi; \
-		PATH=$$PATH:/sbin:/usr/sbin ldconfig && \
-		{ PATH=$$PATH:/sbin:/usr/sbin ldconfig -p | grep -qF '$(LIBDIR)/libweightfs.so.$(SOVER)' || \
-		echo "note: the dynamic loader does not search $(LIBDIR): add it to /etc/ld.so.conf.d/ and run ldconfig"; }; \
+		PATH=$$PATH:/sbin:/usr/sbin ldconfig; \
+		case "$(LIBDIR)" in /lib | /usr/lib | /lib64 | /usr/lib64) ;; *) \
+			PATH=$$PATH:/sbin:/usr/sbin ldconfig -p | grep -qF '$(LIBDIR)/libweightfs.so.$(SOVER)' || \
+			echo "note: the dynamic loader does not search $(LIBDIR): add it to /etc/ld.so.conf.d/ and run ldconfig";; \
+		esac; \
 	fi
 
 # Removes what install installed, and the folders it created once they are

@@ -134,8 +134,12 @@ assert weightfs.__file__ == '$pydir/weightfs/__init__.py', weightfs.__file__
 assert weightfs._lib._name == 'libweightfs.so.0', weightfs._lib._name
 m = weightfs.open('$demo')
 assert m['output.weight'].shape == (320, 64)"
-	check "PREFIX=$p: ldconfig ran: the loader knows libweightfs.so.0" \
-		bash -c "PATH=\$PATH:/sbin ldconfig -p | grep -qF '$p/lib/libweightfs.so.0'"
+	# /usr/lib is one of the loader's own folders; /usr/local/lib is found
+	# through ldconfig's cache only
+	if [ "$p" != /usr ]; then
+		check "PREFIX=$p: ldconfig ran: the loader knows libweightfs.so.0" \
+			bash -c "PATH=\$PATH:/sbin ldconfig -p | grep -qF '$p/lib/libweightfs.so.0'"
+	fi
 	check "PREFIX=$p: docs/example.c builds with pkg-config and runs without LD_LIBRARY_PATH" \
 		bash -c "cc -o '$exe' '$src/docs/example.c' \$(pkg-config --cflags --libs weightfs) && \
 			pkg-config --variable=prefix weightfs | grep -qx '$p' && env -u LD_LIBRARY_PATH '$exe' '$demo'"
