@@ -89,7 +89,8 @@ ifneq ($(V),1)
 Q := @
 endif
 
-.PHONY: all lib check unit-check mount-check api-check python-check demo install uninstall clean deb
+.PHONY: all lib check unit-check mount-check api-check python-check readme-check install-check demo install \
+	uninstall clean deb
 .SECONDARY:
 all: $(B)/weightfs lib
 lib: $(B)/libweightfs.so
@@ -141,7 +142,7 @@ $(B)/tests/check_%: $(B)/tests/check_%.o $(B)/libwfprog.a $(B)/libweightfs.a
 # `make check` first installs what the tests need and is missing (apt, when
 # root or passwordless sudo; otherwise it says what to install), then runs
 # every suite.  tests/fuzz/fuzz.mk adds fuzz-check to CHECK_TARGETS.
-CHECK_TARGETS := unit-check mount-check api-check python-check
+CHECK_TARGETS := unit-check mount-check api-check python-check readme-check install-check
 check:
 	$(Q)bash tools/deps.sh test
 	$(Q)$(MAKE) --no-print-directory $(CHECK_TARGETS)
@@ -169,6 +170,18 @@ python-check: $(B)/libweightfs.so
 
 demo:
 	$(Q)bash tools/demo.sh
+
+# Every shell block of the README (and of docs/python.md) runs as written
+# against the demo model (tests/readme/run.sh); they use build/, whatever
+# SANITIZE says.
+readme-check:
+	$(Q)$(MAKE) --no-print-directory SANITIZE=0 all
+	$(Q)bash tests/readme/run.sh README.md docs/python.md
+
+# make install and uninstall, into DESTDIRs and (as root) the system, from a
+# clean clone of what is committed (tests/install/run.sh).
+install-check:
+	$(Q)bash tests/install/run.sh
 
 # The mime types of -o suffix's and -o npy's files (packaging/weightfs-mime.xml).
 # A staged install (DESTDIR, packages) leaves the database to the package's
