@@ -16,7 +16,9 @@
 #
 # Needs FUSE for the mounts; without /dev/fuse and fusermount3 the check
 # is skipped and says so, except when CI is set (then it fails).
-# WEIGHTFS_README_VERBOSE=1 prints what the blocks printed.
+# WEIGHTFS_README_VERBOSE=1 prints what the blocks printed.  Also checks the
+# README's shape (length, the two commands first) and every FILE's relative
+# links.
 set -u
 root=$(cd "$(dirname "$0")/../.." && pwd)
 if [ $# -eq 0 ]; then
@@ -54,6 +56,36 @@ extract() {
 }
 
 passed=0 failed=0
+
+# The README's shape (issue 20): at most 300 lines, make demo and make check
+# in its first 15; in every FILE, relative links name files that exist.
+shape() {
+	local f=$1 dir link bad=0
+	if [ "$(cd "$(dirname "$f")" && pwd)/$(basename "$f")" = "$root/README.md" ]; then
+		if [ "$(wc -l < "$f")" -gt 300 ]; then
+			echo "readme-check: FAIL: $f has $(wc -l < "$f") lines (at most 300)"
+			bad=1
+		fi
+		for c in 'make demo' 'make check'; do
+			if ! head -15 "$f" | grep -q "^$c"; then
+				echo "readme-check: FAIL: $f: no line starting '$c' in its first 15 lines"
+				bad=1
+			fi
+		done
+	fi
+	dir=$(dirname "$f")
+	while IFS= read -r link; do
+		link=${link%%#*}
+		[ -z "$link" ] || [ -e "$dir/$link" ] && continue
+		echo "readme-check: FAIL: $f links to $link, which does not exist"
+		bad=1
+	done < <(grep -o '](\([^)]*\))' "$f" | sed 's/^](\(.*\))$/\1/' | grep -v '^[a-z]*:')
+	return $bad
+}
+for f in "$@"; do
+	if shape "$f"; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
+done
+
 for f in "$@"; do
 	file=$(cd "$(dirname "$f")" && pwd)/$(basename "$f")
 	tmp=$(mktemp -d /tmp/weightfs-readme.XXXXXX)
