@@ -189,6 +189,7 @@ install-check:
 # direct one updates both (the library is then found without ldconfig by
 # hand, docs/install.md).
 install: $(B)/weightfs $(B)/libweightfs.so
+	$(Q)test -n "$(PYDIR)" || { echo "install: $(INSTALL_PYTHON) does not say where modules go: give PYDIR=" >&2; exit 1; }
 	$(Q)DESTDIR="$(DESTDIR)" bash tools/instdirs.sh make $(INSTLIST) $(BINDIR) $(MANDIR)/man1 \
 		$(MIMEDIR)/packages $(LIBDIR) $(INCDIR) $(PCDIR) $(PYDIR)/weightfs $(BASHCOMPDIR) $(DATADIR)/weightfs
 	install -m 0755 $(B)/weightfs $(DESTDIR)$(BINDIR)/weightfs
@@ -214,6 +215,7 @@ install: $(B)/weightfs $(B)/libweightfs.so
 # package is left in it.
 MIME_DB := aliases generic-icons globs globs2 icons magic mime.cache subclasses treemagic types version XMLnamespaces
 uninstall:
+	$(Q)test -n "$(PYDIR)" || { echo "uninstall: $(INSTALL_PYTHON) does not say where modules go: give PYDIR=" >&2; exit 1; }
 	rm -f $(DESTDIR)$(BINDIR)/weightfs $(DESTDIR)$(MANDIR)/man1/weightfs.1 \
 		$(DESTDIR)$(MIMEDIR)/packages/weightfs.xml \
 		$(DESTDIR)$(LIBDIR)/libweightfs.so.$(SOVER) $(DESTDIR)$(LIBDIR)/libweightfs.so \
