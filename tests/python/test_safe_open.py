@@ -351,8 +351,8 @@ def main():
             failed += 1
             print("FAIL %s" % fn.__name__)
             tm.traceback.print_exc(file=sys.stdout)
-    print("python-check: safe_open: %d passed, %d failed%s"
-          % (passed, failed, ", %d skipped (no torch)" % skipped if skipped else ""))
+    print("python-check: safe_open, %s: %d passed, %d failed%s"
+          % (weightfs._lib._name, passed, failed, ", %d skipped (no torch)" % skipped if skipped else ""))
     return 1 if failed else 0
 
 
