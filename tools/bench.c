@@ -83,7 +83,7 @@ int main(int argc, char **argv)
 	}
 	char err[WF_ERRLEN];
 	struct wf_model *m;
-	if (wf_model_open(&m, argv[1], err) != WF_OK) {
+	if (wf_open_file(&m, argv[1], err) != WF_OK) {
 		fprintf(stderr, "bench: %s: %s\n", argv[1], err);
 		return 1;
 	}
@@ -129,9 +129,9 @@ int main(int argc, char **argv)
 			}
 		}
 		printf("{\"tensor\": \"%s\", \"type\": \"%s\", \"kind\": \"%s\", \"out_bytes\": %" PRIu64,
-		       t->name, ty->name, ty->kind == WF_VIEW_RAW ? "raw" : "decode", t->size);
+		       t->name, ty->name, ty->vk == WF_VK_RAW ? "raw" : "decode", t->size);
 		print_list("scalar_gbps", sc, runs);
-		if (have_simd && ty->kind == WF_VIEW_DECODE)
+		if (have_simd && ty->vk == WF_VK_F32)
 			print_list("simd_gbps", si, runs);
 		printf("}\n");
 		fflush(stdout);

@@ -30,29 +30,9 @@ uint64_t wf_siphash(const struct wf_hash_key *key, const void *p, size_t n, int 
 /* SipHash-1-3 of p[0..n) under key. */
 uint64_t wf_hash(const struct wf_hash_key *key, const void *p, size_t n);
 
-/* A fixed-capacity map from byte strings (not copied: they must outlive
- * it) to uint32_t values, under a random key. */
-struct wf_names {
-	const uint8_t **s;
-	size_t *n;
-	uint32_t *val;
-	size_t cap;               /* a power of two, more than twice the names it was made for */
-	struct wf_hash_key key;
-};
-
-#define WF_NAMES_NONE UINT32_MAX
-
-/* Makes room for `count` names; false when out of memory. */
-bool wf_names_init(struct wf_names *set, size_t count);
-
-/* Adds s[0..n) with value v and returns WF_NAMES_NONE, or, when s is
- * already there, leaves it and returns its value.  At most the `count`
- * given to wf_names_init may be added. */
-uint32_t wf_names_put(struct wf_names *set, const void *s, size_t n, uint32_t v);
-
-/* The value of s[0..n), or WF_NAMES_NONE. */
-uint32_t wf_names_get(const struct wf_names *set, const void *s, size_t n);
-
-void wf_names_free(struct wf_names *set);
+/* 64-bit FNV-1a of p[0..n): unkeyed and fixed, for what must be the same
+ * in every run (the hash in a shortened file name) or where no input can
+ * aim at it (the summary's few dozen buckets, compared in full). */
+uint64_t wf_fnv1a(const void *p, size_t n);
 
 #endif

@@ -5,8 +5,10 @@
 #define CLI_H
 
 #include "base/wf_common.h"
+#include "mount/wf_mount.h"
 
 #include <stdbool.h>
+#include <stdio.h>
 
 /* Exit codes of the program, the mount's and the commands' alike
  * (documented in docs/weightfs.1). */
@@ -27,6 +29,18 @@ int cli_exit_code(enum wf_err rc);
  * only an exact match counts, so a model file named like one is mounted
  * as ./ls. */
 bool cli_is_command(const char *arg);
+
+/* Writes each command's usage line ("       PROG ls [--json] ... MODEL\n"),
+ * for the program's -h. */
+void cli_usage(FILE *f, const char *prog);
+
+/* Writes the commands' names, comma-separated, for messages. */
+void cli_command_names(FILE *f);
+
+/* Opens MODEL as the mount shows it (wf_mount_open) under -o dtype=`dtype`
+ * (NULL: f32) and the tree options; on failure says why in one line
+ * ("weightfs: MODEL: ...") and returns the exit code, else 0. */
+int cli_open(struct wf_mount *mt, const char *model, const char *dtype, const struct wf_tree_opts *opts);
 
 /* Runs the command argv[1] with its arguments; returns the exit code. */
 int cli_main(int argc, char **argv);

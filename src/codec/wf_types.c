@@ -24,32 +24,32 @@
 
 /* A plain array whose bytes the view passes through unchanged. */
 #define RAW(n, dt, sz) \
-	{ .name = (n), .dtype = (dt), .blck = 1, .bytes = (sz), .out_size = (sz), \
-	  .kind = WF_VIEW_RAW, .decode = NULL, .stored = (dt) }
+	{ .name = (n), .dtype = (dt), .blck = 1, .bytes = (sz), \
+	  .vk = WF_VK_RAW, .decode = NULL, .stored = (dt) }
 
 /* Blocks of bl elements in by bytes, decoded to float32 by fn. */
 #define DEC(n, bl, by, fn) \
-	{ .name = (n), .dtype = "float32", .blck = (bl), .bytes = (by), .out_size = 4, \
-	  .kind = WF_VIEW_DECODE, .decode = (fn) }
+	{ .name = (n), .dtype = "float32", .blck = (bl), .bytes = (by), \
+	  .vk = WF_VK_F32, .decode = (fn) }
 
 /* The same with a SIMD twin of fn (wf_decode_x86.c). */
 #define DECS(n, bl, by, fn) \
-	{ .name = (n), .dtype = "float32", .blck = (bl), .bytes = (by), .out_size = 4, \
-	  .kind = WF_VIEW_DECODE, .decode = (fn), .decode_simd = SIMD(fn) }
+	{ .name = (n), .dtype = "float32", .blck = (bl), .bytes = (by), \
+	  .vk = WF_VK_F32, .decode = (fn), .decode_simd = SIMD(fn) }
 
 /* One element per block, decoded to float32, stored as the element type
  * el (numpy or ml_dtypes name). */
 #define DECE(n, by, fn, el) \
-	{ .name = (n), .dtype = "float32", .blck = 1, .bytes = (by), .out_size = 4, \
-	  .kind = WF_VIEW_DECODE, .decode = (fn), .stored = (el) }
+	{ .name = (n), .dtype = "float32", .blck = 1, .bytes = (by), \
+	  .vk = WF_VK_F32, .decode = (fn), .stored = (el) }
 #define DECES(n, by, fn, el) \
-	{ .name = (n), .dtype = "float32", .blck = 1, .bytes = (by), .out_size = 4, \
-	  .kind = WF_VIEW_DECODE, .decode = (fn), .decode_simd = SIMD(fn), .stored = (el) }
+	{ .name = (n), .dtype = "float32", .blck = 1, .bytes = (by), \
+	  .vk = WF_VK_F32, .decode = (fn), .decode_simd = SIMD(fn), .stored = (el) }
 
 /* Known geometry, no decoder: listed, but reads fail. */
 #define NODEC(n, bl, by) \
-	{ .name = (n), .dtype = "float32", .blck = (bl), .bytes = (by), .out_size = 4, \
-	  .kind = WF_VIEW_NONE, .decode = NULL }
+	{ .name = (n), .dtype = "float32", .blck = (bl), .bytes = (by), \
+	  .vk = WF_VK_NONE, .decode = NULL }
 
 static const struct wf_type wf_types[WF_T_COUNT] = {
 	[WF_T_F32]      = RAW("F32", "float32", 4),
@@ -122,6 +122,16 @@ const struct wf_type *wf_type_get(int id)
 	if (id < 0 || id >= WF_T_COUNT || wf_types[id].name == NULL)
 		return NULL;
 	return &wf_types[id];
+}
+
+unsigned wf_vk_elem_size(const struct wf_type *ty, enum wf_vk vk)
+{
+	switch (vk) {
+	case WF_VK_RAW: return ty->stored ? ty->bytes : 1;
+	case WF_VK_F16:
+	case WF_VK_BF16: return 2;
+	default: return 4;
+	}
 }
 
 int wf_type_from_gguf(uint32_t gguf_type)

@@ -82,11 +82,16 @@ enum wf_type_id {
  * float).  Bit-exact with ggml's to_float for ggml types. */
 typedef void (*wf_decode_fn)(const uint8_t *src, float *dst, size_t nblocks);
 
-/* How the bytes of a tensor's file are produced from the model's bytes. */
-enum wf_view_kind {
-	WF_VIEW_NONE = 0, /* no decoder yet: listed, reads fail with EIO */
-	WF_VIEW_RAW,      /* bytes pass through unchanged (F32, integers, BOOL) */
-	WF_VIEW_DECODE,   /* blocks decode to float32 through decode() */
+/* What a tensor's file holds, made from the tensor's bytes in the model:
+ * the one answer for the type table (a type's own view), the mount's
+ * -o dtype= option (which view to show) and each tensor (which view it
+ * shows). */
+enum wf_vk {
+	WF_VK_NONE = 0, /* no decoder: listed as float32, reads fail with EIO */
+	WF_VK_RAW,      /* the stored bytes, unchanged (F32, integers, BOOL; everything under stored) */
+	WF_VK_F32,      /* decoded to float32 */
+	WF_VK_F16,      /* decoded to float32, rounded to IEEE half */
+	WF_VK_BF16,     /* decoded to float32, rounded to bfloat16 */
 };
 
 struct wf_type {
@@ -94,9 +99,8 @@ struct wf_type {
 	const char *dtype;    /* numpy name of the view's elements: "float32", "int16", "bool" */
 	uint32_t blck;        /* elements per block (1 for plain arrays) */
 	uint32_t bytes;       /* bytes per block in the model file */
-	uint32_t out_size;    /* bytes per element in the view: 4 for float32, else the raw element size */
-	enum wf_view_kind kind;
-	wf_decode_fn decode;  /* set iff kind == WF_VIEW_DECODE; portable C, the reference */
+	enum wf_vk vk;        /* the type's own view: WF_VK_RAW, WF_VK_F32 (decoded), or WF_VK_NONE */
+	wf_decode_fn decode;  /* set iff vk == WF_VK_F32; portable C, the reference */
 	wf_decode_fn decode_simd; /* optional AVX2 twin, bit-identical to decode; NULL if none */
 	const char *stored;   /* numpy (or ml_dtypes) name of one stored element, for -o dtype=stored;
 			       * NULL when elements are packed in blocks (served as uint8 bytes) */
@@ -106,7 +110,13 @@ struct wf_type {
  * (the removed ggml ids, the gap before WF_T_ST_FIRST). */
 const struct wf_type *wf_type_get(int id);
 
-/* The decoder to call for ty (kind WF_VIEW_DECODE): its SIMD twin when it
+/* Bytes per element of a file that shows a tensor of type ty as vk: the
+ * stored element (1 for types packed in blocks, shown as bytes) for
+ * WF_VK_RAW, 2 for half and bfloat16, 4 for float32 (and WF_VK_NONE,
+ * listed as float32).  The one place a view's element size is decided. */
+unsigned wf_vk_elem_size(const struct wf_type *ty, enum wf_vk vk);
+
+/* The decoder to call for ty (vk WF_VK_F32): its SIMD twin when it
  * has one and SIMD is on (wf_simd_active), else the scalar one. */
 wf_decode_fn wf_type_decoder(const struct wf_type *ty);
 

@@ -5,8 +5,9 @@
 #include "fuse/wf_log.h"
 #include "fuse/wf_mnt.h"
 #include "model/wf_model.h"
-#include "view/wf_out.h"
+#include "view/wf_view.h"
 #include "model/wf_set.h"
+#include "mount/wf_files.h"
 #include "mount/wf_tree.h"
 
 #include <errno.h>
@@ -16,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <syslog.h>
 #include <time.h>
 #include <unistd.h>
@@ -33,11 +35,11 @@ struct opts {
 	int npy;           /* -o npy: tensor files are NAME.npy */
 	int suffix;        /* -o suffix: tensor files are NAME.f32, NAME.i64, ... */
 	int help, version;
-	int rw;            /* -o rw: refused, the mount is read-only */
+	int json;          /* --json: the commands' option, given to a mount by mistake */
 	char *dtype;       /* -o dtype=f32|f16|bf16|stored */
 };
 
-enum { KEY_NONEMPTY = 1, KEY_RW, KEY_DISCARD, KEY_DTYPE };
+enum { KEY_NONEMPTY = 1, KEY_DISCARD, KEY_DTYPE };
 
 #define OPT(t, p) {t, offsetof(struct opts, p), 1}
 static const struct fuse_opt wf_opts[] = {
@@ -46,7 +48,11 @@ static const struct fuse_opt wf_opts[] = {
 	OPT("npy", npy),
 	OPT("suffix", suffix),
 	FUSE_OPT_KEY("nonempty", KEY_NONEMPTY),
-	FUSE_OPT_KEY("rw", KEY_RW),
+	/* mount(8) passes rw unless an fstab line says ro: the mount is
+	 * read-only whatever it is given (-o ro is always added), so rw is
+	 * taken and means nothing */
+	FUSE_OPT_KEY("rw", KEY_DISCARD),
+	OPT("--json", json),
 	/* mount(8)'s own options, which an /etc/fstab line may hold and
 	 * mount.fuse3 may pass on: they mean nothing to a FUSE daemon, and
 	 * libfuse would refuse them as unknown */
@@ -75,10 +81,6 @@ static int opt_proc(void *data, const char *arg, int key, struct fuse_args *outa
 	if (key == KEY_NONEMPTY) {
 		o->nonempty = 1;
 		return 0; /* ours alone: libfuse 3 would refuse it as unknown */
-	}
-	if (key == KEY_RW) {
-		o->rw = 1;
-		return 0;
 	}
 	if (key == KEY_DTYPE) {
 		/* given twice, the values must agree: a mount whose files are
@@ -111,11 +113,9 @@ static int opt_proc(void *data, const char *arg, int key, struct fuse_args *outa
 
 static void usage(const char *prog)
 {
-	printf("usage: %s [options] MODEL MOUNTPOINT\n"
-	       "       %s ls [--json] [-o dtype=T,npy] MODEL\n"
-	       "       %s info [--json] MODEL\n"
-	       "       %s cat [--offset N] [--length N] [-o dtype=T,npy] MODEL TENSOR\n"
-	       "       %s convert [--force] [-o dtype=T] MODEL OUT.safetensors\n\n"
+	printf("usage: %s [options] MODEL MOUNTPOINT\n", prog);
+	cli_usage(stdout, prog);
+	printf("\n"
 	       "Mounts a GGUF or safetensors model read-only: every tensor is a file of\n"
 	       "little-endian numbers (float32 for float and quantized types), decoded\n"
 	       "on read.  See weightfs(1).\n\n"
@@ -126,10 +126,6 @@ static void usage(const char *prog)
 	       "    -d, -o debug           debug output (implies -f)\n"
 	       "    -s                     single-threaded\n"
 	       "    -o opt[,opt...]        mount options:\n"
-	       "       dtype=T             what tensor files hold: f32 (default, decoded),\n"
-	       "                           f16 or bf16 (rounded to nearest-even), stored\n"
-	       "                           (the file's own bytes; blocks as uint8)\n"
-	       "       npy                 tensor files are NAME.npy, for np.load\n"
 	       "       allow_other         let other users read the mount (non-root users\n"
 	       "                           need user_allow_other in /etc/fuse.conf)\n"
 	       "       allow_root          let root read the mount\n"
@@ -137,7 +133,8 @@ static void usage(const char *prog)
 	       "       nonempty            mount over a directory that has files (hiding them)\n"
 	       "       dtype=T             what float and quantized tensors' files hold: f32\n"
 	       "                           (default), f16, bf16, or stored (the model's bytes)\n"
-	       "       npy                 tensor files are NAME.npy (a .npy header, then the values)\n"
+	       "       npy                 tensor files are NAME.npy (a .npy header, then the values,\n"
+	       "                           for np.load)\n"
 	       "       suffix              tensor files end in their dtype: NAME.f32, NAME.i64, ...\n"
 	       "                           (desktops then show their type; see weightfs(1))\n"
 	       "       max_threads=N       at most N worker threads (default 10)\n"
@@ -145,7 +142,7 @@ static void usage(const char *prog)
 	       "       clone_fd            one /dev/fuse descriptor per thread\n"
 	       "       other FUSE mount options: see mount.fuse3(8)\n\n"
 	       "MOUNTPOINT must be an empty directory that is not already a mount point.\n"
-	       "Unmount with: fusermount3 -u MOUNTPOINT\n", prog, prog, prog, prog, prog);
+	       "Unmount with: fusermount3 -u MOUNTPOINT\n");
 }
 
 /* Opens /dev/null on whichever of descriptors 0, 1 and 2 is closed.  A
@@ -200,6 +197,42 @@ static void say(const char *msg)
 		emit_line(NULL, msg);
 }
 
+/* libfuse says "fuse: unknown option(s): `" and then each option in a log
+ * call of its own, the last ending in "'\n": gathered here into one line
+ * that names them.  Only the mount's start (one thread) gets here.
+ * Returns true while the message is being gathered (say nothing yet). */
+static bool one_line_options(char *line)
+{
+	static const char head[] = "fuse: unknown option(s): `";
+	static char opts[WF_LOG_LINE];
+	static bool gathering;
+	if (!gathering && strncmp(line, head, sizeof head - 1) != 0)
+		return false;
+	const char *p = gathering ? line : line + sizeof head - 1;
+	gathering = true;
+	size_t n = strlen(opts);
+	bool last = false;
+	for (; *p && n + 1 < sizeof opts; p++) {
+		if (*p == '\'' && p[1] == '\n') {
+			last = true;
+			break;
+		}
+		char ch = *p == '\n' ? ' ' : *p;
+		if (ch == ' ' && (n == 0 || opts[n - 1] == ' '))
+			continue;
+		opts[n++] = ch;
+	}
+	opts[n] = '\0';
+	if (!last)
+		return true;
+	while (n && opts[n - 1] == ' ')
+		opts[--n] = '\0';
+	gathering = false;
+	snprintf(line, WF_LOG_LINE, "weightfs: %.400s: unknown option (weightfs -h lists them)\n", opts);
+	opts[0] = '\0';
+	return false;
+}
+
 /* libfuse's own messages: debug output (-d) passes untouched. */
 static void fuse_log_to_say(enum fuse_log_level level, const char *fmt, va_list ap)
 {
@@ -212,7 +245,8 @@ static void fuse_log_to_say(enum fuse_log_level level, const char *fmt, va_list 
 		return;
 	}
 	vsnprintf(line, sizeof line, fmt, ap);
-	say(line);
+	if (!one_line_options(line))
+		say(line);
 }
 
 static const char *model_name; /* for messages while serving */
@@ -248,7 +282,12 @@ static bool mountpoint_ok(const char *mp, const char *model, bool nonempty)
 	struct wf_mnt_info mi;
 	char err[WF_ERRLEN];
 	if (wf_mnt_inspect(mp, "/proc/self/mountinfo", &mi, err) != WF_OK) {
-		fprintf(stderr, "weightfs: %s: mount point: %s\n", mp, err);
+		struct stat st;
+		bool swapped = stat(mp, &st) == 0 && S_ISREG(st.st_mode) && stat(model, &st) == 0 &&
+			       S_ISDIR(st.st_mode);
+		fprintf(stderr, "weightfs: %s: mount point: %s%s%s%s%s\n", mp, err,
+			swapped ? "; arguments swapped? the model comes first: weightfs " : "", swapped ? mp : "",
+			swapped ? " " : "", swapped ? model : "");
 		return false;
 	}
 	switch (mi.state) {
@@ -343,12 +382,9 @@ static int parse_mount_args(struct fuse_args *args, struct opts *o, struct fuse_
 		printf("weightfs %s (libfuse %s)\n", WF_VERSION, fuse_pkgversion());
 		return 0;
 	}
-	/* mount(8) passes rw to mount.fuse3 unless the options say ro, so an
-	 * /etc/fstab line without ro also ends here: the message says what to
-	 * write */
-	if (o->rw) {
-		fprintf(stderr, "weightfs: -o rw: weightfs is read-only: remove rw (with mount(8) or in "
-			"/etc/fstab, give ro)\n");
+	if (o->json) {
+		fprintf(stderr, "weightfs: --json: an option of the commands (weightfs ls --json MODEL), not of "
+			"a mount\n");
 		return EXIT_USAGE;
 	}
 	if (!o->model || !o->mountpoint) {
@@ -370,28 +406,13 @@ static int parse_mount_args(struct fuse_args *args, struct opts *o, struct fuse_
 
 /* Opens and checks MODEL and builds its tree, all before anything is
  * mounted.  Returns 0, or the exit status after saying what is wrong. */
-static int load_model(const struct opts *o, const char *mountpoint, struct wf_model **m, struct wf_tree **t)
+static int load_model(const struct opts *o, const char *mountpoint, struct wf_mount *mt)
 {
-	char err[WF_ERRLEN];
-	enum wf_out out = WF_OUT_F32;
-	if (o->dtype && !wf_out_parse(o->dtype, &out)) {
-		fprintf(stderr, "weightfs: -o dtype=%s: unknown output type (f32, f16, bf16 or stored)\n", o->dtype);
-		return EXIT_USAGE;
+	if (inside(o->model, mountpoint)) {
+		fprintf(stderr, "weightfs: %s: lies inside the mount point %s\n", o->model, mountpoint);
+		return EXIT_OPEN;
 	}
-	enum wf_err rc = wf_set_open(m, o->model, err);
-	if (rc == WF_OK && inside(o->model, mountpoint)) {
-		snprintf(err, sizeof err, "lies inside the mount point %s", mountpoint);
-		rc = WF_ERR_IO;
-	}
-	if (rc == WF_OK)
-		rc = wf_model_set_view(*m, out, err);
-	if (rc == WF_OK)
-		rc = wf_tree_build_opts(t, *m, &(struct wf_tree_opts){.npy = o->npy, .suffix = o->suffix}, err);
-	if (rc != WF_OK) {
-		fprintf(stderr, "weightfs: %s: %s\n", o->model, err);
-		return cli_exit_code(rc);
-	}
-	return 0;
+	return cli_open(mt, o->model, o->dtype, &(struct wf_tree_opts){.npy = o->npy, .suffix = o->suffix});
 }
 
 /* Serves the mounted session until it is unmounted or signalled; returns
@@ -453,6 +474,20 @@ out_session:
 	return ret;
 }
 
+/* A first word that is no command and no file, and reads like a command
+ * (no '/' or '.', not an option): "weightfs stats m.gguf" means a command
+ * weightfs lacks, not a model named stats. */
+static bool unknown_command(const char *word)
+{
+	struct stat st;
+	if (word[0] == '-' || strpbrk(word, "/.") || stat(word, &st) == 0 || errno != ENOENT)
+		return false;
+	fprintf(stderr, "weightfs: unknown command '%s' (", word);
+	cli_command_names(stderr);
+	fprintf(stderr, "); to mount a model: weightfs MODEL MOUNTPOINT\n");
+	return true;
+}
+
 int main(int argc, char *argv[])
 {
 	/* A command is argv[1] exactly; a model file of that name mounts as ./ls */
@@ -463,11 +498,12 @@ int main(int argc, char *argv[])
 		}
 		return cli_main(argc, argv);
 	}
+	if (argc > 1 && unknown_command(argv[1]))
+		return EXIT_USAGE;
 	struct fuse_args args = FUSE_ARGS_INIT(argc, argv);
 	struct opts o = {0};
 	struct fuse_cmdline_opts co = {0};
-	struct wf_model *m = NULL;
-	struct wf_tree *t = NULL;
+	struct wf_mount mt = {0};
 	struct wf_live live = {0};
 	int ret = EXIT_USAGE;
 
@@ -482,14 +518,14 @@ int main(int argc, char *argv[])
 
 	if ((ret = parse_mount_args(&args, &o, &co, argv[0])) >= 0)
 		goto out_args;
-	if ((ret = load_model(&o, co.mountpoint, &m, &t)) != 0)
+	if ((ret = load_model(&o, co.mountpoint, &mt)) != 0)
 		goto out_model;
 	ret = EXIT_NOMEM;
 	struct wf_fs fs = {
-		.m = m, .t = t, .uid = getuid(), .gid = getgid(), .timeout = 86400.0 * 365,
+		.m = mt.m, .t = mt.t, .uid = getuid(), .gid = getgid(), .timeout = 86400.0 * 365,
 		.live = &live,
 	};
-	if (wf_live_init(&live, m, wf_tree_seg, t, on_model_changed, NULL) != WF_OK)
+	if (wf_live_init(&live, mt.m, wf_files_seg, mt.t, on_model_changed, NULL) != WF_OK)
 		goto out_model;
 	model_name = o.model;
 	/* read-only at the VFS too, so writes fail with EROFS before reaching
@@ -502,8 +538,7 @@ int main(int argc, char *argv[])
 	ret = run_session(&args, &fs, &co);
 out_model:
 	wf_live_free(&live);
-	wf_tree_free(t);
-	wf_model_free(m);
+	wf_mount_close(&mt);
 out_args:
 	free(co.mountpoint);
 	free(o.mountpoint);

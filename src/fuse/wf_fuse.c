@@ -54,8 +54,8 @@ static void fill_stat(const struct wf_fs *fs, uint32_t idx, struct stat *st)
 		st->st_mode = S_IFREG | 0444;
 		st->st_nlink = 1;
 	}
-	st->st_size = (off_t)wf_node_size(fs->t, fs->m, idx);
-	st->st_blocks = (blkcnt_t)wf_node_blocks(fs->t, fs->m, idx);
+	st->st_size = (off_t)wf_usage_size(fs->t, idx);
+	st->st_blocks = (blkcnt_t)wf_usage_blocks(fs->t, idx);
 }
 
 static void fill_entry(const struct wf_fs *fs, uint32_t idx, struct fuse_entry_param *e)
@@ -250,7 +250,7 @@ static void op_statfs(fuse_req_t req, fuse_ino_t ino)
 	(void)ino;
 	const struct wf_fs *fs = fs_of(req);
 	struct wf_usage u;
-	wf_usage_get(fs->t, fs->m, &u);
+	wf_usage_get(fs->t, &u);
 	struct statvfs sv;
 	memset(&sv, 0, sizeof sv); /* nothing free: f_bfree, f_bavail, f_ffree, f_favail 0 */
 	sv.f_bsize = u.frsize;

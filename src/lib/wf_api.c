@@ -3,9 +3,8 @@
  * other object is built with hidden visibility. */
 #include "lib/weightfs.h"
 #include "base/wf_buf.h"
-#include "base/wf_hash.h"
+#include "base/wf_names.h"
 #include "view/wf_live.h"
-#include "view/wf_out.h"
 #include "model/wf_set.h"
 #include "codec/wf_types.h"
 #include "view/wf_view.h"
@@ -20,8 +19,6 @@
 _Static_assert((int)WEIGHTFS_ENOMEM == (int)WF_ERR_NOMEM && (int)WEIGHTFS_ECHANGED == (int)WF_ERR_CHANGED &&
 		       (int)WEIGHTFS_ERANGE == (int)WF_ERR_RANGE && (int)WEIGHTFS_EFORMAT == (int)WF_ERR_FORMAT,
 	       "weightfs.h codes must match enum wf_err");
-_Static_assert((int)WEIGHTFS_F32 == (int)WF_OUT_F32 && (int)WEIGHTFS_STORED == (int)WF_OUT_STORED,
-	       "weightfs.h dtypes must match enum wf_out");
 _Static_assert(WEIGHTFS_MAX_DIMS == WF_MAX_DIMS, "weightfs.h WEIGHTFS_MAX_DIMS");
 
 /* Below this many bytes per thread, starting a thread costs more than the
@@ -33,8 +30,15 @@ struct weightfs_model {
 	struct wf_model *m;
 	struct wf_live lv;
 	struct wf_names names; /* tensor name -> index */
-	enum wf_out out;       /* for WEIGHTFS_DEFAULT */
+	int dtype;             /* WEIGHTFS_F32..STORED: what WEIGHTFS_DEFAULT stands for */
 };
+
+/* The view a public dtype asks for (WEIGHTFS_F32..WEIGHTFS_STORED). */
+static enum wf_vk dtype_view(int dtype)
+{
+	static const enum wf_vk views[] = {WF_VK_F32, WF_VK_F16, WF_VK_BF16, WF_VK_RAW};
+	return views[dtype];
+}
 
 static int fail(char *err, size_t errlen, int code, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 static int fail(char *err, size_t errlen, int code, const char *fmt, ...)
@@ -72,7 +76,7 @@ WEIGHTFS_API int weightfs_open(const char *path, int dtype, weightfs_model **out
 	weightfs_model *h = calloc(1, sizeof *h);
 	if (!h)
 		return fail(err, errlen, WEIGHTFS_ENOMEM, "%s: out of memory", path);
-	h->out = (enum wf_out)dtype;
+	h->dtype = dtype;
 	enum wf_err rc = wf_set_open(&h->m, path, msg);
 	if (rc != WF_OK) {
 		free(h);
@@ -125,11 +129,11 @@ static int view_of(const weightfs_model *h, size_t i, int dtype, struct wf_tenso
 		return fail(err, errlen, WEIGHTFS_EINVAL, "tensor index %zu: the model has %zu tensors", i,
 			    h->m->n_tensors);
 	if (dtype == WEIGHTFS_DEFAULT)
-		dtype = (int)h->out;
+		dtype = h->dtype;
 	if (dtype < WEIGHTFS_F32 || dtype > WEIGHTFS_STORED)
 		return fail(err, errlen, WEIGHTFS_EINVAL, "unknown output dtype %d", dtype);
 	*t = h->m->tensors[i];
-	enum wf_err rc = wf_tensor_set_view(t, (enum wf_out)dtype, msg);
+	enum wf_err rc = wf_tensor_set_view(t, dtype_view(dtype), msg);
 	if (rc != WF_OK)
 		return fail(err, errlen, (int)rc, "%s", msg);
 	return WEIGHTFS_OK;
@@ -303,8 +307,15 @@ WEIGHTFS_API const char *weightfs_metadata_json(const weightfs_model *h, size_t 
 
 WEIGHTFS_API int weightfs_dtype_parse(const char *name)
 {
-	enum wf_out out;
-	return name && wf_out_parse(name, &out) ? (int)out : -1;
+	enum wf_vk want;
+	if (!name || !wf_view_parse(name, &want))
+		return -1;
+	switch (want) {
+	case WF_VK_F16: return WEIGHTFS_F16;
+	case WF_VK_BF16: return WEIGHTFS_BF16;
+	case WF_VK_RAW: return WEIGHTFS_STORED;
+	default: return WEIGHTFS_F32;
+	}
 }
 
 WEIGHTFS_API const char *weightfs_version(void)

@@ -108,14 +108,16 @@ enum wf_err wf_tensor_sizes(struct wf_tensor *t, bool inner_only, char *err)
 			       "tensor %s: %s %" PRIu64 " is not a multiple of the %s block size %u",
 			       wf_quote(q, sizeof q, t->name, t->name_len),
 			       inner_only ? "innermost dimension" : "element count", inner, ty->name, ty->blck);
-	uint64_t nbytes, size;
-	if (!wf_mul_ok(n / ty->blck, ty->bytes, &nbytes) || !wf_mul_ok(n, ty->out_size, &size) ||
-	    size > INT64_MAX)
+	/* float32, the widest view any option gives, must fit in an off_t */
+	uint64_t nbytes, widest;
+	if (!wf_mul_ok(n / ty->blck, ty->bytes, &nbytes) || !wf_mul_ok(n, 4, &widest) || widest > INT64_MAX ||
+	    nbytes > INT64_MAX)
 		return wf_fail(err, WF_ERR_FORMAT, "tensor %s: byte size overflows 64 bits",
 			       wf_quote(q, sizeof q, t->name, t->name_len));
 	t->nelems = n;
 	t->nbytes = nbytes;
-	t->size = size;
+	t->vk = (uint8_t)ty->vk;
+	t->size = ty->vk == WF_VK_RAW ? nbytes : n * wf_vk_elem_size(ty, ty->vk);
 	return WF_OK;
 }
 

@@ -9,6 +9,7 @@
 #define WF_MODEL_H
 
 #include "base/wf_common.h"
+#include "codec/wf_types.h"
 
 #include <stdint.h>
 #include <sys/stat.h>
@@ -32,18 +33,10 @@ struct wf_tensor {
 	uint64_t nbytes;     /* bytes of data in the model file */
 	uint64_t size;       /* bytes of the tensor's file in the mount: nelems * view element size */
 	uint32_t part;       /* index into model->parts: the file the data is in */
-	uint8_t vk;          /* enum wf_vk: what the tensor's file holds (wf_out.h); 0 = the type's default */
+	uint8_t vk;          /* enum wf_vk (wf_types.h): what the tensor's file holds; the type's own
+			      * view once parsed, the mount's dtype once wf_tensor_set_view ran */
 };
 
-/* How a tensor's file is made from its bytes in the model file. */
-enum wf_vk {
-	WF_VK_DEFAULT = 0, /* unset: the type's own view (float32 decode, or raw) */
-	WF_VK_NONE,        /* no decoder: reads fail with EIO */
-	WF_VK_RAW,         /* the stored bytes, unchanged */
-	WF_VK_F32,         /* decoded to float32 */
-	WF_VK_F16,         /* decoded to float32, rounded to IEEE half */
-	WF_VK_BF16,        /* decoded to float32, rounded to bfloat16 */
-};
 
 /* One file a model's tensors live in: the file itself for a single-file
  * model, one part of a split GGUF or one shard of a safetensors set. */
@@ -110,7 +103,8 @@ void wf_model_free(struct wf_model *m);
 /* Allocates an empty model for a parser; NULL when out of memory. */
 struct wf_model *wf_model_new(enum wf_format fmt, const uint8_t *buf, uint64_t len);
 
-/* Fills t->nelems, t->nbytes and t->size from t->type and t->shape, checking
+/* Fills t->nelems, t->nbytes, t->vk and t->size (the type's own view)
+ * from t->type and t->shape, checking
  * that the shape suits the type's blocks (the innermost dim, or for
  * safetensors the element count, is a whole number of blocks) and that
  * nothing overflows.  `inner_only` selects GGUF's rule (ne[0] % blck). */

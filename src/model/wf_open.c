@@ -28,7 +28,7 @@ static const char *looks_like(const uint8_t *buf, uint64_t len)
 	return text == n ? " (it is text)" : "";
 }
 
-enum wf_err wf_model_parse(struct wf_model **out, const uint8_t *buf, uint64_t len,
+enum wf_err wf_open_parse(struct wf_model **out, const uint8_t *buf, uint64_t len,
 			   const char *hint, char *err)
 {
 	*out = NULL;
@@ -43,7 +43,7 @@ enum wf_err wf_model_parse(struct wf_model **out, const uint8_t *buf, uint64_t l
 	return wf_st_parse(out, buf, len, err);
 }
 
-enum wf_err wf_model_open(struct wf_model **out, const char *path, char *err)
+enum wf_err wf_open_file(struct wf_model **out, const char *path, char *err)
 {
 	*out = NULL;
 	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
@@ -71,7 +71,7 @@ enum wf_err wf_model_open(struct wf_model **out, const char *path, char *err)
 	static const uint8_t empty[1];
 	const uint8_t *buf = map ? map : empty;
 	struct wf_model *m;
-	enum wf_err rc = wf_model_parse(&m, buf, (uint64_t)st.st_size, path, err);
+	enum wf_err rc = wf_open_parse(&m, buf, (uint64_t)st.st_size, path, err);
 	if (rc != WF_OK) {
 		if (map)
 			munmap(map, (size_t)st.st_size);

@@ -14,12 +14,12 @@
  * safetensors.  `hint` (a file name, may be NULL) only picks which
  * format's message to give for a file that is neither.  On success *out
  * owns the descriptors but not buf, which must outlive it. */
-enum wf_err wf_model_parse(struct wf_model **out, const uint8_t *buf, uint64_t len,
+enum wf_err wf_open_parse(struct wf_model **out, const uint8_t *buf, uint64_t len,
 			   const char *hint, char *err);
 
 /* Opens path read-only, checks it is a regular file, maps it and parses
  * it; the model's one part is the file.  err gets one line without the
  * file name; the caller adds it. */
-enum wf_err wf_model_open(struct wf_model **out, const char *path, char *err);
+enum wf_err wf_open_file(struct wf_model **out, const char *path, char *err);
 
 #endif

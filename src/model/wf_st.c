@@ -10,7 +10,7 @@
  */
 #include "model/wf_st.h"
 #include "base/wf_buf.h"
-#include "base/wf_hash.h"
+#include "base/wf_names.h"
 #include "model/wf_meta.h"
 #include "codec/wf_types.h"
 

@@ -1,6 +1,6 @@
 /* wf_attr.c - extended attribute names and values (wf_attr.h). */
 #include "mount/wf_attr.h"
-#include "view/wf_out.h"
+#include "view/wf_view.h"
 #include "codec/wf_types.h"
 
 #include <string.h>

@@ -1,8 +1,8 @@
 /* wf_gen.c - generated file contents (see wf_gen.h). */
 #include "mount/wf_gen.h"
 #include "base/wf_buf.h"
-#include "base/wf_hash.h"
-#include "view/wf_out.h"
+#include "base/wf_names.h"
+#include "view/wf_view.h"
 #include "codec/wf_types.h"
 
 #include <stdio.h>

@@ -1,8 +1,9 @@
 /* wf_summary.c - the text of WEIGHTFS.txt (see wf_summary.h). */
 #include "mount/wf_summary.h"
+#include "base/wf_hash.h"
 #include "base/wf_buf.h"
 #include "mount/wf_gen.h"
-#include "view/wf_out.h"
+#include "view/wf_view.h"
 #include "codec/wf_types.h"
 
 #include <cjson/cJSON.h>
@@ -214,15 +215,6 @@ static int ent_cmp(const void *a, const void *b)
 	return (x->tensor > y->tensor) - (x->tensor < y->tensor);
 }
 
-static uint64_t hash_bytes(const void *p, size_t n)
-{
-	const uint8_t *s = p;
-	uint64_t h = 1469598103934665603ULL;
-	for (size_t i = 0; i < n; i++)
-		h = (h ^ s[i]) * 1099511628211ULL;
-	return h;
-}
-
 /* One cell: how many tensors of a kind a layer has, and their type (-1:
  * several types). */
 struct cell {
@@ -355,7 +347,8 @@ static bool put_stack(struct wf_buf *b, const struct wf_model *m, const struct s
 	col_widths(s, rows, n_rows, ncol, w, &w_layer);
 	wf_buf_puts(b, "\nLayers ");
 	put_clean(b, s->name, s->len, SHOW_MAX);
-	wf_buf_printf(b, ".N: %" PRIu64 " layer%s, %zu tensors\n", layers, layers == 1 ? "" : "s", s->n_tensors);
+	wf_buf_printf(b, ".N: %" PRIu64 " layer%s, %zu tensor%s\n", layers, layers == 1 ? "" : "s", s->n_tensors,
+		      s->n_tensors == 1 ? "" : "s");
 	put_rows(b, s, rows, n_rows, ncol, w, w_layer, w_par);
 	if (rest_layers)
 		wf_buf_printf(b, "  ... %" PRIu64 " more layer%s (%" PRIu32 "-%" PRIu32 "): see tensors.json\n",
@@ -371,7 +364,7 @@ static bool put_stack(struct wf_buf *b, const struct wf_model *m, const struct s
  * full (the tensor then goes with the others). */
 static size_t stack_of(struct stack *st, size_t *n_st, const char *name, size_t slen)
 {
-	uint64_t h = hash_bytes(name, slen);
+	uint64_t h = wf_fnv1a(name, slen);
 	size_t s = 0;
 	while (s < *n_st && !(st[s].hash == h && st[s].len == slen && memcmp(st[s].name, name, slen) == 0))
 		s++;
@@ -391,7 +384,7 @@ static size_t stack_of(struct stack *st, size_t *n_st, const char *name, size_t 
  * memory. */
 static long kind_of(struct stack *st, const struct wf_buf *kind)
 {
-	uint64_t kh = hash_bytes(kind->data, kind->len);
+	uint64_t kh = wf_fnv1a(kind->data, kind->len);
 	size_t k = 0;
 	while (k < st->n_kinds && !(st->kind_hash[k] == kh && strlen(st->kinds[k]) == kind->len &&
 				    memcmp(st->kinds[k], kind->data, kind->len) == 0))
@@ -634,11 +627,14 @@ static void put_head(struct wf_buf *b, const struct wf_tree *t, const char *cfg_
 	put_clean(b, file0, strlen(file0), SHOW_MAX);
 	if (m->n_parts > 1)
 		wf_buf_printf(b, " and %u more files (parts.json)", m->n_parts - 1);
-	wf_buf_printf(b, ", %" PRIu64 " metadata keys\n", m->n_kv);
+	if (m->n_kv)
+		wf_buf_printf(b, ", %" PRIu64 " metadata key%s\n", m->n_kv, m->n_kv == 1 ? "" : "s");
+	else
+		wf_buf_puts(b, ", no metadata\n");
 	wf_buf_printf(b, "%-14s", "Parameters:");
 	put_count(b, params);
 	fmt_short(s1, sizeof s1, params);
-	wf_buf_printf(b, " (%s) in %zu tensors\n", s1, m->n_tensors);
+	wf_buf_printf(b, " (%s) in %zu tensor%s\n", s1, m->n_tensors, m->n_tensors == 1 ? "" : "s");
 	fmt_bytes(s1, sizeof s1, nbytes);
 	fmt_bytes(s2, sizeof s2, size);
 	wf_buf_printf(b, "%-14s%s in the model, %s as the mount's files\n", "Bytes:", s1, s2);

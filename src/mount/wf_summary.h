@@ -18,7 +18,7 @@
 #include "base/wf_common.h"
 #include "mount/wf_tree.h"
 
-#define WF_SUMMARY_NAME "WEIGHTFS.txt"
+#define WF_SUMMARY_NAME WF_TREE_SUMMARY_NAME
 
 /* Bounds that keep the text small (well under 1 MiB) whatever the model:
  * layer stacks shown (blk.N, model.layers.N, vision_model.layers.N, ...),

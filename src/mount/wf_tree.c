@@ -1,8 +1,8 @@
 /* wf_tree.c - tensor names to a directory tree (rules in wf_tree.h). */
 #include "mount/wf_tree.h"
-#include "view/wf_out.h"
+#include "base/wf_hash.h"
+#include "view/wf_view.h"
 #include "base/wf_buf.h"
-#include "mount/wf_summary.h"
 #include "codec/wf_types.h"
 
 #include <malloc.h>
@@ -14,15 +14,6 @@
 /* bytes of a long component kept before its "%~" + 16-hex-digit hash */
 #define LONG_KEEP 200
 
-static uint64_t fnv1a(const void *p, size_t n, uint64_t h)
-{
-	const uint8_t *s = p;
-	for (size_t i = 0; i < n; i++)
-		h = (h ^ s[i]) * 1099511628211ULL;
-	return h;
-}
-
-#define FNV_SEED 1469598103934665603ULL
 
 /* Shortens the escaped component at out->data[start..] to at most `limit`
  * bytes when it is longer: keep a prefix that ends on a whole character
@@ -43,7 +34,7 @@ static void shorten(struct wf_buf *out, size_t start, const uint8_t *orig, size_
 		}
 	}
 	out->len = start + keep;
-	wf_buf_printf(out, "%%~%016llx", (unsigned long long)fnv1a(orig, n, FNV_SEED));
+	wf_buf_printf(out, "%%~%016llx", (unsigned long long)wf_fnv1a(orig, n));
 }
 
 static void escape(const uint8_t *s, size_t n, struct wf_buf *out, bool keep_dots);
@@ -372,8 +363,7 @@ static enum wf_err add_extras(struct builder *b, const struct wf_model *m, struc
 	}
 	/* the summary before the folder's files: a WEIGHTFS.txt of the model's
 	 * own is left out like any file whose name the tree gives */
-	uint32_t summary;
-	if ((rc = add_root_file(b, WF_SUMMARY_NAME, WF_NODE_BLOB, &summary, err)) != WF_OK)
+	if ((rc = add_root_file(b, WF_TREE_SUMMARY_NAME, WF_NODE_BLOB, &t->summary_node, err)) != WF_OK)
 		return rc;
 	for (size_t i = 0; i < m->n_sidecars; i++) {
 		const struct wf_sidecar *sc = &m->sidecars[i];
@@ -413,125 +403,8 @@ static enum wf_err add_extras(struct builder *b, const struct wf_model *m, struc
 		t->nodes[n].blob = f->data;
 		t->nodes[n].blob_len = f->len;
 	}
-	if ((rc = wf_summary(t, dname, &t->summary, &t->summary_len, err)) != WF_OK)
-		return rc;
-	t->nodes[summary].blob = t->summary;
-	t->nodes[summary].blob_len = t->summary_len;
+	t->meta_node = dir;
 	return WF_OK;
-}
-
-/* A tensor file's .npy header (none without -o npy). */
-static size_t npy_len(const struct wf_tree *t, uint32_t tensor, char *buf)
-{
-	return t->npy ? wf_npy_header(&t->m->tensors[tensor], buf) : 0;
-}
-
-/* model.safetensors' header, made on first use; NULL when out of memory. */
-static const char *st_header_get(const struct wf_tree *tc)
-{
-	struct wf_tree *t = (struct wf_tree *)tc; /* the lazily made header is the one mutable part */
-	char *h = atomic_load_explicit(&t->st_header, memory_order_acquire);
-	if (h)
-		return h;
-	pthread_mutex_lock(&t->st_lock);
-	h = atomic_load_explicit(&t->st_header, memory_order_relaxed);
-	if (!h) {
-		uint64_t len, *offs = NULL;
-		/* the same model renders the same bytes as at build time */
-		if (wf_st_header(t->m, &h, &len, &offs) == WF_OK && len == t->st_header_len)
-			atomic_store_explicit(&t->st_header, h, memory_order_release);
-		else {
-			free(h);
-			h = NULL;
-		}
-		free(offs);
-	}
-	pthread_mutex_unlock(&t->st_lock);
-	return h;
-}
-
-uint64_t wf_tree_size(const struct wf_tree *t, uint32_t idx)
-{
-	const struct wf_node *nd = &t->nodes[idx];
-	char h[WF_NPY_HEADER_MAX];
-	switch (nd->kind) {
-	case WF_NODE_TENSOR:
-		return npy_len(t, nd->tensor, h) + t->m->tensors[nd->tensor].size;
-	case WF_NODE_BLOB:
-		return nd->blob_len;
-	case WF_NODE_MODEL_ST:
-		return t->st_header_len + t->st_offsets[t->m->n_tensors];
-	default:
-		return 0;
-	}
-}
-
-void wf_tree_seg(const void *tree, uint32_t idx, uint64_t off, struct wf_seg *seg)
-{
-	const struct wf_tree *t = tree;
-	/* one npy header per thread: a BYTES segment points into it */
-	static __thread char npy[WF_NPY_HEADER_MAX];
-	memset(seg, 0, sizeof *seg);
-	seg->kind = WF_SEG_NONE;
-	if (idx >= t->n_nodes)
-		return;
-	const struct wf_node *nd = &t->nodes[idx];
-	if (nd->kind == WF_NODE_BLOB) {
-		if (off < nd->blob_len) {
-			seg->kind = WF_SEG_BYTES;
-			seg->len = nd->blob_len;
-			seg->bytes = nd->blob;
-		}
-		return;
-	}
-	uint64_t head;
-	const char *hb = NULL;
-	size_t tensor;
-	if (nd->kind == WF_NODE_TENSOR) {
-		head = npy_len(t, nd->tensor, npy);
-		hb = npy;
-		tensor = nd->tensor;
-	} else if (nd->kind == WF_NODE_MODEL_ST) {
-		head = t->st_header_len;
-		if (off < head && !(hb = st_header_get(t))) {
-			seg->kind = WF_SEG_NOMEM;
-			return;
-		}
-		/* the tensor whose view holds off: the last start at or before it,
-		 * skipping empty views */
-		const uint64_t *o = t->st_offsets;
-		size_t lo = 0, hi = t->m->n_tensors;
-		uint64_t d = off < head ? 0 : off - head;
-		while (hi - lo > 1) {
-			size_t mid = lo + (hi - lo) / 2;
-			if (o[mid] <= d)
-				lo = mid;
-			else
-				hi = mid;
-		}
-		while (lo + 1 < t->m->n_tensors && o[lo + 1] <= d)
-			lo++;
-		tensor = lo;
-	} else {
-		return;
-	}
-	if (off < head) {
-		seg->kind = WF_SEG_BYTES;
-		seg->len = head;
-		seg->bytes = hb;
-		return;
-	}
-	if (tensor >= t->m->n_tensors)
-		return;
-	uint64_t vstart = head + (nd->kind == WF_NODE_MODEL_ST ? t->st_offsets[tensor] : 0);
-	const struct wf_tensor *tn = &t->m->tensors[tensor];
-	if (off >= vstart + tn->size)
-		return;
-	seg->kind = WF_SEG_VIEW;
-	seg->start = vstart;
-	seg->len = tn->size;
-	seg->tensor = (uint32_t)tensor;
-	seg->from = 0;
 }
 
 enum wf_err wf_tree_build(struct wf_tree **out, const struct wf_model *m, char *err)
@@ -643,6 +516,10 @@ static bool add_tensor_file(struct builder *b, size_t i, unsigned max_dirs, stru
 	if (n == WF_NO_NODE)
 		return false;
 	t->nodes[n].tensor = (uint32_t)i;
+	if (t->npy) {
+		char h[WF_NPY_HEADER_MAX];
+		t->nodes[n].npy_len = (uint16_t)wf_npy_header(tn, h);
+	}
 	t->tensor_node[i] = n;
 	return true;
 }
@@ -706,7 +583,12 @@ enum wf_err wf_tree_build_opts(struct wf_tree **out, const struct wf_model *m, c
 	t->m = m;
 	t->npy = opts && opts->npy;
 	t->suffix = opts && opts->suffix && !t->npy;
-	pthread_mutex_init(&t->st_lock, NULL);
+	t->st_lazy = calloc(1, sizeof *t->st_lazy);
+	if (!t->st_lazy) {
+		free(t);
+		return wf_fail(err, WF_ERR_NOMEM, "out of memory");
+	}
+	pthread_mutex_init(&t->st_lazy->lock, NULL);
 	static const char empty[] = "{}";
 	bool have = m->metadata_json && m->metadata_json_len;
 	enum wf_err rc = wf_meta_files(have ? m->metadata_json : empty, have ? m->metadata_json_len : 2, &t->meta,
@@ -776,6 +658,14 @@ fail:
 	return rc;
 }
 
+void wf_tree_set_summary(struct wf_tree *t, char *text, size_t len)
+{
+	free(t->summary);
+	t->summary = text;
+	t->nodes[t->summary_node].blob = text;
+	t->nodes[t->summary_node].blob_len = len;
+}
+
 void wf_tree_free(struct wf_tree *t)
 {
 	if (!t)
@@ -785,8 +675,11 @@ void wf_tree_free(struct wf_tree *t)
 	free(t->child_pool);
 	free(t->tensor_node);
 	free(t->tensors_json);
-	free(atomic_load(&t->st_header));
-	pthread_mutex_destroy(&t->st_lock);
+	if (t->st_lazy) {
+		free(atomic_load(&t->st_lazy->header));
+		pthread_mutex_destroy(&t->st_lazy->lock);
+		free(t->st_lazy);
+	}
 	free(t->st_offsets);
 	free(t->summary);
 	for (size_t i = 0; i < t->n_meta; i++)

@@ -33,16 +33,17 @@
 #define WF_TREE_H
 
 #include "base/wf_common.h"
-#include "base/wf_hash.h"
 #include "mount/wf_gen.h"
 #include "model/wf_model.h"
-#include "view/wf_live.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
 
 #define WF_NO_NODE UINT32_MAX
+
+/* The summary's name at the root (wf_summary.h makes its text). */
+#define WF_TREE_SUMMARY_NAME "WEIGHTFS.txt"
 
 /* Most directories above a tensor's file (so at most 32 path components). */
 #define WF_TREE_MAX_DIRS 31
@@ -72,6 +73,13 @@ struct wf_tree_opts {
 
 struct wf_chunk;
 
+/* The one part of a tree that changes after it is built: model.safetensors'
+ * header, made by the first reader that needs it. */
+struct wf_st_lazy {
+	char *_Atomic header;
+	pthread_mutex_t lock;
+};
+
 /* One node is 32 bytes: a hostile model can make millions.  The unions
  * hold what only one kind needs; read a field only for its kind. */
 struct wf_node {
@@ -86,7 +94,10 @@ struct wf_node {
 			uint32_t n_subdirs;  /* WF_NODE_DIR: children that are directories (for st_nlink) */
 		};
 		uint64_t blob_len;    /* WF_NODE_BLOB */
-		uint32_t tensor;      /* WF_NODE_TENSOR: index into model->tensors */
+		struct {
+			uint32_t tensor;  /* WF_NODE_TENSOR: index into model->tensors */
+			uint16_t npy_len; /* WF_NODE_TENSOR: its .npy header's bytes (0 without -o npy) */
+		};
 	};
 	uint32_t parent;       /* index of the parent; the root is its own parent */
 	uint16_t name_len;     /* at most 255 */
@@ -102,15 +113,15 @@ struct wf_tree {
 	unsigned max_dirs;          /* the limit on directories per tensor this model got */
 	bool npy;                   /* tensor files carry .npy headers */
 	bool suffix;                /* tensor file names end in their dtype's suffix */
-	char *summary;              /* WEIGHTFS.txt (wf_summary.h) */
-	size_t summary_len;
+	uint32_t summary_node;      /* WEIGHTFS.txt: empty until wf_tree_set_summary */
+	char *summary;              /* its text (wf_summary.h, made by wf_mount_tree) */
+	uint32_t meta_node;         /* the folder of one file per metadata key */
 	const struct wf_model *m;
-	/* model.safetensors: its header (length and JSON), made on first use:
-	 * until a reader wants it, it costs no memory (only its length is
-	 * known, from a first rendering thrown away at build time) */
-	char *_Atomic st_header;
+	/* model.safetensors: its header's length (from a first rendering
+	 * thrown away at build time) and the header itself, made on first
+	 * read (wf_files.c): until a reader wants it, it costs no memory */
 	uint64_t st_header_len;
-	pthread_mutex_t st_lock;
+	struct wf_st_lazy *st_lazy;
 	uint64_t *st_offsets;       /* [n_tensors + 1]: each view's start after the header, and the end */
 	struct wf_meta_file *meta;  /* one file per metadata key, in metadata.json's order */
 	size_t n_meta;
@@ -130,21 +141,18 @@ struct wf_tree {
 enum wf_err wf_tree_build(struct wf_tree **out, const struct wf_model *m, char *err);
 
 /* The same with options (NULL: the defaults, as wf_tree_build).  Besides
- * the tensors, every tree has WEIGHTFS.txt (a summary for people,
- * wf_summary.h), model.safetensors (the whole model as one
+ * the tensors, every tree has WEIGHTFS.txt (a summary for people, empty
+ * until wf_tree_set_summary), model.safetensors (the whole model as one
  * safetensors file in the mount's dtype) and a folder of one file per
  * metadata key, "metadata" (or "metadata.d" should a tensor or a file of
  * the model's folder take that name). */
 enum wf_err wf_tree_build_opts(struct wf_tree **out, const struct wf_model *m, const struct wf_tree_opts *opts,
 			       char *err);
 
-/* The bytes of file node idx (0 for a directory). */
-uint64_t wf_tree_size(const struct wf_tree *t, uint32_t idx);
-
-/* The segment of file node idx of tree (a struct wf_tree) that holds byte
- * off; kind WF_SEG_NONE at or past the end, or for a directory.  A
- * wf_seg_fn: wf_live_read serves every file of the tree through it. */
-void wf_tree_seg(const void *tree, uint32_t idx, uint64_t off, struct wf_seg *seg);
+/* Gives t the text of WEIGHTFS.txt (len bytes, NUL-terminated, taken
+ * over: freed with t).  The summary reads the finished tree, so it comes
+ * after wf_tree_build_opts, from wf_mount_tree. */
+void wf_tree_set_summary(struct wf_tree *t, char *text, size_t len);
 
 void wf_tree_free(struct wf_tree *t);
 

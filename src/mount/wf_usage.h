@@ -25,17 +25,17 @@ struct wf_usage {
 	uint64_t files;    /* inodes: one per node */
 };
 
-/* st_size of node idx of t (m is the model t was built from): a tensor's
+/* st_size of node idx of t: a tensor's
  * view size, a generated file's length, a directory's entries rounded up
  * to WF_FRAGMENT (never 0). */
-uint64_t wf_node_size(const struct wf_tree *t, const struct wf_model *m, uint32_t idx);
+uint64_t wf_usage_size(const struct wf_tree *t, uint32_t idx);
 
 /* st_blocks (512-byte units) of node idx: its size rounded up to whole
  * fragments, so blocks * 512 >= size (never read as sparse). */
-uint64_t wf_node_blocks(const struct wf_tree *t, const struct wf_model *m, uint32_t idx);
+uint64_t wf_usage_blocks(const struct wf_tree *t, uint32_t idx);
 
 /* The statfs totals of the whole tree; linear in the number of nodes and
  * directory entries. */
-void wf_usage_get(const struct wf_tree *t, const struct wf_model *m, struct wf_usage *out);
+void wf_usage_get(const struct wf_tree *t, struct wf_usage *out);
 
 #endif

@@ -1,7 +1,7 @@
-/* wf_view.c - range reads over the type table, in any output dtype. */
+/* wf_view.c - a tensor's view (wf_view.h): which dtype its file holds,
+ * the names of that dtype, and range reads over the type table. */
 #include "view/wf_view.h"
-#include "view/wf_out.h"
-#include "codec/wf_types.h"
+#include "codec/wf_round.h"
 
 #include <string.h>
 
@@ -9,30 +9,16 @@
  * 4096 floats (16 KiB) of scratch, a whole number of blocks of any type. */
 #define SCRATCH_FLOATS 4096
 
-enum wf_vk wf_view_kind(const struct wf_tensor *t)
-{
-	const struct wf_type *ty = wf_type_get(t->type);
-	if (t->vk != WF_VK_DEFAULT || !ty)
-		return ty ? (enum wf_vk)t->vk : WF_VK_NONE;
-	return ty->kind == WF_VIEW_RAW ? WF_VK_RAW : ty->kind == WF_VIEW_DECODE ? WF_VK_F32 : WF_VK_NONE;
-}
-
 unsigned wf_view_elem_size(const struct wf_tensor *t)
 {
-	const struct wf_type *ty = wf_type_get(t->type);
-	switch (wf_view_kind(t)) {
-	case WF_VK_RAW: return ty->stored ? ty->bytes : 1;
-	case WF_VK_F16:
-	case WF_VK_BF16: return 2;
-	default: return 4;
-	}
+	return wf_vk_elem_size(wf_type_get(t->type), (enum wf_vk)t->vk);
 }
 
 uint64_t wf_view_block_bytes(const struct wf_tensor *t)
 {
 	const struct wf_type *ty = wf_type_get(t->type);
 	/* a raw view is its bytes: a source block is as long in the view */
-	return wf_view_kind(t) == WF_VK_RAW ? ty->bytes : (uint64_t)ty->blck * wf_view_elem_size(t);
+	return t->vk == WF_VK_RAW ? ty->bytes : (uint64_t)ty->blck * wf_vk_elem_size(ty, (enum wf_vk)t->vk);
 }
 
 void wf_view_span(const struct wf_tensor *t, uint64_t off, uint64_t len, uint64_t *first, uint64_t *count)
@@ -51,7 +37,7 @@ void wf_view_span(const struct wf_tensor *t, uint64_t off, uint64_t len, uint64_
 static enum wf_err check_range(const struct wf_tensor *t, const struct wf_type *ty, enum wf_vk vk,
 			       uint64_t src_len, uint64_t off, size_t *len)
 {
-	if (!ty || vk == WF_VK_NONE || (vk != WF_VK_RAW && !ty->decode && ty->kind != WF_VIEW_RAW) ||
+	if (!ty || vk == WF_VK_NONE || (vk != WF_VK_RAW && !ty->decode && ty->vk != WF_VK_RAW) ||
 	    t->offset > src_len)
 		return WF_ERR_RANGE;
 	if (off >= t->size || *len == 0) {
@@ -86,7 +72,7 @@ enum wf_err wf_view_read(const struct wf_tensor *t, const uint8_t *src, uint64_t
 	*n_out = 0;
 	if (!ty)
 		return WF_ERR_RANGE;
-	enum wf_vk vk = wf_view_kind(t);
+	enum wf_vk vk = (enum wf_vk)t->vk;
 	enum wf_err rc = check_range(t, ty, vk, src_len, off, &len);
 	if (rc != WF_OK || len == 0)
 		return rc;
@@ -99,7 +85,7 @@ enum wf_err wf_view_read(const struct wf_tensor *t, const uint8_t *src, uint64_t
 	}
 
 	/* float32 elements per block in, 2 or 4 bytes per element out */
-	wf_decode_fn decode = ty->kind == WF_VIEW_DECODE ? wf_type_decoder(ty) : NULL;
+	wf_decode_fn decode = ty->vk == WF_VK_F32 ? wf_type_decoder(ty) : NULL;
 	uint64_t bsz = wf_view_block_bytes(t);
 	uint64_t blk = off / bsz;
 	uint64_t end = off + len;
@@ -143,4 +129,166 @@ enum wf_err wf_view_read(const struct wf_tensor *t, const uint8_t *src, uint64_t
 	}
 	*n_out = done;
 	return WF_OK;
+}
+
+static const struct {
+	const char *name;
+	enum wf_vk want;
+} dtype_names[] = {
+	{"f32", WF_VK_F32}, {"float32", WF_VK_F32}, {"f16", WF_VK_F16}, {"float16", WF_VK_F16},
+	{"bf16", WF_VK_BF16}, {"bfloat16", WF_VK_BF16}, {"stored", WF_VK_RAW},
+};
+
+bool wf_view_parse(const char *s, enum wf_vk *want)
+{
+	for (size_t i = 0; i < WF_ARRAY_LEN(dtype_names); i++) {
+		if (strcmp(s, dtype_names[i].name) == 0) {
+			*want = dtype_names[i].want;
+			return true;
+		}
+	}
+	return false;
+}
+
+/* A float type whose elements can be converted: decoded types, and raw F32. */
+static bool is_float(const struct wf_type *ty)
+{
+	return ty->vk == WF_VK_F32 || ty->vk == WF_VK_NONE ||
+	       (ty->vk == WF_VK_RAW && strcmp(ty->dtype, "float32") == 0);
+}
+
+enum wf_err wf_tensor_set_view(struct wf_tensor *t, enum wf_vk want, char *err)
+{
+	char q[96];
+	const struct wf_type *ty = wf_type_get(t->type);
+	enum wf_vk vk;
+	if (!ty || (want != WF_VK_F32 && want != WF_VK_F16 && want != WF_VK_BF16 && want != WF_VK_RAW))
+		return wf_fail(err, WF_ERR_RANGE, "tensor %s: no such view", wf_quote(q, sizeof q, t->name, t->name_len));
+	if (!is_float(ty) || want == WF_VK_RAW)
+		vk = WF_VK_RAW;
+	else if (ty->vk == WF_VK_NONE && want == WF_VK_F32)
+		vk = WF_VK_NONE;
+	else if (ty->vk == WF_VK_NONE)
+		/* no decoder: reads still fail (wf_view_read needs one), but the
+		 * dtype and size follow the option like every float tensor's */
+		vk = want;
+	else if (want == WF_VK_F32)
+		vk = ty->vk;
+	else if (want == WF_VK_F16)
+		vk = t->type == WF_T_F16 ? WF_VK_RAW : WF_VK_F16;
+	else
+		vk = t->type == WF_T_BF16 ? WF_VK_RAW : WF_VK_BF16;
+	if (vk == WF_VK_RAW && !ty->stored && ty->blck > 1) {
+		/* blocks as bytes: each row must be whole bytes */
+		uint64_t inner = t->ndim ? t->shape[t->ndim - 1] : 1;
+		if (inner % ty->blck != 0)
+			return wf_fail(err, WF_ERR_UNSUP,
+				       "tensor %s: -o dtype=stored: its rows of %" PRIu64 " %s elements are not "
+				       "whole blocks of %u, so they cannot be shown as bytes",
+				       wf_quote(q, sizeof q, t->name, t->name_len), inner, ty->name, ty->blck);
+	}
+	t->vk = (uint8_t)vk;
+	t->size = vk == WF_VK_RAW ? t->nbytes : t->nelems * wf_view_elem_size(t);
+	return WF_OK;
+}
+
+enum wf_err wf_model_set_view(struct wf_model *m, enum wf_vk want, char *err)
+{
+	for (size_t i = 0; i < m->n_tensors; i++) {
+		enum wf_err rc = wf_tensor_set_view(&m->tensors[i], want, err);
+		if (rc != WF_OK)
+			return rc;
+	}
+	return WF_OK;
+}
+
+const char *wf_view_dtype(const struct wf_tensor *t)
+{
+	const struct wf_type *ty = wf_type_get(t->type);
+	switch ((enum wf_vk)t->vk) {
+	case WF_VK_RAW: return ty->stored ? ty->stored : "uint8";
+	case WF_VK_F16: return "float16";
+	case WF_VK_BF16: return "bfloat16";
+	default: return "float32";
+	}
+}
+
+const char *wf_view_descr(const struct wf_tensor *t)
+{
+	static const struct {
+		const char *dtype, *descr;
+	} map[] = {
+		{"float32", "<f4"}, {"float16", "<f2"}, {"float64", "<f8"}, {"bfloat16", "<u2"},
+		{"int8", "|i1"}, {"int16", "<i2"}, {"int32", "<i4"}, {"int64", "<i8"},
+		{"uint8", "|u1"}, {"uint16", "<u2"}, {"uint32", "<u4"}, {"uint64", "<u8"},
+		{"bool", "|b1"}, {"complex64", "<c8"},
+	};
+	const char *dt = wf_view_dtype(t);
+	for (size_t i = 0; i < WF_ARRAY_LEN(map); i++)
+		if (strcmp(dt, map[i].dtype) == 0)
+			return map[i].descr;
+	return "|u1"; /* float8 variants: one byte each, for ml_dtypes to view */
+}
+
+const char *wf_view_st_dtype(const struct wf_tensor *t)
+{
+	const struct wf_type *ty = wf_type_get(t->type);
+	switch ((enum wf_vk)t->vk) {
+	case WF_VK_RAW: return ty->stored ? ty->name : "U8";
+	case WF_VK_F16: return "F16";
+	case WF_VK_BF16: return "BF16";
+	default: return "F32";
+	}
+}
+
+/* One row per view dtype: the suffix is what a desktop sees, so it must
+ * stay stable (the mime XML lists the same). */
+static const struct {
+	const char *dtype, *suffix;
+} suffixes[] = {
+	{"float32", "f32"}, {"float16", "f16"}, {"bfloat16", "bf16"}, {"float64", "f64"},
+	{"int8", "i8"}, {"int16", "i16"}, {"int32", "i32"}, {"int64", "i64"},
+	{"uint8", "u8"}, {"uint16", "u16"}, {"uint32", "u32"}, {"uint64", "u64"},
+	{"bool", "bool"}, {"complex64", "c64"},
+	{"float8_e4m3fn", "f8e4m3"}, {"float8_e5m2", "f8e5m2"}, {"float8_e8m0fnu", "f8e8m0"},
+	{"float8_e4m3fnuz", "f8e4m3fnuz"}, {"float8_e5m2fnuz", "f8e5m2fnuz"},
+};
+
+const char *wf_dtype_suffix(const char *dtype)
+{
+	for (size_t i = 0; i < WF_ARRAY_LEN(suffixes); i++)
+		if (strcmp(dtype, suffixes[i].dtype) == 0)
+			return suffixes[i].suffix;
+	return NULL;
+}
+
+const char *wf_view_suffix(const struct wf_tensor *t)
+{
+	const char *s = wf_dtype_suffix(wf_view_dtype(t));
+	/* every dtype of the type table is above; bytes are the safe reading */
+	return s ? s : "u8";
+}
+
+uint32_t wf_view_shape(const struct wf_tensor *t, uint64_t *dims)
+{
+	const struct wf_type *ty = wf_type_get(t->type);
+	uint32_t n = t->ndim;
+	memcpy(dims, t->shape, n * sizeof *dims);
+	if (t->vk == WF_VK_RAW && !ty->stored && ty->blck > 1) {
+		if (n == 0)
+			dims[n++] = t->nbytes;
+		else
+			dims[n - 1] = dims[n - 1] / ty->blck * ty->bytes;
+	}
+	return n;
+}
+
+void wf_view_shape_json(const struct wf_tensor *t, struct wf_buf *b)
+{
+	uint64_t dims[WF_MAX_DIMS];
+	uint32_t n = wf_view_shape(t, dims);
+	wf_buf_putc(b, '[');
+	for (uint32_t d = 0; d < n; d++)
+		wf_buf_printf(b, d ? ", %" PRIu64 : "%" PRIu64, dims[d]);
+	wf_buf_putc(b, ']');
 }

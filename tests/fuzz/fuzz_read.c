@@ -97,7 +97,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (wf_tensor_sizes(&t, inner_only, NULL) != WF_OK)
 		return 0;
 	FUZZ_CHECK(t.nelems % ty->blck == 0 && t.nbytes == t.nelems / ty->blck * ty->bytes &&
-			   t.size == t.nelems * ty->out_size,
+			   t.size == t.nelems * wf_vk_elem_size(ty, ty->vk),
 		   "wf_tensor_sizes accepted inconsistent sizes");
 	if (!(flags & 32))
 		offset = src_len >= t.nbytes ? offset % (src_len - t.nbytes + 1) : offset;
@@ -105,8 +105,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (t.size > VIEW_CAP)
 		return 0;
 	bool inside = t.offset <= src_len && t.nbytes <= src_len - t.offset;
-	bool has_dec = ty->kind != WF_VIEW_NONE;
-	uint64_t vb = (uint64_t)ty->blck * ty->out_size; /* view bytes per block */
+	bool has_dec = ty->vk != WF_VK_NONE;
+	uint64_t vb = (uint64_t)ty->blck * wf_vk_elem_size(ty, ty->vk); /* view bytes per block */
 	/* the whole blocks of the tensor that lie inside the source (all of
 	 * them unless the offset or the source cut the tensor short) */
 	uint64_t have_blk = 0;
@@ -121,7 +121,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (has_dec && have_blk) {
 		ref = malloc((size_t)(have_blk * vb));
 		FUZZ_CHECK(ref, "malloc");
-		if (ty->kind == WF_VIEW_RAW)
+		if (ty->vk == WF_VK_RAW)
 			memcpy(ref, src + t.offset, (size_t)(have_blk * vb));
 		else
 			ty->decode(src + t.offset, (float *)(void *)ref, (size_t)have_blk);

@@ -136,14 +136,50 @@ def group_errors():
         check("errors: contents unchanged after the write attempts", still_right)
 
     def rw_opt():
-        # issue 12: refused outright, so an /etc/fstab line cannot promise writes
+        # mount(8) passes rw for an fstab line without ro: taken, and the
+        # mount stays read-only (issue 20)
+        with Mount(model, ["-o", "rw"]) as m:
+            opts = [l.split()[5] for l in open("/proc/self/mountinfo") if l.split()[4] == m.mp]
+            if not opts or not opts[0].startswith("ro"):
+                raise Fail("mount options %r" % opts)
+            try:
+                open(m.path("x"), "w")
+                raise Fail("a file was created")
+            except OSError as e:
+                if e.errno != errno.EROFS:
+                    raise Fail("create: %s" % e)
+    check("errors: -o rw mounts read-only (create fails with EROFS)", rw_opt)
+
+    def cli_words():
+        # issue 20: an unknown command, a mount's unknown -o option and --json
+        # given to a mount each get one line that names them
         mp = new_dir()
-        rc, out, err, _ = run_cli(["-o", "rw", model, mp])
-        if rc != 1 or len(err.splitlines()) != 1 or "weightfs is read-only: remove rw" not in err \
-                or is_mounted(mp):
-            force_unmount(mp)
-            raise Fail("rc %d, %r" % (rc, err))
-    check("errors: -o rw is refused in one line (weightfs is read-only: remove rw)", rw_opt)
+        for args, want in ((["stats", model], "unknown command 'stats' (ls, info, cat, convert"),
+                           (["-o", "foo,bar", model, mp], "-o foo,bar: unknown option"),
+                           (["--json", model, mp], "--json: an option of the commands"),
+                           ([mp, model], "arguments swapped?")):
+            rc, out, err, _ = run_cli(args)
+            if rc == 0 or len(err.splitlines()) != 1 or want not in err or is_mounted(mp):
+                force_unmount(mp)
+                raise Fail("%s: rc %d, %r" % (" ".join(args), rc, err))
+    check("errors: unknown command, unknown -o option, --json and swapped arguments: one line each",
+          cli_words)
+
+    def cat_tty():
+        # issue 20: binary to a terminal is refused (as gzip does) unless forced
+        import pty
+        master, slave = pty.openpty()
+        try:
+            for extra, want_rc in (([], 1), (["--force"], 0)):
+                p = subprocess.run([BIN, "cat"] + extra + [model, "blk.0.attn_k.weight"], stdout=slave,
+                                   stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, timeout=30)
+                err = p.stderr.decode(errors="replace")
+                if p.returncode != want_rc or (want_rc and "binary data to a terminal" not in err):
+                    raise Fail("cat %s to a tty: rc %d, %r" % (extra, p.returncode, err))
+        finally:
+            os.close(master)
+            os.close(slave)
+    check("errors: weightfs cat refuses a terminal without --force", cat_tty)
 
     def unchanged():
         if sha256_file(model) != h0 or sha256_file(model) != sha256_file(src):

@@ -12,7 +12,8 @@
 #include <unistd.h>
 
 #include "lib/weightfs.h"
-#include "view/wf_out.h"
+#include "codec/wf_round.h"
+#include "view/wf_view.h"
 
 #define ORACLE "tests/data/ggml-oracle"
 

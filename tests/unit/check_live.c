@@ -14,6 +14,7 @@
 #include "fuse/wf_log.h"
 #include "model/wf_model.h"
 #include "model/wf_open.h"
+#include "mount/wf_files.h"
 #include "mount/wf_tree.h"
 
 #ifndef DATA_DIR
@@ -42,7 +43,7 @@ static struct wf_model *open_copy(void)
 	ck_assert_int_eq(fclose(out), 0);
 	struct wf_model *m;
 	char err[WF_ERRLEN];
-	ck_assert_int_eq(wf_model_open(&m, path, err), WF_OK);
+	ck_assert_int_eq(wf_open_file(&m, path, err), WF_OK);
 	/* timestamps tick coarsely: let a clock tick pass so a change shows */
 	nanosleep(&(struct timespec){0, 30 * 1000 * 1000}, NULL);
 	return m;
@@ -161,7 +162,7 @@ START_TEST(test_live_reads)
 	char err[WF_ERRLEN];
 	ck_assert_int_eq(wf_tree_build(&t, m, err), WF_OK);
 	struct wf_live lv;
-	ck_assert_int_eq(wf_live_init(&lv, m, wf_tree_seg, t, count_notice, NULL), WF_OK);
+	ck_assert_int_eq(wf_live_init(&lv, m, wf_files_seg, t, count_notice, NULL), WF_OK);
 	ck_assert_int_eq(wf_live_catch_sigbus(), 0);
 	ck_assert_uint_ge(m->n_tensors, 1);
 	uint8_t buf[64], whole[64];

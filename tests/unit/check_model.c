@@ -158,7 +158,7 @@ static void parse_n(struct parsed *p, enum which w, const void *data, size_t len
 	switch (w) {
 	case P_GGUF: p->rc = wf_gguf_parse(&p->m, p->buf, len, p->err); break;
 	case P_ST: p->rc = wf_st_parse(&p->m, p->buf, len, p->err); break;
-	case P_ANY: p->rc = wf_model_parse(&p->m, p->buf, len, NULL, p->err); break;
+	case P_ANY: p->rc = wf_open_parse(&p->m, p->buf, len, NULL, p->err); break;
 	}
 	if (p->rc != WF_OK)
 		ck_assert_ptr_null(p->m);
@@ -294,7 +294,7 @@ static void check_rich(const struct wf_model *m, const struct exp_tensor *ts, ui
 		}
 		ck_assert_uint_eq(t->nelems, n);
 		ck_assert_uint_eq(t->nbytes, e->nbytes);
-		ck_assert_uint_eq(t->size, n * wf_type_get(t->type)->out_size);
+		ck_assert_uint_eq(t->size, n * wf_vk_elem_size(wf_type_get(t->type), (enum wf_vk)t->vk));
 		ck_assert_uint_eq(t->offset, data_off + e->rel);
 		ck_assert_uint_eq(t->offset % (align ? align : 32), 0);
 	}
@@ -975,7 +975,7 @@ START_TEST(test_st_huge_header_file)
 	close(fd);
 	struct wf_model *m = NULL;
 	char err[WF_ERRLEN] = "";
-	enum wf_err rc = wf_model_open(&m, path, err);
+	enum wf_err rc = wf_open_file(&m, path, err);
 	unlink(path);
 	ck_assert_int_eq(rc, WF_ERR_FORMAT);
 	ck_assert_ptr_null(m);
@@ -990,26 +990,26 @@ START_TEST(test_dispatch)
 	static const uint8_t junk[] = "NOPE-not-a-model-at-all";
 	struct wf_model *m;
 	char err[WF_ERRLEN];
-	ck_assert_int_eq(wf_model_parse(&m, junk, sizeof junk - 1, "x.GGUF", err), WF_ERR_FORMAT);
+	ck_assert_int_eq(wf_open_parse(&m, junk, sizeof junk - 1, "x.GGUF", err), WF_ERR_FORMAT);
 	check_err(err, "bad magic", NULL);
-	ck_assert_int_eq(wf_model_parse(&m, junk, sizeof junk - 1, "x.safetensors", err), WF_ERR_FORMAT);
+	ck_assert_int_eq(wf_open_parse(&m, junk, sizeof junk - 1, "x.safetensors", err), WF_ERR_FORMAT);
 	check_err(err, "header", NULL);
-	ck_assert_int_eq(wf_model_parse(&m, junk, 0, "x.safetensors", err), WF_ERR_FORMAT);
+	ck_assert_int_eq(wf_open_parse(&m, junk, 0, "x.safetensors", err), WF_ERR_FORMAT);
 	check_err(err, "too short", NULL);
 	/* named neither, and not either inside */
-	ck_assert_int_eq(wf_model_parse(&m, junk, 0, NULL, err), WF_ERR_FORMAT);
+	ck_assert_int_eq(wf_open_parse(&m, junk, 0, NULL, err), WF_ERR_FORMAT);
 	check_err(err, "not a GGUF or safetensors file", "empty");
-	ck_assert_int_eq(wf_model_parse(&m, junk, sizeof junk - 1, "README.md", err), WF_ERR_FORMAT);
+	ck_assert_int_eq(wf_open_parse(&m, junk, sizeof junk - 1, "README.md", err), WF_ERR_FORMAT);
 	check_err(err, "not a GGUF or safetensors file", "text");
 	static const uint8_t zip[] = "PK\3\4\24\0\0\0\10\0rest";
-	ck_assert_int_eq(wf_model_parse(&m, zip, sizeof zip - 1, "pytorch_model.bin", err), WF_ERR_FORMAT);
+	ck_assert_int_eq(wf_open_parse(&m, zip, sizeof zip - 1, "pytorch_model.bin", err), WF_ERR_FORMAT);
 	check_err(err, "not a GGUF or safetensors file", "zip");
 	static const uint8_t pickle[] = "\x80\x02}q\0(X\x05\0\0\0";
-	ck_assert_int_eq(wf_model_parse(&m, pickle, sizeof pickle - 1, "model.pkl", err), WF_ERR_FORMAT);
+	ck_assert_int_eq(wf_open_parse(&m, pickle, sizeof pickle - 1, "model.pkl", err), WF_ERR_FORMAT);
 	check_err(err, "not a GGUF or safetensors file", "pickle");
 	struct wf_buf b = {0};
 	st_json(&b, "{}", 0);
-	ck_assert_int_eq(wf_model_parse(&m, (const uint8_t *)b.data, b.len, "misnamed.gguf", err), WF_OK);
+	ck_assert_int_eq(wf_open_parse(&m, (const uint8_t *)b.data, b.len, "misnamed.gguf", err), WF_OK);
 	ck_assert_int_eq(m->format, WF_FMT_SAFETENSORS);
 	wf_model_free(m);
 	wf_buf_free(&b);
@@ -1078,7 +1078,7 @@ START_TEST(test_corpus)
 		ck_assert_msg(flen < 65536, "%s: %zu bytes, the corpus keeps files under 64 KiB", path, flen);
 		struct wf_model *m = NULL;
 		char err[WF_ERRLEN] = "";
-		enum wf_err rc = wf_model_parse(&m, buf, flen, file->valuestring, err);
+		enum wf_err rc = wf_open_parse(&m, buf, flen, file->valuestring, err);
 		ck_assert_msg(rc == want, "%s: rc %d, want %d (%s)", file->valuestring, rc, want, err);
 		ck_assert_msg(strstr(err, msg->valuestring) != NULL, "%s: error \"%s\" lacks \"%s\"",
 			      file->valuestring, err, msg->valuestring);
@@ -1086,8 +1086,8 @@ START_TEST(test_corpus)
 		free(buf);
 		/* the mapped path the binary takes says the same */
 		char err2[WF_ERRLEN] = "";
-		rc = wf_model_open(&m, path, err2);
-		ck_assert_msg(rc == want, "%s: wf_model_open rc %d (%s)", file->valuestring, rc, err2);
+		rc = wf_open_file(&m, path, err2);
+		ck_assert_msg(rc == want, "%s: wf_open_file rc %d (%s)", file->valuestring, rc, err2);
 		ck_assert_str_eq(err2, err);
 		n++;
 	}
@@ -1110,7 +1110,7 @@ START_TEST(test_valid_edges)
 		snprintf(path, sizeof path, "%s/%s", d && *d ? d : "tests/valid", files[i]);
 		struct wf_model *m = NULL;
 		char err[WF_ERRLEN] = "";
-		enum wf_err rc = wf_model_open(&m, path, err);
+		enum wf_err rc = wf_open_file(&m, path, err);
 		ck_assert_msg(rc == WF_OK, "%s: %s", path, err);
 		wf_model_free(m);
 	}

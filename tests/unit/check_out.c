@@ -9,7 +9,8 @@
 #include "base/wf_buf.h"
 #include "mount/wf_gen.h"
 #include "model/wf_model.h"
-#include "view/wf_out.h"
+#include "codec/wf_round.h"
+#include "view/wf_view.h"
 #include "model/wf_st.h"
 #include "codec/wf_types.h"
 
@@ -130,22 +131,22 @@ START_TEST(test_views)
 	char err[WF_ERRLEN];
 	uint64_t s[2] = {3, 64}, dims[WF_MAX_DIMS];
 	struct wf_tensor t = tensor(WF_T_Q4_0, 2, s);
-	ck_assert_int_eq(wf_tensor_set_view(&t, WF_OUT_F16, err), WF_OK);
+	ck_assert_int_eq(wf_tensor_set_view(&t, WF_VK_F16, err), WF_OK);
 	ck_assert_uint_eq(t.size, 3 * 64 * 2);
 	ck_assert_str_eq(wf_view_dtype(&t), "float16");
-	ck_assert_int_eq(wf_tensor_set_view(&t, WF_OUT_STORED, err), WF_OK);
+	ck_assert_int_eq(wf_tensor_set_view(&t, WF_VK_RAW, err), WF_OK);
 	ck_assert_uint_eq(t.size, 3 * 2 * 18);
 	ck_assert_str_eq(wf_view_dtype(&t), "uint8");
 	ck_assert_str_eq(wf_view_st_dtype(&t), "U8");
 	ck_assert_uint_eq(wf_view_shape(&t, dims), 2);
 	ck_assert_uint_eq(dims[1], 36);
 	struct wf_tensor b = tensor(WF_T_BF16, 2, s);
-	ck_assert_int_eq(wf_tensor_set_view(&b, WF_OUT_BF16, err), WF_OK);
+	ck_assert_int_eq(wf_tensor_set_view(&b, WF_VK_BF16, err), WF_OK);
 	ck_assert_int_eq(b.vk, WF_VK_RAW);
 	ck_assert_str_eq(wf_view_descr(&b), "<u2");
 	ck_assert_str_eq(wf_view_st_dtype(&b), "BF16");
 	struct wf_tensor i = tensor(WF_T_I16, 2, s);
-	ck_assert_int_eq(wf_tensor_set_view(&i, WF_OUT_BF16, err), WF_OK);
+	ck_assert_int_eq(wf_tensor_set_view(&i, WF_VK_BF16, err), WF_OK);
 	ck_assert_int_eq(i.vk, WF_VK_RAW); /* integers stay as they are */
 	ck_assert_str_eq(wf_view_dtype(&i), "int16");
 	/* F4 packs two per byte: an odd row is no whole bytes */
@@ -158,7 +159,7 @@ START_TEST(test_views)
 	f4.shape = odd;
 	f4.nelems = 6;
 	f4.nbytes = 3;
-	ck_assert_int_eq(wf_tensor_set_view(&f4, WF_OUT_STORED, err), WF_ERR_UNSUP);
+	ck_assert_int_eq(wf_tensor_set_view(&f4, WF_VK_RAW, err), WF_ERR_UNSUP);
 	ck_assert_msg(strstr(err, "f4") && strstr(err, "stored"), "%s", err);
 }
 END_TEST
@@ -233,7 +234,7 @@ START_TEST(test_st_header)
 	m->metadata_json = strdup("{\n \"general.name\": \"x\",\n \"n\": [1, 2]\n}\n");
 	m->metadata_json_len = strlen(m->metadata_json);
 	char err[WF_ERRLEN];
-	ck_assert_int_eq(wf_model_set_view(m, WF_OUT_STORED, err), WF_OK);
+	ck_assert_int_eq(wf_model_set_view(m, WF_VK_RAW, err), WF_OK);
 	char *hdr;
 	uint64_t hl, *offs;
 	ck_assert_int_eq(wf_st_header(m, &hdr, &hl, &offs), WF_OK);

@@ -8,7 +8,7 @@
  *    as bytes;
  *  - F16 and BF16: all 65536 inputs;
  *  - every tensor of tests/data/ggml-oracle (manifest.json; the directory
- *    may be moved with WF_ORACLE_DIR) opened with wf_model_open and read
+ *    may be moved with WF_ORACLE_DIR) opened with wf_open_file and read
  *    through wf_view_read, whole and in odd-sized pieces, with SIMD off and
  *    on, against the expected .f32 files.
  * Q4_1 and Q5_1 accept two NaNs of different payload (see nan_order_free).
@@ -243,7 +243,7 @@ START_TEST(test_oracle)
 		char err[WF_ERRLEN];
 		struct wf_model *m;
 		snprintf(path, sizeof path, "%s/%s", oracle_dir(), file);
-		ck_assert_msg(wf_model_open(&m, path, err) == WF_OK, "%s: %s", path, err);
+		ck_assert_msg(wf_open_file(&m, path, err) == WF_OK, "%s: %s", path, err);
 		const struct wf_tensor *t = NULL;
 		for (size_t i = 0; i < m->n_tensors; i++)
 			if (strcmp(m->tensors[i].name, name) == 0)

@@ -11,7 +11,8 @@
 #include "base/wf_buf.h"
 #include "model/wf_model.h"
 #include "model/wf_open.h"
-#include "view/wf_out.h"
+#include "view/wf_view.h"
+#include "mount/wf_mount.h"
 #include "mount/wf_summary.h"
 #include "mount/wf_tree.h"
 #include "codec/wf_types.h"
@@ -30,7 +31,7 @@ struct spec {
 	int type;
 };
 
-static struct wf_model *model_of(const struct spec *sp, size_t n, enum wf_out out)
+static struct wf_model *model_of(const struct spec *sp, size_t n, enum wf_vk out)
 {
 	struct wf_model *m = wf_model_new(WF_FMT_SAFETENSORS, NULL, 0);
 	char err[WF_ERRLEN];
@@ -60,8 +61,8 @@ static struct wf_tree *tree_of(const struct wf_model *m, bool suffix)
 {
 	struct wf_tree *t = NULL;
 	char err[WF_ERRLEN] = "";
-	enum wf_err rc = wf_tree_build_opts(&t, m, &(struct wf_tree_opts){.suffix = suffix}, err);
-	ck_assert_msg(rc == WF_OK, "wf_tree_build_opts: %s", err);
+	enum wf_err rc = wf_mount_tree(&t, m, &(struct wf_tree_opts){.suffix = suffix}, err);
+	ck_assert_msg(rc == WF_OK, "wf_mount_tree: %s", err);
 	return t;
 }
 
@@ -94,8 +95,8 @@ START_TEST(test_summary_demo)
 {
 	struct wf_model *m = NULL;
 	char err[WF_ERRLEN];
-	ck_assert_msg(wf_model_open(&m, DEMO_MODEL, err) == WF_OK, "%s: %s", DEMO_MODEL, err);
-	ck_assert_int_eq(wf_model_set_view(m, WF_OUT_F32, err), WF_OK);
+	ck_assert_msg(wf_open_file(&m, DEMO_MODEL, err) == WF_OK, "%s: %s", DEMO_MODEL, err);
+	ck_assert_int_eq(wf_model_set_view(m, WF_VK_F32, err), WF_OK);
 	struct wf_tree *t = tree_of(m, true);
 	const char *s = summary_of(t);
 	has(s, "Model:        Oracle Tiny Llama\n");
@@ -137,7 +138,7 @@ START_TEST(test_summary_rows_merge)
 			n++;
 		}
 	}
-	struct wf_model *m = model_of(sp, n, WF_OUT_F32);
+	struct wf_model *m = model_of(sp, n, WF_VK_F32);
 	struct wf_tree *t = tree_of(m, false);
 	const char *s = summary_of(t);
 	has(s, "Layers model.layers.N: 32 layers, 320 tensors\n");
@@ -162,7 +163,7 @@ START_TEST(test_summary_bounded)
 		snprintf(names[i], sizeof names[i], "blk.%zu.w", i);
 		sp[i] = (struct spec){names[i], i % 2 ? WF_T_F16 : WF_T_F32};
 	}
-	struct wf_model *m = model_of(sp, N, WF_OUT_F32);
+	struct wf_model *m = model_of(sp, N, WF_VK_F32);
 	struct wf_tree *t = tree_of(m, true);
 	struct timespec a, b;
 	char *text;
@@ -210,13 +211,13 @@ START_TEST(test_summary_limits)
 		sp[n] = (struct spec){names[n], WF_T_U8};
 	}
 	sp[n++] = (struct spec){"", WF_T_F32};
-	struct wf_model *m = model_of(sp, n, WF_OUT_F32);
+	struct wf_model *m = model_of(sp, n, WF_VK_F32);
 	struct wf_tree *t = tree_of(m, true);
 	const char *s = summary_of(t);
 	has(s, "  more");
 	has(s, "(more: tensors of kinds without a column of their own)");
 	has(s, "more: see tensors.json\n");
-	has(s, "Layers bad???.N: 1 layer, 1 tensors\n");
+	has(s, "Layers bad???.N: 1 layer, 1 tensor\n");
 	has(s, "  k?  ");
 	has(s, "  caf\xc3\xa9 ");
 	has(s, ".bool bool");
@@ -241,7 +242,7 @@ END_TEST
 
 START_TEST(test_summary_empty)
 {
-	struct wf_model *m = model_of(NULL, 0, WF_OUT_F32);
+	struct wf_model *m = model_of(NULL, 0, WF_VK_F32);
 	struct wf_tree *t = tree_of(m, true);
 	const char *s = summary_of(t);
 	has(s, "Parameters:   0 (0) in 0 tensors\n");
@@ -256,7 +257,7 @@ END_TEST
 START_TEST(test_summary_sidecars)
 {
 	struct spec sp[] = {{"w", WF_T_F32}};
-	struct wf_model *m = model_of(sp, 1, WF_OUT_F32);
+	struct wf_model *m = model_of(sp, 1, WF_VK_F32);
 	m->sidecars = calloc(2, sizeof *m->sidecars);
 	ck_assert_ptr_nonnull(m->sidecars);
 	m->sidecars[0].name = strdup(WF_SUMMARY_NAME);
@@ -291,7 +292,7 @@ START_TEST(test_suffix_names)
 	static const char *const stored[] = {"blk/0/attn_q/weight.u8", "blk/0/norm.f16", "ids.i64",
 					     "mask.bool", "a/b.f32", "a/b/c.u16", "c.c64", "e4.f8e4m3", "bf.bf16"};
 	for (int pass = 0; pass < 2; pass++) {
-		struct wf_model *m = model_of(sp, WF_ARRAY_LEN(sp), pass ? WF_OUT_STORED : WF_OUT_F32);
+		struct wf_model *m = model_of(sp, WF_ARRAY_LEN(sp), pass ? WF_VK_RAW : WF_VK_F32);
 		struct wf_tree *t = tree_of(m, true);
 		for (size_t i = 0; i < WF_ARRAY_LEN(sp); i++) {
 			char *p = path_of(t, i);
@@ -305,7 +306,7 @@ START_TEST(test_suffix_names)
 		wf_model_free(m);
 	}
 	/* -o npy wins over -o suffix */
-	struct wf_model *m = model_of(sp, 1, WF_OUT_F32);
+	struct wf_model *m = model_of(sp, 1, WF_VK_F32);
 	struct wf_tree *t = NULL;
 	char err[WF_ERRLEN];
 	ck_assert_int_eq(wf_tree_build_opts(&t, m, &(struct wf_tree_opts){.npy = true, .suffix = true}, err), WF_OK);
@@ -326,7 +327,7 @@ START_TEST(test_suffix_long)
 	b[299] = 'M';
 	memset(c, 'x', 255);
 	struct spec sp[] = {{a, WF_T_F8_E4M3FNUZ}, {b, WF_T_F8_E4M3FNUZ}, {c, WF_T_F32}};
-	struct wf_model *m = model_of(sp, 3, WF_OUT_STORED);
+	struct wf_model *m = model_of(sp, 3, WF_VK_RAW);
 	struct wf_tree *t = tree_of(m, true);
 	char *pa = path_of(t, 0), *pb = path_of(t, 1), *pc = path_of(t, 2);
 	ck_assert_uint_le(strlen(pa), 255);
@@ -360,15 +361,17 @@ START_TEST(test_suffix_table)
 		const struct wf_type *ty = wf_type_get(id);
 		if (!ty)
 			continue;
-		for (int out = WF_OUT_F32; out <= WF_OUT_STORED; out++) {
+		static const enum wf_vk wants[] = {WF_VK_F32, WF_VK_F16, WF_VK_BF16, WF_VK_RAW};
+		static const char *const want_names[] = {"f32", "f16", "bf16", "stored"};
+		for (size_t w = 0; w < WF_ARRAY_LEN(wants); w++) {
 			uint64_t shape[1] = {ty->blck * 4};
 			struct wf_tensor t = {.name = (char *)"t", .name_len = 1, .type = id, .ndim = 1, .shape = shape};
 			char err[WF_ERRLEN];
 			ck_assert_int_eq(wf_tensor_sizes(&t, false, err), WF_OK);
-			ck_assert_int_eq(wf_tensor_set_view(&t, (enum wf_out)out, err), WF_OK);
+			ck_assert_int_eq(wf_tensor_set_view(&t, wants[w], err), WF_OK);
 			const char *dt = wf_view_dtype(&t);
 			const char *sx = wf_dtype_suffix(dt);
-			ck_assert_msg(sx != NULL, "%s (%s): no suffix for %s", ty->name, wf_out_name(out), dt);
+			ck_assert_msg(sx != NULL, "%s (%s): no suffix for %s", ty->name, want_names[w], dt);
 			ck_assert_str_eq(wf_view_suffix(&t), sx);
 			ck_assert_uint_le(strlen(sx), WF_SUFFIX_MAX);
 			char glob[64];

@@ -22,11 +22,12 @@ struct expect {
 	const char *name;     /* NULL: a hole */
 	const char *dtype;
 	uint32_t blck, bytes, out_size;
-	enum wf_view_kind kind;
+	enum wf_vk vk;        /* the type's own view */
 	int st;               /* also a safetensors dtype spelling */
 };
 
-#define E(n, dt, bl, by, os, k, st) { n, dt, bl, by, os, WF_VIEW_##k, st }
+#define WF_VK_DECODE WF_VK_F32
+#define E(n, dt, bl, by, os, k, st) { n, dt, bl, by, os, WF_VK_##k, st }
 
 static const struct expect expected[WF_T_COUNT] = {
 	[0]  = E("F32", "float32", 1, 4, 4, RAW, 1),
@@ -121,14 +122,14 @@ START_TEST(test_row)
 	ck_assert_str_eq(t->dtype, e->dtype);
 	ck_assert_uint_gt(t->blck, 0);
 	ck_assert_uint_gt(t->bytes, 0);
-	ck_assert_uint_gt(t->out_size, 0);
+	ck_assert_uint_gt(wf_vk_elem_size(t, t->vk), 0);
 	ck_assert_uint_eq(t->blck, e->blck);
 	ck_assert_uint_eq(t->bytes, e->bytes);
-	ck_assert_uint_eq(t->out_size, e->out_size);
-	ck_assert_int_eq(t->kind, e->kind);
-	ck_assert_int_eq(t->decode != NULL, t->kind == WF_VIEW_DECODE);
-	if (t->kind == WF_VIEW_RAW)
-		ck_assert_uint_eq(t->out_size * t->blck, t->bytes);
+	ck_assert_uint_eq(wf_vk_elem_size(t, t->vk), e->out_size);
+	ck_assert_int_eq(t->vk, e->vk);
+	ck_assert_int_eq(t->decode != NULL, t->vk == WF_VK_F32);
+	if (t->vk == WF_VK_RAW)
+		ck_assert_uint_eq(wf_vk_elem_size(t, t->vk) * t->blck, t->bytes);
 
 	/* Names round-trip through the lookups of the format(s) using them. */
 	if (_i < WF_GGML_TYPE_COUNT)
@@ -193,7 +194,7 @@ START_TEST(test_known_block)
 	uint8_t *shifted;
 
 	ck_assert_ptr_nonnull(t);
-	ck_assert_int_eq(t->kind, WF_VIEW_DECODE);
+	ck_assert_int_eq(t->vk, WF_VK_F32);
 	ck_assert_uint_eq(kb->in_len, kb->nblocks * t->bytes);
 	ck_assert_uint_eq(kb->out_len, kb->nblocks * t->blck * sizeof(float));
 	out = malloc(kb->out_len);
@@ -402,7 +403,7 @@ START_TEST(test_decode_bounds)
 	float *out;
 	size_t n = 3;
 
-	if (!t || t->kind != WF_VIEW_DECODE)
+	if (!t || t->vk != WF_VK_F32)
 		return;
 	in = malloc(n * t->bytes);
 	out = malloc((n * t->blck + 1) * sizeof(float));

@@ -9,6 +9,7 @@
 #include "model/wf_model.h"
 #include "mount/wf_tree.h"
 #include "codec/wf_types.h"
+#include "mount/wf_mount.h"
 #include "mount/wf_usage.h"
 
 /* A safetensors-shaped model whose tensors have the given names and view
@@ -42,7 +43,7 @@ static struct wf_tree *tree_of(const struct wf_model *m)
 {
 	struct wf_tree *t = NULL;
 	char err[WF_ERRLEN] = "";
-	ck_assert_msg(wf_tree_build(&t, m, err) == WF_OK, "wf_tree_build: %s", err);
+	ck_assert_msg(wf_mount_tree(&t, m, NULL, err) == WF_OK, "wf_mount_tree: %s", err);
 	return t;
 }
 
@@ -63,20 +64,20 @@ START_TEST(test_file_sizes)
 	struct wf_tree *t = tree_of(m);
 	for (size_t i = 0; i < 5; i++) {
 		uint32_t n = t->tensor_node[i];
-		ck_assert_uint_eq(wf_node_size(t, m, n), sizes[i]);
-		uint64_t blocks = wf_node_blocks(t, m, n);
+		ck_assert_uint_eq(wf_usage_size(t, n), sizes[i]);
+		uint64_t blocks = wf_usage_blocks(t, n);
 		ck_assert_uint_eq(blocks % 8, 0);                  /* whole 4 KiB fragments */
 		ck_assert_uint_ge(blocks * 512, sizes[i]);          /* never sparse */
 		ck_assert_uint_lt(blocks * 512, sizes[i] + 4096);   /* and no more than one fragment over */
 	}
-	ck_assert_uint_eq(wf_node_blocks(t, m, t->tensor_node[0]), 0);
-	ck_assert_uint_eq(wf_node_blocks(t, m, t->tensor_node[1]), 8);
-	ck_assert_uint_eq(wf_node_blocks(t, m, t->tensor_node[2]), 8);
-	ck_assert_uint_eq(wf_node_blocks(t, m, t->tensor_node[3]), 16);
+	ck_assert_uint_eq(wf_usage_blocks(t, t->tensor_node[0]), 0);
+	ck_assert_uint_eq(wf_usage_blocks(t, t->tensor_node[1]), 8);
+	ck_assert_uint_eq(wf_usage_blocks(t, t->tensor_node[2]), 8);
+	ck_assert_uint_eq(wf_usage_blocks(t, t->tensor_node[3]), 16);
 	/* the generated files have their length */
 	uint32_t mj = node(t, "metadata.json", NULL);
-	ck_assert_uint_eq(wf_node_size(t, m, mj), 3);
-	ck_assert_uint_eq(wf_node_blocks(t, m, mj), 8);
+	ck_assert_uint_eq(wf_usage_size(t, mj), 3);
+	ck_assert_uint_eq(wf_usage_blocks(t, mj), 8);
 	wf_tree_free(t);
 	wf_model_free(m);
 }
@@ -100,12 +101,12 @@ START_TEST(test_dir_sizes)
 	struct wf_model *m = model_of(names, sizes, N + 1);
 	struct wf_tree *t = tree_of(m);
 	uint32_t small = node(t, "small", NULL), wide = node(t, "wide", NULL);
-	ck_assert_uint_eq(wf_node_size(t, m, 0), 4096);
-	ck_assert_uint_eq(wf_node_size(t, m, small), 4096);
-	ck_assert_uint_eq(wf_node_blocks(t, m, small), 8);
+	ck_assert_uint_eq(wf_usage_size(t, 0), 4096);
+	ck_assert_uint_eq(wf_usage_size(t, small), 4096);
+	ck_assert_uint_eq(wf_usage_blocks(t, small), 8);
 	/* 300 entries of 8 + 40 bytes, plus "." and "..": 14424 -> 16384 */
-	ck_assert_uint_eq(wf_node_size(t, m, wide), 16384);
-	ck_assert_uint_eq(wf_node_blocks(t, m, wide), 32);
+	ck_assert_uint_eq(wf_usage_size(t, wide), 16384);
+	ck_assert_uint_eq(wf_usage_blocks(t, wide), 32);
 	wf_tree_free(t);
 	wf_model_free(m);
 }
@@ -119,9 +120,9 @@ START_TEST(test_usage_is_du)
 	struct wf_tree *t = tree_of(m);
 	uint64_t du = 0; /* what `du -s -B1` adds up */
 	for (uint32_t i = 0; i < t->n_nodes; i++)
-		du += wf_node_blocks(t, m, i) * 512;
+		du += wf_usage_blocks(t, i) * 512;
 	struct wf_usage u;
-	wf_usage_get(t, m, &u);
+	wf_usage_get(t, &u);
 	ck_assert_uint_eq(u.frsize, 4096);
 	ck_assert_uint_eq(u.files, t->n_nodes);
 	ck_assert_uint_eq(u.blocks * u.frsize, du);
@@ -132,9 +133,9 @@ START_TEST(test_usage_is_du)
 	/* and the metadata folder (one fragment), WEIGHTFS.txt (one, it is
 	 * small) and model.safetensors, which holds every tensor again behind
 	 * its header */
-	ck_assert_uint_lt(wf_node_size(t, m, node(t, "WEIGHTFS.txt", NULL)), 4096);
-	ck_assert_uint_eq(u.blocks, 4 + 1 + 2 + 256 + 1 + 0 + 2 + 1 + 1 + wf_node_blocks(t, m, st) / 8);
-	ck_assert_uint_ge(wf_node_size(t, m, st), 4 + 8192 + (1 << 20) + 12);
+	ck_assert_uint_lt(wf_usage_size(t, node(t, "WEIGHTFS.txt", NULL)), 4096);
+	ck_assert_uint_eq(u.blocks, 4 + 1 + 2 + 256 + 1 + 0 + 2 + 1 + 1 + wf_usage_blocks(t, st) / 8);
+	ck_assert_uint_ge(wf_usage_size(t, st), 4 + 8192 + (1 << 20) + 12);
 	wf_tree_free(t);
 	wf_model_free(m);
 }

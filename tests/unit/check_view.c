@@ -34,7 +34,8 @@ static struct wf_tensor tensor_of(int id, uint64_t nblocks, uint64_t off)
 	t.ndim = 1;
 	t.nelems = nblocks * ty->blck;
 	t.nbytes = nblocks * ty->bytes;
-	t.size = t.nelems * ty->out_size;
+	t.vk = (uint8_t)ty->vk;
+	t.size = ty->vk == WF_VK_RAW ? t.nbytes : t.nelems * wf_vk_elem_size(ty, ty->vk);
 	t.offset = off;
 	return t;
 }
@@ -44,7 +45,7 @@ static struct wf_tensor tensor_of(int id, uint64_t nblocks, uint64_t off)
 static void span_case(const struct wf_tensor *t, uint64_t off, uint64_t len)
 {
 	const struct wf_type *ty = wf_type_get(t->type);
-	uint64_t bsz = (uint64_t)ty->blck * ty->out_size;
+	uint64_t bsz = (uint64_t)ty->blck * wf_vk_elem_size(ty, ty->vk);
 	uint64_t first = 12345, count = 12345;
 	wf_view_span(t, off, len, &first, &count);
 	if (len == 0 || off >= t->size) {
@@ -68,7 +69,7 @@ START_TEST(test_span)
 {
 	static const int ids[] = {WF_T_I8, WF_T_F32, WF_T_F64, WF_T_Q4_0, WF_T_NVFP4, WF_T_Q1_0, WF_T_Q4_K};
 	const struct wf_type *ty = wf_type_get(ids[_i]);
-	uint64_t bsz = (uint64_t)ty->blck * ty->out_size;
+	uint64_t bsz = (uint64_t)ty->blck * wf_vk_elem_size(ty, ty->vk);
 	for (uint64_t nb = 0; nb < 4; nb++) {
 		struct wf_tensor t = tensor_of(ids[_i], nb, 0);
 		uint64_t offs[] = {0, 1, 3, bsz - 1, bsz, bsz + 1, 2 * bsz - 1, 2 * bsz + 5, t.size - 1, t.size,
@@ -132,7 +133,7 @@ static void check_slice(const struct wf_tensor *t, const uint8_t *src, uint64_t 
 START_TEST(test_read_type)
 {
 	const struct wf_type *ty = wf_type_get(_i);
-	if (!ty || ty->kind == WF_VIEW_NONE)
+	if (!ty || ty->vk == WF_VK_NONE)
 		return;
 	rng_state = 1000 + (uint64_t)_i;
 	/* more than the 4096-float scratch buffer, and not a multiple of it */
@@ -150,7 +151,7 @@ START_TEST(test_read_type)
 	ck_assert_uint_eq(n, t.size);
 
 	/* ... and equal to the decoder (or the bytes) applied directly */
-	if (ty->kind == WF_VIEW_RAW) {
+	if (ty->vk == WF_VK_RAW) {
 		ck_assert_uint_eq(t.size, t.nbytes);
 		ck_assert(memcmp(whole, src + pre, t.nbytes) == 0);
 	} else {
@@ -165,7 +166,7 @@ START_TEST(test_read_type)
 	}
 
 	/* slices at and around block and scratch boundaries */
-	uint64_t bsz = (uint64_t)ty->blck * ty->out_size;
+	uint64_t bsz = (uint64_t)ty->blck * wf_vk_elem_size(ty, ty->vk);
 	uint64_t marks[] = {0, 1, 2, 3, 4, 5, bsz - 1, bsz, bsz + 1, 16384 - 1, 16384, 16384 + 3, t.size / 2,
 			    t.size - bsz, t.size - 5, t.size - 1, t.size, t.size + 1, t.size + 4096};
 	size_t lens[] = {0, 1, 2, 3, 5, 7, (size_t)bsz - 1, (size_t)bsz, (size_t)bsz + 1, 16384, 16385, 40000,
@@ -192,7 +193,7 @@ START_TEST(test_read_nodecoder)
 	int n_none = 0;
 	for (int id = 0; id < WF_T_COUNT; id++) {
 		const struct wf_type *ty = wf_type_get(id);
-		if (!ty || ty->kind != WF_VIEW_NONE)
+		if (!ty || ty->vk != WF_VK_NONE)
 			continue;
 		n_none++;
 		struct wf_tensor t = tensor_of(id, 4, 0);
@@ -239,7 +240,7 @@ START_TEST(test_read_outside)
 	/* src one byte short of the tensor: the first block is still served,
 	 * the last one (which needs the missing byte) is not */
 	t.offset = 0;
-	uint64_t vblk = (uint64_t)ty->blck * ty->out_size; /* view bytes per block */
+	uint64_t vblk = (uint64_t)ty->blck * wf_vk_elem_size(ty, ty->vk); /* view bytes per block */
 	ck_assert_int_eq(wf_view_read(&t, src, t.nbytes - 1, 0, (size_t)vblk, out, &n), WF_OK);
 	ck_assert_uint_eq(n, vblk);
 	ck_assert_int_eq(wf_view_read(&t, src, t.nbytes - 1, t.size - 1, 1, out, &n), WF_ERR_RANGE);

@@ -1,0 +1,364 @@
+/* cli_convert.c - weightfs convert: the mount's model.safetensors written to
+ * a file, by a worker per core, through a temporary file renamed into
+ * place only when whole. */
+#include "cli/cli.h"
+#include "cli/cli_int.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <limits.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+/* A signal that asks convert to stop: workers finish their piece and quit. */
+static atomic_int stop_sig;
+
+static void on_stop(int sig)
+{
+	atomic_store(&stop_sig, sig);
+}
+
+struct conv {
+	struct cli_session *s;
+	uint32_t node;
+	uint64_t size;
+	int fd;
+	const char *model, *tmp;
+	atomic_uint_fast64_t next;    /* the next piece to take */
+	atomic_uint_fast64_t done;    /* bytes written */
+	atomic_int running;           /* workers not yet finished */
+	atomic_bool failed;
+	pthread_mutex_t lock;         /* guards the first failure below */
+	enum wf_err rc;               /* a read failed with this, */
+	int write_errno;              /* or a write with this */
+};
+
+static void conv_fail(struct conv *c, enum wf_err rc, int e)
+{
+	pthread_mutex_lock(&c->lock);
+	if (!atomic_load(&c->failed)) {
+		c->rc = rc;
+		c->write_errno = e;
+		atomic_store(&c->failed, true);
+	}
+	pthread_mutex_unlock(&c->lock);
+}
+
+static void *conv_worker(void *arg)
+{
+	struct conv *c = arg;
+	char *buf = malloc(CLI_PIECE);
+	if (!buf)
+		conv_fail(c, WF_ERR_NOMEM, 0);
+	while (buf && !atomic_load(&c->failed) && !atomic_load(&stop_sig)) {
+		uint64_t off = (uint64_t)atomic_fetch_add(&c->next, 1) * CLI_PIECE;
+		if (off >= c->size)
+			break;
+		size_t n = c->size - off < CLI_PIECE ? (size_t)(c->size - off) : CLI_PIECE, got;
+		enum wf_err rc = wf_live_read(&c->s->lv, c->node, off, n, buf, &got);
+		if (rc == WF_OK && got != n)
+			rc = WF_ERR_RANGE; /* the file is shorter than its size: a bug */
+		if (rc != WF_OK) {
+			conv_fail(c, rc, 0);
+			break;
+		}
+		for (size_t w = 0; w < n;) {
+			ssize_t k = pwrite(c->fd, buf + w, n - w, (off_t)(off + w));
+			if (k < 0 && errno == EINTR)
+				continue;
+			if (k <= 0) {
+				conv_fail(c, WF_ERR_IO, k < 0 ? errno : ENOSPC);
+				break;
+			}
+			w += (size_t)k;
+		}
+		atomic_fetch_add(&c->done, n);
+	}
+	free(buf);
+	atomic_fetch_sub(&c->running, 1);
+	return NULL;
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static void progress(uint64_t done, uint64_t size, double secs, bool end)
+{
+	double mb = done / 1e6, rate = secs > 0 ? mb / secs : 0;
+	if (end) {
+		fprintf(stderr, "\r%.1f MB in %.1f s, %.0f MB/s\033[K\n", mb, secs, rate);
+		return;
+	}
+	double pct = size ? 100.0 * done / size : 100.0;
+	fprintf(stderr, "\r%5.1f%%  %.1f of %.1f MB  %.0f MB/s", pct, mb, size / 1e6, rate);
+	if (rate > 0) {
+		unsigned long left = (unsigned long)((size - done) / 1e6 / rate + 0.5);
+		fprintf(stderr, "  %lu:%02lu left", left / 60, left % 60);
+	}
+	fputs("\033[K", stderr);
+}
+
+/* A fresh file beside out for the bytes: the rename at the end is then
+ * within one filesystem, and a failed run leaves only this name, which it
+ * removes. */
+static int open_temp(const char *out, char **tmp)
+{
+	char *d = strdup(out), *b = strdup(out);
+	int fd = -1;
+	if (!d || !b) {
+		errno = ENOMEM;
+		goto out;
+	}
+	const char *dir = dirname(d), *base = basename(b);
+	for (unsigned i = 0; i < 100; i++) {
+		free(*tmp);
+		if (asprintf(tmp, "%s/.%s.weightfs-%ld-%u.tmp", dir, base, (long)getpid(), i) < 0) {
+			*tmp = NULL;
+			errno = ENOMEM;
+			goto out;
+		}
+		fd = open(*tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+		if (fd >= 0 || errno != EEXIST)
+			break;
+	}
+out:
+	free(d);
+	free(b);
+	return fd;
+}
+
+/* Puts tmp at out; without force, never over an existing out, even one
+ * that appeared while converting. */
+static int place(const char *tmp, const char *out, bool force)
+{
+	if (force)
+		return rename(tmp, out);
+	if (renameat2(AT_FDCWD, tmp, AT_FDCWD, out, RENAME_NOREPLACE) == 0)
+		return 0;
+	if (errno != EINVAL && errno != ENOSYS)
+		return -1;
+	/* a filesystem without RENAME_NOREPLACE: link fails on an existing name too */
+	if (link(tmp, out) != 0)
+		return -1;
+	unlink(tmp);
+	return 0;
+}
+
+/* Syncs the folder that holds path, so the rename survives a crash. */
+static void sync_dir_of(const char *path)
+{
+	char *d = strdup(path);
+	if (!d)
+		return;
+	int fd = open(dirname(d), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd >= 0) {
+		fsync(fd); /* best effort: the data itself is already synced */
+		close(fd);
+	}
+	free(d);
+}
+
+/* The checks before anything is made, so a refused run has nothing to
+ * unwind; the lock comes last for the same reason. */
+static int conv_init(struct conv *c, const struct cli_opts *o)
+{
+	const char *model = o->pos[0], *out = o->pos[1];
+	struct stat st;
+	if (!o->force && lstat(out, &st) == 0) {
+		fprintf(stderr, "weightfs: %s: already exists; weightfs convert --force replaces it\n", out);
+		return EXIT_USAGE;
+	}
+	c->node = wf_tree_lookup(c->s->mt.t, 0, "model.safetensors", 17);
+	if (c->node == WF_NO_NODE || c->s->mt.t->nodes[c->node].kind != WF_NODE_MODEL_ST) {
+		fprintf(stderr, "weightfs: %s: model.safetensors: missing\n", model); /* a bug */
+		return EXIT_USAGE;
+	}
+	c->size = wf_files_size(c->s->mt.t, c->node);
+	if (pthread_mutex_init(&c->lock, NULL) != 0) {
+		fprintf(stderr, "weightfs: out of memory\n");
+		return EXIT_NOMEM;
+	}
+	return 0;
+}
+
+/* Handlers first: a signal between creating the temporary file and
+ * removing it must not kill us with it still there. */
+static void catch_stops(const int sigs[3], struct sigaction prev[3], sigset_t *stops)
+{
+	struct sigaction sa = {.sa_handler = on_stop};
+	sigemptyset(stops);
+	for (int i = 0; i < 3; i++)
+		sigaddset(stops, sigs[i]);
+	sigemptyset(&sa.sa_mask);
+	for (int i = 0; i < 3; i++)
+		sigaction(sigs[i], &sa, &prev[i]);
+}
+
+/* More workers than cores or than pieces would only wait on each other. */
+static long worker_count(uint64_t size)
+{
+	long cores = sysconf(_SC_NPROCESSORS_ONLN);
+	uint64_t pieces = (size + CLI_PIECE - 1) / CLI_PIECE;
+	long nth = cores < 1 ? 1 : cores > 256 ? 256 : cores;
+	if ((uint64_t)nth > pieces)
+		nth = pieces ? (long)pieces : 1;
+	return nth;
+}
+
+/* Workers block the stop signals, so they reach this thread, whose sleep
+ * they cut short; returns how many started. */
+static long start_workers(struct conv *c, pthread_t *th, long nth, const sigset_t *stops)
+{
+	sigset_t old;
+	pthread_sigmask(SIG_BLOCK, stops, &old);
+	long started = 0;
+	for (; started < nth; started++) {
+		atomic_fetch_add(&c->running, 1);
+		if (pthread_create(&th[started], NULL, conv_worker, c) != 0) {
+			atomic_fetch_sub(&c->running, 1);
+			break;
+		}
+	}
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return started;
+}
+
+/* This thread only draws the bar while the workers copy, then joins them. */
+static void wait_workers(struct conv *c, pthread_t *th, long nth, bool bar, double t0)
+{
+	double drawn = 0;
+	while (atomic_load(&c->running) > 0) {
+		nanosleep(&(struct timespec){0, 10 * 1000 * 1000}, NULL);
+		double t = now_s();
+		if (bar && t - drawn >= 0.1 && !atomic_load(&stop_sig)) {
+			progress(atomic_load(&c->done), c->size, t - t0, false);
+			drawn = t;
+		}
+	}
+	for (long i = 0; i < nth; i++)
+		pthread_join(th[i], NULL);
+}
+
+/* A worker's first failure decides the message and the exit code. */
+static int conv_failure(const struct conv *c, const char *model, const char *out)
+{
+	if (c->rc == WF_ERR_IO) {
+		fprintf(stderr, "weightfs: %s: %s\n", out, strerror(c->write_errno));
+		return EXIT_USAGE;
+	}
+	if (c->rc == WF_ERR_NOMEM) {
+		fprintf(stderr, "weightfs: out of memory\n");
+		return EXIT_NOMEM;
+	}
+	return cli_read_failed(model, "model.safetensors", c->rc);
+}
+
+/* The bytes must be on disk before out names them; on failure the caller
+ * still removes tmp. */
+static int commit_file(struct conv *c, const char *tmp, const char *out, bool force)
+{
+	/* close even when fsync fails: the descriptor must not outlive the run */
+	int synced = fsync(c->fd) == 0 ? 0 : errno;
+	int closed = close(c->fd) == 0 ? 0 : errno;
+	c->fd = -1;
+	if (synced || closed) {
+		fprintf(stderr, "weightfs: %s: %s\n", out, strerror(synced ? synced : closed));
+		return -1;
+	}
+	if (place(tmp, out, force) != 0) {
+		if (errno == EEXIST)
+			fprintf(stderr, "weightfs: %s: already exists; weightfs convert --force replaces it\n", out);
+		else
+			fprintf(stderr, "weightfs: %s: %s\n", out, strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+int cli_convert(struct cli_session *s, const struct cli_opts *o)
+{
+	const char *model = o->pos[0], *out = o->pos[1];
+	struct conv c = {.s = s, .fd = -1, .model = model};
+	int ret = conv_init(&c, o);
+	if (ret != 0)
+		return ret;
+	char *tmp = NULL;
+	pthread_t *th = NULL;
+	long nth = 0;
+	ret = EXIT_USAGE;
+	sigset_t stops;
+	struct sigaction prev[3];
+	const int sigs[3] = {SIGINT, SIGTERM, SIGHUP};
+	catch_stops(sigs, prev, &stops);
+	if (wf_live_catch_sigbus() != 0) {
+		fprintf(stderr, "weightfs: sigaction: %s\n", strerror(errno));
+		goto out;
+	}
+	c.fd = open_temp(out, &tmp);
+	if (c.fd < 0) {
+		fprintf(stderr, "weightfs: %s: cannot create a temporary file beside it: %s\n", out, strerror(errno));
+		goto out;
+	}
+	if (ftruncate(c.fd, (off_t)c.size) != 0) {
+		fprintf(stderr, "weightfs: %s: %s\n", out, strerror(errno));
+		goto out;
+	}
+	nth = worker_count(c.size);
+	th = calloc((size_t)nth, sizeof *th);
+	if (!th) {
+		fprintf(stderr, "weightfs: out of memory\n");
+		ret = EXIT_NOMEM;
+		goto out;
+	}
+	nth = start_workers(&c, th, nth, &stops);
+	if (nth == 0) {
+		fprintf(stderr, "weightfs: cannot start a thread\n");
+		goto out;
+	}
+	bool bar = isatty(STDERR_FILENO);
+	double t0 = now_s();
+	wait_workers(&c, th, nth, bar, t0);
+	int sig = atomic_load(&stop_sig);
+	if (bar)
+		fputs(sig || atomic_load(&c.failed) ? "\r\033[K" : "", stderr);
+	if (sig) {
+		ret = 128 + sig;
+		fprintf(stderr, "weightfs: %s: interrupted (%s); nothing written\n", out, strsignal(sig));
+		goto out;
+	}
+	if (atomic_load(&c.failed)) {
+		ret = conv_failure(&c, model, out);
+		goto out;
+	}
+	if (commit_file(&c, tmp, out, o->force) != 0)
+		goto out;
+	free(tmp);
+	tmp = NULL; /* in place: nothing to remove */
+	sync_dir_of(out);
+	if (bar)
+		progress(c.size, c.size, now_s() - t0, true);
+	ret = 0;
+out:
+	if (c.fd >= 0)
+		close(c.fd);
+	if (tmp)
+		unlink(tmp);
+	free(tmp);
+	free(th);
+	pthread_mutex_destroy(&c.lock);
+	for (int i = 0; i < 3; i++)
+		sigaction(sigs[i], &prev[i], NULL);
+	return ret;
+}

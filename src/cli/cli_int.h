@@ -1,0 +1,65 @@
+/* cli_int.h - what the command files share (cli.c, cli_read.c,
+ * cli_show.c, cli_convert.c); private to src/cli. */
+#ifndef CLI_INT_H
+#define CLI_INT_H
+
+#include "mount/wf_files.h"
+#include "mount/wf_mount.h"
+#include "view/wf_live.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/* Bytes one read or one worker's piece of convert covers: large enough
+ * that a pwrite costs little per byte, small enough that a worker per
+ * core keeps memory modest (16 MiB each). */
+#define CLI_PIECE (16u << 20)
+
+/* A command's parsed arguments. */
+struct cli_opts {
+	const char *cmd;
+	const char *pos[2];   /* MODEL, then TENSOR or OUT */
+	int n_pos;
+	bool json, force, npy;
+	char *dtype;          /* -o dtype=T; owned */
+	uint64_t offset, length;
+	bool have_length;
+};
+
+/* The model as a mount would serve it, and the mount's read path. */
+struct cli_session {
+	struct wf_mount mt;
+	struct wf_live lv;
+	bool live;
+};
+
+/* The commands: each returns its exit code (cli.h). */
+int cli_ls(struct cli_session *s, const struct cli_opts *o);
+int cli_info(struct cli_session *s, const struct cli_opts *o);
+int cli_cat(struct cli_session *s, const struct cli_opts *o);
+int cli_convert(struct cli_session *s, const struct cli_opts *o);
+
+/* Says "weightfs CMD: MESSAGE (usage: ...)" on stderr; returns EXIT_USAGE. */
+__attribute__((format(printf, 2, 3)))
+int cli_usage_error(const char *cmd, const char *fmt, ...);
+
+/* A wf_notice_fn: keeps the first change a read ran into, which
+ * cli_read_failed then names. */
+void cli_notice(void *ctx, const char *part, const char *why);
+
+/* Says why a read of `what` in MODEL failed; returns the exit code. */
+int cli_read_failed(const char *model, const char *what, enum wf_err rc);
+
+/* write(2) of all n bytes, again after EINTR; 0, or -1 with errno. */
+int cli_write_all(int fd, const void *p, size_t n);
+
+/* Writes bytes [off, off+len) of file node `node` to stdout through the
+ * guarded read; returns the exit code. */
+int cli_dump_node(struct cli_session *s, const char *model, const char *what, uint32_t node, uint64_t off,
+		  uint64_t len);
+
+/* The same for the whole root file `name` (tensors.json, metadata.json),
+ * flushing stdout. */
+int cli_dump_root_file(struct cli_session *s, const char *model, const char *name);
+
+#endif

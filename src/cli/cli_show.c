@@ -1,0 +1,214 @@
+/* cli_show.c - weightfs ls, info and cat: a mount's listing, metadata and
+ * file bytes without mounting. */
+#include "cli/cli.h"
+#include "cli/cli_int.h"
+#include "base/wf_buf.h"
+#include "view/wf_view.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* A name or value for a terminal: control bytes, backslashes and bytes
+ * that are not UTF-8 as escapes; *cols gets its width in characters.  At
+ * most `max` characters (0: no limit), then "...". */
+static void display(struct wf_buf *b, const char *s, size_t n, size_t max, size_t *cols)
+{
+	size_t c = 0;
+	for (size_t i = 0; i < n;) {
+		if (max && c >= max) {
+			wf_buf_puts(b, "...");
+			c += 3;
+			break;
+		}
+		const uint8_t *u = (const uint8_t *)s + i;
+		size_t k = *u >= 0x80 ? wf_utf8_seq(u, n - i) : 1;
+		if (k > 1) {
+			wf_buf_put(b, u, k);
+			c++;
+			i += k;
+			continue;
+		}
+		if (*u == '\n') {
+			wf_buf_puts(b, "\\n");
+			c += 2;
+		} else if (*u == '\\') {
+			wf_buf_puts(b, "\\\\");
+			c += 2;
+		} else if (*u < 0x20 || *u >= 0x7f) {
+			wf_buf_printf(b, "\\x%02X", *u);
+			c += 4;
+		} else {
+			wf_buf_putc(b, (char)*u);
+			c++;
+		}
+		i++;
+	}
+	if (cols)
+		*cols = c;
+}
+
+static void pad(size_t have, size_t want)
+{
+	for (; have < want; have++)
+		putchar(' ');
+}
+
+int cli_ls(struct cli_session *s, const struct cli_opts *o)
+{
+	if (o->json)
+		return cli_dump_root_file(s, o->pos[0], "tensors.json");
+	const struct wf_model *m = s->mt.m;
+	struct wf_buf text = {0};
+	size_t *at = calloc(m->n_tensors * 5 + 1, sizeof *at); /* per tensor: name, shape, their widths, size */
+	size_t w[5] = {4, 4, 5, 5, 4}; /* NAME TYPE DTYPE SHAPE SIZE */
+	int ret = 0;
+	if (!at)
+		goto oom;
+	for (size_t i = 0; i < m->n_tensors; i++) {
+		const struct wf_tensor *tn = &m->tensors[i];
+		size_t *r = at + 5 * i, cols;
+		r[0] = text.len;
+		display(&text, tn->name, tn->name_len, 0, &cols);
+		wf_buf_putc(&text, '\0');
+		r[2] = cols;
+		r[1] = text.len;
+		uint64_t dims[WF_MAX_DIMS];
+		uint32_t nd = wf_view_shape(tn, dims);
+		size_t start = text.len;
+		wf_buf_putc(&text, '[');
+		for (uint32_t d = 0; d < nd; d++)
+			wf_buf_printf(&text, "%s%" PRIu64, d ? ", " : "", dims[d]);
+		wf_buf_putc(&text, ']');
+		r[3] = text.len - start;
+		wf_buf_putc(&text, '\0');
+		char num[24];
+		r[4] = (size_t)snprintf(num, sizeof num, "%" PRIu64, tn->size);
+		const size_t widths[5] = {r[2], strlen(wf_type_get(tn->type)->name), strlen(wf_view_dtype(tn)),
+					   r[3], r[4]};
+		for (int k = 0; k < 5; k++)
+			if (widths[k] > w[k])
+				w[k] = widths[k];
+	}
+	if (text.oom)
+		goto oom;
+	/* a header for people; scripts reading a pipe get the lines alone */
+	if (isatty(STDOUT_FILENO)) {
+		printf("NAME");
+		pad(4, w[0]);
+		printf("  %-*s  %-*s  %-*s  %*s\n", (int)w[1], "TYPE", (int)w[2], "DTYPE", (int)w[3], "SHAPE",
+		       (int)w[4], "SIZE");
+	}
+	for (size_t i = 0; i < m->n_tensors; i++) {
+		const struct wf_tensor *tn = &m->tensors[i];
+		const size_t *r = at + 5 * i;
+		fputs(text.data + r[0], stdout);
+		pad(r[2], w[0]);
+		printf("  %-*s  %-*s  %-*s  %*" PRIu64 "\n", (int)w[1], wf_type_get(tn->type)->name, (int)w[2],
+		       wf_view_dtype(tn), (int)w[3], text.data + r[1], (int)w[4], tn->size);
+	}
+	if (fflush(stdout) != 0) {
+		fprintf(stderr, "weightfs: stdout: %s\n", strerror(errno));
+		ret = EXIT_USAGE;
+	}
+	goto out;
+oom:
+	fprintf(stderr, "weightfs: out of memory\n");
+	ret = EXIT_NOMEM;
+out:
+	free(at);
+	wf_buf_free(&text);
+	return ret;
+}
+
+int cli_info(struct cli_session *s, const struct cli_opts *o)
+{
+	if (o->json)
+		return cli_dump_root_file(s, o->pos[0], "metadata.json");
+	const struct wf_tree *t = s->mt.t;
+	size_t kw = 0;
+	if (t->n_meta == 0) {
+		/* on a terminal, a word rather than nothing; a pipe gets no lines */
+		if (isatty(STDOUT_FILENO))
+			printf("%s: no metadata\n", o->pos[0]);
+		return 0;
+	}
+	struct wf_buf line = {0};
+	for (size_t i = 0; i < t->n_meta; i++) {
+		size_t cols;
+		line.len = 0;
+		display(&line, t->meta[i].name, t->meta[i].name_len, 48, &cols);
+		if (cols > kw)
+			kw = cols;
+	}
+	for (size_t i = 0; i < t->n_meta && !line.oom; i++) {
+		const struct wf_meta_file *f = &t->meta[i];
+		size_t cols;
+		line.len = 0;
+		display(&line, f->name, f->name_len, 48, &cols);
+		for (; cols < kw; cols++)
+			wf_buf_putc(&line, ' ');
+		wf_buf_puts(&line, "  ");
+		display(&line, f->data, f->len, 100, NULL);
+		if (f->len > 100)
+			wf_buf_printf(&line, " (%zu bytes)", f->len);
+		wf_buf_putc(&line, '\n');
+		if (!line.oom)
+			fwrite(line.data, 1, line.len, stdout);
+	}
+	bool oom = line.oom;
+	wf_buf_free(&line);
+	if (oom) {
+		fprintf(stderr, "weightfs: out of memory\n");
+		return EXIT_NOMEM;
+	}
+	if (fflush(stdout) != 0) {
+		fprintf(stderr, "weightfs: stdout: %s\n", strerror(errno));
+		return EXIT_USAGE;
+	}
+	return 0;
+}
+
+/* TENSOR as the model names it, or as its path in the mount. */
+static uint32_t find_tensor(const struct cli_session *s, const char *name)
+{
+	size_t n = strlen(name);
+	for (size_t i = 0; i < s->mt.m->n_tensors; i++)
+		if (s->mt.m->tensors[i].name_len == n && memcmp(s->mt.m->tensors[i].name, name, n) == 0)
+			return s->mt.t->tensor_node[i];
+	uint32_t node = 0;
+	for (const char *p = name; *p && node != WF_NO_NODE;) {
+		const char *slash = strchr(p, '/');
+		size_t len = slash ? (size_t)(slash - p) : strlen(p);
+		if (len)
+			node = wf_tree_lookup(s->mt.t, node, p, len);
+		p += len + (slash != NULL);
+	}
+	if (node != WF_NO_NODE && s->mt.t->nodes[node].kind == WF_NODE_TENSOR)
+		return node;
+	return WF_NO_NODE;
+}
+
+int cli_cat(struct cli_session *s, const struct cli_opts *o)
+{
+	uint32_t node = find_tensor(s, o->pos[1]);
+	if (node == WF_NO_NODE) {
+		char q[256];
+		fprintf(stderr, "weightfs: %s: no tensor %s (give its name, or its path in a mount: weightfs ls "
+			"--json lists both)\n", o->pos[0], wf_quote(q, sizeof q, o->pos[1], strlen(o->pos[1])));
+		return EXIT_USAGE;
+	}
+	/* as gzip does: binary numbers would garble the terminal */
+	if (isatty(STDOUT_FILENO) && !o->force) {
+		fprintf(stderr, "weightfs cat: refusing to write binary data to a terminal: pipe it (| od -A d -t f4 "
+			"| head) or redirect it, or give --force\n");
+		return EXIT_USAGE;
+	}
+	if (wf_live_catch_sigbus() != 0) {
+		fprintf(stderr, "weightfs: sigaction: %s\n", strerror(errno));
+		return EXIT_USAGE;
+	}
+	return cli_dump_node(s, o->pos[0], o->pos[1], node, o->offset, o->have_length ? o->length : UINT64_MAX);
+}

@@ -1,0 +1,393 @@
+/* wf_set_folder.c - a model folder (a Hugging Face snapshot, a hub
+ * cache's models--ORG--NAME) holding exactly one model, and its sidecars. */
+#include "model/wf_set.h"
+#include "model/wf_set_int.h"
+#include "base/wf_buf.h"
+#include "model/wf_open.h"
+
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <dirent.h>
+#include <limits.h>
+
+/* Models named in the message for a folder that holds several. */
+#define MAX_LISTED 8
+
+enum kind { K_SKIP, K_GGUF, K_ST, K_INDEX, K_SIDE };
+
+struct entry {
+	char *name;
+	enum kind kind;
+	uint64_t size;
+	int model;           /* which model found in the folder claims it, or -1 */
+};
+
+struct folder {
+	struct entry *e;
+	size_t n;
+};
+
+static void folder_free(struct folder *f)
+{
+	for (size_t i = 0; i < f->n; i++)
+		free(f->e[i].name);
+	free(f->e);
+}
+
+static int entry_cmp(const void *a, const void *b)
+{
+	return strcmp(((const struct entry *)a)->name, ((const struct entry *)b)->name);
+}
+
+/* What a folder entry is to us.  Weights of other formats (pickles,
+ * ONNX, ...) and big files are not shown. */
+static enum kind classify(const char *name, const struct stat *st)
+{
+	static const char *const other_weights[] = {".bin", ".pt", ".pth", ".onnx", ".ckpt", ".h5",
+						    ".msgpack", ".pkl", ".npz", ".tflite", ".ot"};
+	if (!S_ISREG(st->st_mode) || name[0] == '.')
+		return K_SKIP;
+	if (wf_set_ends_with(name, ".gguf"))
+		return K_GGUF;
+	if (wf_set_ends_with(name, ".safetensors"))
+		return K_ST;
+	if (wf_set_ends_with(name, ".safetensors.index.json"))
+		return K_INDEX;
+	for (size_t i = 0; i < WF_ARRAY_LEN(other_weights); i++)
+		if (wf_set_ends_with(name, other_weights[i]))
+			return K_SKIP;
+	return (uint64_t)st->st_size <= WF_SIDECAR_MAX ? K_SIDE : K_SKIP;
+}
+
+static enum wf_err scan(struct wf_set_loader *L, struct folder *f)
+{
+	DIR *d = opendir(L->dir);
+	if (!d)
+		return wf_fail(L->err, WF_ERR_IO, "cannot list the folder: %s", strerror(errno));
+	size_t cap = 0;
+	struct dirent *de;
+	enum wf_err rc = WF_OK;
+	while ((de = readdir(d)) != NULL) {
+		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+			continue;
+		struct stat st;
+		/* follow symlinks: a hub snapshot's entries point into blobs/ */
+		if (fstatat(dirfd(d), de->d_name, &st, 0) != 0)
+			continue;
+		if (f->n == cap) {
+			cap = cap ? 2 * cap : 64;
+			struct entry *ne = realloc(f->e, cap * sizeof *ne);
+			if (!ne) {
+				rc = wf_fail(L->err, WF_ERR_NOMEM, "out of memory listing the folder");
+				break;
+			}
+			f->e = ne;
+		}
+		struct entry *e = &f->e[f->n];
+		e->name = strdup(de->d_name);
+		if (!e->name) {
+			rc = wf_fail(L->err, WF_ERR_NOMEM, "out of memory listing the folder");
+			break;
+		}
+		e->kind = classify(de->d_name, &st);
+		e->size = (uint64_t)st.st_size;
+		e->model = -1;
+		f->n++;
+	}
+	closedir(d);
+	if (rc == WF_OK && f->n)
+		qsort(f->e, f->n, sizeof *f->e, entry_cmp);
+	return rc;
+}
+
+/* A model found in a folder: its first file, what it is, and how to say it. */
+struct found {
+	size_t first;        /* entry index of its index or first file */
+	enum kind kind;
+	char label[160];
+};
+
+/* Groups the folder's weight files into models. */
+static enum wf_err find_models(struct wf_set_loader *L, struct folder *f, struct found *models, size_t max, size_t *n)
+{
+	*n = 0;
+	/* an index claims the shards it names */
+	for (size_t i = 0; i < f->n; i++) {
+		if (f->e[i].kind != K_INDEX)
+			continue;
+		struct wf_set_index ix;
+		enum wf_err rc = wf_set_index_load(L, f->e[i].name, &ix);
+		if (rc != WF_OK) {
+			wf_set_index_free(&ix);
+			return rc;
+		}
+		for (size_t j = 0; j < f->n; j++)
+			if (f->e[j].kind == K_ST && f->e[j].model < 0 && wf_set_index_names(&ix, f->e[j].name))
+				f->e[j].model = (int)*n;
+		wf_set_index_free(&ix);
+		if (*n < max) {
+			models[*n].first = i;
+			models[*n].kind = K_INDEX;
+			snprintf(models[*n].label, sizeof models[*n].label, "%s", f->e[i].name);
+		}
+		f->e[i].model = (int)(*n)++;
+	}
+	/* the rest: split sets by name, else single files */
+	for (size_t i = 0; i < f->n; i++) {
+		struct entry *e = &f->e[i];
+		if ((e->kind != K_GGUF && e->kind != K_ST) || e->model >= 0)
+			continue;
+		const char *ext = e->kind == K_GGUF ? ".gguf" : ".safetensors";
+		size_t plen;
+		unsigned long no, of;
+		bool split = wf_set_split_name(e->name, ext, &plen, &no, &of);
+		for (size_t j = i; split && j < f->n; j++) {
+			size_t pl2;
+			unsigned long no2, of2;
+			if (f->e[j].kind == e->kind && f->e[j].model < 0 &&
+			    wf_set_split_name(f->e[j].name, ext, &pl2, &no2, &of2) && pl2 == plen &&
+			    of2 == of && strncmp(f->e[j].name, e->name, plen) == 0)
+				f->e[j].model = (int)*n;
+		}
+		e->model = (int)*n;
+		if (*n < max) {
+			models[*n].first = i;
+			models[*n].kind = e->kind;
+			if (split)
+				snprintf(models[*n].label, sizeof models[*n].label, "%.*s-*-of-%05lu%s", (int)plen,
+					 e->name, of, ext);
+			else
+				snprintf(models[*n].label, sizeof models[*n].label, "%s", e->name);
+		}
+		(*n)++;
+	}
+	return WF_OK;
+}
+
+/* Loads an unindexed PREFIX-NNNNN-of-MMMMM.safetensors set whose first
+ * file found is entry `first`. */
+static enum wf_err load_st_set(struct wf_set_loader *L, struct folder *f, size_t first, struct wf_model **out)
+{
+	size_t plen;
+	unsigned long no, of;
+	const char *name = f->e[first].name;
+	*out = NULL;
+	if (!wf_set_split_name(name, ".safetensors", &plen, &no, &of))
+		return wf_set_open_part(L, name, out);
+	if (of > WF_SET_MAX_PARTS)
+		return wf_fail(L->err, WF_ERR_UNSUP, "%s: more than %d shards", name, WF_SET_MAX_PARTS);
+	struct wf_model **parts = calloc(of, sizeof *parts);
+	if (!parts)
+		return wf_fail(L->err, WF_ERR_NOMEM, "out of memory");
+	enum wf_err rc = WF_OK;
+	for (unsigned long i = 0; i < of && rc == WF_OK; i++) {
+		char *pn = wf_set_part_name(name, plen, i + 1, of, name + strlen(name) - strlen(".safetensors"));
+		rc = pn ? wf_set_open_part(L, pn, &parts[i]) : wf_fail(L->err, WF_ERR_NOMEM, "out of memory");
+		if (rc == WF_OK && parts[i]->format != WF_FMT_SAFETENSORS)
+			rc = wf_fail(L->err, WF_ERR_FORMAT, "%s: not a safetensors file", pn);
+		free(pn);
+	}
+	if (rc == WF_OK)
+		rc = wf_set_merge(L, parts, (uint32_t)of, WF_FORM_ST_SET, NULL, NULL, out);
+	else
+		for (unsigned long i = 0; i < of; i++)
+			wf_model_free(parts[i]);
+	free(parts);
+	return rc;
+}
+
+/* Reads the folder's small files into m->sidecars. */
+static enum wf_err add_sidecars(struct wf_set_loader *L, struct folder *f, struct wf_model *m)
+{
+	uint64_t total = 0;
+	m->sidecars = calloc(f->n ? f->n : 1, sizeof *m->sidecars);
+	if (!m->sidecars)
+		return wf_fail(L->err, WF_ERR_NOMEM, "out of memory");
+	for (size_t i = 0; i < f->n; i++) {
+		if (f->e[i].kind != K_SIDE || total + f->e[i].size > WF_SIDECARS_TOTAL_MAX)
+			continue;
+		struct wf_sidecar *s = &m->sidecars[m->n_sidecars];
+		enum wf_err rc = wf_set_read_small(L, f->e[i].name, WF_SIDECAR_MAX, &s->data, &s->len);
+		if (rc != WF_OK)
+			return rc;
+		s->name = strdup(f->e[i].name);
+		m->n_sidecars++;
+		if (!s->name)
+			return wf_fail(L->err, WF_ERR_NOMEM, "out of memory");
+		total += s->len;
+	}
+	return WF_OK;
+}
+
+/* A hub cache's models--ORG--NAME folder: the snapshot refs/main names,
+ * or, with no refs/main (a cache filled by revision), the only snapshot.
+ * NULL if dir is no hub cache folder or the choice is not clear. */
+static char *hub_snapshot(const char *dir)
+{
+	char *refs = wf_set_join(dir, "refs/main"), *snap = NULL;
+	FILE *fp = refs ? fopen(refs, "re") : NULL;
+	char rev[128];
+	bool had_refs = fp != NULL;
+	if (fp && fgets(rev, sizeof rev, fp)) {
+		rev[strcspn(rev, "\r\n")] = '\0';
+		if (*rev && !strchr(rev, '/') && strcmp(rev, "..") != 0 && strcmp(rev, ".") != 0) {
+			char rel[160];
+			snprintf(rel, sizeof rel, "snapshots/%s", rev);
+			snap = wf_set_join(dir, rel);
+		}
+	}
+	if (fp)
+		fclose(fp);
+	free(refs);
+	if (had_refs) /* refs/main decides, even when it names nothing usable */
+		return snap;
+	char *snaps = wf_set_join(dir, "snapshots");
+	DIR *d = snaps ? opendir(snaps) : NULL;
+	struct dirent *de;
+	char *only = NULL;
+	bool several = false;
+	while (d && (de = readdir(d)) != NULL) {
+		if (de->d_name[0] == '.')
+			continue;
+		several = only != NULL;
+		free(only);
+		only = several ? NULL : wf_set_join(snaps, de->d_name);
+		if (several)
+			break;
+	}
+	if (d)
+		closedir(d);
+	free(snaps);
+	return only;
+}
+
+/* A folder with no model, or several: the refusal lists what it found. */
+static enum wf_err say_found(struct wf_set_loader *L, const struct folder *f, const struct found *models, size_t n)
+{
+	struct wf_buf b = {0};
+	enum wf_err rc;
+	if (n == 0) {
+		size_t shown = 0;
+		for (size_t i = 0; i < f->n && shown < 6; i++, shown++)
+			wf_buf_printf(&b, "%s%s", shown ? ", " : "", f->e[i].name);
+		if (f->n > shown)
+			wf_buf_printf(&b, ", and %zu more", f->n - shown);
+		rc = wf_fail(L->err, WF_ERR_IO, "no GGUF or safetensors model in the folder (it holds %zu %s%s%s)",
+			     f->n, f->n == 1 ? "entry" : "entries", f->n ? ": " : "", b.data && !b.oom ? b.data : "");
+	} else {
+		for (size_t i = 0; i < n && i < MAX_LISTED; i++)
+			wf_buf_printf(&b, "%s%s", i ? ", " : "", models[i].label);
+		if (n > MAX_LISTED)
+			wf_buf_printf(&b, ", and %zu more", n - MAX_LISTED);
+		rc = wf_fail(L->err, WF_ERR_IO, "the folder holds %zu models: %s; give one of them as MODEL", n,
+			     b.data && !b.oom ? b.data : "?");
+	}
+	wf_buf_free(&b);
+	return rc;
+}
+
+enum wf_err wf_set_load_folder(struct wf_set_loader *L, struct wf_model **out)
+{
+	struct folder f = {0};
+	struct found models[MAX_LISTED];
+	size_t n;
+	*out = NULL;
+	enum wf_err rc = scan(L, &f);
+	if (rc == WF_OK)
+		rc = find_models(L, &f, models, WF_ARRAY_LEN(models), &n);
+	if (rc != WF_OK)
+		goto out;
+	if (n == 0) {
+		/* once only: a snapshot that leads back to its cache folder is a loop */
+		char *snap = L->in_snapshot ? NULL : hub_snapshot(L->dir);
+		struct stat st;
+		if (snap && stat(snap, &st) == 0 && S_ISDIR(st.st_mode)) {
+			L->in_snapshot = true;
+			folder_free(&f);
+			free(L->dir);
+			L->dir = realpath(snap, NULL);
+			free(snap);
+			if (!L->dir)
+				return wf_fail(L->err, WF_ERR_IO, "cannot resolve the hub snapshot: %s", strerror(errno));
+			return wf_set_load_folder(L, out);
+		}
+		free(snap);
+		rc = say_found(L, &f, models, n);
+		goto out;
+	}
+	if (n > 1) {
+		rc = say_found(L, &f, models, n);
+		goto out;
+	}
+	const char *first = f.e[models[0].first].name;
+	if (models[0].kind == K_INDEX) {
+		struct wf_set_index ix;
+		rc = wf_set_index_load(L, first, &ix);
+		if (rc == WF_OK)
+			rc = wf_set_load_index(L, &ix, NULL, NULL, out);
+		wf_set_index_free(&ix);
+	} else if (models[0].kind == K_ST) {
+		rc = load_st_set(L, &f, models[0].first, out);
+	} else {
+		struct wf_model *m;
+		size_t named = 0; /* files whose names put them in this set */
+		for (size_t i = 0; i < f.n; i++)
+			named += f.e[i].model == 0;
+		rc = wf_set_open_part(L, first, &m);
+		if (rc == WF_OK && m->split_count <= 1 && named > 1) {
+			/* the others would be left out without a word */
+			wf_model_free(m);
+			rc = wf_fail(L->err, WF_ERR_FORMAT, "%s: named as a part of %s, but has no split.count > 1", first,
+				     models[0].label);
+		} else if (rc == WF_OK) {
+			rc = m->split_count > 1 ? wf_set_load_split(L, m, first, out) : (*out = m, WF_OK);
+		}
+	}
+	if (rc == WF_OK)
+		rc = add_sidecars(L, &f, *out);
+	if (rc != WF_OK) {
+		wf_model_free(*out);
+		*out = NULL;
+	}
+out:
+	folder_free(&f);
+	return rc;
+}
+
+/* A safetensors file with an index beside it that names it: the index. */
+enum wf_err wf_set_index_beside(struct wf_set_loader *L, const char *shard, struct wf_set_index *ix, bool *found)
+{
+	struct folder f = {0};
+	*found = false;
+	enum wf_err rc = scan(L, &f);
+	for (size_t i = 0; rc == WF_OK && i < f.n; i++) {
+		if (f.e[i].kind != K_INDEX)
+			continue;
+		struct wf_set_index cand;
+		rc = wf_set_index_load(L, f.e[i].name, &cand);
+		if (rc == WF_OK && wf_set_index_names(&cand, shard)) {
+			if (*found) {
+				rc = wf_fail(L->err, WF_ERR_FORMAT, "%s: named by two indexes, %s and %s", shard, ix->name,
+					     cand.name);
+				wf_set_index_free(&cand);
+				break;
+			}
+			*ix = cand;
+			*found = true;
+			continue;
+		}
+		wf_set_index_free(&cand);
+	}
+	folder_free(&f);
+	if (rc != WF_OK && *found) {
+		wf_set_index_free(ix);
+		*found = false;
+	}
+	return rc;
+}

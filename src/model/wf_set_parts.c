@@ -1,0 +1,324 @@
+/* wf_set_parts.c - what every form of a model set shares: opening its files
+ * as parts, reading small files beside them, llama.cpp's part names, and
+ * merging validated parts into one model (wf_set_int.h). */
+#include "model/wf_set.h"
+#include "model/wf_set_int.h"
+#include "base/wf_buf.h"
+#include "base/wf_names.h"
+#include "model/wf_meta.h"
+#include "model/wf_open.h"
+
+#include <cjson/cJSON.h>
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <strings.h>
+
+static const char *const form_name[] = {"split GGUF", "safetensors index", "safetensors set"};
+
+bool wf_set_ends_with(const char *s, const char *suffix)
+{
+	size_t n = strlen(s), k = strlen(suffix);
+	return n >= k && strcasecmp(s + n - k, suffix) == 0;
+}
+
+char *wf_set_join(const char *dir, const char *name)
+{
+	size_t a = strlen(dir), b = strlen(name);
+	char *p = malloc(a + b + 2);
+	if (p) {
+		memcpy(p, dir, a);
+		p[a] = '/';
+		memcpy(p + a + 1, name, b + 1);
+	}
+	return p;
+}
+
+/* Opens file `name` of the model's folder as one part. */
+enum wf_err wf_set_open_part(struct wf_set_loader *L, const char *name, struct wf_model **out)
+{
+	char inner[WF_ERRLEN];
+	*out = NULL;
+	char *path = wf_set_join(L->dir, name);
+	if (!path)
+		return wf_fail(L->err, WF_ERR_NOMEM, "out of memory");
+	struct stat st;
+	if (stat(path, &st) != 0 && errno == ENOENT) {
+		free(path);
+		return wf_fail(L->err, WF_ERR_IO, "%s: missing", name);
+	}
+	enum wf_err rc = wf_open_file(out, path, inner);
+	free(path);
+	if (rc != WF_OK)
+		return wf_fail(L->err, rc, "%s: %s", name, inner);
+	struct wf_part *p = &(*out)->parts[0];
+	if (L->fds_kept < L->fd_budget) {
+		L->fds_kept++;
+	} else {
+		close(p->fd); /* the mapping stays; identity is then checked by path */
+		p->fd = -1;
+	}
+	return WF_OK;
+}
+
+/* Reads a whole small file of the folder into memory (NUL-terminated). */
+enum wf_err wf_set_read_small(struct wf_set_loader *L, const char *name, uint64_t max, char **data, uint64_t *len)
+{
+	char *path = wf_set_join(L->dir, name);
+	if (!path)
+		return wf_fail(L->err, WF_ERR_NOMEM, "out of memory");
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	free(path);
+	struct stat st;
+	if (fd < 0)
+		return wf_fail(L->err, WF_ERR_IO, "%s: %s", name, errno == ENOENT ? "missing" : strerror(errno));
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || (uint64_t)st.st_size > max) {
+		int e = errno;
+		bool reg = S_ISREG(st.st_mode);
+		close(fd);
+		if (!reg)
+			return wf_fail(L->err, WF_ERR_IO, "%s: not a regular file", name);
+		return (uint64_t)st.st_size > max
+			       ? wf_fail(L->err, WF_ERR_UNSUP, "%s: %jd bytes, more than the %" PRIu64 " allowed",
+					 name, (intmax_t)st.st_size, max)
+			       : wf_fail(L->err, WF_ERR_IO, "%s: cannot stat: %s", name, strerror(e));
+	}
+	char *buf = malloc((size_t)st.st_size + 1);
+	if (!buf) {
+		close(fd);
+		return wf_fail(L->err, WF_ERR_NOMEM, "%s: out of memory", name);
+	}
+	uint64_t got = 0;
+	while (got < (uint64_t)st.st_size) {
+		ssize_t r = read(fd, buf + got, (size_t)st.st_size - got);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0) {
+			int e = r < 0 ? errno : EIO;
+			free(buf);
+			close(fd);
+			return wf_fail(L->err, WF_ERR_IO, "%s: cannot read: %s", name,
+				       r < 0 ? strerror(e) : "file shrank while read");
+		}
+		got += (uint64_t)r;
+	}
+	close(fd);
+	buf[got] = '\0';
+	*data = buf;
+	*len = got;
+	return WF_OK;
+}
+
+/* Parses NAME as PREFIX-NNNNN-of-MMMMM.gguf (llama.cpp's
+ * "%s-%05d-of-%05d.gguf"; more digits for more parts).  *prefix_len is
+ * the length of PREFIX. */
+bool wf_set_split_name(const char *name, const char *ext, size_t *prefix_len, unsigned long *no,
+			    unsigned long *of)
+{
+	size_t n = strlen(name), e = strlen(ext);
+	if (n <= e || strcasecmp(name + n - e, ext) != 0)
+		return false;
+	size_t end = n - e, i = end;
+	while (i > 0 && isdigit((unsigned char)name[i - 1]))
+		i--;
+	if (end - i < 5 || end - i > 9 || i < 4 || strncmp(name + i - 4, "-of-", 4) != 0)
+		return false;
+	*of = strtoul(name + i, NULL, 10);
+	size_t j = i - 4, k = j;
+	while (k > 0 && isdigit((unsigned char)name[k - 1]))
+		k--;
+	if (j - k < 5 || j - k > 9 || k < 2 || name[k - 1] != '-')
+		return false;
+	*no = strtoul(name + k, NULL, 10);
+	*prefix_len = k - 1;
+	return *no >= 1 && *of >= 1 && *no <= *of;
+}
+
+char *wf_set_part_name(const char *prefix, size_t prefix_len, unsigned long no, unsigned long of, const char *ext)
+{
+	size_t len = prefix_len + 32 + strlen(ext);
+	char *s = malloc(len);
+	if (s)
+		snprintf(s, len, "%.*s-%05lu-of-%05lu%s", (int)prefix_len, prefix, no, of, ext);
+	return s;
+}
+
+/* Appends obj's entries whose keys are not in seen yet, noting them there. */
+static void add_entries(struct wf_meta_json *w, cJSON *seen, const cJSON *obj)
+{
+	const cJSON *e;
+	cJSON_ArrayForEach(e, obj) {
+		if (w->b.oom)
+			return;
+		if (cJSON_GetObjectItemCaseSensitive(seen, e->string))
+			continue;
+		char *v = cJSON_PrintUnformatted(e);
+		if (!v || !cJSON_AddTrueToObject(seen, e->string)) {
+			free(v);
+			w->b.oom = true;
+			return;
+		}
+		wf_meta_json_key(w, e->string, strlen(e->string));
+		wf_buf_puts(&w->b, v);
+		free(v);
+	}
+}
+
+/* metadata.json of a safetensors set: the index's metadata, then each
+ * shard's __metadata__ entries whose keys are not there yet.  Every
+ * shard's own metadata is also kept whole in parts.json. */
+static enum wf_err st_metadata(struct wf_set_loader *L, struct wf_model *m, struct wf_model **parts, uint32_t n,
+			       const cJSON *index_md)
+{
+	struct wf_meta_json w = {0};
+	cJSON *seen = cJSON_CreateObject();
+	if (!seen)
+		return wf_fail(L->err, WF_ERR_NOMEM, "out of memory");
+	add_entries(&w, seen, index_md);
+	for (uint32_t i = 0; i < n && !w.b.oom; i++) {
+		cJSON *md = cJSON_ParseWithLength(parts[i]->metadata_json, parts[i]->metadata_json_len);
+		if (!md) {
+			w.b.oom = true; /* our own output: only memory can make it fail */
+			break;
+		}
+		add_entries(&w, seen, md);
+		cJSON_Delete(md);
+	}
+	cJSON_Delete(seen);
+	return wf_meta_json_finish(&w, m, L->err);
+}
+
+/* parts.json: what each file is and holds, with its own metadata whole. */
+static void parts_json(struct wf_buf *b, struct wf_model **parts, uint32_t n, enum wf_set_form form,
+		       const char *index_name, const cJSON *index_md)
+{
+	wf_buf_printf(b, "{\"form\": \"%s\",", form_name[form]);
+	if (index_name) {
+		wf_buf_puts(b, "\n \"index\": {\"file\": ");
+		wf_buf_json_str(b, index_name, strlen(index_name));
+		char *md = index_md ? cJSON_PrintUnformatted(index_md) : NULL;
+		if (index_md && !md)
+			b->oom = true;
+		wf_buf_printf(b, ", \"metadata\": %s},", md ? md : "{}");
+		free(md);
+	}
+	wf_buf_puts(b, "\n \"files\": [");
+	for (uint32_t i = 0; i < n && !b->oom; i++) {
+		const struct wf_model *p = parts[i];
+		wf_buf_puts(b, i ? ",\n  {\"file\": " : "\n  {\"file\": ");
+		wf_buf_json_str(b, p->parts[0].name, strlen(p->parts[0].name));
+		wf_buf_printf(b, ", \"size\": %" PRIu64 ", \"format\": \"%s\"", p->parts[0].len,
+			      p->format == WF_FMT_GGUF ? "gguf" : "safetensors");
+		if (p->format == WF_FMT_GGUF)
+			wf_buf_printf(b, ", \"version\": %u, \"alignment\": %u", p->version, p->alignment);
+		wf_buf_printf(b, ", \"data_offset\": %" PRIu64 ", \"tensors\": %zu, \"metadata_count\": %" PRIu64
+			      ", \"metadata\": ", p->data_offset, p->n_tensors, p->n_kv);
+		/* metadata.json ends in a newline; keep each file on its own lines */
+		size_t len = p->metadata_json_len;
+		while (len && p->metadata_json[len - 1] == '\n')
+			len--;
+		wf_buf_put(b, p->metadata_json, len);
+		wf_buf_putc(b, '}');
+	}
+	wf_buf_puts(b, "\n ]\n}\n");
+}
+
+/* Tensor names must be unique across the parts: a name in two would be
+ * two tensors at one path. */
+static enum wf_err unique_names(struct wf_set_loader *L, struct wf_model **parts, uint32_t n, struct wf_names *names)
+{
+	char q[96];
+	for (uint32_t i = 0; i < n; i++) {
+		for (size_t k = 0; k < parts[i]->n_tensors; k++) {
+			const struct wf_tensor *t = &parts[i]->tensors[k];
+			uint32_t had = wf_names_put(names, t->name, t->name_len, i);
+			if (had != WF_NAMES_NONE)
+				return wf_fail(L->err, WF_ERR_FORMAT, "tensor %s: in both %s and %s",
+					       wf_quote(q, sizeof q, t->name, t->name_len), parts[had]->parts[0].name,
+					       parts[i]->parts[0].name);
+		}
+	}
+	return WF_OK;
+}
+
+/* Merges the opened parts (taking them over, even on failure) into one
+ * model.  Tensor names must be unique across parts. */
+enum wf_err wf_set_merge(struct wf_set_loader *L, struct wf_model **parts, uint32_t n, enum wf_set_form form,
+			 const char *index_name, const cJSON *index_md, struct wf_model **out)
+{
+	enum wf_err rc = WF_OK;
+	struct wf_model *m = NULL;
+	struct wf_names names = {0};
+	struct wf_buf pj = {0};
+	size_t total = 0;
+	for (uint32_t i = 0; i < n; i++)
+		total += parts[i]->n_tensors;
+
+	m = wf_model_new(parts[0]->format, parts[0]->data, parts[0]->data_len);
+	if (!m || !wf_names_init(&names, total)) {
+		rc = wf_fail(L->err, WF_ERR_NOMEM, "out of memory for %zu tensors", total);
+		goto out;
+	}
+	m->version = parts[0]->version;
+	m->alignment = parts[0]->alignment;
+	m->data_offset = parts[0]->data_offset;
+	free(m->parts);
+	m->parts = calloc(n, sizeof *m->parts);
+	m->n_parts = 0;
+	m->tensors = calloc(total ? total : 1, sizeof *m->tensors);
+	if (!m->parts || !m->tensors) {
+		rc = wf_fail(L->err, WF_ERR_NOMEM, "out of memory for %u files", n);
+		goto out;
+	}
+	if ((rc = unique_names(L, parts, n, &names)) != WF_OK)
+		goto out;
+	parts_json(&pj, parts, n, form, index_name, index_md);
+	if (!wf_buf_finish(&pj)) {
+		rc = wf_fail(L->err, WF_ERR_NOMEM, "out of memory for parts.json");
+		goto out;
+	}
+	if (m->format == WF_FMT_GGUF) {
+		/* llama.cpp reads a split model's key/values from its first part */
+		m->metadata_json = parts[0]->metadata_json;
+		m->metadata_json_len = parts[0]->metadata_json_len;
+		m->n_kv = parts[0]->n_kv;
+		parts[0]->metadata_json = NULL;
+	} else if ((rc = st_metadata(L, m, parts, n, index_md)) != WF_OK) {
+		goto out;
+	}
+	m->parts_json = pj.data;
+	m->parts_json_len = pj.len;
+	pj.data = NULL;
+	/* take over each part's file and tensors */
+	for (uint32_t i = 0; i < n; i++) {
+		struct wf_model *p = parts[i];
+		m->parts[i] = p->parts[0];
+		memset(&p->parts[0], 0, sizeof p->parts[0]);
+		p->parts[0].fd = -1;
+		m->n_parts++;
+		for (size_t k = 0; k < p->n_tensors; k++) {
+			m->tensors[m->n_tensors] = p->tensors[k];
+			m->tensors[m->n_tensors].part = i;
+			m->n_tensors++;
+		}
+		p->n_tensors = 0;
+	}
+	m->data = m->parts[0].data;
+	m->data_len = m->parts[0].len;
+out:
+	wf_names_free(&names);
+	wf_buf_free(&pj);
+	for (uint32_t i = 0; i < n; i++)
+		wf_model_free(parts[i]);
+	if (rc != WF_OK) {
+		wf_model_free(m);
+		m = NULL;
+	}
+	*out = m;
+	return rc;
+}
