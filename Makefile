@@ -11,13 +11,17 @@ MIMEDIR ?= $(PREFIX)/share/mime
 LIBDIR  ?= $(PREFIX)/lib
 INCDIR  ?= $(PREFIX)/include
 PCDIR   ?= $(LIBDIR)/pkgconfig
-# Debian's python3 looks in /usr/lib/python3/dist-packages; elsewhere the
-# module goes under PREFIX the same way (add it to PYTHONPATH).
-ifeq ($(PREFIX),/usr)
-PYDIR   ?= /usr/lib/python3/dist-packages
-else
-PYDIR   ?= $(PREFIX)/lib/python3/dist-packages
-endif
+DATADIR ?= $(PREFIX)/share
+BASHCOMPDIR ?= $(DATADIR)/bash-completion/completions
+# The Python module goes where the python3 that will import it looks under
+# PREFIX, as that interpreter says (tools/pydir.py): on Debian
+# /usr/local/lib/python3.X/dist-packages for /usr/local and
+# /usr/lib/python3/dist-packages for /usr.  Debian's own python3 unless
+# INSTALL_PYTHON names another; asked only when (un)installing.
+INSTALL_PYTHON ?= $(firstword $(wildcard /usr/bin/python3) python3)
+PYDIR   ?= $(shell $(INSTALL_PYTHON) tools/pydir.py $(PREFIX))
+# What install created (folders), for uninstall to remove (tools/instdirs.sh).
+INSTLIST := $(DATADIR)/weightfs/installed-dirs
 SOVER   := 0
 LIBVER  := 0.1.0
 CC      ?= cc
@@ -65,7 +69,7 @@ MODEL_SRC := src/model/wf_model.c src/model/wf_gguf.c src/model/wf_st.c src/mode
              src/model/wf_set_parts.c src/model/wf_set_split.c src/model/wf_set_index.c \
              src/model/wf_set_folder.c
 VIEW_SRC  := src/view/wf_view.c src/view/wf_live.c
-LIBAPI_SRC := src/lib/wf_api.c
+LIBAPI_SRC := src/lib/wf_api.c src/lib/wf_stack.c
 MOUNT_SRC := src/mount/wf_tree.c src/mount/wf_gen.c src/mount/wf_summary.c src/mount/wf_attr.c \
              src/mount/wf_files.c src/mount/wf_mount.c \
              src/mount/wf_usage.c
@@ -88,7 +92,8 @@ ifneq ($(V),1)
 Q := @
 endif
 
-.PHONY: all lib check layers-check unit-check mount-check api-check python-check demo install uninstall clean deb
+.PHONY: all lib check layers-check unit-check mount-check api-check python-check readme-check install-check \
+	demo install uninstall clean deb
 .SECONDARY:
 all: $(B)/weightfs lib
 lib: $(B)/libweightfs.so
@@ -140,7 +145,7 @@ $(B)/tests/check_%: $(B)/tests/check_%.o $(B)/libwfprog.a $(B)/libweightfs.a
 # `make check` first installs what the tests need and is missing (apt, when
 # root or passwordless sudo; otherwise it says what to install), then runs
 # every suite.  tests/fuzz/fuzz.mk adds fuzz-check to CHECK_TARGETS.
-CHECK_TARGETS := layers-check unit-check mount-check api-check python-check
+CHECK_TARGETS := layers-check unit-check mount-check api-check python-check readme-check install-check
 check:
 	$(Q)bash tools/deps.sh test
 	$(Q)bash tools/run_checks.sh "$(MAKE)" $(CHECK_TARGETS)
@@ -174,22 +179,65 @@ python-check: $(B)/libweightfs.so
 demo:
 	$(Q)bash tools/demo.sh
 
+# Every shell block of the README (and of docs/python.md) runs as written
+# against the demo model (tests/readme/run.sh); they use build/, whatever
+# SANITIZE says.
+readme-check:
+	$(Q)$(MAKE) --no-print-directory SANITIZE=0 all
+	$(Q)bash tests/readme/run.sh README.md docs/python.md
+
+# make install and uninstall, into DESTDIRs and (as root) the system, from a
+# clean clone of what is committed (tests/install/run.sh).
+install-check:
+	$(Q)bash tests/install/run.sh
+
 # The mime types of -o suffix's and -o npy's files (packaging/weightfs-mime.xml).
 # A staged install (DESTDIR, packages) leaves the database to the package's
-# trigger; a direct one updates it, when shared-mime-info is there.
+# trigger, and the loader's cache to the package's ldconfig trigger; a
+# direct one updates both (the library is then found without ldconfig by
+# hand, docs/install.md).
 install: $(B)/weightfs $(B)/libweightfs.so
-	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MIMEDIR)/packages $(DESTDIR)$(LIBDIR) $(DESTDIR)$(INCDIR) \
-		$(DESTDIR)$(PCDIR) $(DESTDIR)$(PYDIR)/weightfs
+	$(Q)test -n "$(PYDIR)" || { echo "install: $(INSTALL_PYTHON) does not say where modules go: give PYDIR=" >&2; exit 1; }
+	$(Q)DESTDIR="$(DESTDIR)" bash tools/instdirs.sh make $(INSTLIST) $(BINDIR) $(MANDIR)/man1 \
+		$(MIMEDIR)/packages $(LIBDIR) $(INCDIR) $(PCDIR) $(PYDIR)/weightfs $(BASHCOMPDIR) $(DATADIR)/weightfs
 	install -m 0755 $(B)/weightfs $(DESTDIR)$(BINDIR)/weightfs
 	install -m 0644 docs/weightfs.1 $(DESTDIR)$(MANDIR)/man1/weightfs.1
 	install -m 0644 $(B)/libweightfs.so.$(SOVER) $(DESTDIR)$(LIBDIR)/libweightfs.so.$(SOVER)
 	ln -sf libweightfs.so.$(SOVER) $(DESTDIR)$(LIBDIR)/libweightfs.so
 	install -m 0644 src/lib/weightfs.h $(DESTDIR)$(INCDIR)/weightfs.h
 	sed $(PC_SED) weightfs.pc.in > $(DESTDIR)$(PCDIR)/weightfs.pc && chmod 0644 $(DESTDIR)$(PCDIR)/weightfs.pc
-	install -m 0644 python/weightfs/__init__.py $(DESTDIR)$(PYDIR)/weightfs/__init__.py
+	install -m 0644 python/weightfs/__init__.py python/weightfs/py.typed $(DESTDIR)$(PYDIR)/weightfs/
 	install -m 0644 packaging/weightfs-mime.xml $(DESTDIR)$(MIMEDIR)/packages/weightfs.xml
-	$(Q)if [ -z "$(DESTDIR)" ] && command -v update-mime-database >/dev/null 2>&1; then \
-		update-mime-database $(MIMEDIR); fi
+	install -m 0644 packaging/weightfs.bash-completion $(DESTDIR)$(BASHCOMPDIR)/weightfs
+	$(Q)if [ -z "$(DESTDIR)" ]; then \
+		if command -v update-mime-database >/dev/null 2>&1; then update-mime-database $(MIMEDIR); fi; \
+		PATH=$$PATH:/sbin:/usr/sbin ldconfig; \
+		case "$(LIBDIR)" in /lib | /usr/lib | /lib64 | /usr/lib64) ;; *) \
+			PATH=$$PATH:/sbin:/usr/sbin ldconfig -p | grep -qF '$(LIBDIR)/libweightfs.so.$(SOVER)' || \
+			echo "note: the dynamic loader does not search $(LIBDIR): add it to /etc/ld.so.conf.d/ and run ldconfig";; \
+		esac; \
+	fi
+
+# Removes what install installed, and the folders it created once they are
+# empty; the mime database install generated goes too when no other
+# package is left in it.
+MIME_DB := aliases generic-icons globs globs2 icons magic mime.cache subclasses treemagic types version XMLnamespaces
+uninstall:
+	$(Q)test -n "$(PYDIR)" || { echo "uninstall: $(INSTALL_PYTHON) does not say where modules go: give PYDIR=" >&2; exit 1; }
+	rm -f $(DESTDIR)$(BINDIR)/weightfs $(DESTDIR)$(MANDIR)/man1/weightfs.1 \
+		$(DESTDIR)$(MIMEDIR)/packages/weightfs.xml \
+		$(DESTDIR)$(LIBDIR)/libweightfs.so.$(SOVER) $(DESTDIR)$(LIBDIR)/libweightfs.so \
+		$(DESTDIR)$(INCDIR)/weightfs.h $(DESTDIR)$(PCDIR)/weightfs.pc $(DESTDIR)$(BASHCOMPDIR)/weightfs
+	rm -rf $(DESTDIR)$(PYDIR)/weightfs
+	$(Q)if [ -z "$(DESTDIR)" ] && [ -d $(MIMEDIR)/packages ]; then \
+		if [ -z "$$(ls -A $(MIMEDIR)/packages)" ]; then \
+			rm -f $(addprefix $(MIMEDIR)/,$(MIME_DB)) $(MIMEDIR)/application/x-weightfs-*.xml \
+				$(MIMEDIR)/application/x-npy.xml; \
+			rmdir $(MIMEDIR)/application 2>/dev/null || true; \
+		elif command -v update-mime-database >/dev/null 2>&1; then update-mime-database $(MIMEDIR); fi; \
+	fi
+	$(Q)DESTDIR="$(DESTDIR)" bash tools/instdirs.sh remove $(INSTLIST)
+	$(Q)if [ -z "$(DESTDIR)" ]; then PATH=$$PATH:/sbin:/usr/sbin ldconfig; fi
 
 # A .deb in build/deb/, from packaging/debian (see packaging/README.md).  The
 # package is built from a copy of the tree in build/deb/src, so neither the
@@ -204,15 +252,6 @@ deb:
 	cd $(DEB_DIR)/src && dpkg-buildpackage -us -uc -b
 	rm -rf $(DEB_DIR)/src
 	@ls $(DEB_DIR)/*.deb
-
-uninstall:
-	rm -f $(DESTDIR)$(BINDIR)/weightfs $(DESTDIR)$(MANDIR)/man1/weightfs.1 \
-		$(DESTDIR)$(MIMEDIR)/packages/weightfs.xml \
-		$(DESTDIR)$(LIBDIR)/libweightfs.so.$(SOVER) $(DESTDIR)$(LIBDIR)/libweightfs.so \
-		$(DESTDIR)$(INCDIR)/weightfs.h $(DESTDIR)$(PCDIR)/weightfs.pc
-	rm -rf $(DESTDIR)$(PYDIR)/weightfs
-	$(Q)if [ -z "$(DESTDIR)" ] && [ -d $(MIMEDIR)/packages ] && \
-		command -v update-mime-database >/dev/null 2>&1; then update-mime-database $(MIMEDIR); fi
 
 clean:
 	rm -rf build

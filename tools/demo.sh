@@ -19,6 +19,9 @@ build/weightfs "$model" "$mnt"
 
 echo
 echo "== $model mounted at ./mnt"
+echo "   (a test model: its values are synthetic, not trained weights, and reach float32's"
+echo "   extremes, up to 2.9e38 - statistics over them overflow to inf and NaN: that is the"
+echo "   data, not a decoding error)"
 if command -v tree >/dev/null 2>&1; then
 	tree --noreport -h mnt | head -40
 else

@@ -5,6 +5,13 @@
     m.keys(); m.metadata; m.info("blk.0.attn_q.weight")
     a = m["blk.0.attn_q.weight"]         # float32 array with the tensor's shape
     b = m.get("blk.0.attn_q.weight", dtype="f16", rows=slice(0, 128))
+    e = m.stack(["blk.0.ffn_up.weight", "blk.1.ffn_up.weight"])   # [2, *shape]
+
+    with weightfs.safe_open("model.gguf", framework="pt") as f:   # as safetensors'
+        t = f.get_tensor("blk.0.attn_q.weight")                  # a torch tensor
+        r = f.get_slice("token_embd.weight")[0:16, 0:8]          # reads 16 rows
+
+See docs/python.md.
 
 Pure Python over ctypes and libweightfs.so.0 (weightfs.h); numpy only.
 A read decodes only the blocks it needs, in parallel on every core for
@@ -30,14 +37,21 @@ read fail instead of killing the process.
 
 MIT licence.
 """
+from __future__ import annotations
+
 import ctypes
 import ctypes.util
 import json
 import os
+from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
-__all__ = ["open", "Model", "WeightfsError", "DTYPES"]
+__all__ = ["open", "safe_open", "Model", "SafeOpen", "Slice", "WeightfsError", "DTYPES"]
+
+# what a dtype= argument may be: a DTYPES name, or None for the default
+DType = Optional[str]
+PathLike = Union[str, bytes, "os.PathLike[str]", "os.PathLike[bytes]"]
 
 MAX_DIMS = 32
 DTYPES = {"f32": 0, "float32": 0, "f16": 1, "float16": 1, "bf16": 2, "bfloat16": 2, "stored": 3}
@@ -123,6 +137,8 @@ def _load():
     lib.weightfs_read_parallel.argtypes = [P, S, ctypes.c_int, U64, S, P, ctypes.POINTER(S),
                                            ctypes.c_uint, ERR, S]
     lib.weightfs_read_parallel.restype = ctypes.c_int
+    lib.weightfs_read_stack.argtypes = [P, ctypes.POINTER(S), S, ctypes.c_int, P, S, ctypes.c_uint, ERR, S]
+    lib.weightfs_read_stack.restype = ctypes.c_int
     lib.weightfs_metadata_json.argtypes = [P, ctypes.POINTER(S)]
     lib.weightfs_metadata_json.restype = ctypes.c_void_p
     lib.weightfs_version.argtypes = []
@@ -166,7 +182,7 @@ class Model:
     """An open model.  Use weightfs.open(); close() (or a with block)
     unmaps it.  A Model may be read from several threads at once."""
 
-    def __init__(self, path, dtype="f32"):
+    def __init__(self, path: PathLike, dtype: str = "f32") -> None:
         code = _dtype_code(dtype)
         if code == _DEFAULT:
             code = 0
@@ -183,15 +199,15 @@ class Model:
         self._metadata = None
 
     # -- lifetime --
-    def close(self):
+    def close(self) -> None:
         if self._h is not None:
             _lib.weightfs_close(self._h)
             self._h = None
 
-    def __enter__(self):
+    def __enter__(self) -> "Model":
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: Any) -> None:
         self.close()
 
     def __del__(self):
@@ -211,7 +227,7 @@ class Model:
             _raise(rc, err)
         return info
 
-    def keys(self):
+    def keys(self) -> List[str]:
         """Tensor names in the order the model's files list them."""
         if self._names is None:
             h = self._handle()
@@ -225,10 +241,10 @@ class Model:
             self._names = names
         return list(self._names)
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[str]:
         return iter(self.keys())
 
-    def __len__(self):
+    def __len__(self) -> int:
         return _lib.weightfs_n_tensors(self._handle())
 
     def _index(self, name):
@@ -238,7 +254,9 @@ class Model:
             raise KeyError(name)
         return i
 
-    def __contains__(self, name):
+    def __contains__(self, name: object) -> bool:
+        if not isinstance(name, (str, bytes)):
+            return False
         try:
             self._index(name)
             return True
@@ -246,7 +264,7 @@ class Model:
             return False
 
     @property
-    def metadata(self):
+    def metadata(self) -> Dict[str, Any]:
         """The model's metadata (GGUF key/values or safetensors __metadata__) as a dict."""
         if self._metadata is None:
             n = ctypes.c_size_t()
@@ -254,7 +272,7 @@ class Model:
             self._metadata = json.loads(ctypes.string_at(p, n.value).decode("utf-8", "surrogateescape"))
         return self._metadata
 
-    def info(self, name, dtype=None):
+    def info(self, name: str, dtype: DType = None) -> Dict[str, Any]:
         """A dict describing tensor `name` as it reads in dtype: name, type
         (stored, e.g. "Q4_K"), dtype (numpy name), shape, size (bytes),
         file, offset, nbytes (stored bytes), readable."""
@@ -272,10 +290,11 @@ class Model:
         }
 
     # -- reading --
-    def __getitem__(self, name):
+    def __getitem__(self, name: str) -> np.ndarray:
         return self.get(name)
 
-    def get(self, name, dtype=None, rows=None, threads=0):
+    def get(self, name: str, dtype: DType = None, rows: Optional[slice] = None,
+            threads: int = 0) -> np.ndarray:
         """Tensor `name` as a new numpy array in dtype (default: the one
         given to open).  rows=slice(a, b) reads only rows a..b-1 of the
         outermost dim (step 1; negative and open ends as in numpy).
@@ -313,7 +332,8 @@ class Model:
             raise WeightfsError(_ERANGE, "weightfs: %s: read %d of %d bytes" % (name, got.value, size))
         return a
 
-    def read_into(self, name, buf, offset=0, dtype=None, threads=0):
+    def read_into(self, name: str, buf: Any, offset: int = 0, dtype: DType = None,
+                  threads: int = 0) -> int:
         """Reads bytes [offset, offset+len(buf)) of tensor `name` in dtype
         into the writable buffer buf (a numpy array, bytearray, ...);
         returns the number of bytes read (less at the end of the tensor)."""
@@ -335,12 +355,261 @@ class Model:
             _raise(rc, err)
         return got.value
 
-    def __repr__(self):
+    def stack(self, names: Sequence[str], dtype: DType = None, threads: int = 0) -> np.ndarray:
+        """Tensors `names`, all of one shape and dtype, as one new array of
+        shape [len(names), *shape], each decoded straight into its slot in
+        parallel (weightfs_read_stack): the experts of a layer, or a batch
+        of same-shaped tensors, with no copy.  A ValueError when the shapes
+        or dtypes differ; threads as in get()."""
+        names = list(names)
+        code = _dtype_code(dtype if dtype is not None else self.dtype)
+        idx = (ctypes.c_size_t * max(1, len(names)))(*[self._index(n) for n in names])
+        if not names:
+            raise ValueError("weightfs: stack of no tensors")
+        inf = self._info(idx[0], code)
+        shape = tuple(inf.shape[d] for d in range(inf.ndim))
+        a = np.empty((len(names),) + shape, dtype=_np_dtype(inf.dtype.decode(), inf.elem_size))
+        if a.nbytes != len(names) * inf.size:
+            raise WeightfsError(_ERANGE, "weightfs: %s: %d bytes do not make an array of %s %s"
+                                % (names[0], inf.size, shape, a.dtype))
+        err = ctypes.create_string_buffer(_ERRLEN)
+        rc = _lib.weightfs_read_stack(self._handle(), idx, len(names), code, a.ctypes.data, inf.size,
+                                      threads, err, _ERRLEN)
+        if rc == _EINVAL:
+            raise ValueError(err.value.decode("utf-8", "replace"))
+        if rc != 0:
+            _raise(rc, err)
+        return a
+
+    def __repr__(self) -> str:
         return "<weightfs.Model %r, %d tensors>" % (self.path, len(self) if self._h is not None else 0)
 
 
-def open(path, dtype="f32"):  # noqa: A001 - the module's verb, like gzip.open
+def open(path: PathLike, dtype: str = "f32") -> Model:  # noqa: A001 - the module's verb, like gzip.open
     """Opens the model at path (a GGUF or safetensors file, a split GGUF
     part, a safetensors index or shard, or a model folder); dtype is the
     default output dtype of its reads."""
     return Model(path, dtype)
+
+
+# --- safetensors' safe_open ------------------------------------------------
+
+FRAMEWORKS = ("np", "numpy", "pt", "torch")
+
+
+def _torch():
+    try:
+        import torch  # noqa: PLC0415 - only framework="pt" needs it
+    except ImportError as e:
+        raise ImportError("weightfs: framework=\"pt\" needs torch (Debian: apt-get install python3-torch): %s"
+                          % e) from None
+    return torch
+
+
+def _dtype_arg(dtype: Any) -> Optional[str]:
+    """dtype= of safe_open as a DTYPES name: the names themselves, or the
+    numpy or torch float dtypes they stand for."""
+    if dtype is None or isinstance(dtype, str):
+        if dtype is not None:
+            _dtype_code(dtype)
+        return dtype
+    text = str(dtype)
+    for name, code in (("float32", "f32"), ("float16", "f16"), ("bfloat16", "bf16")):
+        if text in (name, "torch." + name):
+            return code
+    try:
+        return {np.dtype(np.float32): "f32", np.dtype(np.float16): "f16"}[np.dtype(dtype)]
+    except (KeyError, TypeError):
+        raise ValueError("weightfs: unknown dtype %r (f32, f16, bf16, stored, or a float dtype)"
+                         % (dtype,)) from None
+
+
+class SafeOpen:
+    """A model opened the way safetensors' safe_open opens a file: use
+    weightfs.safe_open().  Tensors come back as numpy arrays
+    (framework="np") or torch tensors (framework="pt")."""
+
+    def __init__(self, path: PathLike, framework: str = "np", dtype: Any = None,
+                 device: str = "cpu") -> None:
+        self._model: Optional[Model] = None
+        if framework not in FRAMEWORKS:
+            raise ValueError("weightfs: unknown framework %r (np or pt)" % (framework,))
+        self.framework = "pt" if framework in ("pt", "torch") else "np"
+        if self.framework == "pt":
+            _torch()
+        elif device != "cpu":
+            raise ValueError("weightfs: framework=\"np\" has no device %r" % (device,))
+        self.dtype = _dtype_arg(dtype)
+        self.device = device
+        self._model = Model(path)
+        self.path = self._model.path
+
+    # -- lifetime --
+    def close(self) -> None:
+        if self._model is not None:
+            self._model.close()
+            self._model = None
+
+    def __enter__(self) -> "SafeOpen":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    @property
+    def model(self) -> Model:
+        """The underlying weightfs.Model (its get(), info(), read_into())."""
+        if self._model is None:
+            raise ValueError("weightfs: %s is closed" % self.path)
+        return self._model
+
+    # -- listing --
+    def keys(self) -> List[str]:
+        """Tensor names in the order the model's files list them."""
+        return self.model.keys()
+
+    def offset_keys(self) -> List[str]:
+        """The same (safetensors lists them in file order under this name)."""
+        return self.model.keys()
+
+    def metadata(self) -> Dict[str, Any]:
+        """The model's metadata: the safetensors __metadata__ (strings) or
+        the GGUF key/values (their JSON types)."""
+        return self.model.metadata
+
+    def __len__(self) -> int:
+        return len(self.model)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self.model
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.keys())
+
+    def __repr__(self) -> str:
+        n = len(self._model) if self._model is not None else 0
+        return "<weightfs.safe_open %r framework=%r%s, %d tensors%s>" % (
+            self.path, self.framework, "" if self.dtype is None else " dtype=%r" % self.dtype, n,
+            "" if self._model is not None else ", closed")
+
+    # -- reading --
+    def _read_dtype(self, name: str) -> str:
+        """What a tensor reads as: dtype= if given, else floats stored as
+        F16 (and BF16 under pt) and F64 as themselves, the rest as f32."""
+        if self.dtype is not None:
+            return self.dtype
+        stored = self.model.info(name)["type"]
+        if stored == "F16":
+            return "f16"
+        if stored == "BF16" and self.framework == "pt":
+            return "bf16"
+        if stored == "F64":
+            return "stored"
+        return "f32"
+
+    def _convert(self, name: str, a: np.ndarray, read_dtype: str) -> Any:
+        if self.framework == "np":
+            return a
+        torch = _torch()
+        if self.model.info(name, dtype=read_dtype)["dtype"] == "bfloat16":
+            t = torch.from_numpy(a.view(np.int16)).view(torch.bfloat16)
+        else:
+            try:
+                t = torch.from_numpy(a)
+            except TypeError as e:
+                raise TypeError("weightfs: %s: this torch has no %s tensors (%s); use framework=\"np\""
+                                % (name, a.dtype, e)) from None
+        return t if self.device == "cpu" else t.to(self.device)
+
+    def get_tensor(self, name: str) -> Any:
+        """Tensor `name` whole, as a numpy array or torch tensor."""
+        d = self._read_dtype(name)
+        return self._convert(name, self.model.get(name, dtype=d), d)
+
+    def get_slice(self, name: str) -> "Slice":
+        """A handle on tensor `name` that reads only the rows an index
+        asks for: f.get_slice(n)[a:b], [a:b, c:d], [i], [..., c:d]."""
+        self.model._index(name)
+        return Slice(self, name)
+
+    def stack(self, names: Sequence[str], threads: int = 0) -> Any:
+        """Same-shaped tensors `names` as one [len(names), *shape] array or
+        tensor, decoded in parallel straight into it (Model.stack)."""
+        names = list(names)
+        if not names:
+            raise ValueError("weightfs: stack of no tensors")
+        dts = {self._read_dtype(n) for n in names}
+        if len(dts) > 1:
+            raise ValueError("weightfs: stack: the tensors are stored in different types (%s); pass dtype="
+                             % ", ".join(sorted(dts)))
+        d = dts.pop()
+        return self._convert(names[0], self.model.stack(names, dtype=d, threads=threads), d)
+
+
+class Slice:
+    """One tensor of a SafeOpen, indexed without reading all of it: the
+    first index picks the rows to read, the rest slice what was read."""
+
+    def __init__(self, owner: SafeOpen, name: str) -> None:
+        self._owner = owner
+        self.name = name
+
+    def get_shape(self) -> List[int]:
+        return list(self._owner.model.info(self.name, dtype=self._owner._read_dtype(self.name))["shape"])
+
+    def get_dtype(self) -> str:
+        """The stored type as the model spells it: "F16", "BF16", "Q4_K"."""
+        return self._owner.model.info(self.name)["type"]
+
+    def __len__(self) -> int:
+        shape = self.get_shape()
+        if not shape:
+            raise TypeError("weightfs: %s is a scalar" % self.name)
+        return shape[0]
+
+    def __repr__(self) -> str:
+        return "<weightfs.Slice %r %s %s>" % (self.name, self.get_dtype(), self.get_shape())
+
+    def __getitem__(self, key: Any) -> Any:
+        own = self._owner
+        d = own._read_dtype(self.name)
+        key = key if isinstance(key, tuple) else (key,)
+        shape = self.get_shape()
+        first, rest = (key[0], key[1:]) if key else (Ellipsis, ())
+        if first is Ellipsis or not shape:
+            a, rest = own.model.get(self.name, dtype=d), key
+        elif isinstance(first, (int, np.integer)) and not isinstance(first, bool):
+            i = int(first)
+            if not -shape[0] <= i < shape[0]:
+                raise IndexError("weightfs: %s: index %d out of range for %d rows" % (self.name, i, shape[0]))
+            i %= shape[0]
+            a = own.model.get(self.name, dtype=d, rows=slice(i, i + 1))[0]
+        elif isinstance(first, slice):
+            r = range(*first.indices(shape[0]))
+            if len(r) == 0 or r.step == 1:
+                lo = r.start if len(r) else 0
+                a = own.model.get(self.name, dtype=d, rows=slice(lo, lo + len(r)))
+            else:
+                lo, hi = min(r[0], r[-1]), max(r[0], r[-1])
+                a = own.model.get(self.name, dtype=d, rows=slice(lo, hi + 1))[np.asarray(r) - lo]
+            rest = (slice(None),) + rest
+        else:
+            a, rest = own.model.get(self.name, dtype=d), key
+        if rest:
+            a = a[rest]
+        return own._convert(self.name, np.ascontiguousarray(a), d)
+
+
+def safe_open(path: PathLike, framework: str = "np", dtype: Any = None, device: str = "cpu") -> SafeOpen:
+    """Opens a model as safetensors' safe_open does a file, for code that
+    already loads weights that way; any MODEL form (GGUF, safetensors, a
+    split GGUF part, an index, a folder).  framework "np" (numpy arrays)
+    or "pt" (torch tensors; torch must be installed).  With dtype=None,
+    floats stored as F16, F32 and F64 come back as themselves, BF16 as
+    torch.bfloat16 under "pt" and float32 under "np", quantized and other
+    float types decoded to float32; dtype= ("f32", "f16", "bf16",
+    "stored", or torch.float16 and the like) picks one for all of them
+    ("bf16" under "np" gives uint16 arrays of the bits).  Integer and bool
+    tensors are always themselves.  device= (pt only) moves each tensor
+    there after reading."""
+    return SafeOpen(path, framework, dtype, device)

@@ -124,6 +124,18 @@ WEIGHTFS_API int weightfs_read(weightfs_model *m, size_t i, int dtype, uint64_t 
 WEIGHTFS_API int weightfs_read_parallel(weightfs_model *m, size_t i, int dtype, uint64_t offset, size_t len,
 					void *buf, size_t *got, unsigned nthreads, char *err, size_t errlen);
 
+/* Reads the n tensors idx[0..n), whole and in dtype, into one buffer:
+ * tensor idx[k] goes to buf + k * stride, so a [n, *shape] array is filled
+ * in place.  Every tensor must have the same shape and element type in
+ * dtype and take exactly stride bytes (WEIGHTFS_EINVAL otherwise, naming
+ * the first that differs, before anything is read).  The reads run on
+ * nthreads threads (0: one per online CPU), whole tensors per thread when
+ * there are at least as many tensors as threads, else each tensor split as
+ * weightfs_read_parallel splits it.  Returns the first failure of any
+ * read, as weightfs_read words it; buf is then partly written. */
+WEIGHTFS_API int weightfs_read_stack(weightfs_model *m, const size_t *idx, size_t n, int dtype, void *buf,
+				     size_t stride, unsigned nthreads, char *err, size_t errlen);
+
 /* The model's metadata as a JSON object (GGUF key/values, or the
  * safetensors __metadata__), *len bytes, NUL-terminated; lives as long as m. */
 WEIGHTFS_API const char *weightfs_metadata_json(const weightfs_model *m, size_t *len);
