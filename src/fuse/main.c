@@ -334,7 +334,7 @@ static void dev_fuse_hint(void)
 			strerror(errno));
 	else if (errno == EACCES || errno == EPERM)
 		fprintf(stderr, "weightfs: /dev/fuse: %s: you need read and write access to it; it is "
-			"mode 0666 on Debian and Ubuntu (sudo chmod 0666 /dev/fuse; see README, Non-root use)\n",
+			"mode 0666 on Debian and Ubuntu (sudo chmod 0666 /dev/fuse; see docs/options.md, Non-root use)\n",
 			strerror(errno));
 	else
 		fprintf(stderr, "weightfs: /dev/fuse: %s\n", strerror(errno));
