@@ -109,8 +109,10 @@ enum wf_err wf_tensor_sizes(struct wf_tensor *t, bool inner_only, char *err)
 			       wf_quote(q, sizeof q, t->name, t->name_len),
 			       inner_only ? "innermost dimension" : "element count", inner, ty->name, ty->blck);
 	uint64_t nbytes, size;
-	if (!wf_mul_ok(n / ty->blck, ty->bytes, &nbytes) || !wf_mul_ok(n, ty->out_size, &size) ||
-	    size > INT64_MAX)
+	bool ok = wf_mul_ok(n / ty->blck, ty->bytes, &nbytes) && wf_mul_ok(n, ty->out_size, &size);
+	if (ok && ty->kind == WF_VIEW_NONE)
+		size = nbytes; /* no decoder: its file is its stored bytes */
+	if (!ok || size > INT64_MAX)
 		return wf_fail(err, WF_ERR_FORMAT, "tensor %s: byte size overflows 64 bits",
 			       wf_quote(q, sizeof q, t->name, t->name_len));
 	t->nelems = n;

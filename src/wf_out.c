@@ -36,11 +36,12 @@ const char *wf_out_name(enum wf_out out)
 	return (unsigned)out < WF_ARRAY_LEN(names) ? names[out] : "?";
 }
 
-/* A float type whose elements can be converted: decoded types, and raw F32. */
+/* A float type whose elements can be converted: decoded types, and raw F32.
+ * A type with no decoder is not: it is served as its stored bytes under
+ * every option, so every file of a model reads. */
 static bool is_float(const struct wf_type *ty)
 {
-	return ty->kind == WF_VIEW_DECODE || ty->kind == WF_VIEW_NONE ||
-	       (ty->kind == WF_VIEW_RAW && strcmp(ty->dtype, "float32") == 0);
+	return ty->kind == WF_VIEW_DECODE || (ty->kind == WF_VIEW_RAW && strcmp(ty->dtype, "float32") == 0);
 }
 
 enum wf_err wf_tensor_set_view(struct wf_tensor *t, enum wf_out out, char *err)
@@ -50,22 +51,17 @@ enum wf_err wf_tensor_set_view(struct wf_tensor *t, enum wf_out out, char *err)
 	enum wf_vk vk;
 	if (!is_float(ty) || out == WF_OUT_STORED)
 		vk = WF_VK_RAW;
-	else if (ty->kind == WF_VIEW_NONE && out == WF_OUT_F32)
-		vk = WF_VK_NONE;
-	else if (ty->kind == WF_VIEW_NONE)
-		/* no decoder: reads still fail (wf_view_read needs one), but the
-		 * dtype and size follow the option like every float tensor's */
-		vk = out == WF_OUT_F16 ? WF_VK_F16 : WF_VK_BF16;
 	else if (out == WF_OUT_F32)
 		vk = ty->kind == WF_VIEW_RAW ? WF_VK_RAW : WF_VK_F32;
 	else if (out == WF_OUT_F16)
 		vk = t->type == WF_T_F16 ? WF_VK_RAW : WF_VK_F16;
 	else
 		vk = t->type == WF_T_BF16 ? WF_VK_RAW : WF_VK_BF16;
-	if (vk == WF_VK_RAW && !ty->stored && ty->blck > 1) {
-		/* blocks as bytes: each row must be whole bytes */
+	if (vk == WF_VK_RAW && !ty->stored && ty->blck > 1 && out == WF_OUT_STORED) {
+		/* blocks as bytes on request: each row must be whole bytes (a
+		 * type with no decoder is shown whole anyway: wf_view_shape) */
 		uint64_t inner = t->ndim ? t->shape[t->ndim - 1] : 1;
-		if (inner % ty->blck != 0)
+		if (inner % ty->blck != 0 && ty->kind != WF_VIEW_NONE)
 			return wf_fail(err, WF_ERR_UNSUP,
 				       "tensor %s: -o dtype=stored: its rows of %" PRIu64 " %s elements are not "
 				       "whole blocks of %u, so they cannot be shown as bytes",
@@ -159,8 +155,10 @@ uint32_t wf_view_shape(const struct wf_tensor *t, uint64_t *dims)
 	uint32_t n = t->ndim;
 	memcpy(dims, t->shape, n * sizeof *dims);
 	if (wf_view_kind(t) == WF_VK_RAW && !ty->stored && ty->blck > 1) {
-		if (n == 0)
-			dims[n++] = t->nbytes;
+		/* rows that are no whole bytes (only a type with no decoder gets
+		 * here with them) are shown as one row of all the bytes */
+		if (n == 0 || dims[n - 1] % ty->blck != 0)
+			dims[(n = 1) - 1] = t->nbytes;
 		else
 			dims[n - 1] = dims[n - 1] / ty->blck * ty->bytes;
 	}

@@ -84,7 +84,7 @@ typedef void (*wf_decode_fn)(const uint8_t *src, float *dst, size_t nblocks);
 
 /* How the bytes of a tensor's file are produced from the model's bytes. */
 enum wf_view_kind {
-	WF_VIEW_NONE = 0, /* no decoder yet: listed, reads fail with EIO */
+	WF_VIEW_NONE = 0, /* no decoder: served as its stored bytes (uint8) */
 	WF_VIEW_RAW,      /* bytes pass through unchanged (F32, integers, BOOL) */
 	WF_VIEW_DECODE,   /* blocks decode to float32 through decode() */
 };

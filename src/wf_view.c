@@ -14,7 +14,8 @@ enum wf_vk wf_view_kind(const struct wf_tensor *t)
 	const struct wf_type *ty = wf_type_get(t->type);
 	if (t->vk != WF_VK_DEFAULT || !ty)
 		return ty ? (enum wf_vk)t->vk : WF_VK_NONE;
-	return ty->kind == WF_VIEW_RAW ? WF_VK_RAW : ty->kind == WF_VIEW_DECODE ? WF_VK_F32 : WF_VK_NONE;
+	/* a type with no decoder is served as its stored bytes */
+	return ty->kind == WF_VIEW_DECODE ? WF_VK_F32 : WF_VK_RAW;
 }
 
 unsigned wf_view_elem_size(const struct wf_tensor *t)

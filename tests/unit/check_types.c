@@ -36,7 +36,7 @@ static const struct expect expected[WF_T_COUNT] = {
 	[6]  = E("Q5_0", "float32", 32, 22, 4, DECODE, 0),
 	[7]  = E("Q5_1", "float32", 32, 24, 4, DECODE, 0),
 	[8]  = E("Q8_0", "float32", 32, 34, 4, DECODE, 0),
-	[9]  = E("Q8_1", "float32", 32, 36, 4, NONE, 0),
+	[9]  = E("Q8_1", "float32", 32, 36, 4, DECODE, 0),
 	[10] = E("Q2_K", "float32", 256, 84, 4, DECODE, 0),
 	[11] = E("Q3_K", "float32", 256, 110, 4, DECODE, 0),
 	[12] = E("Q4_K", "float32", 256, 144, 4, DECODE, 0),
@@ -74,9 +74,9 @@ static const struct expect expected[WF_T_COUNT] = {
 	[71] = E("F8_E8M0", "float32", 1, 1, 4, DECODE, 1),
 	[72] = E("F8_E4M3FNUZ", "float32", 1, 1, 4, DECODE, 1),
 	[73] = E("F8_E5M2FNUZ", "float32", 1, 1, 4, DECODE, 1),
-	[74] = E("F4", "float32", 2, 1, 4, NONE, 1),
-	[75] = E("F6_E2M3", "float32", 4, 3, 4, NONE, 1),
-	[76] = E("F6_E3M2", "float32", 4, 3, 4, NONE, 1),
+	[74] = E("F4", "float32", 2, 1, 4, DECODE, 1),
+	[75] = E("F6_E2M3", "uint8", 4, 3, 1, NONE, 1),
+	[76] = E("F6_E3M2", "uint8", 4, 3, 1, NONE, 1),
 	[77] = E("C64", "complex64", 1, 8, 8, RAW, 1),
 };
 
