@@ -82,7 +82,7 @@ $(LIB_OBJ): Makefile
 
 $(B)/obj/main.o $(B)/obj/wf_fuse.o: ALL_CFLAGS += $(FUSE_CFLAGS)
 # Decoders must round exactly as ggml does: never fuse a*b+c.
-$(B)/obj/wf_decode.o $(B)/obj/wf_decode_x86.o: ALL_CFLAGS += -ffp-contract=off
+$(B)/obj/wf_decode.o $(B)/obj/wf_decode_x86.o $(B)/obj/wf_hfq.o: ALL_CFLAGS += -ffp-contract=off
 
 $(B)/libweightfs.a: $(LIB_OBJ)
 	$(Q)rm -f $@ && ar rcs $@ $^

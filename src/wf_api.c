@@ -2,6 +2,7 @@
  * wf_live.  The only file whose functions libweightfs.so exports: every
  * other object is built with hidden visibility. */
 #include "weightfs.h"
+#include "wf_hfq.h"
 #include "wf_buf.h"
 #include "wf_hash.h"
 #include "wf_live.h"
@@ -75,6 +76,13 @@ WEIGHTFS_API int weightfs_open(const char *path, int dtype, weightfs_model **out
 	h->out = (enum wf_out)dtype;
 	enum wf_err rc = wf_set_open(&h->m, path, msg);
 	if (rc != WF_OK) {
+		free(h);
+		return fail(err, errlen, (int)rc, "%s: %s", path, msg);
+	}
+	/* quantized layers: decoded tensors in place of their parts, unless
+	 * the model is opened to show what is stored */
+	if ((rc = wf_hfq_apply(h->m, h->out, msg)) != WF_OK) {
+		wf_model_free(h->m);
 		free(h);
 		return fail(err, errlen, (int)rc, "%s: %s", path, msg);
 	}

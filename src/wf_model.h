@@ -33,6 +33,7 @@ struct wf_tensor {
 	uint64_t size;       /* bytes of the tensor's file in the mount: nelems * view element size */
 	uint32_t part;       /* index into model->parts: the file the data is in */
 	uint8_t vk;          /* enum wf_vk: what the tensor's file holds (wf_out.h); 0 = the type's default */
+	const struct wf_hfq *q; /* a layer of several stored tensors (wf_hfq.h), else NULL */
 };
 
 /* How a tensor's file is made from its bytes in the model file. */
@@ -86,6 +87,9 @@ struct wf_model {
 	size_t n_sidecars;
 	char *parts_json;        /* parts.json for a model of several files, else NULL */
 	size_t parts_json_len;
+	struct wf_hfq *hfq;      /* [n_hfq]: the quantized layers wf_hfq_apply found */
+	size_t n_hfq;
+	bool hfq_done;           /* wf_hfq_apply ran */
 };
 
 /* Whether part `part` of m is still the file that was opened: the

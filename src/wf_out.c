@@ -1,6 +1,7 @@
 /* wf_out.c - output dtypes of a tensor's file (see wf_out.h). */
 #include "wf_out.h"
 #include "wf_buf.h"
+#include "wf_hfq.h"
 #include "wf_types.h"
 #include "wf_view.h"
 
@@ -49,6 +50,18 @@ enum wf_err wf_tensor_set_view(struct wf_tensor *t, enum wf_out out, char *err)
 	char q[96];
 	const struct wf_type *ty = wf_type_get(t->type);
 	enum wf_vk vk;
+	if (t->q || ty->kind == WF_VIEW_HFQ) {
+		/* a decoded layer has no stored form of its own: under stored
+		 * the model shows its parts instead (wf_hfq_apply) */
+		if (out == WF_OUT_STORED || !t->q)
+			return wf_fail(err, WF_ERR_UNSUP,
+				       "tensor %s: a decoded %s layer has no stored form; its packed parts show "
+				       "when the model is opened with dtype stored",
+				       wf_quote(q, sizeof q, t->name, t->name_len), ty->name);
+		t->vk = (uint8_t)(out == WF_OUT_F16 ? WF_VK_F16 : out == WF_OUT_BF16 ? WF_VK_BF16 : WF_VK_F32);
+		t->size = t->nelems * wf_view_elem_size(t);
+		return WF_OK;
+	}
 	if (!is_float(ty) || out == WF_OUT_STORED)
 		vk = WF_VK_RAW;
 	else if (out == WF_OUT_F32)
@@ -74,6 +87,9 @@ enum wf_err wf_tensor_set_view(struct wf_tensor *t, enum wf_out out, char *err)
 
 enum wf_err wf_model_set_view(struct wf_model *m, enum wf_out out, char *err)
 {
+	enum wf_err hrc = wf_hfq_apply(m, out, err);
+	if (hrc != WF_OK)
+		return hrc;
 	for (size_t i = 0; i < m->n_tensors; i++) {
 		enum wf_err rc = wf_tensor_set_view(&m->tensors[i], out, err);
 		if (rc != WF_OK)

@@ -1,5 +1,6 @@
 /* wf_tree.c - tensor names to a directory tree (rules in wf_tree.h). */
 #include "wf_tree.h"
+#include "wf_hfq.h"
 #include "wf_out.h"
 #include "wf_buf.h"
 #include "wf_summary.h"
@@ -310,7 +311,12 @@ static void tensors_json(struct wf_tree *t, const struct wf_model *m, struct wf_
 			wf_buf_json_str(b, file, strlen(file));
 			wf_buf_putc(b, ',');
 		}
-		wf_buf_printf(b, "\"offset\":%" PRIu64 ",\"nbytes\":%" PRIu64 "}", tn->offset, tn->nbytes);
+		wf_buf_printf(b, "\"offset\":%" PRIu64 ",\"nbytes\":%" PRIu64, tn->offset, tn->nbytes);
+		if (tn->q) { /* a decoded layer: its scheme and parameters */
+			wf_buf_puts(b, ",\"quant\":");
+			wf_hfq_params_json(tn->q, b);
+		}
+		wf_buf_putc(b, '}');
 	}
 	wf_buf_puts(b, m->n_tensors ? "\n]}\n" : "]}\n");
 }

@@ -52,6 +52,11 @@
 	{ .name = (n), .dtype = "uint8", .blck = (bl), .bytes = (by), .out_size = 1, \
 	  .kind = WF_VIEW_NONE, .decode = NULL }
 
+/* A layer made of several stored tensors, decoded per row (wf_hfq.h). */
+#define HFQ(n) \
+	{ .name = (n), .dtype = "float32", .blck = 1, .bytes = 4, .out_size = 4, \
+	  .kind = WF_VIEW_HFQ, .decode = NULL }
+
 static const struct wf_type wf_types[WF_T_COUNT] = {
 	[WF_T_F32]      = RAW("F32", "float32", 4),
 	[WF_T_F16]      = DECES("F16", 2, wf_decode_f16, "float16"),
@@ -109,6 +114,10 @@ static const struct wf_type wf_types[WF_T_COUNT] = {
 	[WF_T_F6_E2M3]  = NODEC("F6_E2M3", 4, 3),
 	[WF_T_F6_E3M2]  = NODEC("F6_E3M2", 4, 3),
 	[WF_T_C64]      = RAW("C64", "complex64", 8),
+
+	/* Decoded layers: their scheme (wf_hfq.c) reads their parts. */
+	[WF_T_HFQ_FP8]  = HFQ("FP8"),
+	[WF_T_HFQ_GPTQ] = HFQ("GPTQ"),
 };
 
 /* ggml ids that safetensors spells the same way; all other safetensors
@@ -147,7 +156,7 @@ int wf_type_from_st(const char *s, size_t len)
 	for (size_t i = 0; i < sizeof st_shared_ids / sizeof st_shared_ids[0]; i++)
 		if (name_is(st_shared_ids[i], s, len))
 			return st_shared_ids[i];
-	for (int id = WF_T_ST_FIRST; id < WF_T_COUNT; id++)
+	for (int id = WF_T_ST_FIRST; id < WF_T_HFQ_FIRST; id++)
 		if (name_is(id, s, len))
 			return id;
 	return -1;

@@ -74,6 +74,12 @@ enum wf_type_id {
 	WF_T_F6_E2M3,
 	WF_T_F6_E3M2,
 	WF_T_C64,
+
+	/* decoded layers made of several stored tensors (wf_hfq.h): never
+	 * the dtype of a file */
+	WF_T_HFQ_FIRST,
+	WF_T_HFQ_FP8 = WF_T_HFQ_FIRST,
+	WF_T_HFQ_GPTQ,
 	WF_T_COUNT
 };
 
@@ -87,6 +93,7 @@ enum wf_view_kind {
 	WF_VIEW_NONE = 0, /* no decoder: served as its stored bytes (uint8) */
 	WF_VIEW_RAW,      /* bytes pass through unchanged (F32, integers, BOOL) */
 	WF_VIEW_DECODE,   /* blocks decode to float32 through decode() */
+	WF_VIEW_HFQ,      /* a layer of several stored tensors, decoded by its scheme (wf_hfq.h) */
 };
 
 struct wf_type {

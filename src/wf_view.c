@@ -1,5 +1,6 @@
 /* wf_view.c - range reads over the type table, in any output dtype. */
 #include "wf_view.h"
+#include "wf_hfq.h"
 #include "wf_out.h"
 #include "wf_types.h"
 
@@ -14,6 +15,8 @@ enum wf_vk wf_view_kind(const struct wf_tensor *t)
 	const struct wf_type *ty = wf_type_get(t->type);
 	if (t->vk != WF_VK_DEFAULT || !ty)
 		return ty ? (enum wf_vk)t->vk : WF_VK_NONE;
+	if (ty->kind == WF_VIEW_HFQ)
+		return WF_VK_F32;
 	/* a type with no decoder is served as its stored bytes */
 	return ty->kind == WF_VIEW_DECODE ? WF_VK_F32 : WF_VK_RAW;
 }
@@ -85,6 +88,8 @@ enum wf_err wf_view_read(const struct wf_tensor *t, const uint8_t *src, uint64_t
 	uint8_t *out = outv;
 	const struct wf_type *ty = wf_type_get(t->type);
 	*n_out = 0;
+	if (t->q) /* a layer of several stored tensors: its parts hold the bytes */
+		return wf_hfq_view_read(t, off, len, outv, n_out);
 	if (!ty)
 		return WF_ERR_RANGE;
 	enum wf_vk vk = wf_view_kind(t);

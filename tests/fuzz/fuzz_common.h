@@ -133,7 +133,8 @@ static inline void fuzz_check_model(const struct wf_model *m)
 			n *= t->shape[d];
 		FUZZ_CHECK(n == t->nelems && t->nelems % ty->blck == 0 &&
 				   t->nbytes == t->nelems / ty->blck * ty->bytes &&
-				   t->size == t->nelems * ty->out_size && t->size <= INT64_MAX,
+				   t->size == (ty->kind == WF_VIEW_NONE ? t->nbytes : t->nelems * ty->out_size) &&
+				   t->size <= INT64_MAX,
 			   "tensor %zu: sizes inconsistent", i);
 	}
 	fuzz_check_json("metadata.json", m->metadata_json, m->metadata_json_len);

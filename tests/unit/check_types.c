@@ -78,6 +78,9 @@ static const struct expect expected[WF_T_COUNT] = {
 	[75] = E("F6_E2M3", "uint8", 4, 3, 1, NONE, 1),
 	[76] = E("F6_E3M2", "uint8", 4, 3, 1, NONE, 1),
 	[77] = E("C64", "complex64", 1, 8, 8, RAW, 1),
+	/* decoded layers of several stored tensors: no file's dtype */
+	[78] = E("FP8", "float32", 1, 4, 4, HFQ, 0),
+	[79] = E("GPTQ", "float32", 1, 4, 4, HFQ, 0),
 };
 
 /* Every block type wf_blocks.h describes, at its type id; zero elsewhere. */
