@@ -13,6 +13,13 @@
  *     add 0x55555555 / 0x11111111 / 0x01010101 to whole words for 2/4/8
  *     bits, (field + 1) & 7 for 3 bits); W[o,i] = (q - z[g_idx[i]]) *
  *     scales[g_idx[i], o].
+ *   AWQ GEMM: casper-hansen/AutoAWQ awq/utils/packing_utils.py
+ *     dequantize_gemm and AWQ_REVERSE_ORDER: word w of a row holds columns
+ *     8w..8w+7, column 8w+j in nibble [0,4,1,5,2,6,3,7][j]; zeros as stored;
+ *     W[o,i] = (q - z[i/g, o]) * s[i/g, o].
+ *   MLX affine: ml-explore/mlx mlx/ops.cpp affine_dequantize (w * scales +
+ *     biases; values along each row as a little-endian bit stream):
+ *     W[o,i] = q * s[o, i/g] + b[o, i/g], two operations, two roundings.
  */
 #include "wf_hfq.h"
 #include "wf_buf.h"
@@ -105,11 +112,61 @@ static void gptq_decode(const struct wf_hfq *q, uint64_t row, uint64_t col, size
 	}
 }
 
+/* ---------------------------------------------------------------- AWQ */
+
+/* Nibble of word holding column 8w + j (AWQ_REVERSE_ORDER). */
+static const uint8_t awq_nibble[8] = {0, 4, 1, 5, 2, 6, 3, 7};
+
+static void awq_decode(const struct wf_hfq *q, uint64_t row, uint64_t col, size_t n, float *dst)
+{
+	const struct wf_hfq_part *qw = &q->part[WF_HFQ_AWQ_QW], *qz = &q->part[WF_HFQ_AWQ_QZ];
+	const struct wf_hfq_part *sc = &q->part[WF_HFQ_AWQ_SC];
+	uint64_t wcols = q->out / 8, w = row / 8;
+	unsigned sh = 4u * awq_nibble[row % 8];
+	uint64_t last_g = UINT64_MAX;
+	int32_t z = 0;
+	float s = 0;
+	for (size_t k = 0; k < n; k++) {
+		uint64_t i = col + k, g = i / q->group;
+		if (g != last_g) {
+			z = (int32_t)((wf_le32(qz->p + (g * wcols + w) * 4) >> sh) & 15);
+			s = part_float(sc, g * q->out + row);
+			last_g = g;
+		}
+		int32_t v = (int32_t)((wf_le32(qw->p + (i * wcols + w) * 4) >> sh) & 15);
+		dst[k] = (float)(v - z) * s;
+	}
+}
+
+/* ---------------------------------------------------------------- MLX */
+
+static void mlx_decode(const struct wf_hfq *q, uint64_t row, uint64_t col, size_t n, float *dst)
+{
+	const struct wf_hfq_part *w = &q->part[WF_HFQ_MLX_W], *sc = &q->part[WF_HFQ_MLX_S];
+	const struct wf_hfq_part *bi = &q->part[WF_HFQ_MLX_B];
+	const uint8_t *rowp = w->p + row * w->cols * 4;
+	uint64_t gbase = row * sc->cols;
+	uint64_t last_g = UINT64_MAX;
+	float s = 0, b = 0;
+	for (size_t k = 0; k < n; k++) {
+		uint64_t i = col + k, g = i / q->group;
+		if (g != last_g) {
+			s = part_float(sc, gbase + g);
+			b = part_float(bi, gbase + g);
+			last_g = g;
+		}
+		float qs = (float)stream_field(rowp, 4, i, q->bits) * s;
+		dst[k] = qs + b;
+	}
+}
+
 /* ---------------------------------------------------------- the table */
 
 static const struct wf_hfq_scheme schemes[WF_HFQ_COUNT] = {
 	[WF_HFQ_FP8] = {"FP8", WF_T_HFQ_FP8, fp8_decode},
 	[WF_HFQ_GPTQ] = {"GPTQ", WF_T_HFQ_GPTQ, gptq_decode},
+	[WF_HFQ_AWQ] = {"AWQ", WF_T_HFQ_AWQ, awq_decode},
+	[WF_HFQ_MLX] = {"MLX", WF_T_HFQ_MLX, mlx_decode},
 };
 
 const struct wf_hfq_scheme *wf_hfq_scheme(int id)
@@ -200,6 +257,54 @@ static enum wf_err gptq_check(const struct wf_hfq *q, const char *who, char *err
 	return WF_OK;
 }
 
+static enum wf_err awq_check(const struct wf_hfq *q, const char *who, char *err)
+{
+	const struct wf_hfq_part *qw = &q->part[WF_HFQ_AWQ_QW], *qz = &q->part[WF_HFQ_AWQ_QZ];
+	const struct wf_hfq_part *sc = &q->part[WF_HFQ_AWQ_SC];
+	if (!qz->p || !sc->p)
+		return wf_fail(err, WF_ERR_FORMAT, "layer %s: AWQ qweight without %s", who, qz->p ? "scales" : "qzeros");
+	if (q->bits != 4)
+		return wf_fail(err, WF_ERR_UNSUP, "layer %s: AWQ with %u bits (weightfs decodes 4)", who, q->bits);
+	if ((qw->type != WF_T_I32 && qw->type != WF_T_U32) || (qz->type != WF_T_I32 && qz->type != WF_T_U32) ||
+	    !is_scale_type(sc->type))
+		return wf_fail(err, WF_ERR_UNSUP, "layer %s: AWQ needs int32 qweight and qzeros and F16/BF16/F32 scales",
+			       who);
+	if (!part_bytes_ok(qw) || !part_bytes_ok(qz) || !part_bytes_ok(sc))
+		return wf_fail(err, WF_ERR_FORMAT, "layer %s: a part's shape disagrees with its bytes", who);
+	if (q->group == 0 || q->in % q->group || q->out % 8 || qw->rows != q->in || qw->cols != q->out / 8 ||
+	    qz->rows != q->in / q->group || qz->cols != q->out / 8 || sc->rows != q->in / q->group ||
+	    sc->cols != q->out)
+		return wf_fail(err, WF_ERR_FORMAT,
+			       "layer %s: qweight [%" PRIu64 ", %" PRIu64 "], qzeros [%" PRIu64 ", %" PRIu64
+			       "], scales [%" PRIu64 ", %" PRIu64 "] are not [in, out/8], [in/%u, out/8], [in/%u, out]",
+			       who, qw->rows, qw->cols, qz->rows, qz->cols, sc->rows, sc->cols, q->group, q->group);
+	return WF_OK;
+}
+
+static enum wf_err mlx_check(const struct wf_hfq *q, const char *who, char *err)
+{
+	const struct wf_hfq_part *w = &q->part[WF_HFQ_MLX_W], *sc = &q->part[WF_HFQ_MLX_S];
+	const struct wf_hfq_part *bi = &q->part[WF_HFQ_MLX_B];
+	if (!sc->p || !bi->p)
+		return wf_fail(err, WF_ERR_FORMAT, "layer %s: MLX weight without %s", who, sc->p ? "biases" : "scales");
+	if (q->bits < 2 || q->bits > 8 || q->bits == 7)
+		return wf_fail(err, WF_ERR_UNSUP, "layer %s: MLX affine with %u bits (weightfs decodes 2-6 and 8)", who,
+			       q->bits);
+	if ((w->type != WF_T_U32 && w->type != WF_T_I32) || !is_scale_type(sc->type) || !is_scale_type(bi->type))
+		return wf_fail(err, WF_ERR_UNSUP, "layer %s: MLX needs a uint32 weight and float scales and biases", who);
+	if (!part_bytes_ok(w) || !part_bytes_ok(sc) || !part_bytes_ok(bi))
+		return wf_fail(err, WF_ERR_FORMAT, "layer %s: a part's shape disagrees with its bytes", who);
+	uint64_t ibits;
+	if (q->group == 0 || q->in % q->group || w->rows != q->out || sc->rows != q->out || bi->rows != q->out ||
+	    !wf_mul_ok(q->in, q->bits, &ibits) || ibits != w->cols * 32 ||
+	    sc->cols != q->in / q->group || bi->cols != sc->cols)
+		return wf_fail(err, WF_ERR_FORMAT,
+			       "layer %s: scales [%" PRIu64 ", %" PRIu64 "] / biases [%" PRIu64 ", %" PRIu64
+			       "] do not match weight [%" PRIu64 ", %" PRIu64 " words] in groups of %u",
+			       who, sc->rows, sc->cols, bi->rows, bi->cols, w->rows, w->cols, q->group);
+	return WF_OK;
+}
+
 enum wf_err wf_hfq_check(const struct wf_hfq *q, const char *name, size_t name_len, char *err)
 {
 	char who[96];
@@ -209,6 +314,8 @@ enum wf_err wf_hfq_check(const struct wf_hfq *q, const char *name, size_t name_l
 	switch (q->scheme) {
 	case WF_HFQ_FP8: return fp8_check(q, who, err);
 	case WF_HFQ_GPTQ: return gptq_check(q, who, err);
+	case WF_HFQ_AWQ: return awq_check(q, who, err);
+	case WF_HFQ_MLX: return mlx_check(q, who, err);
 	default: return wf_fail(err, WF_ERR_UNSUP, "layer %s: unknown scheme %d", who, q->scheme);
 	}
 }
@@ -272,6 +379,10 @@ void wf_hfq_params_json(const struct wf_hfq *q, struct wf_buf *b)
 		wf_buf_printf(b, ",\"bits\":%u,\"group_size\":%u,\"groups\":%" PRIu64 ",\"g_idx\":%s,"
 			      "\"scale_dtype\":\"%s\"",
 			      q->bits, q->group, q->groups, q->part[WF_HFQ_GPTQ_GI].p ? "true" : "false",
+			      st ? st->name : "?");
+	} else {
+		const struct wf_type *st = wf_type_get(q->part[q->scheme == WF_HFQ_AWQ ? WF_HFQ_AWQ_SC : WF_HFQ_MLX_S].type);
+		wf_buf_printf(b, ",\"bits\":%u,\"group_size\":%u,\"scale_dtype\":\"%s\"", q->bits, q->group,
 			      st ? st->name : "?");
 	}
 	wf_buf_putc(b, '}');

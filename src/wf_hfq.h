@@ -38,6 +38,8 @@ struct wf_buf;
 enum wf_hfq_scheme_id {
 	WF_HFQ_FP8 = 0,  /* e4m3 weight times a scale per block of bh x bw (DeepSeek, compressed-tensors) */
 	WF_HFQ_GPTQ,     /* GPTQ v1: qweight, qzeros, scales, g_idx */
+	WF_HFQ_AWQ,      /* AutoAWQ GEMM: qweight, qzeros, scales, nibbles in the order 0,2,4,6,1,3,5,7 */
+	WF_HFQ_MLX,      /* MLX affine: weight, scales, biases */
 	WF_HFQ_COUNT
 };
 
@@ -45,6 +47,8 @@ enum wf_hfq_scheme_id {
 enum {
 	WF_HFQ_FP8_W = 0, WF_HFQ_FP8_S,                                   /* weight, scale */
 	WF_HFQ_GPTQ_QW = 0, WF_HFQ_GPTQ_QZ, WF_HFQ_GPTQ_SC, WF_HFQ_GPTQ_GI, /* g_idx may be absent */
+	WF_HFQ_AWQ_QW = 0, WF_HFQ_AWQ_QZ, WF_HFQ_AWQ_SC,
+	WF_HFQ_MLX_W = 0, WF_HFQ_MLX_S, WF_HFQ_MLX_B,
 	WF_HFQ_MAX_PARTS = 4
 };
 
@@ -60,11 +64,11 @@ struct wf_hfq_part {
 struct wf_hfq {
 	int scheme;           /* enum wf_hfq_scheme_id */
 	uint64_t out, in;     /* the decoded weight: [out, in] */
-	uint32_t bits;        /* GPTQ: 2, 3, 4 or 8 */
-	uint32_t group;       /* GPTQ: inputs per group (in when the config says -1) */
+	uint32_t bits;        /* GPTQ: 2, 3, 4 or 8; AWQ: 4; MLX: 2, 3, 4, 5, 6 or 8 */
+	uint32_t group;       /* inputs per group (GPTQ: in when the config says -1) */
 	uint64_t groups;      /* GPTQ: rows of scales and qzeros */
 	uint64_t bh, bw;      /* FP8: rows and columns of weight one scale covers */
-	const char *source;   /* what the parameters came from: "fp8", "compressed-tensors", "gptq" */
+	const char *source;   /* what the parameters came from: "fp8", "compressed-tensors", "gptq", "awq", "mlx" */
 	struct wf_hfq_part part[WF_HFQ_MAX_PARTS];
 };
 

@@ -14,8 +14,14 @@
  *   quant_method "gptq", checkpoint_format "gptq" or absent (AutoGPTQ
  *     BaseQuantizeConfig): bits, group_size; parts PREFIX.qweight, qzeros,
  *     scales and g_idx (optional).
- * Other methods (awq, bitsandbytes, MLX's `quantization`) are not decoded
- * yet: their models mount as before, every part shown as stored.
+ *   quant_method "awq", version "gemm", bits 4, zero_point true (AutoAWQ
+ *     AwqConfig): parts PREFIX.qweight, qzeros, scales.
+ *   MLX: config.json `quantization` {"group_size", "bits", "mode":
+ *     "affine" or absent}, with per-module overrides keyed by the module's
+ *     path (mlx-lm utils.py load_model); a module is quantized iff
+ *     PATH.scales exists; parts PATH.weight, scales, biases.
+ * Other methods (bitsandbytes) are not decoded yet: their models mount as
+ * before, every part shown as stored.
  */
 #include "wf_hfq.h"
 #include "wf_buf.h"
@@ -28,6 +34,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -42,6 +49,7 @@ struct plan {
 	int strategy;         /* FP8: 'b' block, 't' tensor, 'c' channel */
 	uint64_t bh, bw;      /* FP8 blocks */
 	uint32_t bits, group; /* GPTQ; group 0 = the config said -1 (one group) */
+	const cJSON *mlx;     /* MLX: the `quantization` object, for per-module overrides */
 };
 
 /* ------------------------------------------------------------ config */
@@ -194,13 +202,51 @@ static enum wf_err plan_gptq(const cJSON *qc, struct plan *pl, char *err)
 	return WF_OK;
 }
 
+static enum wf_err plan_awq(const cJSON *qc, struct plan *pl, char *err)
+{
+	const char *ver = jstr(qc, "version");
+	double bits, group;
+	if (!ver || strcasecmp(ver, "gemm") != 0)
+		return wf_fail(err, WF_ERR_UNSUP, "AWQ version \"%s\" (weightfs decodes gemm)", ver ? ver : "");
+	if (cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(qc, "zero_point")))
+		return wf_fail(err, WF_ERR_UNSUP, "AWQ without zero points (weightfs decodes zero_point true)");
+	if (!jint(qc, "bits", 0, 64, &bits) || !jint(qc, "group_size", 1, 1 << 30, &group))
+		return wf_fail(err, WF_ERR_FORMAT, "AWQ config without bits or a positive group_size");
+	if (bits != 4)
+		return wf_fail(err, WF_ERR_UNSUP, "AWQ with %g bits (weightfs decodes 4)", bits);
+	*pl = (struct plan){.scheme = WF_HFQ_AWQ, .source = "awq", .bits = 4, .group = (uint32_t)group};
+	return WF_OK;
+}
+
+/* MLX's bits and group size from object o (the defaults, or an override). */
+static enum wf_err mlx_params(const cJSON *o, uint32_t *bits, uint32_t *group, const char *who, char *err)
+{
+	double b, g;
+	const char *mode = jstr(o, "mode");
+	if (mode && strcmp(mode, "affine") != 0)
+		return wf_fail(err, WF_ERR_UNSUP, "%s: MLX mode \"%s\" (weightfs decodes affine)", who, mode);
+	if (!jint(o, "bits", 1, 64, &b) || !jint(o, "group_size", 1, 1 << 30, &g))
+		return wf_fail(err, WF_ERR_FORMAT, "%s: MLX quantization without bits and group_size", who);
+	*bits = (uint32_t)b;
+	*group = (uint32_t)g;
+	return WF_OK;
+}
+
 /* Reads the plan from the model's config; *found = false when it says of
- * no scheme weightfs decodes (the model is then left as it is). */
-static enum wf_err read_plan(const struct wf_model *m, struct plan *pl, bool *found, char *err)
+ * no scheme weightfs decodes (the model is then left as it is).  *cfgp
+ * keeps the config (MLX's overrides point into it): free with cJSON_Delete. */
+static enum wf_err read_plan(const struct wf_model *m, struct plan *pl, bool *found, cJSON **cfgp, char *err)
 {
 	*found = false;
-	cJSON *cfg = config_json(m, "config.json");
+	cJSON *cfg = *cfgp = config_json(m, "config.json");
 	cJSON *qc = cJSON_GetObjectItemCaseSensitive(cfg, "quantization_config");
+	cJSON *mq = cJSON_GetObjectItemCaseSensitive(cfg, "quantization");
+	if (cJSON_IsObject(mq) && !jstr(qc, "quant_method")) {
+		/* mlx-lm writes `quantization` (and a copy as quantization_config) */
+		*pl = (struct plan){.scheme = WF_HFQ_MLX, .source = "mlx", .mlx = mq};
+		*found = true;
+		return mlx_params(mq, &pl->bits, &pl->group, "config.json", err);
+	}
 	cJSON *own = NULL;
 	if (!cJSON_IsObject(qc))
 		qc = own = config_json(m, "quantize_config.json"); /* older GPTQ models */
@@ -214,8 +260,9 @@ static enum wf_err read_plan(const struct wf_model *m, struct plan *pl, bool *fo
 		rc = plan_ct(qc, pl, err), *found = true;
 	else if (method && strcmp(method, "gptq") == 0)
 		rc = plan_gptq(qc, pl, err), *found = true;
+	else if (method && strcmp(method, "awq") == 0)
+		rc = plan_awq(qc, pl, err), *found = true;
 	cJSON_Delete(own);
-	cJSON_Delete(cfg);
 	return rc;
 }
 
@@ -390,11 +437,89 @@ static enum wf_err gptq_layer(struct work *w, size_t i, size_t plen, struct wf_h
 	return wf_hfq_check(q, pre, plen, w->err);
 }
 
+/* The AWQ layer whose qweight is tensor i (named prefix + ".qweight"). */
+static enum wf_err awq_layer(struct work *w, size_t i, size_t plen, struct wf_hfq *q)
+{
+	const char *pre = w->m->tensors[i].name;
+	char who[96];
+	wf_quote(who, sizeof who, pre, plen);
+	if (find(&w->nm, pre, plen, ".weight") >= 0)
+		return wf_fail(w->err, WF_ERR_FORMAT, "layer %s: both a weight and a qweight", who);
+	long qz = find(&w->nm, pre, plen, ".qzeros"), sc = find(&w->nm, pre, plen, ".scales");
+	enum wf_err rc = take_part(w, (long)i, &q->part[WF_HFQ_AWQ_QW]);
+	if (rc == WF_OK)
+		rc = take_part(w, qz, &q->part[WF_HFQ_AWQ_QZ]);
+	if (rc == WF_OK)
+		rc = take_part(w, sc, &q->part[WF_HFQ_AWQ_SC]);
+	if (rc != WF_OK)
+		return rc;
+	const struct wf_hfq_part *qw = &q->part[WF_HFQ_AWQ_QW];
+	q->scheme = WF_HFQ_AWQ;
+	q->bits = 4;
+	q->group = w->pl->group;
+	q->in = qw->rows;
+	uint64_t n;
+	if (qw->cols > UINT64_MAX / 8 || !wf_mul_ok(q->in, qw->cols * 8, &n) || n > INT64_MAX / 4)
+		return wf_fail(w->err, WF_ERR_FORMAT, "layer %s: qweight is too large", who);
+	q->out = qw->cols * 8;
+	mark(w, (long)i, R_MAIN);
+	mark(w, qz, R_DROP);
+	mark(w, sc, R_DROP);
+	w->layer_of[i] = (size_t)(q - w->m->hfq);
+	return wf_hfq_check(q, pre, plen, w->err);
+}
+
+/* The MLX layer whose scales are tensor i (named prefix + ".scales"). */
+static enum wf_err mlx_layer(struct work *w, size_t i, size_t plen, struct wf_hfq *q)
+{
+	const char *pre = w->m->tensors[i].name;
+	char who[96];
+	wf_quote(who, sizeof who, pre, plen);
+	long wi = find(&w->nm, pre, plen, ".weight"), bi = find(&w->nm, pre, plen, ".biases");
+	if (wi < 0)
+		return wf_fail(w->err, WF_ERR_FORMAT, "layer %s: MLX scales without a weight", who);
+	q->scheme = WF_HFQ_MLX;
+	q->bits = w->pl->bits;
+	q->group = w->pl->group;
+	/* a per-module override: config["quantization"][path] */
+	char path[1024];
+	if (plen < sizeof path && !memchr(pre, '\0', plen)) {
+		memcpy(path, pre, plen);
+		path[plen] = '\0';
+		const cJSON *o = cJSON_GetObjectItemCaseSensitive(w->pl->mlx, path);
+		enum wf_err rc = cJSON_IsObject(o) ? mlx_params(o, &q->bits, &q->group, who, w->err) : WF_OK;
+		if (rc != WF_OK)
+			return rc;
+	}
+	enum wf_err rc = take_part(w, wi, &q->part[WF_HFQ_MLX_W]);
+	if (rc == WF_OK)
+		rc = take_part(w, (long)i, &q->part[WF_HFQ_MLX_S]);
+	if (rc == WF_OK)
+		rc = take_part(w, bi, &q->part[WF_HFQ_MLX_B]);
+	if (rc != WF_OK)
+		return rc;
+	const struct wf_hfq_part *wp = &q->part[WF_HFQ_MLX_W];
+	uint64_t n;
+	if (wp->cols > UINT64_MAX / 32 || wp->cols * 32 % q->bits)
+		return wf_fail(w->err, WF_ERR_FORMAT, "layer %s: weight of %" PRIu64 " words is not whole %u-bit values",
+			       who, wp->cols, q->bits);
+	q->out = wp->rows;
+	q->in = wp->cols * 32 / q->bits;
+	if (!wf_mul_ok(q->in, q->out, &n) || n > INT64_MAX / 4)
+		return wf_fail(w->err, WF_ERR_FORMAT, "layer %s: weight is too large", who);
+	mark(w, wi, R_MAIN);
+	mark(w, (long)i, R_DROP);
+	mark(w, bi, R_DROP);
+	w->layer_of[wi] = (size_t)(q - w->m->hfq);
+	return wf_hfq_check(q, pre, plen, w->err);
+}
+
 /* Finds and checks every layer of the plan into m->hfq. */
 static enum wf_err find_layers(struct work *w)
 {
 	struct wf_model *m = w->m;
-	const char *suffix = w->pl->scheme == WF_HFQ_FP8 ? w->pl->scale : "qweight";
+	int sch = w->pl->scheme;
+	const char *suffix = sch == WF_HFQ_FP8 ? w->pl->scale : sch == WF_HFQ_MLX ? "scales" : "qweight";
 	char dot[64];
 	snprintf(dot, sizeof dot, ".%s", suffix);
 	size_t n = 0, plen;
@@ -408,7 +533,10 @@ static enum wf_err find_layers(struct work *w)
 			continue;
 		struct wf_hfq *q = &m->hfq[m->n_hfq++];
 		q->source = w->pl->source;
-		enum wf_err rc = w->pl->scheme == WF_HFQ_FP8 ? fp8_layer(w, i, plen, q) : gptq_layer(w, i, plen, q);
+		enum wf_err rc = sch == WF_HFQ_FP8    ? fp8_layer(w, i, plen, q)
+				 : sch == WF_HFQ_GPTQ ? gptq_layer(w, i, plen, q)
+				 : sch == WF_HFQ_AWQ  ? awq_layer(w, i, plen, q)
+						      : mlx_layer(w, i, plen, q);
 		if (rc != WF_OK)
 			return rc;
 	}
@@ -440,7 +568,8 @@ static enum wf_err replace_parts(struct work *w)
 			const struct wf_hfq *q = &m->hfq[w->layer_of[i]];
 			uint64_t n, size;
 			uint64_t *shape = malloc(2 * sizeof *shape);
-			size_t plen = t.name_len - (q->scheme == WF_HFQ_GPTQ ? strlen(".qweight") : strlen(".weight"));
+			bool packed = q->scheme == WF_HFQ_GPTQ || q->scheme == WF_HFQ_AWQ; /* named .qweight */
+			size_t plen = t.name_len - (packed ? strlen(".qweight") : strlen(".weight"));
 			char *name = malloc(plen + sizeof ".weight");
 			if (!shape || !name || !wf_mul_ok(q->out, q->in, &n) || !wf_mul_ok(n, 4, &size) ||
 			    size > INT64_MAX) {
@@ -482,9 +611,12 @@ enum wf_err wf_hfq_apply(struct wf_model *m, int out, char *err)
 	m->hfq_done = true;
 	struct plan pl;
 	bool found;
-	enum wf_err rc = read_plan(m, &pl, &found, err);
-	if (rc != WF_OK || !found || m->n_tensors == 0)
+	cJSON *cfg = NULL;
+	enum wf_err rc = read_plan(m, &pl, &found, &cfg, err);
+	if (rc != WF_OK || !found || m->n_tensors == 0) {
+		cJSON_Delete(cfg);
 		return rc;
+	}
 	struct work w = {.m = m, .pl = &pl, .err = err, .nm = {.m = m}};
 	w.nm.idx = malloc(m->n_tensors * sizeof *w.nm.idx);
 	w.role = calloc(m->n_tensors, 1);
@@ -502,5 +634,6 @@ enum wf_err wf_hfq_apply(struct wf_model *m, int out, char *err)
 	free(w.nm.idx);
 	free(w.role);
 	free(w.layer_of);
+	cJSON_Delete(cfg);
 	return rc;
 }

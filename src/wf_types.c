@@ -118,6 +118,8 @@ static const struct wf_type wf_types[WF_T_COUNT] = {
 	/* Decoded layers: their scheme (wf_hfq.c) reads their parts. */
 	[WF_T_HFQ_FP8]  = HFQ("FP8"),
 	[WF_T_HFQ_GPTQ] = HFQ("GPTQ"),
+	[WF_T_HFQ_AWQ]  = HFQ("AWQ"),
+	[WF_T_HFQ_MLX]  = HFQ("MLX"),
 };
 
 /* ggml ids that safetensors spells the same way; all other safetensors

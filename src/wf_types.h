@@ -80,6 +80,8 @@ enum wf_type_id {
 	WF_T_HFQ_FIRST,
 	WF_T_HFQ_FP8 = WF_T_HFQ_FIRST,
 	WF_T_HFQ_GPTQ,
+	WF_T_HFQ_AWQ,
+	WF_T_HFQ_MLX,
 	WF_T_COUNT
 };
 

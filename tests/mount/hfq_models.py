@@ -168,3 +168,70 @@ def ct_config(strategy):
             "num_bits": 8, "type": "float", "strategy": strategy, "symmetric": True, "dynamic": False,
             "block_structure": None}}},
         "ignore": ["lm_head"]}}
+
+
+# ------------------------------------------------------------------ AWQ
+
+AWQ_ORDER = [0, 2, 4, 6, 1, 3, 5, 7]  # nibble i of a word holds column 8w + AWQ_ORDER[i]
+
+
+def awq_pack(vals):
+    """AutoAWQ WQLinear_GEMM.from_linear: [rows, out] 4-bit ints -> [rows, out/8] int32."""
+    v = np.asarray(vals, np.uint64)
+    words = np.zeros((v.shape[0], v.shape[1] // 8), np.uint64)
+    for i in range(8):
+        words |= v[:, AWQ_ORDER[i]::8] << (4 * i)
+    return words.astype(np.uint32)
+
+
+def awq_layer(rng, out, inp, group, scale_dtype="F16"):
+    ng = inp // group
+    q = rng.integers(0, 16, size=(inp, out))
+    z = rng.integers(0, 16, size=(ng, out))
+    s = (rng.random((ng, out)) * 0.02 - 0.005).astype(np.float32)
+    if scale_dtype == "BF16":
+        sbits = bf16_bytes(s)
+        s, sraw = bf16_value(sbits), sbits.tobytes()
+    else:
+        s = s.astype(np.float16).astype(np.float32)
+        sraw = s.astype("<f2").tobytes()
+    gi = np.arange(inp) // group
+    exp = ((q - z[gi, :]).astype(np.float32) * s[gi, :]).T
+    qw, qz = awq_pack(q), awq_pack(z)
+    return {"qweight": ("I32", qw.shape, qw.astype("<u4").tobytes()),
+            "qzeros": ("I32", qz.shape, qz.astype("<u4").tobytes()),
+            "scales": (scale_dtype, s.shape, sraw)}, np.ascontiguousarray(exp.astype(np.float32))
+
+
+def awq_config(group):
+    return {"quantization_config": {"quant_method": "awq", "zero_point": True, "group_size": group, "bits": 4,
+                                    "version": "gemm", "modules_to_not_convert": None}}
+
+
+# ------------------------------------------------------------------ MLX
+
+def mlx_layer(rng, out, inp, bits, group, scale_dtype="BF16"):
+    """mlx affine: weight uint32 [out, in*bits/32] (row streams), scales and
+    biases [out, in/group]; W = q * s + b in float32, two roundings."""
+    ng = inp // group
+    q = rng.integers(0, 2 ** bits, size=(out, inp))
+    s = (rng.random((out, ng)) * 0.02 - 0.01).astype(np.float32)
+    b = (rng.random((out, ng)) * 0.2 - 0.1).astype(np.float32)
+    raws = []
+    vals = []
+    for x in (s, b):
+        if scale_dtype == "BF16":
+            xb = bf16_bytes(x)
+            vals.append(bf16_value(xb))
+            raws.append(xb.tobytes())
+        else:
+            xv = x.astype(np.float16).astype(np.float32)
+            vals.append(xv)
+            raws.append(xv.astype("<f2").tobytes())
+    s, b = vals
+    gi = np.arange(inp) // group
+    exp = (q.astype(np.float32) * s[:, gi]).astype(np.float32) + b[:, gi]
+    w = pack_stream(q, bits, axis=1)
+    return {"weight": ("U32", w.shape, w.astype("<u4").tobytes()),
+            "scales": (scale_dtype, s.shape, raws[0]), "biases": (scale_dtype, b.shape, raws[1])}, \
+        np.ascontiguousarray(exp.astype(np.float32))

@@ -13,8 +13,8 @@ import struct
 
 import numpy as np
 
-from hfq_models import (bf16_bytes, ct_config, e4m3_value, fp8_config, fp8_layer, gptq_config, gptq_layer,
-                        st_bytes)
+from hfq_models import (awq_config, awq_layer, bf16_bytes, ct_config, e4m3_value, fp8_config, fp8_layer,
+                        gptq_config, gptq_layer, mlx_layer, st_bytes)
 from wf_harness import check, Errs, Fail, force_unmount, is_mounted, load_json, Mount, new_dir, run_cli, TMP
 from wf_models import write_file
 
@@ -207,6 +207,45 @@ def group_hfq():
         errs.raise_if_any()
     check("hfq: GPTQ from quantize_config.json alone", quantize_config_json)
 
+    def awq():
+        errs = Errs()
+        for group, sdt in ((32, "F16"), (64, "BF16")):
+            rng = np.random.default_rng(group)
+            tensors, exp = {}, {}
+            for layer in ("model.layers.0.mlp.up_proj", "model.layers.0.self_attn.o_proj"):
+                parts, e = awq_layer(rng, 48, 128, group, sdt)
+                tensors.update({layer + "." + k: v for k, v in parts.items()})
+                exp[layer + ".weight"] = e
+            d = folder("awq_%d" % group, {"config.json": awq_config(group), "model.safetensors": st_bytes(tensors)})
+            check_decoded(d, exp, errs, "AWQ", [k for k in tensors])
+            check_stored(d, {k: v[2] for k, v in tensors.items()}, errs)
+        errs.raise_if_any()
+        return "nibble order 0,2,4,6,1,3,5,7; f16 and bf16 scales"
+    check("hfq: AWQ GEMM in every view and stored", awq)
+
+    def mlx():
+        errs = Errs()
+        n = 0
+        for bits in (2, 3, 4, 5, 6, 8):
+            rng = np.random.default_rng(200 + bits)
+            tensors, exp = {}, {}
+            override = "model.layers.0.mlp.down_proj"
+            for layer, b, g, sdt in (("model.embed_tokens", bits, 64, "BF16"),
+                                     ("model.layers.0.self_attn.q_proj", bits, 64, "F16"),
+                                     (override, 8 if bits != 8 else 4, 32, "BF16")):
+                parts, e = mlx_layer(rng, 24, 128, b, g, sdt)
+                tensors.update({layer + "." + k: v for k, v in parts.items()})
+                exp[layer + ".weight"] = e
+            tensors["model.norm.weight"] = ("BF16", [128], np.zeros(128, np.uint16).tobytes())
+            q = {"group_size": 64, "bits": bits, override: {"group_size": 32, "bits": 8 if bits != 8 else 4}}
+            d = folder("mlx_%d" % bits, {"config.json": {"quantization": q, "quantization_config": q},
+                                         "model.safetensors": st_bytes(tensors)})
+            check_decoded(d, exp, errs, "MLX", [k for k in tensors if k.endswith((".scales", ".biases"))])
+            n += 1
+        errs.raise_if_any()
+        return "%d checkpoints: bits 2-6 and 8, a per-module override, a quantized embedding" % n
+    check("hfq: MLX affine in every view, per-module overrides", mlx)
+
     def corrupt():
         errs = Errs()
         rng = np.random.default_rng(5)
@@ -250,5 +289,23 @@ def group_hfq():
             layer + ".weight": ("F8_E4M3", [300, 260], w), layer + ".weight_scale_inv": ("F32", [3, 3], sraw),
             "x.weight": ("F8_E4M3", [2, 2], b"\x01\x02\x03\x04")})})
         refused(d, "layer 'x'", errs, "fp8 without scale")
+        parts, _ = awq_layer(rng, 48, 128, 32)
+        parts.pop("qzeros")
+        d = folder("bad_awq", {"config.json": awq_config(32), "model.safetensors": st_bytes(
+            {layer + "." + k: v for k, v in parts.items()})})
+        refused(d, layer, errs, "awq without qzeros")
+        cfg = awq_config(32)
+        cfg["quantization_config"]["version"] = "gemv"
+        d = folder("bad_awq_gemv", {"config.json": cfg, "model.safetensors": st_bytes(
+            {"a.weight": ("F32", [1], b"\0\0\0\0")})})
+        refused(d, "gemv", errs, "awq gemv")
+        parts, _ = mlx_layer(rng, 24, 128, 4, 64)
+        d = folder("bad_mlx_mode", {"config.json": {"quantization": {"group_size": 64, "bits": 4, "mode": "mxfp4"}},
+                                    "model.safetensors": st_bytes({layer + "." + k: v for k, v in parts.items()})})
+        refused(d, "mxfp4", errs, "mlx mxfp4")
+        parts.pop("biases")
+        d = folder("bad_mlx_nobias", {"config.json": {"quantization": {"group_size": 64, "bits": 4}},
+                                      "model.safetensors": st_bytes({layer + "." + k: v for k, v in parts.items()})})
+        refused(d, layer, errs, "mlx without biases")
         errs.raise_if_any()
     check("hfq: corrupt layers refused before mounting, one line naming the layer", corrupt)
