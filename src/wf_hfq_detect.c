@@ -321,6 +321,106 @@ static bool ends_with(const struct wf_tensor *t, const char *suffix, size_t *ple
 	return true;
 }
 
+/* ---------------------------------------------------------- sidecars */
+
+static size_t skip_ws(const char *s, size_t n, size_t i)
+{
+	while (i < n && (s[i] == ' ' || s[i] == '\t' || s[i] == '\n' || s[i] == '\r'))
+		i++;
+	return i;
+}
+
+/* The end of the JSON string starting at s[i] == '"'. */
+static size_t skip_str(const char *s, size_t n, size_t i)
+{
+	for (i++; i < n && s[i] != '"'; i++)
+		if (s[i] == '\\')
+			i++;
+	return i < n ? i + 1 : n;
+}
+
+/* The end of the JSON value starting at s[i] (the text parsed as JSON). */
+static size_t skip_value(const char *s, size_t n, size_t i)
+{
+	if (i < n && s[i] == '"')
+		return skip_str(s, n, i);
+	if (i < n && (s[i] == '{' || s[i] == '[')) {
+		size_t depth = 0;
+		for (; i < n; i++) {
+			if (s[i] == '"')
+				i = skip_str(s, n, i) - 1;
+			else if (s[i] == '{' || s[i] == '[')
+				depth++;
+			else if ((s[i] == '}' || s[i] == ']') && --depth == 0)
+				return i + 1;
+		}
+		return n;
+	}
+	/* a number, true, false or null */
+	while (i < n && !strchr(",}] \t\r\n", s[i]))
+		i++;
+	return i;
+}
+
+/* Removes the top-level member `key` of the JSON object text s[0..*n)
+ * in place, keeping every other byte (numbers stay as written). */
+static void drop_member(char *s, size_t *n, const char *key)
+{
+	size_t kl = strlen(key), i = skip_ws(s, *n, 0), prev_end = 0;
+	if (i >= *n || s[i] != '{')
+		return;
+	i = skip_ws(s, *n, i + 1);
+	while (i < *n && s[i] == '"') {
+		size_t start = i, kend = skip_str(s, *n, i);
+		size_t v = skip_ws(s, *n, kend);
+		if (v >= *n || s[v] != ':')
+			return;
+		size_t end = skip_ws(s, *n, skip_value(s, *n, skip_ws(s, *n, v + 1)));
+		bool more = end < *n && s[end] == ',';
+		size_t next = more ? skip_ws(s, *n, end + 1) : end;
+		if (kend - start == kl + 2 && memcmp(s + start + 1, key, kl) == 0) {
+			/* with the comma after it, or for the last one, the comma before */
+			size_t from = more || !prev_end ? start : prev_end, to = more ? next : end;
+			memmove(s + from, s + to, *n - to);
+			*n -= to - from;
+			return;
+		}
+		if (!more)
+			return;
+		prev_end = end;
+		i = next;
+	}
+}
+
+/* Where the weights are served decoded, the mount's config.json no longer
+ * says they are quantized and quantize_config.json is left out, so a copy
+ * of the mount loads as an ordinary float model. */
+static void plain_sidecars(struct wf_model *m, const struct plan *pl)
+{
+	for (size_t i = 0; i < m->n_sidecars; i++) {
+		struct wf_sidecar *sc = &m->sidecars[i];
+		if (strcmp(sc->name, "quantize_config.json") == 0) {
+			free(sc->name);
+			free(sc->data);
+			m->sidecars[i--] = m->sidecars[--m->n_sidecars];
+			continue;
+		}
+		if (strcmp(sc->name, "config.json") != 0)
+			continue;
+		cJSON *j = cJSON_ParseWithLength(sc->data, (size_t)sc->len);
+		if (!cJSON_IsObject(j)) {
+			cJSON_Delete(j);
+			continue;
+		}
+		cJSON_Delete(j);
+		size_t n = (size_t)sc->len;
+		drop_member(sc->data, &n, "quantization_config");
+		if (pl->scheme == WF_HFQ_MLX)
+			drop_member(sc->data, &n, "quantization");
+		sc->len = n;
+	}
+}
+
 /* ------------------------------------------------------------ layers */
 
 enum role { R_KEEP = 0, R_MAIN, R_DROP };
@@ -630,6 +730,8 @@ enum wf_err wf_hfq_apply(struct wf_model *m, int out, char *err)
 		rc = find_layers(&w);
 		if (rc == WF_OK && out != WF_OUT_STORED)
 			rc = replace_parts(&w);
+		if (rc == WF_OK && out != WF_OUT_STORED)
+			plain_sidecars(m, &pl);
 	}
 	free(w.nm.idx);
 	free(w.role);

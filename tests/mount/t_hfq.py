@@ -246,6 +246,43 @@ def group_hfq():
         return "%d checkpoints: bits 2-6 and 8, a per-module override, a quantized embedding" % n
     check("hfq: MLX affine in every view, per-module overrides", mlx)
 
+    def sidecars():
+        # decoded: config.json without its quantization entry (every other
+        # byte kept), quantize_config.json left out; stored: both as they are
+        errs = Errs()
+        rng = np.random.default_rng(8)
+        parts, _ = gptq_layer(rng, 32, 64, 4, 32, True)
+        cfg_text = ('{\n  "architectures": ["LlamaForCausalLM"],\n  "rope_theta": 10000.0,\n'
+                    '  "quantization_config": {"quant_method": "gptq", "bits": 4, "group_size": 32,'
+                    ' "desc_act": true, "x": [1, {"y": "}"}]},\n  "vocab_size": 32000\n}\n')
+        qc = b'{"bits": 4, "group_size": 32}'
+        d = folder("gptq_sidecars", {"config.json": cfg_text.encode(), "quantize_config.json": qc,
+                                     "tokenizer.json": b"{}",
+                                     "model.safetensors": st_bytes({"l." + k: v for k, v in parts.items()})})
+        want = json.loads(cfg_text)
+        del want["quantization_config"]
+        for opt in ("f32", "bf16", "stored"):
+            with Mount(d, ["-o", "dtype=" + opt]) as m:
+                got = read_all(m.path("config.json"))
+                names = os.listdir(m.mp)
+                if opt == "stored":
+                    if got != cfg_text.encode() or "quantize_config.json" not in names or \
+                            read_all(m.path("quantize_config.json")) != qc:
+                        errs.add("stored: sidecars changed")
+                    continue
+                if json.loads(got) != want or b"10000.0" not in got or "quantize_config.json" in names or \
+                        "tokenizer.json" not in names:
+                    errs.add("%s: config.json %r, files %r" % (opt, got, names))
+        q = {"group_size": 64, "bits": 4}
+        parts, _ = mlx_layer(rng, 8, 64, 4, 64)
+        d = folder("mlx_sidecars", {"config.json": {"model_type": "llama", "quantization": q, "quantization_config": q},
+                                    "model.safetensors": st_bytes({"l." + k: v for k, v in parts.items()})})
+        with Mount(d) as m:
+            if json.loads(read_all(m.path("config.json"))) != {"model_type": "llama"}:
+                errs.add("mlx: config.json %r" % read_all(m.path("config.json")))
+        errs.raise_if_any()
+    check("hfq: config.json drops its quantization entry where weights are decoded; stored keeps it", sidecars)
+
     def corrupt():
         errs = Errs()
         rng = np.random.default_rng(5)
