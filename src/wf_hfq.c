@@ -20,6 +20,13 @@
  *   MLX affine: ml-explore/mlx mlx/ops.cpp affine_dequantize (w * scales +
  *     biases; values along each row as a little-endian bit stream):
  *     W[o,i] = q * s[o, i/g] + b[o, i/g], two operations, two roundings.
+ *   bitsandbytes 4-bit: bitsandbytes functional.py dequantize_4bit and
+ *     backends/default/ops.py: element k (row-major over [out, in]) in the
+ *     high nibble of byte k/2 when k is even; W[k] = code[nibble] *
+ *     absmax[k / blocksize]; nested absmax a[j] = code2[absmax_u8[j]] *
+ *     nested_absmax[j / nested_blocksize], then + nested_offset (two
+ *     roundings); code and code2 are the stored quant_map and
+ *     nested_quant_map (which equal bnb's built-in tables).
  */
 #include "wf_hfq.h"
 #include "wf_buf.h"
@@ -160,6 +167,36 @@ static void mlx_decode(const struct wf_hfq *q, uint64_t row, uint64_t col, size_
 	}
 }
 
+/* ---------------------------------------------------------------- bnb */
+
+static float bnb_absmax(const struct wf_hfq *q, uint64_t j)
+{
+	const struct wf_hfq_part *ab = &q->part[WF_HFQ_BNB_ABS];
+	if (!q->nblock)
+		return part_float(ab, j);
+	float a = part_float(&q->part[WF_HFQ_BNB_NMAP], ab->p[j]) * part_float(&q->part[WF_HFQ_BNB_NABS], j / q->nblock);
+	return a + q->noffset;
+}
+
+static void bnb_decode(const struct wf_hfq *q, uint64_t row, uint64_t col, size_t n, float *dst)
+{
+	const struct wf_hfq_part *w = &q->part[WF_HFQ_BNB_W], *map = &q->part[WF_HFQ_BNB_MAP];
+	float code[16];
+	for (int c = 0; c < 16; c++)
+		code[c] = part_float(map, (uint64_t)c);
+	uint64_t k0 = row * q->in + col, last_j = UINT64_MAX;
+	float a = 0;
+	for (size_t i = 0; i < n; i++) {
+		uint64_t k = k0 + i, j = k / q->block;
+		if (j != last_j) {
+			a = bnb_absmax(q, j);
+			last_j = j;
+		}
+		uint8_t byte = w->p[k >> 1];
+		dst[i] = code[(k & 1) ? byte & 15 : byte >> 4] * a;
+	}
+}
+
 /* ---------------------------------------------------------- the table */
 
 static const struct wf_hfq_scheme schemes[WF_HFQ_COUNT] = {
@@ -167,6 +204,7 @@ static const struct wf_hfq_scheme schemes[WF_HFQ_COUNT] = {
 	[WF_HFQ_GPTQ] = {"GPTQ", WF_T_HFQ_GPTQ, gptq_decode},
 	[WF_HFQ_AWQ] = {"AWQ", WF_T_HFQ_AWQ, awq_decode},
 	[WF_HFQ_MLX] = {"MLX", WF_T_HFQ_MLX, mlx_decode},
+	[WF_HFQ_BNB] = {"BNB4", WF_T_HFQ_BNB, bnb_decode},
 };
 
 const struct wf_hfq_scheme *wf_hfq_scheme(int id)
@@ -305,6 +343,38 @@ static enum wf_err mlx_check(const struct wf_hfq *q, const char *who, char *err)
 	return WF_OK;
 }
 
+/* Elements of a part, whatever its shape. */
+static uint64_t part_elems(const struct wf_hfq_part *p)
+{
+	return p->rows * p->cols; /* checked against nbytes by part_bytes_ok */
+}
+
+static enum wf_err bnb_check(const struct wf_hfq *q, const char *who, char *err)
+{
+	const struct wf_hfq_part *w = &q->part[WF_HFQ_BNB_W], *ab = &q->part[WF_HFQ_BNB_ABS];
+	const struct wf_hfq_part *map = &q->part[WF_HFQ_BNB_MAP], *na = &q->part[WF_HFQ_BNB_NABS];
+	const struct wf_hfq_part *nm = &q->part[WF_HFQ_BNB_NMAP];
+	if (!ab->p || !map->p || (q->nblock && (!na->p || !nm->p)))
+		return wf_fail(err, WF_ERR_FORMAT, "layer %s: bitsandbytes weight without its %s", who,
+			       !ab->p ? "absmax" : !map->p ? "quant_map" : "nested_absmax / nested_quant_map");
+	uint64_t n, nb;
+	if (!wf_mul_ok(q->out, q->in, &n) || q->block == 0 || w->type != WF_T_U8 || !part_bytes_ok(w) ||
+	    w->nbytes != n / 2 + n % 2)
+		return wf_fail(err, WF_ERR_FORMAT,
+			       "layer %s: quant_state shape [%" PRIu64 ", %" PRIu64 "] does not match %" PRIu64
+			       " packed bytes", who, q->out, q->in, w->nbytes);
+	nb = n / q->block + (n % q->block != 0);
+	if (map->type != WF_T_F32 || !part_bytes_ok(map) || part_elems(map) != 16 || !part_bytes_ok(ab) ||
+	    part_elems(ab) != nb || (q->nblock ? ab->type != WF_T_U8 : ab->type != WF_T_F32))
+		return wf_fail(err, WF_ERR_FORMAT, "layer %s: absmax or quant_map do not match %" PRIu64
+			       " blocks of %" PRIu64, who, nb, q->block);
+	if (q->nblock && (na->type != WF_T_F32 || nm->type != WF_T_F32 || !part_bytes_ok(na) || !part_bytes_ok(nm) ||
+			  part_elems(nm) != 256 || part_elems(na) != nb / q->nblock + (nb % q->nblock != 0)))
+		return wf_fail(err, WF_ERR_FORMAT, "layer %s: nested absmax does not match %" PRIu64
+			       " absmax values in blocks of %" PRIu64, who, nb, q->nblock);
+	return WF_OK;
+}
+
 enum wf_err wf_hfq_check(const struct wf_hfq *q, const char *name, size_t name_len, char *err)
 {
 	char who[96];
@@ -316,6 +386,7 @@ enum wf_err wf_hfq_check(const struct wf_hfq *q, const char *name, size_t name_l
 	case WF_HFQ_GPTQ: return gptq_check(q, who, err);
 	case WF_HFQ_AWQ: return awq_check(q, who, err);
 	case WF_HFQ_MLX: return mlx_check(q, who, err);
+	case WF_HFQ_BNB: return bnb_check(q, who, err);
 	default: return wf_fail(err, WF_ERR_UNSUP, "layer %s: unknown scheme %d", who, q->scheme);
 	}
 }
@@ -380,6 +451,13 @@ void wf_hfq_params_json(const struct wf_hfq *q, struct wf_buf *b)
 			      "\"scale_dtype\":\"%s\"",
 			      q->bits, q->group, q->groups, q->part[WF_HFQ_GPTQ_GI].p ? "true" : "false",
 			      st ? st->name : "?");
+	} else if (q->scheme == WF_HFQ_BNB) {
+		wf_buf_printf(b, ",\"quant_type\":\"%s\",\"blocksize\":%" PRIu64 ",\"nested\":%s", q->qtype,
+			      q->block, q->nblock ? "true" : "false");
+		if (q->nblock) {
+			wf_buf_printf(b, ",\"nested_blocksize\":%" PRIu64 ",\"nested_offset\":", q->nblock);
+			wf_buf_json_f32(b, q->noffset);
+		}
 	} else {
 		const struct wf_type *st = wf_type_get(q->part[q->scheme == WF_HFQ_AWQ ? WF_HFQ_AWQ_SC : WF_HFQ_MLX_S].type);
 		wf_buf_printf(b, ",\"bits\":%u,\"group_size\":%u,\"scale_dtype\":\"%s\"", q->bits, q->group,

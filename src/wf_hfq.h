@@ -40,6 +40,7 @@ enum wf_hfq_scheme_id {
 	WF_HFQ_GPTQ,     /* GPTQ v1: qweight, qzeros, scales, g_idx */
 	WF_HFQ_AWQ,      /* AutoAWQ GEMM: qweight, qzeros, scales, nibbles in the order 0,2,4,6,1,3,5,7 */
 	WF_HFQ_MLX,      /* MLX affine: weight, scales, biases */
+	WF_HFQ_BNB,      /* bitsandbytes 4-bit (NF4/FP4): weight bytes, absmax, quant_map (nested absmax) */
 	WF_HFQ_COUNT
 };
 
@@ -49,7 +50,8 @@ enum {
 	WF_HFQ_GPTQ_QW = 0, WF_HFQ_GPTQ_QZ, WF_HFQ_GPTQ_SC, WF_HFQ_GPTQ_GI, /* g_idx may be absent */
 	WF_HFQ_AWQ_QW = 0, WF_HFQ_AWQ_QZ, WF_HFQ_AWQ_SC,
 	WF_HFQ_MLX_W = 0, WF_HFQ_MLX_S, WF_HFQ_MLX_B,
-	WF_HFQ_MAX_PARTS = 4
+	WF_HFQ_BNB_W = 0, WF_HFQ_BNB_ABS, WF_HFQ_BNB_MAP, WF_HFQ_BNB_NABS, WF_HFQ_BNB_NMAP, WF_HFQ_BNB_STATE,
+	WF_HFQ_MAX_PARTS = 6
 };
 
 /* One stored tensor a layer is made of. */
@@ -68,6 +70,10 @@ struct wf_hfq {
 	uint32_t group;       /* inputs per group (GPTQ: in when the config says -1) */
 	uint64_t groups;      /* GPTQ: rows of scales and qzeros */
 	uint64_t bh, bw;      /* FP8: rows and columns of weight one scale covers */
+	uint64_t block;       /* bnb: elements per absmax */
+	uint64_t nblock;      /* bnb nested: absmax values per nested absmax; 0 when not nested */
+	float noffset;        /* bnb nested: added to every absmax */
+	const char *qtype;    /* bnb: "nf4" or "fp4" */
 	const char *source;   /* what the parameters came from: "fp8", "compressed-tensors", "gptq", "awq", "mlx" */
 	struct wf_hfq_part part[WF_HFQ_MAX_PARTS];
 };

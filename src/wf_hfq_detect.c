@@ -20,8 +20,13 @@
  *     "affine" or absent}, with per-module overrides keyed by the module's
  *     path (mlx-lm utils.py load_model); a module is quantized iff
  *     PATH.scales exists; parts PATH.weight, scales, biases.
- * Other methods (bitsandbytes) are not decoded yet: their models mount as
- * before, every part shown as stored.
+ *   bitsandbytes 4-bit (quant_method "bitsandbytes", or with no config):
+ *     each weight's own W.quant_state.bitsandbytes__nf4 (or __fp4) tensor,
+ *     UTF-8 JSON (bitsandbytes functional.py QuantState.as_dict), gives
+ *     quant_type, blocksize, shape and the nested parameters; parts W,
+ *     W.absmax, W.quant_map, W.nested_absmax, W.nested_quant_map.
+ * Other methods (bitsandbytes 8-bit, ...) are not decoded: their models
+ * mount as before, every part shown as stored.
  */
 #include "wf_hfq.h"
 #include "wf_buf.h"
@@ -262,6 +267,9 @@ static enum wf_err read_plan(const struct wf_model *m, struct plan *pl, bool *fo
 		rc = plan_gptq(qc, pl, err), *found = true;
 	else if (method && strcmp(method, "awq") == 0)
 		rc = plan_awq(qc, pl, err), *found = true;
+	else if (method && strcmp(method, "bitsandbytes") == 0 &&
+		 cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(qc, "load_in_4bit")))
+		*pl = (struct plan){.scheme = WF_HFQ_BNB, .source = "bitsandbytes"}, *found = true;
 	cJSON_Delete(own);
 	return rc;
 }
@@ -614,29 +622,112 @@ static enum wf_err mlx_layer(struct work *w, size_t i, size_t plen, struct wf_hf
 	return wf_hfq_check(q, pre, plen, w->err);
 }
 
+#define BNB_STATE ".quant_state.bitsandbytes__"
+
+/* A bnb 4-bit quant_state tensor. */
+static bool bnb_named(const struct wf_tensor *t)
+{
+	size_t plen;
+	return ends_with(t, BNB_STATE "nf4", &plen) || ends_with(t, BNB_STATE "fp4", &plen);
+}
+
+/* bnb's quant_state JSON of layer q into q's parameters. */
+static enum wf_err bnb_state(struct work *w, struct wf_hfq *q, const char *who, const char *kind)
+{
+	const struct wf_hfq_part *st = &q->part[WF_HFQ_BNB_STATE];
+	cJSON *j = st->type == WF_T_U8 ? cJSON_ParseWithLength((const char *)st->p, (size_t)st->nbytes) : NULL;
+	const char *qt = jstr(j, "quant_type");
+	const cJSON *shape = cJSON_GetObjectItemCaseSensitive(j, "shape");
+	double bs, d0, d1, nbs;
+	const cJSON *s0 = cJSON_GetArrayItem(shape, 0), *s1 = cJSON_GetArrayItem(shape, 1);
+	bool ok = qt && !strcmp(qt, kind) && jint(j, "blocksize", 1, 1 << 20, &bs) && cJSON_GetArraySize(shape) == 2 &&
+		  cJSON_IsNumber(s0) && cJSON_IsNumber(s1);
+	if (ok) {
+		d0 = s0->valuedouble;
+		d1 = s1->valuedouble;
+		ok = d0 >= 0 && d1 >= 0 && d0 <= 9e15 && d1 <= 9e15 && d0 == (double)(uint64_t)d0 && d1 == (double)(uint64_t)d1;
+	}
+	const cJSON *off = cJSON_GetObjectItemCaseSensitive(j, "nested_offset");
+	bool nested = cJSON_GetObjectItemCaseSensitive(j, "nested_blocksize") != NULL;
+	if (ok && nested)
+		ok = jint(j, "nested_blocksize", 1, 1 << 20, &nbs) && cJSON_IsNumber(off) &&
+		     (double)(float)off->valuedouble == off->valuedouble;
+	if (ok) {
+		q->qtype = !strcmp(kind, "nf4") ? "nf4" : "fp4";
+		q->block = (uint64_t)bs;
+		q->out = (uint64_t)d0;
+		q->in = (uint64_t)d1;
+		q->nblock = nested ? (uint64_t)nbs : 0;
+		q->noffset = nested ? (float)off->valuedouble : 0.0f;
+	}
+	cJSON_Delete(j);
+	return ok ? WF_OK : wf_fail(w->err, WF_ERR_FORMAT, "layer %s: quant_state is not bitsandbytes' JSON "
+				    "(quant_type %s, blocksize, shape [out, in], nested parameters)", who, kind);
+}
+
+/* The bnb layer whose quant_state is tensor i (named W + BNB_STATE + kind). */
+static enum wf_err bnb_layer(struct work *w, size_t i, struct wf_hfq *q)
+{
+	const struct wf_tensor *t = &w->m->tensors[i];
+	const char *kind = NULL;
+	size_t plen = 0;
+	if (ends_with(t, BNB_STATE "nf4", &plen))
+		kind = "nf4";
+	else if (ends_with(t, BNB_STATE "fp4", &plen))
+		kind = "fp4";
+	else
+		return WF_OK;
+	const char *pre = t->name;
+	char who[96];
+	wf_quote(who, sizeof who, pre, plen);
+	long wi = find(&w->nm, pre, plen, ""), ab = find(&w->nm, pre, plen, ".absmax");
+	long map = find(&w->nm, pre, plen, ".quant_map"), na = find(&w->nm, pre, plen, ".nested_absmax");
+	long nm = find(&w->nm, pre, plen, ".nested_quant_map");
+	if (wi < 0)
+		return wf_fail(w->err, WF_ERR_FORMAT, "layer %s: quant_state without its weight", who);
+	long idx[WF_HFQ_MAX_PARTS] = {wi, ab, map, na, nm, (long)i};
+	for (int k = 0; k < WF_HFQ_MAX_PARTS; k++) {
+		enum wf_err rc = take_part(w, idx[k], &q->part[k]);
+		if (rc != WF_OK)
+			return rc;
+		mark(w, idx[k], k == WF_HFQ_BNB_W ? R_MAIN : R_DROP);
+	}
+	q->scheme = WF_HFQ_BNB;
+	enum wf_err rc = bnb_state(w, q, who, kind);
+	if (rc != WF_OK)
+		return rc;
+	uint64_t n;
+	if (!wf_mul_ok(q->out, q->in, &n) || n > INT64_MAX / 4)
+		return wf_fail(w->err, WF_ERR_FORMAT, "layer %s: shape is too large", who);
+	w->layer_of[wi] = (size_t)(q - w->m->hfq);
+	return wf_hfq_check(q, pre, plen, w->err);
+}
+
 /* Finds and checks every layer of the plan into m->hfq. */
 static enum wf_err find_layers(struct work *w)
 {
 	struct wf_model *m = w->m;
 	int sch = w->pl->scheme;
-	const char *suffix = sch == WF_HFQ_FP8 ? w->pl->scale : sch == WF_HFQ_MLX ? "scales" : "qweight";
+	const char *suffix = sch == WF_HFQ_FP8 ? w->pl->scale : sch == WF_HFQ_MLX ? "scales"
+			     : sch == WF_HFQ_BNB ? "quant_state.bitsandbytes__" : "qweight";
 	char dot[64];
 	snprintf(dot, sizeof dot, ".%s", suffix);
 	size_t n = 0, plen;
 	for (size_t i = 0; i < m->n_tensors; i++)
-		n += ends_with(&m->tensors[i], dot, &plen);
+		n += sch == WF_HFQ_BNB ? bnb_named(&m->tensors[i]) : ends_with(&m->tensors[i], dot, &plen);
 	m->hfq = calloc(n ? n : 1, sizeof *m->hfq);
 	if (!m->hfq)
 		return wf_fail(w->err, WF_ERR_NOMEM, "out of memory for %zu quantized layers", n);
 	for (size_t i = 0; i < m->n_tensors; i++) {
-		if (!ends_with(&m->tensors[i], dot, &plen))
+		if (sch == WF_HFQ_BNB ? !bnb_named(&m->tensors[i]) : !ends_with(&m->tensors[i], dot, &plen))
 			continue;
 		struct wf_hfq *q = &m->hfq[m->n_hfq++];
 		q->source = w->pl->source;
 		enum wf_err rc = sch == WF_HFQ_FP8    ? fp8_layer(w, i, plen, q)
 				 : sch == WF_HFQ_GPTQ ? gptq_layer(w, i, plen, q)
 				 : sch == WF_HFQ_AWQ  ? awq_layer(w, i, plen, q)
-						      : mlx_layer(w, i, plen, q);
+				 : sch == WF_HFQ_MLX  ? mlx_layer(w, i, plen, q)
+						      : bnb_layer(w, i, q);
 		if (rc != WF_OK)
 			return rc;
 	}
@@ -669,7 +760,8 @@ static enum wf_err replace_parts(struct work *w)
 			uint64_t n, size;
 			uint64_t *shape = malloc(2 * sizeof *shape);
 			bool packed = q->scheme == WF_HFQ_GPTQ || q->scheme == WF_HFQ_AWQ; /* named .qweight */
-			size_t plen = t.name_len - (packed ? strlen(".qweight") : strlen(".weight"));
+			bool as_is = q->scheme == WF_HFQ_BNB; /* bnb's weight keeps its own name */
+			size_t plen = t.name_len - (as_is ? 0 : packed ? strlen(".qweight") : strlen(".weight"));
 			char *name = malloc(plen + sizeof ".weight");
 			if (!shape || !name || !wf_mul_ok(q->out, q->in, &n) || !wf_mul_ok(n, 4, &size) ||
 			    size > INT64_MAX) {
@@ -683,13 +775,13 @@ static enum wf_err replace_parts(struct work *w)
 					       q->out, q->in);
 			}
 			memcpy(name, t.name, plen);
-			memcpy(name + plen, ".weight", sizeof ".weight");
+			memcpy(name + plen, as_is ? "" : ".weight", as_is ? 1 : sizeof ".weight");
 			free(t.name);
 			free(t.shape);
 			shape[0] = q->out;
 			shape[1] = q->in;
 			t.name = name;
-			t.name_len = plen + strlen(".weight");
+			t.name_len = plen + (as_is ? 0 : strlen(".weight"));
 			t.shape = shape;
 			t.ndim = 2;
 			t.nelems = n;
@@ -713,6 +805,9 @@ enum wf_err wf_hfq_apply(struct wf_model *m, int out, char *err)
 	bool found;
 	cJSON *cfg = NULL;
 	enum wf_err rc = read_plan(m, &pl, &found, &cfg, err);
+	for (size_t i = 0; rc == WF_OK && !found && i < m->n_tensors; i++)
+		if (bnb_named(&m->tensors[i])) /* bnb's quant_state needs no config */
+			pl = (struct plan){.scheme = WF_HFQ_BNB, .source = "bitsandbytes"}, found = true;
 	if (rc != WF_OK || !found || m->n_tensors == 0) {
 		cJSON_Delete(cfg);
 		return rc;

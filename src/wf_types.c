@@ -120,6 +120,7 @@ static const struct wf_type wf_types[WF_T_COUNT] = {
 	[WF_T_HFQ_GPTQ] = HFQ("GPTQ"),
 	[WF_T_HFQ_AWQ]  = HFQ("AWQ"),
 	[WF_T_HFQ_MLX]  = HFQ("MLX"),
+	[WF_T_HFQ_BNB]  = HFQ("BNB4"),
 };
 
 /* ggml ids that safetensors spells the same way; all other safetensors

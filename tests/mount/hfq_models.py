@@ -235,3 +235,45 @@ def mlx_layer(rng, out, inp, bits, group, scale_dtype="BF16"):
     return {"weight": ("U32", w.shape, w.astype("<u4").tobytes()),
             "scales": (scale_dtype, s.shape, raws[0]), "biases": (scale_dtype, b.shape, raws[1])}, \
         np.ascontiguousarray(exp.astype(np.float32))
+
+
+# ----------------------------------------------------------- bitsandbytes
+
+# bitsandbytes functional.py get_4bit_type: the NF4 code (index order) and
+# FP4's [0, 0.0625, 8, 12, 4, 6, 2, 3, -0, -0.0625, -8, -12, -4, -6, -2, -3] / 12.
+NF4 = np.array([-1.0, -0.6961928009986877, -0.5250730514526367, -0.39491748809814453,
+                -0.28444138169288635, -0.18477343022823334, -0.09105003625154495, 0.0,
+                0.07958029955625534, 0.16093020141124725, 0.24611230194568634, 0.33791524171829224,
+                0.44070982933044434, 0.5626170039176941, 0.7229568362236023, 1.0], np.float32)
+FP4 = (np.array([0, 0.0625, 8, 12, 4, 6, 2, 3, 0, -0.0625, -8, -12, -4, -6, -2, -3], np.float32)
+       / np.float32(12)).astype(np.float32)
+
+
+def bnb_layer(rng, out, inp, blocksize=64, quant_type="nf4", nested=False):
+    """bitsandbytes Linear4bit state dict entries (suffixes of W) and W as float32."""
+    n = out * inp
+    nb = -(-n // blocksize)
+    code = NF4 if quant_type == "nf4" else FP4
+    codes = rng.integers(0, 16, size=n)
+    padded = np.concatenate([codes, np.zeros(n % 2, np.int64)])
+    packed = ((padded[0::2] << 4) | padded[1::2]).astype(np.uint8)   # first element in the high nibble
+    parts = {"": ("U8", [len(packed), 1], packed.tobytes()),
+             ".quant_map": ("F32", [16], code.astype("<f4").tobytes())}
+    state = {"quant_type": quant_type, "blocksize": blocksize, "dtype": "bfloat16", "shape": [out, inp]}
+    if nested:
+        code2 = np.linspace(-1, 1, 256).astype(np.float32)
+        a8 = rng.integers(0, 256, size=nb).astype(np.uint8)
+        nabs = (rng.random(-(-nb // 256)) * 0.1 + 0.01).astype(np.float32)
+        offset = np.float32(rng.random() * 0.05)
+        absmax = (code2[a8] * nabs[np.arange(nb) // 256]).astype(np.float32) + offset   # two roundings
+        parts[".absmax"] = ("U8", [nb], a8.tobytes())
+        parts[".nested_absmax"] = ("F32", [len(nabs)], nabs.astype("<f4").tobytes())
+        parts[".nested_quant_map"] = ("F32", [256], code2.astype("<f4").tobytes())
+        state.update({"nested_blocksize": 256, "nested_dtype": "float32", "nested_offset": float(offset)})
+    else:
+        absmax = (rng.random(nb) * 2).astype(np.float32)
+        parts[".absmax"] = ("F32", [nb], absmax.astype("<f4").tobytes())
+    js = json.dumps(state).encode()
+    parts[".quant_state.bitsandbytes__" + quant_type] = ("U8", [len(js)], js)
+    exp = (code[codes] * absmax[np.arange(n) // blocksize]).astype(np.float32).reshape(out, inp)
+    return parts, exp

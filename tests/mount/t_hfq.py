@@ -13,7 +13,7 @@ import struct
 
 import numpy as np
 
-from hfq_models import (awq_config, awq_layer, bf16_bytes, ct_config, e4m3_value, fp8_config, fp8_layer,
+from hfq_models import (awq_config, awq_layer, bf16_bytes, bnb_layer, ct_config, e4m3_value, fp8_config, fp8_layer,
                         gptq_config, gptq_layer, mlx_layer, st_bytes)
 from wf_harness import check, Errs, Fail, force_unmount, is_mounted, load_json, Mount, new_dir, run_cli, TMP
 from wf_models import write_file
@@ -246,6 +246,31 @@ def group_hfq():
         return "%d checkpoints: bits 2-6 and 8, a per-module override, a quantized embedding" % n
     check("hfq: MLX affine in every view, per-module overrides", mlx)
 
+    def bnb():
+        errs = Errs()
+        n = 0
+        for qt, nested, out, inp, bs in (("nf4", True, 120, 160, 64), ("fp4", False, 5, 13, 64),
+                                         ("nf4", False, 24, 40, 128), ("fp4", True, 40, 500, 32)):
+            rng = np.random.default_rng(300 + n)
+            tensors, exp = {}, {}
+            for layer in ("model.layers.0.mlp.down_proj.weight", "model.layers.0.self_attn.k_proj.weight"):
+                parts, e = bnb_layer(rng, out, inp, bs, qt, nested)
+                tensors.update({layer + k: v for k, v in parts.items()})
+                exp[layer] = e
+            tensors["model.layers.0.mlp.down_proj.bias"] = ("F32", [out], np.zeros(out, np.float32).tobytes())
+            cfg = {"quantization_config": {"quant_method": "bitsandbytes", "load_in_4bit": True,
+                                           "bnb_4bit_quant_type": qt, "bnb_4bit_use_double_quant": nested}}
+            files = {"model.safetensors": st_bytes(tensors)}
+            if n % 2 == 0:
+                files["config.json"] = cfg   # the quant_state alone is enough
+            d = folder("bnb_%d" % n, files)
+            check_decoded(d, exp, errs, "BNB4", [k for k in tensors if ".weight." in k])
+            check_stored(d, {k: v[2] for k, v in tensors.items()}, errs)
+            n += 1
+        errs.raise_if_any()
+        return "%d checkpoints: nf4/fp4, nested absmax over 2 nested blocks, odd element count, partial blocks" % n
+    check("hfq: bitsandbytes NF4/FP4 in every view and stored", bnb)
+
     def sidecars():
         # decoded: config.json without its quantization entry (every other
         # byte kept), quantize_config.json left out; stored: both as they are
@@ -344,5 +369,13 @@ def group_hfq():
         d = folder("bad_mlx_nobias", {"config.json": {"quantization": {"group_size": 64, "bits": 4}},
                                       "model.safetensors": st_bytes({layer + "." + k: v for k, v in parts.items()})})
         refused(d, layer, errs, "mlx without biases")
+        parts, _ = bnb_layer(rng, 24, 40, 64, "nf4", True)
+        st = json.loads(parts[".quant_state.bitsandbytes__nf4"][2])
+        st["shape"] = [24, 42]   # more elements than the packed bytes hold
+        js = json.dumps(st).encode()
+        parts[".quant_state.bitsandbytes__nf4"] = ("U8", [len(js)], js)
+        d = folder("bad_bnb_shape", {"model.safetensors": st_bytes({layer + ".weight" + k: v
+                                                                      for k, v in parts.items()})})
+        refused(d, layer, errs, "bnb quant_state shape")
         errs.raise_if_any()
     check("hfq: corrupt layers refused before mounting, one line naming the layer", corrupt)
