@@ -35,6 +35,7 @@
 #include "wf_types.h"
 #include "wf_view.h"
 
+#include <pthread.h>
 #include <string.h>
 
 /* One scale or float of a part, widened exactly to float32. */
@@ -54,10 +55,23 @@ static float part_float(const struct wf_hfq_part *p, uint64_t idx)
 
 /* ---------------------------------------------------------------- FP8 */
 
+/* Every e4m3 code's value, from the type table's decoder, made once. */
+static float e4m3_lut[256];
+static pthread_once_t e4m3_once = PTHREAD_ONCE_INIT;
+
+static void e4m3_init(void)
+{
+	uint8_t codes[256];
+	for (int c = 0; c < 256; c++)
+		codes[c] = (uint8_t)c;
+	wf_decode_f8_e4m3(codes, e4m3_lut, 256);
+}
+
 static void fp8_decode(const struct wf_hfq *q, uint64_t row, uint64_t col, size_t n, float *dst)
 {
 	const struct wf_hfq_part *w = &q->part[WF_HFQ_FP8_W], *s = &q->part[WF_HFQ_FP8_S];
-	wf_decode_f8_e4m3(w->p + row * q->in + col, dst, n);
+	const uint8_t *src = w->p + row * q->in + col;
+	pthread_once(&e4m3_once, e4m3_init);
 	uint64_t srow = (row / q->bh) * s->cols;
 	size_t i = 0;
 	while (i < n) {
@@ -66,7 +80,7 @@ static void fp8_decode(const struct wf_hfq *q, uint64_t row, uint64_t col, size_
 		size_t stop = end < n ? (size_t)end : n;
 		float sc = part_float(s, srow + blk);
 		for (; i < stop; i++)
-			dst[i] = dst[i] * sc;
+			dst[i] = e4m3_lut[src[i]] * sc;
 	}
 }
 
@@ -97,24 +111,49 @@ static int32_t gptq_zero(const struct wf_hfq *q, uint64_t g, uint64_t o)
 	return (int32_t)((word >> (bit & 31)) & ((1u << q->bits) - 1));
 }
 
+/* Groups whose zero and scale a call looks up once (act-order jumps
+ * between groups at every input). */
+#define GPTQ_ROW_GROUPS 512
+
 static void gptq_decode(const struct wf_hfq *q, uint64_t row, uint64_t col, size_t n, float *dst)
 {
 	const struct wf_hfq_part *qw = &q->part[WF_HFQ_GPTQ_QW], *sc = &q->part[WF_HFQ_GPTQ_SC];
 	const struct wf_hfq_part *gi = &q->part[WF_HFQ_GPTQ_GI];
 	const uint8_t *colp = qw->p + row * 4; /* column `row` of qweight */
 	uint64_t stride = q->out * 4;
+	int32_t zs[GPTQ_ROW_GROUPS];
+	float ss[GPTQ_ROW_GROUPS];
+	bool table = q->groups <= GPTQ_ROW_GROUPS && q->groups <= n;
+	for (uint64_t g = 0; table && g < q->groups; g++) {
+		zs[g] = gptq_zero(q, g, row);
+		ss[g] = part_float(sc, g * q->out + row);
+	}
 	uint64_t last_g = UINT64_MAX;
 	int32_t z = 0;
 	float s = 0;
+	uint32_t mask = (1u << q->bits) - 1;
+	uint64_t g = col / q->group, gnext = (g + 1) * q->group; /* without g_idx: groups in order */
 	for (size_t k = 0; k < n; k++) {
 		uint64_t i = col + k;
-		uint64_t g = gi->p ? wf_le32(gi->p + 4 * i) : i / q->group;
-		if (g != last_g) {
+		if (gi->p)
+			g = wf_le32(gi->p + 4 * i);
+		else if (i == gnext)
+			g++, gnext += q->group;
+		if (table) {
+			z = zs[g];
+			s = ss[g];
+		} else if (g != last_g) {
 			z = gptq_zero(q, g, row);
 			s = part_float(sc, g * q->out + row);
 			last_g = g;
 		}
-		int32_t v = (int32_t)stream_field(colp, stride, i, q->bits);
+		int32_t v;
+		if (q->bits == 3) {
+			v = (int32_t)stream_field(colp, stride, i, 3);
+		} else { /* 2, 4, 8: a field never straddles two words */
+			uint64_t bit = i * q->bits;
+			v = (int32_t)((wf_le32(colp + (bit >> 5) * stride) >> (bit & 31)) & mask);
+		}
 		dst[k] = (float)(v - z) * s;
 	}
 }
@@ -130,18 +169,17 @@ static void awq_decode(const struct wf_hfq *q, uint64_t row, uint64_t col, size_
 	const struct wf_hfq_part *sc = &q->part[WF_HFQ_AWQ_SC];
 	uint64_t wcols = q->out / 8, w = row / 8;
 	unsigned sh = 4u * awq_nibble[row % 8];
-	uint64_t last_g = UINT64_MAX;
-	int32_t z = 0;
-	float s = 0;
-	for (size_t k = 0; k < n; k++) {
-		uint64_t i = col + k, g = i / q->group;
-		if (g != last_g) {
-			z = (int32_t)((wf_le32(qz->p + (g * wcols + w) * 4) >> sh) & 15);
-			s = part_float(sc, g * q->out + row);
-			last_g = g;
+	size_t k = 0;
+	while (k < n) {
+		/* one group's zero and scale up to the group's end */
+		uint64_t g = (col + k) / q->group, end = (g + 1) * q->group - col;
+		size_t stop = end < n ? (size_t)end : n;
+		int32_t z = (int32_t)((wf_le32(qz->p + (g * wcols + w) * 4) >> sh) & 15);
+		float s = part_float(sc, g * q->out + row);
+		for (; k < stop; k++) {
+			int32_t v = (int32_t)((wf_le32(qw->p + ((col + k) * wcols + w) * 4) >> sh) & 15);
+			dst[k] = (float)(v - z) * s;
 		}
-		int32_t v = (int32_t)((wf_le32(qw->p + (i * wcols + w) * 4) >> sh) & 15);
-		dst[k] = (float)(v - z) * s;
 	}
 }
 
@@ -153,17 +191,20 @@ static void mlx_decode(const struct wf_hfq *q, uint64_t row, uint64_t col, size_
 	const struct wf_hfq_part *bi = &q->part[WF_HFQ_MLX_B];
 	const uint8_t *rowp = w->p + row * w->cols * 4;
 	uint64_t gbase = row * sc->cols;
-	uint64_t last_g = UINT64_MAX;
-	float s = 0, b = 0;
-	for (size_t k = 0; k < n; k++) {
-		uint64_t i = col + k, g = i / q->group;
-		if (g != last_g) {
-			s = part_float(sc, gbase + g);
-			b = part_float(bi, gbase + g);
-			last_g = g;
+	bool whole = q->bits == 2 || q->bits == 4 || q->bits == 8; /* a value inside one word */
+	uint32_t mask = (1u << q->bits) - 1;
+	size_t k = 0;
+	while (k < n) {
+		uint64_t g = (col + k) / q->group, end = (g + 1) * q->group - col;
+		size_t stop = end < n ? (size_t)end : n;
+		float s = part_float(sc, gbase + g), b = part_float(bi, gbase + g);
+		for (; k < stop; k++) {
+			uint64_t i = col + k, bit = i * q->bits;
+			uint32_t v = whole ? (wf_le32(rowp + (bit >> 5) * 4) >> (bit & 31)) & mask
+					   : stream_field(rowp, 4, i, q->bits);
+			float qs = (float)v * s;
+			dst[k] = qs + b;
 		}
-		float qs = (float)stream_field(rowp, 4, i, q->bits) * s;
-		dst[k] = qs + b;
 	}
 }
 
@@ -184,27 +225,29 @@ static void bnb_decode(const struct wf_hfq *q, uint64_t row, uint64_t col, size_
 	float code[16];
 	for (int c = 0; c < 16; c++)
 		code[c] = part_float(map, (uint64_t)c);
-	uint64_t k0 = row * q->in + col, last_j = UINT64_MAX;
-	float a = 0;
-	for (size_t i = 0; i < n; i++) {
-		uint64_t k = k0 + i, j = k / q->block;
-		if (j != last_j) {
-			a = bnb_absmax(q, j);
-			last_j = j;
+	uint64_t k0 = row * q->in + col;
+	size_t i = 0;
+	while (i < n) {
+		/* one absmax up to the end of its block */
+		uint64_t j = (k0 + i) / q->block, end = (j + 1) * q->block - k0;
+		size_t stop = end < n ? (size_t)end : n;
+		float a = bnb_absmax(q, j);
+		for (; i < stop; i++) {
+			uint64_t k = k0 + i;
+			uint8_t byte = w->p[k >> 1];
+			dst[i] = code[(k & 1) ? byte & 15 : byte >> 4] * a;
 		}
-		uint8_t byte = w->p[k >> 1];
-		dst[i] = code[(k & 1) ? byte & 15 : byte >> 4] * a;
 	}
 }
 
 /* ---------------------------------------------------------- the table */
 
 static const struct wf_hfq_scheme schemes[WF_HFQ_COUNT] = {
-	[WF_HFQ_FP8] = {"FP8", WF_T_HFQ_FP8, fp8_decode},
-	[WF_HFQ_GPTQ] = {"GPTQ", WF_T_HFQ_GPTQ, gptq_decode},
-	[WF_HFQ_AWQ] = {"AWQ", WF_T_HFQ_AWQ, awq_decode},
-	[WF_HFQ_MLX] = {"MLX", WF_T_HFQ_MLX, mlx_decode},
-	[WF_HFQ_BNB] = {"BNB4", WF_T_HFQ_BNB, bnb_decode},
+	[WF_HFQ_FP8] = {"FP8", WF_T_HFQ_FP8, fp8_decode, false},
+	[WF_HFQ_GPTQ] = {"GPTQ", WF_T_HFQ_GPTQ, gptq_decode, true},
+	[WF_HFQ_AWQ] = {"AWQ", WF_T_HFQ_AWQ, awq_decode, true},
+	[WF_HFQ_MLX] = {"MLX", WF_T_HFQ_MLX, mlx_decode, false},
+	[WF_HFQ_BNB] = {"BNB4", WF_T_HFQ_BNB, bnb_decode, false},
 };
 
 const struct wf_hfq_scheme *wf_hfq_scheme(int id)
@@ -394,6 +437,32 @@ enum wf_err wf_hfq_check(const struct wf_hfq *q, const char *name, size_t name_l
 /* ---------------------------------------------------------- the reads */
 
 #define SCRATCH_FLOATS 4096
+#define TILE_ROWS 8
+#define TILE_COLS (SCRATCH_FLOATS / TILE_ROWS)
+
+/* Rows [row, row+nrows) whole (nrows <= TILE_ROWS) into out, as view
+ * elements of es bytes, decoded tile by tile across the rows. */
+static void whole_rows(const struct wf_hfq *q, const struct wf_hfq_scheme *sc, enum wf_vk vk, uint64_t row,
+		       unsigned nrows, uint8_t *out, float *scratch, uint16_t *half)
+{
+	unsigned es = vk == WF_VK_F32 ? 4 : 2;
+	for (uint64_t c = 0; c < q->in; c += TILE_COLS) {
+		size_t n = q->in - c < TILE_COLS ? (size_t)(q->in - c) : TILE_COLS;
+		for (unsigned r = 0; r < nrows; r++) {
+			float *f = scratch + (size_t)r * TILE_COLS;
+			sc->decode(q, row + r, c, n, f);
+			const void *from = f;
+			if (vk != WF_VK_F32) {
+				if (vk == WF_VK_F16)
+					wf_f32_to_f16_n(f, half, n);
+				else
+					wf_f32_to_bf16_n(f, half, n);
+				from = half;
+			}
+			memcpy(out + ((uint64_t)r * q->in + c) * es, from, n * es);
+		}
+	}
+}
 
 enum wf_err wf_hfq_view_read(const struct wf_tensor *t, uint64_t off, size_t len, void *outv, size_t *n_out)
 {
@@ -414,6 +483,13 @@ enum wf_err wf_hfq_view_read(const struct wf_tensor *t, uint64_t off, size_t len
 	uint64_t end = off + len, pos = off;
 	while (pos < end) {
 		uint64_t e = pos / es, row = e / q->in, col = e % q->in;
+		uint64_t rows_left = (end - pos) / es / q->in;
+		if (sc->across_rows && col == 0 && pos % es == 0 && rows_left >= 2) {
+			unsigned nr = rows_left < TILE_ROWS ? (unsigned)rows_left : TILE_ROWS;
+			whole_rows(q, sc, vk, row, nr, out + (pos - off), scratch, half);
+			pos += (uint64_t)nr * q->in * es;
+			continue;
+		}
 		uint64_t last = (end - 1) / es; /* last element the read covers */
 		uint64_t n = q->in - col;
 		if (n > last - e + 1)

@@ -85,6 +85,10 @@ struct wf_hfq_scheme {
 	/* Writes W[row, col .. col+n) to dst.  The caller keeps row < out
 	 * and col + n <= in, and the parts were checked (wf_hfq_check). */
 	void (*decode)(const struct wf_hfq *q, uint64_t row, uint64_t col, size_t n, float *dst);
+	/* the packed words run along the inputs (a word holds several
+	 * outputs' values): reads of whole rows decode in tiles of rows,
+	 * so that each cache line of them is read once, not once a row */
+	bool across_rows;
 };
 
 /* The scheme's row, or NULL for an id out of range. */
