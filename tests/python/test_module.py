@@ -362,6 +362,43 @@ def write_gguf(path, tensors):
             f.write(data + b"\0" * (-len(data) % 32))
 
 
+@test
+def quantized_layers():
+    # the C library decodes GPTQ / FP8 layers as the mount does (the
+    # builders and numpy references are the mount tests' hfq_models.py)
+    sys.path.insert(0, os.path.join(ROOT, "tests", "mount"))
+    from hfq_models import fp8_config, fp8_layer, gptq_config, gptq_layer, st_bytes
+    rng = np.random.default_rng(11)
+    with tempfile.TemporaryDirectory() as tmp:
+        parts, exp = gptq_layer(rng, 64, 160, 4, 64, True)
+        os.makedirs(os.path.join(tmp, "g"))
+        with open(os.path.join(tmp, "g", "config.json"), "w") as f:
+            json.dump(gptq_config(4, 64), f)
+        with open(os.path.join(tmp, "g", "model.safetensors"), "wb") as f:
+            f.write(st_bytes({"l." + k: v for k, v in parts.items()}))
+        with weightfs.open(os.path.join(tmp, "g")) as m:
+            check("l.qweight" not in m and m.info("l.weight")["type"] == "GPTQ", "GPTQ listing")
+            check(same_bits(m["l.weight"], exp), "GPTQ values")
+            check(same_bits(m.get("l.weight", rows=slice(3, 9)), exp[3:9]), "GPTQ rows")
+            check(same_bits(m.get("l.weight", dtype="f16"), f16_of(exp)), "GPTQ f16")
+            try:
+                m.get("l.weight", dtype="stored")
+                check(False, "stored view of a decoded layer")
+            except weightfs.WeightfsError as e:
+                check("stored" in str(e) and "l.weight" in str(e), str(e))
+        with weightfs.open(os.path.join(tmp, "g"), dtype="stored") as m:
+            check("l.weight" not in m and m.get("l.qweight").tobytes() == parts["qweight"][2], "stored parts")
+        w, (sc, sraw), exp = fp8_layer(rng, 200, 300, 128, 128)
+        path = os.path.join(tmp, "model.safetensors")
+        with open(path, "wb") as f:
+            f.write(st_bytes({"fc.weight": ("F8_E4M3", [200, 300], w),
+                              "fc.weight_scale_inv": ("F32", list(sc.shape), sraw)}))
+        with open(os.path.join(tmp, "config.json"), "w") as f:
+            json.dump(fp8_config(), f)
+        with weightfs.open(path) as m:
+            check(same_bits(m["fc.weight"], exp), "FP8 values")
+
+
 def main():
     global passed, failed
     only = sys.argv[1:]
