@@ -15,6 +15,7 @@ import numpy as np
 
 from hfq_models import (awq_config, awq_layer, bf16_bytes, bnb_layer, ct_config, e4m3_value, fp8_config, fp8_layer,
                         gptq_config, gptq_layer, mlx_layer, st_bytes)
+from hfq_torch import awq_torch, gptq_torch
 from wf_harness import check, Errs, Fail, force_unmount, is_mounted, load_json, Mount, new_dir, run_cli, TMP
 from wf_models import write_file
 
@@ -182,6 +183,9 @@ def group_hfq():
             tensors, exp = {}, {}
             for layer in ("model.layers.0.self_attn.q_proj", "model.layers.1.mlp.down_proj"):
                 parts, e = gptq_layer(rng, out, inp, bits, group, act, sdt)
+                t = gptq_torch(parts, bits)  # GPTQModel's v1 reading of the stored words, in torch
+                if t is not None and t.tobytes() != e.tobytes():
+                    errs.add("%d bits: the torch reference disagrees with numpy's" % bits)
                 tensors.update({layer + "." + k: v for k, v in parts.items()})
                 exp[layer + ".weight"] = e
             tensors["model.embed_tokens.weight"] = ("F16", [10, inp], np.zeros((10, inp), np.float16).tobytes())
@@ -214,6 +218,9 @@ def group_hfq():
             tensors, exp = {}, {}
             for layer in ("model.layers.0.mlp.up_proj", "model.layers.0.self_attn.o_proj"):
                 parts, e = awq_layer(rng, 48, 128, group, sdt)
+                t = awq_torch(parts, group)  # AutoAWQ's dequantize_gemm, in torch
+                if t is not None and t.tobytes() != e.tobytes():
+                    errs.add("group %d: the torch reference disagrees with numpy's" % group)
                 tensors.update({layer + "." + k: v for k, v in parts.items()})
                 exp[layer + ".weight"] = e
             d = folder("awq_%d" % group, {"config.json": awq_config(group), "model.safetensors": st_bytes(tensors)})
