@@ -73,8 +73,10 @@ def check_decoded(model, expected, errs, scheme, extra_hidden=()):
                     errs.add("%s %s: %s differs (%d vs %d bytes, first at %d)" % (model, opt, name, len(got),
                                                                                  len(want), bad))
                     continue
-                if os.getxattr(p, "user.weightfs.type") != scheme.encode():
-                    errs.add("%s: %s xattr type" % (model, name))
+                if os.getxattr(p, "user.weightfs.type") != scheme.encode() or \
+                        json.loads(os.getxattr(p, "user.weightfs.quant")) != e["quant"] or \
+                        "user.weightfs.quant" not in os.listxattr(p):
+                    errs.add("%s: %s xattrs type / quant" % (model, name))
                 fd = os.open(p, os.O_RDONLY)
                 try:
                     for _ in range(40):
