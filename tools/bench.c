@@ -131,7 +131,7 @@ int main(int argc, char **argv)
 		printf("{\"tensor\": \"%s\", \"type\": \"%s\", \"kind\": \"%s\", \"out_bytes\": %" PRIu64,
 		       t->name, ty->name, ty->vk == WF_VK_RAW ? "raw" : "decode", t->size);
 		print_list("scalar_gbps", sc, runs);
-		if (have_simd && ty->vk == WF_VK_F32)
+		if (have_simd && ty->decode)
 			print_list("simd_gbps", si, runs);
 		printf("}\n");
 		fflush(stdout);

@@ -38,6 +38,9 @@ measures, side by side in one run:
      tensor file of the same mount in turn.
   11. with --prev-weightfs BIN (an older build): F32 and F16 first reads
      through a mount by that binary against this one, side by side.
+  12. quantized safetensors checkpoints (tools/bench_hfq.py: FP8, GPTQ,
+     AWQ, MLX, bitsandbytes NF4), each scheme's in-process load through the
+     Python module as a ratio to the Q4_K tensor's load in the same run.
 Prints medians of several runs as tables with ratios and writes the same to
 --out as JSON.  Needs root only for --drop-caches / --read-ahead-kb; uses no
 third-party modules.
@@ -404,6 +407,34 @@ def part_module(args, model):
         e["vs_fresh"] = e["module_median"] / e["fresh_median"] if e["fresh_gbps"] else float("nan")
         res["types"][t] = e
     return res
+def part_hfq(args, model):
+    """Part 12: quantized safetensors layers loaded in-process, against Q4_K."""
+    py = numpy_python()
+    if not py or "Q4_K" not in TYPES:
+        return {"note": "skipped: no Python 3 with numpy"}
+    lib = os.path.join(os.path.dirname(os.path.abspath(args.weightfs)), "libweightfs.so.0")
+    log("bench: quantized safetensors schemes vs Q4_K, in-process (%d runs)" % args.runs)
+    d = os.path.join(args.dir, "hfq")
+    try:
+        txt = subprocess.run([py, os.path.join(os.path.dirname(os.path.abspath(__file__)), "bench_hfq.py"),
+                              model, d, str(args.mib), str(args.runs)], check=True, stdout=subprocess.PIPE,
+                             text=True, env=dict(os.environ, WEIGHTFS_LIB=lib)).stdout
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+    return json.loads(txt)
+
+
+def report_hfq(r):
+    if "schemes" not in r:
+        return "\n(12) quantized safetensors: " + r.get("note", "")
+    rows = [[k, f2(v["module_median"]), f2(v["ratio_median"]), f2(v["module_1thread_median"]),
+             f2(v["ratio_1thread_median"])] for k, v in r["schemes"].items()]
+    return table("(12) quantized safetensors layers [%d, %d], loaded in-process (weightfs.open(MODEL)[name]) "
+                 "as GB/s of float32, and as a ratio to the Q4_K tensor's load in the same run (goal >= 0.5)"
+                 % tuple(r["shape"]),
+                 ["scheme", "GB/s", "x Q4_K", "1 thread GB/s", "x Q4_K 1 thread"], rows)
+
+
 def part_convert(args, model):
     """Part 8: `weightfs convert` (a decoding thread per core) vs `cp` of
     the same bytes from a mount's model.safetensors.  Both write a file in
@@ -931,6 +962,8 @@ def report(res):
                          [["weightfs convert (%d threads)" % c["threads"], f2(c["convert_median"]),
                            f2(c["ratio_median"])],
                           ["cp MNT/model.safetensors", f2(c["cp_median"]), "1.00"]]))
+    if "hfq" in res:
+        out.append(report_hfq(res["hfq"]))
     if "views" in res:
         vw = res["views"]
         rows = []
@@ -973,7 +1006,7 @@ def main():
     ap.add_argument("--runs", type=int)
     ap.add_argument("--mib", type=int, help="MiB of float32 output per tensor (default 256)")
     ap.add_argument("--rand-n", type=int, default=500, help="random reads per tensor per run")
-    ap.add_argument("--parts", default="decode,io,mount,whole,module,remote,convert,views",
+    ap.add_argument("--parts", default="decode,io,mount,whole,module,remote,convert,views,hfq",
                     help="comma list of decode, io, mount, whole, module (a Python with numpy), remote "
                          "(needs rclone), convert, views, prev (needs --prev-weightfs)")
     ap.add_argument("--prev-weightfs", help="an older weightfs binary to compare first reads with (part 11)")
@@ -1061,6 +1094,8 @@ def main():
                 os.unlink(disk)
         if "module" in parts:
             res["module"] = part_module(args, model)
+        if "hfq" in parts:
+            res["hfq"] = part_hfq(args, model)
         if "convert" in parts:
             res["convert"] = part_convert(args, model)
         if "views" in parts:

@@ -103,7 +103,7 @@ WF_BLOCK4(Q5_1, D, M, QH, QS);
 #define WF_Q8_0_QS_LEN     WF_Q8_0_BLCK
 WF_BLOCK2(Q8_0, D, QS);
 
-/* Q8_1: d f16 | s f16 (d * sum(qs)) | qs[32] int8: 32 weights (not decoded) */
+/* Q8_1: d f16 | s f16 (d * sum(qs)) | qs[32] int8: 32 weights */
 #define WF_Q8_1_BLCK       32
 #define WF_Q8_1_BYTES      36
 #define WF_Q8_1_D          0

@@ -197,6 +197,20 @@ void wf_decode_q8_0(const uint8_t *src, float *dst, size_t nblocks)
 	}
 }
 
+/* ggml registers no to_float for Q8_1 (it is the activation side of the
+ * dot products), but block_q8_1 (ggml-common.h) is Q8_0's d and qs with the
+ * sum s = d * sum(qs) in between: each weight is qs[j] * d exactly as
+ * dequantize_row_q8_0 computes it; s is redundant and not read. */
+void wf_decode_q8_1(const uint8_t *src, float *dst, size_t nblocks)
+{
+	for (size_t i = 0; i < nblocks; i++, src += WF_Q8_1_BYTES, dst += WF_Q8_1_BLCK) {
+		const float d = wf_f16_to_f32(wf_le16(src + WF_Q8_1_D));
+
+		for (int j = 0; j < WF_Q8_1_BLCK; j++)
+			dst[j] = (float)(int8_t)src[WF_Q8_1_QS + j] * d;
+	}
+}
+
 /* --- k-quants (256-element super-blocks) -------------------------------- */
 
 void wf_decode_q2_k(const uint8_t *src, float *dst, size_t nblocks)
@@ -751,4 +765,26 @@ void wf_decode_f8_e5m2fnuz(const uint8_t *src, float *dst, size_t nblocks)
 {
 	for (size_t i = 0; i < nblocks; i++)
 		dst[i] = f8_fnuz(src[i], 2, 16);
+}
+
+/* --- safetensors F4 ----------------------------------------------------
+ * safetensors' F4 is torch's float4_e2m1fn_x2 (its Python binding maps one
+ * to the other): two E2M1 values per byte, element 2k in bits 3..0 and
+ * element 2k+1 in bits 7..4 ("val1 : val0 / 7654 : 3210" in pytorch
+ * torch/headeronly/util/Float4_e2m1fn_x2.h).  E2M1 (OCP MX v1.0, 5.3.3):
+ * sign, 2 exponent bits (bias 1), 1 mantissa bit; exponent 0 is
+ * subnormal (0 or 0.5); no infinities or NaN, and code 8 is -0. */
+static const uint32_t e2m1_bits[16] = {
+	0x00000000, 0x3F000000, 0x3F800000, 0x3FC00000, /* 0, 0.5, 1, 1.5 */
+	0x40000000, 0x40400000, 0x40800000, 0x40C00000, /* 2, 3, 4, 6 */
+	0x80000000, 0xBF000000, 0xBF800000, 0xBFC00000, /* -0, -0.5, -1, -1.5 */
+	0xC0000000, 0xC0400000, 0xC0800000, 0xC0C00000, /* -2, -3, -4, -6 */
+};
+
+void wf_decode_f4(const uint8_t *src, float *dst, size_t nblocks)
+{
+	for (size_t i = 0; i < nblocks; i++) {
+		dst[2 * i] = f32_from_bits(e2m1_bits[src[i] & 0xF]);
+		dst[2 * i + 1] = f32_from_bits(e2m1_bits[src[i] >> 4]);
+	}
 }

@@ -45,6 +45,7 @@ void wf_decode_q4_1(const uint8_t *src, float *dst, size_t nblocks);
 void wf_decode_q5_0(const uint8_t *src, float *dst, size_t nblocks);
 void wf_decode_q5_1(const uint8_t *src, float *dst, size_t nblocks);
 void wf_decode_q8_0(const uint8_t *src, float *dst, size_t nblocks);
+void wf_decode_q8_1(const uint8_t *src, float *dst, size_t nblocks); /* no ggml to_float: qs * d */
 
 /* ggml k-quants (256 elements). */
 void wf_decode_q2_k(const uint8_t *src, float *dst, size_t nblocks);
@@ -79,6 +80,9 @@ void wf_decode_f8_e5m2(const uint8_t *src, float *dst, size_t nblocks);
 void wf_decode_f8_e8m0(const uint8_t *src, float *dst, size_t nblocks);
 void wf_decode_f8_e4m3fnuz(const uint8_t *src, float *dst, size_t nblocks);
 void wf_decode_f8_e5m2fnuz(const uint8_t *src, float *dst, size_t nblocks);
+
+/* safetensors F4 (torch float4_e2m1fn_x2): one byte (two elements) per block. */
+void wf_decode_f4(const uint8_t *src, float *dst, size_t nblocks);
 
 /* AVX2 + F16C twins of some decoders above (wf_decode_x86.c), bit-exact
  * with them; only wf_types.c picks them, and only when wf_cpu_has_simd(). */

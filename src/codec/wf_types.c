@@ -46,10 +46,16 @@
 	{ .name = (n), .dtype = "float32", .blck = 1, .bytes = (by), \
 	  .vk = WF_VK_F32, .decode = (fn), .decode_simd = SIMD(fn), .stored = (el) }
 
-/* Known geometry, no decoder: listed, but reads fail. */
+/* Known geometry, no decoder: served as the stored bytes (uint8) under
+ * every output dtype, its type named in tensors.json. */
 #define NODEC(n, bl, by) \
-	{ .name = (n), .dtype = "float32", .blck = (bl), .bytes = (by), \
-	  .vk = WF_VK_NONE, .decode = NULL }
+	{ .name = (n), .dtype = "uint8", .blck = (bl), .bytes = (by), \
+	  .vk = WF_VK_RAW, .decode = NULL }
+
+/* A layer made of several stored tensors, decoded per row (wf_hfq.h). */
+#define HFQ(n) \
+	{ .name = (n), .dtype = "float32", .blck = 1, .bytes = 4, \
+	  .vk = WF_VK_F32, .decode = NULL, .layer = true }
 
 static const struct wf_type wf_types[WF_T_COUNT] = {
 	[WF_T_F32]      = RAW("F32", "float32", 4),
@@ -59,8 +65,8 @@ static const struct wf_type wf_types[WF_T_COUNT] = {
 	[WF_T_Q5_0]     = DECS("Q5_0", WF_Q5_0_BLCK, WF_Q5_0_BYTES, wf_decode_q5_0),
 	[WF_T_Q5_1]     = DECS("Q5_1", WF_Q5_1_BLCK, WF_Q5_1_BYTES, wf_decode_q5_1),
 	[WF_T_Q8_0]     = DECS("Q8_0", WF_Q8_0_BLCK, WF_Q8_0_BYTES, wf_decode_q8_0),
-	/* ggml's activation format: no dequantizer exists to be exact with. */
-	[WF_T_Q8_1]     = NODEC("Q8_1", WF_Q8_1_BLCK, WF_Q8_1_BYTES),
+	/* ggml's activation format: ggml has no to_float; qs * d as Q8_0. */
+	[WF_T_Q8_1]     = DEC("Q8_1", WF_Q8_1_BLCK, WF_Q8_1_BYTES, wf_decode_q8_1),
 	[WF_T_Q2_K]     = DEC("Q2_K", WF_Q2_K_BLCK, WF_Q2_K_BYTES, wf_decode_q2_k),
 	[WF_T_Q3_K]     = DEC("Q3_K", WF_Q3_K_BLCK, WF_Q3_K_BYTES, wf_decode_q3_k),
 	[WF_T_Q4_K]     = DECS("Q4_K", WF_Q4_K_BLCK, WF_Q4_K_BYTES, wf_decode_q4_k),
@@ -101,13 +107,20 @@ static const struct wf_type wf_types[WF_T_COUNT] = {
 	[WF_T_F8_E8M0]  = DECE("F8_E8M0", 1, wf_decode_f8_e8m0, "float8_e8m0fnu"),
 	[WF_T_F8_E4M3FNUZ] = DECE("F8_E4M3FNUZ", 1, wf_decode_f8_e4m3fnuz, "float8_e4m3fnuz"),
 	[WF_T_F8_E5M2FNUZ] = DECE("F8_E5M2FNUZ", 1, wf_decode_f8_e5m2fnuz, "float8_e5m2fnuz"),
-	/* Sub-byte floats: the order of elements inside a byte (or 3-byte
-	 * group) in safetensors files has not been verified against torch,
-	 * so they are listed with their size but not decoded. */
-	[WF_T_F4]       = NODEC("F4", 2, 1),
+	/* torch float4_e2m1fn_x2: the first element in the low nibble. */
+	[WF_T_F4]       = DEC("F4", 2, 1, wf_decode_f4),
+	/* No reference (torch, ml_dtypes, OCP) fixes how four 6-bit values
+	 * sit in three bytes, so these are served as their stored bytes. */
 	[WF_T_F6_E2M3]  = NODEC("F6_E2M3", 4, 3),
 	[WF_T_F6_E3M2]  = NODEC("F6_E3M2", 4, 3),
 	[WF_T_C64]      = RAW("C64", "complex64", 8),
+
+	/* Decoded layers: their scheme (wf_hfq.c) reads their parts. */
+	[WF_T_HFQ_FP8]  = HFQ("FP8"),
+	[WF_T_HFQ_GPTQ] = HFQ("GPTQ"),
+	[WF_T_HFQ_AWQ]  = HFQ("AWQ"),
+	[WF_T_HFQ_MLX]  = HFQ("MLX"),
+	[WF_T_HFQ_BNB]  = HFQ("BNB4"),
 };
 
 /* ggml ids that safetensors spells the same way; all other safetensors
@@ -156,7 +169,7 @@ int wf_type_from_st(const char *s, size_t len)
 	for (size_t i = 0; i < sizeof st_shared_ids / sizeof st_shared_ids[0]; i++)
 		if (name_is(st_shared_ids[i], s, len))
 			return st_shared_ids[i];
-	for (int id = WF_T_ST_FIRST; id < WF_T_COUNT; id++)
+	for (int id = WF_T_ST_FIRST; id < WF_T_HFQ_FIRST; id++)
 		if (name_is(id, s, len))
 			return id;
 	return -1;

@@ -13,6 +13,7 @@
 #ifndef WF_TYPES_H
 #define WF_TYPES_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -74,6 +75,15 @@ enum wf_type_id {
 	WF_T_F6_E2M3,
 	WF_T_F6_E3M2,
 	WF_T_C64,
+
+	/* decoded layers made of several stored tensors (wf_hfq.h): never
+	 * the dtype of a file */
+	WF_T_HFQ_FIRST,
+	WF_T_HFQ_FP8 = WF_T_HFQ_FIRST,
+	WF_T_HFQ_GPTQ,
+	WF_T_HFQ_AWQ,
+	WF_T_HFQ_MLX,
+	WF_T_HFQ_BNB,
 	WF_T_COUNT
 };
 
@@ -87,7 +97,7 @@ typedef void (*wf_decode_fn)(const uint8_t *src, float *dst, size_t nblocks);
  * -o dtype= option (which view to show) and each tensor (which view it
  * shows). */
 enum wf_vk {
-	WF_VK_NONE = 0, /* no decoder: listed as float32, reads fail with EIO */
+	WF_VK_NONE = 0, /* not set (a tensor no parser filled in): reads fail with EIO */
 	WF_VK_RAW,      /* the stored bytes, unchanged (F32, integers, BOOL; everything under stored) */
 	WF_VK_F32,      /* decoded to float32 */
 	WF_VK_F16,      /* decoded to float32, rounded to IEEE half */
@@ -99,7 +109,10 @@ struct wf_type {
 	const char *dtype;    /* numpy name of the view's elements: "float32", "int16", "bool" */
 	uint32_t blck;        /* elements per block (1 for plain arrays) */
 	uint32_t bytes;       /* bytes per block in the model file */
-	enum wf_vk vk;        /* the type's own view: WF_VK_RAW, WF_VK_F32 (decoded), or WF_VK_NONE */
+	enum wf_vk vk;        /* the type's own view: WF_VK_F32 (decoded), or WF_VK_RAW (its bytes:
+			       * plain arrays, and types with no decoder, shown as uint8) */
+	bool layer;           /* a layer of several stored tensors, decoded by its scheme
+			       * (wf_hfq.h): never the dtype of a file */
 	wf_decode_fn decode;  /* set iff vk == WF_VK_F32; portable C, the reference */
 	wf_decode_fn decode_simd; /* optional AVX2 twin, bit-identical to decode; NULL if none */
 	const char *stored;   /* numpy (or ml_dtypes) name of one stored element, for -o dtype=stored;

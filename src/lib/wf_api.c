@@ -8,6 +8,7 @@
 #include "model/wf_set.h"
 #include "codec/wf_types.h"
 #include "view/wf_view.h"
+#include "view/wf_hfq.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -79,6 +80,13 @@ WEIGHTFS_API int weightfs_open(const char *path, int dtype, weightfs_model **out
 	h->dtype = dtype;
 	enum wf_err rc = wf_set_open(&h->m, path, msg);
 	if (rc != WF_OK) {
+		free(h);
+		return fail(err, errlen, (int)rc, "%s: %s", path, msg);
+	}
+	/* quantized layers: decoded tensors in place of their parts, unless
+	 * the model is opened to show what is stored */
+	if ((rc = wf_hfq_apply(h->m, dtype_view(h->dtype), msg)) != WF_OK) {
+		wf_model_free(h->m);
 		free(h);
 		return fail(err, errlen, (int)rc, "%s: %s", path, msg);
 	}

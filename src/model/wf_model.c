@@ -59,6 +59,7 @@ void wf_model_free(struct wf_model *m)
 	}
 	free(m->sidecars);
 	free(m->parts_json);
+	free(m->hfq);
 	free(m);
 }
 

@@ -35,6 +35,7 @@ struct wf_tensor {
 	uint32_t part;       /* index into model->parts: the file the data is in */
 	uint8_t vk;          /* enum wf_vk (wf_types.h): what the tensor's file holds; the type's own
 			      * view once parsed, the mount's dtype once wf_tensor_set_view ran */
+	const struct wf_hfq *q; /* a layer of several stored tensors (view/wf_hfq.h), else NULL */
 };
 
 
@@ -79,6 +80,9 @@ struct wf_model {
 	size_t n_sidecars;
 	char *parts_json;        /* parts.json for a model of several files, else NULL */
 	size_t parts_json_len;
+	struct wf_hfq *hfq;      /* [n_hfq]: the quantized layers wf_hfq_apply found */
+	size_t n_hfq;
+	bool hfq_done;           /* wf_hfq_apply ran */
 };
 
 /* Whether part `part` of m is still the file that was opened: the

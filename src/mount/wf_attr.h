@@ -5,6 +5,8 @@
  *   user.weightfs.dtype   the numpy dtype of the file's elements
  *   user.weightfs.type    the tensor's stored type (ggml or safetensors name)
  *   user.weightfs.name    its name in the model file, bytes as stored
+ * and a decoded quantized layer (wf_hfq.h) a fifth:
+ *   user.weightfs.quant   its scheme and parameters as a JSON object
  * Other nodes carry none.  Which names exist and what they hold is decided
  * here, so the FUSE layer only sizes its replies and maps errors.
  */

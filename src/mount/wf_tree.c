@@ -4,6 +4,7 @@
 #include "view/wf_view.h"
 #include "base/wf_buf.h"
 #include "codec/wf_types.h"
+#include "view/wf_hfq.h"
 
 #include <malloc.h>
 #include <stdio.h>
@@ -301,7 +302,12 @@ static void tensors_json(struct wf_tree *t, const struct wf_model *m, struct wf_
 			wf_buf_json_str(b, file, strlen(file));
 			wf_buf_putc(b, ',');
 		}
-		wf_buf_printf(b, "\"offset\":%" PRIu64 ",\"nbytes\":%" PRIu64 "}", tn->offset, tn->nbytes);
+		wf_buf_printf(b, "\"offset\":%" PRIu64 ",\"nbytes\":%" PRIu64, tn->offset, tn->nbytes);
+		if (tn->q) { /* a decoded layer: its scheme and parameters */
+			wf_buf_puts(b, ",\"quant\":");
+			wf_hfq_params_json(tn->q, b);
+		}
+		wf_buf_putc(b, '}');
 	}
 	wf_buf_puts(b, m->n_tensors ? "\n]}\n" : "]}\n");
 }

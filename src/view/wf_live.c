@@ -1,5 +1,6 @@
 /* wf_live.c - reads that never return bytes of a changed file (wf_live.h). */
 #include "view/wf_live.h"
+#include "view/wf_hfq.h"
 #include "view/wf_view.h"
 
 #include <setjmp.h>
@@ -70,19 +71,11 @@ static enum wf_err check_part(struct wf_live *lv, uint32_t part)
 	return WF_ERR_CHANGED;
 }
 
-/* Copies view bytes of one tensor, noting its part; a part that does not
- * fit the list is checked at once, which keeps the promise as well: its
- * bytes are copied by then. */
-static enum wf_err view_piece(struct wf_live *lv, struct touched *tc, const struct wf_tensor *t, uint64_t off,
-			      size_t len, uint8_t *out, size_t *got)
+/* Notes that a read touched `part`; a part that does not fit the list is
+ * checked at once, which keeps the promise as well: its bytes are copied
+ * by then. */
+static enum wf_err note_part(struct wf_live *lv, struct touched *tc, uint32_t part)
 {
-	uint32_t part = t->part;
-	if (atomic_load_explicit(&lv->changed[part], memory_order_relaxed))
-		return WF_ERR_CHANGED;
-	const struct wf_part *p = &lv->m->parts[part];
-	enum wf_err rc = wf_view_read(t, p->data, p->len, off, len, out, got);
-	if (rc != WF_OK)
-		return rc;
 	for (unsigned i = 0; i < tc->n; i++)
 		if (tc->part[i] == part)
 			return WF_OK;
@@ -91,6 +84,26 @@ static enum wf_err view_piece(struct wf_live *lv, struct touched *tc, const stru
 		return WF_OK;
 	}
 	return check_part(lv, part);
+}
+
+/* Copies view bytes of one tensor, noting its part (every part of a layer
+ * made of several stored tensors, which may lie in several files). */
+static enum wf_err view_piece(struct wf_live *lv, struct touched *tc, const struct wf_tensor *t, uint64_t off,
+			      size_t len, uint8_t *out, size_t *got)
+{
+	uint32_t files[WF_HFQ_MAX_PARTS + 1], n = 0;
+	files[n++] = t->part;
+	for (unsigned k = 0; t->q && k < WF_HFQ_MAX_PARTS; k++)
+		if (t->q->part[k].p)
+			files[n++] = t->q->part[k].file;
+	for (uint32_t k = 0; k < n; k++)
+		if (files[k] >= lv->m->n_parts || atomic_load_explicit(&lv->changed[files[k]], memory_order_relaxed))
+			return WF_ERR_CHANGED;
+	const struct wf_part *p = &lv->m->parts[t->part];
+	enum wf_err rc = wf_view_read(t, p->data, p->len, off, len, out, got);
+	for (uint32_t k = 0; k < n && rc == WF_OK; k++)
+		rc = note_part(lv, tc, files[k]);
+	return rc;
 }
 
 static enum wf_err check_touched(struct wf_live *lv, const struct touched *tc)

@@ -2,6 +2,7 @@
  * the names of that dtype, and range reads over the type table. */
 #include "view/wf_view.h"
 #include "codec/wf_round.h"
+#include "view/wf_hfq.h"
 
 #include <string.h>
 
@@ -70,6 +71,8 @@ enum wf_err wf_view_read(const struct wf_tensor *t, const uint8_t *src, uint64_t
 	uint8_t *out = outv;
 	const struct wf_type *ty = wf_type_get(t->type);
 	*n_out = 0;
+	if (t->q) /* a layer of several stored tensors: its parts hold the bytes */
+		return wf_hfq_view_read(t, off, len, outv, n_out);
 	if (!ty)
 		return WF_ERR_RANGE;
 	enum wf_vk vk = (enum wf_vk)t->vk;
@@ -151,10 +154,13 @@ bool wf_view_parse(const char *s, enum wf_vk *want)
 }
 
 /* A float type whose elements can be converted: decoded types, and raw F32. */
+/* A float type whose elements can be converted: decoded types, and raw
+ * F32.  A type with no decoder is not: it is served as its stored bytes
+ * under every option (its row's view is WF_VK_RAW), so every file of a
+ * model reads. */
 static bool is_float(const struct wf_type *ty)
 {
-	return ty->vk == WF_VK_F32 || ty->vk == WF_VK_NONE ||
-	       (ty->vk == WF_VK_RAW && strcmp(ty->dtype, "float32") == 0);
+	return ty->vk == WF_VK_F32 || (ty->vk == WF_VK_RAW && strcmp(ty->dtype, "float32") == 0);
 }
 
 enum wf_err wf_tensor_set_view(struct wf_tensor *t, enum wf_vk want, char *err)
@@ -164,22 +170,30 @@ enum wf_err wf_tensor_set_view(struct wf_tensor *t, enum wf_vk want, char *err)
 	enum wf_vk vk;
 	if (!ty || (want != WF_VK_F32 && want != WF_VK_F16 && want != WF_VK_BF16 && want != WF_VK_RAW))
 		return wf_fail(err, WF_ERR_RANGE, "tensor %s: no such view", wf_quote(q, sizeof q, t->name, t->name_len));
+	if (t->q || ty->layer) {
+		/* a decoded layer has no stored form of its own: under stored
+		 * the model shows its parts instead (wf_hfq_apply) */
+		if (want == WF_VK_RAW || !t->q)
+			return wf_fail(err, WF_ERR_UNSUP,
+				       "tensor %s: a decoded %s layer has no stored form; its packed parts show "
+				       "when the model is opened with dtype stored",
+				       wf_quote(q, sizeof q, t->name, t->name_len), ty->name);
+		t->vk = (uint8_t)want;
+		t->size = t->nelems * wf_view_elem_size(t);
+		return WF_OK;
+	}
 	if (!is_float(ty) || want == WF_VK_RAW)
 		vk = WF_VK_RAW;
-	else if (ty->vk == WF_VK_NONE && want == WF_VK_F32)
-		vk = WF_VK_NONE;
-	else if (ty->vk == WF_VK_NONE)
-		/* no decoder: reads still fail (wf_view_read needs one), but the
-		 * dtype and size follow the option like every float tensor's */
-		vk = want;
 	else if (want == WF_VK_F32)
 		vk = ty->vk;
 	else if (want == WF_VK_F16)
 		vk = t->type == WF_T_F16 ? WF_VK_RAW : WF_VK_F16;
 	else
 		vk = t->type == WF_T_BF16 ? WF_VK_RAW : WF_VK_BF16;
-	if (vk == WF_VK_RAW && !ty->stored && ty->blck > 1) {
-		/* blocks as bytes: each row must be whole bytes */
+	if (vk == WF_VK_RAW && !ty->stored && ty->blck > 1 && ty->vk == WF_VK_F32) {
+		/* a decodable block type as bytes, on request: each row must be
+		 * whole blocks (a type with no decoder is shown whole anyway:
+		 * wf_view_shape) */
 		uint64_t inner = t->ndim ? t->shape[t->ndim - 1] : 1;
 		if (inner % ty->blck != 0)
 			return wf_fail(err, WF_ERR_UNSUP,
@@ -194,6 +208,9 @@ enum wf_err wf_tensor_set_view(struct wf_tensor *t, enum wf_vk want, char *err)
 
 enum wf_err wf_model_set_view(struct wf_model *m, enum wf_vk want, char *err)
 {
+	enum wf_err hrc = wf_hfq_apply(m, want, err);
+	if (hrc != WF_OK)
+		return hrc;
 	for (size_t i = 0; i < m->n_tensors; i++) {
 		enum wf_err rc = wf_tensor_set_view(&m->tensors[i], want, err);
 		if (rc != WF_OK)
@@ -275,8 +292,10 @@ uint32_t wf_view_shape(const struct wf_tensor *t, uint64_t *dims)
 	uint32_t n = t->ndim;
 	memcpy(dims, t->shape, n * sizeof *dims);
 	if (t->vk == WF_VK_RAW && !ty->stored && ty->blck > 1) {
-		if (n == 0)
-			dims[n++] = t->nbytes;
+		/* rows that are no whole bytes (only a type with no decoder gets
+		 * here with them) are shown as one row of all the bytes */
+		if (n == 0 || dims[n - 1] % ty->blck != 0)
+			dims[(n = 1) - 1] = t->nbytes;
 		else
 			dims[n - 1] = dims[n - 1] / ty->blck * ty->bytes;
 	}

@@ -15,7 +15,7 @@ from wf_harness import (
     check, Errs, Fail, force_unmount, GGML, is_mounted, Mount, new_dir, run_cli, SEED, STO, TMP)
 from wf_models import (
     GGML_MAN, gguf_bytes, GGUF_DTYPE, gguf_expected, gkv, kv_value_ok, loads_exact, split_set,
-    st_header, ST_MAN, write_file)
+    load_json, st_header, ST_MAN, write_file)
 from wf_read import expect_eio, verify_bytes
 
 
@@ -762,8 +762,7 @@ def group_views():
         for model, opts, substr in ((path, ["-o", "dtype=f8"], "dtype=f8"),
                                     (path, ["-o", "dtype="], "dtype"),
                                     (path, ["-o", "dtype=F16x"], "dtype"),
-                                    (f4, ["-o", "dtype=stored"], "stored"),
-                                    (f6, ["-o", "dtype=stored"], "stored")):
+                                    (f4, ["-o", "dtype=stored"], "stored")):
             mp = new_dir()
             rc, _, err, _ = run_cli(["-f"] + opts + [model, mp])
             err = err.strip()
@@ -781,5 +780,46 @@ def group_views():
                     os.getxattr(m.path("w"), "user.weightfs.shape") != b"[2, 2]":
                 errs.add("F4 [2, 4] under stored: not its 4 bytes as [2, 2]")
         errs.raise_if_any()
-    check("views: -o dtype=f8 and -o dtype=stored on odd F4/F6 rows refused before mounting", refusals)
+    check("views: -o dtype=f8 and -o dtype=stored on odd F4 rows refused before mounting", refusals)
+
+    def no_eio():
+        # F4 decodes as torch's float4_e2m1fn_x2 (element 2k in the low
+        # nibble of byte k: pytorch torch/headeronly/util/Float4_e2m1fn_x2.h);
+        # F6, with no packing any reference fixes, is served as its stored
+        # bytes (uint8, one row of them when rows are not whole bytes) under
+        # every option, so every file reads and model.safetensors copies.
+        errs = Errs()
+        e2m1 = np.array([0, .5, 1, 1.5, 2, 3, 4, 6, -0., -.5, -1, -1.5, -2, -3, -4, -6], np.float32)
+        f4b = bytes([0x12, 0x8F, 0x70, 0xA9, 0x34, 0x56])
+        f6b = bytes(range(200, 209))
+        path = os.path.join(TMP, "f4_f6.safetensors")
+        hdr = json.dumps({"f4": {"dtype": "F4", "shape": [2, 6], "data_offsets": [0, 6]},
+                          "f6": {"dtype": "F6_E3M2", "shape": [2, 6], "data_offsets": [6, 15]}}).encode()
+        write_file(path, struct.pack("<Q", len(hdr)) + hdr + f4b + f6b)
+        nib = np.frombuffer(f4b, np.uint8)
+        codes = np.stack([nib & 15, nib >> 4], axis=1).reshape(-1)
+        want4 = e2m1[codes]
+        for opt in ("f32", "f16", "bf16", "stored"):
+            with Mount(path, ["-o", "dtype=" + opt]) as m:
+                tj = {e["name"]: e for e in load_json(m.path("tensors.json"))["tensors"]}
+                got6 = read_chunks(m.path("f6"))
+                e6 = tj["f6"]
+                if got6 != f6b or e6["dtype"] != "uint8" or e6["shape"] != [9] or e6["type"] != "F6_E3M2" or \
+                        os.getxattr(m.path("f6"), "user.weightfs.type") != b"F6_E3M2":
+                    errs.add("%s: F6 file %r, entry %r" % (opt, got6, e6))
+                got4 = read_chunks(m.path("f4"))
+                exp4 = {"f32": want4.astype("<f4").tobytes(), "f16": want4.astype("<f2").tobytes(),
+                        "bf16": (want4.view("<u4") >> 16).astype("<u2").tobytes(), "stored": f4b}[opt]
+                if got4 != exp4:
+                    errs.add("%s: F4 bytes %r, expected %r" % (opt, got4, exp4))
+                st = read_chunks(m.path("model.safetensors"))
+                n = struct.unpack("<Q", st[:8])[0]
+                h = json.loads(st[8:8 + n])
+                if st[8 + n + h["f6"]["data_offsets"][0]:8 + n + h["f6"]["data_offsets"][1]] != f6b or \
+                        h["f6"]["dtype"] != "U8":
+                    errs.add("%s: model.safetensors F6 %r" % (opt, h["f6"]))
+        if [bits for bits in want4.view("<u4")[:4]] != [0x3F800000, 0x3F000000, 0xC0C00000, 0x80000000]:
+            errs.add("F4 table: %r" % want4[:4])
+        errs.raise_if_any()
+    check("views: F4 decoded (low nibble first), F6 served as stored bytes in every -o dtype", no_eio)
     return "%d tensor views" % total

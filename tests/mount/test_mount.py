@@ -76,6 +76,7 @@ from t_remote import group_remote
 from t_desktop import group_desktop
 from t_cmds import group_cmds
 from t_views import group_views
+from t_hfq import group_hfq
 
 
 # ---------------------------------------------------------------- main
@@ -108,6 +109,7 @@ def main():
     groups.append(("desktop", group_desktop))
     groups.append(("cmds", group_cmds))
     groups.append(("views", group_views))
+    groups.append(("hfq", group_hfq))
     for gname, fn in groups:
         if not want(gname):
             continue

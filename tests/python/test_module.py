@@ -313,14 +313,15 @@ def errors_carry_the_library_message():
     except ValueError:
         pass
     with weightfs.open(os.path.join(ORACLE, "no_to_float.gguf")) as m:
+        # Q8_1 (no ggml to_float) decodes as qs * d of ggml's block_q8_1
         name = [k for k in m.keys() if m.info(k)["type"] == "Q8_1"][0]
-        check(not m.info(name)["readable"], "Q8_1 readable")
-        try:
-            m[name]
-            check(False, "Q8_1 decoded")
-        except weightfs.WeightfsError as e:
-            check(e.code == 5 and "Q8_1" in str(e) and name in str(e), str(e))
-        check(m.get(name, dtype="stored").dtype == np.uint8, "Q8_1 stored")
+        check(m.info(name)["readable"], "Q8_1 not readable")
+        raw = m.get(name, dtype="stored")
+        check(raw.dtype == np.uint8, "Q8_1 stored")
+        b = raw.reshape(-1, 36)
+        want = b[:, 4:].copy().view(np.int8).astype(np.float32) * b[:, :2].copy().view("<f2").astype(np.float32)
+        got = m[name]
+        check(got.dtype == np.float32 and got.tobytes() == want.astype("<f4").tobytes(), "Q8_1 values")
 
 
 @test
@@ -359,6 +360,43 @@ def write_gguf(path, tensors):
         f.write(head)
         for _, _, _, data in tensors:
             f.write(data + b"\0" * (-len(data) % 32))
+
+
+@test
+def quantized_layers():
+    # the C library decodes GPTQ / FP8 layers as the mount does (the
+    # builders and numpy references are the mount tests' hfq_models.py)
+    sys.path.insert(0, os.path.join(ROOT, "tests", "mount"))
+    from hfq_models import fp8_config, fp8_layer, gptq_config, gptq_layer, st_bytes
+    rng = np.random.default_rng(11)
+    with tempfile.TemporaryDirectory() as tmp:
+        parts, exp = gptq_layer(rng, 64, 160, 4, 64, True)
+        os.makedirs(os.path.join(tmp, "g"))
+        with open(os.path.join(tmp, "g", "config.json"), "w") as f:
+            json.dump(gptq_config(4, 64), f)
+        with open(os.path.join(tmp, "g", "model.safetensors"), "wb") as f:
+            f.write(st_bytes({"l." + k: v for k, v in parts.items()}))
+        with weightfs.open(os.path.join(tmp, "g")) as m:
+            check("l.qweight" not in m and m.info("l.weight")["type"] == "GPTQ", "GPTQ listing")
+            check(same_bits(m["l.weight"], exp), "GPTQ values")
+            check(same_bits(m.get("l.weight", rows=slice(3, 9)), exp[3:9]), "GPTQ rows")
+            check(same_bits(m.get("l.weight", dtype="f16"), f16_of(exp)), "GPTQ f16")
+            try:
+                m.get("l.weight", dtype="stored")
+                check(False, "stored view of a decoded layer")
+            except weightfs.WeightfsError as e:
+                check("stored" in str(e) and "l.weight" in str(e), str(e))
+        with weightfs.open(os.path.join(tmp, "g"), dtype="stored") as m:
+            check("l.weight" not in m and m.get("l.qweight").tobytes() == parts["qweight"][2], "stored parts")
+        w, (sc, sraw), exp = fp8_layer(rng, 200, 300, 128, 128)
+        path = os.path.join(tmp, "model.safetensors")
+        with open(path, "wb") as f:
+            f.write(st_bytes({"fc.weight": ("F8_E4M3", [200, 300], w),
+                              "fc.weight_scale_inv": ("F32", list(sc.shape), sraw)}))
+        with open(os.path.join(tmp, "config.json"), "w") as f:
+            json.dump(fp8_config(), f)
+        with weightfs.open(path) as m:
+            check(same_bits(m["fc.weight"], exp), "FP8 values")
 
 
 def main():

@@ -22,12 +22,14 @@ struct expect {
 	const char *name;     /* NULL: a hole */
 	const char *dtype;
 	uint32_t blck, bytes, out_size;
-	enum wf_vk vk;        /* the type's own view */
+	int kind;             /* K_RAW, K_DECODE, K_NODEC or K_HFQ below */
 	int st;               /* also a safetensors dtype spelling */
 };
 
-#define WF_VK_DECODE WF_VK_F32
-#define E(n, dt, bl, by, os, k, st) { n, dt, bl, by, os, WF_VK_##k, st }
+/* plain arrays; decoded types; types with no decoder (shown as their
+ * bytes); layers of several stored tensors (view/wf_hfq.h) */
+enum { K_RAW, K_DECODE, K_NODEC, K_HFQ };
+#define E(n, dt, bl, by, os, k, st) { n, dt, bl, by, os, K_##k, st }
 
 static const struct expect expected[WF_T_COUNT] = {
 	[0]  = E("F32", "float32", 1, 4, 4, RAW, 1),
@@ -37,7 +39,7 @@ static const struct expect expected[WF_T_COUNT] = {
 	[6]  = E("Q5_0", "float32", 32, 22, 4, DECODE, 0),
 	[7]  = E("Q5_1", "float32", 32, 24, 4, DECODE, 0),
 	[8]  = E("Q8_0", "float32", 32, 34, 4, DECODE, 0),
-	[9]  = E("Q8_1", "float32", 32, 36, 4, NONE, 0),
+	[9]  = E("Q8_1", "float32", 32, 36, 4, DECODE, 0),
 	[10] = E("Q2_K", "float32", 256, 84, 4, DECODE, 0),
 	[11] = E("Q3_K", "float32", 256, 110, 4, DECODE, 0),
 	[12] = E("Q4_K", "float32", 256, 144, 4, DECODE, 0),
@@ -75,10 +77,16 @@ static const struct expect expected[WF_T_COUNT] = {
 	[71] = E("F8_E8M0", "float32", 1, 1, 4, DECODE, 1),
 	[72] = E("F8_E4M3FNUZ", "float32", 1, 1, 4, DECODE, 1),
 	[73] = E("F8_E5M2FNUZ", "float32", 1, 1, 4, DECODE, 1),
-	[74] = E("F4", "float32", 2, 1, 4, NONE, 1),
-	[75] = E("F6_E2M3", "float32", 4, 3, 4, NONE, 1),
-	[76] = E("F6_E3M2", "float32", 4, 3, 4, NONE, 1),
+	[74] = E("F4", "float32", 2, 1, 4, DECODE, 1),
+	[75] = E("F6_E2M3", "uint8", 4, 3, 1, NODEC, 1),
+	[76] = E("F6_E3M2", "uint8", 4, 3, 1, NODEC, 1),
 	[77] = E("C64", "complex64", 1, 8, 8, RAW, 1),
+	/* decoded layers of several stored tensors: no file's dtype */
+	[78] = E("FP8", "float32", 1, 4, 4, HFQ, 0),
+	[79] = E("GPTQ", "float32", 1, 4, 4, HFQ, 0),
+	[80] = E("AWQ", "float32", 1, 4, 4, HFQ, 0),
+	[81] = E("MLX", "float32", 1, 4, 4, HFQ, 0),
+	[82] = E("BNB4", "float32", 1, 4, 4, HFQ, 0),
 };
 
 /* Every block type wf_blocks.h describes, at its type id; zero elsewhere. */
@@ -126,9 +134,13 @@ START_TEST(test_row)
 	ck_assert_uint_eq(t->blck, e->blck);
 	ck_assert_uint_eq(t->bytes, e->bytes);
 	ck_assert_uint_eq(wf_vk_elem_size(t, t->vk), e->out_size);
-	ck_assert_int_eq(t->vk, e->vk);
-	ck_assert_int_eq(t->decode != NULL, t->vk == WF_VK_F32);
-	if (t->vk == WF_VK_RAW)
+	static const enum wf_vk own_view[] = {[K_RAW] = WF_VK_RAW, [K_DECODE] = WF_VK_F32, [K_NODEC] = WF_VK_RAW,
+					      [K_HFQ] = WF_VK_F32};
+	ck_assert_int_eq(t->vk, own_view[e->kind]);
+	ck_assert_int_eq(t->layer, e->kind == K_HFQ);
+	ck_assert_int_eq(t->decode != NULL, e->kind == K_DECODE);
+	ck_assert_int_eq(t->stored == NULL, e->kind == K_NODEC || e->kind == K_HFQ || (e->kind == K_DECODE && t->blck > 1));
+	if (e->kind == K_RAW)
 		ck_assert_uint_eq(wf_vk_elem_size(t, t->vk) * t->blck, t->bytes);
 
 	/* Names round-trip through the lookups of the format(s) using them. */
@@ -403,7 +415,7 @@ START_TEST(test_decode_bounds)
 	float *out;
 	size_t n = 3;
 
-	if (!t || t->vk != WF_VK_F32)
+	if (!t || !t->decode)
 		return;
 	in = malloc(n * t->bytes);
 	out = malloc((n * t->blck + 1) * sizeof(float));

@@ -1,0 +1,60 @@
+"""Second references in torch for the hfq tests: the stored parts of a
+GPTQ v1 / AWQ GEMM layer unpacked and dequantized the way the reference
+loaders do it (GPTQModel's v1 load: whole-word + K on qzeros, then shifts;
+AutoAWQ packing_utils.py unpack_awq + reverse_awq_order +
+dequantize_gemm), in float32 with no final cast.  Unlike hfq_models.py's
+expectations, these read the bytes that were written.  None when torch is
+missing.
+"""
+import numpy as np
+
+try:
+    import torch
+except ImportError:  # the numpy references still run
+    torch = None
+
+V1_K = {2: 0x55555555, 4: 0x11111111, 8: 0x01010101}
+
+
+def _i32(raw, shape):
+    return torch.from_numpy(np.frombuffer(raw, "<i4").reshape(shape).astype(np.int64) & 0xFFFFFFFF)
+
+
+def _floats(dt, raw, shape):
+    if dt == "BF16":
+        u = np.frombuffer(raw, "<u2").astype(np.uint32) << 16
+        return torch.from_numpy(u.view(np.float32).reshape(shape).copy())
+    return torch.from_numpy(np.frombuffer(raw, "<f2").astype(np.float32).reshape(shape))
+
+
+def gptq_torch(parts, bits):
+    """float32 [out, in] from GPTQ v1 parts (2/4/8 bits), or None."""
+    if torch is None or bits not in V1_K:
+        return None
+    dq, sq, rq = parts["qweight"]
+    qweight = _i32(rq, sq)
+    qzeros = (_i32(parts["qzeros"][2], parts["qzeros"][1]) + V1_K[bits]) & 0xFFFFFFFF
+    scales = _floats(parts["scales"][0], parts["scales"][2], parts["scales"][1])
+    g_idx = torch.from_numpy(np.frombuffer(parts["g_idx"][2], "<i4").astype(np.int64))
+    shifts = torch.arange(0, 32, bits)
+    mask = (1 << bits) - 1
+    w = ((qweight[:, None, :] >> shifts[None, :, None]) & mask).reshape(-1, qweight.shape[1])
+    z = ((qzeros[:, :, None] >> shifts[None, None, :]) & mask).reshape(qzeros.shape[0], -1)
+    out = scales[g_idx] * (w - z[g_idx]).to(torch.float32)
+    return out.t().contiguous().numpy()
+
+
+def awq_torch(parts, group):
+    """float32 [out, in] from AWQ GEMM parts, or None."""
+    if torch is None:
+        return None
+    qweight = _i32(parts["qweight"][2], parts["qweight"][1])
+    qzeros = _i32(parts["qzeros"][2], parts["qzeros"][1])
+    scales = _floats(parts["scales"][0], parts["scales"][2], parts["scales"][1])
+    shifts = torch.arange(0, 32, 4)
+    iw = ((qweight[:, :, None] >> shifts[None, None, :]) & 15).reshape(qweight.shape[0], -1)
+    iz = ((qzeros[:, :, None] >> shifts[None, None, :]) & 15).reshape(qzeros.shape[0], -1)
+    order = torch.arange(iz.shape[-1]).reshape(-1, 8)[:, [0, 4, 1, 5, 2, 6, 3, 7]].reshape(-1)
+    iw, iz = iw[:, order], iz[:, order]
+    out = (iw - iz.repeat_interleave(group, dim=0)).to(torch.float32) * scales.repeat_interleave(group, dim=0)
+    return out.t().contiguous().numpy()

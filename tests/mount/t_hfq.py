@@ -1,0 +1,390 @@
+"""Group hfq: quantized Hugging Face checkpoints (FP8 block / channel /
+tensor scales, GPTQ v1 2/3/4/8 bits) built by hfq_models.py, mounted, and
+every decoded weight compared bit for bit with the numpy reference, in
+every view (float32, f16, bf16, model.safetensors, convert, ranges);
+-o dtype=stored shows every part as stored; corrupt layers are refused
+with one line naming the layer.
+"""
+
+import json
+import os
+import random
+import struct
+
+import numpy as np
+
+from hfq_models import (awq_config, awq_layer, bf16_bytes, bnb_layer, ct_config, e4m3_value, fp8_config, fp8_layer,
+                        gptq_config, gptq_layer, mlx_layer, st_bytes)
+from hfq_torch import awq_torch, gptq_torch
+from wf_harness import check, Errs, Fail, force_unmount, is_mounted, load_json, Mount, new_dir, run_cli, TMP
+from wf_models import write_file
+
+
+def folder(name, files):
+    d = os.path.join(TMP, name)
+    os.makedirs(d, exist_ok=True)
+    for fn, data in files.items():
+        write_file(os.path.join(d, fn), data if isinstance(data, bytes) else json.dumps(data).encode())
+    return d
+
+
+def read_all(path):
+    with open(path, "rb") as f:
+        return f.read()
+
+
+def st_tensors(raw):
+    """{name: (dtype, shape, bytes)} of a safetensors file's bytes."""
+    n = struct.unpack("<Q", raw[:8])[0]
+    h = json.loads(raw[8:8 + n])
+    h.pop("__metadata__", None)
+    return {k: (v["dtype"], v["shape"], raw[8 + n + v["data_offsets"][0]:8 + n + v["data_offsets"][1]])
+            for k, v in h.items()}
+
+
+def f16_bits(exp):
+    with np.errstate(over="ignore"):
+        return exp.astype("<f2").tobytes()
+
+
+def check_decoded(model, expected, errs, scheme, extra_hidden=()):
+    """Every view of model: the decoded weights equal `expected` {name: f32}."""
+    rng = random.Random(model)
+    for opt in ("f32", "f16", "bf16"):
+        with Mount(model, ["-o", "dtype=" + opt]) as m:
+            tj = {e["name"]: e for e in load_json(m.path("tensors.json"))["tensors"]}
+            for hidden in extra_hidden:
+                if hidden in tj:
+                    errs.add("%s %s: part %s still listed" % (model, opt, hidden))
+            for name, exp in expected.items():
+                want = {"f32": exp.astype("<f4").tobytes(), "f16": f16_bits(exp),
+                        "bf16": bf16_bytes(exp).tobytes()}[opt]
+                e = tj.get(name)
+                if e is None:
+                    errs.add("%s %s: %s not listed" % (model, opt, name))
+                    continue
+                if e["type"] != scheme or e["shape"] != list(exp.shape) or e.get("quant", {}).get("scheme") != scheme:
+                    errs.add("%s %s: %s entry %r" % (model, opt, name, e))
+                p = m.path(e["path"])
+                got = read_all(p)
+                if got != want:
+                    bad = next(i for i in range(min(len(got), len(want))) if got[i] != want[i]) \
+                        if len(got) == len(want) else -1
+                    errs.add("%s %s: %s differs (%d vs %d bytes, first at %d)" % (model, opt, name, len(got),
+                                                                                 len(want), bad))
+                    continue
+                if os.getxattr(p, "user.weightfs.type") != scheme.encode() or \
+                        json.loads(os.getxattr(p, "user.weightfs.quant")) != e["quant"] or \
+                        "user.weightfs.quant" not in os.listxattr(p):
+                    errs.add("%s: %s xattrs type / quant" % (model, name))
+                fd = os.open(p, os.O_RDONLY)
+                try:
+                    for _ in range(40):
+                        off = rng.randrange(0, len(want))
+                        ln = rng.randrange(1, 3 * exp.shape[1] + 9)
+                        if os.pread(fd, ln, off) != want[off:off + ln]:
+                            errs.add("%s %s: %s pread(%d, %d) differs" % (model, opt, name, off, ln))
+                            break
+                finally:
+                    os.close(fd)
+            if opt == "f32":
+                st = st_tensors(read_all(m.path("model.safetensors")))
+                for name, exp in expected.items():
+                    if st.get(name) != ("F32", list(exp.shape), exp.astype("<f4").tobytes()):
+                        errs.add("%s: model.safetensors %s differs" % (model, name))
+                for hidden in extra_hidden:
+                    if hidden in st:
+                        errs.add("%s: model.safetensors has part %s" % (model, hidden))
+
+
+def check_stored(model, parts, errs):
+    """-o dtype=stored: every part exactly as stored, no decoded tensor."""
+    with Mount(model, ["-o", "dtype=stored"]) as m:
+        tj = {e["name"]: e for e in load_json(m.path("tensors.json"))["tensors"]}
+        for name, raw in parts.items():
+            e = tj.get(name)
+            if e is None or read_all(m.path(e["path"])) != raw or "quant" in e:
+                errs.add("%s stored: %s not as stored" % (model, name))
+
+
+def refused(model, substr, errs, label):
+    mp = new_dir()
+    rc, _, err, _ = run_cli(["-f", model, mp])
+    err = err.strip()
+    if rc == 0 or is_mounted(mp):
+        errs.add("%s: mounted" % label)
+        force_unmount(mp)
+    elif len(err.splitlines()) != 1 or substr not in err or not err.startswith("weightfs:"):
+        errs.add("%s: message %r (wanted %r)" % (label, err, substr))
+
+
+def group_hfq():
+    def fp8_deepseek():
+        rng = np.random.default_rng(18)
+        errs = Errs()
+        a = "model.layers.0.mlp.down_proj"
+        b = "model.layers.0.self_attn.q_proj"
+        wa, (sa, sa_raw), ea = fp8_layer(rng, 300, 260, 128, 128)   # partial blocks at both edges
+        wb, (sb, sb_raw), eb = fp8_layer(rng, 128, 256, 128, 128)
+        norm = rng.random(260).astype(np.float32)
+        s1 = {a + ".weight": ("F8_E4M3", [300, 260], wa), "model.norm.weight": ("F32", [260], norm.tobytes())}
+        s2 = {a + ".weight_scale_inv": ("F32", list(sa.shape), sa_raw),
+              b + ".weight": ("F8_E4M3", [128, 256], wb), b + ".weight_scale_inv": ("F32", list(sb.shape), sb_raw)}
+        wm = {k: "model-00001-of-00002.safetensors" for k in s1}
+        wm.update({k: "model-00002-of-00002.safetensors" for k in s2})
+        d = folder("fp8_ds", {"config.json": fp8_config(),
+                              "model-00001-of-00002.safetensors": st_bytes(s1),
+                              "model-00002-of-00002.safetensors": st_bytes(s2),
+                              "model.safetensors.index.json": {"metadata": {}, "weight_map": wm}})
+        # an independent second computation: float64 product of the exact values, rounded once
+        ref = (e4m3_value(np.frombuffer(wa, np.uint8).reshape(300, 260)) *
+               np.repeat(np.repeat(sa.astype(np.float64), 128, 0), 128, 1)[:300, :260]).astype(np.float32)
+        if ref.tobytes() != ea.tobytes():
+            errs.add("the two references disagree")
+        check_decoded(d, {a + ".weight": ea, b + ".weight": eb}, errs, "FP8",
+                      (a + ".weight_scale_inv", b + ".weight_scale_inv"))
+        check_stored(d, {a + ".weight": wa, a + ".weight_scale_inv": sa_raw, b + ".weight": wb}, errs)
+        # convert writes the plain float checkpoint
+        out = os.path.join(TMP, "fp8_ds_out.safetensors")
+        rc, _, err, _ = run_cli(["convert", d, out], timeout=60)
+        st = st_tensors(read_all(out)) if rc == 0 else {}
+        if rc != 0 or st.get(a + ".weight", (0, 0, b""))[2] != ea.tobytes() or a + ".weight_scale_inv" in st:
+            errs.add("convert: rc %d %s" % (rc, err.strip()[:200]))
+        errs.raise_if_any()
+        return "2 layers, blocks of 128 with partial edges, across 2 shards"
+    check("hfq: DeepSeek FP8 (128x128 weight_scale_inv) in every view, stored, convert", fp8_deepseek)
+
+    def fp8_ct():
+        rng = np.random.default_rng(19)
+        errs = Errs()
+        for strategy, bh, bw, sdt in (("channel", 1, 96, "BF16"), ("tensor", 40, 96, "F32")):
+            w, (s, sraw), exp = fp8_layer(rng, 40, 96, bh, bw, sdt)
+            name = "model.layers.3.mlp.up_proj"
+            sshape = [40, 1] if strategy == "channel" else [1]
+            d = os.path.join(TMP, "fp8_ct_" + strategy)
+            os.makedirs(d, exist_ok=True)
+            path = write_file(os.path.join(d, "model.safetensors"), st_bytes({
+                name + ".weight": ("F8_E4M3", [40, 96], w), name + ".weight_scale": (sdt, sshape, sraw),
+                name + ".input_scale": ("F32", [1], np.float32(0.5).tobytes()),
+                "lm_head.weight": ("F32", [8, 96], np.ones((8, 96), np.float32).tobytes())}))
+            write_file(os.path.join(d, "config.json"), json.dumps(ct_config(strategy)).encode())
+            # the file on its own, its config beside it
+            check_decoded(path, {name + ".weight": exp}, errs, "FP8",
+                          (name + ".weight_scale", name + ".input_scale"))
+        errs.raise_if_any()
+        return "per channel (bf16 [out, 1]) and per tensor (f32 [1])"
+    check("hfq: compressed-tensors FP8 per channel / per tensor, single file with its config beside", fp8_ct)
+
+    def gptq():
+        errs = Errs()
+        n = 0
+        for bits, inp, out, group, act, sdt in ((4, 160, 64, 64, True, "F16"), (3, 96, 32, 32, True, "BF16"),
+                                                (2, 64, 48, -1, False, "F16"), (8, 64, 40, 32, True, "F16"),
+                                                (4, 256, 32, 128, False, "BF16")):
+            rng = np.random.default_rng(100 + bits + inp)
+            tensors, exp = {}, {}
+            for layer in ("model.layers.0.self_attn.q_proj", "model.layers.1.mlp.down_proj"):
+                parts, e = gptq_layer(rng, out, inp, bits, group, act, sdt)
+                t = gptq_torch(parts, bits)  # GPTQModel's v1 reading of the stored words, in torch
+                if t is not None and t.tobytes() != e.tobytes():
+                    errs.add("%d bits: the torch reference disagrees with numpy's" % bits)
+                tensors.update({layer + "." + k: v for k, v in parts.items()})
+                exp[layer + ".weight"] = e
+            tensors["model.embed_tokens.weight"] = ("F16", [10, inp], np.zeros((10, inp), np.float16).tobytes())
+            d = folder("gptq_%d_%d" % (bits, inp), {"config.json": gptq_config(bits, group, act),
+                                                    "model.safetensors": st_bytes(tensors)})
+            hidden = [k for k in tensors if k.rsplit(".", 1)[1] in ("qweight", "qzeros", "scales", "g_idx")]
+            check_decoded(d, exp, errs, "GPTQ", hidden)
+            check_stored(d, {k: v[2] for k, v in tensors.items()}, errs)
+            n += 1
+        errs.raise_if_any()
+        return "%d checkpoints: 2/3/4/8 bits, act-order, partial last group, f16/bf16 scales, zeros of 0" % n
+    check("hfq: GPTQ v1 in every view and stored", gptq)
+
+    def quantize_config_json():
+        errs = Errs()
+        rng = np.random.default_rng(7)
+        parts, e = gptq_layer(rng, 32, 64, 4, 32, True)
+        tensors = {"l.q." + k: v for k, v in parts.items()}
+        d = folder("gptq_qc", {"config.json": {"architectures": ["X"]},
+                               "quantize_config.json": {"bits": 4, "group_size": 32, "desc_act": True},
+                               "model.safetensors": st_bytes(tensors)})
+        check_decoded(d, {"l.q.weight": e}, errs, "GPTQ")
+        errs.raise_if_any()
+    check("hfq: GPTQ from quantize_config.json alone", quantize_config_json)
+
+    def awq():
+        errs = Errs()
+        for group, sdt in ((32, "F16"), (64, "BF16")):
+            rng = np.random.default_rng(group)
+            tensors, exp = {}, {}
+            for layer in ("model.layers.0.mlp.up_proj", "model.layers.0.self_attn.o_proj"):
+                parts, e = awq_layer(rng, 48, 128, group, sdt)
+                t = awq_torch(parts, group)  # AutoAWQ's dequantize_gemm, in torch
+                if t is not None and t.tobytes() != e.tobytes():
+                    errs.add("group %d: the torch reference disagrees with numpy's" % group)
+                tensors.update({layer + "." + k: v for k, v in parts.items()})
+                exp[layer + ".weight"] = e
+            d = folder("awq_%d" % group, {"config.json": awq_config(group), "model.safetensors": st_bytes(tensors)})
+            check_decoded(d, exp, errs, "AWQ", [k for k in tensors])
+            check_stored(d, {k: v[2] for k, v in tensors.items()}, errs)
+        errs.raise_if_any()
+        return "nibble order 0,2,4,6,1,3,5,7; f16 and bf16 scales"
+    check("hfq: AWQ GEMM in every view and stored", awq)
+
+    def mlx():
+        errs = Errs()
+        n = 0
+        for bits in (2, 3, 4, 5, 6, 8):
+            rng = np.random.default_rng(200 + bits)
+            tensors, exp = {}, {}
+            override = "model.layers.0.mlp.down_proj"
+            for layer, b, g, sdt in (("model.embed_tokens", bits, 64, "BF16"),
+                                     ("model.layers.0.self_attn.q_proj", bits, 64, "F16"),
+                                     (override, 8 if bits != 8 else 4, 32, "BF16")):
+                parts, e = mlx_layer(rng, 24, 128, b, g, sdt)
+                tensors.update({layer + "." + k: v for k, v in parts.items()})
+                exp[layer + ".weight"] = e
+            tensors["model.norm.weight"] = ("BF16", [128], np.zeros(128, np.uint16).tobytes())
+            q = {"group_size": 64, "bits": bits, override: {"group_size": 32, "bits": 8 if bits != 8 else 4}}
+            d = folder("mlx_%d" % bits, {"config.json": {"quantization": q, "quantization_config": q},
+                                         "model.safetensors": st_bytes(tensors)})
+            check_decoded(d, exp, errs, "MLX", [k for k in tensors if k.endswith((".scales", ".biases"))])
+            n += 1
+        errs.raise_if_any()
+        return "%d checkpoints: bits 2-6 and 8, a per-module override, a quantized embedding" % n
+    check("hfq: MLX affine in every view, per-module overrides", mlx)
+
+    def bnb():
+        errs = Errs()
+        n = 0
+        for qt, nested, out, inp, bs in (("nf4", True, 120, 160, 64), ("fp4", False, 5, 13, 64),
+                                         ("nf4", False, 24, 40, 128), ("fp4", True, 40, 500, 32)):
+            rng = np.random.default_rng(300 + n)
+            tensors, exp = {}, {}
+            for layer in ("model.layers.0.mlp.down_proj.weight", "model.layers.0.self_attn.k_proj.weight"):
+                parts, e = bnb_layer(rng, out, inp, bs, qt, nested)
+                tensors.update({layer + k: v for k, v in parts.items()})
+                exp[layer] = e
+            tensors["model.layers.0.mlp.down_proj.bias"] = ("F32", [out], np.zeros(out, np.float32).tobytes())
+            cfg = {"quantization_config": {"quant_method": "bitsandbytes", "load_in_4bit": True,
+                                           "bnb_4bit_quant_type": qt, "bnb_4bit_use_double_quant": nested}}
+            files = {"model.safetensors": st_bytes(tensors)}
+            if n % 2 == 0:
+                files["config.json"] = cfg   # the quant_state alone is enough
+            d = folder("bnb_%d" % n, files)
+            check_decoded(d, exp, errs, "BNB4", [k for k in tensors if ".weight." in k])
+            check_stored(d, {k: v[2] for k, v in tensors.items()}, errs)
+            n += 1
+        errs.raise_if_any()
+        return "%d checkpoints: nf4/fp4, nested absmax over 2 nested blocks, odd element count, partial blocks" % n
+    check("hfq: bitsandbytes NF4/FP4 in every view and stored", bnb)
+
+    def sidecars():
+        # decoded: config.json without its quantization entry (every other
+        # byte kept), quantize_config.json left out; stored: both as they are
+        errs = Errs()
+        rng = np.random.default_rng(8)
+        parts, _ = gptq_layer(rng, 32, 64, 4, 32, True)
+        cfg_text = ('{\n  "architectures": ["LlamaForCausalLM"],\n  "rope_theta": 10000.0,\n'
+                    '  "quantization_config": {"quant_method": "gptq", "bits": 4, "group_size": 32,'
+                    ' "desc_act": true, "x": [1, {"y": "}"}]},\n  "vocab_size": 32000\n}\n')
+        qc = b'{"bits": 4, "group_size": 32}'
+        d = folder("gptq_sidecars", {"config.json": cfg_text.encode(), "quantize_config.json": qc,
+                                     "tokenizer.json": b"{}",
+                                     "model.safetensors": st_bytes({"l." + k: v for k, v in parts.items()})})
+        want = json.loads(cfg_text)
+        del want["quantization_config"]
+        for opt in ("f32", "bf16", "stored"):
+            with Mount(d, ["-o", "dtype=" + opt]) as m:
+                got = read_all(m.path("config.json"))
+                names = os.listdir(m.mp)
+                if opt == "stored":
+                    if got != cfg_text.encode() or "quantize_config.json" not in names or \
+                            read_all(m.path("quantize_config.json")) != qc:
+                        errs.add("stored: sidecars changed")
+                    continue
+                if json.loads(got) != want or b"10000.0" not in got or "quantize_config.json" in names or \
+                        "tokenizer.json" not in names:
+                    errs.add("%s: config.json %r, files %r" % (opt, got, names))
+        q = {"group_size": 64, "bits": 4}
+        parts, _ = mlx_layer(rng, 8, 64, 4, 64)
+        d = folder("mlx_sidecars", {"config.json": {"model_type": "llama", "quantization": q, "quantization_config": q},
+                                    "model.safetensors": st_bytes({"l." + k: v for k, v in parts.items()})})
+        with Mount(d) as m:
+            if json.loads(read_all(m.path("config.json"))) != {"model_type": "llama"}:
+                errs.add("mlx: config.json %r" % read_all(m.path("config.json")))
+        errs.raise_if_any()
+    check("hfq: config.json drops its quantization entry where weights are decoded; stored keeps it", sidecars)
+
+    def corrupt():
+        errs = Errs()
+        rng = np.random.default_rng(5)
+        layer = "model.layers.2.mlp.gate_proj"
+
+        def gptq_case(label, substr, mutate, bits=4, cfg=None):
+            parts, _ = gptq_layer(rng, 32, 64, bits if bits in (2, 3, 4, 8) else 4, 32, True)
+            parts = dict(parts)
+            mutate(parts)
+            d = folder("bad_" + label, {"config.json": cfg or gptq_config(bits, 32),
+                                        "model.safetensors": st_bytes({layer + "." + k: v for k, v in parts.items()})})
+            refused(d, substr, errs, label)
+
+        def bad_gidx(p):
+            g = np.frombuffer(p["g_idx"][2], "<i4").copy()
+            g[5] = 2  # 2 groups: 2 is outside [0, 2)
+            p["g_idx"] = ("I32", (64,), g.tobytes())
+        gptq_case("gidx_range", layer, bad_gidx)
+        gptq_case("no_scales", layer, lambda p: p.pop("scales"))
+        gptq_case("no_qzeros", layer, lambda p: p.pop("qzeros"))
+        gptq_case("bits5", "5 bits", lambda p: None, bits=5)
+        gptq_case("marlin", "marlin", lambda p: None,
+                  cfg={"quantization_config": {"quant_method": "gptq", "bits": 4, "group_size": 32,
+                                               "checkpoint_format": "marlin"}})
+
+        def short_scales(p):
+            dt, shape, raw = p["scales"]
+            p["scales"] = (dt, (1, shape[1]), raw[:len(raw) // 2])
+        gptq_case("scales_shape", layer, short_scales)
+
+        def gidx_len(p):
+            p["g_idx"] = ("I32", (32,), p["g_idx"][2][:128])
+        gptq_case("gidx_len", layer, gidx_len)
+        # FP8: a scale grid too small, a weight without its scale
+        w, (s, sraw), _ = fp8_layer(rng, 300, 260, 128, 128)
+        d = folder("bad_fp8_grid", {"config.json": fp8_config(), "model.safetensors": st_bytes({
+            layer + ".weight": ("F8_E4M3", [300, 260], w),
+            layer + ".weight_scale_inv": ("F32", [2, 2], np.ones((2, 2), np.float32).tobytes())})})
+        refused(d, "scale grid", errs, "fp8 grid")
+        d = folder("bad_fp8_noscale", {"config.json": fp8_config(), "model.safetensors": st_bytes({
+            layer + ".weight": ("F8_E4M3", [300, 260], w), layer + ".weight_scale_inv": ("F32", [3, 3], sraw),
+            "x.weight": ("F8_E4M3", [2, 2], b"\x01\x02\x03\x04")})})
+        refused(d, "layer 'x'", errs, "fp8 without scale")
+        parts, _ = awq_layer(rng, 48, 128, 32)
+        parts.pop("qzeros")
+        d = folder("bad_awq", {"config.json": awq_config(32), "model.safetensors": st_bytes(
+            {layer + "." + k: v for k, v in parts.items()})})
+        refused(d, layer, errs, "awq without qzeros")
+        cfg = awq_config(32)
+        cfg["quantization_config"]["version"] = "gemv"
+        d = folder("bad_awq_gemv", {"config.json": cfg, "model.safetensors": st_bytes(
+            {"a.weight": ("F32", [1], b"\0\0\0\0")})})
+        refused(d, "gemv", errs, "awq gemv")
+        parts, _ = mlx_layer(rng, 24, 128, 4, 64)
+        d = folder("bad_mlx_mode", {"config.json": {"quantization": {"group_size": 64, "bits": 4, "mode": "mxfp4"}},
+                                    "model.safetensors": st_bytes({layer + "." + k: v for k, v in parts.items()})})
+        refused(d, "mxfp4", errs, "mlx mxfp4")
+        parts.pop("biases")
+        d = folder("bad_mlx_nobias", {"config.json": {"quantization": {"group_size": 64, "bits": 4}},
+                                      "model.safetensors": st_bytes({layer + "." + k: v for k, v in parts.items()})})
+        refused(d, layer, errs, "mlx without biases")
+        parts, _ = bnb_layer(rng, 24, 40, 64, "nf4", True)
+        st = json.loads(parts[".quant_state.bitsandbytes__nf4"][2])
+        st["shape"] = [24, 42]   # more elements than the packed bytes hold
+        js = json.dumps(st).encode()
+        parts[".quant_state.bitsandbytes__nf4"] = ("U8", [len(js)], js)
+        d = folder("bad_bnb_shape", {"model.safetensors": st_bytes({layer + ".weight" + k: v
+                                                                      for k, v in parts.items()})})
+        refused(d, layer, errs, "bnb quant_state shape")
+        errs.raise_if_any()
+    check("hfq: corrupt layers refused before mounting, one line naming the layer", corrupt)
