@@ -67,7 +67,7 @@ MODEL_SRC := src/model/wf_model.c src/model/wf_gguf.c src/model/wf_st.c src/mode
 VIEW_SRC  := src/view/wf_view.c src/view/wf_out.c src/view/wf_live.c
 LIBAPI_SRC := src/lib/wf_api.c
 MOUNT_SRC := src/mount/wf_tree.c src/mount/wf_gen.c src/mount/wf_summary.c src/mount/wf_attr.c \
-             src/mount/wf_usage.c
+             src/mount/wf_usage.c src/mount/wf_perm.c
 FUSE_SRC  := src/fuse/main.c src/fuse/wf_fuse.c src/fuse/wf_mnt.c src/fuse/wf_log.c
 CLI_SRC   := src/cli/cli.c
 

@@ -469,6 +469,7 @@ int main(int argc, char *argv[])
 	struct wf_model *m = NULL;
 	struct wf_tree *t = NULL;
 	struct wf_live live = {0};
+	struct wf_perms perms = {0};
 	int ret = EXIT_USAGE;
 
 	if (open_std_fds() != 0) {
@@ -487,9 +488,11 @@ int main(int argc, char *argv[])
 	ret = EXIT_NOMEM;
 	struct wf_fs fs = {
 		.m = m, .t = t, .uid = getuid(), .gid = getgid(), .timeout = 86400.0 * 365,
-		.live = &live,
+		.live = &live, .perms = &perms,
 	};
-	if (wf_live_init(&live, m, wf_tree_seg, t, on_model_changed, NULL) != WF_OK)
+	char perr[WF_ERRLEN];
+	if (wf_live_init(&live, m, wf_tree_seg, t, on_model_changed, NULL) != WF_OK ||
+	    wf_perms_init(&perms, t, m, perr) != WF_OK)
 		goto out_model;
 	model_name = o.model;
 	/* read-only at the VFS too, so writes fail with EROFS before reaching
@@ -501,6 +504,7 @@ int main(int argc, char *argv[])
 
 	ret = run_session(&args, &fs, &co);
 out_model:
+	wf_perms_free(&perms);
 	wf_live_free(&live);
 	wf_tree_free(t);
 	wf_model_free(m);

@@ -63,6 +63,7 @@ struct wf_sidecar {
 	char *name;
 	char *data;
 	uint64_t len;
+	struct stat st;      /* of the file read (a symlink's target): its owner and mode */
 };
 
 struct wf_model {
@@ -86,6 +87,8 @@ struct wf_model {
 	size_t n_sidecars;
 	char *parts_json;        /* parts.json for a model of several files, else NULL */
 	size_t parts_json_len;
+	bool has_index_st;       /* the model came through a safetensors index: */
+	struct stat index_st;    /* its stat (its metadata is in metadata.json) */
 };
 
 /* Whether part `part` of m is still the file that was opened: the

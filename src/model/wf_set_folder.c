@@ -213,7 +213,7 @@ static enum wf_err add_sidecars(struct wf_set_loader *L, struct folder *f, struc
 		if (f->e[i].kind != K_SIDE || total + f->e[i].size > WF_SIDECARS_TOTAL_MAX)
 			continue;
 		struct wf_sidecar *s = &m->sidecars[m->n_sidecars];
-		enum wf_err rc = wf_set_read_small(L, f->e[i].name, WF_SIDECAR_MAX, &s->data, &s->len);
+		enum wf_err rc = wf_set_read_small(L, f->e[i].name, WF_SIDECAR_MAX, &s->data, &s->len, &s->st);
 		if (rc != WF_OK)
 			return rc;
 		s->name = strdup(f->e[i].name);

@@ -52,7 +52,7 @@ enum wf_err wf_set_index_load(struct wf_set_loader *L, const char *name, struct 
 	ix->name = strdup(name);
 	if (!ix->name)
 		return wf_fail(L->err, WF_ERR_NOMEM, "out of memory");
-	enum wf_err rc = wf_set_read_small(L, name, WF_INDEX_MAX, &ix->text, &len);
+	enum wf_err rc = wf_set_read_small(L, name, WF_INDEX_MAX, &ix->text, &len, &ix->st);
 	if (rc != WF_OK)
 		return rc;
 	/* cJSON ends strings at a NUL; a name holding one would silently
@@ -224,6 +224,10 @@ enum wf_err wf_set_load_index(struct wf_set_loader *L, struct wf_set_index *ix, 
 		goto out;
 	rc = wf_set_merge(L, parts, ix->n_shards, WF_FORM_INDEX, ix->name, ix->metadata, out);
 	memset(parts, 0, ix->n_shards * sizeof *parts); /* merge took them */
+	if (rc == WF_OK) {
+		(*out)->has_index_st = true;
+		(*out)->index_st = ix->st;
+	}
 out:
 	if (parts)
 		for (uint32_t i = 0; i < ix->n_shards; i++)

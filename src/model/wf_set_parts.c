@@ -66,7 +66,8 @@ enum wf_err wf_set_open_part(struct wf_set_loader *L, const char *name, struct w
 }
 
 /* Reads a whole small file of the folder into memory (NUL-terminated). */
-enum wf_err wf_set_read_small(struct wf_set_loader *L, const char *name, uint64_t max, char **data, uint64_t *len)
+enum wf_err wf_set_read_small(struct wf_set_loader *L, const char *name, uint64_t max, char **data, uint64_t *len,
+			      struct stat *st_out)
 {
 	char *path = wf_set_join(L->dir, name);
 	if (!path)
@@ -110,6 +111,8 @@ enum wf_err wf_set_read_small(struct wf_set_loader *L, const char *name, uint64_
 	buf[got] = '\0';
 	*data = buf;
 	*len = got;
+	if (st_out)
+		*st_out = st;
 	return WF_OK;
 }
 
