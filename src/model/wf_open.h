@@ -22,4 +22,9 @@ enum wf_err wf_model_parse(struct wf_model **out, const uint8_t *buf, uint64_t l
  * file name; the caller adds it. */
 enum wf_err wf_model_open(struct wf_model **out, const char *path, char *err);
 
+/* For tests only: when set, called by wf_model_open with the file's
+ * descriptor once it is mapped and before it is parsed, so a test can
+ * change the file exactly there. */
+extern void (*wf_open_test_hook)(int fd);
+
 #endif

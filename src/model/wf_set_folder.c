@@ -231,9 +231,18 @@ static enum wf_err add_sidecars(struct wf_set_loader *L, struct folder *f, struc
 static char *hub_snapshot(const char *dir)
 {
 	char *refs = wf_set_join(dir, "refs/main"), *snap = NULL;
-	FILE *fp = refs ? fopen(refs, "re") : NULL;
+	/* never blocks (a FIFO), and only a regular file is read */
+	int fd = refs ? open(refs, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK) : -1;
+	struct stat rst;
+	bool had_refs = fd >= 0;
+	if (fd >= 0 && (fstat(fd, &rst) != 0 || !S_ISREG(rst.st_mode))) {
+		close(fd);
+		fd = -1;
+	}
+	FILE *fp = fd >= 0 ? fdopen(fd, "r") : NULL;
+	if (fd >= 0 && !fp)
+		close(fd);
 	char rev[128];
-	bool had_refs = fp != NULL;
 	if (fp && fgets(rev, sizeof rev, fp)) {
 		rev[strcspn(rev, "\r\n")] = '\0';
 		if (*rev && !strchr(rev, '/') && strcmp(rev, "..") != 0 && strcmp(rev, ".") != 0) {

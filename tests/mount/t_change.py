@@ -109,6 +109,7 @@ def group_truncate():
     finally:
         check("truncate: unmount after replacement", m.finish)
     race_checks()
+    header_cut_checks()
 
 
 RACE_SECONDS = float(os.environ.get("WF_TEST_RACE_SECONDS", "4"))
@@ -268,3 +269,58 @@ def race_checks():
           race, "rewrite", rewriter, rounds, per, data=data, info=info)
     check("truncate: race: replaced by rename again and again: every read right, none EIO",
           race, "rename", renamer, 2, RACE_SECONDS / 2, expect_eio=False, data=data, info=info)
+
+
+# ---------------------------------------------------------------- header cut while parsed
+
+def big_header_st(path, n):
+    """A safetensors file of n one-byte tensors: a header of about 67 bytes each."""
+    parts = ['"t%d":{"dtype":"U8","shape":[1],"data_offsets":[%d,%d]}' % (i, i, i + 1) for i in range(n)]
+    h = ("{" + ",".join(parts) + "}").encode()
+    write_file(path, len(h).to_bytes(8, "little") + h + bytes(n))
+
+
+def header_cut_checks():
+    """A model truncated while its header is parsed (issue 17, item 4): a
+    one-line refusal with an exit code, never SIGBUS, for `ls` and the mount."""
+    from wf_harness import BIN, new_dir, is_mounted, force_unmount
+    import subprocess
+    src = os.path.join(TMP, "bighdr.safetensors")
+    big_header_st(src, 200000)
+
+    def one(argv_of, label):
+        errs = Errs()
+        cut_during = 0
+        for delay in (0.05, 0.15, 0.3):
+            model = os.path.join(TMP, "bighdr-cut.safetensors")
+            shutil.copyfile(src, model)
+            mp = new_dir()
+            p = subprocess.Popen(argv_of(model, mp), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+            time.sleep(delay)
+            os.truncate(model, 4096)
+            t0 = time.monotonic()
+            while p.poll() is None and not is_mounted(mp) and time.monotonic() - t0 < 60:
+                time.sleep(0.01)
+            if is_mounted(mp):
+                subprocess.run(["fusermount3", "-u", mp], timeout=15)
+            try:
+                _, err = p.communicate(timeout=60)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                force_unmount(mp)
+                errs.add("%s, cut after %.2f s: still running after 60 s" % (label, delay))
+                continue
+            lines = err.decode(errors="replace").strip().splitlines()
+            if p.returncode < 0:
+                errs.add("%s, cut after %.2f s: killed by signal %d" % (label, delay, -p.returncode))
+            elif p.returncode != 0:
+                if len(lines) != 1 or not lines[0].startswith("weightfs: "):
+                    errs.add("%s, cut after %.2f s: exit %d, stderr %r" % (label, delay, p.returncode, lines[:3]))
+                cut_during += "cut short while its header was read" in lines[0] if lines else 0
+        if cut_during == 0:
+            errs.add("%s: no run was cut while parsing (the machine was too fast or too slow)" % label)
+        errs.raise_if_any()
+    check("truncate: header cut while `weightfs ls` parses it: one line, exit 2, no SIGBUS",
+          one, lambda model, mp: [BIN, "ls", model], "ls")
+    check("truncate: header cut while the mount parses it: one line, no SIGBUS, no mount",
+          one, lambda model, mp: [BIN, "-f", model, mp], "mount")

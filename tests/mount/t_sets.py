@@ -202,6 +202,36 @@ def group_sets():
                 errs.raise_if_any()
         check("sets: hub cache (symlinks into blobs/) mounted via %s" % label, hub_cache)
 
+    def hub_fifo():
+        # refs/main a FIFO, a FIFO named like a sidecar and like an index:
+        # nothing blocks; the FIFOs are left out or refused with one line
+        errs = Errs()
+        hub2, snap2 = make_hub(os.path.join(base, "hubfifo"), hf)
+        refs = os.path.join(hub2, "refs", "main")
+        os.unlink(refs)
+        os.mkfifo(refs)
+        os.mkfifo(os.path.join(snap2, "vocab.txt"))
+        os.mkfifo(os.path.join(snap2, "other.safetensors.index.json"))
+        for cmd in (["ls"], ["info"]):
+            try:
+                rc, _, err, _ = run_cli(cmd + [hub2], timeout=20)
+            except Fail as e:  # it hung
+                errs.add("%s on a hub whose refs/main is a FIFO: %s" % (cmd[0], e))
+                continue
+            lines = err.strip().splitlines()
+            if rc == 0 or len(lines) != 1:
+                errs.add("%s: exit %d, stderr %r" % (cmd[0], rc, lines[:3]))
+        rc, _, err, _ = run_cli(["ls", snap2], timeout=20)
+        if rc != 0:
+            errs.add("ls of the snapshot holding FIFOs: exit %d, %r" % (rc, err[-200:]))
+        with Mount(snap2) as m:
+            check_set_mount(m, exphf, errs, "hub fifo", sidecars=SIDECARS)
+            for gone in ("vocab.txt", "other.safetensors.index.json"):
+                if os.path.lexists(m.path(gone)):
+                    errs.add("FIFO %s is shown" % gone)
+        errs.raise_if_any()
+    check("sets: FIFOs (refs/main, a sidecar, an index) never block: refused or left out", hub_fifo)
+
     # 4. one shard truncated under the mount
     def truncated_shard():
         errs = Errs()
