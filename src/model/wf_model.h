@@ -89,22 +89,27 @@ struct wf_model {
 	size_t parts_json_len;
 	bool has_index_st;       /* the model came through a safetensors index: */
 	struct stat index_st;    /* its stat (its metadata is in metadata.json) */
+	struct wf_watch *watch;  /* inotify on the parts (wf_watch.h), or NULL */
 };
 
 /* Whether part `part` of m is still the file that was opened: the
- * same device, inode, size and modification time, and the same change
- * time unless the link count changed too.  A read compares this after it
- * has copied or decoded its bytes: a writer that shrinks or rewrites the
- * file during the copy leaves zeros or a mix of old and new bytes that no
- * range check can tell from data, but it always moves the size or the
- * modification time first.  A change of link count alone (the name was
- * replaced by rename, unlinked, or linked) leaves the contents as they
- * were, though it moves the change time.  Returns WF_OK; WF_ERR_CHANGED
- * with what changed in err (may be NULL); or WF_ERR_IO if fstat fails.
- * A part parsed from a buffer never changes.  A part whose descriptor was
- * closed (more parts than descriptors) is looked up by its path; a file
- * that was replaced by rename is then another file, and counts as a
- * change. */
+ * same device, inode, size and modification time, no write reported by
+ * the kernel (wf_watch.h), and the same change time unless the link count
+ * went down with a watch on the part.  A read compares this after it has
+ * copied or decoded its bytes: a writer that shrinks or rewrites the file
+ * during the copy leaves zeros or a mix of old and new bytes that no range
+ * check can tell from data, but it always moves the size or the
+ * modification time first, and its write is queued as an IN_MODIFY event
+ * before it returns, so setting the times back afterwards cannot hide it.
+ * A file replaced by rename or removed (no name left: link count 0) moved
+ * its change time doing so but kept its contents, so with a watch that is
+ * no change; any other change time that moved (a link added or removed,
+ * a chmod, or any of it on a part without a watch) is one: a write through
+ * a shared mapping raises no event, and ctime is then its only witness.  Returns WF_OK; WF_ERR_CHANGED with what
+ * changed in err (may be NULL); or WF_ERR_IO if fstat fails.  A part
+ * parsed from a buffer never changes.  A part whose descriptor was closed
+ * (more parts than descriptors) is looked up by its path; a file that was
+ * replaced by rename is then another file, and counts as a change. */
 enum wf_err wf_model_check(const struct wf_model *m, uint32_t part, char *err);
 
 /* Frees descriptors and unmaps; safe on a partly built model and on NULL. */

@@ -108,6 +108,38 @@ def group_truncate():
         check("truncate: MODEL replaced by rename: the mount keeps the old contents", replaced)
     finally:
         check("truncate: unmount after replacement", m.finish)
+    # issue 17 item 2: link it, rewrite bytes in place, set the mtime back
+    model4 = os.path.join(TMP, "linked.gguf")
+    shutil.copyfile(src, model4)
+    with Mount(model4) as m:
+        def link_write_utime():
+            errs = Errs()
+            p0 = m.path(first["name"].replace(".", "/"))
+            fd = os.open(p0, os.O_RDONLY | os.O_DIRECT)
+            try:
+                if o_direct_read(fd, 4096, 0) != gguf_expected(first)[:4096]:
+                    errs.add("before: wrong bytes")
+                st = os.stat(model4)
+                lnk = model4 + ".lnk"
+                os.link(model4, lnk)
+                with open(lnk, "r+b") as f:
+                    f.seek(first["file_offset"])
+                    old = f.read(16)
+                    f.seek(first["file_offset"])
+                    f.write(bytes(b ^ 0xFF for b in old))
+                os.utime(model4, ns=(st.st_atime_ns, st.st_mtime_ns))
+                if os.stat(model4).st_mtime_ns != st.st_mtime_ns:
+                    errs.add("the mtime was not set back")
+                got = o_direct_read(fd, 4096, 0)
+                if got != errno.EIO:
+                    errs.add("after link + in-place write + utime: %s, expected EIO" % (
+                        "WRONG bytes" if not isinstance(got, int) else os.strerror(got)))
+                os.unlink(lnk)
+            finally:
+                os.close(fd)
+            errs.raise_if_any()
+        check("truncate: MODEL linked, rewritten in place, mtime set back: EIO, not the new bytes",
+              link_write_utime)
     race_checks()
     header_cut_checks()
 
@@ -256,6 +288,26 @@ def renamer(path, state, stop, seconds):
         state["changes"] = state.get("changes", 0) + 1
 
 
+def link_rewriter(path, state, stop, seconds):
+    """Links the file, rewrites its data in place through the link, sets
+    the mtime back and removes the link, again and again (issue 17 item 2)."""
+    rng = random.Random(SEED)
+    size = state["size"]
+    st = os.stat(path)
+    lnk = path + ".lnk"
+    t_end = time.monotonic() + seconds
+    while time.monotonic() < t_end:
+        os.link(path, lnk)
+        fd = os.open(lnk, os.O_WRONLY)
+        try:
+            os.pwrite(fd, rng.randbytes(65536), rng.randrange(4096, size - 65536))
+        finally:
+            os.close(fd)
+        os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+        os.unlink(lnk)
+        state["changes"] = state.get("changes", 0) + 1
+
+
 def race_checks():
     rounds = 4
     per = RACE_SECONDS / rounds
@@ -267,6 +319,8 @@ def race_checks():
     data, info = race_model("F32")
     check("truncate: race: in-place rewriter vs readers of F32 and Q8_0: every read right or EIO",
           race, "rewrite", rewriter, rounds, per, data=data, info=info)
+    check("truncate: race: linked, rewritten in place, mtime set back, again and again: every "
+          "read right or EIO", race, "link-rewrite", link_rewriter, rounds, per, data=data, info=info)
     check("truncate: race: replaced by rename again and again: every read right, none EIO",
           race, "rename", renamer, 2, RACE_SECONDS / 2, expect_eio=False, data=data, info=info)
 

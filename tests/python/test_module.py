@@ -340,6 +340,28 @@ def changed_file_fails_the_read():
             check(before.shape == (m.info("q6_K.mat")["shape"]), "info still works")
 
 
+@test
+def link_write_utime_fails_the_read():
+    # issue 17 item 2: linked, rewritten in place, mtime set back
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "m.safetensors")
+        a = np.arange(4096, dtype=np.float32)
+        write_st(path, [("a", a)])
+        with weightfs.open(path) as m:
+            check(same_bits(m["a"], a), "before")
+            st = os.stat(path)
+            os.link(path, path + ".lnk")
+            with open(path + ".lnk", "r+b") as f:
+                f.seek(-16, 2)
+                f.write(b"\xff" * 16)
+            os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+            try:
+                m["a"]
+                check(False, "read of a rewritten file succeeded")
+            except weightfs.WeightfsError as e:
+                check(e.code == 6, str(e))
+
+
 # --- issue 17: closing under readers, cut headers, FIFOs, misuse -------------
 
 def run_child(code, timeout=60):

@@ -14,6 +14,7 @@
 #include "fuse/wf_log.h"
 #include "model/wf_model.h"
 #include "model/wf_open.h"
+#include "model/wf_watch.h"
 #include "mount/wf_tree.h"
 
 #ifndef DATA_DIR
@@ -43,6 +44,7 @@ static struct wf_model *open_copy(void)
 	struct wf_model *m;
 	char err[WF_ERRLEN];
 	ck_assert_int_eq(wf_model_open(&m, path, err), WF_OK);
+	ck_assert_int_eq(wf_model_watch(m), WF_OK); /* as wf_set_open does */
 	/* timestamps tick coarsely: let a clock tick pass so a change shows */
 	nanosleep(&(struct timespec){0, 30 * 1000 * 1000}, NULL);
 	return m;
@@ -113,7 +115,7 @@ START_TEST(test_mtime_restored)
 	ck_assert_int_eq(futimens(fd, ts), 0);
 	close(fd);
 	ck_assert_int_eq(wf_model_check(m, 0, err), WF_ERR_CHANGED);
-	ck_assert_msg(strstr(err, "ctime") != NULL, "%s", err);
+	ck_assert_msg(strstr(err, "written to") != NULL, "%s", err);
 	close_copy(m);
 }
 END_TEST
@@ -130,6 +132,61 @@ START_TEST(test_replaced_by_rename)
 	fclose(f);
 	ck_assert_int_eq(rename(other, path), 0);
 	ck_assert_int_eq(wf_model_check(m, 0, err), WF_OK);
+	close_copy(m);
+}
+END_TEST
+
+START_TEST(test_link_write_utime)
+{
+	/* issue 17 item 2: link it (the link count moves), rewrite bytes in
+	 * place, set the mtime back: only the ctime moved, and the link count
+	 * with it; the kernel's modification event still tells */
+	struct wf_model *m = open_copy();
+	char err[WF_ERRLEN], lnk[300];
+	snprintf(lnk, sizeof lnk, "%s/other", dir);
+	ck_assert_int_eq(link(path, lnk), 0);
+	int fd = open(lnk, O_WRONLY);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(pwrite(fd, "\x33", 1, m->parts[0].st.st_size - 1), 1);
+	struct timespec ts[2] = {m->parts[0].st.st_atim, m->parts[0].st.st_mtim};
+	ck_assert_int_eq(futimens(fd, ts), 0);
+	close(fd);
+	struct stat now;
+	ck_assert_int_eq(stat(path, &now), 0);
+	ck_assert_int_eq(now.st_mtim.tv_nsec, m->parts[0].st.st_mtim.tv_nsec); /* the mtime is back */
+	ck_assert_int_eq(wf_model_check(m, 0, err), WF_ERR_CHANGED);
+	close_copy(m);
+}
+END_TEST
+
+START_TEST(test_link_write_utime_unlinked)
+{
+	/* the same on a file whose name is gone (link count down) */
+	struct wf_model *m = open_copy();
+	char err[WF_ERRLEN];
+	int fd = open(path, O_WRONLY);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(unlink(path), 0);
+	ck_assert_int_eq(wf_model_check(m, 0, err), WF_OK); /* unlinked alone: contents as they were */
+	ck_assert_int_eq(pwrite(fd, "\x33", 1, 0), 1);
+	struct timespec ts[2] = {m->parts[0].st.st_atim, m->parts[0].st.st_mtim};
+	ck_assert_int_eq(futimens(fd, ts), 0);
+	close(fd);
+	ck_assert_int_eq(wf_model_check(m, 0, err), WF_ERR_CHANGED);
+	close_copy(m);
+}
+END_TEST
+
+START_TEST(test_no_watch_is_strict)
+{
+	/* without a watch, a moved ctime is a change even with the link count */
+	struct wf_model *m = open_copy();
+	char err[WF_ERRLEN], lnk[300];
+	wf_watch_free(m->watch);
+	m->watch = NULL;
+	snprintf(lnk, sizeof lnk, "%s/other", dir);
+	ck_assert_int_eq(link(path, lnk), 0);
+	ck_assert_int_eq(wf_model_check(m, 0, err), WF_ERR_CHANGED);
 	close_copy(m);
 }
 END_TEST
@@ -468,6 +525,9 @@ static Suite *live_suite(void)
 	tcase_add_test(tc, test_mtime_restored);
 	tcase_add_test(tc, test_replaced_by_rename);
 	tcase_add_test(tc, test_buffer_model);
+	tcase_add_test(tc, test_link_write_utime);
+	tcase_add_test(tc, test_link_write_utime_unlinked);
+	tcase_add_test(tc, test_no_watch_is_strict);
 	tcase_add_test(tc, test_live_reads);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("moments");
