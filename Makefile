@@ -69,7 +69,7 @@ LIBAPI_SRC := src/lib/wf_api.c
 MOUNT_SRC := src/mount/wf_tree.c src/mount/wf_gen.c src/mount/wf_summary.c src/mount/wf_attr.c \
              src/mount/wf_usage.c src/mount/wf_perm.c
 FUSE_SRC  := src/fuse/main.c src/fuse/wf_fuse.c src/fuse/wf_mnt.c src/fuse/wf_log.c
-CLI_SRC   := src/cli/cli.c
+CLI_SRC   := src/cli/cli.c src/cli/cli_out.c
 
 # The format library (libweightfs.so and .a): no FUSE, no mount tree.
 LIB_SRC  := $(BASE_SRC) $(CODEC_SRC) $(MODEL_SRC) $(VIEW_SRC) $(LIBAPI_SRC)
@@ -77,7 +77,7 @@ LIB_OBJ  := $(LIB_SRC:src/%.c=$(B)/obj/%.o)
 # What the program adds: the tree and its files, the commands, the FUSE
 # front-end.  All of it but main() and the FUSE callbacks also goes into an
 # archive of its own (libwfprog.a), which the unit tests link.
-PROG_OBJ := $(MOUNT_SRC:src/%.c=$(B)/obj/%.o) $(B)/obj/fuse/wf_mnt.o $(B)/obj/fuse/wf_log.o
+PROG_OBJ := $(MOUNT_SRC:src/%.c=$(B)/obj/%.o) $(B)/obj/fuse/wf_mnt.o $(B)/obj/fuse/wf_log.o $(B)/obj/cli/cli_out.o
 BIN_OBJ  := $(B)/obj/fuse/main.o $(B)/obj/fuse/wf_fuse.o $(CLI_SRC:src/%.c=$(B)/obj/%.o)
 ALL_SRC  := $(LIB_SRC) $(MOUNT_SRC) $(FUSE_SRC) $(CLI_SRC)
 UNIT_SRC := $(wildcard tests/unit/check_*.c)

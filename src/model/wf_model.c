@@ -60,6 +60,7 @@ void wf_model_free(struct wf_model *m)
 	}
 	free(m->sidecars);
 	free(m->parts_json);
+	free(m->left_out);
 	wf_watch_free(m->watch);
 	free(m);
 }

@@ -90,6 +90,7 @@ struct wf_model {
 	bool has_index_st;       /* the model came through a safetensors index: */
 	struct stat index_st;    /* its stat (its metadata is in metadata.json) */
 	struct wf_watch *watch;  /* inotify on the parts (wf_watch.h), or NULL */
+	char *left_out;          /* files of the model's folder left out, one "NAME: why" a line, or NULL */
 };
 
 /* Whether part `part` of m is still the file that was opened: the
