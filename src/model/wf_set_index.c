@@ -106,6 +106,10 @@ enum wf_err wf_set_index_load(struct wf_set_loader *L, const char *name, struct 
 	wf_names_free(&shards);
 	if (rc != WF_OK)
 		return rc;
+	/* before anything is opened */
+	if (ix->n_shards > WF_SET_MAX_PARTS)
+		return wf_fail(L->err, WF_ERR_UNSUP, "%s: weight_map names %" PRIu32 " shards, more than the %d allowed",
+			       name, ix->n_shards, WF_SET_MAX_PARTS);
 	qsort(ix->shards, ix->n_shards, sizeof *ix->shards, str_cmp);
 	return WF_OK;
 }
@@ -113,9 +117,19 @@ enum wf_err wf_set_index_load(struct wf_set_loader *L, const char *name, struct 
 /* Whether index ix names shard `name`. */
 bool wf_set_index_names(const struct wf_set_index *ix, const char *name)
 {
-	for (uint32_t i = 0; i < ix->n_shards; i++)
-		if (strcmp(ix->shards[i], name) == 0)
+	/* shards are sorted: a folder of many files meets an index of many
+	 * shards in O(files log shards) */
+	uint32_t lo = 0, hi = ix->n_shards;
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+		int c = strcmp(ix->shards[mid], name);
+		if (c == 0)
 			return true;
+		if (c < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
 	return false;
 }
 
