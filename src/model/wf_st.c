@@ -12,6 +12,7 @@
 #include "base/wf_buf.h"
 #include "base/wf_hash.h"
 #include "model/wf_meta.h"
+#include "model/wf_json_scan.h"
 #include "codec/wf_types.h"
 
 #include <cjson/cJSON.h>
@@ -352,51 +353,94 @@ static enum wf_err tile_data(struct wf_model *m, struct wf_span *spans, uint64_t
 	return WF_OK;
 }
 
-/* The header's object: __metadata__ (at most once) and one entry per
- * tensor, whose bytes are the nbuf after the header. */
-static enum wf_err parse_header(struct wf_model *m, const cJSON *root, uint64_t nbuf, char *err)
+/* One top-level entry, parsed alone by cJSON: a tensor, or __metadata__. */
+static enum wf_err parse_entry(struct wf_model *m, struct wf_span *spans, const cJSON *e, bool *have_meta,
+			       char *err)
 {
-	if (!cJSON_IsObject(root))
-		return wf_fail(err, WF_ERR_FORMAT, "header: JSON is not an object");
-	size_t n = 0;
-	for (const cJSON *e = root->child; e; e = e->next)
-		n++;
-	m->tensors = calloc(n ? n : 1, sizeof *m->tensors);
-	struct wf_span *spans = calloc(n ? n : 1, sizeof *spans);
-	enum wf_err rc = WF_OK;
+	size_t klen = strlen(e->string);
+	if (strcmp(e->string, "__metadata__") == 0) {
+		if (*have_meta)
+			return wf_fail(err, WF_ERR_FORMAT, "header: duplicate key '__metadata__'");
+		*have_meta = true;
+		return parse_metadata(m, e, err);
+	}
+	struct wf_tensor *t = &m->tensors[m->n_tensors];
+	struct wf_span *sp = &spans[m->n_tensors];
+	t->name = malloc(klen + 1);
+	if (!t->name)
+		return wf_fail(err, WF_ERR_NOMEM, "out of memory");
+	memcpy(t->name, e->string, klen + 1);
+	t->name_len = klen;
+	sp->tensor = m->n_tensors++;
+	return parse_tensor(t, e, sp, err);
+}
+
+/* Counts the object's entries, checking its structure; *end gets the
+ * offset just after its '}'. */
+static enum wf_err count_entries(const uint8_t *s, uint64_t n, size_t *count, uint64_t *end, char *err)
+{
+	struct wf_json_entry e;
+	uint64_t pos = 1;
+	int r;
+	*count = 0;
+	while ((r = wf_json_next(s, n, &pos, &e)) == 1)
+		(*count)++;
+	if (r < 0)
+		return wf_fail(err, WF_ERR_FORMAT, "header: invalid JSON near byte %" PRIu64, 8 + pos);
+	*end = pos;
+	return WF_OK;
+}
+
+/* The header's object s[0..n) (s[0] is its '{', `at` its offset in the
+ * header): __metadata__ (at most once) and one entry per tensor, whose
+ * bytes are the nbuf after the header.  Each entry is handed to cJSON
+ * alone, so the peak is one entry's tree, not the whole header's. */
+static enum wf_err parse_header(struct wf_model *m, const uint8_t *s, uint64_t n, uint64_t at, uint64_t nbuf,
+				char *err)
+{
+	size_t count = 0;
+	uint64_t end = 0;
+	enum wf_err rc = count_entries(s, n, &count, &end, err);
+	if (rc != WF_OK)
+		return rc;
+	if (end != n)
+		return wf_fail(err, WF_ERR_FORMAT, "header: unexpected bytes after the JSON object at byte %" PRIu64,
+			       8 + at + end);
+	m->tensors = calloc(count ? count : 1, sizeof *m->tensors);
+	struct wf_span *spans = calloc(count ? count : 1, sizeof *spans);
+	struct wf_buf one = {0};
 	if (!m->tensors || !spans) {
-		rc = wf_fail(err, WF_ERR_NOMEM, "out of memory for %zu tensors", n);
+		rc = wf_fail(err, WF_ERR_NOMEM, "out of memory for %zu tensors", count);
 		goto out;
 	}
 	bool have_meta = false;
-	for (const cJSON *e = root->child; e; e = e->next) {
-		size_t klen = strlen(e->string);
-		if (strcmp(e->string, "__metadata__") == 0) {
-			if (have_meta) {
-				rc = wf_fail(err, WF_ERR_FORMAT, "header: duplicate key '__metadata__'");
-				goto out;
-			}
-			have_meta = true;
-			if ((rc = parse_metadata(m, e, err)))
-				goto out;
-			continue;
-		}
-		struct wf_tensor *t = &m->tensors[m->n_tensors];
-		struct wf_span *sp = &spans[m->n_tensors];
-		t->name = malloc(klen + 1);
-		if (!t->name) {
+	struct wf_json_entry e;
+	uint64_t pos = 1;
+	while (rc == WF_OK && wf_json_next(s, n, &pos, &e) == 1) {
+		one.len = 0;
+		wf_buf_putc(&one, '{');
+		wf_buf_put(&one, s + e.key0, e.key1 - e.key0);
+		wf_buf_putc(&one, ':');
+		wf_buf_put(&one, s + e.val0, e.val1 - e.val0);
+		wf_buf_putc(&one, '}');
+		if (one.oom) {
 			rc = wf_fail(err, WF_ERR_NOMEM, "out of memory");
-			goto out;
+			break;
 		}
-		memcpy(t->name, e->string, klen + 1);
-		t->name_len = klen;
-		sp->tensor = m->n_tensors++;
-		if ((rc = parse_tensor(t, e, sp, err)))
-			goto out;
+		cj_oom = false;
+		cJSON *obj = cJSON_ParseWithLength(one.data, one.len);
+		if (!obj) {
+			rc = cj_oom ? wf_fail(err, WF_ERR_NOMEM, "out of memory parsing the header")
+				    : wf_fail(err, WF_ERR_FORMAT, "header: invalid JSON near byte %" PRIu64, 8 + at + e.key0);
+			break;
+		}
+		rc = parse_entry(m, spans, obj->child, &have_meta, err);
+		cJSON_Delete(obj);
 	}
-	if ((rc = check_unique(m, err)) == WF_OK)
+	if (rc == WF_OK && (rc = check_unique(m, err)) == WF_OK)
 		rc = tile_data(m, spans, nbuf, err);
 out:
+	wf_buf_free(&one);
 	free(spans);
 	return rc;
 }
@@ -435,29 +479,12 @@ enum wf_err wf_st_parse(struct wf_model **out, const uint8_t *buf, uint64_t len,
 
 	if (has_nul_escape(h + a, z - a))
 		return wf_fail(err, WF_ERR_UNSUP, "header: a key or string holds \\u0000, which weightfs does not support");
-	const char *end = NULL;
 	pthread_once(&cj_hooks_once, cj_hooks_init);
-	cj_oom = false;
-	cJSON *root = cJSON_ParseWithLengthOpts((const char *)h + a, (size_t)(z - a), &end, false);
-	if (!root && cj_oom)
-		return wf_fail(err, WF_ERR_NOMEM, "out of memory parsing the %" PRIu64 "-byte header", n);
-	if (!root) {
-		uint64_t at = end ? (uint64_t)((const uint8_t *)end - h) + 8 : 8 + a;
-		return wf_fail(err, WF_ERR_FORMAT, "header: invalid JSON near byte %" PRIu64, at);
-	}
-	if ((const uint8_t *)end != h + z) {
-		cJSON_Delete(root);
-		return wf_fail(err, WF_ERR_FORMAT, "header: unexpected bytes after the JSON object at byte %" PRIu64,
-			       (uint64_t)((const uint8_t *)end - h) + 8);
-	}
 	struct wf_model *m = wf_model_new(WF_FMT_SAFETENSORS, buf, len);
-	if (!m) {
-		cJSON_Delete(root);
+	if (!m)
 		return wf_fail(err, WF_ERR_NOMEM, "out of memory");
-	}
 	m->data_offset = 8 + n;
-	enum wf_err rc = parse_header(m, root, len - 8 - n, err);
-	cJSON_Delete(root);
+	enum wf_err rc = parse_header(m, h + a, z - a, a, len - 8 - n, err);
 	/* after the tensors' own checks, so 1.5 keeps its message naming the
 	 * tensor; what is left is 1.0 or 1e0, which read as integers */
 	if (rc == WF_OK && frac < z - a)
