@@ -61,20 +61,20 @@ ALL_LDFLAGS = $(SAN) $(LDFLAGS)
 
 # Sources, layer by layer (docs/design.md): a file includes headers of its
 # own folder and of the folders listed before it, never after (layers-check).
-BASE_SRC  := src/base/wf_common.c src/base/wf_buf.c src/base/wf_hash.c src/base/wf_names.c
+BASE_SRC  := src/base/wf_common.c src/base/wf_buf.c src/base/wf_hash.c src/base/wf_names.c src/base/wf_bus.c
 CODEC_SRC := src/codec/wf_types.c src/codec/wf_decode.c src/codec/wf_decode_x86.c \
              src/codec/wf_iq_tables.c src/codec/wf_round.c
 MODEL_SRC := src/model/wf_model.c src/model/wf_gguf.c src/model/wf_st.c src/model/wf_meta.c \
              src/model/wf_open.c src/model/wf_set.c \
              src/model/wf_set_parts.c src/model/wf_set_split.c src/model/wf_set_index.c \
-             src/model/wf_set_folder.c
+             src/model/wf_set_folder.c src/model/wf_watch.c src/model/wf_json_scan.c
 VIEW_SRC  := src/view/wf_view.c src/view/wf_live.c src/view/wf_hfq.c src/view/wf_hfq_detect.c
 LIBAPI_SRC := src/lib/wf_api.c src/lib/wf_stack.c
 MOUNT_SRC := src/mount/wf_tree.c src/mount/wf_gen.c src/mount/wf_summary.c src/mount/wf_attr.c \
              src/mount/wf_files.c src/mount/wf_mount.c \
-             src/mount/wf_usage.c
+             src/mount/wf_usage.c src/mount/wf_perm.c
 FUSE_SRC  := src/fuse/main.c src/fuse/wf_fuse.c src/fuse/wf_mnt.c src/fuse/wf_limiter.c
-CLI_SRC   := src/cli/cli.c src/cli/cli_read.c src/cli/cli_show.c src/cli/cli_convert.c
+CLI_SRC   := src/cli/cli.c src/cli/cli_read.c src/cli/cli_show.c src/cli/cli_convert.c src/cli/cli_out.c
 
 # The format library (libweightfs.so and .a): no FUSE, no mount tree.
 LIB_SRC  := $(BASE_SRC) $(CODEC_SRC) $(MODEL_SRC) $(VIEW_SRC) $(LIBAPI_SRC)
@@ -82,7 +82,7 @@ LIB_OBJ  := $(LIB_SRC:src/%.c=$(B)/obj/%.o)
 # What the program adds: the tree and its files, the commands, the FUSE
 # front-end.  All of it but main() and the FUSE callbacks also goes into an
 # archive of its own (libwfprog.a), which the unit tests link.
-PROG_OBJ := $(MOUNT_SRC:src/%.c=$(B)/obj/%.o) $(B)/obj/fuse/wf_mnt.o $(B)/obj/fuse/wf_limiter.o
+PROG_OBJ := $(MOUNT_SRC:src/%.c=$(B)/obj/%.o) $(B)/obj/fuse/wf_mnt.o $(B)/obj/fuse/wf_limiter.o $(B)/obj/cli/cli_out.o
 BIN_OBJ  := $(B)/obj/fuse/main.o $(B)/obj/fuse/wf_fuse.o $(CLI_SRC:src/%.c=$(B)/obj/%.o)
 ALL_SRC  := $(LIB_SRC) $(MOUNT_SRC) $(FUSE_SRC) $(CLI_SRC)
 UNIT_SRC := $(wildcard tests/unit/check_*.c)

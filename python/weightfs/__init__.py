@@ -39,10 +39,13 @@ MIT licence.
 """
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import ctypes.util
 import json
+import operator
 import os
+import threading
 from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
@@ -175,23 +178,68 @@ def _np_dtype(name, elem_size):
 
 
 def _encode(name):
-    return name if isinstance(name, bytes) else name.encode("utf-8", "surrogateescape")
+    if isinstance(name, bytes):
+        return name
+    if isinstance(name, str):
+        return name.encode("utf-8", "surrogateescape")
+    raise TypeError("weightfs: a tensor name is str or bytes, not %s" % type(name).__name__)
+
+
+_U64_MAX = (1 << 64) - 1
+
+
+def _offset(offset):
+    """A byte offset as the library takes it: an int in [0, 2**64)."""
+    try:
+        offset = operator.index(offset)
+    except TypeError:
+        raise TypeError("weightfs: offset must be an int, not %s" % type(offset).__name__) from None
+    if offset < 0:
+        raise ValueError("weightfs: offset %d is negative" % offset)
+    if offset > _U64_MAX:
+        raise OverflowError("weightfs: offset %d does not fit in 64 bits" % offset)
+    return offset
+
+
+def _threads(threads):
+    try:
+        threads = operator.index(threads)
+    except TypeError:
+        raise TypeError("weightfs: threads must be an int, not %s" % type(threads).__name__) from None
+    if threads < 0 or threads > 0xFFFFFFFF:
+        raise ValueError("weightfs: threads %d is not in [0, 2**32)" % threads)
+    return threads
+
+
+def _path(path):
+    raw = os.fsencode(path)
+    if b"\0" in raw:
+        raise ValueError("weightfs: the path holds a NUL byte: %r" % (path,))
+    return raw
 
 
 class Model:
     """An open model.  Use weightfs.open(); close() (or a with block)
-    unmaps it.  A Model may be read from several threads at once."""
+    unmaps it.  A Model may be read from several threads at once, and
+    closed from any thread: reads in flight finish first, later calls raise
+    ValueError("weightfs: model is closed")."""
+
+    # class defaults: __del__ of a Model whose __init__ failed finds them
+    _h = None
+    _cv = None
 
     def __init__(self, path: PathLike, dtype: str = "f32") -> None:
         code = _dtype_code(dtype)
         if code == _DEFAULT:
             code = 0
-        self._h = None
+        raw = _path(path)
         err = ctypes.create_string_buffer(_ERRLEN)
         h = ctypes.c_void_p()
-        rc = _lib.weightfs_open(os.fsencode(path), code, ctypes.byref(h), err, _ERRLEN)
+        rc = _lib.weightfs_open(raw, code, ctypes.byref(h), err, _ERRLEN)
         if rc != 0:
             _raise(rc, err)
+        self._cv = threading.Condition(threading.Lock())
+        self._busy = 0      # library calls in flight on the handle
         self._h = h
         self.path = os.fspath(path)
         self.dtype = dtype
@@ -200,9 +248,17 @@ class Model:
 
     # -- lifetime --
     def close(self) -> None:
-        if self._h is not None:
-            _lib.weightfs_close(self._h)
-            self._h = None
+        """Unmaps the model once the calls in flight (other threads') are
+        done; safe to call again, from any thread."""
+        cv = self._cv
+        if cv is None:
+            return
+        with cv:
+            h, self._h = self._h, None
+            while self._busy:
+                cv.wait()
+        if h is not None:
+            _lib.weightfs_close(h)
 
     def __enter__(self) -> "Model":
         return self
@@ -211,18 +267,34 @@ class Model:
         self.close()
 
     def __del__(self):
-        self.close()
+        if self._h is not None:
+            self.close()
 
+    @contextlib.contextmanager
     def _handle(self):
-        if self._h is None:
+        """The library handle, held open for the with block."""
+        cv = self._cv
+        if cv is None:
             raise ValueError("weightfs: model is closed")
-        return self._h
+        with cv:
+            if self._h is None:
+                raise ValueError("weightfs: model is closed")
+            self._busy += 1
+            h = self._h
+        try:
+            yield h
+        finally:
+            with cv:
+                self._busy -= 1
+                if not self._busy:
+                    cv.notify_all()
 
     # -- listing --
     def _info(self, i, code):
         info = _Info()
         err = ctypes.create_string_buffer(_ERRLEN)
-        rc = _lib.weightfs_tensor_info(self._handle(), i, code, ctypes.byref(info), err, _ERRLEN)
+        with self._handle() as h:
+            rc = _lib.weightfs_tensor_info(h, i, code, ctypes.byref(info), err, _ERRLEN)
         if rc != 0:
             _raise(rc, err)
         return info
@@ -230,14 +302,14 @@ class Model:
     def keys(self) -> List[str]:
         """Tensor names in the order the model's files list them."""
         if self._names is None:
-            h = self._handle()
             names = []
             info = _Info()
-            for i in range(_lib.weightfs_n_tensors(h)):
-                # dtype f32 always has a view: info cannot fail on a good index
-                _lib.weightfs_tensor_info(h, i, 0, ctypes.byref(info), None, 0)
-                raw = ctypes.string_at(info.name, info.name_len)
-                names.append(raw.decode("utf-8", "surrogateescape"))
+            with self._handle() as h:
+                for i in range(_lib.weightfs_n_tensors(h)):
+                    # dtype f32 always has a view: info cannot fail on a good index
+                    _lib.weightfs_tensor_info(h, i, 0, ctypes.byref(info), None, 0)
+                    raw = ctypes.string_at(info.name, info.name_len)
+                    names.append(raw.decode("utf-8", "surrogateescape"))
             self._names = names
         return list(self._names)
 
@@ -245,11 +317,13 @@ class Model:
         return iter(self.keys())
 
     def __len__(self) -> int:
-        return _lib.weightfs_n_tensors(self._handle())
+        with self._handle() as h:
+            return _lib.weightfs_n_tensors(h)
 
     def _index(self, name):
         raw = _encode(name)
-        i = _lib.weightfs_find(self._handle(), raw, len(raw))
+        with self._handle() as h:
+            i = _lib.weightfs_find(h, raw, len(raw))
         if i < 0:
             raise KeyError(name)
         return i
@@ -268,8 +342,10 @@ class Model:
         """The model's metadata (GGUF key/values or safetensors __metadata__) as a dict."""
         if self._metadata is None:
             n = ctypes.c_size_t()
-            p = _lib.weightfs_metadata_json(self._handle(), ctypes.byref(n))
-            self._metadata = json.loads(ctypes.string_at(p, n.value).decode("utf-8", "surrogateescape"))
+            with self._handle() as h:
+                p = _lib.weightfs_metadata_json(h, ctypes.byref(n))
+                text = ctypes.string_at(p, n.value)
+            self._metadata = json.loads(text.decode("utf-8", "surrogateescape"))
         return self._metadata
 
     def info(self, name: str, dtype: DType = None) -> Dict[str, Any]:
@@ -299,6 +375,7 @@ class Model:
         given to open).  rows=slice(a, b) reads only rows a..b-1 of the
         outermost dim (step 1; negative and open ends as in numpy).
         threads=0 decodes on every core, 1 on the calling thread only."""
+        threads = _threads(threads)
         i = self._index(name)
         code = _dtype_code(dtype if dtype is not None else self.dtype)
         inf = self._info(i, code)
@@ -324,8 +401,9 @@ class Model:
             return a
         got = ctypes.c_size_t()
         err = ctypes.create_string_buffer(_ERRLEN)
-        rc = _lib.weightfs_read_parallel(self._handle(), i, code, off, size, a.ctypes.data,
-                                         ctypes.byref(got), threads, err, _ERRLEN)
+        with self._handle() as h:
+            rc = _lib.weightfs_read_parallel(h, i, code, off, size, a.ctypes.data,
+                                             ctypes.byref(got), threads, err, _ERRLEN)
         if rc != 0:
             _raise(rc, err)
         if got.value != size:
@@ -337,6 +415,8 @@ class Model:
         """Reads bytes [offset, offset+len(buf)) of tensor `name` in dtype
         into the writable buffer buf (a numpy array, bytearray, ...);
         returns the number of bytes read (less at the end of the tensor)."""
+        offset = _offset(offset)
+        threads = _threads(threads)
         i = self._index(name)
         code = _dtype_code(dtype if dtype is not None else self.dtype)
         mv = memoryview(buf).cast("B")
@@ -348,8 +428,9 @@ class Model:
         c = (ctypes.c_char * n).from_buffer(mv)
         got = ctypes.c_size_t()
         err = ctypes.create_string_buffer(_ERRLEN)
-        rc = _lib.weightfs_read_parallel(self._handle(), i, code, offset, n, ctypes.addressof(c),
-                                         ctypes.byref(got), threads, err, _ERRLEN)
+        with self._handle() as h:
+            rc = _lib.weightfs_read_parallel(h, i, code, offset, n, ctypes.addressof(c),
+                                             ctypes.byref(got), threads, err, _ERRLEN)
         del c
         if rc != 0:
             _raise(rc, err)
@@ -373,8 +454,9 @@ class Model:
             raise WeightfsError(_ERANGE, "weightfs: %s: %d bytes do not make an array of %s %s"
                                 % (names[0], inf.size, shape, a.dtype))
         err = ctypes.create_string_buffer(_ERRLEN)
-        rc = _lib.weightfs_read_stack(self._handle(), idx, len(names), code, a.ctypes.data, inf.size,
-                                      threads, err, _ERRLEN)
+        with self._handle() as h:
+            rc = _lib.weightfs_read_stack(h, idx, len(names), code, a.ctypes.data, inf.size,
+                                          threads, err, _ERRLEN)
         if rc == _EINVAL:
             raise ValueError(err.value.decode("utf-8", "replace"))
         if rc != 0:

@@ -3,6 +3,7 @@
  * place only when whole. */
 #include "cli/cli.h"
 #include "cli/cli_int.h"
+#include "cli/cli_out.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -108,52 +109,6 @@ static void progress(uint64_t done, uint64_t size, double secs, bool end)
 		fprintf(stderr, "  %lu:%02lu left", left / 60, left % 60);
 	}
 	fputs("\033[K", stderr);
-}
-
-/* A fresh file beside out for the bytes: the rename at the end is then
- * within one filesystem, and a failed run leaves only this name, which it
- * removes. */
-static int open_temp(const char *out, char **tmp)
-{
-	char *d = strdup(out), *b = strdup(out);
-	int fd = -1;
-	if (!d || !b) {
-		errno = ENOMEM;
-		goto out;
-	}
-	const char *dir = dirname(d), *base = basename(b);
-	for (unsigned i = 0; i < 100; i++) {
-		free(*tmp);
-		if (asprintf(tmp, "%s/.%s.weightfs-%ld-%u.tmp", dir, base, (long)getpid(), i) < 0) {
-			*tmp = NULL;
-			errno = ENOMEM;
-			goto out;
-		}
-		fd = open(*tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-		if (fd >= 0 || errno != EEXIST)
-			break;
-	}
-out:
-	free(d);
-	free(b);
-	return fd;
-}
-
-/* Puts tmp at out; without force, never over an existing out, even one
- * that appeared while converting. */
-static int place(const char *tmp, const char *out, bool force)
-{
-	if (force)
-		return rename(tmp, out);
-	if (renameat2(AT_FDCWD, tmp, AT_FDCWD, out, RENAME_NOREPLACE) == 0)
-		return 0;
-	if (errno != EINVAL && errno != ENOSYS)
-		return -1;
-	/* a filesystem without RENAME_NOREPLACE: link fails on an existing name too */
-	if (link(tmp, out) != 0)
-		return -1;
-	unlink(tmp);
-	return 0;
 }
 
 /* Syncs the folder that holds path, so the rename survives a crash. */
@@ -265,26 +220,14 @@ static int conv_failure(const struct conv *c, const char *model, const char *out
 	return cli_read_failed(model, "model.safetensors", c->rc);
 }
 
-/* The bytes must be on disk before out names them; on failure the caller
- * still removes tmp. */
-static int commit_file(struct conv *c, const char *tmp, const char *out, bool force)
+/* The output's mode: the model's permission bits (those all its files
+ * share), as cp gives a copy; the umask applies on top. */
+static mode_t model_mode(const struct wf_model *m)
 {
-	/* close even when fsync fails: the descriptor must not outlive the run */
-	int synced = fsync(c->fd) == 0 ? 0 : errno;
-	int closed = close(c->fd) == 0 ? 0 : errno;
-	c->fd = -1;
-	if (synced || closed) {
-		fprintf(stderr, "weightfs: %s: %s\n", out, strerror(synced ? synced : closed));
-		return -1;
-	}
-	if (place(tmp, out, force) != 0) {
-		if (errno == EEXIST)
-			fprintf(stderr, "weightfs: %s: already exists; weightfs convert --force replaces it\n", out);
-		else
-			fprintf(stderr, "weightfs: %s: %s\n", out, strerror(errno));
-		return -1;
-	}
-	return 0;
+	mode_t mode = 0777;
+	for (uint32_t i = 0; i < m->n_parts; i++)
+		mode &= m->parts[i].st.st_mode & 0777;
+	return mode;
 }
 
 int cli_convert(struct cli_session *s, const struct cli_opts *o)
@@ -294,7 +237,7 @@ int cli_convert(struct cli_session *s, const struct cli_opts *o)
 	int ret = conv_init(&c, o);
 	if (ret != 0)
 		return ret;
-	char *tmp = NULL;
+	struct cli_out co = {.fd = -1};
 	pthread_t *th = NULL;
 	long nth = 0;
 	ret = EXIT_USAGE;
@@ -306,11 +249,11 @@ int cli_convert(struct cli_session *s, const struct cli_opts *o)
 		fprintf(stderr, "weightfs: sigaction: %s\n", strerror(errno));
 		goto out;
 	}
-	c.fd = open_temp(out, &tmp);
-	if (c.fd < 0) {
+	if (cli_out_open(&co, out, model_mode(s->mt.m)) != 0) {
 		fprintf(stderr, "weightfs: %s: cannot create a temporary file beside it: %s\n", out, strerror(errno));
 		goto out;
 	}
+	c.fd = co.fd;
 	if (ftruncate(c.fd, (off_t)c.size) != 0) {
 		fprintf(stderr, "weightfs: %s: %s\n", out, strerror(errno));
 		goto out;
@@ -342,20 +285,20 @@ int cli_convert(struct cli_session *s, const struct cli_opts *o)
 		ret = conv_failure(&c, model, out);
 		goto out;
 	}
-	if (commit_file(&c, tmp, out, o->force) != 0)
+	c.fd = -1; /* co owns it */
+	if (cli_out_commit(&co, o->force) != 0) {
+		if (errno == EEXIST)
+			fprintf(stderr, "weightfs: %s: already exists; weightfs convert --force replaces it\n", out);
+		else
+			fprintf(stderr, "weightfs: %s: %s\n", out, strerror(errno));
 		goto out;
-	free(tmp);
-	tmp = NULL; /* in place: nothing to remove */
+	}
 	sync_dir_of(out);
 	if (bar)
 		progress(c.size, c.size, now_s() - t0, true);
 	ret = 0;
 out:
-	if (c.fd >= 0)
-		close(c.fd);
-	if (tmp)
-		unlink(tmp);
-	free(tmp);
+	cli_out_abort(&co);
 	free(th);
 	pthread_mutex_destroy(&c.lock);
 	for (int i = 0; i < 3; i++)

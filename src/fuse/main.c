@@ -505,6 +505,7 @@ int main(int argc, char *argv[])
 	struct fuse_cmdline_opts co = {0};
 	struct wf_mount mt = {0};
 	struct wf_live live = {0};
+	struct wf_perms perms = {0};
 	int ret = EXIT_USAGE;
 
 	if (open_std_fds() != 0) {
@@ -523,9 +524,11 @@ int main(int argc, char *argv[])
 	ret = EXIT_NOMEM;
 	struct wf_fs fs = {
 		.m = mt.m, .t = mt.t, .uid = getuid(), .gid = getgid(), .timeout = 86400.0 * 365,
-		.live = &live,
+		.live = &live, .perms = &perms,
 	};
-	if (wf_live_init(&live, mt.m, wf_files_seg, mt.t, on_model_changed, NULL) != WF_OK)
+	char perr[WF_ERRLEN];
+	if (wf_live_init(&live, mt.m, wf_files_seg, mt.t, on_model_changed, NULL) != WF_OK ||
+	    wf_perms_init(&perms, mt.t, mt.m, perr) != WF_OK)
 		goto out_model;
 	model_name = o.model;
 	/* read-only at the VFS too, so writes fail with EROFS before reaching
@@ -537,6 +540,7 @@ int main(int argc, char *argv[])
 
 	ret = run_session(&args, &fs, &co);
 out_model:
+	wf_perms_free(&perms);
 	wf_live_free(&live);
 	wf_mount_close(&mt);
 out_args:

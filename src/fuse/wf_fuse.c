@@ -39,8 +39,11 @@ static void fill_stat(const struct wf_fs *fs, uint32_t idx, struct stat *st)
 	const struct wf_node *nd = &fs->t->nodes[idx];
 	memset(st, 0, sizeof *st);
 	st->st_ino = (ino_t)idx + 1;
-	st->st_uid = fs->uid;
-	st->st_gid = fs->gid;
+	struct wf_perm pm = {.uid = fs->uid, .gid = fs->gid, .mode = nd->kind == WF_NODE_DIR ? 0555 : 0444};
+	if (fs->perms)
+		pm = wf_perm_node(fs->perms, idx);
+	st->st_uid = pm.uid;
+	st->st_gid = pm.gid;
 	st->st_blksize = nd->kind == WF_NODE_TENSOR && fs->t->npy ? NPY_BLKSIZE : BLKSIZE;
 	/* a tensor shows its own file's times; the rest the first file's */
 	const struct stat *src = &fs->m->parts[nd->kind == WF_NODE_TENSOR ? fs->m->tensors[nd->tensor].part : 0].st;
@@ -48,10 +51,10 @@ static void fill_stat(const struct wf_fs *fs, uint32_t idx, struct stat *st)
 	st->st_mtim = src->st_mtim;
 	st->st_ctim = src->st_ctim;
 	if (nd->kind == WF_NODE_DIR) {
-		st->st_mode = S_IFDIR | 0555;
+		st->st_mode = S_IFDIR | pm.mode;
 		st->st_nlink = 2 + nd->n_subdirs;
 	} else {
-		st->st_mode = S_IFREG | 0444;
+		st->st_mode = S_IFREG | pm.mode;
 		st->st_nlink = 1;
 	}
 	st->st_size = (off_t)wf_usage_size(fs->t, idx);

@@ -9,12 +9,14 @@
 #include "view/wf_live.h"
 #include "model/wf_model.h"
 #include "mount/wf_tree.h"
+#include "mount/wf_perm.h"
 
 struct wf_fs {
 	const struct wf_model *m;  /* the parsed, mapped model */
 	const struct wf_tree *t;   /* its namespace */
-	uid_t uid;                 /* owner reported for every node */
+	uid_t uid;                 /* owner reported for every node when perms is NULL */
 	gid_t gid;
+	const struct wf_perms *perms; /* owner, group and mode of each node (wf_perm.h) */
 	double timeout;            /* entry/attr cache timeout, seconds */
 	struct wf_live *live;      /* reads: segments, identity checks, SIGBUS (wf_live.h) */
 };

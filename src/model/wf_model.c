@@ -1,6 +1,7 @@
 /* wf_model.c - a model's own life: made, checked against its files, sized, freed.
  * Opening a file and picking its parser is wf_open.c. */
 #include "model/wf_model.h"
+#include "model/wf_watch.h"
 #include "base/wf_buf.h"
 #include "codec/wf_types.h"
 
@@ -60,6 +61,8 @@ void wf_model_free(struct wf_model *m)
 	free(m->sidecars);
 	free(m->parts_json);
 	free(m->hfq);
+	free(m->left_out);
+	wf_watch_free(m->watch);
 	free(m);
 }
 
@@ -88,8 +91,23 @@ enum wf_err wf_model_check(const struct wf_model *m, uint32_t part, char *err)
 			       (intmax_t)was->st_size, (intmax_t)now.st_size);
 	if (!same_time(&now.st_mtim, &was->st_mtim))
 		return wf_fail(err, WF_ERR_CHANGED, "was modified (mtime changed)");
-	if (!same_time(&now.st_ctim, &was->st_ctim) && now.st_nlink == was->st_nlink)
+	bool modified, watched = wf_watch_part(m->watch, part, &modified);
+	if (modified)
+		return wf_fail(err, WF_ERR_CHANGED, "was written to (the kernel reported a modification)");
+	/* a file whose every name is gone (replaced by rename, or removed)
+	 * moved its ctime doing so; any other ctime move may hide a write */
+	if (!same_time(&now.st_ctim, &was->st_ctim) && !(watched && now.st_nlink == 0 && was->st_nlink > 0))
 		return wf_fail(err, WF_ERR_CHANGED, "was changed (ctime changed)");
+	return WF_OK;
+}
+
+enum wf_err wf_model_watch(struct wf_model *m)
+{
+	struct wf_watch *w = wf_watch_new(m->parts, m->n_parts);
+	if (!w)
+		return WF_ERR_NOMEM;
+	wf_watch_free(m->watch);
+	m->watch = w;
 	return WF_OK;
 }
 

@@ -10,6 +10,7 @@
 
 #include "base/wf_common.h"
 #include "codec/wf_types.h"
+#include "model/wf_part.h"
 
 #include <stdint.h>
 #include <sys/stat.h>
@@ -39,24 +40,13 @@ struct wf_tensor {
 };
 
 
-/* One file a model's tensors live in: the file itself for a single-file
- * model, one part of a split GGUF or one shard of a safetensors set. */
-struct wf_part {
-	char *name;          /* file name in its folder, as tensors.json gives it; NULL for a buffer */
-	char *path;          /* path to reopen it by (absolute); NULL for a buffer */
-	const uint8_t *data; /* its bytes: the read-only mapping, or a caller's buffer */
-	uint64_t len;        /* bytes at data */
-	int fd;              /* open read-only; -1 for a buffer, or when closed to spare descriptors */
-	struct stat st;      /* of the file when opened: the identity the mount serves */
-	void *map;           /* mmap base to unmap, or NULL */
-};
-
 /* A small file of a model folder shown at the mount's root (config.json,
  * tokenizer.json, ...), read into memory when the model is opened. */
 struct wf_sidecar {
 	char *name;
 	char *data;
 	uint64_t len;
+	struct stat st;      /* of the file read (a symlink's target): its owner and mode */
 };
 
 struct wf_model {
@@ -83,23 +73,36 @@ struct wf_model {
 	struct wf_hfq *hfq;      /* [n_hfq]: the quantized layers wf_hfq_apply found */
 	size_t n_hfq;
 	bool hfq_done;           /* wf_hfq_apply ran */
+	bool has_index_st;       /* the model came through a safetensors index: */
+	struct stat index_st;    /* its stat (its metadata is in metadata.json) */
+	struct wf_watch *watch;  /* inotify on the parts (wf_watch.h), or NULL */
+	char *left_out;          /* files of the model's folder left out, one "NAME: why" a line, or NULL */
 };
 
 /* Whether part `part` of m is still the file that was opened: the
- * same device, inode, size and modification time, and the same change
- * time unless the link count changed too.  A read compares this after it
- * has copied or decoded its bytes: a writer that shrinks or rewrites the
- * file during the copy leaves zeros or a mix of old and new bytes that no
- * range check can tell from data, but it always moves the size or the
- * modification time first.  A change of link count alone (the name was
- * replaced by rename, unlinked, or linked) leaves the contents as they
- * were, though it moves the change time.  Returns WF_OK; WF_ERR_CHANGED
- * with what changed in err (may be NULL); or WF_ERR_IO if fstat fails.
- * A part parsed from a buffer never changes.  A part whose descriptor was
- * closed (more parts than descriptors) is looked up by its path; a file
- * that was replaced by rename is then another file, and counts as a
- * change. */
+ * same device, inode, size and modification time, no write reported by
+ * the kernel (wf_watch.h), and the same change time unless the link count
+ * went down with a watch on the part.  A read compares this after it has
+ * copied or decoded its bytes: a writer that shrinks or rewrites the file
+ * during the copy leaves zeros or a mix of old and new bytes that no range
+ * check can tell from data, but it always moves the size or the
+ * modification time first, and its write is queued as an IN_MODIFY event
+ * before it returns, so setting the times back afterwards cannot hide it.
+ * A file replaced by rename or removed (no name left: link count 0) moved
+ * its change time doing so but kept its contents, so with a watch that is
+ * no change; any other change time that moved (a link added or removed,
+ * a chmod, or any of it on a part without a watch) is one: a write through
+ * a shared mapping raises no event, and ctime is then its only witness.  Returns WF_OK; WF_ERR_CHANGED with what
+ * changed in err (may be NULL); or WF_ERR_IO if fstat fails.  A part
+ * parsed from a buffer never changes.  A part whose descriptor was closed
+ * (more parts than descriptors) is looked up by its path; a file that was
+ * replaced by rename is then another file, and counts as a change. */
 enum wf_err wf_model_check(const struct wf_model *m, uint32_t part, char *err);
+
+/* Watches every part of m that has a file for writes (wf_watch.h; best
+ * effort: a part that cannot be watched gets the strict identity rule).
+ * Returns WF_ERR_NOMEM or WF_OK. */
+enum wf_err wf_model_watch(struct wf_model *m);
 
 /* Frees descriptors and unmaps; safe on a partly built model and on NULL. */
 void wf_model_free(struct wf_model *m);

@@ -2,6 +2,7 @@
 #include "model/wf_open.h"
 #include "model/wf_gguf.h"
 #include "model/wf_st.h"
+#include "base/wf_bus.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -43,6 +44,33 @@ enum wf_err wf_open_parse(struct wf_model **out, const uint8_t *buf, uint64_t le
 	return wf_st_parse(out, buf, len, err);
 }
 
+void (*wf_open_test_hook)(int fd);
+
+/* Parses the mapping of fd with a SIGBUS window over it: a file cut short
+ * while its header is read is refused, not a crash; and one that changed
+ * while it was parsed is refused too, since the parser may have read some
+ * of its bytes before the change and some after. */
+static enum wf_err parse_guarded(struct wf_model **m, int fd, const struct stat *st, const uint8_t *buf,
+				 const char *path, char *err)
+{
+	wf_bus_window(buf, (size_t)st->st_size);
+	if (wf_open_test_hook)
+		wf_open_test_hook(fd);
+	enum wf_err rc = wf_open_parse(m, buf, (uint64_t)st->st_size, path, err);
+	bool hit = wf_bus_window_end();
+	struct stat now;
+	bool same = fstat(fd, &now) == 0 && now.st_size == st->st_size &&
+		    now.st_mtim.tv_sec == st->st_mtim.tv_sec && now.st_mtim.tv_nsec == st->st_mtim.tv_nsec;
+	if (!hit && same)
+		return rc;
+	wf_model_free(*m);
+	*m = NULL;
+	if (hit)
+		return wf_fail(err, WF_ERR_CHANGED, "was cut short while its header was read (%jd bytes when opened)",
+			       (intmax_t)st->st_size);
+	return wf_fail(err, WF_ERR_CHANGED, "changed while its header was read");
+}
+
 enum wf_err wf_open_file(struct wf_model **out, const char *path, char *err)
 {
 	*out = NULL;
@@ -60,6 +88,12 @@ enum wf_err wf_open_file(struct wf_model **out, const char *path, char *err)
 		return wf_fail(err, WF_ERR_IO, "not a regular file");
 	}
 	void *map = NULL;
+	/* before mapping: a fault must never find no handler */
+	if (st.st_size > 0 && wf_bus_catch() != 0) {
+		int e = errno;
+		close(fd);
+		return wf_fail(err, WF_ERR_IO, "cannot install the SIGBUS handler: %s", strerror(e));
+	}
 	if (st.st_size > 0) {
 		map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_SHARED, fd, 0);
 		if (map == MAP_FAILED) {
@@ -71,7 +105,7 @@ enum wf_err wf_open_file(struct wf_model **out, const char *path, char *err)
 	static const uint8_t empty[1];
 	const uint8_t *buf = map ? map : empty;
 	struct wf_model *m;
-	enum wf_err rc = wf_open_parse(&m, buf, (uint64_t)st.st_size, path, err);
+	enum wf_err rc = parse_guarded(&m, fd, &st, buf, path, err);
 	if (rc != WF_OK) {
 		if (map)
 			munmap(map, (size_t)st.st_size);

@@ -22,4 +22,9 @@ enum wf_err wf_open_parse(struct wf_model **out, const uint8_t *buf, uint64_t le
  * file name; the caller adds it. */
 enum wf_err wf_open_file(struct wf_model **out, const char *path, char *err);
 
+/* For tests only: when set, called by wf_open_file with the file's
+ * descriptor once it is mapped and before it is parsed, so a test can
+ * change the file exactly there. */
+extern void (*wf_open_test_hook)(int fd);
+
 #endif

@@ -8,6 +8,7 @@
  */
 #include "model/wf_set.h"
 #include "model/wf_set_int.h"
+#include "model/wf_watch.h"
 #include "model/wf_open.h"
 
 #include <errno.h>
@@ -48,7 +49,7 @@ static size_t fd_budget(void)
 	return soft > 2 * FD_RESERVE ? soft - FD_RESERVE : soft / 2;
 }
 
-enum wf_err wf_set_open(struct wf_model **out, const char *arg, char *err)
+static enum wf_err set_open(struct wf_model **out, const char *arg, char *err)
 {
 	struct wf_set_loader L = {.err = err, .fd_budget = fd_budget()};
 	char *name = NULL;
@@ -103,5 +104,16 @@ enum wf_err wf_set_open(struct wf_model **out, const char *arg, char *err)
 done:
 	free(name);
 	free(L.dir);
+	return rc;
+}
+
+enum wf_err wf_set_open(struct wf_model **out, const char *arg, char *err)
+{
+	enum wf_err rc = set_open(out, arg, err);
+	if (rc == WF_OK && wf_model_watch(*out) != WF_OK) {
+		wf_model_free(*out);
+		*out = NULL;
+		rc = wf_fail(err, WF_ERR_NOMEM, "out of memory");
+	}
 	return rc;
 }

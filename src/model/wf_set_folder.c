@@ -202,27 +202,53 @@ static enum wf_err load_st_set(struct wf_set_loader *L, struct folder *f, size_t
 	return rc;
 }
 
-/* Reads the folder's small files into m->sidecars. */
+/* Notes file `name` as left out, with why (a message "name: why"). */
+static enum wf_err leave_out(struct wf_buf *left, const char *why)
+{
+	wf_buf_printf(left, "%s\n", why);
+	return left->oom ? WF_ERR_NOMEM : WF_OK;
+}
+
+/* Reads the folder's small files into m->sidecars.  One that cannot be
+ * read (another user's 0600 file, one that is no longer a regular file,
+ * one grown past its size when listed) is no part of the model: it is
+ * left out, and m->left_out says which and why (WEIGHTFS.txt shows it). */
 static enum wf_err add_sidecars(struct wf_set_loader *L, struct folder *f, struct wf_model *m)
 {
 	uint64_t total = 0;
+	struct wf_buf left = {0};
 	m->sidecars = calloc(f->n ? f->n : 1, sizeof *m->sidecars);
 	if (!m->sidecars)
 		return wf_fail(L->err, WF_ERR_NOMEM, "out of memory");
-	for (size_t i = 0; i < f->n; i++) {
+	char *outer = L->err, why[WF_ERRLEN];
+	enum wf_err rc = WF_OK;
+	for (size_t i = 0; i < f->n && rc == WF_OK; i++) {
 		if (f->e[i].kind != K_SIDE || total + f->e[i].size > WF_SIDECARS_TOTAL_MAX)
 			continue;
 		struct wf_sidecar *s = &m->sidecars[m->n_sidecars];
-		enum wf_err rc = wf_set_read_small(L, f->e[i].name, WF_SIDECAR_MAX, &s->data, &s->len);
+		/* held to its size when listed: the total stays what was counted */
+		L->err = why;
+		rc = wf_set_read_small(L, f->e[i].name, f->e[i].size, &s->data, &s->len, &s->st);
+		L->err = outer;
+		if (rc == WF_ERR_IO || rc == WF_ERR_UNSUP) {
+			rc = leave_out(&left, why);
+			continue;
+		}
 		if (rc != WF_OK)
-			return rc;
+			return wf_fail(L->err, rc, "%s", why);
 		s->name = strdup(f->e[i].name);
 		m->n_sidecars++;
 		if (!s->name)
-			return wf_fail(L->err, WF_ERR_NOMEM, "out of memory");
+			rc = WF_ERR_NOMEM;
 		total += s->len;
 	}
-	return WF_OK;
+	if (rc == WF_OK && left.len && wf_buf_finish(&left)) {
+		m->left_out = left.data;
+		return WF_OK;
+	}
+	bool oom = rc != WF_OK || left.len; /* left.len here: finishing it failed */
+	wf_buf_free(&left);
+	return oom ? wf_fail(L->err, WF_ERR_NOMEM, "out of memory") : WF_OK;
 }
 
 /* A hub cache's models--ORG--NAME folder: the snapshot refs/main names,
@@ -231,9 +257,18 @@ static enum wf_err add_sidecars(struct wf_set_loader *L, struct folder *f, struc
 static char *hub_snapshot(const char *dir)
 {
 	char *refs = wf_set_join(dir, "refs/main"), *snap = NULL;
-	FILE *fp = refs ? fopen(refs, "re") : NULL;
+	/* never blocks (a FIFO), and only a regular file is read */
+	int fd = refs ? open(refs, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK) : -1;
+	struct stat rst;
+	bool had_refs = fd >= 0;
+	if (fd >= 0 && (fstat(fd, &rst) != 0 || !S_ISREG(rst.st_mode))) {
+		close(fd);
+		fd = -1;
+	}
+	FILE *fp = fd >= 0 ? fdopen(fd, "r") : NULL;
+	if (fd >= 0 && !fp)
+		close(fd);
 	char rev[128];
-	bool had_refs = fp != NULL;
 	if (fp && fgets(rev, sizeof rev, fp)) {
 		rev[strcspn(rev, "\r\n")] = '\0';
 		if (*rev && !strchr(rev, '/') && strcmp(rev, "..") != 0 && strcmp(rev, ".") != 0) {

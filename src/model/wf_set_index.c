@@ -53,7 +53,7 @@ enum wf_err wf_set_index_load(struct wf_set_loader *L, const char *name, struct 
 	ix->name = strdup(name);
 	if (!ix->name)
 		return wf_fail(L->err, WF_ERR_NOMEM, "out of memory");
-	enum wf_err rc = wf_set_read_small(L, name, WF_INDEX_MAX, &ix->text, &len);
+	enum wf_err rc = wf_set_read_small(L, name, WF_INDEX_MAX, &ix->text, &len, &ix->st);
 	if (rc != WF_OK)
 		return rc;
 	/* cJSON ends strings at a NUL; a name holding one would silently
@@ -107,6 +107,10 @@ enum wf_err wf_set_index_load(struct wf_set_loader *L, const char *name, struct 
 	wf_names_free(&shards);
 	if (rc != WF_OK)
 		return rc;
+	/* before anything is opened */
+	if (ix->n_shards > WF_SET_MAX_PARTS)
+		return wf_fail(L->err, WF_ERR_UNSUP, "%s: weight_map names %" PRIu32 " shards, more than the %d allowed",
+			       name, ix->n_shards, WF_SET_MAX_PARTS);
 	qsort(ix->shards, ix->n_shards, sizeof *ix->shards, str_cmp);
 	return WF_OK;
 }
@@ -114,9 +118,19 @@ enum wf_err wf_set_index_load(struct wf_set_loader *L, const char *name, struct 
 /* Whether index ix names shard `name`. */
 bool wf_set_index_names(const struct wf_set_index *ix, const char *name)
 {
-	for (uint32_t i = 0; i < ix->n_shards; i++)
-		if (strcmp(ix->shards[i], name) == 0)
+	/* shards are sorted: a folder of many files meets an index of many
+	 * shards in O(files log shards) */
+	uint32_t lo = 0, hi = ix->n_shards;
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+		int c = strcmp(ix->shards[mid], name);
+		if (c == 0)
 			return true;
+		if (c < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
 	return false;
 }
 
@@ -225,6 +239,10 @@ enum wf_err wf_set_load_index(struct wf_set_loader *L, struct wf_set_index *ix, 
 		goto out;
 	rc = wf_set_merge(L, parts, ix->n_shards, WF_FORM_INDEX, ix->name, ix->metadata, out);
 	memset(parts, 0, ix->n_shards * sizeof *parts); /* merge took them */
+	if (rc == WF_OK) {
+		(*out)->has_index_st = true;
+		(*out)->index_st = ix->st;
+	}
 out:
 	if (parts)
 		for (uint32_t i = 0; i < ix->n_shards; i++)

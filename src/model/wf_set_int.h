@@ -16,6 +16,7 @@
 #include <cjson/cJSON.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/stat.h>
 
 /* More parts than this in one set is refused: it is no model. */
 #define WF_SET_MAX_PARTS 100000
@@ -40,6 +41,7 @@ struct wf_set_index {
 	const cJSON *weight_map;
 	char **shards;        /* distinct shard names, sorted */
 	uint32_t n_shards;
+	struct stat st;       /* of the index file: its owner and mode */
 };
 
 /* wf_set_parts.c */
@@ -55,9 +57,9 @@ char *wf_set_join(const char *dir, const char *name);
 enum wf_err wf_set_open_part(struct wf_set_loader *L, const char *name, struct wf_model **out);
 
 /* Reads a whole small regular file of the folder (at most max bytes) into
- * memory, NUL-terminated. */
+ * memory, NUL-terminated; *st (may be NULL) gets the file's stat. */
 enum wf_err wf_set_read_small(struct wf_set_loader *L, const char *name, uint64_t max, char **data,
-			      uint64_t *len);
+			      uint64_t *len, struct stat *st);
 
 /* Parses NAME as PREFIX-NNNNN-of-MMMMM<ext> (llama.cpp's
  * "%s-%05d-of-%05d.gguf"; more digits for more parts).  *prefix_len is

@@ -67,7 +67,8 @@ enum wf_err wf_set_open_part(struct wf_set_loader *L, const char *name, struct w
 }
 
 /* Reads a whole small file of the folder into memory (NUL-terminated). */
-enum wf_err wf_set_read_small(struct wf_set_loader *L, const char *name, uint64_t max, char **data, uint64_t *len)
+enum wf_err wf_set_read_small(struct wf_set_loader *L, const char *name, uint64_t max, char **data, uint64_t *len,
+			      struct stat *st_out)
 {
 	char *path = wf_set_join(L->dir, name);
 	if (!path)
@@ -111,6 +112,8 @@ enum wf_err wf_set_read_small(struct wf_set_loader *L, const char *name, uint64_
 	buf[got] = '\0';
 	*data = buf;
 	*len = got;
+	if (st_out)
+		*st_out = st;
 	return WF_OK;
 }
 
@@ -148,18 +151,18 @@ char *wf_set_part_name(const char *prefix, size_t prefix_len, unsigned long no, 
 	return s;
 }
 
-/* Appends obj's entries whose keys are not in seen yet, noting them there. */
-static void add_entries(struct wf_meta_json *w, cJSON *seen, const cJSON *obj)
+/* Appends obj's entries whose keys are not in seen yet, noting them there
+ * (a keyed hash table: a set's merge stays linear in its keys). */
+static void add_entries(struct wf_meta_json *w, struct wf_names *seen, const cJSON *obj)
 {
 	const cJSON *e;
 	cJSON_ArrayForEach(e, obj) {
 		if (w->b.oom)
 			return;
-		if (cJSON_GetObjectItemCaseSensitive(seen, e->string))
+		if (wf_names_put(seen, e->string, strlen(e->string), 0) != WF_NAMES_NONE)
 			continue;
 		char *v = cJSON_PrintUnformatted(e);
-		if (!v || !cJSON_AddTrueToObject(seen, e->string)) {
-			free(v);
+		if (!v) {
 			w->b.oom = true;
 			return;
 		}
@@ -171,25 +174,32 @@ static void add_entries(struct wf_meta_json *w, cJSON *seen, const cJSON *obj)
 
 /* metadata.json of a safetensors set: the index's metadata, then each
  * shard's __metadata__ entries whose keys are not there yet.  Every
- * shard's own metadata is also kept whole in parts.json. */
+ * shard's own metadata is also kept whole in parts.json.  The shards'
+ * trees live until the end: the table of keys points into them. */
 static enum wf_err st_metadata(struct wf_set_loader *L, struct wf_model *m, struct wf_model **parts, uint32_t n,
 			       const cJSON *index_md)
 {
 	struct wf_meta_json w = {0};
-	cJSON *seen = cJSON_CreateObject();
-	if (!seen)
-		return wf_fail(L->err, WF_ERR_NOMEM, "out of memory");
-	add_entries(&w, seen, index_md);
-	for (uint32_t i = 0; i < n && !w.b.oom; i++) {
-		cJSON *md = cJSON_ParseWithLength(parts[i]->metadata_json, parts[i]->metadata_json_len);
-		if (!md) {
-			w.b.oom = true; /* our own output: only memory can make it fail */
-			break;
-		}
-		add_entries(&w, seen, md);
-		cJSON_Delete(md);
+	struct wf_names seen = {0};
+	cJSON **mds = calloc(n ? n : 1, sizeof *mds);
+	size_t total = index_md ? (size_t)cJSON_GetArraySize(index_md) : 0;
+	bool ok = mds != NULL;
+	for (uint32_t i = 0; ok && i < n; i++) {
+		mds[i] = cJSON_ParseWithLength(parts[i]->metadata_json, parts[i]->metadata_json_len);
+		ok = mds[i] != NULL; /* our own output: only memory can make it fail */
+		total += ok ? (size_t)cJSON_GetArraySize(mds[i]) : 0;
 	}
-	cJSON_Delete(seen);
+	if (ok && wf_names_init(&seen, total + 1)) {
+		add_entries(&w, &seen, index_md);
+		for (uint32_t i = 0; i < n && !w.b.oom; i++)
+			add_entries(&w, &seen, mds[i]);
+	} else {
+		w.b.oom = true;
+	}
+	wf_names_free(&seen);
+	for (uint32_t i = 0; mds && i < n; i++)
+		cJSON_Delete(mds[i]);
+	free(mds);
 	return wf_meta_json_finish(&w, m, L->err);
 }
 

@@ -309,24 +309,132 @@ enum wf_err wf_meta_files(const char *json, size_t json_len, struct wf_meta_file
 
 /* ------------------------------------------------- model.safetensors */
 
+/* The keys of model.safetensors' __metadata__, as JSON strings (quotes
+ * included), made unique: the model's keys can meet ours ("format",
+ * "weightfs.stored_types") or each other once stray bytes are written as
+ * characters (json_str_utf8), and a JSON reader keeps only one of two
+ * equal keys.  A key that meets an earlier one gets "~N". */
+struct st_keys {
+	struct wf_buf text;   /* every key, back to back */
+	size_t *at, *len;     /* [n] */
+	char **renamed;       /* [n]: the "~N" variant, or NULL */
+	bool *skip;           /* [n]: the model's "format" (written first) */
+	size_t n, cap;
+	bool oom;
+};
+
+static void st_keys_free(struct st_keys *k)
+{
+	wf_buf_free(&k->text);
+	for (size_t i = 0; k->renamed && i < k->n; i++)
+		free(k->renamed[i]);
+	free(k->renamed);
+	free(k->at);
+	free(k->len);
+	free(k->skip);
+}
+
 struct st_ctx {
 	struct wf_buf *b;
 	struct wf_buf tmp;
 	size_t count;
-	bool has_format;
+	struct st_keys *keys;
 };
+
+static void st_key_collect(void *vctx, const char *s, size_t k0, size_t k1, size_t v0, size_t v1)
+{
+	(void)v0, (void)v1;
+	struct st_ctx *c = vctx;
+	struct st_keys *k = c->keys;
+	if (k->oom)
+		return;
+	if (k->n == k->cap) {
+		size_t cap = k->cap ? 2 * k->cap : 64;
+		size_t *at = realloc(k->at, cap * sizeof *at);
+		if (at)
+			k->at = at;
+		size_t *len = realloc(k->len, cap * sizeof *len);
+		if (len)
+			k->len = len;
+		bool *skip = realloc(k->skip, cap * sizeof *skip);
+		if (skip)
+			k->skip = skip;
+		if (!at || !len || !skip) {
+			k->oom = true;
+			return;
+		}
+		k->cap = cap;
+	}
+	c->tmp.len = 0;
+	decode_string(s, k0, k1, &c->tmp);
+	k->skip[k->n] = c->tmp.len == 6 && memcmp(c->tmp.data, "format", 6) == 0;
+	k->at[k->n] = k->text.len;
+	json_str_utf8(&k->text, c->tmp.data ? c->tmp.data : "", c->tmp.len);
+	k->len[k->n] = k->text.len - k->at[k->n];
+	k->n++;
+}
+
+/* A key that met another: "key~N" for the first N >= 2 not yet taken. */
+static char *key_variant(const char *key, size_t len, struct wf_names *seen, size_t *out_len)
+{
+	for (unsigned v = 2;; v++) {
+		size_t cap = len + 16;
+		char *r = malloc(cap);
+		if (!r)
+			return NULL;
+		int w = snprintf(r, cap, "%.*s~%u\"", (int)len - 1, key, v);
+		if (wf_names_get(seen, r, (size_t)w) == WF_NAMES_NONE) {
+			wf_names_put(seen, r, (size_t)w, 1);
+			*out_len = (size_t)w;
+			return r;
+		}
+		free(r);
+	}
+}
+
+/* Collects the model's keys and makes them unique among themselves and
+ * the keys weightfs writes (ours first: they must keep their names). */
+static enum wf_err st_keys_make(const struct wf_model *m, bool stored_types, struct st_keys *k)
+{
+	struct st_ctx c = {.keys = k};
+	enum wf_err rc = each_kv(m->metadata_json, m->metadata_json_len, st_key_collect, &c);
+	wf_buf_free(&c.tmp);
+	if (rc != WF_OK)
+		return WF_ERR_FORMAT;
+	if (k->oom || k->text.oom || c.tmp.oom)
+		return WF_ERR_NOMEM;
+	struct wf_names seen = {0};
+	k->renamed = calloc(k->n ? k->n : 1, sizeof *k->renamed);
+	if (!k->renamed || !wf_names_init(&seen, 2 * k->n + 2)) {
+		wf_names_free(&seen);
+		return WF_ERR_NOMEM;
+	}
+	wf_names_put(&seen, "\"format\"", 8, 0);
+	if (stored_types)
+		wf_names_put(&seen, "\"weightfs.stored_types\"", 23, 0);
+	rc = WF_OK;
+	for (size_t i = 0; i < k->n && rc == WF_OK; i++) {
+		const char *key = k->text.data + k->at[i];
+		if (k->skip[i] || wf_names_put(&seen, key, k->len[i], 1) == WF_NAMES_NONE)
+			continue;
+		k->renamed[i] = key_variant(key, k->len[i], &seen, &k->len[i]);
+		if (!k->renamed[i])
+			rc = WF_ERR_NOMEM;
+	}
+	wf_names_free(&seen);
+	return rc;
+}
 
 static void st_meta_kv(void *vctx, const char *s, size_t k0, size_t k1, size_t v0, size_t v1)
 {
+	(void)k0, (void)k1;
 	struct st_ctx *c = vctx;
-	c->tmp.len = 0;
-	decode_string(s, k0, k1, &c->tmp);
-	if (c->tmp.oom)
-		return;
-	if (c->tmp.len == 6 && memcmp(c->tmp.data, "format", 6) == 0)
-		return; /* written first, from this very entry (see wf_st_header) */
+	size_t i = c->count++;
+	const struct st_keys *k = c->keys;
+	if (i >= k->n || k->skip[i])
+		return; /* "format" is written first, from this very entry (see wf_st_header) */
 	wf_buf_putc(c->b, ',');
-	json_str_utf8(c->b, c->tmp.data, c->tmp.len);
+	wf_buf_put(c->b, k->renamed[i] ? k->renamed[i] : k->text.data + k->at[i], k->len[i]);
 	wf_buf_putc(c->b, ':');
 	if (s[v0] == '"') {
 		c->tmp.len = 0;
@@ -335,7 +443,6 @@ static void st_meta_kv(void *vctx, const char *s, size_t k0, size_t k1, size_t v
 	} else {
 		wf_buf_json_str(c->b, s + v0, v1 - v0); /* numbers and arrays as their JSON text */
 	}
-	c->count++;
 }
 
 /* The model's own "format" value, if it has one, decoded into out. */
@@ -430,20 +537,6 @@ out:
 static enum wf_err put_st_metadata(struct wf_buf *b, const struct wf_model *m, const struct st_names *sn)
 {
 	struct wf_buf fmt = {0}, types = {0};
-	each_kv(m->metadata_json, m->metadata_json_len, find_format, &fmt);
-	wf_buf_puts(b, "{\"__metadata__\":{\"format\":");
-	if (fmt.len && !fmt.oom)
-		json_str_utf8(b, fmt.data, fmt.len - 1);
-	else
-		wf_buf_puts(b, "\"pt\"");
-	wf_buf_free(&fmt);
-	struct st_ctx c = {.b = b};
-	enum wf_err rc = each_kv(m->metadata_json, m->metadata_json_len, st_meta_kv, &c);
-	if (c.tmp.oom)
-		b->oom = true;
-	wf_buf_free(&c.tmp);
-	if (rc != WF_OK)
-		return WF_ERR_FORMAT;
 	for (size_t i = 0; i < m->n_tensors; i++) {
 		const struct wf_tensor *t = &m->tensors[i];
 		if (strcmp(wf_view_st_dtype(t), "U8") != 0 || t->type == WF_T_U8)
@@ -451,6 +544,30 @@ static enum wf_err put_st_metadata(struct wf_buf *b, const struct wf_model *m, c
 		wf_buf_puts(&types, types.len ? "," : "{");
 		wf_buf_put(&types, st_name(sn, i), sn->len[i]);
 		wf_buf_printf(&types, ":\"%s\"", wf_type_get(t->type)->name);
+	}
+	struct st_keys keys = {0};
+	enum wf_err rc = st_keys_make(m, types.len > 0, &keys);
+	if (rc != WF_OK) {
+		wf_buf_free(&types);
+		st_keys_free(&keys);
+		return rc;
+	}
+	each_kv(m->metadata_json, m->metadata_json_len, find_format, &fmt);
+	wf_buf_puts(b, "{\"__metadata__\":{\"format\":");
+	if (fmt.len && !fmt.oom)
+		json_str_utf8(b, fmt.data, fmt.len - 1);
+	else
+		wf_buf_puts(b, "\"pt\"");
+	wf_buf_free(&fmt);
+	struct st_ctx c = {.b = b, .keys = &keys};
+	rc = each_kv(m->metadata_json, m->metadata_json_len, st_meta_kv, &c);
+	if (c.tmp.oom)
+		b->oom = true;
+	wf_buf_free(&c.tmp);
+	st_keys_free(&keys);
+	if (rc != WF_OK) {
+		wf_buf_free(&types);
+		return WF_ERR_FORMAT;
 	}
 	if (types.len) {
 		wf_buf_putc(&types, '}');

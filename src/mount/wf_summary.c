@@ -705,6 +705,18 @@ static void put_files(struct wf_buf *b, const struct wf_tree *t, const struct ty
 	wf_buf_printf(b, "  Also here: metadata.json and %s/ (the model's metadata, a file per key),\n"
 			 "  model.safetensors (the whole model as one safetensors file, in the files'\n"
 			 "  dtypes)%s.\n", meta_dir, t->m->parts_json ? ", parts.json (the model's files)" : "");
+	if (t->m->left_out) {
+		/* one line each, as the loader said why */
+		wf_buf_puts(b, "  Left out of the model's folder (not part of the model, and unreadable):\n");
+		for (const char *p = t->m->left_out; *p;) {
+			const char *nl = strchr(p, '\n');
+			size_t n = nl ? (size_t)(nl - p) : strlen(p);
+			wf_buf_puts(b, "    ");
+			put_clean(b, p, n, 200);
+			wf_buf_putc(b, '\n');
+			p += n + (nl != NULL);
+		}
+	}
 }
 
 enum wf_err wf_summary(const struct wf_tree *t, const char *meta_dir, char **text, size_t *len, char *err)

@@ -77,7 +77,8 @@ static const char *config_text(const struct wf_model *m, const char *name, size_
 		return NULL;
 	memcpy(p, path, dl);
 	strcpy(p + dl, name);
-	int fd = open(p, O_RDONLY | O_CLOEXEC);
+	/* never wait on a FIFO or a device: a regular file or nothing */
+	int fd = open(p, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
 	free(p);
 	struct stat st;
 	if (fd < 0)

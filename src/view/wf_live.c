@@ -2,33 +2,18 @@
 #include "view/wf_live.h"
 #include "view/wf_hfq.h"
 #include "view/wf_view.h"
+#include "base/wf_bus.h"
 
 #include <setjmp.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* A fault on the model mapping (the file shrank under us) jumps back to
- * the read that touched it. */
-static __thread sigjmp_buf *bus_jmp;
-
-static void on_sigbus(int sig, siginfo_t *si, void *uc)
-{
-	(void)si, (void)uc;
-	if (bus_jmp)
-		siglongjmp(*bus_jmp, 1);
-	signal(sig, SIG_DFL);
-	raise(sig);
-}
+void (*wf_live_test_hook)(const struct wf_live *lv, uint32_t part);
 
 int wf_live_catch_sigbus(void)
 {
-	struct sigaction sa;
-	memset(&sa, 0, sizeof sa);
-	sa.sa_sigaction = on_sigbus;
-	sa.sa_flags = SA_SIGINFO | SA_NODEFER;
-	sigemptyset(&sa.sa_mask);
-	return sigaction(SIGBUS, &sa, NULL);
+	return wf_bus_catch();
 }
 
 enum wf_err wf_live_init(struct wf_live *lv, const struct wf_model *m, wf_seg_fn seg, const void *files,
@@ -101,6 +86,8 @@ static enum wf_err view_piece(struct wf_live *lv, struct touched *tc, const stru
 			return WF_ERR_CHANGED;
 	const struct wf_part *p = &lv->m->parts[t->part];
 	enum wf_err rc = wf_view_read(t, p->data, p->len, off, len, out, got);
+	if (rc == WF_OK && wf_live_test_hook)
+		wf_live_test_hook(lv, t->part);
 	for (uint32_t k = 0; k < n && rc == WF_OK; k++)
 		rc = note_part(lv, tc, files[k]);
 	return rc;
@@ -145,14 +132,14 @@ static enum wf_err guarded(struct wf_live *lv, const struct job *j, size_t *got)
 	sigjmp_buf jb;
 	*got = 0;
 	if (sigsetjmp(jb, 1) != 0) {
-		bus_jmp = NULL;
+		wf_bus_jmp = NULL;
 		*got = 0;
 		return after_sigbus(lv);
 	}
-	bus_jmp = &jb;
+	wf_bus_jmp = &jb;
 	enum wf_err rc = j->t ? view_piece(lv, &tc, j->t, j->off, j->len, j->out, got)
 			      : copy_segments(lv, &tc, j, got);
-	bus_jmp = NULL;
+	wf_bus_jmp = NULL;
 	if (check_touched(lv, &tc) != WF_OK)
 		rc = WF_ERR_CHANGED;
 	if (rc != WF_OK)

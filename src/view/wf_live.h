@@ -64,6 +64,11 @@ void wf_live_free(struct wf_live *lv);
  * its default action.  Returns 0, or -1 with errno set. */
 int wf_live_catch_sigbus(void);
 
+/* For tests only: when set, called by every read on the reading thread
+ * right after it copied bytes of part `part` and before it checks that
+ * part, so a test can change the file in the middle of a read. */
+extern void (*wf_live_test_hook)(const struct wf_live *lv, uint32_t part);
+
 /* Copies bytes [off, off+len) of file `file` (any file lv->seg knows: a
  * tensor, an .npy, model.safetensors, a JSON text) into out; *got gets the
  * count (less at the end of the file).  WF_ERR_RANGE when a tensor the

@@ -152,3 +152,10 @@ write("tree", "names_llama", b"\n".join(b"blk.%d.%s.weight" % (i, p) for i in ra
                                         for p in (b"attn_q", b"attn_k", b"ffn_up")) + b"\noutput.weight")
 write("tree", "names_awkward", b"a\na.b\na.b.c\n\n.\n..\n...\nx/y\n%41\n\xff\xfe\n\x00\x01\na.b.tensor\n"
       + b"\xc3\xa9\xe4\xb8\xad\n" + b"L" * 300 + b".x\n" + b"\xe4\xb8\xad" * 120 + b"\n" + b"%" * 200)
+
+# --- metadata keys "." and ".." (issue 17 item 13): escaped to %2E, %2E%2E in metadata/
+write("st", "hand_meta_dots.safetensors",
+      st([("w", "F32", [1])], meta={".": "dot", "..": "dotdot", "...": "three", "": "empty"}))
+write("gguf", "hand_meta_dots.gguf",
+      gguf([(".", 8, gstr("dot")), ("..", 8, gstr("dotdot")), ("...", 4, struct.pack("<I", 3))],
+           [("w", [1], 0)]))

@@ -108,7 +108,40 @@ def group_truncate():
         check("truncate: MODEL replaced by rename: the mount keeps the old contents", replaced)
     finally:
         check("truncate: unmount after replacement", m.finish)
+    # issue 17 item 2: link it, rewrite bytes in place, set the mtime back
+    model4 = os.path.join(TMP, "linked.gguf")
+    shutil.copyfile(src, model4)
+    with Mount(model4) as m:
+        def link_write_utime():
+            errs = Errs()
+            p0 = m.path(first["name"].replace(".", "/"))
+            fd = os.open(p0, os.O_RDONLY | os.O_DIRECT)
+            try:
+                if o_direct_read(fd, 4096, 0) != gguf_expected(first)[:4096]:
+                    errs.add("before: wrong bytes")
+                st = os.stat(model4)
+                lnk = model4 + ".lnk"
+                os.link(model4, lnk)
+                with open(lnk, "r+b") as f:
+                    f.seek(first["file_offset"])
+                    old = f.read(16)
+                    f.seek(first["file_offset"])
+                    f.write(bytes(b ^ 0xFF for b in old))
+                os.utime(model4, ns=(st.st_atime_ns, st.st_mtime_ns))
+                if os.stat(model4).st_mtime_ns != st.st_mtime_ns:
+                    errs.add("the mtime was not set back")
+                got = o_direct_read(fd, 4096, 0)
+                if got != errno.EIO:
+                    errs.add("after link + in-place write + utime: %s, expected EIO" % (
+                        "WRONG bytes" if not isinstance(got, int) else os.strerror(got)))
+                os.unlink(lnk)
+            finally:
+                os.close(fd)
+            errs.raise_if_any()
+        check("truncate: MODEL linked, rewritten in place, mtime set back: EIO, not the new bytes",
+              link_write_utime)
     race_checks()
+    header_cut_checks()
 
 
 RACE_SECONDS = float(os.environ.get("WF_TEST_RACE_SECONDS", "4"))
@@ -255,6 +288,26 @@ def renamer(path, state, stop, seconds):
         state["changes"] = state.get("changes", 0) + 1
 
 
+def link_rewriter(path, state, stop, seconds):
+    """Links the file, rewrites its data in place through the link, sets
+    the mtime back and removes the link, again and again (issue 17 item 2)."""
+    rng = random.Random(SEED)
+    size = state["size"]
+    st = os.stat(path)
+    lnk = path + ".lnk"
+    t_end = time.monotonic() + seconds
+    while time.monotonic() < t_end:
+        os.link(path, lnk)
+        fd = os.open(lnk, os.O_WRONLY)
+        try:
+            os.pwrite(fd, rng.randbytes(65536), rng.randrange(4096, size - 65536))
+        finally:
+            os.close(fd)
+        os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+        os.unlink(lnk)
+        state["changes"] = state.get("changes", 0) + 1
+
+
 def race_checks():
     rounds = 4
     per = RACE_SECONDS / rounds
@@ -266,5 +319,62 @@ def race_checks():
     data, info = race_model("F32")
     check("truncate: race: in-place rewriter vs readers of F32 and Q8_0: every read right or EIO",
           race, "rewrite", rewriter, rounds, per, data=data, info=info)
+    check("truncate: race: linked, rewritten in place, mtime set back, again and again: every "
+          "read right or EIO", race, "link-rewrite", link_rewriter, rounds, per, data=data, info=info)
     check("truncate: race: replaced by rename again and again: every read right, none EIO",
           race, "rename", renamer, 2, RACE_SECONDS / 2, expect_eio=False, data=data, info=info)
+
+
+# ---------------------------------------------------------------- header cut while parsed
+
+def big_header_st(path, n):
+    """A safetensors file of n one-byte tensors: a header of about 67 bytes each."""
+    parts = ['"t%d":{"dtype":"U8","shape":[1],"data_offsets":[%d,%d]}' % (i, i, i + 1) for i in range(n)]
+    h = ("{" + ",".join(parts) + "}").encode()
+    write_file(path, len(h).to_bytes(8, "little") + h + bytes(n))
+
+
+def header_cut_checks():
+    """A model truncated while its header is parsed (issue 17, item 4): a
+    one-line refusal with an exit code, never SIGBUS, for `ls` and the mount."""
+    from wf_harness import BIN, new_dir, is_mounted, force_unmount
+    import subprocess
+    src = os.path.join(TMP, "bighdr.safetensors")
+    big_header_st(src, 200000)
+
+    def one(argv_of, label):
+        errs = Errs()
+        cut_during = 0
+        for delay in (0.05, 0.15, 0.3):
+            model = os.path.join(TMP, "bighdr-cut.safetensors")
+            shutil.copyfile(src, model)
+            mp = new_dir()
+            p = subprocess.Popen(argv_of(model, mp), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+            time.sleep(delay)
+            os.truncate(model, 4096)
+            t0 = time.monotonic()
+            while p.poll() is None and not is_mounted(mp) and time.monotonic() - t0 < 60:
+                time.sleep(0.01)
+            if is_mounted(mp):
+                subprocess.run(["fusermount3", "-u", mp], timeout=15)
+            try:
+                _, err = p.communicate(timeout=60)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                force_unmount(mp)
+                errs.add("%s, cut after %.2f s: still running after 60 s" % (label, delay))
+                continue
+            lines = err.decode(errors="replace").strip().splitlines()
+            if p.returncode < 0:
+                errs.add("%s, cut after %.2f s: killed by signal %d" % (label, delay, -p.returncode))
+            elif p.returncode != 0:
+                if len(lines) != 1 or not lines[0].startswith("weightfs: "):
+                    errs.add("%s, cut after %.2f s: exit %d, stderr %r" % (label, delay, p.returncode, lines[:3]))
+                cut_during += "cut short while its header was read" in lines[0] if lines else 0
+        if cut_during == 0:
+            errs.add("%s: no run was cut while parsing (the machine was too fast or too slow)" % label)
+        errs.raise_if_any()
+    check("truncate: header cut while `weightfs ls` parses it: one line, exit 2, no SIGBUS",
+          one, lambda model, mp: [BIN, "ls", model], "ls")
+    check("truncate: header cut while the mount parses it: one line, no SIGBUS, no mount",
+          one, lambda model, mp: [BIN, "-f", model, mp], "mount")

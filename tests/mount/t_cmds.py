@@ -62,6 +62,22 @@ def temps_in(d):
     return [n for n in os.listdir(d) if n.endswith(".tmp") and ".weightfs-" in n]
 
 
+def writing_in(pid, d):
+    """Whether process pid has a file of folder d open: a named temporary
+    file, or an unnamed one (O_TMPFILE: "d/#123 (deleted)")."""
+    try:
+        fds = os.listdir("/proc/%d/fd" % pid)
+    except OSError:
+        return False
+    for fd in fds:
+        try:
+            if os.readlink("/proc/%d/fd/%s" % (pid, fd)).startswith(d + "/"):
+                return True
+        except OSError:
+            pass
+    return False
+
+
 def group_cmds():
     tiny = os.path.join(GGML, "mixed_llama_tiny.gguf")
     split1 = os.path.join(GGML, "split_llama-00001-of-00002.gguf")
@@ -338,19 +354,21 @@ def group_cmds():
         p = subprocess.Popen([BIN, "convert", "-o", "dtype=f16", big, out], stdin=subprocess.DEVNULL,
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=reset_signals)
         t0 = time.monotonic()
-        while not temps_in(d) and p.poll() is None and time.monotonic() - t0 < 20:
+        while not writing_in(p.pid, d) and p.poll() is None and time.monotonic() - t0 < 20:
             time.sleep(0.002)
         time.sleep(0.05)
         if p.poll() is not None:
             raise Fail("convert ended (rc %s) before it could be interrupted" % p.returncode)
         if how == "SIGINT":
             p.send_signal(signal.SIGINT)
+        elif how == "SIGKILL":
+            p.kill()
         else:
             os.truncate(big, big_bytes // 2)
         so, err = p.communicate(timeout=120)
         err = err.decode(errors="replace")
-        want_rc = 130 if how == "SIGINT" else 2
-        if p.returncode != want_rc or len(err.splitlines()) != 1:
+        want_rc = {"SIGINT": 130, "SIGKILL": -9}.get(how, 2)
+        if p.returncode != want_rc or len(err.splitlines()) != (0 if how == "SIGKILL" else 1):
             errs.add("rc %d (expected %d), stderr %r" % (p.returncode, want_rc, err))
         if san_lines(err):
             errs.add("sanitizer output")
@@ -362,6 +380,35 @@ def group_cmds():
           interrupted, "SIGINT")
     check("cmds: model truncated mid-convert: exit 2, one line, no OUT, no temporary file",
           interrupted, "truncate")
+    check("cmds: convert killed by SIGKILL leaves no file (unnamed temporary file, O_TMPFILE)",
+          interrupted, "SIGKILL")
+
+    def out_mode():
+        # the output takes the model's permission bits, less the umask, as cp does
+        errs = Errs()
+        d = new_dir("cmds-mode-")
+        for mode, umask, want in ((0o600, 0o022, 0o600), (0o644, 0o022, 0o644), (0o644, 0o077, 0o600),
+                                  (0o640, 0o002, 0o640)):
+            model = os.path.join(d, "m.gguf")
+            shutil.copyfile(tiny, model)
+            os.chmod(model, mode)
+            out = os.path.join(d, "x.safetensors")
+            p = subprocess.run([BIN, "convert", model, out], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, timeout=60,
+                               preexec_fn=lambda um=umask: (reset_signals(), os.umask(um)))
+            got = stat.S_IMODE(os.stat(out).st_mode) if os.path.exists(out) else None
+            cp = os.path.join(d, "cp.out")
+            subprocess.run(["sh", "-c", "umask %03o; cp %s %s" % (umask, model, cp)], check=True)
+            if p.returncode != 0 or got != want or stat.S_IMODE(os.stat(cp).st_mode) != want:
+                errs.add("model %o, umask %03o: rc %d, output %s, cp %o, expected %o" % (
+                    mode, umask, p.returncode, "%o" % got if got is not None else "missing",
+                    stat.S_IMODE(os.stat(cp).st_mode), want))
+            for f in (out, cp, model):
+                os.unlink(f)
+        if os.listdir(d):
+            errs.add("files left: %r" % os.listdir(d))
+        errs.raise_if_any()
+    check("cmds: convert's output takes the model's permission bits less the umask, as cp does", out_mode)
 
     def progress_tty():
         import pty

@@ -5,13 +5,14 @@ control bytes, long components, collisions) against the naming model.
 import json
 import math
 import os
+import subprocess
 
 import numpy as np
 
 from wf_harness import check, Errs, Fail, Mount, TMP
 from wf_models import f32_tensor, gguf_bytes, gkv, loads_exact, Num, write_file
 from wf_naming import expected_paths, fnv1a64, utf8_len
-from wf_tree import check_stat_tree, check_tools, valid_components, walk_files
+from wf_tree import check_stat_tree, check_tools, meta_dir, valid_components, walk_files
 
 
 # ---------------------------------------------------------------- group: naming
@@ -55,7 +56,8 @@ def hostile_model():
            gkv("f32.nan", "f32", float("nan")), gkv("f32.inf", "f32", float("-inf")),
            gkv("f32.negzero", "f32", -0.0), gkv("f64.negzero", "f64", -0.0),
            gkv("u64.max", "u64", 2**64 - 1), gkv("i64.min", "i64", -2**63),
-           gkv("arr.str", "arr", [b"\xff", b"ok", b""], elem="str")]
+           gkv("arr.str", "arr", [b"\xff", b"ok", b""], elem="str"),
+           gkv(".", "str", "dot"), gkv("..", "str", "dotdot")]
     return write_file(os.path.join(TMP, "hostile.gguf"), gguf_bytes(tensors, kvs))
 
 
@@ -185,6 +187,29 @@ def group_naming():
                 errs.add("arr.str: %r" % d.get("arr.str"))
             errs.raise_if_any()
         check("naming: metadata.json of hostile keys/values is valid exact JSON", meta)
+
+        def meta_dots():
+            # keys "." and ".." are files %2E and %2E%2E of the metadata folder;
+            # unescaped, the folder would list "." and ".." twice and they
+            # could not be read (issue 17 item 13)
+            errs = Errs()
+            md = m.path(meta_dir(m.mp))
+            names = os.listdir(md)
+            if names.count("%2E") != 1 or names.count("%2E%2E") != 1:
+                errs.add("metadata/ lists %r" % sorted(n for n in names if "2E" in n or n.startswith(".")))
+            ents = subprocess.run(["ls", "-a1", md], stdout=subprocess.PIPE).stdout.split(b"\n")
+            if ents.count(b".") != 1 or ents.count(b"..") != 1:
+                errs.add("ls -a lists . %d times and .. %d times" % (ents.count(b"."), ents.count(b"..")))
+            for name, want in (("%2E", b'"dot"'), ("%2E%2E", b'"dotdot"')):
+                try:
+                    with open(os.path.join(md, name), "rb") as f:
+                        got = f.read()
+                    if got.strip() not in (want, want.strip(b'"')):
+                        errs.add("%s holds %r" % (name, got))
+                except OSError as e:
+                    errs.add("%s: %s" % (name, e))
+            errs.raise_if_any()
+        check("naming: metadata keys '.' and '..' are the files %2E and %2E%2E", meta_dots)
         check("stat: tree of the hostile GGUF", check_stat_tree, m, model)
         check("stat: ls/du/find/tree on the hostile GGUF", check_tools, m, len(HOSTILE_NAMES))
     check("naming: keys and names differing only in invalid UTF-8 stay distinct in the JSON files",

@@ -202,6 +202,69 @@ def group_sets():
                 errs.raise_if_any()
         check("sets: hub cache (symlinks into blobs/) mounted via %s" % label, hub_cache)
 
+    def hub_fifo():
+        # refs/main a FIFO, a FIFO named like a sidecar and like an index:
+        # nothing blocks; the FIFOs are left out or refused with one line
+        errs = Errs()
+        hub2, snap2 = make_hub(os.path.join(base, "hubfifo"), hf)
+        refs = os.path.join(hub2, "refs", "main")
+        os.unlink(refs)
+        os.mkfifo(refs)
+        os.mkfifo(os.path.join(snap2, "vocab.txt"))
+        os.mkfifo(os.path.join(snap2, "other.safetensors.index.json"))
+        for cmd in (["ls"], ["info"]):
+            try:
+                rc, _, err, _ = run_cli(cmd + [hub2], timeout=20)
+            except Fail as e:  # it hung
+                errs.add("%s on a hub whose refs/main is a FIFO: %s" % (cmd[0], e))
+                continue
+            lines = err.strip().splitlines()
+            if rc == 0 or len(lines) != 1:
+                errs.add("%s: exit %d, stderr %r" % (cmd[0], rc, lines[:3]))
+        rc, _, err, _ = run_cli(["ls", snap2], timeout=20)
+        if rc != 0:
+            errs.add("ls of the snapshot holding FIFOs: exit %d, %r" % (rc, err[-200:]))
+        with Mount(snap2) as m:
+            check_set_mount(m, exphf, errs, "hub fifo", sidecars=SIDECARS)
+            for gone in ("vocab.txt", "other.safetensors.index.json"):
+                if os.path.lexists(m.path(gone)):
+                    errs.add("FIFO %s is shown" % gone)
+        errs.raise_if_any()
+    check("sets: FIFOs (refs/main, a sidecar, an index) never block: refused or left out", hub_fifo)
+
+    def linear_merge():
+        # issue 17 item 6: merging shards' metadata and matching a folder's files
+        # against an index's shards were quadratic (29 s for 80,000 keys)
+        errs = Errs()
+        times = {}
+        for n in (10000, 80000):
+            d = os.path.join(base, "mdkeys%d" % n)
+            os.makedirs(d)
+            write_file(os.path.join(d, "m-00001-of-00002.safetensors"),
+                       st_set_bytes([("a", np.ones(1, np.float32))], {"k%d" % i: "v" for i in range(n)}))
+            write_file(os.path.join(d, "m-00002-of-00002.safetensors"),
+                       st_set_bytes([("b", np.ones(1, np.float32))], {"format": "pt"}))
+            t0 = time.monotonic()
+            rc, out, err, _ = run_cli(["info", "--json", d], timeout=120)
+            times[n] = time.monotonic() - t0
+            if rc != 0 or len(json.loads(out)) != n + 1:
+                errs.add("%d keys: rc %d, %s" % (n, rc, err[-200:]))
+        # 8 times the keys: linear work takes about 8 times as long, quadratic 64
+        if times[80000] > 24 * max(times[10000], 0.05):
+            errs.add("80,000 keys took %.2f s, 10,000 %.2f s: not linear" % (times[80000], times[10000]))
+        d = os.path.join(base, "idx150k")
+        os.makedirs(d)
+        with open(os.path.join(d, "model.safetensors.index.json"), "w") as f:
+            json.dump({"weight_map": {"t%d" % i: "s-%06d.safetensors" % i for i in range(150000)}}, f)
+        rc, out, err, secs = run_cli(["ls", d], timeout=60)
+        if rc != 4 or "150000 shards, more than the 100000 allowed" not in err or secs > 20:
+            errs.add("150,000-shard index: rc %d in %.1f s, %r" % (rc, secs, err.strip()))
+        errs.raise_if_any()
+        return "10,000 keys %.2f s, 80,000 keys %.2f s; 150,000-shard index refused in %.1f s" % (
+            times[10000], times[80000], secs)
+    check("sets: metadata of shards merged in linear time; an index over the part limit refused at once",
+          linear_merge)
+
     # 4. one shard truncated under the mount
     def truncated_shard():
         errs = Errs()

@@ -24,7 +24,7 @@ groups in order and prints the tally.  The rest lives next to it:
                   (unmount, concurrency), t_change (truncate),
                   t_large_many_bounds (large, many, bounds), t_malformed
                   (malformed), t_remote (remote), t_sets (sets), t_desktop
-                  (desktop), t_cmds (cmds), t_views (views)
+                  (desktop), t_cmds (cmds), t_views (views), t_perms (perms)
 
 Environment:
   WF_TEST_SEED    seed for the random ranges (default 20240601)
@@ -32,7 +32,7 @@ Environment:
                   name contains one of them (groups: data, naming, stat,
                   xattr, errors, cli, unmount, concurrency, truncate,
                   large, many, malformed, remote, bounds, sets, desktop,
-                  cmds, views)
+                  cmds, views, perms)
   WF_TEST_KEEP    keep the temporary directory
 """
 
@@ -77,6 +77,7 @@ from t_desktop import group_desktop
 from t_cmds import group_cmds
 from t_views import group_views
 from t_hfq import group_hfq
+from t_perms import group_perms
 
 
 # ---------------------------------------------------------------- main
@@ -110,6 +111,7 @@ def main():
     groups.append(("cmds", group_cmds))
     groups.append(("views", group_views))
     groups.append(("hfq", group_hfq))
+    groups.append(("perms", group_perms))
     for gname, fn in groups:
         if not want(gname):
             continue

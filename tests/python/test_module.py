@@ -341,6 +341,191 @@ def changed_file_fails_the_read():
             check(before.shape == (m.info("q6_K.mat")["shape"]), "info still works")
 
 
+@test
+def link_write_utime_fails_the_read():
+    # issue 17 item 2: linked, rewritten in place, mtime set back
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "m.safetensors")
+        a = np.arange(4096, dtype=np.float32)
+        write_st(path, [("a", a)])
+        with weightfs.open(path) as m:
+            check(same_bits(m["a"], a), "before")
+            st = os.stat(path)
+            os.link(path, path + ".lnk")
+            with open(path + ".lnk", "r+b") as f:
+                f.seek(-16, 2)
+                f.write(b"\xff" * 16)
+            os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+            try:
+                m["a"]
+                check(False, "read of a rewritten file succeeded")
+            except weightfs.WeightfsError as e:
+                check(e.code == 6, str(e))
+
+
+# --- issue 17: closing under readers, cut headers, FIFOs, misuse -------------
+
+def run_child(code, timeout=60):
+    """Runs code in a fresh interpreter with this module; returns (rc, out, err)."""
+    import subprocess
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.path.join(ROOT, "python")
+    r = subprocess.run([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                       timeout=timeout, env=env)
+    return r.returncode, r.stdout.decode(errors="replace"), r.stderr.decode(errors="replace")
+
+
+CLOSE_RACE = r"""
+import sys, threading, time, numpy as np, weightfs
+m = weightfs.open(sys.argv[1] if len(sys.argv) > 1 else %r)
+stop = False
+res = {"ok": 0, "closed": 0, "other": []}
+def reader():
+    while not stop:
+        try:
+            a = m.get("w", dtype="f16")
+            assert a.shape == (2048, 4096)
+            res["ok"] += 1
+        except ValueError as e:
+            if "closed" not in str(e):
+                res["other"].append(repr(e))
+            res["closed"] += 1
+            return
+        except Exception as e:
+            res["other"].append(repr(e))
+            return
+ts = [threading.Thread(target=reader) for _ in range(4)]
+for t in ts: t.start()
+time.sleep(0.3)
+m.close()
+time.sleep(0.2)
+stop = True
+for t in ts: t.join()
+try:
+    m.get("w")
+    print("READ AFTER CLOSE")
+except ValueError as e:
+    print("after:", e)
+print("ok", res["ok"], "closed", res["closed"], "other", res["other"])
+"""
+
+
+@test
+def close_while_other_threads_read():
+    # four threads read a 16 MiB tensor; the main thread closes after 0.3 s
+    # (5 of 5 runs segfaulted before): reads finish or raise "closed"
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "w.safetensors")
+        write_st(path, [("w", np.ones((2048, 4096), np.float16) * 0.5)])
+        for _ in range(3):
+            rc, out, err = run_child(CLOSE_RACE % path)
+            check(rc == 0, "child died: rc %d, %s" % (rc, err[-400:]))
+            check("after: weightfs: model is closed" in out, out)
+            check("other []" in out, out)
+            check(" closed 4 " in out, "every reader saw the close: %s" % out)
+            check(err.strip() == "", "stderr: %s" % err[-300:])
+
+
+@test
+def header_cut_while_opened():
+    # a 13 MB header truncated while weightfs.open parses it: WeightfsError
+    # (the interpreter died of SIGBUS before)
+    import subprocess
+    import time
+    with tempfile.TemporaryDirectory() as tmp:
+        n = 200000
+        parts = ['"t%d":{"dtype":"U8","shape":[1],"data_offsets":[%d,%d]}' % (i, i, i + 1) for i in range(n)]
+        h = ("{" + ",".join(parts) + "}").encode()
+        src = os.path.join(tmp, "src.safetensors")
+        with open(src, "wb") as f:
+            f.write(struct.pack("<Q", len(h)) + h + bytes(n))
+        code = ("import sys, weightfs\n"
+                "print('ready', flush=True); sys.stdin.readline()\n"
+                "try:\n    m = weightfs.open(sys.argv[1]); print('opened', len(m))\n"
+                "except weightfs.WeightfsError as e:\n    print('error', e)\n")
+        cut = 0
+        for delay in (0.05, 0.15, 0.3):
+            path = os.path.join(tmp, "m.safetensors")
+            shutil.copy(src, path)
+            env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python"))
+            p = subprocess.Popen([sys.executable, "-c", code, path], stdin=subprocess.PIPE,
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+            check(p.stdout.readline() == b"ready\n", "child did not start")
+            p.stdin.write(b"go\n")
+            p.stdin.flush()
+            time.sleep(delay)
+            os.truncate(path, 4096)
+            out, err = p.communicate(timeout=120)
+            out = out.decode(errors="replace")
+            check(p.returncode == 0, "delay %.2f: rc %d %s" % (delay, p.returncode, err.decode()[-300:]))
+            check(out.startswith("opened") or out.startswith("error " + path + ": "), out)
+            cut += "cut short while its header was read" in out
+        check(cut > 0, "no run was cut while parsing")
+
+
+@test
+def fifo_refs_main_does_not_block():
+    with tempfile.TemporaryDirectory() as tmp:
+        repo = os.path.join(tmp, "models--org--x")
+        os.makedirs(os.path.join(repo, "refs"))
+        os.makedirs(os.path.join(repo, "snapshots", "abc"))
+        write_st(os.path.join(repo, "snapshots", "abc", "model.safetensors"), [("a", np.ones(3, np.float32))])
+        os.mkfifo(os.path.join(repo, "refs", "main"))
+        os.mkfifo(os.path.join(repo, "snapshots", "abc", "config.json"))
+        rc, out, err = run_child("import weightfs\ntry:\n    weightfs.open(%r)\n    print('opened')\n"
+                                 "except weightfs.WeightfsError as e:\n    print('error', e)\n" % repo,
+                                 timeout=30)
+        check(rc == 0 and out.startswith("error "), "%d %s %s" % (rc, out, err))
+        with weightfs.open(os.path.join(repo, "snapshots", "abc")) as m:
+            check(m.keys() == ["a"], "the snapshot opens, its FIFO left out")
+
+
+@test
+def misuse_raises_clear_errors():
+    path = os.path.join(ORACLE, "type_q4_0.gguf")
+    with weightfs.open(path) as m:
+        name = m.keys()[0]
+        size = m.info(name)["size"]
+        buf = bytearray(32)
+        want = bytearray(32)
+        m.read_into(name, want, offset=0)
+        for off, exc in ((2**64, OverflowError), (2**64 + 5, OverflowError), (-(2**64) + 32, ValueError),
+                         (-1, ValueError), (1.0, TypeError), ("0", TypeError)):
+            try:
+                m.read_into(name, buf, offset=off)
+                check(False, "offset %r accepted" % (off,))
+            except exc:
+                pass
+        check(m.read_into(name, buf, offset=2**64 - 1) == 0, "offset 2**64-1 is past the end")
+        check(m.read_into(name, buf, offset=size) == 0, "offset at the end reads nothing")
+        for bad, exc in ((None, TypeError), (3, TypeError), (1.5, TypeError)):
+            for call in (lambda: m.get(bad), lambda: m.info(bad), lambda: m[bad]):
+                try:
+                    call()
+                    check(False, "name %r accepted" % (bad,))
+                except exc:
+                    pass
+        for th in (-1, 2**32):
+            try:
+                m.get(name, threads=th)
+                check(False, "threads %d accepted" % th)
+            except ValueError:
+                pass
+    try:
+        weightfs.open(path + "\0junk")
+        check(False, "a path with a NUL opened")
+    except ValueError as e:
+        check("NUL" in str(e), str(e))
+    # a failed open prints nothing (no "Exception ignored in __del__")
+    rc, out, err = run_child("import weightfs, gc\n"
+                             "for a in (('/nonexistent.gguf',), (%r, 'f64'), (%r + '\\0x',)):\n"
+                             "    try:\n        weightfs.Model(*a)\n    except Exception as e:\n"
+                             "        print(type(e).__name__)\n"
+                             "gc.collect()\n" % (path, path))
+    check(rc == 0 and out.split() == ["WeightfsError", "ValueError", "ValueError"], out + err)
+    check(err == "", "stderr: %r" % err)
+
+
 # --- a GGUF writer for the large tensor -------------------------------------
 
 def write_gguf(path, tensors):

@@ -15,6 +15,7 @@
 #include "model/wf_model.h"
 #include "model/wf_open.h"
 #include "mount/wf_files.h"
+#include "model/wf_watch.h"
 #include "mount/wf_tree.h"
 
 #ifndef DATA_DIR
@@ -44,6 +45,7 @@ static struct wf_model *open_copy(void)
 	struct wf_model *m;
 	char err[WF_ERRLEN];
 	ck_assert_int_eq(wf_open_file(&m, path, err), WF_OK);
+	ck_assert_int_eq(wf_model_watch(m), WF_OK); /* as wf_set_open does */
 	/* timestamps tick coarsely: let a clock tick pass so a change shows */
 	nanosleep(&(struct timespec){0, 30 * 1000 * 1000}, NULL);
 	return m;
@@ -114,7 +116,7 @@ START_TEST(test_mtime_restored)
 	ck_assert_int_eq(futimens(fd, ts), 0);
 	close(fd);
 	ck_assert_int_eq(wf_model_check(m, 0, err), WF_ERR_CHANGED);
-	ck_assert_msg(strstr(err, "ctime") != NULL, "%s", err);
+	ck_assert_msg(strstr(err, "written to") != NULL, "%s", err);
 	close_copy(m);
 }
 END_TEST
@@ -131,6 +133,61 @@ START_TEST(test_replaced_by_rename)
 	fclose(f);
 	ck_assert_int_eq(rename(other, path), 0);
 	ck_assert_int_eq(wf_model_check(m, 0, err), WF_OK);
+	close_copy(m);
+}
+END_TEST
+
+START_TEST(test_link_write_utime)
+{
+	/* issue 17 item 2: link it (the link count moves), rewrite bytes in
+	 * place, set the mtime back: only the ctime moved, and the link count
+	 * with it; the kernel's modification event still tells */
+	struct wf_model *m = open_copy();
+	char err[WF_ERRLEN], lnk[300];
+	snprintf(lnk, sizeof lnk, "%s/other", dir);
+	ck_assert_int_eq(link(path, lnk), 0);
+	int fd = open(lnk, O_WRONLY);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(pwrite(fd, "\x33", 1, m->parts[0].st.st_size - 1), 1);
+	struct timespec ts[2] = {m->parts[0].st.st_atim, m->parts[0].st.st_mtim};
+	ck_assert_int_eq(futimens(fd, ts), 0);
+	close(fd);
+	struct stat now;
+	ck_assert_int_eq(stat(path, &now), 0);
+	ck_assert_int_eq(now.st_mtim.tv_nsec, m->parts[0].st.st_mtim.tv_nsec); /* the mtime is back */
+	ck_assert_int_eq(wf_model_check(m, 0, err), WF_ERR_CHANGED);
+	close_copy(m);
+}
+END_TEST
+
+START_TEST(test_link_write_utime_unlinked)
+{
+	/* the same on a file whose name is gone (link count down) */
+	struct wf_model *m = open_copy();
+	char err[WF_ERRLEN];
+	int fd = open(path, O_WRONLY);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(unlink(path), 0);
+	ck_assert_int_eq(wf_model_check(m, 0, err), WF_OK); /* unlinked alone: contents as they were */
+	ck_assert_int_eq(pwrite(fd, "\x33", 1, 0), 1);
+	struct timespec ts[2] = {m->parts[0].st.st_atim, m->parts[0].st.st_mtim};
+	ck_assert_int_eq(futimens(fd, ts), 0);
+	close(fd);
+	ck_assert_int_eq(wf_model_check(m, 0, err), WF_ERR_CHANGED);
+	close_copy(m);
+}
+END_TEST
+
+START_TEST(test_no_watch_is_strict)
+{
+	/* without a watch, a moved ctime is a change even with the link count */
+	struct wf_model *m = open_copy();
+	char err[WF_ERRLEN], lnk[300];
+	wf_watch_free(m->watch);
+	m->watch = NULL;
+	snprintf(lnk, sizeof lnk, "%s/other", dir);
+	ck_assert_int_eq(link(path, lnk), 0);
+	ck_assert_int_eq(wf_model_check(m, 0, err), WF_ERR_CHANGED);
 	close_copy(m);
 }
 END_TEST
@@ -191,6 +248,200 @@ START_TEST(test_live_reads)
 	ck_assert_int_eq(wf_live_read(&lv, st, t->st_header_len + t->st_offsets[0], size, buf, &got), WF_ERR_CHANGED);
 	ck_assert_int_eq(wf_live_read(&lv, t->tensor_node[0], 0, sizeof buf, buf, &got), WF_ERR_CHANGED);
 	ck_assert_int_eq(notices, 1);
+	wf_live_free(&lv);
+	wf_tree_free(t);
+	close_copy(m);
+}
+END_TEST
+
+
+/* ---------------------------------------------------------------- changes at set moments */
+
+/* Writes len bytes to a fresh file `path` in a fresh `dir`. */
+static void write_model(const void *bytes, size_t len, const char *name)
+{
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	snprintf(path, sizeof path, "%s/%s", dir, name);
+	FILE *out = fopen(path, "wb");
+	ck_assert_ptr_nonnull(out);
+	ck_assert_uint_eq(fwrite(bytes, 1, len, out), len);
+	ck_assert_int_eq(fclose(out), 0);
+}
+
+/* A safetensors file whose header spans many pages: n one-byte tensors. */
+static char *big_st(size_t n, size_t *len)
+{
+	size_t cap = 64 + n * 80, hl = 1;
+	char *b = malloc(cap + n);
+	ck_assert_ptr_nonnull(b);
+	char *h = b + 8;
+	h[0] = '{';
+	for (size_t i = 0; i < n; i++)
+		hl += (size_t)sprintf(h + hl, "%s\"t%zu\":{\"dtype\":\"U8\",\"shape\":[1],\"data_offsets\":[%zu,%zu]}",
+				     i ? "," : "", i, i, i + 1);
+	h[hl++] = '}';
+	for (int i = 0; i < 8; i++)
+		b[i] = (char)((uint64_t)hl >> (8 * i));
+	memset(h + hl, 7, n);
+	*len = 8 + hl + n;
+	return b;
+}
+
+static void cut_to_100(int fd)
+{
+	(void)fd;
+	ck_assert_int_eq(truncate(path, 100), 0);
+}
+
+static void touch_later(int fd)
+{
+	struct stat st;
+	if ((fcntl(fd, F_GETFL) & O_ACCMODE) == O_RDONLY)
+		fd = -1; /* the model's own descriptor: change it by name */
+	if (fd < 0) {
+		ck_assert_int_eq(stat(path, &st), 0);
+		st.st_mtim.tv_sec += 5;
+		struct timespec ts[2] = {st.st_atim, st.st_mtim};
+		ck_assert_int_eq(utimensat(AT_FDCWD, path, ts, 0), 0);
+		return;
+	}
+	ck_assert_int_eq(fstat(fd, &st), 0);
+	st.st_mtim.tv_sec += 5;
+	struct timespec ts[2] = {st.st_atim, st.st_mtim};
+	ck_assert_int_eq(futimens(fd, ts), 0);
+}
+
+static void remove_model(void)
+{
+	unlink(path);
+	rmdir(dir);
+	memcpy(dir + strlen(dir) - 6, "XXXXXX", 6);
+}
+
+START_TEST(test_parse_cut_short)
+{
+	/* the file loses its header's pages between mapping and parsing: a
+	 * refusal, where the parser used to die of SIGBUS */
+	size_t len;
+	char *b = big_st(2000, &len);
+	write_model(b, len, "m.safetensors");
+	free(b);
+	struct wf_model *m = NULL;
+	char err[WF_ERRLEN];
+	wf_open_test_hook = cut_to_100;
+	enum wf_err rc = wf_open_file(&m, path, err);
+	wf_open_test_hook = NULL;
+	ck_assert_int_eq(rc, WF_ERR_CHANGED);
+	ck_assert_ptr_null(m);
+	ck_assert_msg(strstr(err, "cut short while its header was read") != NULL, "%s", err);
+	remove_model();
+}
+END_TEST
+
+START_TEST(test_parse_cut_short_gguf)
+{
+	/* GGUF: one key whose 20,000-byte string the parser copies */
+	size_t vlen = 20000, len = 4 + 4 + 8 + 8 + 8 + 3 + 4 + 8 + vlen;
+	uint8_t *b = calloc(1, len), *p = b;
+	ck_assert_ptr_nonnull(b);
+	memcpy(p, "GGUF", 4), p += 4;
+	*p = 3, p += 4;       /* version */
+	p += 8;               /* tensors: 0 */
+	*p = 1, p += 8;       /* key/values: 1 */
+	*p = 3, p += 8;       /* key length */
+	memcpy(p, "k.s", 3), p += 3;
+	*p = 8, p += 4;       /* string */
+	p[0] = (uint8_t)(vlen & 0xff), p[1] = (uint8_t)(vlen >> 8), p += 8;
+	memset(p, 'a', vlen);
+	write_model(b, len, "m.gguf");
+	free(b);
+	struct wf_model *m = NULL;
+	char err[WF_ERRLEN];
+	ck_assert_int_eq(wf_open_file(&m, path, err), WF_OK); /* whole, it parses */
+	wf_model_free(m);
+	wf_open_test_hook = cut_to_100;
+	enum wf_err rc = wf_open_file(&m, path, err);
+	wf_open_test_hook = NULL;
+	ck_assert_int_eq(rc, WF_ERR_CHANGED);
+	ck_assert_msg(strstr(err, "cut short") != NULL, "%s", err);
+	remove_model();
+}
+END_TEST
+
+START_TEST(test_parse_changed)
+{
+	size_t len;
+	char *b = big_st(10, &len);
+	write_model(b, len, "m.safetensors");
+	free(b);
+	struct wf_model *m = NULL;
+	char err[WF_ERRLEN];
+	wf_open_test_hook = touch_later;
+	enum wf_err rc = wf_open_file(&m, path, err);
+	wf_open_test_hook = NULL;
+	ck_assert_int_eq(rc, WF_ERR_CHANGED);
+	ck_assert_msg(strstr(err, "changed while its header was read") != NULL, "%s", err);
+	remove_model();
+}
+END_TEST
+
+/* Rewrites the part's file in place in the middle of a read (after its
+ * bytes were copied, before the read returns), keeping its size. */
+static int hook_calls;
+static void rewrite_in_read(const struct wf_live *lv, uint32_t part)
+{
+	hook_calls++;
+	int fd = open(lv->m->parts[part].path, O_WRONLY);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(pwrite(fd, "\x55", 1, lv->m->parts[part].st.st_size - 1), 1);
+	touch_later(fd);
+	close(fd);
+}
+
+START_TEST(test_change_during_read)
+{
+	/* The order "copy, then check identity": a change in the middle of a
+	 * read fails that read.  Checking before the copy would pass it. */
+	struct wf_model *m = open_copy();
+	struct wf_tree *t;
+	char err[WF_ERRLEN];
+	ck_assert_int_eq(wf_tree_build(&t, m, err), WF_OK);
+	struct wf_live lv;
+	ck_assert_int_eq(wf_live_init(&lv, m, wf_files_seg, t, count_notice, NULL), WF_OK);
+	uint8_t buf[64];
+	size_t got;
+	hook_calls = 0;
+	wf_live_test_hook = rewrite_in_read;
+	enum wf_err rc = wf_live_read_view(&lv, &m->tensors[0], 0, sizeof buf, buf, &got);
+	wf_live_test_hook = NULL;
+	ck_assert_int_eq(hook_calls, 1);
+	ck_assert_int_eq(rc, WF_ERR_CHANGED);
+	ck_assert_uint_eq(got, 0);
+	wf_live_free(&lv);
+	wf_tree_free(t);
+	close_copy(m);
+}
+END_TEST
+
+START_TEST(test_change_during_file_read)
+{
+	/* the same through a file of the tree (wf_live_read) */
+	struct wf_model *m = open_copy();
+	struct wf_tree *t;
+	char err[WF_ERRLEN];
+	ck_assert_int_eq(wf_tree_build(&t, m, err), WF_OK);
+	struct wf_live lv;
+	ck_assert_int_eq(wf_live_init(&lv, m, wf_files_seg, t, count_notice, NULL), WF_OK);
+	uint8_t buf[64];
+	size_t got;
+	hook_calls = 0;
+	wf_live_test_hook = rewrite_in_read;
+	enum wf_err rc = wf_live_read(&lv, t->tensor_node[0], 0, sizeof buf, buf, &got);
+	wf_live_test_hook = NULL;
+	ck_assert_int_eq(hook_calls, 1);
+	ck_assert_int_eq(rc, WF_ERR_CHANGED);
+	/* and a read after it fails too, with no hook */
+	ck_assert_int_eq(wf_live_read(&lv, t->tensor_node[0], 0, sizeof buf, buf, &got), WF_ERR_CHANGED);
 	wf_live_free(&lv);
 	wf_tree_free(t);
 	close_copy(m);
@@ -275,7 +526,17 @@ static Suite *live_suite(void)
 	tcase_add_test(tc, test_mtime_restored);
 	tcase_add_test(tc, test_replaced_by_rename);
 	tcase_add_test(tc, test_buffer_model);
+	tcase_add_test(tc, test_link_write_utime);
+	tcase_add_test(tc, test_link_write_utime_unlinked);
+	tcase_add_test(tc, test_no_watch_is_strict);
 	tcase_add_test(tc, test_live_reads);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("moments");
+	tcase_add_test(tc, test_parse_cut_short);
+	tcase_add_test(tc, test_parse_cut_short_gguf);
+	tcase_add_test(tc, test_parse_changed);
+	tcase_add_test(tc, test_change_during_read);
+	tcase_add_test(tc, test_change_during_file_read);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("limiter");
 	tcase_add_test(tc, test_repeats);

@@ -931,13 +931,37 @@ static bool bad_st(int i, struct wf_buf *b, struct bad *w)
 	case 57: st_json(b, "{\"__metadata__\":{\"k\":\"tab\there\"}}", 0); w->want1 = "JSON"; break;
 	case 58: st_json(b, "{\"a\":{\"dtype\":\"F32\",\"shape\":[-01],\"data_offsets\":[0,4]}}", 4); w->want1 = "JSON"; break;
 	case 59: st_json(b, "{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4],\"x\":1.e5}}", 4); w->want1 = "JSON"; break;
+	/* issue 17 item 10: what cJSON would take one way and Python's json another */
+	case 60: st_json(b, "{\"a\":{\"dtype\":\"F32\",\"dtype\":\"I32\",\"shape\":[1],\"data_offsets\":[0,4]}}", 4);
+		*w = (struct bad){WF_ERR_FORMAT, "tensor 'a'", "dtype given twice"}; break;
+	case 61: st_json(b, "{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"shape\":[1],\"data_offsets\":[0,4]}}", 4);
+		*w = (struct bad){WF_ERR_FORMAT, "tensor 'a'", "shape given twice"}; break;
+	case 62: st_json(b, "{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4],\"data_offsets\":[0,4]}}", 4);
+		*w = (struct bad){WF_ERR_FORMAT, "tensor 'a'", "data_offsets given twice"}; break;
+	case 63: st_json(b, "{\"a\":{\"dtype\":\"F32\",\"shape\":[1.0],\"data_offsets\":[0,4]}}", 4);
+		w->want1 = "in a shape or data_offsets has a fraction or exponent"; break;
+	case 64: st_json(b, "{\"a\":{\"dtype\":\"F32\",\"shape\":[1e0],\"data_offsets\":[0,4]}}", 4);
+		w->want1 = "in a shape or data_offsets has a fraction or exponent"; break;
+	case 65: st_json(b, "{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4.0]}}", 4);
+		w->want1 = "in a shape or data_offsets has a fraction or exponent"; break;
+	case 66: st_json(b, "{\"a\":{\"dtype\":\"F32\",\"\\u0073hape\":[1E0],\"data_offsets\":[0,4]}}", 4);
+		w->want1 = "in a shape or data_offsets has a fraction or exponent"; break;
+	case 67: st_json(b, "{\"__metadata__\":{\"a\":\"1\",\"a\":\"2\"}}", 0);
+		*w = (struct bad){WF_ERR_FORMAT, "__metadata__ key 'a'", "given twice"}; break;
+	/* the object's own structure, now checked by wf_json_scan.c */
+	case 68: st_json(b, "{,\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}}", 4); w->want1 = "invalid JSON near byte 9"; break;
+	case 69: st_json(b, "{\"a\" {\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}}", 4); w->want1 = "invalid JSON"; break;
+	case 70: st_json(b, "{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]} \"b\":1}", 4); w->want1 = "invalid JSON"; break;
+	case 71: st_json(b, "{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]]}", 4); w->want1 = "invalid JSON"; break;
+	case 72: st_json(b, "{\"a\":}", 0); w->want1 = "invalid JSON"; break;
+	case 73: st_json(b, "{\"a\":{\"b\":\"}\"}", 0); w->want1 = "invalid JSON"; break;
 	default: wf_buf_free(&j); return false;
 	}
 	wf_buf_free(&j);
 	return true;
 }
 
-#define N_BAD_ST 60
+#define N_BAD_ST 74
 
 START_TEST(test_st_bad)
 {

@@ -264,6 +264,55 @@ START_TEST(test_st_header)
 }
 END_TEST
 
+/* model.safetensors never holds two equal metadata keys: the model's own
+ * "weightfs.stored_types" meets ours, and keys that differ only in stray
+ * bytes meet once those are written as characters (issue 17 item 10).
+ * Our parser refuses duplicate metadata keys, so the round trip is the
+ * check; the values say which key went where. */
+START_TEST(test_st_header_unique_keys)
+{
+	static const uint64_t s1[2] = {2, 32};
+	struct wf_model *m = wf_model_new(WF_FMT_GGUF, NULL, 0);
+	ck_assert_ptr_nonnull(m);
+	m->tensors = calloc(1, sizeof *m->tensors);
+	m->n_tensors = 1;
+	struct wf_tensor *t = &m->tensors[0];
+	t->name = strdup("w");
+	t->name_len = 1;
+	t->type = WF_T_Q8_0;
+	t->ndim = 2;
+	t->shape = malloc(2 * sizeof *t->shape);
+	memcpy(t->shape, s1, sizeof s1);
+	char err[WF_ERRLEN];
+	ck_assert_int_eq(wf_tensor_sizes(t, true, err), WF_OK);
+	m->metadata_json = strdup("{\"weightfs.stored_types\": \"mine\", \"k\\udcff\": \"1\", \"k\\u00ff\": \"2\","
+				  " \"k\\u00ff~2\": \"3\", \"format\": \"gguf\"}\n");
+	m->metadata_json_len = strlen(m->metadata_json);
+	ck_assert_int_eq(wf_model_set_view(m, WF_VK_RAW, err), WF_OK);
+	char *hdr;
+	uint64_t hl, *offs;
+	ck_assert_int_eq(wf_st_header(m, &hdr, &hl, &offs), WF_OK);
+	uint64_t total = hl + offs[1];
+	uint8_t *file = calloc(1, total);
+	memcpy(file, hdr, hl);
+	struct wf_model *back;
+	ck_assert_msg(wf_st_parse(&back, file, total, err) == WF_OK, "%s: %.*s", err, (int)hl - 8, hdr + 8);
+	const char *md = back->metadata_json;
+	ck_assert_msg(strstr(md, "\"format\": \"gguf\"") != NULL, "%s", md);
+	ck_assert_msg(strstr(md, "\"weightfs.stored_types~2\": \"mine\"") != NULL, "%s", md);
+	ck_assert_msg(strstr(md, "\"weightfs.stored_types\": \"{") != NULL, "%s", md);
+	ck_assert_msg(strstr(md, "\"k\xc3\xbf\": \"1\"") != NULL, "%s", md);
+	/* in model order: the second "k\xc3\xbf" takes ~2, so the model's own "k\xc3\xbf~2" comes after */
+	ck_assert_msg(strstr(md, "\"k\xc3\xbf~2\": \"2\"") != NULL, "%s", md);
+	ck_assert_msg(strstr(md, "\"k\xc3\xbf~2~2\": \"3\"") != NULL, "%s", md);
+	wf_model_free(back);
+	free(file);
+	free(hdr);
+	free(offs);
+	wf_model_free(m);
+}
+END_TEST
+
 static Suite *out_suite(void)
 {
 	Suite *s = suite_create("out");
@@ -278,6 +327,7 @@ static Suite *out_suite(void)
 	tcase_add_test(tc, test_npy_header);
 	tcase_add_test(tc, test_meta_files);
 	tcase_add_test(tc, test_st_header);
+	tcase_add_test(tc, test_st_header_unique_keys);
 	suite_add_tcase(s, tc);
 	return s;
 }

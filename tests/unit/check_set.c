@@ -654,6 +654,53 @@ START_TEST(test_folder_sidecars)
 }
 END_TEST
 
+/* A file of the folder that is no part of the model and cannot be read
+ * (issue 17 item 9: another user's 0600 stray.lock) is left out, and
+ * WEIGHTFS.txt says so; the model opens. */
+START_TEST(test_folder_unreadable_stray)
+{
+	tmp_make();
+	write_st_set(good_index);
+	write_str("config.json", "{\"model_type\": \"llama\"}\n");
+	write_str("stray.lock", "held");
+	ck_assert_int_eq(chmod(at("stray.lock"), 0), 0);
+	bool root = geteuid() == 0;
+	if (root) {
+		/* root reads anything: read as nobody (keeping root as the saved
+		 * ids, to clean up after) */
+		ck_assert_int_eq(chmod(tmp, 0755), 0);
+		ck_assert_int_eq(setresgid(65534, 65534, 0), 0);
+		ck_assert_int_eq(setresuid(65534, 65534, 0), 0);
+	}
+	int fd = open(at("stray.lock"), O_RDONLY);
+	ck_assert_msg(fd < 0 && errno == EACCES, "stray.lock is readable: the test tests nothing");
+	struct wf_model *m = expect_open(".");
+	check_good_index(m);
+	ck_assert_uint_eq(m->n_sidecars, 1);
+	ck_assert_str_eq(m->sidecars[0].name, "config.json");
+	ck_assert_ptr_nonnull(m->left_out);
+	ck_assert_msg(strstr(m->left_out, "stray.lock: Permission denied\n") != NULL, "%s", m->left_out);
+	struct wf_tree *t;
+	char err[WF_ERRLEN];
+	ck_assert_int_eq(wf_tree_build(&t, m, err), WF_OK);
+	ck_assert_msg(strstr(t->summary, "Left out of the model's folder") != NULL &&
+		      strstr(t->summary, "    stray.lock: Permission denied\n") != NULL, "%s", t->summary);
+	ck_assert(!root_has(m, "stray.lock"));
+	wf_tree_free(t);
+	wf_model_free(m);
+	if (root) {
+		ck_assert_int_eq(setresuid(0, 0, 0), 0);
+		ck_assert_int_eq(setresgid(0, 0, 0), 0);
+	}
+	/* nothing is left out in a folder without such a file: no line */
+	ck_assert_int_eq(unlink(at("stray.lock")), 0);
+	m = expect_open(".");
+	ck_assert_ptr_null(m->left_out);
+	wf_model_free(m);
+	tmp_remove();
+}
+END_TEST
+
 START_TEST(test_folder_single)
 {
 	/* a folder with one model.safetensors, or one GGUF: no parts.json */
@@ -883,6 +930,7 @@ static Suite *set_suite(void)
 	suite_add_tcase(s, tc);
 	tc = tcase_create("folder");
 	tcase_add_test(tc, test_folder_sidecars);
+	tcase_add_test(tc, test_folder_unreadable_stray);
 	tcase_add_test(tc, test_folder_single);
 	tcase_add_test(tc, test_folder_st_set);
 	tcase_add_test(tc, test_folder_bad);

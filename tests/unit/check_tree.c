@@ -746,6 +746,41 @@ START_TEST(test_siphash)
 }
 END_TEST
 
+/* Metadata keys "." and ".." become the files %2E and %2E%2E of the
+ * metadata folder (issue 17 item 13): a folder entry named "." or ".."
+ * would shadow the folder and its parent, and could never be read. */
+START_TEST(test_meta_dot_keys)
+{
+	static const struct name names[] = {NM("w")};
+	struct wf_model *m = model_of(names, 1);
+	free(m->metadata_json);
+	m->metadata_json = strdup("{\".\": \"dot\", \"..\": \"dotdot\", \"...\": \"three\", \"a.\": \"x\"}\n");
+	m->metadata_json_len = strlen(m->metadata_json);
+	struct wf_tree *t = tree_of(m);
+	uint32_t md = wf_tree_lookup(t, 0, "metadata", 8);
+	ck_assert_uint_ne(md, WF_NO_NODE);
+	const struct wf_node *dir = &t->nodes[md];
+	ck_assert_uint_eq(dir->n_children, 4);
+	for (uint32_t i = 0; i < dir->n_children; i++) {
+		const char *nm = t->nodes[dir->children[i]].name;
+		ck_assert_msg(strcmp(nm, ".") != 0 && strcmp(nm, "..") != 0, "metadata/ holds '%s'", nm);
+	}
+	const char *want[][2] = {{"%2E", "dot"}, {"%2E%2E", "dotdot"}, {"...", "three"}, {"a.", "x"}};
+	for (size_t i = 0; i < 4; i++) {
+		uint32_t n = wf_tree_lookup(t, md, want[i][0], strlen(want[i][0]));
+		ck_assert_msg(n != WF_NO_NODE, "no metadata/%s", want[i][0]);
+		ck_assert_uint_eq(t->nodes[n].kind, WF_NODE_BLOB);
+		ck_assert_msg(t->nodes[n].blob_len >= strlen(want[i][1]) &&
+			      memmem(t->nodes[n].blob, t->nodes[n].blob_len, want[i][1], strlen(want[i][1])),
+			      "metadata/%s holds %.*s", want[i][0], (int)t->nodes[n].blob_len, t->nodes[n].blob);
+	}
+	ck_assert_uint_eq(wf_tree_lookup(t, md, ".", 1), WF_NO_NODE);
+	ck_assert_uint_eq(wf_tree_lookup(t, md, "..", 2), WF_NO_NODE);
+	wf_tree_free(t);
+	wf_model_free(m);
+}
+END_TEST
+
 static Suite *tree_suite(void)
 {
 	Suite *s = suite_create("tree");
@@ -763,6 +798,7 @@ static Suite *tree_suite(void)
 	tcase_add_test(tc, test_long_names);
 	tcase_add_test(tc, test_tensors_json_quotes);
 	tcase_add_test(tc, test_dot_names);
+	tcase_add_test(tc, test_meta_dot_keys);
 	tcase_add_test(tc, test_dir_bytes);
 	tcase_add_test(tc, test_dir_budget);
 	tcase_add_loop_test(tc, test_random_names, 0, 8);
