@@ -20,6 +20,7 @@
 #include "base/wf_buf.h"
 #include "model/wf_model.h"
 #include "model/wf_set.h"
+#include "mount/wf_mount.h"
 #include "mount/wf_tree.h"
 
 /* ---- temporary folders and files ---- */
@@ -682,7 +683,7 @@ START_TEST(test_folder_unreadable_stray)
 	ck_assert_msg(strstr(m->left_out, "stray.lock: Permission denied\n") != NULL, "%s", m->left_out);
 	struct wf_tree *t;
 	char err[WF_ERRLEN];
-	ck_assert_int_eq(wf_tree_build(&t, m, err), WF_OK);
+	ck_assert_int_eq(wf_mount_tree(&t, m, NULL, err), WF_OK);
 	ck_assert_msg(strstr(t->summary, "Left out of the model's folder") != NULL &&
 		      strstr(t->summary, "    stray.lock: Permission denied\n") != NULL, "%s", t->summary);
 	ck_assert(!root_has(m, "stray.lock"));
