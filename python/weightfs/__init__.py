@@ -79,6 +79,12 @@ class _Info(ctypes.Structure):
     ]
 
 
+class _Stats(ctypes.Structure):
+    _fields_ = [(k, ctypes.c_uint64) for k in ("count", "finite")] + \
+        [(k, ctypes.c_double) for k in ("min", "max", "mean", "std", "absmax")] + \
+        [(k, ctypes.c_uint64) for k in ("zeros", "nan", "inf")]
+
+
 def _candidates():
     env = os.environ.get("WEIGHTFS_LIB")
     if env:
@@ -123,6 +129,8 @@ def _load():
     lib.weightfs_read_parallel.argtypes = [P, S, ctypes.c_int, U64, S, P, ctypes.POINTER(S),
                                            ctypes.c_uint, ERR, S]
     lib.weightfs_read_parallel.restype = ctypes.c_int
+    lib.weightfs_stats.argtypes = [P, S, ctypes.c_int, ctypes.c_uint, ctypes.POINTER(_Stats), ERR, S]
+    lib.weightfs_stats.restype = ctypes.c_int
     lib.weightfs_metadata_json.argtypes = [P, ctypes.POINTER(S)]
     lib.weightfs_metadata_json.restype = ctypes.c_void_p
     lib.weightfs_version.argtypes = []
@@ -334,6 +342,27 @@ class Model:
         if rc != 0:
             _raise(rc, err)
         return got.value
+
+    def stats(self, name, dtype=None, threads=0):
+        """Statistics of tensor `name`'s values as read in dtype: a dict of
+        count (elements), min, max, mean, std (population), absmax (these
+        five over the finite values, nan when there is none), zeros, nan and
+        inf (counts), plus name, type and shape.  Computed in the library in
+        bounded chunks on `threads` threads (0: every core), summed in
+        double; nothing of the tensor is held in Python."""
+        i = self._index(name)
+        code = _dtype_code(dtype if dtype is not None else self.dtype)
+        inf = self._info(i, code)
+        st = _Stats()
+        err = ctypes.create_string_buffer(_ERRLEN)
+        rc = _lib.weightfs_stats(self._handle(), i, code, threads, ctypes.byref(st), err, _ERRLEN)
+        if rc != 0:
+            _raise(rc, err)
+        out = {"name": name, "type": inf.type.decode(), "shape": tuple(inf.shape[d] for d in range(inf.ndim))}
+        for k, _ in _Stats._fields_:
+            if k != "finite":
+                out[k] = getattr(st, k)
+        return out
 
     def __repr__(self):
         return "<weightfs.Model %r, %d tensors>" % (self.path, len(self) if self._h is not None else 0)

@@ -8,6 +8,8 @@
  * command-line program: it prints and picks exit codes; the library never
  * does. */
 #include "cli/cli.h"
+#include "cli/cli_diff.h"
+#include "cli/cli_stats.h"
 #include "base/wf_buf.h"
 #include "view/wf_live.h"
 #include "model/wf_model.h"
@@ -73,7 +75,7 @@ static const char *usage_of(const char *cmd)
 bool cli_is_command(const char *arg)
 {
 	return arg && (strcmp(arg, "ls") == 0 || strcmp(arg, "info") == 0 || strcmp(arg, "cat") == 0 ||
-		       strcmp(arg, "convert") == 0);
+		       strcmp(arg, "convert") == 0 || strcmp(arg, "stats") == 0 || strcmp(arg, "diff") == 0);
 }
 
 int cli_exit_code(enum wf_err rc)
@@ -883,6 +885,10 @@ int cli_main(int argc, char **argv)
 {
 	struct cmd_opts o = {.cmd = argv[1]};
 	struct session s = {0};
+	if (strcmp(o.cmd, "stats") == 0)
+		return cli_stats(argc, argv);
+	if (strcmp(o.cmd, "diff") == 0)
+		return cli_diff(argc, argv);
 	bool two = strcmp(o.cmd, "cat") == 0 || strcmp(o.cmd, "convert") == 0;
 	int ret = parse_args(argc, argv, &o, two ? 2 : 1);
 	if (ret != 0) {
