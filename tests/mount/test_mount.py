@@ -24,7 +24,8 @@ groups in order and prints the tally.  The rest lives next to it:
                   (unmount, concurrency), t_change (truncate),
                   t_large_many_bounds (large, many, bounds), t_malformed
                   (malformed), t_remote (remote), t_sets (sets), t_desktop
-                  (desktop), t_cmds (cmds), t_views (views)
+                  (desktop), t_cmds (cmds), t_views (views),
+                  t_stats (stats)
 
 Environment:
   WF_TEST_SEED    seed for the random ranges (default 20240601)
@@ -76,6 +77,7 @@ from t_remote import group_remote
 from t_desktop import group_desktop
 from t_cmds import group_cmds
 from t_views import group_views
+from t_stats import group_stats
 
 
 # ---------------------------------------------------------------- main
@@ -108,6 +110,7 @@ def main():
     groups.append(("desktop", group_desktop))
     groups.append(("cmds", group_cmds))
     groups.append(("views", group_views))
+    groups.append(("stats", group_stats))
     for gname, fn in groups:
         if not want(gname):
             continue
