@@ -62,7 +62,7 @@ CODEC_SRC := src/codec/wf_types.c src/codec/wf_decode.c src/codec/wf_decode_x86.
              src/codec/wf_iq_tables.c
 MODEL_SRC := src/model/wf_model.c src/model/wf_gguf.c src/model/wf_st.c src/model/wf_meta.c \
              src/model/wf_open.c src/model/wf_set.c
-VIEW_SRC  := src/view/wf_view.c src/view/wf_out.c src/view/wf_live.c src/view/wf_stats.c
+VIEW_SRC  := src/view/wf_view.c src/view/wf_out.c src/view/wf_live.c src/view/wf_stats.c src/view/wf_diff.c
 LIBAPI_SRC := src/lib/wf_api.c
 MOUNT_SRC := src/mount/wf_tree.c src/mount/wf_gen.c src/mount/wf_summary.c src/mount/wf_attr.c \
              src/mount/wf_usage.c
