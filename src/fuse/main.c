@@ -115,7 +115,9 @@ static void usage(const char *prog)
 	       "       %s ls [--json] [-o dtype=T,npy] MODEL\n"
 	       "       %s info [--json] MODEL\n"
 	       "       %s cat [--offset N] [--length N] [-o dtype=T,npy] MODEL TENSOR\n"
-	       "       %s convert [--force] [-o dtype=T] MODEL OUT.safetensors\n\n"
+	       "       %s convert [--force] [-o dtype=T] MODEL OUT.safetensors\n"
+	       "       %s stats [--json] [-o dtype=T] MODEL [NAME|PREFIX ...]\n"
+	       "       %s diff [--json] A B\n\n"
 	       "Mounts a GGUF or safetensors model read-only: every tensor is a file of\n"
 	       "little-endian numbers (float32 for float and quantized types), decoded\n"
 	       "on read.  See weightfs(1).\n\n"
@@ -145,7 +147,7 @@ static void usage(const char *prog)
 	       "       clone_fd            one /dev/fuse descriptor per thread\n"
 	       "       other FUSE mount options: see mount.fuse3(8)\n\n"
 	       "MOUNTPOINT must be an empty directory that is not already a mount point.\n"
-	       "Unmount with: fusermount3 -u MOUNTPOINT\n", prog, prog, prog, prog, prog);
+	       "Unmount with: fusermount3 -u MOUNTPOINT\n", prog, prog, prog, prog, prog, prog, prog);
 }
 
 /* Opens /dev/null on whichever of descriptors 0, 1 and 2 is closed.  A
