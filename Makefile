@@ -46,6 +46,8 @@ FUSE_CFLAGS  := $(shell $(PKG_CONFIG) --cflags fuse3 2>/dev/null)
 FUSE_LIBS    := $(shell $(PKG_CONFIG) --libs fuse3 2>/dev/null)
 CJSON_CFLAGS := $(shell $(PKG_CONFIG) --cflags libcjson 2>/dev/null)
 CJSON_LIBS   := $(shell $(PKG_CONFIG) --libs libcjson 2>/dev/null)
+# zlib's crc32 and adler32 for the previews' PNG files (the program only)
+ZLIB_LIBS    := $(shell $(PKG_CONFIG) --libs zlib 2>/dev/null || echo -lz)
 CHECK_CFLAGS := $(shell $(PKG_CONFIG) --cflags check 2>/dev/null)
 CHECK_LIBS   := $(shell $(PKG_CONFIG) --libs check 2>/dev/null)
 
@@ -65,7 +67,7 @@ MODEL_SRC := src/model/wf_model.c src/model/wf_gguf.c src/model/wf_st.c src/mode
 VIEW_SRC  := src/view/wf_view.c src/view/wf_out.c src/view/wf_live.c src/view/wf_stats.c src/view/wf_diff.c
 LIBAPI_SRC := src/lib/wf_api.c
 MOUNT_SRC := src/mount/wf_tree.c src/mount/wf_gen.c src/mount/wf_summary.c src/mount/wf_attr.c \
-             src/mount/wf_usage.c
+             src/mount/wf_usage.c src/mount/wf_preview.c
 FUSE_SRC  := src/fuse/main.c src/fuse/wf_fuse.c src/fuse/wf_mnt.c src/fuse/wf_log.c
 CLI_SRC   := src/cli/cli.c src/cli/cli_look.c src/cli/cli_stats.c src/cli/cli_diff.c
 
@@ -125,14 +127,14 @@ PC_SED := -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' -e 's|@INCDIR@|$
 # also uses the internals the shared library hides (wf_live, the model), and
 # an installed binary then cannot meet a libweightfs.so of another version.
 $(B)/weightfs: $(BIN_OBJ) $(B)/libwfprog.a $(B)/libweightfs.a
-	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $^ $(FUSE_LIBS) $(CJSON_LIBS) -lm -lpthread
+	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $^ $(FUSE_LIBS) $(CJSON_LIBS) $(ZLIB_LIBS) -lm -lpthread
 
 $(B)/tests/%.o: tests/unit/%.c
 	@mkdir -p $(@D)
 	$(Q)$(CC) $(ALL_CFLAGS) $(CHECK_CFLAGS) -c -o $@ $<
 
 $(B)/tests/check_%: $(B)/tests/check_%.o $(B)/libwfprog.a $(B)/libweightfs.a
-	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $^ $(CHECK_LIBS) $(CJSON_LIBS) -lm -lpthread
+	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $^ $(CHECK_LIBS) $(CJSON_LIBS) $(ZLIB_LIBS) -lm -lpthread
 
 # `make check` first installs what the tests need and is missing (apt, when
 # root or passwordless sudo; otherwise it says what to install), then runs

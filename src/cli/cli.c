@@ -16,6 +16,7 @@
 #include "view/wf_out.h"
 #include "model/wf_set.h"
 #include "mount/wf_tree.h"
+#include "mount/wf_preview.h"
 #include "codec/wf_types.h"
 
 #include <errno.h>
@@ -41,7 +42,7 @@ struct cmd_opts {
 	const char *cmd;
 	const char *pos[2];   /* MODEL, then TENSOR or OUT */
 	int n_pos;
-	bool json, force, npy;
+	bool json, force, npy, preview;
 	char *dtype;          /* -o dtype=T; owned */
 	uint64_t offset, length;
 	bool have_length;
@@ -145,6 +146,8 @@ static int parse_o(struct cmd_opts *o, const char *list)
 			}
 		} else if (strcmp(opt, "npy") == 0 && strcmp(o->cmd, "convert") != 0) {
 			o->npy = true;
+		} else if (strcmp(opt, "preview") == 0 && strcmp(o->cmd, "convert") != 0) {
+			o->preview = true;
 		} else {
 			ret = usage_error(o->cmd, "-o %s: not an option of this command", opt);
 			break;
@@ -241,7 +244,7 @@ static int open_session(const struct cmd_opts *o, struct session *s)
 	if (rc == WF_OK)
 		rc = wf_model_set_view(s->m, out, err);
 	if (rc == WF_OK)
-		rc = wf_tree_build_opts(&s->t, s->m, &(struct wf_tree_opts){.npy = o->npy}, err);
+		rc = wf_tree_build_opts(&s->t, s->m, &(struct wf_tree_opts){.npy = o->npy, .preview = o->preview}, err);
 	if (rc != WF_OK) {
 		fprintf(stderr, "weightfs: %s: %s\n", o->pos[0], err);
 		return cli_exit_code(rc);
@@ -309,7 +312,7 @@ static int dump_node(struct session *s, const char *model, const char *what, uin
 	int ret = 0;
 	while (len) {
 		size_t n = len < cap ? (size_t)len : cap, got;
-		enum wf_err rc = wf_live_read(&s->lv, node, off, n, buf, &got);
+		enum wf_err rc = wf_mount_read(s->t, &s->lv, node, off, n, buf, &got);
 		if (rc != WF_OK) {
 			ret = read_failed(model, what, rc);
 			break;
@@ -513,8 +516,13 @@ static uint32_t find_tensor(const struct session *s, const char *name)
 			node = wf_tree_lookup(s->t, node, p, len);
 		p += len + (slash != NULL);
 	}
-	if (node != WF_NO_NODE && s->t->nodes[node].kind == WF_NODE_TENSOR)
+	if (node != WF_NO_NODE && (s->t->nodes[node].kind == WF_NODE_TENSOR || s->t->nodes[node].kind == WF_NODE_PREVIEW))
 		return node;
+	/* -o preview: NAME.png, NAME a tensor's name */
+	if (s->t->preview_node && n > 4 && strcmp(name + n - 4, ".png") == 0)
+		for (size_t i = 0; i < s->m->n_tensors; i++)
+			if (s->m->tensors[i].name_len == n - 4 && memcmp(s->m->tensors[i].name, name, n - 4) == 0)
+				return s->t->preview_node[i];
 	return WF_NO_NODE;
 }
 

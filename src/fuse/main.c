@@ -32,6 +32,7 @@ struct opts {
 	int nonempty;      /* -o nonempty: mount over a directory's files (libfuse 3 has no such option) */
 	int npy;           /* -o npy: tensor files are NAME.npy */
 	int suffix;        /* -o suffix: tensor files are NAME.f32, NAME.i64, ... */
+	int preview;       /* -o preview: NAME.png beside every tensor file */
 	int help, version;
 	int rw;            /* -o rw: refused, the mount is read-only */
 	char *dtype;       /* -o dtype=f32|f16|bf16|stored */
@@ -45,6 +46,7 @@ static const struct fuse_opt wf_opts[] = {
 	FUSE_OPT_KEY("dtype=", KEY_DTYPE),
 	OPT("npy", npy),
 	OPT("suffix", suffix),
+	OPT("preview", preview),
 	FUSE_OPT_KEY("nonempty", KEY_NONEMPTY),
 	FUSE_OPT_KEY("rw", KEY_RW),
 	/* mount(8)'s own options, which an /etc/fstab line may hold and
@@ -141,6 +143,7 @@ static void usage(const char *prog)
 	       "                           (default), f16, bf16, or stored (the model's bytes)\n"
 	       "       npy                 tensor files are NAME.npy (a .npy header, then the values)\n"
 	       "       suffix              tensor files end in their dtype: NAME.f32, NAME.i64, ...\n"
+	       "       preview             NAME.png beside every tensor file: a heatmap of its values\n"
 	       "                           (desktops then show their type; see weightfs(1))\n"
 	       "       max_threads=N       at most N worker threads (default 10)\n"
 	       "       max_idle_threads=N  at most N idle worker threads\n"
@@ -388,7 +391,8 @@ static int load_model(const struct opts *o, const char *mountpoint, struct wf_mo
 	if (rc == WF_OK)
 		rc = wf_model_set_view(*m, out, err);
 	if (rc == WF_OK)
-		rc = wf_tree_build_opts(t, *m, &(struct wf_tree_opts){.npy = o->npy, .suffix = o->suffix}, err);
+		rc = wf_tree_build_opts(t, *m, &(struct wf_tree_opts){.npy = o->npy, .suffix = o->suffix,
+									    .preview = o->preview}, err);
 	if (rc != WF_OK) {
 		fprintf(stderr, "weightfs: %s: %s\n", o->model, err);
 		return cli_exit_code(rc);

@@ -1,5 +1,6 @@
 /* wf_tree.c - tensor names to a directory tree (rules in wf_tree.h). */
 #include "mount/wf_tree.h"
+#include "mount/wf_preview.h"
 #include "view/wf_out.h"
 #include "base/wf_buf.h"
 #include "mount/wf_summary.h"
@@ -461,6 +462,10 @@ uint64_t wf_tree_size(const struct wf_tree *t, uint32_t idx)
 		return nd->blob_len;
 	case WF_NODE_MODEL_ST:
 		return t->st_header_len + t->st_offsets[t->m->n_tensors];
+	case WF_NODE_PREVIEW: {
+		uint32_t pw, ph;
+		return wf_preview_dims(&t->m->tensors[nd->tensor], &pw, &ph);
+	}
 	default:
 		return 0;
 	}
@@ -548,7 +553,7 @@ static enum wf_err add_extras(struct builder *b, const struct wf_model *m, struc
  * files, and per tensor its file and one directory per '.' up to the limit. */
 static uint64_t node_cap(const struct wf_tree *t, const struct wf_model *m)
 {
-	uint64_t cap = 7 + m->n_sidecars + t->n_meta;
+	uint64_t cap = 7 + m->n_sidecars + t->n_meta + (t->preview_node ? m->n_tensors : 0);
 	for (size_t i = 0; i < m->n_tensors; i++) {
 		const char *s = m->tensors[i].name, *e = s + m->tensors[i].name_len;
 		cap++;
@@ -595,6 +600,9 @@ static bool add_all_dirs(struct builder *b, struct wf_buf *comp, unsigned *max_d
 /* Pass 2: tensor i's file in its directory, named by the rules (a
  * .tensor suffix beside a directory of the same name, or the -o npy /
  * -o suffix suffix; "~N" on a collision).  False when out of memory. */
+static bool add_preview_file(struct builder *b, size_t i, uint32_t dir, const char *comp, size_t len, size_t tail,
+			     struct wf_buf *name);
+
 static bool add_tensor_file(struct builder *b, size_t i, unsigned max_dirs, struct wf_buf *comp,
 			    struct wf_buf *name)
 {
@@ -644,6 +652,31 @@ static bool add_tensor_file(struct builder *b, size_t i, unsigned max_dirs, stru
 		return false;
 	t->nodes[n].tensor = (uint32_t)i;
 	t->tensor_node[i] = n;
+	return !t->preview_node || add_preview_file(b, i, dir, comp->data + from, ends[k - 1] - from, tail, name);
+}
+
+/* -o preview: "<component>.png" beside tensor i's file (shortened as a
+ * suffix is, "~N.png" on a collision).  False when out of memory. */
+static bool add_preview_file(struct builder *b, size_t i, uint32_t dir, const char *comp, size_t len, size_t tail,
+			     struct wf_buf *name)
+{
+	const struct wf_tensor *tn = &b->m->tensors[i];
+	name->len = 0;
+	wf_buf_put(name, comp, len);
+	shorten(name, 0, (const uint8_t *)tn->name + tail, tn->name_len - tail, NAME_MAX_BYTES - 4 - 4);
+	size_t base = name->len;
+	wf_buf_puts(name, ".png");
+	for (unsigned dup = 2; !name->oom && find(b, dir, name->data, name->len) != WF_NO_NODE; dup++) {
+		name->len = base;
+		wf_buf_printf(name, "~%u.png", dup);
+	}
+	if (name->oom)
+		return false;
+	uint32_t n = add_node(b, dir, name->data, name->len, WF_NODE_PREVIEW);
+	if (n == WF_NO_NODE)
+		return false;
+	b->t->nodes[n].tensor = (uint32_t)i;
+	b->t->preview_node[i] = n;
 	return true;
 }
 
@@ -706,6 +739,12 @@ enum wf_err wf_tree_build_opts(struct wf_tree **out, const struct wf_model *m, c
 	t->m = m;
 	t->npy = opts && opts->npy;
 	t->suffix = opts && opts->suffix && !t->npy;
+	if (opts && opts->preview &&
+	    (!(t->previews = wf_previews_new()) ||
+	     !(t->preview_node = calloc(m->n_tensors ? m->n_tensors : 1, sizeof *t->preview_node)))) {
+		wf_tree_free(t);
+		return wf_fail(err, WF_ERR_NOMEM, "out of memory");
+	}
 	pthread_mutex_init(&t->st_lock, NULL);
 	static const char empty[] = "{}";
 	bool have = m->metadata_json && m->metadata_json_len;
@@ -784,6 +823,8 @@ void wf_tree_free(struct wf_tree *t)
 	free(t->nodes);
 	free(t->child_pool);
 	free(t->tensor_node);
+	wf_previews_free(t->previews);
+	free(t->preview_node);
 	free(t->tensors_json);
 	free(atomic_load(&t->st_header));
 	pthread_mutex_destroy(&t->st_lock);

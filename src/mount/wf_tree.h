@@ -61,6 +61,7 @@ enum wf_node_kind {
 	WF_NODE_TENSOR,  /* a tensor's view (behind its .npy header with -o npy) */
 	WF_NODE_BLOB,    /* a file held in memory (metadata.json, tensors.json, a metadata key, a sidecar) */
 	WF_NODE_MODEL_ST, /* model.safetensors: its header, then every tensor's view in turn */
+	WF_NODE_PREVIEW, /* -o preview: NAME.png of tensor `tensor` (wf_preview.h; read with wf_mount_read) */
 };
 
 /* What the tree holds besides the tensors' own files. */
@@ -68,9 +69,11 @@ struct wf_tree_opts {
 	bool npy;            /* tensor files are NAME.npy: a .npy header, then the view */
 	bool suffix;         /* tensor files are NAME.SUFFIX, the suffix naming the view's
 			      * dtype (wf_view_suffix: weight.f32); ignored with npy */
+	bool preview;        /* NAME.png beside every tensor file (wf_preview.h) */
 };
 
 struct wf_chunk;
+struct wf_previews;
 
 /* One node is 32 bytes: a hostile model can make millions.  The unions
  * hold what only one kind needs; read a field only for its kind. */
@@ -86,7 +89,7 @@ struct wf_node {
 			uint32_t n_subdirs;  /* WF_NODE_DIR: children that are directories (for st_nlink) */
 		};
 		uint64_t blob_len;    /* WF_NODE_BLOB */
-		uint32_t tensor;      /* WF_NODE_TENSOR: index into model->tensors */
+		uint32_t tensor;      /* WF_NODE_TENSOR, WF_NODE_PREVIEW: index into model->tensors */
 	};
 	uint32_t parent;       /* index of the parent; the root is its own parent */
 	uint16_t name_len;     /* at most 255 */
@@ -102,6 +105,8 @@ struct wf_tree {
 	unsigned max_dirs;          /* the limit on directories per tensor this model got */
 	bool npy;                   /* tensor files carry .npy headers */
 	bool suffix;                /* tensor file names end in their dtype's suffix */
+	struct wf_previews *previews; /* -o preview: the rendered NAME.png files; else NULL */
+	uint32_t *preview_node;     /* -o preview: [model->n_tensors] the node of each NAME.png; else NULL */
 	char *summary;              /* WEIGHTFS.txt (wf_summary.h) */
 	size_t summary_len;
 	const struct wf_model *m;
