@@ -252,12 +252,15 @@ enum wf_err wf_preview_render(struct wf_live *lv, const struct wf_tensor *t0, ui
 	cv.kind = calloc(px, 1);
 	uint8_t *out = malloc((size_t)size);
 	enum wf_err rc = cv.v && cv.kind && out ? WF_OK : WF_ERR_NOMEM;
+	double s = 1;
 	if (rc == WF_OK && t.nelems) {
-		/* a strip paints its first row; the others repeat it */
+		/* a strip paints its first row, takes its scale from it, and
+		 * the other rows repeat it */
 		uint32_t h = cv.h;
 		if (t.ndim < 2)
 			cv.h = 1;
 		rc = paint_all(lv, &t, &cv);
+		s = scale_of(&cv);
 		cv.h = h;
 		for (uint32_t y = 1; t.ndim < 2 && y < cv.h; y++) {
 			memcpy(cv.v + (size_t)y * cv.w, cv.v, cv.w * sizeof *cv.v);
@@ -265,7 +268,7 @@ enum wf_err wf_preview_render(struct wf_live *lv, const struct wf_tensor *t0, ui
 		}
 	}
 	if (rc == WF_OK) {
-		encode(&cv, scale_of(&cv), out);
+		encode(&cv, s, out);
 		*png = out;
 		*len = (size_t)size;
 		out = NULL;

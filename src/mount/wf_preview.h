@@ -9,8 +9,9 @@
  * it is the value of largest magnitude (the first one met, in row-major
  * order, on a tie).  Colours: a diverging map centred on 0, white at 0,
  * red for positive, blue for negative, saturated at s = the 99th
- * percentile of the finite pixels' magnitudes (sorted ascending, the one
- * at index (n - 1) * 99 / 100), or their largest when that is 0, or 1:
+ * percentile of the finite pixels' magnitudes (of one row for a strip;
+ * as float32, sorted ascending, the one at index (n - 1) * 99 / 100), or
+ * their largest when that is 0, or 1:
  *     t = clamp(v / s, -1, 1),  k = floor(255 * (1 - |t|) + 0.5),
  *     t >= 0: (255, k, k)       t < 0: (k, k, 255)
  * NaN is magenta (255, 0, 255), +inf yellow (255, 255, 0), -inf cyan
