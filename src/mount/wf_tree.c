@@ -404,10 +404,16 @@ static enum wf_err add_extras(struct builder *b, const struct wf_model *m, struc
 		const struct wf_meta_file *f = &t->meta[i];
 		name->len = 0;
 		escape_key((const uint8_t *)f->name, f->name_len, name);
+		/* -o suffix: a desktop takes the type from the name, not from
+		 * sniffing a few bytes ("model" is no Modelica file) */
+		const char *sfx = !t->suffix ? "" : f->json ? ".json" : ".txt";
+		if (*sfx && name->len > NAME_MAX_BYTES - 5 - 4)
+			shorten(name, 0, (const uint8_t *)f->name, f->name_len, NAME_MAX_BYTES - 5 - 4);
 		size_t base = name->len;
+		wf_buf_puts(name, sfx);
 		for (unsigned dup = 2; !name->oom && find(b, dir, name->data, name->len) != WF_NO_NODE; dup++) {
 			name->len = base;
-			wf_buf_printf(name, "~%u", dup);
+			wf_buf_printf(name, "~%u%s", dup, sfx);
 		}
 		if (name->oom || (n = add_node(b, dir, name->data, name->len, WF_NODE_BLOB)) == WF_NO_NODE)
 			return wf_fail(err, WF_ERR_NOMEM, "out of memory building the tree");

@@ -271,8 +271,50 @@ def big_and_special():
     errs.raise_if_any()
 
 
+def file_types():
+    """The mime XML types GGUF and safetensors files by name and by magic
+    (copies without their extension), a mount's model.safetensors, the
+    metadata folder's .txt/.json files under -o suffix (chosen by the JSON
+    value's kind) and the previews (image/png)."""
+    from t_desktop import desktop_mime_env, gio_types
+    errs = Errs()
+    env = desktop_mime_env()
+    d = new_dir("types-")
+    plain = {os.path.join(d, "g"): os.path.join(GGML, "type_f32.gguf"),
+             os.path.join(d, "s"): os.path.join(STO, "dtype_f32.safetensors")}
+    for dst, src in plain.items():
+        shutil.copy(src, dst)
+    model = os.path.join(GGML, "mixed_llama_tiny.gguf")
+    with Mount(model, ["-o", "preview,suffix"]) as m:
+        with open(m.path("metadata.json")) as f:
+            md = json.load(f)
+        files = sorted(os.listdir(m.path("metadata")))
+        want = sorted(k + (".txt" if isinstance(v, str) else ".json") for k, v in md.items())
+        if files != want:
+            errs.add("metadata/ under -o suffix: %r..., expected %r..." % (files[:5], want[:5]))
+        with open(m.path("metadata/general.type.txt"), "rb") as f:
+            if f.read() != b"model":
+                errs.add("metadata/general.type.txt does not hold the value")
+        want_t = {os.path.join(GGML, "type_f32.gguf"): "application/x-gguf",
+                  os.path.join(STO, "dtype_f32.safetensors"): "application/x-safetensors",
+                  os.path.join(d, "g"): "application/x-gguf", os.path.join(d, "s"): "application/x-safetensors",
+                  m.path("model.safetensors"): "application/x-safetensors",
+                  m.path("metadata/general.type.txt"): "text/plain",
+                  m.path("metadata/llama.block_count.json"): "application/json",
+                  m.path("blk/0/attn_q/weight.png"): "image/png"}
+        got = gio_types(sorted(want_t), env)
+        for p_, t in want_t.items():
+            if got.get(p_) != t:
+                errs.add("%s: %s, expected %s" % (p_.replace(m.mp, "MNT"), got.get(p_), t))
+    with Mount(model) as m:
+        if "general.type" not in os.listdir(m.path("metadata")):
+            errs.add("without -o suffix the metadata files keep their bare names")
+    errs.raise_if_any()
+
+
 def group_preview():
     check("preview: every oracle tensor's NAME.png: PNG read here, st_size, pixels against numpy",
           every_oracle_preview)
     check("preview: folded and strip tensors over 1024, NaN/inf/zeros/empty, cat -o preview, EIO on change",
           big_and_special)
+    check("preview: file types: GGUF/safetensors by glob and magic, metadata .txt/.json, NAME.png", file_types)
