@@ -90,6 +90,8 @@ static void from_metadata(struct side *s)
 		s->heads = json_int(md, key);
 		snprintf(key, sizeof key, "%s.attention.head_count_kv", a->valuestring);
 		s->heads_kv = json_int(md, key);
+		if (!s->heads_kv) /* llama.cpp's default: as many as query heads */
+			s->heads_kv = s->heads;
 	}
 	cJSON_Delete(md);
 }
