@@ -16,6 +16,7 @@ need_cmd pkg-config pkg-config
 need_cmd fusermount3 fuse3
 need_pc fuse3 libfuse3-dev
 need_pc libcjson libcjson-dev
+need_pc zlib zlib1g-dev
 if [ "$what" = test ]; then
 	need_pc check check
 	need_cmd getfattr attr

@@ -96,6 +96,12 @@ class _Info(ctypes.Structure):
     ]
 
 
+class _Stats(ctypes.Structure):
+    _fields_ = [(k, ctypes.c_uint64) for k in ("count", "finite")] + \
+        [(k, ctypes.c_double) for k in ("min", "max", "mean", "std", "absmax")] + \
+        [(k, ctypes.c_uint64) for k in ("zeros", "nan", "inf")]
+
+
 def _candidates():
     env = os.environ.get("WEIGHTFS_LIB")
     if env:
@@ -142,6 +148,8 @@ def _load():
     lib.weightfs_read_parallel.restype = ctypes.c_int
     lib.weightfs_read_stack.argtypes = [P, ctypes.POINTER(S), S, ctypes.c_int, P, S, ctypes.c_uint, ERR, S]
     lib.weightfs_read_stack.restype = ctypes.c_int
+    lib.weightfs_stats.argtypes = [P, S, ctypes.c_int, ctypes.c_uint, ctypes.POINTER(_Stats), ERR, S]
+    lib.weightfs_stats.restype = ctypes.c_int
     lib.weightfs_metadata_json.argtypes = [P, ctypes.POINTER(S)]
     lib.weightfs_metadata_json.restype = ctypes.c_void_p
     lib.weightfs_version.argtypes = []
@@ -462,6 +470,29 @@ class Model:
         if rc != 0:
             _raise(rc, err)
         return a
+
+    def stats(self, name: str, dtype: DType = None, threads: int = 0) -> Dict[str, Any]:
+        """Statistics of tensor `name`'s values as read in dtype: a dict of
+        count (elements), min, max, mean, std (population), absmax (these
+        five over the finite values, nan when there is none), zeros, nan and
+        inf (counts), plus name, type and shape.  Computed in the library in
+        bounded chunks on `threads` threads (0: every core), summed in
+        double; nothing of the tensor is held in Python."""
+        i = self._index(name)
+        code = _dtype_code(dtype if dtype is not None else self.dtype)
+        inf = self._info(i, code)
+        st = _Stats()
+        err = ctypes.create_string_buffer(_ERRLEN)
+        threads = _threads(threads)
+        with self._handle() as h:
+            rc = _lib.weightfs_stats(h, i, code, threads, ctypes.byref(st), err, _ERRLEN)
+        if rc != 0:
+            _raise(rc, err)
+        out = {"name": name, "type": inf.type.decode(), "shape": tuple(inf.shape[d] for d in range(inf.ndim))}
+        for k, _ in _Stats._fields_:
+            if k != "finite":
+                out[k] = getattr(st, k)
+        return out
 
     def __repr__(self) -> str:
         return "<weightfs.Model %r, %d tensors>" % (self.path, len(self) if self._h is not None else 0)

@@ -26,6 +26,7 @@ enum {
 	OPT_DTYPE = 1 << 3,   /* -o dtype=T */
 	OPT_NPY = 1 << 4,     /* -o npy */
 	OPT_O_IGNORED = 1 << 5, /* -o taken and ignored: the output is the same under every option */
+	OPT_PREVIEW = 1 << 6, /* -o preview */
 };
 
 static const struct cli_cmd {
@@ -34,12 +35,15 @@ static const struct cli_cmd {
 	int n_pos;            /* MODEL, then TENSOR or OUT */
 	unsigned opts;
 	int (*run)(struct cli_session *s, const struct cli_opts *o);
+	int (*main)(int argc, char **argv); /* a command that parses its own arguments */
 } commands[] = {
-	{"ls", "[--json] [-o dtype=T,npy] MODEL", 1, OPT_JSON | OPT_DTYPE | OPT_NPY, cli_ls},
-	{"info", "[--json] MODEL", 1, OPT_JSON | OPT_O_IGNORED, cli_info},
-	{"cat", "[--offset N] [--length N] [--force] [-o dtype=T,npy] MODEL TENSOR", 2,
-	 OPT_RANGE | OPT_FORCE | OPT_DTYPE | OPT_NPY, cli_cat},
-	{"convert", "[--force] [-o dtype=T] MODEL OUT.safetensors", 2, OPT_FORCE | OPT_DTYPE, cli_convert},
+	{"ls", "[--json] [-o dtype=T,npy] MODEL", 1, OPT_JSON | OPT_DTYPE | OPT_NPY, cli_ls, NULL},
+	{"info", "[--json] MODEL", 1, OPT_JSON | OPT_O_IGNORED, cli_info, NULL},
+	{"cat", "[--offset N] [--length N] [--force] [-o dtype=T,npy,preview] MODEL TENSOR", 2,
+	 OPT_RANGE | OPT_FORCE | OPT_DTYPE | OPT_NPY | OPT_PREVIEW, cli_cat, NULL},
+	{"convert", "[--force] [-o dtype=T] MODEL OUT.safetensors", 2, OPT_FORCE | OPT_DTYPE, cli_convert, NULL},
+	{"stats", "[--json] [-o dtype=T] MODEL [NAME|PREFIX ...]", 0, 0, NULL, cli_stats},
+	{"diff", "[--json] A B", 0, 0, NULL, cli_diff},
 };
 
 static const struct cli_cmd *cmd_of(const char *name)
@@ -133,6 +137,8 @@ static int parse_o(struct cli_opts *o, const char *list)
 			}
 		} else if (strcmp(opt, "npy") == 0 && (cmd_of(o->cmd)->opts & OPT_NPY)) {
 			o->npy = true;
+		} else if (strcmp(opt, "preview") == 0 && (cmd_of(o->cmd)->opts & OPT_PREVIEW)) {
+			o->preview = true;
 		} else {
 			ret = cli_usage_error(o->cmd, "-o %s: not an option of this command", opt);
 			break;
@@ -220,7 +226,7 @@ int cli_open(struct wf_mount *mt, const char *model, const char *dtype, const st
 static int open_session(const struct cli_opts *o, struct cli_session *s)
 {
 	memset(s, 0, sizeof *s);
-	int ret = cli_open(&s->mt, o->pos[0], o->dtype, &(struct wf_tree_opts){.npy = o->npy});
+	int ret = cli_open(&s->mt, o->pos[0], o->dtype, &(struct wf_tree_opts){.npy = o->npy, .preview = o->preview});
 	if (ret != 0)
 		return ret;
 	if (wf_live_init(&s->lv, s->mt.m, wf_files_seg, s->mt.t, cli_notice, NULL) != WF_OK) {
@@ -241,6 +247,8 @@ static void close_session(struct cli_session *s)
 int cli_main(int argc, char **argv)
 {
 	const struct cli_cmd *c = cmd_of(argv[1]);
+	if (c->main)
+		return c->main(argc, argv);
 	struct cli_opts o = {.cmd = argv[1]};
 	struct cli_session s = {0};
 	int ret = parse_args(argc, argv, &o, c);

@@ -20,7 +20,7 @@ struct cli_opts {
 	const char *cmd;
 	const char *pos[2];   /* MODEL, then TENSOR or OUT */
 	int n_pos;
-	bool json, force, npy;
+	bool json, force, npy, preview;
 	char *dtype;          /* -o dtype=T; owned */
 	uint64_t offset, length;
 	bool have_length;
@@ -38,6 +38,16 @@ int cli_ls(struct cli_session *s, const struct cli_opts *o);
 int cli_info(struct cli_session *s, const struct cli_opts *o);
 int cli_cat(struct cli_session *s, const struct cli_opts *o);
 int cli_convert(struct cli_session *s, const struct cli_opts *o);
+
+/* Commands that parse their own arguments (argv[1] is the command's
+ * name): weightfs stats [--json] [-o dtype=T] MODEL [NAME|PREFIX ...]
+ * (cli_stats.c) and weightfs diff [--json] A B (cli_diff.c).  cli_stats
+ * returns 0, or the code of the first failure, every selected tensor that
+ * could be summarised printed first; cli_diff returns 0 when A and B are
+ * the same and fully paired, 1 when they differ, 2 on trouble, as
+ * diff(1). */
+int cli_stats(int argc, char **argv);
+int cli_diff(int argc, char **argv);
 
 /* Says "weightfs CMD: MESSAGE (usage: ...)" on stderr; returns EXIT_USAGE. */
 __attribute__((format(printf, 2, 3)))

@@ -68,7 +68,7 @@ int cli_dump_node(struct cli_session *s, const char *model, const char *what, ui
 	int ret = 0;
 	while (len) {
 		size_t n = len < cap ? (size_t)len : cap, got;
-		enum wf_err rc = wf_live_read(&s->lv, node, off, n, buf, &got);
+		enum wf_err rc = wf_files_read(s->mt.t, &s->lv, node, off, n, buf, &got);
 		if (rc != WF_OK) {
 			ret = cli_read_failed(model, what, rc);
 			break;

@@ -181,8 +181,14 @@ static uint32_t find_tensor(const struct cli_session *s, const char *name)
 			node = wf_tree_lookup(s->mt.t, node, p, len);
 		p += len + (slash != NULL);
 	}
-	if (node != WF_NO_NODE && s->mt.t->nodes[node].kind == WF_NODE_TENSOR)
+	if (node != WF_NO_NODE && (s->mt.t->nodes[node].kind == WF_NODE_TENSOR ||
+				   s->mt.t->nodes[node].kind == WF_NODE_PREVIEW))
 		return node;
+	/* -o preview: NAME.png, NAME a tensor's name */
+	if (s->mt.t->preview_node && n > 4 && strcmp(name + n - 4, ".png") == 0)
+		for (size_t i = 0; i < s->mt.m->n_tensors; i++)
+			if (s->mt.m->tensors[i].name_len == n - 4 && memcmp(s->mt.m->tensors[i].name, name, n - 4) == 0)
+				return s->mt.t->preview_node[i];
 	return WF_NO_NODE;
 }
 

@@ -34,6 +34,7 @@ struct opts {
 	int nonempty;      /* -o nonempty: mount over a directory's files (libfuse 3 has no such option) */
 	int npy;           /* -o npy: tensor files are NAME.npy */
 	int suffix;        /* -o suffix: tensor files are NAME.f32, NAME.i64, ... */
+	int preview;       /* -o preview: NAME.png beside every tensor file */
 	int help, version;
 	int json;          /* --json: the commands' option, given to a mount by mistake */
 	char *dtype;       /* -o dtype=f32|f16|bf16|stored */
@@ -47,6 +48,7 @@ static const struct fuse_opt wf_opts[] = {
 	FUSE_OPT_KEY("dtype=", KEY_DTYPE),
 	OPT("npy", npy),
 	OPT("suffix", suffix),
+	OPT("preview", preview),
 	FUSE_OPT_KEY("nonempty", KEY_NONEMPTY),
 	/* mount(8) passes rw unless an fstab line says ro: the mount is
 	 * read-only whatever it is given (-o ro is always added), so rw is
@@ -136,6 +138,7 @@ static void usage(const char *prog)
 	       "       npy                 tensor files are NAME.npy (a .npy header, then the values,\n"
 	       "                           for np.load)\n"
 	       "       suffix              tensor files end in their dtype: NAME.f32, NAME.i64, ...\n"
+	       "       preview             NAME.png beside every tensor file: a heatmap of its values\n"
 	       "                           (desktops then show their type; see weightfs(1))\n"
 	       "       max_threads=N       at most N worker threads (default 10)\n"
 	       "       max_idle_threads=N  at most N idle worker threads\n"
@@ -412,7 +415,8 @@ static int load_model(const struct opts *o, const char *mountpoint, struct wf_mo
 		fprintf(stderr, "weightfs: %s: lies inside the mount point %s\n", o->model, mountpoint);
 		return EXIT_OPEN;
 	}
-	return cli_open(mt, o->model, o->dtype, &(struct wf_tree_opts){.npy = o->npy, .suffix = o->suffix});
+	return cli_open(mt, o->model, o->dtype, &(struct wf_tree_opts){.npy = o->npy, .suffix = o->suffix,
+								     .preview = o->preview});
 }
 
 /* Serves the mounted session until it is unmounted or signalled; returns

@@ -6,6 +6,7 @@
  * and forget has nothing to free.
  */
 #include "fuse/wf_fuse.h"
+#include "mount/wf_files.h"
 #include "mount/wf_attr.h"
 #include "base/wf_buf.h"
 #include "mount/wf_usage.h"
@@ -241,7 +242,7 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, stru
 		return;
 	}
 	size_t got = 0;
-	if (wf_live_read(fs->live, n, (uint64_t)off, size, buf, &got) != WF_OK)
+	if (wf_files_read(fs->t, fs->live, n, (uint64_t)off, size, buf, &got) != WF_OK)
 		fuse_reply_err(req, EIO);
 	else
 		fuse_reply_buf(req, buf, got);

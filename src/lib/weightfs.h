@@ -136,6 +136,27 @@ WEIGHTFS_API int weightfs_read_parallel(weightfs_model *m, size_t i, int dtype, 
 WEIGHTFS_API int weightfs_read_stack(weightfs_model *m, const size_t *idx, size_t n, int dtype, void *buf,
 				     size_t stride, unsigned nthreads, char *err, size_t errlen);
 
+/* Statistics of one tensor's values as read in one dtype.  min .. absmax
+ * are over the finite values, NaN when there is none. */
+struct weightfs_stats {
+	uint64_t count;    /* elements */
+	uint64_t finite;   /* finite elements */
+	double min, max;
+	double mean, std;  /* std: population (divides by finite) */
+	double absmax;     /* largest |x| */
+	uint64_t zeros;    /* elements equal to 0 (+0 or -0) */
+	uint64_t nan, inf; /* NaN and +-infinity elements */
+};
+
+/* Fills *st for tensor i read in dtype, over nthreads threads (0: one per
+ * online CPU), reading in chunks of at most a few MiB per thread.  Sums
+ * are accumulated in double, pairwise, in an order that does not depend
+ * on nthreads, so the result does not either.  WEIGHTFS_EUNSUP for
+ * complex values and for blocks read as stored bytes; WEIGHTFS_ERANGE
+ * when the type has no decoder; WEIGHTFS_ECHANGED when a file changed. */
+WEIGHTFS_API int weightfs_stats(weightfs_model *m, size_t i, int dtype, unsigned nthreads, struct weightfs_stats *st,
+				char *err, size_t errlen);
+
 /* The model's metadata as a JSON object (GGUF key/values, or the
  * safetensors __metadata__), *len bytes, NUL-terminated; lives as long as m. */
 WEIGHTFS_API const char *weightfs_metadata_json(const weightfs_model *m, size_t *len);

@@ -9,6 +9,7 @@
 #include "codec/wf_types.h"
 #include "view/wf_view.h"
 #include "view/wf_hfq.h"
+#include "view/wf_stats.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -301,6 +302,31 @@ WEIGHTFS_API int weightfs_read_parallel(weightfs_model *h, size_t i, int dtype, 
 		total += pc[k].got;
 	}
 	*got = total;
+	return WEIGHTFS_OK;
+}
+
+_Static_assert(sizeof(struct weightfs_stats) == sizeof(struct wf_stats), "weightfs_stats mirrors wf_stats");
+
+WEIGHTFS_API int weightfs_stats(weightfs_model *h, size_t i, int dtype, unsigned nthreads, struct weightfs_stats *st,
+				char *err, size_t errlen)
+{
+	struct wf_tensor t;
+	struct wf_stats ws;
+	char msg[WF_ERRLEN];
+	if (!st)
+		return fail(err, errlen, WEIGHTFS_EINVAL, "weightfs_stats: st must not be NULL");
+	memset(st, 0, sizeof *st);
+	int rc = view_of(h, i, dtype, &t, err, errlen);
+	if (rc != WEIGHTFS_OK)
+		return rc;
+	enum wf_err wrc = wf_stats_tensor(&h->lv, &t, nthreads, NULL, &ws, msg);
+	if (wrc == WF_ERR_CHANGED)
+		return read_fail(h, &t, wrc, err, errlen);
+	if (wrc != WF_OK)
+		return fail(err, errlen, (int)wrc, "%s", msg);
+	*st = (struct weightfs_stats){.count = ws.count, .finite = ws.finite, .min = ws.min, .max = ws.max,
+				      .mean = ws.mean, .std = ws.std, .absmax = ws.absmax, .zeros = ws.zeros,
+				      .nan = ws.nan, .inf = ws.inf};
 	return WEIGHTFS_OK;
 }
 

@@ -1,6 +1,7 @@
 /* wf_files.c - the bytes of the mount's files (wf_files.h). */
 #include "mount/wf_files.h"
 #include "mount/wf_gen.h"
+#include "mount/wf_preview.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -39,6 +40,10 @@ uint64_t wf_files_size(const struct wf_tree *t, uint32_t idx)
 		return nd->blob_len;
 	case WF_NODE_MODEL_ST:
 		return t->st_header_len + t->st_offsets[t->m->n_tensors];
+	case WF_NODE_PREVIEW: {
+		uint32_t pw, ph;
+		return wf_preview_dims(&t->m->tensors[nd->tensor], &pw, &ph);
+	}
 	default:
 		return 0;
 	}
@@ -113,4 +118,13 @@ void wf_files_seg(const void *tree, uint32_t idx, uint64_t off, struct wf_seg *s
 	seg->len = tn->size;
 	seg->tensor = (uint32_t)tensor;
 	seg->from = 0;
+}
+
+enum wf_err wf_files_read(const struct wf_tree *t, struct wf_live *lv, uint32_t node, uint64_t off, size_t len,
+			  void *out, size_t *got)
+{
+	/* a picture is made whole from its tensor, not served in segments */
+	if (node < t->n_nodes && t->nodes[node].kind == WF_NODE_PREVIEW && t->previews)
+		return wf_preview_copy(t->previews, lv, t->nodes[node].tensor, off, len, out, got);
+	return wf_live_read(lv, node, off, len, out, got);
 }

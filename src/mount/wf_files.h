@@ -26,4 +26,10 @@ uint64_t wf_files_size(const struct wf_tree *t, uint32_t idx);
  * node.  A wf_seg_fn, safe to call from many reading threads at once. */
 void wf_files_seg(const void *tree, uint32_t idx, uint64_t off, struct wf_seg *seg);
 
+/* Copies bytes [off, off+len) of file node `node` of t into out through
+ * the guarded read lv (set up over t with wf_files_seg): what the mount
+ * and `weightfs cat` serve, -o preview's pictures included. */
+enum wf_err wf_files_read(const struct wf_tree *t, struct wf_live *lv, uint32_t node, uint64_t off, size_t len,
+			  void *out, size_t *got);
+
 #endif

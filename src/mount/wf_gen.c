@@ -291,6 +291,7 @@ enum wf_err wf_meta_files(const char *json, size_t json_len, struct wf_meta_file
 			c.files[i].name[c.files[i].name_len] = '\0';
 			if (c.in_text[i])
 				c.files[i].data = c.text.data + c.data_at[i];
+			c.files[i].json = !c.in_text[i];
 		}
 	}
 	free(c.name_at);

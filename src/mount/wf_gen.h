@@ -42,6 +42,7 @@ struct wf_meta_file {
 	size_t name_len;
 	const char *data;    /* into metadata.json, or into the owner's text buffer */
 	size_t len;
+	bool json;           /* the value is JSON text (number, bool, array, object), not a string */
 };
 
 /* Splits metadata.json (our own output: one object) into a file per key:

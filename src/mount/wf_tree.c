@@ -2,6 +2,7 @@
 #include "mount/wf_tree.h"
 #include "base/wf_hash.h"
 #include "view/wf_view.h"
+#include "mount/wf_preview.h"
 #include "base/wf_buf.h"
 #include "codec/wf_types.h"
 #include "view/wf_hfq.h"
@@ -402,10 +403,16 @@ static enum wf_err add_extras(struct builder *b, const struct wf_model *m, struc
 		const struct wf_meta_file *f = &t->meta[i];
 		name->len = 0;
 		escape_key((const uint8_t *)f->name, f->name_len, name);
+		/* -o suffix: a desktop takes the type from the name, not from
+		 * sniffing a few bytes ("model" is no Modelica file) */
+		const char *sfx = !t->suffix ? "" : f->json ? ".json" : ".txt";
+		if (*sfx && name->len > NAME_MAX_BYTES - 5 - 4)
+			shorten(name, 0, (const uint8_t *)f->name, f->name_len, NAME_MAX_BYTES - 5 - 4);
 		size_t base = name->len;
+		wf_buf_puts(name, sfx);
 		for (unsigned dup = 2; !name->oom && find(b, dir, name->data, name->len) != WF_NO_NODE; dup++) {
 			name->len = base;
-			wf_buf_printf(name, "~%u", dup);
+			wf_buf_printf(name, "~%u%s", dup, sfx);
 		}
 		if (name->oom || (n = add_node(b, dir, name->data, name->len, WF_NODE_BLOB)) == WF_NO_NODE)
 			return wf_fail(err, WF_ERR_NOMEM, "out of memory building the tree");
@@ -426,7 +433,7 @@ enum wf_err wf_tree_build(struct wf_tree **out, const struct wf_model *m, char *
  * files, and per tensor its file and one directory per '.' up to the limit. */
 static uint64_t node_cap(const struct wf_tree *t, const struct wf_model *m)
 {
-	uint64_t cap = 7 + m->n_sidecars + t->n_meta;
+	uint64_t cap = 7 + m->n_sidecars + t->n_meta + (t->preview_node ? m->n_tensors : 0);
 	for (size_t i = 0; i < m->n_tensors; i++) {
 		const char *s = m->tensors[i].name, *e = s + m->tensors[i].name_len;
 		cap++;
@@ -473,6 +480,9 @@ static bool add_all_dirs(struct builder *b, struct wf_buf *comp, unsigned *max_d
 /* Pass 2: tensor i's file in its directory, named by the rules (a
  * .tensor suffix beside a directory of the same name, or the -o npy /
  * -o suffix suffix; "~N" on a collision).  False when out of memory. */
+static bool add_preview_file(struct builder *b, size_t i, uint32_t dir, const char *comp, size_t len, size_t tail,
+			     struct wf_buf *name);
+
 static bool add_tensor_file(struct builder *b, size_t i, unsigned max_dirs, struct wf_buf *comp,
 			    struct wf_buf *name)
 {
@@ -526,6 +536,31 @@ static bool add_tensor_file(struct builder *b, size_t i, unsigned max_dirs, stru
 		t->nodes[n].npy_len = (uint16_t)wf_npy_header(tn, h);
 	}
 	t->tensor_node[i] = n;
+	return !t->preview_node || add_preview_file(b, i, dir, comp->data + from, ends[k - 1] - from, tail, name);
+}
+
+/* -o preview: "<component>.png" beside tensor i's file (shortened as a
+ * suffix is, "~N.png" on a collision).  False when out of memory. */
+static bool add_preview_file(struct builder *b, size_t i, uint32_t dir, const char *comp, size_t len, size_t tail,
+			     struct wf_buf *name)
+{
+	const struct wf_tensor *tn = &b->m->tensors[i];
+	name->len = 0;
+	wf_buf_put(name, comp, len);
+	shorten(name, 0, (const uint8_t *)tn->name + tail, tn->name_len - tail, NAME_MAX_BYTES - 4 - 4);
+	size_t base = name->len;
+	wf_buf_puts(name, ".png");
+	for (unsigned dup = 2; !name->oom && find(b, dir, name->data, name->len) != WF_NO_NODE; dup++) {
+		name->len = base;
+		wf_buf_printf(name, "~%u.png", dup);
+	}
+	if (name->oom)
+		return false;
+	uint32_t n = add_node(b, dir, name->data, name->len, WF_NODE_PREVIEW);
+	if (n == WF_NO_NODE)
+		return false;
+	b->t->nodes[n].tensor = (uint32_t)i;
+	b->t->preview_node[i] = n;
 	return true;
 }
 
@@ -588,9 +623,15 @@ enum wf_err wf_tree_build_opts(struct wf_tree **out, const struct wf_model *m, c
 	t->m = m;
 	t->npy = opts && opts->npy;
 	t->suffix = opts && opts->suffix && !t->npy;
+	if (opts && opts->preview &&
+	    (!(t->previews = wf_previews_new()) ||
+	     !(t->preview_node = calloc(m->n_tensors ? m->n_tensors : 1, sizeof *t->preview_node)))) {
+		wf_tree_free(t);
+		return wf_fail(err, WF_ERR_NOMEM, "out of memory");
+	}
 	t->st_lazy = calloc(1, sizeof *t->st_lazy);
 	if (!t->st_lazy) {
-		free(t);
+		wf_tree_free(t);
 		return wf_fail(err, WF_ERR_NOMEM, "out of memory");
 	}
 	pthread_mutex_init(&t->st_lazy->lock, NULL);
@@ -679,6 +720,8 @@ void wf_tree_free(struct wf_tree *t)
 	free(t->nodes);
 	free(t->child_pool);
 	free(t->tensor_node);
+	wf_previews_free(t->previews);
+	free(t->preview_node);
 	free(t->tensors_json);
 	if (t->st_lazy) {
 		free(atomic_load(&t->st_lazy->header));

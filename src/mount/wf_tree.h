@@ -62,6 +62,7 @@ enum wf_node_kind {
 	WF_NODE_TENSOR,  /* a tensor's view (behind its .npy header with -o npy) */
 	WF_NODE_BLOB,    /* a file held in memory (metadata.json, tensors.json, a metadata key, a sidecar) */
 	WF_NODE_MODEL_ST, /* model.safetensors: its header, then every tensor's view in turn */
+	WF_NODE_PREVIEW, /* -o preview: NAME.png of tensor `tensor` (wf_preview.h; read with wf_preview_read) */
 };
 
 /* What the tree holds besides the tensors' own files. */
@@ -69,9 +70,11 @@ struct wf_tree_opts {
 	bool npy;            /* tensor files are NAME.npy: a .npy header, then the view */
 	bool suffix;         /* tensor files are NAME.SUFFIX, the suffix naming the view's
 			      * dtype (wf_view_suffix: weight.f32); ignored with npy */
+	bool preview;        /* NAME.png beside every tensor file (wf_preview.h) */
 };
 
 struct wf_chunk;
+struct wf_previews;
 
 /* The one part of a tree that changes after it is built: model.safetensors'
  * header, made by the first reader that needs it. */
@@ -95,7 +98,7 @@ struct wf_node {
 		};
 		uint64_t blob_len;    /* WF_NODE_BLOB */
 		struct {
-			uint32_t tensor;  /* WF_NODE_TENSOR: index into model->tensors */
+			uint32_t tensor;  /* WF_NODE_TENSOR, WF_NODE_PREVIEW: index into model->tensors */
 			uint16_t npy_len; /* WF_NODE_TENSOR: its .npy header's bytes (0 without -o npy) */
 		};
 	};
@@ -116,6 +119,8 @@ struct wf_tree {
 	uint32_t summary_node;      /* WEIGHTFS.txt: empty until wf_tree_set_summary */
 	char *summary;              /* its text (wf_summary.h, made by wf_mount_tree) */
 	uint32_t meta_node;         /* the folder of one file per metadata key */
+	struct wf_previews *previews; /* -o preview: the rendered NAME.png files; else NULL */
+	uint32_t *preview_node;     /* -o preview: [model->n_tensors] the node of each NAME.png; else NULL */
 	const struct wf_model *m;
 	/* model.safetensors: its header's length (from a first rendering
 	 * thrown away at build time) and the header itself, made on first

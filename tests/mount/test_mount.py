@@ -24,7 +24,8 @@ groups in order and prints the tally.  The rest lives next to it:
                   (unmount, concurrency), t_change (truncate),
                   t_large_many_bounds (large, many, bounds), t_malformed
                   (malformed), t_remote (remote), t_sets (sets), t_desktop
-                  (desktop), t_cmds (cmds), t_views (views), t_perms (perms)
+                  (desktop), t_cmds (cmds), t_views (views), t_perms (perms),
+                  t_stats (stats), t_diff (diff), t_preview (preview)
 
 Environment:
   WF_TEST_SEED    seed for the random ranges (default 20240601)
@@ -78,6 +79,9 @@ from t_cmds import group_cmds
 from t_views import group_views
 from t_hfq import group_hfq
 from t_perms import group_perms
+from t_stats import group_stats
+from t_diff import group_diff
+from t_preview import group_preview
 
 
 # ---------------------------------------------------------------- main
@@ -112,6 +116,9 @@ def main():
     groups.append(("views", group_views))
     groups.append(("hfq", group_hfq))
     groups.append(("perms", group_perms))
+    groups.append(("stats", group_stats))
+    groups.append(("diff", group_diff))
+    groups.append(("preview", group_preview))
     for gname, fn in groups:
         if not want(gname):
             continue

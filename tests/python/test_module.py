@@ -526,6 +526,60 @@ def misuse_raises_clear_errors():
     check(err == "", "stderr: %r" % err)
 
 
+def stats_against_numpy_threads_and_changes():
+    """m.stats: a 4096 x 1024 Q8_0 tensor (16 chunks) against numpy in
+    float64, the same bits on 1, 3 and every thread; the oracle's f16 file
+    in f32 and bf16; a file changed under the model fails it."""
+    def np_stats(a):
+        x = a.astype(np.float64).ravel()
+        f = x[np.isfinite(x)]
+        return {"count": x.size, "min": f.min(), "max": f.max(), "mean": f.mean(), "std": f.std(),
+                "absmax": np.abs(f).max(), "zeros": int((x == 0).sum()), "nan": int(np.isnan(x).sum()),
+                "inf": int(np.isinf(x).sum())}
+
+    def close(got, want, what):
+        for k in ("count", "min", "max", "absmax", "zeros", "nan", "inf"):
+            check(got[k] == want[k], "%s: %s %r != numpy %r" % (what, k, got[k], want[k]))
+        for k in ("mean", "std"):
+            check(abs(got[k] - want[k]) <= 1e-12 * want["absmax"], "%s: %s %r != numpy %r"
+                  % (what, k, got[k], want[k]))
+
+    rows, cols = 4096, 1024
+    rng = np.random.default_rng(19)
+    nblk = rows * cols // 32
+    blocks = np.empty(nblk, dtype=[("d", "<f2"), ("q", "i1", 32)])
+    blocks["d"] = rng.uniform(-1, 1, nblk).astype(np.float16)
+    blocks["q"] = rng.integers(-128, 128, (nblk, 32), dtype=np.int8)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "big.gguf")
+        write_gguf(path, [("big.q8", [cols, rows], 8, blocks.tobytes())])
+        exp = blocks["d"].astype(np.float32)[:, None] * blocks["q"].astype(np.float32)
+        with weightfs.open(path) as m:
+            s0 = m.stats("big.q8")
+            close(s0, np_stats(exp), "Q8_0")
+            check(s0["type"] == "Q8_0" and s0["shape"] == (rows, cols), repr(s0))
+            for th in (1, 3):
+                check(m.stats("big.q8", threads=th) == s0, "%d threads differ from every core" % th)
+            bf = m.stats("big.q8", dtype="bf16")
+            close(bf, np_stats((bf16_of(exp).astype(np.uint32) << 16).view(np.float32)), "bf16")
+            st = os.stat(path)
+            os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns + 10**9))
+            try:
+                m.stats("big.q8")
+                check(False, "stats of a changed file succeeded")
+            except weightfs.WeightfsError as e:
+                check(e.code == 6 and "changed" in str(e), str(e))
+    with weightfs.open(os.path.join(ORACLE, "type_f16.gguf")) as m:
+        for name in m.keys():
+            close(m.stats(name), np_stats(m[name]), name)
+    with weightfs.open(os.path.join(ORACLE, "no_to_float.gguf")) as m:
+        try:
+            m.stats("raw.q8_1")
+            check(False, "stats of a tensor with no decoder succeeded")
+        except weightfs.WeightfsError as e:
+            check(e.code == 5 and "raw.q8_1" in str(e), str(e))
+
+
 # --- a GGUF writer for the large tensor -------------------------------------
 
 def write_gguf(path, tensors):

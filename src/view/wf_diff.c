@@ -1,0 +1,420 @@
+/* wf_diff.c - comparing two tensors' values; GGUF <-> HF names (wf_diff.h). */
+#include "view/wf_diff.h"
+#include "base/wf_buf.h"
+#include "codec/wf_types.h"
+#include "view/wf_stats.h"
+#include "view/wf_view.h"
+#include "view/wf_view.h"
+
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define MAX_THREADS 256
+
+/* ---------------------------------------------------------------- names */
+
+static const struct {
+	const char *name, *canon;
+} archs[] = {
+	{"llama", "llama"}, {"LlamaForCausalLM", "llama"},
+	{"mistral", "mistral"}, {"MistralForCausalLM", "mistral"},
+	{"qwen2", "qwen2"}, {"Qwen2ForCausalLM", "qwen2"},
+	{"qwen3", "qwen3"}, {"Qwen3ForCausalLM", "qwen3"},
+	{"gemma", "gemma"}, {"GemmaForCausalLM", "gemma"},
+	{"gemma2", "gemma2"}, {"Gemma2ForCausalLM", "gemma2"},
+	{"gemma3", "gemma3"}, {"gemma3_text", "gemma3"}, {"Gemma3ForCausalLM", "gemma3"},
+	{"phi3", "phi3"}, {"Phi3ForCausalLM", "phi3"},
+};
+
+const char *wf_arch_canon(const char *arch)
+{
+	for (size_t i = 0; arch && i < WF_ARRAY_LEN(archs); i++)
+		if (strcmp(arch, archs[i].name) == 0)
+			return archs[i].canon;
+	return NULL;
+}
+
+bool wf_arch_permutes_qk(const char *arch)
+{
+	return arch && (strcmp(arch, "llama") == 0 || strcmp(arch, "mistral") == 0);
+}
+
+bool wf_arch_norm_plus_one(const char *arch)
+{
+	return arch && strncmp(arch, "gemma", 5) == 0;
+}
+
+static bool starts(const char *s, size_t n, const char *p)
+{
+	size_t k = strlen(p);
+	return n >= k && memcmp(s, p, k) == 0;
+}
+
+enum wf_naming wf_name_naming(const char *s, size_t n)
+{
+	if (starts(s, n, "blk.") || starts(s, n, "token_embd.") || starts(s, n, "output.") ||
+	    starts(s, n, "output_norm."))
+		return WF_NAMES_GGUF;
+	if (starts(s, n, "model.layers.") || starts(s, n, "model.embed_tokens.") || starts(s, n, "model.norm.") ||
+	    starts(s, n, "lm_head."))
+		return WF_NAMES_HF;
+	return WF_NAMES_OTHER;
+}
+
+/* Per-layer parts: HF's name after "model.layers.N." up to ".weight" or
+ * ".bias", and llama.cpp's after "blk.N.". */
+static const struct {
+	const char *hf, *gguf;
+	char qk;
+} layer_map[] = {
+	{"input_layernorm", "attn_norm", 0},
+	{"self_attn.q_proj", "attn_q", 'q'},
+	{"self_attn.k_proj", "attn_k", 'k'},
+	{"self_attn.v_proj", "attn_v", 0},
+	{"self_attn.o_proj", "attn_output", 0},
+	{"self_attn.qkv_proj", "attn_qkv", 0},
+	{"self_attn.q_norm", "attn_q_norm", 0},
+	{"self_attn.k_norm", "attn_k_norm", 0},
+	{"post_attention_layernorm", "ffn_norm", 0},
+	{"mlp.gate_proj", "ffn_gate", 0},
+	{"mlp.up_proj", "ffn_up", 0},
+	{"mlp.down_proj", "ffn_down", 0},
+	{"mlp.gate_up_proj", "ffn_up", 0},
+};
+
+/* Gemma 2 and 3 norm around both sublayers: their own four names. */
+static const struct {
+	const char *hf, *gguf;
+} gemma2_map[] = {
+	{"post_attention_layernorm", "post_attention_norm"},
+	{"pre_feedforward_layernorm", "ffn_norm"},
+	{"post_feedforward_layernorm", "post_ffw_norm"},
+};
+
+static const struct {
+	const char *hf, *gguf;
+} global_map[] = {
+	{"model.embed_tokens", "token_embd"},
+	{"model.norm", "output_norm"},
+	{"lm_head", "output"},
+};
+
+/* The suffix ".weight" or ".bias" of s[0..n), or NULL. */
+static const char *param_suffix(const char *s, size_t n, size_t *stem)
+{
+	static const char *const sfx[] = {".weight", ".bias"};
+	for (size_t i = 0; i < WF_ARRAY_LEN(sfx); i++) {
+		size_t k = strlen(sfx[i]);
+		if (n > k && memcmp(s + n - k, sfx[i], k) == 0) {
+			*stem = n - k;
+			return sfx[i];
+		}
+	}
+	return NULL;
+}
+
+static bool eq(const char *s, size_t n, const char *lit)
+{
+	return strlen(lit) == n && memcmp(s, lit, n) == 0;
+}
+
+static const char *layer_part(const char *arch, const char *s, size_t n, char *qk)
+{
+	bool g23 = arch && (strcmp(arch, "gemma2") == 0 || strcmp(arch, "gemma3") == 0);
+	*qk = 0;
+	for (size_t i = 0; g23 && i < WF_ARRAY_LEN(gemma2_map); i++)
+		if (eq(s, n, gemma2_map[i].hf))
+			return gemma2_map[i].gguf;
+	for (size_t i = 0; i < WF_ARRAY_LEN(layer_map); i++) {
+		if (eq(s, n, layer_map[i].hf)) {
+			*qk = layer_map[i].qk;
+			return layer_map[i].gguf;
+		}
+	}
+	return NULL;
+}
+
+bool wf_hf_to_gguf_name(const char *arch, const char *hf, size_t n, char *out, size_t outlen, char *qk,
+			bool *norm)
+{
+	size_t stem;
+	const char *sfx = param_suffix(hf, n, &stem);
+	*qk = 0;
+	*norm = false;
+	if (!sfx)
+		return false;
+	const char *to = NULL;
+	int len = -1;
+	for (size_t i = 0; i < WF_ARRAY_LEN(global_map); i++)
+		if (eq(hf, stem, global_map[i].hf))
+			len = snprintf(out, outlen, "%s%s", (to = global_map[i].gguf), sfx);
+	if (!to && starts(hf, stem, "model.layers.")) {
+		const char *p = hf + 13, *end = hf + stem;
+		unsigned long layer = 0;
+		const char *d = p;
+		while (d < end && *d >= '0' && *d <= '9' && d - p < 9)
+			layer = layer * 10 + (unsigned long)(*d++ - '0');
+		/* digits, no leading zero unless "0", then '.' */
+		if (d == p || d >= end || *d != '.' || (*p == '0' && d - p > 1))
+			return false;
+		to = layer_part(arch, d + 1, (size_t)(end - d - 1), qk);
+		if (to)
+			len = snprintf(out, outlen, "blk.%lu.%s%s", layer, to, sfx);
+	}
+	if (!to || len < 0 || (size_t)len >= outlen)
+		return false;
+	*norm = strcmp(sfx, ".weight") == 0 && strlen(to) >= 4 && strcmp(to + strlen(to) - 4, "norm") == 0;
+	return true;
+}
+
+/* ---------------------------------------------------------------- values */
+
+uint64_t wf_qk_row(uint64_t row, uint64_t rows, uint64_t heads, bool to_hf)
+{
+	uint64_t d = rows / heads, half = d / 2, h = row / d, r = row % d;
+	if (to_hf)
+		return h * d + (r % 2) * half + r / 2;
+	return h * d + (r % half) * 2 + r / half;
+}
+
+/* A Neumaier-compensated sum. */
+struct ksum {
+	double s, c;
+};
+
+static inline void kadd(struct ksum *k, double x)
+{
+	double t = k->s + x;
+	if (fabs(k->s) >= fabs(x))
+		k->c += (k->s - t) + x;
+	else
+		k->c += (x - t) + k->s;
+	k->s = t;
+}
+
+static double kval(const struct ksum *k)
+{
+	return k->s + k->c;
+}
+
+struct part {
+	uint64_t n, differ;
+	double max_abs;
+	struct ksum d2, a2, b2, ab;
+};
+
+struct job {
+	struct wf_live *la, *lb;
+	const struct wf_tensor *ta, *tb;
+	const struct wf_diff_map *map;
+	uint64_t rows, cols; /* for the permutation: A's rows of cols elements */
+	unsigned esz_a, esz_b;
+	uint64_t nchunks;
+	struct part *parts;
+	_Atomic uint64_t next;
+	_Atomic uint64_t *done;
+	_Atomic int rc;
+};
+
+/* Reads B's elements that pair with A's [first, first+n) into raw. */
+static enum wf_err read_b(struct job *j, uint64_t first, size_t n, uint8_t *raw)
+{
+	size_t got;
+	enum wf_err rc;
+	if (!j->map->perm_heads) {
+		rc = wf_live_read_view(j->lb, j->tb, first * j->esz_b, n * j->esz_b, raw, &got);
+		return rc != WF_OK ? rc : got == n * j->esz_b ? WF_OK : WF_ERR_RANGE;
+	}
+	for (size_t k = 0; k < n;) {
+		uint64_t e = first + k, row = e / j->cols, col = e % j->cols;
+		size_t run = (size_t)(j->cols - col) < n - k ? (size_t)(j->cols - col) : n - k;
+		uint64_t brow = wf_qk_row(row, j->rows, j->map->perm_heads, j->map->a_is_gguf);
+		rc = wf_live_read_view(j->lb, j->tb, (brow * j->cols + col) * j->esz_b, run * j->esz_b,
+				       raw + k * j->esz_b, &got);
+		if (rc != WF_OK)
+			return rc;
+		if (got != run * j->esz_b)
+			return WF_ERR_RANGE;
+		k += run;
+	}
+	return WF_OK;
+}
+
+static void reduce(const struct wf_diff_map *map, const double *a, const double *b, size_t n, struct part *p)
+{
+	memset(p, 0, sizeof *p);
+	for (size_t i = 0; i < n; i++) {
+		double x = a[i], y = b[i];
+		if (map->a_add != 0)
+			x = (float)(x + map->a_add);
+		if (map->b_add != 0)
+			y = (float)(y + map->b_add);
+		if (!(x == y || (isnan(x) && isnan(y))))
+			p->differ++;
+		if (!isfinite(x) || !isfinite(y))
+			continue;
+		double d = fabs(x - y);
+		if (d > p->max_abs)
+			p->max_abs = d;
+		p->n++;
+		kadd(&p->d2, d * d);
+		kadd(&p->a2, x * x);
+		kadd(&p->b2, y * y);
+		kadd(&p->ab, x * y);
+	}
+}
+
+static enum wf_err run_chunk(struct job *j, uint64_t c, uint8_t *ra, uint8_t *rb, double *da, double *db)
+{
+	uint64_t first = c * WF_STATS_CHUNK, left = j->ta->nelems - first;
+	size_t n = left < WF_STATS_CHUNK ? (size_t)left : WF_STATS_CHUNK, got;
+	enum wf_err rc = wf_live_read_view(j->la, j->ta, first * j->esz_a, n * j->esz_a, ra, &got);
+	if (rc != WF_OK)
+		return rc;
+	if (got != n * j->esz_a)
+		return WF_ERR_RANGE;
+	if ((rc = read_b(j, first, n, rb)) != WF_OK)
+		return rc;
+	wf_stats_to_double(j->ta, ra, n, da);
+	wf_stats_to_double(j->tb, rb, n, db);
+	reduce(j->map, da, db, n, &j->parts[c]);
+	if (j->done)
+		atomic_fetch_add(j->done, n * j->esz_a);
+	return WF_OK;
+}
+
+static void *worker(void *arg)
+{
+	struct job *j = arg;
+	uint8_t *ra = malloc((size_t)WF_STATS_CHUNK * 8), *rb = malloc((size_t)WF_STATS_CHUNK * 8);
+	double *da = malloc((size_t)WF_STATS_CHUNK * sizeof(double));
+	double *db = malloc((size_t)WF_STATS_CHUNK * sizeof(double));
+	int ok = WF_OK;
+	if (!ra || !rb || !da || !db)
+		atomic_compare_exchange_strong(&j->rc, &ok, WF_ERR_NOMEM);
+	while (atomic_load(&j->rc) == WF_OK) {
+		uint64_t c = atomic_fetch_add(&j->next, 1);
+		if (c >= j->nchunks)
+			break;
+		enum wf_err rc = run_chunk(j, c, ra, rb, da, db);
+		ok = WF_OK;
+		if (rc != WF_OK)
+			atomic_compare_exchange_strong(&j->rc, &ok, (int)rc);
+	}
+	free(ra);
+	free(rb);
+	free(da);
+	free(db);
+	return NULL;
+}
+
+static void run_threads(struct job *j, unsigned nthreads)
+{
+	pthread_t tid[MAX_THREADS];
+	bool started[MAX_THREADS] = {false};
+	if (nthreads == 0) {
+		long n = sysconf(_SC_NPROCESSORS_ONLN);
+		nthreads = n > 0 ? (unsigned)n : 1;
+	}
+	if (nthreads > MAX_THREADS)
+		nthreads = MAX_THREADS;
+	if (nthreads > j->nchunks)
+		nthreads = (unsigned)j->nchunks;
+	for (unsigned k = 1; k < nthreads; k++)
+		started[k] = pthread_create(&tid[k], NULL, worker, j) == 0;
+	worker(j);
+	for (unsigned k = 1; k < nthreads; k++)
+		if (started[k])
+			pthread_join(tid[k], NULL);
+}
+
+static void merge(struct part *a, const struct part *b)
+{
+	a->n += b->n;
+	a->differ += b->differ;
+	if (b->max_abs > a->max_abs)
+		a->max_abs = b->max_abs;
+	struct ksum *to[] = {&a->d2, &a->a2, &a->b2, &a->ab};
+	const struct ksum *from[] = {&b->d2, &b->a2, &b->b2, &b->ab};
+	for (int k = 0; k < 4; k++) {
+		kadd(to[k], from[k]->s);
+		kadd(to[k], from[k]->c);
+	}
+}
+
+static void finish(const struct part *p, uint64_t count, struct wf_diff *out)
+{
+	double n = (double)p->n, d2 = kval(&p->d2), a2 = kval(&p->a2), b2 = kval(&p->b2);
+	out->count = count;
+	out->finite = p->n;
+	out->differ = p->differ;
+	out->max_abs = p->n ? p->max_abs : NAN;
+	out->rmse = p->n ? sqrt(d2 / n) : NAN;
+	out->rel_rmse = p->n && a2 > 0 ? out->rmse / sqrt(a2 / n) : NAN;
+	/* one square root where the product stays finite: identical tensors
+	 * then give exactly 1 */
+	double ab = kval(&p->ab), prod = a2 * b2;
+	out->cosine = a2 > 0 && b2 > 0 ? (isfinite(prod) && prod > 0 ? ab / sqrt(prod) : ab / sqrt(a2) / sqrt(b2)) : NAN;
+}
+
+static enum wf_err diff_fail(const struct wf_tensor *ta, const struct wf_tensor *tb, enum wf_err rc, char *err)
+{
+	char qa[96], qb[96];
+	wf_quote(qa, sizeof qa, ta->name, ta->name_len);
+	wf_quote(qb, sizeof qb, tb->name, tb->name_len);
+	switch (rc) {
+	case WF_ERR_RANGE: return wf_fail(err, rc, "%s / %s: values cannot be read (no decoder, or bytes not in "
+					  "the file)", qa, qb);
+	case WF_ERR_CHANGED: return wf_fail(err, rc, "%s / %s: a file changed since it was opened", qa, qb);
+	case WF_ERR_NOMEM: return wf_fail(err, rc, "%s / %s: out of memory", qa, qb);
+	default: return wf_fail(err, rc, "%s / %s: values cannot be compared (%s, %s)", qa, qb,
+				wf_view_dtype(ta), wf_view_dtype(tb));
+	}
+}
+
+enum wf_err wf_diff_tensors(struct wf_live *la, const struct wf_tensor *ta, struct wf_live *lb,
+			    const struct wf_tensor *tb, const struct wf_diff_map *map, unsigned nthreads,
+			    _Atomic uint64_t *done, struct wf_diff *out, char *err)
+{
+	struct job j = {.la = la, .lb = lb, .ta = ta, .tb = tb, .map = map, .done = done,
+			.esz_a = wf_view_elem_size(ta), .esz_b = wf_view_elem_size(tb)};
+	memset(out, 0, sizeof *out);
+	if (!wf_stats_supported(ta) || !wf_stats_supported(tb) || ta->nelems != tb->nelems ||
+	    j.esz_a * ta->nelems != ta->size || j.esz_b * tb->nelems != tb->size)
+		return diff_fail(ta, tb, ((enum wf_vk)ta->vk) == WF_VK_NONE || ((enum wf_vk)tb->vk) == WF_VK_NONE ?
+				 WF_ERR_RANGE : WF_ERR_UNSUP, err);
+	if (map->perm_heads) {
+		j.rows = ta->ndim ? ta->shape[0] : 1;
+		j.cols = j.rows ? ta->nelems / j.rows : 0;
+		if (!ta->ndim || j.rows % (2 * map->perm_heads) != 0) {
+			char q[96];
+			return wf_fail(err, WF_ERR_UNSUP, "%s: %" PRIu64 " rows do not split into %" PRIu64 " heads of "
+				       "rotary pairs", wf_quote(q, sizeof q, ta->name, ta->name_len), j.rows,
+				       map->perm_heads);
+		}
+	}
+	j.nchunks = (ta->nelems + WF_STATS_CHUNK - 1) / WF_STATS_CHUNK;
+	struct part total = {0};
+	if (j.nchunks == 0) {
+		finish(&total, 0, out);
+		return WF_OK;
+	}
+	if (!(j.parts = calloc((size_t)j.nchunks, sizeof *j.parts)))
+		return diff_fail(ta, tb, WF_ERR_NOMEM, err);
+	atomic_init(&j.next, 0);
+	atomic_init(&j.rc, WF_OK);
+	run_threads(&j, nthreads);
+	enum wf_err rc = (enum wf_err)atomic_load(&j.rc);
+	if (rc == WF_OK) {
+		for (uint64_t w = 1; w < j.nchunks; w *= 2)
+			for (uint64_t i = 0; i + w < j.nchunks; i += 2 * w)
+				merge(&j.parts[i], &j.parts[i + w]);
+		finish(&j.parts[0], ta->nelems, out);
+	}
+	free(j.parts);
+	return rc == WF_OK ? WF_OK : diff_fail(ta, tb, rc, err);
+}
