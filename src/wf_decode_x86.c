@@ -345,13 +345,21 @@ TGT void wf_decode_iq4_xs_avx2(const uint8_t *src, float *dst, size_t nblocks)
 }
 
 /* The f32 sign bit in lane j where bit j of s is set: the i-quants'
- * signs, applied by flipping as the scalar code does (wf_decode.c). */
+ * signs, applied by flipping as the scalar code does (wf_decode.c).  A
+ * table (8 KiB, L1-resident) rather than broadcast-and-compare: the
+ * broadcast competes with the byte widening for the one shuffle port. */
+#define SB(b, j) ((uint32_t)(((b) >> (j)) & 1) << 31)
+#define SROW(b) { SB(b, 0), SB(b, 1), SB(b, 2), SB(b, 3), SB(b, 4), SB(b, 5), SB(b, 6), SB(b, 7) }
+#define SROW4(b) SROW(b), SROW((b) + 1), SROW((b) + 2), SROW((b) + 3)
+#define SROW16(b) SROW4(b), SROW4((b) + 4), SROW4((b) + 8), SROW4((b) + 12)
+#define SROW64(b) SROW16(b), SROW16((b) + 16), SROW16((b) + 32), SROW16((b) + 48)
+static const uint32_t sign_rows[256][8] __attribute__((aligned(32))) = {
+	SROW64(0), SROW64(64), SROW64(128), SROW64(192),
+};
+
 static inline TGT __m256 sign8(unsigned s)
 {
-	const __m256i sel = _mm256_setr_epi32(1, 2, 4, 8, 16, 32, 64, 128);
-	const __m256i set = _mm256_cmpeq_epi32(_mm256_and_si256(_mm256_set1_epi32((int)s), sel), sel);
-
-	return _mm256_castsi256_ps(_mm256_slli_epi32(set, 31));
+	return _mm256_load_ps((const float *)sign_rows[s & 0xFF]);
 }
 
 /* Eight unsigned grid bytes at g as floats. */
@@ -590,7 +598,12 @@ static inline TGT void put8_iq1(float *y, __m256 dl, const int8_t *g, __m256 del
 	_mm256_storeu_ps(y, _mm256_mul_ps(dl, _mm256_add_ps(v, delta)));
 }
 
-#define IQ1_DELTA 0.125f
+/* +0.125, or -0.125 when bit 31 of neg is set: a data-dependent select
+ * would be a branch that random delta bits mispredict half the time. */
+static inline TGT __m256 iq1_delta(unsigned neg)
+{
+	return _mm256_castsi256_ps(_mm256_set1_epi32((int)(0x3E000000u | (neg & 0x80000000u))));
+}
 
 TGT void wf_decode_iq1_s_avx2(const uint8_t *src, float *dst, size_t nblocks)
 {
@@ -601,7 +614,7 @@ TGT void wf_decode_iq1_s_avx2(const uint8_t *src, float *dst, size_t nblocks)
 		for (int ib = 0; ib < 8; ib++) {
 			const uint16_t h = wf_le16(src + WF_IQ1_S_QH + 2 * ib);
 			const __m256 dl = _mm256_set1_ps(d * (float)(2 * ((h >> 12) & 7) + 1));
-			const __m256 delta = _mm256_set1_ps((h & 0x8000) ? -IQ1_DELTA : IQ1_DELTA);
+			const __m256 delta = iq1_delta((unsigned)(h & 0x8000) << 16);
 
 			for (int l = 0; l < 4; l++) {
 				const unsigned idx = qs[4 * ib + l] | ((h >> (3 * l)) & 7u) << 8;
@@ -628,13 +641,12 @@ TGT void wf_decode_iq1_m_avx2(const uint8_t *src, float *dst, size_t nblocks)
 			const __m256 dl1 = _mm256_set1_ps(d * (float)(2 * ((w >> sh) & 7) + 1));
 			const __m256 dl2 = _mm256_set1_ps(d * (float)(2 * ((w >> (sh + 3)) & 7) + 1));
 			const unsigned h0 = qh[2 * ib], h1 = qh[2 * ib + 1];
-			const __m256 pos = _mm256_set1_ps(IQ1_DELTA), neg = _mm256_set1_ps(-IQ1_DELTA);
 			float *y = dst + 32 * ib;
 
-			put8_iq1(y, dl1, wf_iq1s_grid[qs[4 * ib + 0] | ((h0 << 8) & 0x700)], (h0 & 0x08) ? neg : pos);
-			put8_iq1(y + 8, dl1, wf_iq1s_grid[qs[4 * ib + 1] | ((h0 << 4) & 0x700)], (h0 & 0x80) ? neg : pos);
-			put8_iq1(y + 16, dl2, wf_iq1s_grid[qs[4 * ib + 2] | ((h1 << 8) & 0x700)], (h1 & 0x08) ? neg : pos);
-			put8_iq1(y + 24, dl2, wf_iq1s_grid[qs[4 * ib + 3] | ((h1 << 4) & 0x700)], (h1 & 0x80) ? neg : pos);
+			put8_iq1(y, dl1, wf_iq1s_grid[qs[4 * ib + 0] | ((h0 << 8) & 0x700)], iq1_delta((h0 & 0x08) << 28));
+			put8_iq1(y + 8, dl1, wf_iq1s_grid[qs[4 * ib + 1] | ((h0 << 4) & 0x700)], iq1_delta((h0 & 0x80) << 24));
+			put8_iq1(y + 16, dl2, wf_iq1s_grid[qs[4 * ib + 2] | ((h1 << 8) & 0x700)], iq1_delta((h1 & 0x08) << 28));
+			put8_iq1(y + 24, dl2, wf_iq1s_grid[qs[4 * ib + 3] | ((h1 << 4) & 0x700)], iq1_delta((h1 & 0x80) << 24));
 		}
 	}
 }
