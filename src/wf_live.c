@@ -1,5 +1,6 @@
 /* wf_live.c - reads that never return bytes of a changed file (wf_live.h). */
 #include "wf_live.h"
+#include "wf_prefetch.h"
 #include "wf_tree.h"
 #include "wf_view.h"
 
@@ -80,6 +81,8 @@ static enum wf_err view_piece(struct wf_live *lv, struct touched *tc, const stru
 	if (atomic_load_explicit(&lv->changed[part], memory_order_relaxed))
 		return WF_ERR_CHANGED;
 	const struct wf_part *p = &lv->m->parts[part];
+	if (p->map) /* the next read's source pages travel while this one decodes */
+		wf_prefetch_next(t, p->data, p->len, off, len);
 	enum wf_err rc = wf_view_read(t, p->data, p->len, off, len, out, got);
 	if (rc != WF_OK)
 		return rc;

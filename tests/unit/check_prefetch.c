@@ -1,0 +1,154 @@
+/* check_prefetch.c - wf_prefetch_next asks the kernel for exactly the next
+ * source range of a tensor: on a file whose pages were dropped from the
+ * page cache, the pages of that range become resident (mincore) without
+ * being touched, and pages outside it (this read's own, past the range,
+ * past the tensor) stay out.  Needs a filesystem with a page cache that
+ * honours POSIX_FADV_DONTNEED (not tmpfs); the directory is $WF_DISK_TMP,
+ * else /var/tmp, and the test fails when eviction does not work there. */
+#include <check.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "wf_blocks.h"
+#include "wf_model.h"
+#include "wf_prefetch.h"
+#include "wf_types.h"
+
+#define FILE_BYTES ((size_t)4 << 20)
+#define DATA_AT 4096u
+#define PAGE 4096u
+
+static char path[512];
+static int fd = -1;
+static uint8_t *map;
+/* Q4_0: 18 source bytes, 128 view bytes a block; the tensor ends at 3 MiB */
+static struct wf_tensor t;
+
+static void setup(void)
+{
+	const char *d = getenv("WF_DISK_TMP");
+	snprintf(path, sizeof path, "%s/wf-check-prefetch-XXXXXX", d && *d ? d : "/var/tmp");
+	fd = mkstemp(path);
+	ck_assert_int_ge(fd, 0);
+	uint8_t *buf = malloc(FILE_BYTES);
+	ck_assert_ptr_nonnull(buf);
+	for (size_t i = 0; i < FILE_BYTES; i++)
+		buf[i] = (uint8_t)(i * 131 + 7);
+	ck_assert_int_eq(write(fd, buf, FILE_BYTES), (ssize_t)FILE_BYTES);
+	free(buf);
+	ck_assert_int_eq(fsync(fd), 0);
+	map = mmap(NULL, FILE_BYTES, PROT_READ, MAP_SHARED, fd, 0);
+	ck_assert_ptr_ne(map, MAP_FAILED);
+	uint64_t nblocks = ((3u << 20) - DATA_AT) / WF_Q4_0_BYTES;
+	t = (struct wf_tensor){.type = WF_T_Q4_0, .nelems = nblocks * WF_Q4_0_BLCK, .offset = DATA_AT,
+			       .nbytes = nblocks * WF_Q4_0_BYTES, .size = nblocks * WF_Q4_0_BLCK * 4};
+}
+
+static void teardown(void)
+{
+	munmap(map, FILE_BYTES);
+	close(fd);
+	unlink(path);
+}
+
+static int resident(size_t page)
+{
+	unsigned char v = 0;
+	ck_assert_int_eq(mincore(map + page * PAGE, PAGE, &v), 0);
+	return v & 1;
+}
+
+/* Drops the file's pages; the test means nothing if that did not work. */
+static void evict(void)
+{
+	ck_assert_int_eq(posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED), 0);
+	for (size_t p = 0; p < FILE_BYTES / PAGE; p++)
+		ck_assert_msg(!resident(p), "%s: page %zu still cached after POSIX_FADV_DONTNEED: "
+			      "set WF_DISK_TMP to a directory on a disk filesystem", path, p);
+}
+
+/* Waits (up to 5 s) for every page in [a, b) to be read in. */
+static void wait_resident(size_t a, size_t b)
+{
+	for (int i = 0; i < 500; i++) {
+		size_t p = a;
+		while (p < b && resident(p))
+			p++;
+		if (p == b)
+			return;
+		struct timespec ts = {0, 10 * 1000 * 1000};
+		nanosleep(&ts, NULL);
+	}
+	ck_abort_msg("pages %zu..%zu not read in after 5 s", a, b);
+}
+
+/* Pages wholly inside source bytes [a, b). */
+static size_t page_in(uint64_t a) { return (size_t)((a + PAGE - 1) / PAGE); }
+static size_t page_out(uint64_t b) { return (size_t)(b / PAGE); }
+
+START_TEST(test_next_range)
+{
+	evict();
+	/* view bytes [0, 1 MiB): the next 2 MiB of view are blocks 8192..24575 */
+	wf_prefetch_next(&t, map, FILE_BYTES, 0, 1u << 20);
+	uint64_t a = DATA_AT + 8192u * WF_Q4_0_BYTES, b = DATA_AT + 24576u * WF_Q4_0_BYTES;
+	wait_resident(page_in(a), page_out(b));
+	for (size_t p = page_in(DATA_AT); p < page_out(a); p++)
+		ck_assert_msg(!resident(p), "page %zu of this read's own range was read", p);
+	for (size_t p = page_in(b) + 1; p < FILE_BYTES / PAGE; p++)
+		ck_assert_msg(!resident(p), "page %zu past the next range was read", p);
+}
+END_TEST
+
+START_TEST(test_clipped_to_tensor)
+{
+	evict();
+	/* the next range runs past the view's end: it stops at the data's end */
+	uint64_t off = t.size - (t.size % 128) - (1u << 20) - (1u << 19);
+	wf_prefetch_next(&t, map, FILE_BYTES, off, 1u << 20);
+	uint64_t a = DATA_AT + (off + (1u << 20)) / 128 * WF_Q4_0_BYTES, b = t.offset + t.nbytes;
+	wait_resident(page_in(a), page_out(b));
+	for (size_t p = page_in(b) + 1; p < FILE_BYTES / PAGE; p++)
+		ck_assert_msg(!resident(p), "page %zu past the tensor was read", p);
+}
+END_TEST
+
+/* Small reads (random access), a read that ends the view, a read past it:
+ * nothing is asked for. */
+START_TEST(test_nothing_asked)
+{
+	evict();
+	wf_prefetch_next(&t, map, FILE_BYTES, 0, 4096);
+	wf_prefetch_next(&t, map, FILE_BYTES, 0, WF_PREFETCH_MIN_READ - 1);
+	wf_prefetch_next(&t, map, FILE_BYTES, t.size - (1u << 20), 1u << 20);
+	wf_prefetch_next(&t, map, FILE_BYTES, t.size, 1u << 20);
+	wf_prefetch_next(&t, map, FILE_BYTES, UINT64_MAX - 10, 1u << 20);
+	wf_prefetch_next(&t, NULL, FILE_BYTES, 0, 1u << 20);
+	struct timespec ts = {0, 300 * 1000 * 1000};
+	nanosleep(&ts, NULL);
+	for (size_t p = 0; p < FILE_BYTES / PAGE; p++)
+		ck_assert_msg(!resident(p), "page %zu was read", p);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("prefetch");
+	TCase *tc = tcase_create("prefetch");
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, 30);
+	tcase_add_test(tc, test_next_range);
+	tcase_add_test(tc, test_clipped_to_tensor);
+	tcase_add_test(tc, test_nothing_asked);
+	suite_add_tcase(s, tc);
+	SRunner *sr = srunner_create(s);
+	srunner_run_all(sr, CK_ENV);
+	int failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
