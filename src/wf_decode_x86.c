@@ -1,4 +1,5 @@
-/* wf_decode_x86.c - AVX2 + F16C versions of the hottest block decoders.
+/* wf_decode_x86.c - AVX2 + F16C versions of the block decoders: every ggml
+ * type's, and F64 (the F8 family stays scalar).
  *
  * Each function here decodes exactly what its scalar twin in wf_decode.c
  * decodes, bit for bit: the same float32 operations in the same order, one

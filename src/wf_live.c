@@ -81,8 +81,7 @@ static enum wf_err view_piece(struct wf_live *lv, struct touched *tc, const stru
 	if (atomic_load_explicit(&lv->changed[part], memory_order_relaxed))
 		return WF_ERR_CHANGED;
 	const struct wf_part *p = &lv->m->parts[part];
-	if (p->map) /* the next read's source pages travel while this one decodes */
-		wf_prefetch_next(t, p->data, p->len, off, len);
+	wf_prefetch_read(t, p->fd, off, len); /* network storage: one reader, ahead */
 	enum wf_err rc = wf_view_read(t, p->data, p->len, off, len, out, got);
 	if (rc != WF_OK)
 		return rc;

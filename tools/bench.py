@@ -86,13 +86,13 @@ def pct(v, p):
 # --- mounting ---------------------------------------------------------------
 
 class Mount:
-    def __init__(self, args, model, mnt, extra=()):
+    def __init__(self, args, model, mnt, extra=(), env=None):
         self.mnt = mnt
         os.makedirs(mnt, exist_ok=True)
         cmd = [args.weightfs, "-f"] + list(extra) + list(args.mount_opt) + [model, mnt]
         dev0 = os.stat(mnt).st_dev
         t0 = time.perf_counter()
-        self.proc = subprocess.Popen(cmd)
+        self.proc = subprocess.Popen(cmd, env=dict(os.environ, **env) if env else None)
         while os.stat(mnt).st_dev == dev0:
             if self.proc.poll() is not None:
                 raise SystemExit("bench: %s exited with %d" % (" ".join(cmd), self.proc.returncode))
@@ -740,16 +740,19 @@ def part_remote(args, model):
         for t in types:
             e = ents.get("t." + t) or ents[t]
             res["types"][t] = {"src_bytes": e["nbytes"], "out_bytes": e["size"],
-                               "wf_s": [], "cat_s": [], "ratio": []}
+                               "wf_s": [], "cat_s": [], "ratio": [], "wf0_s": [], "ratio0": []}
         for run in range(args.runs):
             for t in types:
                 e = ents.get("t." + t) or ents[t]
                 v = res["types"][t]
                 pair = {}
-                for side in (("wf", "cat") if run % 2 == 0 else ("cat", "wf")):
+                # wf0: weightfs with its read-ahead thread off (the A/B)
+                sides = ("wf", "cat", "wf0") if run % 2 == 0 else ("wf0", "cat", "wf")
+                for side in sides:
                     rc.mount(args.rclone_opt)
-                    if side == "wf":
-                        m = Mount(args, os.path.join(rc.mnt, name), wmnt)
+                    if side in ("wf", "wf0"):
+                        m = Mount(args, os.path.join(rc.mnt, name), wmnt,
+                                  env={"WEIGHTFS_NO_READAHEAD": "1"} if side == "wf0" else None)
                         time.sleep(0.5)
                         drop_all(args)
                         t0 = time.perf_counter()
@@ -784,14 +787,17 @@ def part_remote(args, model):
                             os.close(fd)
                     rc.umount()
                 v["wf_s"].append(pair["wf"])
+                v["wf0_s"].append(pair["wf0"])
                 v["cat_s"].append(pair["cat"])
                 v["ratio"].append(pair["cat"] / pair["wf"])
+                v["ratio0"].append(pair["cat"] / pair["wf0"])
             log("bench:   run %d/%d done" % (run + 1, args.runs))
         for t, v in res["types"].items():
             v["wf_src_gbps_median"] = v["src_bytes"] / median(v["wf_s"]) / 1e9
             v["wf_out_gbps_median"] = v["out_bytes"] / median(v["wf_s"]) / 1e9
             v["cat_gbps_median"] = v["src_bytes"] / median(v["cat_s"]) / 1e9
             v["ratio_median"] = median(v["ratio"])
+            v["ratio0_median"] = median(v["ratio0"])
         rc.mount(args.rclone_opt)
         res["read_ahead_kb"] = rc.read_ahead_kb()
         rc.umount()
@@ -891,14 +897,16 @@ def report_load(r):
 
 def report_remote(r):
     rows = [[t, "%.1f" % (v["src_bytes"] / MiB), f2(v["cat_gbps_median"]), f2(v["wf_src_gbps_median"]),
-             f2(v["wf_out_gbps_median"]), f2(v["ratio_median"])] for t, v in r["types"].items()]
+             f2(v["wf_out_gbps_median"]), f2(v["ratio_median"]),
+             f2(v["ratio0_median"]) if "ratio0_median" in v else "-"] for t, v in r["types"].items()]
     return table("(6) network storage: first read of a tensor through weightfs on an rclone mount "
                  "(rclone serve http on 127.0.0.1; %s; lower mount read_ahead_kb=%s) vs reading the "
                  "same source bytes through the same rclone mount; fresh rclone mount and dropped "
-                 "page cache before each; ratio = median of side-by-side pairs, 1.00 = decode hidden"
+                 "page cache before each; ratio = median of side-by-side pairs, 1.00 = decode hidden; "
+                 "last column: weightfs with WEIGHTFS_NO_READAHEAD=1, in the same runs"
                  % (r["rclone_opts"], r["read_ahead_kb"]),
                  ["type", "source MiB", "rclone read GB/s", "weightfs src GB/s", "weightfs out GB/s",
-                  "x rclone read"], rows)
+                  "x rclone read", "no read-ahead"], rows)
 
 
 def touch_memory(gib):

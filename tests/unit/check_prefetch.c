@@ -1,10 +1,14 @@
-/* check_prefetch.c - wf_prefetch_next asks the kernel for exactly the next
- * source range of a tensor: on a file whose pages were dropped from the
- * page cache, the pages of that range become resident (mincore) without
- * being touched, and pages outside it (this read's own, past the range,
- * past the tensor) stay out.  Needs a filesystem with a page cache that
- * honours POSIX_FADV_DONTNEED (not tmpfs); the directory is $WF_DISK_TMP,
- * else /var/tmp, and the test fails when eviction does not work there. */
+/* check_prefetch.c - the read-ahead thread reads exactly a read's source
+ * range and the next ones of the same tensor: on a file whose pages were
+ * dropped from the page cache (and whose kernel read-ahead is off,
+ * POSIX_FADV_RANDOM), the pages of the read's own range are resident
+ * (mincore) when wf_prefetch_read returns, those of the next
+ * WF_PREFETCH_AHEAD reads once the thread is done, and pages outside
+ * (before, past the range, past the tensor) stay out; small reads, mode 0,
+ * and a local file in the default mode read nothing.  Needs a filesystem with a page cache
+ * that honours POSIX_FADV_DONTNEED (not tmpfs); the directory is
+ * $WF_DISK_TMP, else /var/tmp, and the test fails when eviction does not
+ * work there. */
 #include <check.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -44,6 +48,8 @@ static void setup(void)
 	ck_assert_int_eq(fsync(fd), 0);
 	map = mmap(NULL, FILE_BYTES, PROT_READ, MAP_SHARED, fd, 0);
 	ck_assert_ptr_ne(map, MAP_FAILED);
+	ck_assert_int_eq(posix_fadvise(fd, 0, 0, POSIX_FADV_RANDOM), 0);
+	wf_prefetch_set(1);
 	uint64_t nblocks = ((3u << 20) - DATA_AT) / WF_Q4_0_BYTES;
 	t = (struct wf_tensor){.type = WF_T_Q4_0, .nelems = nblocks * WF_Q4_0_BLCK, .offset = DATA_AT,
 			       .nbytes = nblocks * WF_Q4_0_BYTES, .size = nblocks * WF_Q4_0_BLCK * 4};
@@ -51,6 +57,8 @@ static void setup(void)
 
 static void teardown(void)
 {
+	wf_prefetch_drain();
+	wf_prefetch_set(-1);
 	munmap(map, FILE_BYTES);
 	close(fd);
 	unlink(path);
@@ -72,36 +80,41 @@ static void evict(void)
 			      "set WF_DISK_TMP to a directory on a disk filesystem", path, p);
 }
 
-/* Waits (up to 5 s) for every page in [a, b) to be read in. */
-static void wait_resident(size_t a, size_t b)
+/* Waits for the thread, then wants every page in [a, b) read in. */
+static void want_resident(size_t a, size_t b)
 {
-	for (int i = 0; i < 500; i++) {
-		size_t p = a;
-		while (p < b && resident(p))
-			p++;
-		if (p == b)
-			return;
-		struct timespec ts = {0, 10 * 1000 * 1000};
-		nanosleep(&ts, NULL);
-	}
-	ck_abort_msg("pages %zu..%zu not read in after 5 s", a, b);
+	wf_prefetch_drain();
+	for (size_t p = a; p < b; p++)
+		ck_assert_msg(resident(p), "page %zu of the next range was not read (range %zu..%zu)", p, a, b);
 }
 
 /* Pages wholly inside source bytes [a, b). */
 static size_t page_in(uint64_t a) { return (size_t)((a + PAGE - 1) / PAGE); }
 static size_t page_out(uint64_t b) { return (size_t)(b / PAGE); }
 
+static void want_now(size_t a, size_t b)
+{
+	for (size_t p = a; p < b; p++)
+		ck_assert_msg(resident(p), "page %zu of the read's own range was not read (range %zu..%zu)", p, a, b);
+}
+
 START_TEST(test_next_range)
 {
 	evict();
-	/* view bytes [0, 1 MiB): the next 2 MiB of view are blocks 8192..24575 */
-	wf_prefetch_next(&t, map, FILE_BYTES, 0, 1u << 20);
-	uint64_t a = DATA_AT + 8192u * WF_Q4_0_BYTES, b = DATA_AT + 24576u * WF_Q4_0_BYTES;
-	wait_resident(page_in(a), page_out(b));
-	for (size_t p = page_in(DATA_AT); p < page_out(a); p++)
-		ck_assert_msg(!resident(p), "page %zu of this read's own range was read", p);
+	/* view bytes [1 MiB, 2 MiB) are blocks 8192..16383, the next 4 MiB
+	 * of view blocks 16384..49151 */
+	wf_prefetch_read(&t, fd, 1u << 20, 1u << 20);
+	uint64_t a = DATA_AT + 8192u * WF_Q4_0_BYTES, own = DATA_AT + 16384u * WF_Q4_0_BYTES;
+	uint64_t b = DATA_AT + 49152u * WF_Q4_0_BYTES;
+	want_now(page_in(a), page_out(own));
+	want_resident(page_in(own), page_out(b));
+	for (size_t p = 0; p < page_out(a); p++)
+		ck_assert_msg(!resident(p), "page %zu before the read's range was read", p);
 	for (size_t p = page_in(b) + 1; p < FILE_BYTES / PAGE; p++)
 		ck_assert_msg(!resident(p), "page %zu past the next range was read", p);
+	/* the next read continues the stream: its range is there at once */
+	wf_prefetch_read(&t, fd, 2u << 20, 1u << 20);
+	want_now(page_in(own), page_out(DATA_AT + 24576u * WF_Q4_0_BYTES));
 }
 END_TEST
 
@@ -110,29 +123,45 @@ START_TEST(test_clipped_to_tensor)
 	evict();
 	/* the next range runs past the view's end: it stops at the data's end */
 	uint64_t off = t.size - (t.size % 128) - (1u << 20) - (1u << 19);
-	wf_prefetch_next(&t, map, FILE_BYTES, off, 1u << 20);
-	uint64_t a = DATA_AT + (off + (1u << 20)) / 128 * WF_Q4_0_BYTES, b = t.offset + t.nbytes;
-	wait_resident(page_in(a), page_out(b));
+	wf_prefetch_read(&t, fd, off, 1u << 20);
+	uint64_t a = DATA_AT + off / 128 * WF_Q4_0_BYTES, b = t.offset + t.nbytes;
+	want_resident(page_in(a), page_out(b));
 	for (size_t p = page_in(b) + 1; p < FILE_BYTES / PAGE; p++)
 		ck_assert_msg(!resident(p), "page %zu past the tensor was read", p);
 }
 END_TEST
 
-/* Small reads (random access), a read that ends the view, a read past it:
- * nothing is asked for. */
-START_TEST(test_nothing_asked)
+static void want_none_read(void)
 {
-	evict();
-	wf_prefetch_next(&t, map, FILE_BYTES, 0, 4096);
-	wf_prefetch_next(&t, map, FILE_BYTES, 0, WF_PREFETCH_MIN_READ - 1);
-	wf_prefetch_next(&t, map, FILE_BYTES, t.size - (1u << 20), 1u << 20);
-	wf_prefetch_next(&t, map, FILE_BYTES, t.size, 1u << 20);
-	wf_prefetch_next(&t, map, FILE_BYTES, UINT64_MAX - 10, 1u << 20);
-	wf_prefetch_next(&t, NULL, FILE_BYTES, 0, 1u << 20);
-	struct timespec ts = {0, 300 * 1000 * 1000};
-	nanosleep(&ts, NULL);
+	wf_prefetch_drain();
 	for (size_t p = 0; p < FILE_BYTES / PAGE; p++)
 		ck_assert_msg(!resident(p), "page %zu was read", p);
+}
+
+/* Small reads (random access), a read past the view, no descriptor:
+ * nothing is read. */
+START_TEST(test_nothing_posted)
+{
+	evict();
+	wf_prefetch_read(&t, fd, 0, 4096);
+	wf_prefetch_read(&t, fd, 0, WF_PREFETCH_MIN_READ - 1);
+	wf_prefetch_read(&t, fd, t.size, 1u << 20);
+	wf_prefetch_read(&t, fd, UINT64_MAX - 10, 1u << 20);
+	wf_prefetch_read(&t, -1, 0, 1u << 20);
+	want_none_read();
+}
+END_TEST
+
+/* Mode 0 never posts; the default mode does not for a local file. */
+START_TEST(test_modes)
+{
+	evict();
+	wf_prefetch_set(0);
+	wf_prefetch_read(&t, fd, 0, 1u << 20);
+	want_none_read();
+	wf_prefetch_set(-1);
+	wf_prefetch_read(&t, fd, 0, 1u << 20);
+	want_none_read();
 }
 END_TEST
 
@@ -144,7 +173,8 @@ int main(void)
 	tcase_set_timeout(tc, 30);
 	tcase_add_test(tc, test_next_range);
 	tcase_add_test(tc, test_clipped_to_tensor);
-	tcase_add_test(tc, test_nothing_asked);
+	tcase_add_test(tc, test_nothing_posted);
+	tcase_add_test(tc, test_modes);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_ENV);

@@ -6,7 +6,13 @@
  *    signalling NaNs, +-65504) in a share of the blocks, at odd source
  *    alignments and block counts, decoded by both functions and compared
  *    as bytes;
- *  - F16 and BF16: all 65536 inputs;
+ *  - the same for MXFP4's e8m0 and NVFP4's ue4m3 byte scales and IQ1_M's
+ *    scattered d (0, 1, 0x7F, 0x80, 0xFF, ...);
+ *  - the known blocks of check_types.c (known_blocks.h): the SIMD twin
+ *    gives ggml's bytes;
+ *  - F16 and BF16: all 65536 inputs; F64: NaNs with payloads, +-0, +-Inf,
+ *    subnormals, overflow and halfway roundings;
+ *  - every ggml type with a decoder has a SIMD twin;
  *  - every tensor of tests/data/ggml-oracle (manifest.json; the directory
  *    may be moved with WF_ORACLE_DIR) opened with wf_model_open and read
  *    through wf_view_read, whole and in odd-sized pieces, with SIMD off and
