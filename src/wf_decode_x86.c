@@ -196,16 +196,23 @@ TGT void wf_decode_q8_0_avx2(const uint8_t *src, float *dst, size_t nblocks)
 }
 
 
-/* 32 unsigned bytes in v: y[k] = d * (float)v[k] - m for k = 0..31. */
-static inline TGT void st32_u8_mulsub(float *y, __m256i v, __m256 d, __m256 m)
+/* Eight bytes at q widened to 32-bit lanes: the K-quants take both nibbles
+ * from one widening (and, shift), where widening each nibble vector
+ * separately costs three times the shuffles. */
+static inline TGT __m256i u8x8_epi32(const uint8_t *q)
 {
-	st16_i8_mulsub(y, _mm256_castsi256_si128(v), d, m);
-	st16_i8_mulsub(y + 16, _mm256_extracti128_si256(v, 1), d, m);
+	return _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)q));
+}
+
+/* y = d * (float)v - m for eight 32-bit lanes. */
+static inline TGT void st8_mulsub(float *y, __m256i v, __m256 d, __m256 m)
+{
+	_mm256_storeu_ps(y, _mm256_sub_ps(_mm256_mul_ps(d, _mm256_cvtepi32_ps(v)), m));
 }
 
 TGT void wf_decode_q4_k_avx2(const uint8_t *src, float *dst, size_t nblocks)
 {
-	const __m256i m4 = _mm256_set1_epi8(0xF);
+	const __m256i m4 = _mm256_set1_epi32(0xF);
 
 	for (size_t b = 0; b < nblocks; b++, src += WF_Q4_K_BYTES, dst += WF_Q4_K_BLCK) {
 		const float d = h2f(wf_le16(src + WF_Q4_K_D));
@@ -216,18 +223,26 @@ TGT void wf_decode_q4_k_avx2(const uint8_t *src, float *dst, size_t nblocks)
 			int sc, mn;
 
 			wf_scale_min_k4(2 * c, scales, &sc, &mn);
-			const float d1 = d * (float)sc, m1 = dmin * (float)mn;
+			const __m256 d1 = _mm256_set1_ps(d * (float)sc), m1 = _mm256_set1_ps(dmin * (float)mn);
 			wf_scale_min_k4(2 * c + 1, scales, &sc, &mn);
-			const float d2 = d * (float)sc, m2 = dmin * (float)mn;
-			const __m256i q = _mm256_loadu_si256((const __m256i *)(qs + 32 * c));
+			const __m256 d2 = _mm256_set1_ps(d * (float)sc), m2 = _mm256_set1_ps(dmin * (float)mn);
+			float *y = dst + 64 * c;
 
-			/* values 0..15 are the same read as signed bytes */
-			st32_u8_mulsub(dst + 64 * c, _mm256_and_si256(q, m4),
-				       _mm256_set1_ps(d1), _mm256_set1_ps(m1));
-			st32_u8_mulsub(dst + 64 * c + 32, _mm256_and_si256(_mm256_srli_epi16(q, 4), m4),
-				       _mm256_set1_ps(d2), _mm256_set1_ps(m2));
+			for (int l = 0; l < 32; l += 8) {
+				const __m256i v = u8x8_epi32(qs + 32 * c + l);
+
+				st8_mulsub(y + l, _mm256_and_si256(v, m4), d1, m1);
+				st8_mulsub(y + l + 32, _mm256_srli_epi32(v, 4), d2, m2);
+			}
 		}
 	}
+}
+
+/* 32 unsigned bytes in v: y[k] = d * (float)v[k] - m for k = 0..31. */
+static inline TGT void st32_u8_mulsub(float *y, __m256i v, __m256 d, __m256 m)
+{
+	st16_i8_mulsub(y, _mm256_castsi256_si128(v), d, m);
+	st16_i8_mulsub(y + 16, _mm256_extracti128_si256(v, 1), d, m);
 }
 
 TGT void wf_decode_q5_k_avx2(const uint8_t *src, float *dst, size_t nblocks)
@@ -654,48 +669,49 @@ TGT void wf_decode_iq1_m_avx2(const uint8_t *src, float *dst, size_t nblocks)
 
 /* --- ternary, FP4, 1- and 2-bit ------------------------------------------ */
 
-/* Sixteen int16 lanes as floats times d, stored to y[0..15]. */
-static inline TGT void st16_i16_mul(float *y, __m256i w, __m256 d)
+/* TQ1_0 digits of the bytes in the 32-bit lanes of v, 256 * 3^n for byte
+ * k in lane k of pw: the low 16 bits of byte * 256 * 3^n are (byte * 3^n
+ * mod 256) << 8, and the high 16 of that times 3 are the digit, the
+ * scalar (q * 3) >> 8; the lanes' high halves stay zero.  Value (digit -
+ * 1) * d. */
+static inline TGT void tq1_8(float *y, __m256i v, __m256i pw, __m256 d)
 {
-	const __m256i lo = _mm256_cvtepi16_epi32(_mm256_castsi256_si128(w));
-	const __m256i hi = _mm256_cvtepi16_epi32(_mm256_extracti128_si256(w, 1));
+	const __m256i t = _mm256_mulhi_epu16(_mm256_mullo_epi16(v, pw), _mm256_set1_epi32(3));
 
-	_mm256_storeu_ps(y, _mm256_mul_ps(_mm256_cvtepi32_ps(lo), d));
-	_mm256_storeu_ps(y + 8, _mm256_mul_ps(_mm256_cvtepi32_ps(hi), d));
-}
-
-/* TQ1_0 digits of 16 bytes, byte k's multiplier 3^n in lane k of pw:
- * q = byte * 3^n mod 256, digit = (q * 3) >> 8, value (digit - 1) * d. */
-static inline TGT void tq1_16(float *y, __m128i bytes, __m256i pw, __m256 d)
-{
-	__m256i w = _mm256_cvtepu8_epi16(bytes);
-
-	w = _mm256_and_si256(_mm256_mullo_epi16(w, pw), _mm256_set1_epi16(0xFF));
-	w = _mm256_srli_epi16(_mm256_mullo_epi16(w, _mm256_set1_epi16(3)), 8);
-	st16_i16_mul(y, _mm256_sub_epi16(w, _mm256_set1_epi16(1)), d);
+	_mm256_storeu_ps(y, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(t, _mm256_set1_epi32(1))), d));
 }
 
 TGT void wf_decode_tq1_0_avx2(const uint8_t *src, float *dst, size_t nblocks)
 {
-	static const short pow3[5] = {1, 3, 9, 27, 81};
-	/* the qh part: lanes 4n..4n+3 hold qh[0..3] times 3^n */
-	const __m256i pwh = _mm256_setr_epi16(1, 1, 1, 1, 3, 3, 3, 3, 9, 9, 9, 9, 27, 27, 27, 27);
+	/* each byte widened once, then all its digits: lanes 4n..4n+3 of the
+	 * qh part hold qh[0..3] times 3^n */
+	const __m256i pw[5] = {
+		_mm256_set1_epi32(256 * 1), _mm256_set1_epi32(256 * 3), _mm256_set1_epi32(256 * 9),
+		_mm256_set1_epi32(256 * 27), _mm256_set1_epi32(256 * 81),
+	};
+	const __m256i pwh0 = _mm256_setr_epi32(256, 256, 256, 256, 768, 768, 768, 768);
+	const __m256i pwh1 = _mm256_setr_epi32(2304, 2304, 2304, 2304, 6912, 6912, 6912, 6912);
 
 	for (size_t b = 0; b < nblocks; b++, src += WF_TQ1_0_BYTES, dst += WF_TQ1_0_BLCK) {
 		const uint8_t *qs = src + WF_TQ1_0_QS;
 		const __m256 d = _mm256_set1_ps(h2f(wf_le16(src + WF_TQ1_0_D)));
-		const __m128i a = _mm_loadu_si128((const __m128i *)qs);
-		const __m128i c = _mm_loadu_si128((const __m128i *)(qs + 16));
-		const __m128i e = _mm_loadu_si128((const __m128i *)(qs + 32));
 
-		for (int n = 0; n < 5; n++) {
-			const __m256i pw = _mm256_set1_epi16(pow3[n]);
+		for (int m = 0; m < 32; m += 8) {
+			const __m256i v = u8x8_epi32(qs + m);
 
-			tq1_16(dst + 32 * n, a, pw, d);
-			tq1_16(dst + 32 * n + 16, c, pw, d);
-			tq1_16(dst + 160 + 16 * n, e, pw, d);
+			for (int n = 0; n < 5; n++)
+				tq1_8(dst + 32 * n + m, v, pw[n], d);
 		}
-		tq1_16(dst + 240, _mm_set1_epi32((int)wf_le32(src + WF_TQ1_0_QH)), pwh, d);
+		for (int m = 0; m < 16; m += 8) {
+			const __m256i v = u8x8_epi32(qs + 32 + m);
+
+			for (int n = 0; n < 5; n++)
+				tq1_8(dst + 160 + 16 * n + m, v, pw[n], d);
+		}
+		const __m256i h = _mm256_cvtepu8_epi32(_mm_set1_epi32((int)wf_le32(src + WF_TQ1_0_QH)));
+
+		tq1_8(dst + 240, h, pwh0, d);
+		tq1_8(dst + 248, h, pwh1, d);
 	}
 }
 
