@@ -106,11 +106,40 @@ static void *reader(void *arg)
 	return NULL;
 }
 
+/* fork() copies no thread: a child that inherited started == true would
+ * wait for a reader that does not exist.  mu is held across the fork so
+ * the child gets the state whole, then starts over. */
+static void before_fork(void)
+{
+	pthread_mutex_lock(&mu);
+}
+
+static void after_fork_parent(void)
+{
+	pthread_mutex_unlock(&mu);
+}
+
+static void after_fork_child(void)
+{
+	started = busy = false;
+	want_fd = -1;
+	want_start = want_pos = done_pos = want_end = 0;
+	gen++;
+	pthread_cond_init(&wake, NULL);
+	pthread_cond_init(&moved, NULL);
+	pthread_mutex_unlock(&mu);
+}
+
 /* Under mu: the thread, once; false when it cannot run. */
 static bool start(void)
 {
+	static bool fork_handled;
+
 	if (started)
 		return true;
+	if (!fork_handled && pthread_atfork(before_fork, after_fork_parent, after_fork_child) != 0)
+		return false;
+	fork_handled = true;
 	char *buf = malloc(STEP);
 	pthread_t th;
 	pthread_attr_t at;

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -131,6 +132,25 @@ START_TEST(test_clipped_to_tensor)
 }
 END_TEST
 
+/* A child forked after the thread started reads ahead with a thread of
+ * its own instead of waiting for one fork did not copy. */
+START_TEST(test_fork)
+{
+	evict();
+	wf_prefetch_read(&t, fd, 0, 1u << 20);
+	wf_prefetch_drain();
+	pid_t pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		wf_prefetch_read(&t, fd, 2u << 20, 1u << 20);
+		_exit(resident(page_in(DATA_AT + 16384u * WF_Q4_0_BYTES)) ? 0 : 3);
+	}
+	int st;
+	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "child: status %d", st);
+}
+END_TEST
+
 static void want_none_read(void)
 {
 	wf_prefetch_drain();
@@ -175,6 +195,7 @@ int main(void)
 	tcase_add_test(tc, test_clipped_to_tensor);
 	tcase_add_test(tc, test_nothing_posted);
 	tcase_add_test(tc, test_modes);
+	tcase_add_test(tc, test_fork);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_ENV);
