@@ -11,6 +11,7 @@
  * work there. */
 #include <check.h>
 #include <fcntl.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -132,6 +133,19 @@ START_TEST(test_clipped_to_tensor)
 }
 END_TEST
 
+/* A read as long as size_t allows (the library's whole-tensor reads are
+ * long): the whole tensor, nothing past it, no overflow. */
+START_TEST(test_huge_len)
+{
+	evict();
+	wf_prefetch_read(&t, fd, 0, SIZE_MAX);
+	want_now(page_in(DATA_AT), page_out(t.offset + t.nbytes));
+	wf_prefetch_drain();
+	for (size_t p = page_in(t.offset + t.nbytes) + 1; p < FILE_BYTES / PAGE; p++)
+		ck_assert_msg(!resident(p), "page %zu past the tensor was read", p);
+}
+END_TEST
+
 /* A child forked after the thread started reads ahead with a thread of
  * its own instead of waiting for one fork did not copy. */
 START_TEST(test_fork)
@@ -196,6 +210,7 @@ int main(void)
 	tcase_add_test(tc, test_nothing_posted);
 	tcase_add_test(tc, test_modes);
 	tcase_add_test(tc, test_fork);
+	tcase_add_test(tc, test_huge_len);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_ENV);
