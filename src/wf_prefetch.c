@@ -164,8 +164,8 @@ void wf_prefetch_read(const struct wf_tensor *t, int fd, uint64_t off, size_t le
 		return;
 	/* wf_view_span clips the blocks to the view; block counts times block
 	 * bytes stay within t->nbytes, which the model's checks bound */
-	uint64_t ahead = (uint64_t)len <= UINT64_MAX / (1 + WF_PREFETCH_AHEAD) ? (uint64_t)len * (1 + WF_PREFETCH_AHEAD)
-										 : UINT64_MAX;
+	const uint64_t k = 1 + WF_PREFETCH_AHEAD;
+	uint64_t ahead = (uint64_t)len <= UINT64_MAX / k ? (uint64_t)len * k : UINT64_MAX;
 	wf_view_span(t, off, len, &first, &count);
 	wf_view_span(t, off, ahead, &next, &ncount);
 	uint64_t a = t->offset + first * ty->bytes, own = t->offset + (first + count) * ty->bytes;
