@@ -6,9 +6,9 @@
  * WF_PREFETCH_AHEAD reads once the thread is done, and pages outside
  * (before, past the range, past the tensor) stay out; small reads, mode 0,
  * and a local file in the default mode read nothing.  Needs a filesystem with a page cache
- * that honours POSIX_FADV_DONTNEED (not tmpfs); the directory is
- * $WF_DISK_TMP, else /var/tmp, and the test fails when eviction does not
- * work there. */
+ * that honours POSIX_FADV_DONTNEED (not tmpfs); the directory is the first
+ * of $WF_DISK_TMP, /var/tmp and . that is not tmpfs or ramfs, and the test
+ * fails when eviction does not work there. */
 #include <check.h>
 #include <fcntl.h>
 #include <stdint.h>
@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/vfs.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -37,8 +38,17 @@ static struct wf_tensor t;
 
 static void setup(void)
 {
-	const char *d = getenv("WF_DISK_TMP");
-	snprintf(path, sizeof path, "%s/wf-check-prefetch-XXXXXX", d && *d ? d : "/var/tmp");
+	/* the first of $WF_DISK_TMP, /var/tmp, . that is not in memory */
+	const char *env = getenv("WF_DISK_TMP"), *dirs[] = {env && *env ? env : "/var/tmp", "/var/tmp", "."};
+	const char *d = NULL;
+	for (size_t i = 0; i < sizeof dirs / sizeof dirs[0] && !d; i++) {
+		struct statfs sf;
+		if (statfs(dirs[i], &sf) == 0 && sf.f_type != 0x01021994 /* tmpfs */ &&
+		    sf.f_type != (__typeof__(sf.f_type))0x858458f6 /* ramfs */)
+			d = dirs[i];
+	}
+	ck_assert_msg(d != NULL, "no disk filesystem among $WF_DISK_TMP, /var/tmp and .: set WF_DISK_TMP");
+	snprintf(path, sizeof path, "%s/wf-check-prefetch-XXXXXX", d);
 	fd = mkstemp(path);
 	ck_assert_int_ge(fd, 0);
 	uint8_t *buf = malloc(FILE_BYTES);
