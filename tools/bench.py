@@ -38,7 +38,13 @@ measures, side by side in one run:
      tensor file of the same mount in turn.
   11. with --prev-weightfs BIN (an older build): F32 and F16 first reads
      through a mount by that binary against this one, side by side.
-  12. quantized safetensors checkpoints (tools/bench_hfq.py: FP8, GPTQ,
+  12. every ggml type with a decoder, in a model of its own (--load-mib MiB
+     of float32 per tensor): the in-process decode (1 MiB pieces, scalar
+     and SIMD), the Python module's load (weightfs.open(MODEL)[name], all
+     cores and one thread) as a ratio to the same load of the F16 tensor
+     of the same element count, and the first read through a mount as a
+     ratio to the F32 tensor's; ratios are medians of side-by-side pairs.
+  13. quantized safetensors checkpoints (tools/bench_hfq.py: FP8, GPTQ,
      AWQ, MLX, bitsandbytes NF4), each scheme's in-process load through the
      Python module as a ratio to the Q4_K tensor's load in the same run.
 Prints medians of several runs as tables with ratios and writes the same to
@@ -57,6 +63,11 @@ import sys
 import time
 
 TYPES = ["F32", "F16", "BF16", "Q4_0", "Q8_0", "Q4_K", "Q6_K", "IQ4_XS", "IQ2_XXS"]
+# Part 12: every ggml type with a decoder (F16 is the in-process reference,
+# F32 the mount's; Q8_K is ggml's activation type, not a model type).
+LOAD_TYPES = ["F16", "BF16", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0", "Q2_K", "Q3_K", "Q4_K", "Q5_K",
+              "Q6_K", "IQ2_XXS", "IQ2_XS", "IQ2_S", "IQ3_XXS", "IQ3_S", "IQ1_S", "IQ1_M", "IQ4_NL",
+              "IQ4_XS", "TQ1_0", "TQ2_0", "MXFP4", "NVFP4", "Q1_0", "Q2_0"]
 MiB = 1 << 20
 
 
@@ -78,13 +89,13 @@ def pct(v, p):
 # --- mounting ---------------------------------------------------------------
 
 class Mount:
-    def __init__(self, args, model, mnt, extra=()):
+    def __init__(self, args, model, mnt, extra=(), env=None):
         self.mnt = mnt
         os.makedirs(mnt, exist_ok=True)
         cmd = [args.weightfs, "-f"] + list(extra) + list(args.mount_opt) + [model, mnt]
         dev0 = os.stat(mnt).st_dev
         t0 = time.perf_counter()
-        self.proc = subprocess.Popen(cmd)
+        self.proc = subprocess.Popen(cmd, env=dict(os.environ, **env) if env else None)
         while os.stat(mnt).st_dev == dev0:
             if self.proc.poll() is not None:
                 raise SystemExit("bench: %s exited with %d" % (" ".join(cmd), self.proc.returncode))
@@ -408,7 +419,7 @@ def part_module(args, model):
         res["types"][t] = e
     return res
 def part_hfq(args, model):
-    """Part 12: quantized safetensors layers loaded in-process, against Q4_K."""
+    """Part 13: quantized safetensors layers loaded in-process, against Q4_K."""
     py = numpy_python()
     if not py or "Q4_K" not in TYPES:
         return {"note": "skipped: no Python 3 with numpy"}
@@ -760,16 +771,19 @@ def part_remote(args, model):
         for t in types:
             e = ents.get("t." + t) or ents[t]
             res["types"][t] = {"src_bytes": e["nbytes"], "out_bytes": e["size"],
-                               "wf_s": [], "cat_s": [], "ratio": []}
+                               "wf_s": [], "cat_s": [], "ratio": [], "wf0_s": [], "ratio0": []}
         for run in range(args.runs):
             for t in types:
                 e = ents.get("t." + t) or ents[t]
                 v = res["types"][t]
                 pair = {}
-                for side in (("wf", "cat") if run % 2 == 0 else ("cat", "wf")):
+                # wf0: weightfs with its read-ahead thread off (the A/B)
+                sides = ("wf", "cat", "wf0") if run % 2 == 0 else ("wf0", "cat", "wf")
+                for side in sides:
                     rc.mount(args.rclone_opt)
-                    if side == "wf":
-                        m = Mount(args, os.path.join(rc.mnt, name), wmnt)
+                    if side in ("wf", "wf0"):
+                        m = Mount(args, os.path.join(rc.mnt, name), wmnt,
+                                  env={"WEIGHTFS_NO_READAHEAD": "1"} if side == "wf0" else None)
                         time.sleep(0.5)
                         drop_all(args)
                         t0 = time.perf_counter()
@@ -804,14 +818,17 @@ def part_remote(args, model):
                             os.close(fd)
                     rc.umount()
                 v["wf_s"].append(pair["wf"])
+                v["wf0_s"].append(pair["wf0"])
                 v["cat_s"].append(pair["cat"])
                 v["ratio"].append(pair["cat"] / pair["wf"])
+                v["ratio0"].append(pair["cat"] / pair["wf0"])
             log("bench:   run %d/%d done" % (run + 1, args.runs))
         for t, v in res["types"].items():
             v["wf_src_gbps_median"] = v["src_bytes"] / median(v["wf_s"]) / 1e9
             v["wf_out_gbps_median"] = v["out_bytes"] / median(v["wf_s"]) / 1e9
             v["cat_gbps_median"] = v["src_bytes"] / median(v["cat_s"]) / 1e9
             v["ratio_median"] = median(v["ratio"])
+            v["ratio0_median"] = median(v["ratio0"])
         rc.mount(args.rclone_opt)
         res["read_ahead_kb"] = rc.read_ahead_kb()
         rc.umount()
@@ -827,16 +844,100 @@ def part_remote(args, model):
     return res
 
 
+def part_load(args):
+    """Part 12: every decoded ggml type against F16 (in process) and F32
+    (first read through a mount), in a model of its own."""
+    types = ["F16"] + [t for t in LOAD_TYPES if t != "F16" and (not args.load_types or t in args.load_types)]
+    model = os.path.join(args.dir, "load.gguf")
+    mnt = os.path.join(args.dir, "mnt-load")
+    log("bench: load of %d types, %d MiB of float32 each (%d runs)" % (len(types), args.load_mib, args.runs))
+    subprocess.run([os.path.join(args.tools, "gen_model"), "types", model, str(args.load_mib), "F32"] + types,
+                   check=True)
+    res = {"mib": args.load_mib, "types": {t: {} for t in types}}
+    try:
+        out = subprocess.run([os.path.join(args.tools, "bench"), model, str(args.runs)],
+                             check=True, stdout=subprocess.PIPE, text=True).stdout
+        for line in out.splitlines():
+            r = json.loads(line) if line.strip() else None
+            if r and r["type"] in res["types"]:
+                e = res["types"][r["type"]]
+                e["decode_scalar_median"] = median(r["scalar_gbps"])
+                e["decode_simd_median"] = median(r.get("simd_gbps", []))
+        py = numpy_python()
+        if py:
+            lib = os.path.join(os.path.dirname(os.path.abspath(args.weightfs)), "libweightfs.so.0")
+            txt = subprocess.run([py, os.path.join(os.path.dirname(os.path.abspath(__file__)), "bench_load.py"),
+                                  model, str(args.runs)] + types[1:], check=True, stdout=subprocess.PIPE,
+                                 text=True, env=dict(os.environ, WEIGHTFS_LIB=lib)).stdout
+            for t, v in json.loads(txt).items():
+                res["types"][t]["module"] = v
+                res["types"][t].update({k + "_median": median(v[k]) for k in v})
+        else:
+            res["module_note"] = "skipped: no Python 3 with numpy (apt-get install python3-numpy)"
+        m = Mount(args, model, mnt)
+        try:
+            paths = {t: os.path.join(mnt, "t", t) for t in ["F32"] + types}
+
+            def first(t):
+                evict(paths[t], args.drop_caches)
+                return seq_read(paths[t])[0]
+            for t in types:
+                res["types"][t]["first"] = []
+                res["types"][t]["first_ratio"] = []
+            for run in range(args.runs):
+                for k, t in enumerate(types):
+                    if (run + k) % 2:
+                        g, gf = first(t), first("F32")
+                    else:
+                        gf, g = first("F32"), first(t)
+                    res["types"][t]["first"].append(g)
+                    res["types"][t]["first_ratio"].append(g / gf)
+                log("bench:   run %d/%d done" % (run + 1, args.runs))
+        finally:
+            m.close()
+        for e in res["types"].values():
+            e["first_median"] = median(e["first"])
+            e["first_ratio_median"] = median(e["first_ratio"])
+    finally:
+        if not args.keep and os.path.exists(model):
+            os.unlink(model)
+        if os.path.isdir(mnt) and not os.path.ismount(mnt):
+            os.rmdir(mnt)
+    return res
+
+
+def report_load(r):
+    def g(e, k):
+        v = e.get(k)
+        return "-" if v is None or v != v else f2(v)
+    rows = []
+    for t, e in r["types"].items():
+        ref = t == "F16"
+        rows.append([t, g(e, "decode_scalar_median"), g(e, "decode_simd_median"),
+                     "-" if ref else g(e, "all_median"), "1.00" if ref else g(e, "all_ratio_median"),
+                     "-" if ref else g(e, "one_median"), "1.00" if ref else g(e, "one_ratio_median"),
+                     g(e, "first_median"), g(e, "first_ratio_median")])
+    note = ("; Python module " + r["module_note"]) if r.get("module_note") else ""
+    return table("(12) every decoded ggml type, %d MiB of float32 each, GB/s of float32 output (medians): "
+                 "in-process decode (1 MiB pieces), load with the Python module m[name] (all cores, then one "
+                 "thread) and its ratio to loading the F16 tensor, first read through a mount and its ratio "
+                 "to the F32 tensor's; ratios are medians of side-by-side pairs%s" % (r["mib"], note),
+                 ["type", "decode scalar", "decode SIMD", "load", "x F16", "load 1 thr", "x F16",
+                  "mount first", "x F32"], rows)
+
+
 def report_remote(r):
     rows = [[t, "%.1f" % (v["src_bytes"] / MiB), f2(v["cat_gbps_median"]), f2(v["wf_src_gbps_median"]),
-             f2(v["wf_out_gbps_median"]), f2(v["ratio_median"])] for t, v in r["types"].items()]
+             f2(v["wf_out_gbps_median"]), f2(v["ratio_median"]),
+             f2(v["ratio0_median"]) if "ratio0_median" in v else "-"] for t, v in r["types"].items()]
     return table("(6) network storage: first read of a tensor through weightfs on an rclone mount "
                  "(rclone serve http on 127.0.0.1; %s; lower mount read_ahead_kb=%s) vs reading the "
                  "same source bytes through the same rclone mount; fresh rclone mount and dropped "
-                 "page cache before each; ratio = median of side-by-side pairs, 1.00 = decode hidden"
+                 "page cache before each; ratio = median of side-by-side pairs, 1.00 = decode hidden; "
+                 "last column: weightfs with WEIGHTFS_NO_READAHEAD=1, in the same runs"
                  % (r["rclone_opts"], r["read_ahead_kb"]),
                  ["type", "source MiB", "rclone read GB/s", "weightfs src GB/s", "weightfs out GB/s",
-                  "x rclone read"], rows)
+                  "x rclone read", "no read-ahead"], rows)
 
 
 def touch_memory(gib):
@@ -877,6 +978,10 @@ def report(res):
                "read_ahead_kb=%s, mount opts %s; %s GiB of memory touched and freed first"
                % (cfg["host"], cfg["runs"], cfg["mib"], res.get("mount_io", {}).get("read_ahead_kb"),
                   cfg["mount_opt"] or "(default)", cfg.get("touched_mem_gib", 0)))
+    if "loadavg_start" in cfg:
+        out.append("load average (1, 5, 15 min) at the start %s, at the end %s: other processes share "
+                   "the CPUs when these exceed 0" % tuple("%.2f/%.2f/%.2f" % tuple(cfg[k])
+                                                         for k in ("loadavg_start", "loadavg_end")))
     if "decode" in res:
         d = res["decode"]
         ref = d["F32"]["scalar_median"]
@@ -984,6 +1089,8 @@ def report(res):
                 for t, e in pv["types"].items()]
         out.append(table("(11) first reads through the mount, GB/s: %s vs this binary" % pv["prev"],
                          ["type", "previous", "this", "x previous"], rows))
+    if "load" in res:
+        out.append(report_load(res["load"]))
     if "mount_io" in res:
         io = res["mount_io"]
         a, b = io["mem_after_mount_kib"], io["mem_after_reading_all_kib"]
@@ -1006,9 +1113,12 @@ def main():
     ap.add_argument("--runs", type=int)
     ap.add_argument("--mib", type=int, help="MiB of float32 output per tensor (default 256)")
     ap.add_argument("--rand-n", type=int, default=500, help="random reads per tensor per run")
-    ap.add_argument("--parts", default="decode,io,mount,whole,module,remote,convert,views,hfq",
+    ap.add_argument("--parts", default="decode,io,mount,whole,module,remote,convert,views,load,hfq",
                     help="comma list of decode, io, mount, whole, module (a Python with numpy), remote "
-                         "(needs rclone), convert, views, prev (needs --prev-weightfs)")
+                         "(needs rclone), convert, views, load, prev (needs --prev-weightfs)")
+    ap.add_argument("--load-mib", type=int,
+                    help="MiB of float32 output per tensor in the load part (default 128, quick 32)")
+    ap.add_argument("--load-types", help="comma list of types for the load part (default: all; F16 always)")
     ap.add_argument("--prev-weightfs", help="an older weightfs binary to compare first reads with (part 11)")
     ap.add_argument("--disk-dir", default="build/bench",
                     help="directory on a disk filesystem for the whole-read part's reference file")
@@ -1028,11 +1138,14 @@ def main():
         TYPES[:] = ["F32"] + [t for t in args.types.split(",") if t != "F32"]
     args.runs = args.runs or (3 if args.quick else 5)
     args.mib = args.mib or (32 if args.quick else 256)
+    args.load_mib = args.load_mib or (32 if args.quick else 128)
+    args.load_types = set(args.load_types.split(",")) if args.load_types else None
     n_tensors, n_vocab = (20000, 30000) if args.quick else (100000, 150000)
     parts = set(args.parts.split(","))
 
     # the model, the tmpfs reference, and convert's output (the whole model)
-    need = args.mib * MiB * 4 + 64 * MiB + (args.mib * MiB * len(TYPES) if "convert" in parts else 0)
+    need = args.mib * MiB * 4 + 64 * MiB + (args.mib * MiB * len(TYPES) if "convert" in parts else 0) \
+        + (args.load_mib * MiB * 6 if "load" in parts else 0)
     if not args.dir:
         base = "/dev/shm" if os.path.isdir("/dev/shm") and shutil.disk_usage("/dev/shm").free > need else "/tmp"
         args.dir = os.path.join(base, "weightfs-bench-%d" % os.getpid())
@@ -1065,6 +1178,7 @@ def main():
                           "read_ahead_kb_set": args.read_ahead_kb,
                           "no_simd_env": os.environ.get("WEIGHTFS_NO_SIMD", "")}}
         res["config"]["touched_mem_gib"] = args.touch_mem
+        res["config"]["loadavg_start"] = os.getloadavg()
         touch_memory(args.touch_mem)
         if "decode" in parts:
             res["decode"] = part_decode(args, model)
@@ -1102,11 +1216,14 @@ def main():
             res["views"] = part_views(args, model)
         if args.prev_weightfs:
             res["prev"] = part_prev(args, model)
+        if "load" in parts:
+            res["load"] = part_load(args)
         if "mount" in parts:
             res["mount_cost"] = part_mount_cost(args, [
                 ("%d tensors, %d tokens" % (n_tensors, n_vocab), many),
                 ("64 GiB sparse, 4 tensors", sparse),
                 ("benchmark model, %d tensors" % len(TYPES), model)])
+        res["config"]["loadavg_end"] = os.getloadavg()
         text = report(res)
         print(text)
         res["table"] = text

@@ -71,30 +71,6 @@ float wf_bf16_to_f32(uint16_t h)
 	return f32_from_bits((uint32_t)h << 16);
 }
 
-/* ggml_e8m0_to_fp32_half: 2^(e-128) for every e, no NaN case.  e = 0, 1 are
- * f32 subnormals, which is why FTZ builds get MXFP4 wrong. */
-static inline float e8m0_half(uint8_t e)
-{
-	if (e < 2)
-		return f32_from_bits(UINT32_C(0x00200000) << e);
-	return f32_from_bits((uint32_t)(e - 1) << 23);
-}
-
-/* ggml_ue4m3_to_fp32 (NVFP4 sub-block scale), already halved to cancel the
- * doubled fp4 table.  Bit 7 is ignored; only 0x7F is the "NaN" that maps to
- * zero, so 0xFF is 240. */
-static inline float ue4m3_half(uint8_t x)
-{
-	unsigned exp = (x >> 3) & 0xF, man = x & 7;
-
-	if (x == 0x00 || x == 0x7F)
-		return 0.0f;
-	if (exp == 0)
-		return (float)man * 0x1p-10f;   /* man * 2^-9 * 0.5, exact */
-	/* (1 + man/8) * 2^(exp-7) * 0.5: f32 exponent field exp - 8 + 127. */
-	return f32_from_bits((exp + 119) << 23 | man << 20);
-}
-
 void wf_decode_f16(const uint8_t *src, float *dst, size_t nblocks)
 {
 	for (size_t i = 0; i < nblocks; i++)
@@ -638,7 +614,7 @@ void wf_decode_tq2_0(const uint8_t *src, float *dst, size_t nblocks)
 void wf_decode_mxfp4(const uint8_t *src, float *dst, size_t nblocks)
 {
 	for (size_t b = 0; b < nblocks; b++, src += WF_MXFP4_BYTES, dst += WF_MXFP4_BLCK) {
-		const float d = e8m0_half(src[WF_MXFP4_E]);
+		const float d = wf_e8m0_half(src[WF_MXFP4_E]);
 		const uint8_t *qs = src + WF_MXFP4_QS;
 
 		for (int j = 0; j < 16; j++) {
@@ -654,7 +630,7 @@ void wf_decode_nvfp4(const uint8_t *src, float *dst, size_t nblocks)
 		const uint8_t *qs = src + WF_NVFP4_QS;
 
 		for (int s = 0; s < WF_NVFP4_D_LEN; s++) {
-			const float ds = ue4m3_half(src[WF_NVFP4_D + s]);
+			const float ds = wf_ue4m3_half(src[WF_NVFP4_D + s]);
 			float *y = dst + 16 * s;
 
 			for (int j = 0; j < 8; j++) {

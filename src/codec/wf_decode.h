@@ -14,6 +14,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "base/wf_common.h"
 
@@ -28,6 +29,39 @@ static inline void wf_scale_min_k4(int j, const uint8_t *s, int *sc, int *mn)
 		*sc = (s[j + 4] & 0xF) | (s[j - 4] >> 6) << 4;
 		*mn = (s[j + 4] >> 4) | (s[j] >> 6) << 4;
 	}
+}
+
+/* The block scales of MXFP4 and NVFP4, halved to cancel ggml's doubled fp4
+ * table; shared by the scalar and SIMD decoders so both read them alike. */
+static inline float wf_bits_f32(uint32_t u)
+{
+	float f;
+
+	memcpy(&f, &u, sizeof f);
+	return f;
+}
+
+/* ggml_e8m0_to_fp32_half: 2^(e-128) for every e, no NaN case.  e = 0, 1 are
+ * f32 subnormals, which is why FTZ builds get MXFP4 wrong. */
+static inline float wf_e8m0_half(uint8_t e)
+{
+	if (e < 2)
+		return wf_bits_f32(UINT32_C(0x00200000) << e);
+	return wf_bits_f32((uint32_t)(e - 1) << 23);
+}
+
+/* ggml_ue4m3_to_fp32 (NVFP4 sub-block scale), already halved.  Bit 7 is
+ * ignored; only 0x7F is the "NaN" that maps to zero, so 0xFF is 240. */
+static inline float wf_ue4m3_half(uint8_t x)
+{
+	unsigned exp = (x >> 3) & 0xF, man = x & 7;
+
+	if (x == 0x00 || x == 0x7F)
+		return 0.0f;
+	if (exp == 0)
+		return (float)man * 0x1p-10f;   /* man * 2^-9 * 0.5, exact */
+	/* (1 + man/8) * 2^(exp-7) * 0.5: f32 exponent field exp - 8 + 127. */
+	return wf_bits_f32((exp + 119) << 23 | man << 20);
 }
 
 /* Scalar conversions shared with the table's users. */
@@ -103,6 +137,21 @@ void wf_decode_q8_k_avx2(const uint8_t *src, float *dst, size_t nblocks);
 void wf_decode_iq2_xxs_avx2(const uint8_t *src, float *dst, size_t nblocks);
 void wf_decode_iq4_nl_avx2(const uint8_t *src, float *dst, size_t nblocks);
 void wf_decode_iq4_xs_avx2(const uint8_t *src, float *dst, size_t nblocks);
+void wf_decode_f64_avx2(const uint8_t *src, float *dst, size_t nblocks);
+void wf_decode_q2_k_avx2(const uint8_t *src, float *dst, size_t nblocks);
+void wf_decode_q3_k_avx2(const uint8_t *src, float *dst, size_t nblocks);
+void wf_decode_iq2_xs_avx2(const uint8_t *src, float *dst, size_t nblocks);
+void wf_decode_iq2_s_avx2(const uint8_t *src, float *dst, size_t nblocks);
+void wf_decode_iq3_xxs_avx2(const uint8_t *src, float *dst, size_t nblocks);
+void wf_decode_iq3_s_avx2(const uint8_t *src, float *dst, size_t nblocks);
+void wf_decode_iq1_s_avx2(const uint8_t *src, float *dst, size_t nblocks);
+void wf_decode_iq1_m_avx2(const uint8_t *src, float *dst, size_t nblocks);
+void wf_decode_tq1_0_avx2(const uint8_t *src, float *dst, size_t nblocks);
+void wf_decode_tq2_0_avx2(const uint8_t *src, float *dst, size_t nblocks);
+void wf_decode_mxfp4_avx2(const uint8_t *src, float *dst, size_t nblocks);
+void wf_decode_nvfp4_avx2(const uint8_t *src, float *dst, size_t nblocks);
+void wf_decode_q1_0_avx2(const uint8_t *src, float *dst, size_t nblocks);
+void wf_decode_q2_0_avx2(const uint8_t *src, float *dst, size_t nblocks);
 #endif
 
 #endif

@@ -3,6 +3,7 @@
 #include "view/wf_hfq.h"
 #include "view/wf_view.h"
 #include "base/wf_bus.h"
+#include "view/wf_prefetch.h"
 
 #include <setjmp.h>
 #include <signal.h>
@@ -85,6 +86,8 @@ static enum wf_err view_piece(struct wf_live *lv, struct touched *tc, const stru
 		if (files[k] >= lv->m->n_parts || atomic_load_explicit(&lv->changed[files[k]], memory_order_relaxed))
 			return WF_ERR_CHANGED;
 	const struct wf_part *p = &lv->m->parts[t->part];
+	if (!t->q)
+		wf_prefetch_read(t, p->fd, off, len); /* network storage: one reader, ahead */
 	enum wf_err rc = wf_view_read(t, p->data, p->len, off, len, out, got);
 	if (rc == WF_OK && wf_live_test_hook)
 		wf_live_test_hook(lv, t->part);

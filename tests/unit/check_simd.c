@@ -6,7 +6,13 @@
  *    signalling NaNs, +-65504) in a share of the blocks, at odd source
  *    alignments and block counts, decoded by both functions and compared
  *    as bytes;
- *  - F16 and BF16: all 65536 inputs;
+ *  - the same for MXFP4's e8m0 and NVFP4's ue4m3 byte scales and IQ1_M's
+ *    scattered d (0, 1, 0x7F, 0x80, 0xFF, ...);
+ *  - the known blocks of check_types.c (known_blocks.h): the SIMD twin
+ *    gives ggml's bytes;
+ *  - F16 and BF16: all 65536 inputs; F64: NaNs with payloads, +-0, +-Inf,
+ *    subnormals, overflow and halfway roundings;
+ *  - every ggml type with a decoder has a SIMD twin;
  *  - every tensor of tests/data/ggml-oracle (manifest.json; the directory
  *    may be moved with WF_ORACLE_DIR) opened with wf_open_file and read
  *    through wf_view_read, whole and in odd-sized pieces, with SIMD off and
@@ -27,6 +33,8 @@
 #include "model/wf_open.h"
 #include "codec/wf_types.h"
 #include "view/wf_view.h"
+
+#include "known_blocks.h"
 
 static int have_simd;
 
@@ -49,17 +57,51 @@ static const uint16_t special_f16[] = {
 static const int *scale_offsets(int id)
 {
 	static const int at0[] = {0, -1}, at0_2[] = {0, 2, -1}, q6k[] = {208, -1}, none[] = {-1};
+	static const int q2k[] = {80, 82, -1}, q3k[] = {108, -1}, tq1[] = {52, -1}, tq2[] = {64, -1};
 
 	switch (id) {
 	case WF_T_Q4_1: case WF_T_Q5_1: case WF_T_Q4_K: case WF_T_Q5_K:
 		return at0_2;
 	case WF_T_Q6_K:
 		return q6k;
+	case WF_T_Q2_K:
+		return q2k;
+	case WF_T_Q3_K:
+		return q3k;
+	case WF_T_TQ1_0:
+		return tq1;
+	case WF_T_TQ2_0:
+		return tq2;
 	case WF_T_Q4_0: case WF_T_Q5_0: case WF_T_Q8_0: case WF_T_IQ2_XXS:
-	case WF_T_IQ4_NL: case WF_T_IQ4_XS:
+	case WF_T_IQ4_NL: case WF_T_IQ4_XS: case WF_T_IQ2_XS: case WF_T_IQ2_S:
+	case WF_T_IQ3_XXS: case WF_T_IQ3_S: case WF_T_IQ1_S: case WF_T_Q1_0: case WF_T_Q2_0:
 		return at0;
 	default:
 		return none;
+	}
+}
+
+/* Byte scales whose edge values random bytes hit too rarely: MXFP4's e8m0
+ * (0 and 1 are f32 subnormals, 255 the largest) and NVFP4's ue4m3 (0x7F is
+ * the "NaN" read as zero, 0x80/0xFF have bit 7 set). */
+static const uint8_t special_u8[] = {0x00, 0x01, 0x02, 0x7F, 0x80, 0x81, 0xFE, 0xFF};
+
+/* Puts the special value into block p's scale fields where r says so. */
+static void special_scales(int id, uint8_t *p, uint64_t r)
+{
+	uint16_t v = special_f16[(r >> 8) % WF_ARRAY_LEN(special_f16)];
+	uint8_t u = special_u8[(r >> 8) % WF_ARRAY_LEN(special_u8)];
+
+	if (r % 4)
+		return;
+	if (id == WF_T_IQ1_M) {
+		/* d is the top nibbles of the four scale words at 48..55 */
+		for (int k = 0; k < 4; k++)
+			p[48 + 2 * k + 1] = (uint8_t)((p[48 + 2 * k + 1] & 0x0F) | ((v >> (4 * k)) & 0xF) << 4);
+	} else if (id == WF_T_MXFP4) {
+		p[0] = u;
+	} else if (id == WF_T_NVFP4) {
+		p[(r >> 16) % 4] = u;
 	}
 }
 
@@ -77,6 +119,7 @@ static void fill_blocks(int id, const struct wf_type *ty, uint8_t *p, size_t nbl
 				p[b * ty->bytes + (size_t)offs[k] + 1] = (uint8_t)(v >> 8);
 			}
 		}
+		special_scales(id, p + b * ty->bytes, next());
 	}
 }
 
@@ -167,6 +210,80 @@ START_TEST(test_all_halves)
 		}
 	}
 	free(src);
+}
+END_TEST
+
+/* The oracle's known blocks (known_blocks.h, also check_types.c): the SIMD
+ * twin gives ggml's bytes too, aligned and at an odd address. */
+START_TEST(test_known_blocks)
+{
+	const struct known_block *kb = &known_blocks[_i];
+	const struct wf_type *ty = wf_type_get(kb->type);
+	ck_assert_ptr_nonnull(ty);
+	if (!ty->decode_simd)
+		return;
+	if (!have_simd) {
+		printf("check_simd: %s: no AVX2/F16C on this CPU, known block skipped\n", ty->name);
+		return;
+	}
+	float *out = malloc(kb->out_len);
+	uint8_t *shifted = malloc(kb->in_len + 1);
+	ck_assert_ptr_nonnull(out);
+	ck_assert_ptr_nonnull(shifted);
+	for (int align = 0; align < 2; align++) {
+		memcpy(shifted + align, kb->in, kb->in_len);
+		memset(out, 0xA5, kb->out_len);
+		ty->decode_simd(shifted + align, out, kb->nblocks);
+		ck_assert_msg(memcmp(out, kb->out, kb->out_len) == 0, "%s: SIMD decode of %s differs (offset %d)",
+			      ty->name, kb->source, align);
+		compare(ty, shifted + align, kb->nblocks);
+	}
+	free(shifted);
+	free(out);
+}
+END_TEST
+
+/* F64 edge values: NaNs with payloads (signalling too), +-0, +-Inf,
+ * subnormals of both widths, float overflow and halfway roundings. */
+START_TEST(test_f64_specials)
+{
+	static const uint64_t v[] = {
+		0x0000000000000000u, 0x8000000000000000u, 0x7FF0000000000000u, 0xFFF0000000000000u,
+		0x7FF0000000000001u, 0xFFF4000000000000u, 0x7FF8000000000000u, 0x7FFFFFFFFFFFFFFFu,
+		0x7FF80000DEADBEEFu, 0x0000000000000001u, 0x800FFFFFFFFFFFFFu, 0x36A0000000000000u,
+		0x3690000000000000u, 0x47EFFFFFE0000000u, 0x47EFFFFFF0000000u, 0xC7F0000000000000u,
+		0x3FF0000010000000u, 0x3FF0000030000000u, 0x3FF0000010000001u, 0x3FF0000000000000u,
+	};
+	const struct wf_type *ty = wf_type_get(WF_T_F64);
+	ck_assert_ptr_nonnull(ty);
+	ck_assert_ptr_nonnull(ty->decode_simd);
+	if (!have_simd) {
+		printf("check_simd: no AVX2/F16C on this CPU, F64 comparison skipped\n");
+		return;
+	}
+	size_t n = 3 * WF_ARRAY_LEN(v);
+	uint8_t *src = malloc(8 * n + 1);
+	ck_assert_ptr_nonnull(src);
+	for (size_t align = 0; align < 2; align++) {
+		for (size_t i = 0; i < n; i++)
+			for (int k = 0; k < 8; k++)
+				src[align + 8 * i + k] = (uint8_t)(v[(i * 7) % WF_ARRAY_LEN(v)] >> (8 * k));
+		for (size_t m = 1; m <= n; m++)
+			compare(ty, src + align, m);
+	}
+	free(src);
+}
+END_TEST
+
+/* Every ggml type with a decoder has a SIMD twin (issue 21), but Q8_1:
+ * ggml's activation type, which no model file ships, stays scalar. */
+START_TEST(test_all_ggml_have_simd)
+{
+	for (int id = 0; id < WF_GGML_TYPE_COUNT; id++) {
+		const struct wf_type *ty = wf_type_get(id);
+		if (ty && ty->decode && id != WF_T_Q8_1)
+			ck_assert_msg(ty->decode_simd != NULL, "%s has no SIMD decoder", ty->name);
+	}
 }
 END_TEST
 
@@ -285,7 +402,8 @@ START_TEST(test_switch)
 	ck_assert_int_eq(wf_simd_set(1), have_simd);
 	ck_assert_ptr_eq((void *)wf_type_decoder(ty), (void *)(have_simd ? ty->decode_simd : ty->decode));
 	/* a type without a SIMD twin always gets its scalar decoder */
-	ty = wf_type_get(WF_T_TQ1_0);
+	ty = wf_type_get(WF_T_F8_E4M3);
+	ck_assert_ptr_null((void *)ty->decode_simd);
 	ck_assert_ptr_eq((void *)wf_type_decoder(ty), (void *)ty->decode);
 }
 END_TEST
@@ -306,6 +424,9 @@ int main(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_loop_test(tc, test_random_blocks, 0, WF_T_COUNT);
 	tcase_add_test(tc, test_all_halves);
+	tcase_add_loop_test(tc, test_known_blocks, 0, (int)WF_ARRAY_LEN(known_blocks));
+	tcase_add_test(tc, test_f64_specials);
+	tcase_add_test(tc, test_all_ggml_have_simd);
 	tcase_add_test(tc, test_oracle);
 	tcase_add_test(tc, test_switch);
 	suite_add_tcase(s, tc);
