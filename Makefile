@@ -225,6 +225,10 @@ install: $(B)/weightfs $(B)/libweightfs.so
 # empty; the mime database install generated goes too when no other
 # package is left in it.
 MIME_DB := aliases generic-icons globs globs2 icons magic mime.cache subclasses treemagic types version XMLnamespaces
+# Every type packaging/weightfs-mime.xml declares: the files update-mime-database
+# made of them go when the last package description does.
+MIME_TYPES = $(shell sed -n 's/.*<mime-type type="\([^"]*\)".*/\1/p' packaging/weightfs-mime.xml)
+
 uninstall:
 	$(Q)test -n "$(PYDIR)" || { echo "uninstall: $(INSTALL_PYTHON) does not say where modules go: give PYDIR=" >&2; exit 1; }
 	rm -f $(DESTDIR)$(BINDIR)/weightfs $(DESTDIR)$(MANDIR)/man1/weightfs.1 \
@@ -234,8 +238,7 @@ uninstall:
 	rm -rf $(DESTDIR)$(PYDIR)/weightfs
 	$(Q)if [ -z "$(DESTDIR)" ] && [ -d $(MIMEDIR)/packages ]; then \
 		if [ -z "$$(ls -A $(MIMEDIR)/packages)" ]; then \
-			rm -f $(addprefix $(MIMEDIR)/,$(MIME_DB)) $(MIMEDIR)/application/x-weightfs-*.xml \
-				$(MIMEDIR)/application/x-npy.xml; \
+			rm -f $(addprefix $(MIMEDIR)/,$(MIME_DB)) $(MIME_TYPES:%=$(MIMEDIR)/%.xml); \
 			rmdir $(MIMEDIR)/application 2>/dev/null || true; \
 		elif command -v update-mime-database >/dev/null 2>&1; then update-mime-database $(MIMEDIR); fi; \
 	fi
