@@ -3,9 +3,9 @@
 # target in turn, its output shown as it comes, then one line per target
 # and one closing line for all of them, "check: N passed, M failed".
 #
-# A target's count is what its own runner says: Check's "Checks: N,
-# Failures: F, Errors: E" lines (summed), or the last "N passed, M failed"
-# line (the mount suite, the Python module).  A target that prints neither
+# A target's count is what its own runners say, summed: Check's "Checks: N,
+# Failures: F, Errors: E" lines and "N passed, M failed" lines (the mount
+# suite, each Python test file, readme-check, install-check).  A target that prints neither
 # (layers-check, api-check, the fuzzers, the bench tools) counts as one
 # check, passed when it exits 0.  A target that fails without a failure in
 # its count adds one, so the closing line never hides a red target.
@@ -24,12 +24,13 @@ for target in "$@"; do
 		f=$((f + fl + er))
 		counted=1
 	done < <(sed -nE 's/.*Checks: ([0-9]+), Failures: ([0-9]+), Errors: ([0-9]+).*/\1 \2 \3/p' "$log")
-	last=$(grep -E '(^|[^0-9])[0-9]+ passed, [0-9]+ failed' "$log" | tail -n 1)
-	if [ -n "$last" ]; then
-		p=$((p + $(sed -nE 's/.*[^0-9]?([0-9]+) passed, ([0-9]+) failed.*/\1/p' <<<"$last")))
-		f=$((f + $(sed -nE 's/.*[^0-9]?([0-9]+) passed, ([0-9]+) failed.*/\2/p' <<<"$last")))
+	# the last such line of each runner that prints one (the Python checks
+	# print one per file, so every line after a Check summary counts once)
+	while read -r n fl; do
+		p=$((p + n))
+		f=$((f + fl))
 		counted=1
-	fi
+	done < <(sed -nE 's/(^|.*[^0-9])([0-9]+) passed, ([0-9]+) failed.*/\2 \3/p' "$log")
 	if [ -z "$counted" ]; then
 		if [ "$rc" -eq 0 ]; then p=1; else f=1; fi
 	elif [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
