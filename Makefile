@@ -190,9 +190,10 @@ readme-check:
 	$(Q)bash tests/readme/run.sh README.md docs/python.md
 
 # make install and uninstall, into DESTDIRs and (as root) the system, from a
-# clean clone of what is committed (tests/install/run.sh).
+# clean clone of what is committed (tests/install/run.sh), always a normal
+# build: what is installed is never the sanitizer build of SANITIZE=1.
 install-check:
-	$(Q)bash tests/install/run.sh
+	$(Q)env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL bash tests/install/run.sh
 
 # The mime types of -o suffix's and -o npy's files (packaging/weightfs-mime.xml).
 # A staged install (DESTDIR, packages) leaves the database to the package's
