@@ -193,7 +193,7 @@ readme-check:
 # clean clone of what is committed (tests/install/run.sh), always a normal
 # build: what is installed is never the sanitizer build of SANITIZE=1.
 install-check:
-	$(Q)env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL bash tests/install/run.sh
+	$(Q)env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL SANITIZE=0 DEBUG=0 bash tests/install/run.sh
 
 # The mime types of -o suffix's and -o npy's files (packaging/weightfs-mime.xml).
 # A staged install (DESTDIR, packages) leaves the database to the package's
