@@ -97,9 +97,18 @@ START_TEST(test_stack_refusals)
 	/* Q8_1, which ggml cannot convert, stacks like any type (d * q) */
 	m = open_ok("tests/data/ggml-oracle/no_to_float.gguf");
 	size_t q81[] = {find(m, "raw.q8_1"), find(m, "raw.q8_1")};
-	static float two[2][128]; /* [2, 64] float32 each */
+	static float two[2][128], q81_read[128]; /* [2, 64] float32 each */
+	size_t got = 0;
 	ck_assert_int_eq(weightfs_read_stack(m, q81, 2, WEIGHTFS_F32, two, sizeof two[0], 0, err, sizeof err), 0);
-	ck_assert(memcmp(two[0], two[1], sizeof two[0]) == 0);
+	/* each slot is what weightfs_read gives (whose Q8_1 decoding check_subbyte
+	 * holds to the block's definition), and not all zero */
+	ck_assert_int_eq(weightfs_read(m, q81[0], WEIGHTFS_F32, 0, sizeof q81_read, q81_read, &got, err, sizeof err), 0);
+	ck_assert_uint_eq(got, sizeof q81_read);
+	ck_assert(memcmp(two[0], q81_read, sizeof q81_read) == 0 && memcmp(two[1], q81_read, sizeof q81_read) == 0);
+	size_t nonzero = 0;
+	for (size_t k = 0; k < 128; k++)
+		nonzero += q81_read[k] != 0.0f;
+	ck_assert_uint_gt(nonzero, 0);
 	weightfs_close(m);
 }
 END_TEST
