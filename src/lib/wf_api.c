@@ -2,6 +2,7 @@
  * wf_live.  The only file whose functions libweightfs.so exports: every
  * other object is built with hidden visibility. */
 #include "lib/weightfs.h"
+#include "lib/wf_api_int.h"
 #include "base/wf_buf.h"
 #include "base/wf_names.h"
 #include "view/wf_live.h"
@@ -42,8 +43,7 @@ static enum wf_vk dtype_view(int dtype)
 	return views[dtype];
 }
 
-static int fail(char *err, size_t errlen, int code, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
-static int fail(char *err, size_t errlen, int code, const char *fmt, ...)
+int wf_api_fail(char *err, size_t errlen, int code, const char *fmt, ...)
 {
 	if (err && errlen) {
 		va_list ap;
@@ -68,32 +68,32 @@ WEIGHTFS_API int weightfs_open(const char *path, int dtype, weightfs_model **out
 	if (out)
 		*out = NULL;
 	if (!path || !out)
-		return fail(err, errlen, WEIGHTFS_EINVAL, "weightfs_open: path and out must not be NULL");
+		return wf_api_fail(err, errlen, WEIGHTFS_EINVAL, "weightfs_open: path and out must not be NULL");
 	if (dtype < WEIGHTFS_F32 || dtype > WEIGHTFS_STORED)
-		return fail(err, errlen, WEIGHTFS_EINVAL, "%s: unknown output dtype %d", path, dtype);
+		return wf_api_fail(err, errlen, WEIGHTFS_EINVAL, "%s: unknown output dtype %d", path, dtype);
 	/* Before the model is mapped: a fault must never find no handler. */
 	pthread_once(&sigbus_once, install_sigbus);
 	if (sigbus_rc != 0)
-		return fail(err, errlen, WEIGHTFS_EIO, "%s: cannot install the SIGBUS handler", path);
+		return wf_api_fail(err, errlen, WEIGHTFS_EIO, "%s: cannot install the SIGBUS handler", path);
 	weightfs_model *h = calloc(1, sizeof *h);
 	if (!h)
-		return fail(err, errlen, WEIGHTFS_ENOMEM, "%s: out of memory", path);
+		return wf_api_fail(err, errlen, WEIGHTFS_ENOMEM, "%s: out of memory", path);
 	h->dtype = dtype;
 	enum wf_err rc = wf_set_open(&h->m, path, msg);
 	if (rc != WF_OK) {
 		free(h);
-		return fail(err, errlen, (int)rc, "%s: %s", path, msg);
+		return wf_api_fail(err, errlen, (int)rc, "%s: %s", path, msg);
 	}
 	/* quantized layers: decoded tensors in place of their parts, unless
 	 * the model is opened to show what is stored */
 	if ((rc = wf_hfq_apply(h->m, dtype_view(h->dtype), msg)) != WF_OK) {
 		wf_model_free(h->m);
 		free(h);
-		return fail(err, errlen, (int)rc, "%s: %s", path, msg);
+		return wf_api_fail(err, errlen, (int)rc, "%s: %s", path, msg);
 	}
 	if (wf_live_init(&h->lv, h->m, NULL, NULL, NULL, NULL) != WF_OK || !wf_names_init(&h->names, h->m->n_tensors)) {
 		weightfs_close(h);
-		return fail(err, errlen, WEIGHTFS_ENOMEM, "%s: out of memory", path);
+		return wf_api_fail(err, errlen, WEIGHTFS_ENOMEM, "%s: out of memory", path);
 	}
 	for (size_t i = 0; i < h->m->n_tensors; i++) {
 		const struct wf_tensor *t = &h->m->tensors[i];
@@ -133,18 +133,18 @@ static int view_of(const weightfs_model *h, size_t i, int dtype, struct wf_tenso
 {
 	char msg[WF_ERRLEN];
 	if (!h)
-		return fail(err, errlen, WEIGHTFS_EINVAL, "no model");
+		return wf_api_fail(err, errlen, WEIGHTFS_EINVAL, "no model");
 	if (i >= h->m->n_tensors)
-		return fail(err, errlen, WEIGHTFS_EINVAL, "tensor index %zu: the model has %zu tensors", i,
+		return wf_api_fail(err, errlen, WEIGHTFS_EINVAL, "tensor index %zu: the model has %zu tensors", i,
 			    h->m->n_tensors);
 	if (dtype == WEIGHTFS_DEFAULT)
 		dtype = h->dtype;
 	if (dtype < WEIGHTFS_F32 || dtype > WEIGHTFS_STORED)
-		return fail(err, errlen, WEIGHTFS_EINVAL, "unknown output dtype %d", dtype);
+		return wf_api_fail(err, errlen, WEIGHTFS_EINVAL, "unknown output dtype %d", dtype);
 	*t = h->m->tensors[i];
 	enum wf_err rc = wf_tensor_set_view(t, dtype_view(dtype), msg);
 	if (rc != WF_OK)
-		return fail(err, errlen, (int)rc, "%s", msg);
+		return wf_api_fail(err, errlen, (int)rc, "%s", msg);
 	return WEIGHTFS_OK;
 }
 
@@ -153,7 +153,7 @@ WEIGHTFS_API int weightfs_tensor_info(const weightfs_model *h, size_t i, int dty
 {
 	struct wf_tensor t;
 	if (!info)
-		return fail(err, errlen, WEIGHTFS_EINVAL, "weightfs_tensor_info: info must not be NULL");
+		return wf_api_fail(err, errlen, WEIGHTFS_EINVAL, "weightfs_tensor_info: info must not be NULL");
 	int rc = view_of(h, i, dtype, &t, err, errlen);
 	if (rc != WEIGHTFS_OK)
 		return rc;
@@ -191,15 +191,15 @@ static int read_fail(weightfs_model *h, const struct wf_tensor *t, enum wf_err r
 				break;
 			}
 		}
-		return fail(err, errlen, WEIGHTFS_ECHANGED, "tensor %s: %s%s changed since the model was opened%s%s",
+		return wf_api_fail(err, errlen, WEIGHTFS_ECHANGED, "tensor %s: %s%s changed since the model was opened%s%s",
 			    q, part ? "file " : "a file of the model", part ? part : "", why[0] ? ": " : "", why);
 	}
 	if (rc == WF_ERR_RANGE && t->vk == WF_VK_NONE)
-		return fail(err, errlen, WEIGHTFS_ERANGE, "tensor %s: type %s cannot be decoded (read it as stored)",
+		return wf_api_fail(err, errlen, WEIGHTFS_ERANGE, "tensor %s: type %s cannot be decoded (read it as stored)",
 			    q, ty && ty->name ? ty->name : "?");
 	if (rc == WF_ERR_RANGE)
-		return fail(err, errlen, WEIGHTFS_ERANGE, "tensor %s: its bytes are not in the file", q);
-	return fail(err, errlen, (int)rc, "tensor %s: read failed", q);
+		return wf_api_fail(err, errlen, WEIGHTFS_ERANGE, "tensor %s: its bytes are not in the file", q);
+	return wf_api_fail(err, errlen, (int)rc, "tensor %s: read failed", q);
 }
 
 WEIGHTFS_API int weightfs_read(weightfs_model *h, size_t i, int dtype, uint64_t offset, size_t len, void *buf,
@@ -210,7 +210,7 @@ WEIGHTFS_API int weightfs_read(weightfs_model *h, size_t i, int dtype, uint64_t 
 	if (got)
 		*got = 0;
 	if (!got || (!buf && len))
-		return fail(err, errlen, WEIGHTFS_EINVAL, "weightfs_read: buf and got must not be NULL");
+		return wf_api_fail(err, errlen, WEIGHTFS_EINVAL, "weightfs_read: buf and got must not be NULL");
 	int rc = view_of(h, i, dtype, &t, err, errlen);
 	if (rc != WEIGHTFS_OK)
 		return rc;
@@ -245,7 +245,7 @@ WEIGHTFS_API int weightfs_read_parallel(weightfs_model *h, size_t i, int dtype, 
 	if (got)
 		*got = 0;
 	if (!got || (!buf && len))
-		return fail(err, errlen, WEIGHTFS_EINVAL, "weightfs_read_parallel: buf and got must not be NULL");
+		return wf_api_fail(err, errlen, WEIGHTFS_EINVAL, "weightfs_read_parallel: buf and got must not be NULL");
 	int rc = view_of(h, i, dtype, &t, err, errlen);
 	if (rc != WEIGHTFS_OK)
 		return rc;
@@ -314,7 +314,7 @@ WEIGHTFS_API int weightfs_stats(weightfs_model *h, size_t i, int dtype, unsigned
 	struct wf_stats ws;
 	char msg[WF_ERRLEN];
 	if (!st)
-		return fail(err, errlen, WEIGHTFS_EINVAL, "weightfs_stats: st must not be NULL");
+		return wf_api_fail(err, errlen, WEIGHTFS_EINVAL, "weightfs_stats: st must not be NULL");
 	memset(st, 0, sizeof *st);
 	int rc = view_of(h, i, dtype, &t, err, errlen);
 	if (rc != WEIGHTFS_OK)
@@ -323,7 +323,7 @@ WEIGHTFS_API int weightfs_stats(weightfs_model *h, size_t i, int dtype, unsigned
 	if (wrc == WF_ERR_CHANGED)
 		return read_fail(h, &t, wrc, err, errlen);
 	if (wrc != WF_OK)
-		return fail(err, errlen, (int)wrc, "%s", msg);
+		return wf_api_fail(err, errlen, (int)wrc, "%s", msg);
 	*st = (struct weightfs_stats){.count = ws.count, .finite = ws.finite, .min = ws.min, .max = ws.max,
 				      .mean = ws.mean, .std = ws.std, .absmax = ws.absmax, .zeros = ws.zeros,
 				      .nan = ws.nan, .inf = ws.inf};

@@ -3,6 +3,7 @@
  * tensors) without an intermediate copy.  Built on the public calls only:
  * every guarantee of weightfs_read holds for each piece. */
 #include "lib/weightfs.h"
+#include "lib/wf_api_int.h"
 #include "base/wf_buf.h"
 
 #include <pthread.h>
@@ -32,18 +33,6 @@ struct stack_job {
 	int fail_rc;
 	char fail_msg[512];
 };
-
-static int stack_fail(char *err, size_t errlen, int code, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
-static int stack_fail(char *err, size_t errlen, int code, const char *fmt, ...)
-{
-	if (err && errlen) {
-		va_list ap;
-		va_start(ap, fmt);
-		vsnprintf(err, errlen, fmt, ap);
-		va_end(ap);
-	}
-	return code;
-}
 
 static void *stack_worker(void *arg)
 {
@@ -90,11 +79,11 @@ static int stack_check(weightfs_model *m, const size_t *idx, size_t n, int dtype
 		if (k && (t->ndim != first.ndim || strcmp(t->dtype, first.dtype) != 0 ||
 			  memcmp(t->shape, first.shape, sizeof t->shape[0] * t->ndim) != 0)) {
 			wf_quote(q0, sizeof q0, first.name, first.name_len);
-			return stack_fail(err, errlen, WEIGHTFS_EINVAL,
+			return wf_api_fail(err, errlen, WEIGHTFS_EINVAL,
 					  "tensor %s: its shape or dtype differs from tensor %s's", q, q0);
 		}
 		if (t->size != stride)
-			return stack_fail(err, errlen, WEIGHTFS_EINVAL, "tensor %s: %llu bytes, not the stride %zu", q,
+			return wf_api_fail(err, errlen, WEIGHTFS_EINVAL, "tensor %s: %llu bytes, not the stride %zu", q,
 					  (unsigned long long)t->size, stride);
 	}
 	return WEIGHTFS_OK;
@@ -104,9 +93,9 @@ WEIGHTFS_API int weightfs_read_stack(weightfs_model *m, const size_t *idx, size_
 				     size_t stride, unsigned nthreads, char *err, size_t errlen)
 {
 	if (!m || (n && (!idx || !buf)))
-		return stack_fail(err, errlen, WEIGHTFS_EINVAL, "weightfs_read_stack: m, idx and buf must not be NULL");
+		return wf_api_fail(err, errlen, WEIGHTFS_EINVAL, "weightfs_read_stack: m, idx and buf must not be NULL");
 	if (n && stride > SIZE_MAX / n)
-		return stack_fail(err, errlen, WEIGHTFS_EINVAL, "weightfs_read_stack: %zu tensors of %zu bytes overflow",
+		return wf_api_fail(err, errlen, WEIGHTFS_EINVAL, "weightfs_read_stack: %zu tensors of %zu bytes overflow",
 				  n, stride);
 	int rc = stack_check(m, idx, n, dtype, stride, err, errlen);
 	if (rc != WEIGHTFS_OK || n == 0 || stride == 0)
@@ -125,7 +114,7 @@ WEIGHTFS_API int weightfs_read_stack(weightfs_model *m, const size_t *idx, size_
 	struct stack_job j = {.m = m, .idx = idx, .n = n, .dtype = dtype, .buf = buf, .stride = stride,
 			      .per_read = nthreads / workers, .next = 0, .fail_k = n};
 	if (pthread_mutex_init(&j.lock, NULL) != 0)
-		return stack_fail(err, errlen, WEIGHTFS_ENOMEM, "weightfs_read_stack: cannot create a lock");
+		return wf_api_fail(err, errlen, WEIGHTFS_ENOMEM, "weightfs_read_stack: cannot create a lock");
 	pthread_t tid[STACK_MAX_THREADS];
 	bool started[STACK_MAX_THREADS] = {false};
 	/* the caller's thread is worker 0; a thread that cannot start leaves
@@ -138,6 +127,6 @@ WEIGHTFS_API int weightfs_read_stack(weightfs_model *m, const size_t *idx, size_
 			pthread_join(tid[w], NULL);
 	pthread_mutex_destroy(&j.lock);
 	if (j.fail_k < n)
-		return stack_fail(err, errlen, j.fail_rc, "%s", j.fail_msg);
+		return wf_api_fail(err, errlen, j.fail_rc, "%s", j.fail_msg);
 	return WEIGHTFS_OK;
 }
