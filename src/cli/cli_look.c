@@ -66,10 +66,15 @@ int cli_model_read_failed(const struct cli_model *cm, enum wf_err rc, const char
 	return cli_exit_code(rc);
 }
 
-size_t cli_name(struct wf_buf *b, const char *s, size_t n)
+size_t cli_display(struct wf_buf *b, const char *s, size_t n, size_t max)
 {
 	size_t c = 0;
 	for (size_t i = 0; i < n;) {
+		if (max && c >= max) {
+			wf_buf_puts(b, "...");
+			c += 3;
+			break;
+		}
 		const uint8_t *u = (const uint8_t *)s + i;
 		size_t k = *u >= 0x80 ? wf_utf8_seq(u, n - i) : 1;
 		if (k > 1) {
@@ -78,7 +83,10 @@ size_t cli_name(struct wf_buf *b, const char *s, size_t n)
 			i += k;
 			continue;
 		}
-		if (*u == '\\') {
+		if (*u == '\n') {
+			wf_buf_puts(b, "\\n");
+			c += 2;
+		} else if (*u == '\\') {
 			wf_buf_puts(b, "\\\\");
 			c += 2;
 		} else if (*u < 0x20 || *u >= 0x7f) {
@@ -91,6 +99,11 @@ size_t cli_name(struct wf_buf *b, const char *s, size_t n)
 		i++;
 	}
 	return c;
+}
+
+size_t cli_name(struct wf_buf *b, const char *s, size_t n)
+{
+	return cli_display(b, s, n, 0);
 }
 
 /* ---------------------------------------------------------------- meter */

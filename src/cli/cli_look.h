@@ -32,8 +32,13 @@ void cli_model_close(struct cli_model *cm);
  * reader's one line) and returns the exit code. */
 int cli_model_read_failed(const struct cli_model *cm, enum wf_err rc, const char *msg);
 
-/* Appends name[0..n) for a terminal: control bytes, backslashes and bytes
- * that are not UTF-8 as escapes.  Returns its width in characters. */
+/* Appends s[0..n) for a terminal: a newline as \n, a backslash as \\,
+ * other control bytes and bytes that are not UTF-8 as \xNN.  At most max
+ * characters (0: no limit), then "...".  Returns its width in characters.
+ * The one escaper of every command's names and values. */
+size_t cli_display(struct wf_buf *b, const char *s, size_t n, size_t max);
+
+/* cli_display with no limit: a tensor name in a table. */
 size_t cli_name(struct wf_buf *b, const char *name, size_t n);
 
 /* A progress line on stderr, drawn only when stderr is a terminal and the

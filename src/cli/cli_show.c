@@ -2,6 +2,7 @@
  * file bytes without mounting. */
 #include "cli/cli.h"
 #include "cli/cli_int.h"
+#include "cli/cli_look.h"
 #include "base/wf_buf.h"
 #include "view/wf_view.h"
 
@@ -10,45 +11,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-/* A name or value for a terminal: control bytes, backslashes and bytes
- * that are not UTF-8 as escapes; *cols gets its width in characters.  At
- * most `max` characters (0: no limit), then "...". */
-static void display(struct wf_buf *b, const char *s, size_t n, size_t max, size_t *cols)
-{
-	size_t c = 0;
-	for (size_t i = 0; i < n;) {
-		if (max && c >= max) {
-			wf_buf_puts(b, "...");
-			c += 3;
-			break;
-		}
-		const uint8_t *u = (const uint8_t *)s + i;
-		size_t k = *u >= 0x80 ? wf_utf8_seq(u, n - i) : 1;
-		if (k > 1) {
-			wf_buf_put(b, u, k);
-			c++;
-			i += k;
-			continue;
-		}
-		if (*u == '\n') {
-			wf_buf_puts(b, "\\n");
-			c += 2;
-		} else if (*u == '\\') {
-			wf_buf_puts(b, "\\\\");
-			c += 2;
-		} else if (*u < 0x20 || *u >= 0x7f) {
-			wf_buf_printf(b, "\\x%02X", *u);
-			c += 4;
-		} else {
-			wf_buf_putc(b, (char)*u);
-			c++;
-		}
-		i++;
-	}
-	if (cols)
-		*cols = c;
-}
 
 static void pad(size_t have, size_t want)
 {
@@ -71,7 +33,7 @@ int cli_ls(struct cli_session *s, const struct cli_opts *o)
 		const struct wf_tensor *tn = &m->tensors[i];
 		size_t *r = at + 5 * i, cols;
 		r[0] = text.len;
-		display(&text, tn->name, tn->name_len, 0, &cols);
+		cols = cli_display(&text, tn->name, tn->name_len, 0);
 		wf_buf_putc(&text, '\0');
 		r[2] = cols;
 		r[1] = text.len;
@@ -134,7 +96,7 @@ int cli_info(struct cli_session *s, const struct cli_opts *o)
 	for (size_t i = 0; i < t->n_meta; i++) {
 		size_t cols;
 		line.len = 0;
-		display(&line, t->meta[i].name, t->meta[i].name_len, 48, &cols);
+		cols = cli_display(&line, t->meta[i].name, t->meta[i].name_len, 48);
 		if (cols > kw)
 			kw = cols;
 	}
@@ -142,11 +104,11 @@ int cli_info(struct cli_session *s, const struct cli_opts *o)
 		const struct wf_meta_file *f = &t->meta[i];
 		size_t cols;
 		line.len = 0;
-		display(&line, f->name, f->name_len, 48, &cols);
+		cols = cli_display(&line, f->name, f->name_len, 48);
 		for (; cols < kw; cols++)
 			wf_buf_putc(&line, ' ');
 		wf_buf_puts(&line, "  ");
-		display(&line, f->data, f->len, 100, NULL);
+		cli_display(&line, f->data, f->len, 100);
 		if (f->len > 100)
 			wf_buf_printf(&line, " (%zu bytes)", f->len);
 		wf_buf_putc(&line, '\n');
