@@ -130,6 +130,7 @@ void wf_decode_q4_1_avx2(const uint8_t *src, float *dst, size_t nblocks);
 void wf_decode_q5_0_avx2(const uint8_t *src, float *dst, size_t nblocks);
 void wf_decode_q5_1_avx2(const uint8_t *src, float *dst, size_t nblocks);
 void wf_decode_q8_0_avx2(const uint8_t *src, float *dst, size_t nblocks);
+void wf_decode_q8_1_avx2(const uint8_t *src, float *dst, size_t nblocks);
 void wf_decode_q4_k_avx2(const uint8_t *src, float *dst, size_t nblocks);
 void wf_decode_q5_k_avx2(const uint8_t *src, float *dst, size_t nblocks);
 void wf_decode_q6_k_avx2(const uint8_t *src, float *dst, size_t nblocks);

@@ -196,6 +196,20 @@ TGT void wf_decode_q8_0_avx2(const uint8_t *src, float *dst, size_t nblocks)
 }
 
 
+/* Q8_1 is Q8_0 with the redundant sum s between d and qs (see the scalar
+ * twin); s is not read. */
+TGT void wf_decode_q8_1_avx2(const uint8_t *src, float *dst, size_t nblocks)
+{
+	for (size_t i = 0; i < nblocks; i++, src += WF_Q8_1_BYTES, dst += WF_Q8_1_BLCK) {
+		const __m256 d = _mm256_set1_ps(h2f(wf_le16(src + WF_Q8_1_D)));
+		const __m128i a = _mm_loadu_si128((const __m128i *)(src + WF_Q8_1_QS));
+		const __m128i b = _mm_loadu_si128((const __m128i *)(src + WF_Q8_1_QS + 16));
+
+		st16_i8_mul(dst, a, d);
+		st16_i8_mul(dst + 16, b, d);
+	}
+}
+
 /* Eight bytes at q widened to 32-bit lanes: the K-quants take both nibbles
  * from one widening (and, shift), where widening each nibble vector
  * separately costs three times the shuffles. */
