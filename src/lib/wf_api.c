@@ -4,6 +4,7 @@
 #include "lib/weightfs.h"
 #include "lib/wf_api_int.h"
 #include "base/wf_buf.h"
+#include "base/wf_pool.h"
 #include "base/wf_names.h"
 #include "view/wf_live.h"
 #include "model/wf_set.h"
@@ -27,7 +28,6 @@ _Static_assert(WEIGHTFS_MAX_DIMS == WF_MAX_DIMS, "weightfs.h WEIGHTFS_MAX_DIMS")
 /* Below this many bytes per thread, starting a thread costs more than the
  * decode it takes over. */
 #define PAR_MIN_BYTES (1u << 20)
-#define PAR_MAX_THREADS 256
 
 struct weightfs_model {
 	struct wf_model *m;
@@ -254,14 +254,7 @@ WEIGHTFS_API int weightfs_read_parallel(weightfs_model *h, size_t i, int dtype, 
 		len = 0;
 	else if (len > t.size - offset)
 		len = (size_t)(t.size - offset);
-	if (nthreads == 0) {
-		long n = sysconf(_SC_NPROCESSORS_ONLN);
-		nthreads = n > 0 ? (unsigned)n : 1;
-	}
-	if (nthreads > PAR_MAX_THREADS)
-		nthreads = PAR_MAX_THREADS;
-	if (nthreads > len / PAR_MIN_BYTES)
-		nthreads = (unsigned)(len / PAR_MIN_BYTES);
+	nthreads = wf_pool_threads(nthreads, len / PAR_MIN_BYTES);
 	if (nthreads <= 1)
 		return weightfs_read(h, i, dtype, offset, len, buf, got, err, errlen);
 
@@ -270,9 +263,7 @@ WEIGHTFS_API int weightfs_read_parallel(weightfs_model *h, size_t i, int dtype, 
 	 * decoded twice, and whole blocks land straight in buf */
 	uint64_t blk = wf_view_block_bytes(&t);
 	uint64_t per = (len / nthreads + blk - 1) / blk * blk;
-	struct piece pc[PAR_MAX_THREADS];
-	pthread_t tid[PAR_MAX_THREADS];
-	bool started[PAR_MAX_THREADS] = {false};
+	struct piece pc[WF_POOL_MAX];
 	unsigned n = 0;
 	for (uint64_t done = 0; done < len && n < nthreads; n++) {
 		uint64_t end = n + 1 == nthreads ? len : (offset + done + per) / blk * blk - offset;
@@ -284,17 +275,7 @@ WEIGHTFS_API int weightfs_read_parallel(weightfs_model *h, size_t i, int dtype, 
 				       .out = (uint8_t *)buf + done, .rc = WF_OK};
 		done = end;
 	}
-	/* the caller's thread takes the first piece; a thread that cannot
-	 * start leaves its piece to it as well */
-	for (unsigned k = 1; k < n; k++)
-		started[k] = pthread_create(&tid[k], NULL, run_piece, &pc[k]) == 0;
-	run_piece(&pc[0]);
-	for (unsigned k = 1; k < n; k++) {
-		if (started[k])
-			pthread_join(tid[k], NULL);
-		else
-			run_piece(&pc[k]);
-	}
+	wf_pool_run(n, run_piece, pc, sizeof pc[0]);
 	size_t total = 0;
 	for (unsigned k = 0; k < n; k++) {
 		if (pc[k].rc != WF_OK)

@@ -5,6 +5,7 @@
 #include "lib/weightfs.h"
 #include "lib/wf_api_int.h"
 #include "base/wf_buf.h"
+#include "base/wf_pool.h"
 
 #include <pthread.h>
 #include <stdarg.h>
@@ -12,12 +13,10 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
-#include <unistd.h>
 
 /* As in wf_api.c: below this many bytes per thread a thread costs more
  * than the decode it takes over. */
 #define STACK_MIN_BYTES (1u << 20)
-#define STACK_MAX_THREADS 256
 
 struct stack_job {
 	weightfs_model *m;
@@ -100,31 +99,15 @@ WEIGHTFS_API int weightfs_read_stack(weightfs_model *m, const size_t *idx, size_
 	int rc = stack_check(m, idx, n, dtype, stride, err, errlen);
 	if (rc != WEIGHTFS_OK || n == 0 || stride == 0)
 		return rc;
-	if (nthreads == 0) {
-		long c = sysconf(_SC_NPROCESSORS_ONLN);
-		nthreads = c > 0 ? (unsigned)c : 1;
-	}
-	if (nthreads > STACK_MAX_THREADS)
-		nthreads = STACK_MAX_THREADS;
-	size_t total = n * stride;
-	if (nthreads > total / STACK_MIN_BYTES)
-		nthreads = total / STACK_MIN_BYTES > 0 ? (unsigned)(total / STACK_MIN_BYTES) : 1;
+	nthreads = wf_pool_threads(nthreads, n * stride / STACK_MIN_BYTES);
 	/* fewer tensors than threads: each of n workers splits its tensor */
 	unsigned workers = n < nthreads ? (unsigned)n : nthreads;
 	struct stack_job j = {.m = m, .idx = idx, .n = n, .dtype = dtype, .buf = buf, .stride = stride,
 			      .per_read = nthreads / workers, .next = 0, .fail_k = n};
 	if (pthread_mutex_init(&j.lock, NULL) != 0)
 		return wf_api_fail(err, errlen, WEIGHTFS_ENOMEM, "weightfs_read_stack: cannot create a lock");
-	pthread_t tid[STACK_MAX_THREADS];
-	bool started[STACK_MAX_THREADS] = {false};
-	/* the caller's thread is worker 0; a thread that cannot start leaves
-	 * its share to the others */
-	for (unsigned w = 1; w < workers; w++)
-		started[w] = pthread_create(&tid[w], NULL, stack_worker, &j) == 0;
-	stack_worker(&j);
-	for (unsigned w = 1; w < workers; w++)
-		if (started[w])
-			pthread_join(tid[w], NULL);
+	/* workers share j: one whose thread cannot start finds nothing left */
+	wf_pool_run(workers, stack_worker, &j, 0);
 	pthread_mutex_destroy(&j.lock);
 	if (j.fail_k < n)
 		return wf_api_fail(err, errlen, j.fail_rc, "%s", j.fail_msg);

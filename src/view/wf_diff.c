@@ -1,19 +1,15 @@
 /* wf_diff.c - comparing two tensors' values; GGUF <-> HF names (wf_diff.h). */
 #include "view/wf_diff.h"
 #include "base/wf_buf.h"
+#include "base/wf_pool.h"
 #include "codec/wf_types.h"
 #include "view/wf_stats.h"
 #include "view/wf_view.h"
-#include "view/wf_view.h"
 
 #include <math.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
-
-#define MAX_THREADS 256
 
 /* ---------------------------------------------------------------- names */
 
@@ -312,26 +308,6 @@ static void *worker(void *arg)
 	return NULL;
 }
 
-static void run_threads(struct job *j, unsigned nthreads)
-{
-	pthread_t tid[MAX_THREADS];
-	bool started[MAX_THREADS] = {false};
-	if (nthreads == 0) {
-		long n = sysconf(_SC_NPROCESSORS_ONLN);
-		nthreads = n > 0 ? (unsigned)n : 1;
-	}
-	if (nthreads > MAX_THREADS)
-		nthreads = MAX_THREADS;
-	if (nthreads > j->nchunks)
-		nthreads = (unsigned)j->nchunks;
-	for (unsigned k = 1; k < nthreads; k++)
-		started[k] = pthread_create(&tid[k], NULL, worker, j) == 0;
-	worker(j);
-	for (unsigned k = 1; k < nthreads; k++)
-		if (started[k])
-			pthread_join(tid[k], NULL);
-}
-
 static void merge(struct part *a, const struct part *b)
 {
 	a->n += b->n;
@@ -407,7 +383,7 @@ enum wf_err wf_diff_tensors(struct wf_live *la, const struct wf_tensor *ta, stru
 		return diff_fail(ta, tb, WF_ERR_NOMEM, err);
 	atomic_init(&j.next, 0);
 	atomic_init(&j.rc, WF_OK);
-	run_threads(&j, nthreads);
+	wf_pool_run(wf_pool_threads(nthreads, j.nchunks), worker, &j, 0);
 	enum wf_err rc = (enum wf_err)atomic_load(&j.rc);
 	if (rc == WF_OK) {
 		for (uint64_t w = 1; w < j.nchunks; w *= 2)

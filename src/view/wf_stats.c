@@ -1,17 +1,14 @@
 /* wf_stats.c - summary statistics of a tensor's values (wf_stats.h). */
 #include "view/wf_stats.h"
 #include "base/wf_buf.h"
+#include "base/wf_pool.h"
 #include "codec/wf_types.h"
-#include "view/wf_view.h"
 #include "view/wf_view.h"
 
 #include <math.h>
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
-#define MAX_THREADS 256
 /* Below this, pairwise summation adds in a plain loop: the rounding error
  * of 64 doubles in a row is far below what float32 inputs carry. */
 #define PAIRWISE_LEAF 64
@@ -253,27 +250,6 @@ static void *worker(void *arg)
 	return NULL;
 }
 
-/* Runs j's chunks on nthreads threads, the caller's among them. */
-static void run_threads(struct job *j, unsigned nthreads)
-{
-	pthread_t tid[MAX_THREADS];
-	bool started[MAX_THREADS] = {false};
-	if (nthreads == 0) {
-		long n = sysconf(_SC_NPROCESSORS_ONLN);
-		nthreads = n > 0 ? (unsigned)n : 1;
-	}
-	if (nthreads > MAX_THREADS)
-		nthreads = MAX_THREADS;
-	if (nthreads > j->nchunks)
-		nthreads = (unsigned)j->nchunks;
-	for (unsigned k = 1; k < nthreads; k++)
-		started[k] = pthread_create(&tid[k], NULL, worker, j) == 0;
-	worker(j); /* takes whatever chunks threads that failed to start leave */
-	for (unsigned k = 1; k < nthreads; k++)
-		if (started[k])
-			pthread_join(tid[k], NULL);
-}
-
 static void finish(const struct part *p, uint64_t count, struct wf_stats *st)
 {
 	st->count = count;
@@ -331,7 +307,7 @@ enum wf_err wf_stats_tensor(struct wf_live *lv, const struct wf_tensor *t, unsig
 		return stats_fail(t, WF_ERR_NOMEM, err);
 	atomic_init(&j.next, 0);
 	atomic_init(&j.rc, WF_OK);
-	run_threads(&j, nthreads);
+	wf_pool_run(wf_pool_threads(nthreads, j.nchunks), worker, &j, 0);
 	enum wf_err rc = (enum wf_err)atomic_load(&j.rc);
 	if (rc == WF_OK) {
 		/* a fixed pairwise tree: the same sums whatever ran where */
