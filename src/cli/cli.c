@@ -206,15 +206,23 @@ static int parse_args(int argc, char **argv, struct cli_opts *o, const struct cl
 	return 0;
 }
 
-int cli_open(struct wf_mount *mt, const char *model, const char *dtype, const struct wf_tree_opts *opts)
+int cli_dtype(const char *dtype, enum wf_vk *want)
 {
-	char err[WF_ERRLEN];
-	enum wf_vk want = WF_VK_F32;
-	memset(mt, 0, sizeof *mt);
-	if (dtype && !wf_view_parse(dtype, &want)) {
+	*want = WF_VK_F32;
+	if (dtype && !wf_view_parse(dtype, want)) {
 		fprintf(stderr, "weightfs: -o dtype=%s: unknown output type (f32, f16, bf16 or stored)\n", dtype);
 		return EXIT_USAGE;
 	}
+	return 0;
+}
+
+int cli_open(struct wf_mount *mt, const char *model, const char *dtype, const struct wf_tree_opts *opts)
+{
+	char err[WF_ERRLEN];
+	enum wf_vk want;
+	memset(mt, 0, sizeof *mt);
+	if (cli_dtype(dtype, &want) != 0)
+		return EXIT_USAGE;
 	enum wf_err rc = wf_mount_open(mt, model, want, opts, err);
 	if (rc != WF_OK) {
 		fprintf(stderr, "weightfs: %s: %s\n", model, err);

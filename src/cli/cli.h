@@ -37,6 +37,10 @@ void cli_usage(FILE *f, const char *prog);
 /* Writes the commands' names, comma-separated, for messages. */
 void cli_command_names(FILE *f);
 
+/* Reads -o dtype=`dtype` (NULL: f32) into *want; on an unknown name says
+ * so in one line and returns EXIT_USAGE, else 0. */
+int cli_dtype(const char *dtype, enum wf_vk *want);
+
 /* Opens MODEL as the mount shows it (wf_mount_open) under -o dtype=`dtype`
  * (NULL: f32) and the tree options; on failure says why in one line
  * ("weightfs: MODEL: ...") and returns the exit code, else 0. */

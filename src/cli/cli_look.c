@@ -15,13 +15,11 @@
 int cli_model_open(struct cli_model *cm, const char *path, const char *dtype)
 {
 	char err[WF_ERRLEN];
-	enum wf_vk out = WF_VK_F32;
+	enum wf_vk out;
 	memset(cm, 0, sizeof *cm);
 	cm->path = path;
-	if (dtype && !wf_view_parse(dtype, &out)) {
-		fprintf(stderr, "weightfs: -o dtype=%s: unknown output type (f32, f16, bf16 or stored)\n", dtype);
+	if (cli_dtype(dtype, &out) != 0)
 		return EXIT_USAGE;
-	}
 	if (wf_live_catch_sigbus() != 0) {
 		fprintf(stderr, "weightfs: sigaction: %s\n", strerror(errno));
 		return EXIT_USAGE;
