@@ -12,23 +12,12 @@ Prints one JSON object: per type, GB/s of float32 output and the ratios to
 F16, per run.
 """
 import json
-import os
 import sys
-import time
 
 import numpy as np  # noqa: F401  (the module returns numpy arrays)
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "python"))
+from bench_timed import timed  # noqa: E402  (also puts python/ on sys.path)
 import weightfs  # noqa: E402
-
-
-def timed(fn):
-    t0 = time.perf_counter()
-    a = fn()
-    dt = time.perf_counter() - t0
-    n = a.nbytes
-    del a
-    return n / dt / 1e9
 
 
 def main():

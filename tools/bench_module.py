@@ -13,21 +13,11 @@ per type and way.
 import json
 import os
 import sys
-import time
 
 import numpy as np
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "python"))
+from bench_timed import timed  # noqa: E402  (also puts python/ on sys.path)
 import weightfs  # noqa: E402
-
-
-def timed(fn):
-    t0 = time.perf_counter()
-    a = fn()
-    dt = time.perf_counter() - t0
-    n = a.nbytes
-    del a
-    return n / dt / 1e9
 
 
 def main():
