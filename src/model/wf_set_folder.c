@@ -253,15 +253,19 @@ static enum wf_err add_sidecars(struct wf_set_loader *L, struct folder *f, struc
 
 /* A hub cache's models--ORG--NAME folder: the snapshot refs/main names,
  * or, with no refs/main (a cache filled by revision), the only snapshot.
- * NULL if dir is no hub cache folder or the choice is not clear. */
-static char *hub_snapshot(const char *dir)
+ * NULL if dir is no hub cache folder or the choice is not clear; when
+ * refs/main exists but names no snapshot, why[WF_ERRLEN] says what is
+ * wrong with it (else it is left empty). */
+static char *hub_snapshot(const char *dir, char *why)
 {
 	char *refs = wf_set_join(dir, "refs/main"), *snap = NULL;
 	/* never blocks (a FIFO), and only a regular file is read */
 	int fd = refs ? open(refs, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK) : -1;
 	struct stat rst;
 	bool had_refs = fd >= 0;
+	*why = '\0';
 	if (fd >= 0 && (fstat(fd, &rst) != 0 || !S_ISREG(rst.st_mode))) {
+		snprintf(why, WF_ERRLEN, "refs/main is not a regular file");
 		close(fd);
 		fd = -1;
 	}
@@ -277,6 +281,8 @@ static char *hub_snapshot(const char *dir)
 			snap = wf_set_join(dir, rel);
 		}
 	}
+	if (fp && !snap)
+		snprintf(why, WF_ERRLEN, "refs/main names no revision (a snapshot folder's name on its first line)");
 	if (fp)
 		fclose(fp);
 	free(refs);
@@ -340,9 +346,17 @@ enum wf_err wf_set_load_folder(struct wf_set_loader *L, struct wf_model **out)
 		goto out;
 	if (n == 0) {
 		/* once only: a snapshot that leads back to its cache folder is a loop */
-		char *snap = L->in_snapshot ? NULL : hub_snapshot(L->dir);
+		char why[WF_ERRLEN] = "";
+		char *snap = L->in_snapshot ? NULL : hub_snapshot(L->dir, why);
 		struct stat st;
-		if (snap && stat(snap, &st) == 0 && S_ISDIR(st.st_mode)) {
+		bool is_dir = snap && stat(snap, &st) == 0 && S_ISDIR(st.st_mode);
+		if (snap && !is_dir) {
+			char q[96];
+			const char *rev = strrchr(snap, '/') + 1;
+			snprintf(why, sizeof why, "refs/main names revision %s, which has no folder in snapshots/",
+				 wf_quote(q, sizeof q, rev, strlen(rev)));
+		}
+		if (is_dir) {
 			L->in_snapshot = true;
 			folder_free(&f);
 			free(L->dir);
@@ -353,7 +367,8 @@ enum wf_err wf_set_load_folder(struct wf_set_loader *L, struct wf_model **out)
 			return wf_set_load_folder(L, out);
 		}
 		free(snap);
-		rc = say_found(L, &f, models, n);
+		rc = *why ? wf_fail(L->err, WF_ERR_IO, "a Hugging Face hub cache folder, but %s", why)
+			  : say_found(L, &f, models, n);
 		goto out;
 	}
 	if (n > 1) {

@@ -219,7 +219,7 @@ def group_sets():
                 errs.add("%s on a hub whose refs/main is a FIFO: %s" % (cmd[0], e))
                 continue
             lines = err.strip().splitlines()
-            if rc == 0 or len(lines) != 1:
+            if rc == 0 or len(lines) != 1 or "refs/main is not a regular file" not in lines[0]:
                 errs.add("%s: exit %d, stderr %r" % (cmd[0], rc, lines[:3]))
         rc, _, err, _ = run_cli(["ls", snap2], timeout=20)
         if rc != 0:

@@ -842,6 +842,16 @@ START_TEST(test_hub_cache_no_refs)
 	write_str("loop/refs/main", "r");
 	ck_assert_int_eq(symlink("..", at("loop/snapshots/r")), 0);
 	expect_fail("loop", WF_ERR_IO, "no GGUF or safetensors model in the folder", NULL);
+	/* refs/main that names nothing usable says so, not "no model" */
+	ck_assert_int_eq(unlink(at("loop/snapshots/r")), 0);
+	expect_fail("loop", WF_ERR_IO, "refs/main names revision 'r', which has no folder in snapshots/", NULL);
+	write_str("loop/refs/main", "\n");
+	expect_fail("loop", WF_ERR_IO, "refs/main names no revision", NULL);
+	write_str("loop/refs/main", "../x");
+	expect_fail("loop", WF_ERR_IO, "refs/main names no revision", NULL);
+	ck_assert_int_eq(unlink(at("loop/refs/main")), 0);
+	ck_assert_int_eq(mkfifo(at("loop/refs/main"), 0600), 0);
+	expect_fail("loop", WF_ERR_IO, "refs/main is not a regular file", NULL);
 	tmp_remove();
 }
 END_TEST
