@@ -41,6 +41,7 @@ enum wf_hfq_scheme_id {
 	WF_HFQ_AWQ,      /* AutoAWQ GEMM: qweight, qzeros, scales, nibbles in the order 0,2,4,6,1,3,5,7 */
 	WF_HFQ_MLX,      /* MLX affine: weight, scales, biases */
 	WF_HFQ_BNB,      /* bitsandbytes 4-bit (NF4/FP4): weight bytes, absmax, quant_map (nested absmax) */
+	WF_HFQ_BNB8,     /* bitsandbytes 8-bit (LLM.int8): int8 weight, SCB (row absmax) (wf_hfq_bnb8.c) */
 	WF_HFQ_COUNT
 };
 
@@ -51,6 +52,7 @@ enum {
 	WF_HFQ_AWQ_QW = 0, WF_HFQ_AWQ_QZ, WF_HFQ_AWQ_SC,
 	WF_HFQ_MLX_W = 0, WF_HFQ_MLX_S, WF_HFQ_MLX_B,
 	WF_HFQ_BNB_W = 0, WF_HFQ_BNB_ABS, WF_HFQ_BNB_MAP, WF_HFQ_BNB_NABS, WF_HFQ_BNB_NMAP, WF_HFQ_BNB_STATE,
+	WF_HFQ_BNB8_W = 0, WF_HFQ_BNB8_SCB, WF_HFQ_BNB8_FMT,              /* weight_format may be absent */
 	WF_HFQ_MAX_PARTS = 6
 };
 
@@ -100,6 +102,11 @@ const struct wf_hfq_scheme *wf_hfq_scheme(int id);
  * name the layer in the one-line message.  WF_OK, WF_ERR_FORMAT or
  * WF_ERR_UNSUP. */
 enum wf_err wf_hfq_check(const struct wf_hfq *q, const char *name, size_t name_len, char *err);
+
+/* bitsandbytes 8-bit (wf_hfq_bnb8.c): the decoder of its scheme row, and
+ * its part of wf_hfq_check (who is the quoted layer name). */
+void wf_hfq_bnb8_decode(const struct wf_hfq *q, uint64_t row, uint64_t col, size_t n, float *dst);
+enum wf_err wf_hfq_bnb8_check(const struct wf_hfq *q, const char *who, char *err);
 
 /* Copies bytes [off, off+len) of the view of composite tensor t (t->q set;
  * t->vk F32, F16 or BF16) into out, decoding only the rows and columns the
