@@ -152,6 +152,36 @@ static enum wf_err plan_fp8(const cJSON *qc, struct plan *pl, char *err)
 	return WF_OK;
 }
 
+/* compressed-tensors' block_structure: [bh, bw], or the "BHxBW" string its
+ * QuantizationArgs validator also takes (quant_args.py); each in [1, 1e9]. */
+static bool block_pair(const cJSON *bs, uint64_t *bh, uint64_t *bw)
+{
+	double v[2];
+	if (cJSON_IsString(bs)) {
+		unsigned long long a, b;
+		int end = 0;
+		if (sscanf(bs->valuestring, "%llu x %llu%n", &a, &b, &end) != 2 || bs->valuestring[end] != '\0' ||
+		    !strchr(bs->valuestring, 'x') || strchr(bs->valuestring, '-'))
+			return false;
+		v[0] = (double)a;
+		v[1] = (double)b;
+	} else {
+		if (!cJSON_IsArray(bs) || cJSON_GetArraySize(bs) != 2)
+			return false;
+		for (int k = 0; k < 2; k++) {
+			const cJSON *x = cJSON_GetArrayItem(bs, k);
+			if (!cJSON_IsNumber(x) || x->valuedouble != (double)(long long)x->valuedouble)
+				return false;
+			v[k] = x->valuedouble;
+		}
+	}
+	if (v[0] < 1 || v[1] < 1 || v[0] > 1e9 || v[1] > 1e9)
+		return false;
+	*bh = (uint64_t)v[0];
+	*bw = (uint64_t)v[1];
+	return true;
+}
+
 /* compressed-tensors: every config group's weights must be the same 8-bit
  * float scheme (the layers do not say which group they belong to). */
 static enum wf_err plan_ct(const cJSON *qc, struct plan *pl, char *err)
@@ -173,14 +203,10 @@ static enum wf_err plan_ct(const cJSON *qc, struct plan *pl, char *err)
 				       "8-bit float per tensor, channel or block", g->string ? g->string : "?");
 		uint64_t bh = 0, bw = 0;
 		if (s == 'b') {
-			const cJSON *bs = cJSON_GetObjectItemCaseSensitive(w, "block_structure");
-			const cJSON *b0 = cJSON_GetArrayItem(bs, 0), *b1 = cJSON_GetArrayItem(bs, 1);
-			if (!cJSON_IsNumber(b0) || !cJSON_IsNumber(b1) || b0->valuedouble < 1 || b1->valuedouble < 1 ||
-			    b0->valuedouble > 1e9 || b1->valuedouble > 1e9)
+			if (!block_pair(cJSON_GetObjectItemCaseSensitive(w, "block_structure"), &bh, &bw))
 				return wf_fail(err, WF_ERR_UNSUP, "config.json: compressed-tensors group %s: block "
-					       "strategy without a block_structure", g->string ? g->string : "?");
-			bh = (uint64_t)b0->valuedouble;
-			bw = (uint64_t)b1->valuedouble;
+					       "strategy without a block_structure of two positive integers",
+					       g->string ? g->string : "?");
 		}
 		if (pl->strategy && (pl->strategy != s || pl->bh != bh || pl->bw != bw))
 			return wf_fail(err, WF_ERR_UNSUP, "config.json: compressed-tensors groups with different schemes");

@@ -161,12 +161,16 @@ def fp8_config():
                                     "weight_block_size": [128, 128]}}
 
 
-def ct_config(strategy):
+def ct_config(strategy, block=None):
+    """compressed-tensors float-quantized; block: block_structure [bh, bw]
+    (the FP8_BLOCK preset's [128, 128]) for strategy "block"."""
     return {"quantization_config": {
         "quant_method": "compressed-tensors", "format": "float-quantized", "quantization_status": "compressed",
         "config_groups": {"group_0": {"targets": ["Linear"], "weights": {
             "num_bits": 8, "type": "float", "strategy": strategy, "symmetric": True, "dynamic": False,
-            "block_structure": None}}},
+            "block_structure": block, "observer": "minmax"},
+            "input_activations": {"num_bits": 8, "type": "float", "strategy": "group", "group_size": 128,
+                                  "dynamic": True, "symmetric": True}}},
         "ignore": ["lm_head"]}}
 
 
