@@ -170,9 +170,14 @@ mount-check: $(B)/weightfs
 
 # The shared library's exports are weightfs.h's functions and nothing else;
 # docs/example.c builds against the header and library alone and runs.
-api-check: $(B)/libweightfs.so $(B)/example
+api-check: $(B)/libweightfs.so $(B)/example $(B)/api_stored_view
 	$(Q)bash tests/api/exports.sh $(B)/libweightfs.so.$(SOVER) src/lib/weightfs.h
 	$(Q)$(B)/example tests/data/ggml-oracle/type_q4_K.gguf > /dev/null
+	$(Q)$(B)/api_stored_view
+
+# Public header and shared library only, as a program using them would.
+$(B)/api_stored_view: tests/api/stored_view.c src/lib/weightfs.h $(B)/libweightfs.so
+	$(Q)$(CC) $(CSTD) $(OPT) $(WARN) $(SAN) -Werror -isystem src/lib -o $@ $< -L$(B) -lweightfs -Wl,-rpath,'$$ORIGIN'
 
 $(B)/example: docs/example.c src/lib/weightfs.h $(B)/libweightfs.so
 	$(Q)$(CC) $(CSTD) $(OPT) $(WARN) $(SAN) -Werror -isystem src/lib -o $@ $< -L$(B) -lweightfs -Wl,-rpath,'$$ORIGIN'

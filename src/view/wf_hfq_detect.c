@@ -823,16 +823,20 @@ static enum wf_err find_layers(struct work *w)
 }
 
 /* Puts each layer's decoded tensor where its main part was and takes its
- * other parts out of the list. */
+ * parts out of the list, into m->hidden (in list order). */
 static enum wf_err replace_parts(struct work *w)
 {
 	struct wf_model *m = w->m;
-	size_t k = 0;
+	size_t k = 0, n_hide = 0;
+	for (size_t i = 0; i < m->n_tensors; i++)
+		n_hide += w->role[i] != R_KEEP;
+	m->hidden = calloc(n_hide ? n_hide : 1, sizeof *m->hidden);
+	if (!m->hidden)
+		return wf_fail(w->err, WF_ERR_NOMEM, "out of memory for %zu parts of quantized layers", n_hide);
 	for (size_t i = 0; i < m->n_tensors; i++) {
 		struct wf_tensor t = m->tensors[i];
 		if (w->role[i] == R_DROP) {
-			free(t.name);
-			free(t.shape);
+			m->hidden[m->n_hidden++] = t;
 			continue;
 		}
 		if (w->role[i] == R_MAIN) {
@@ -856,8 +860,7 @@ static enum wf_err replace_parts(struct work *w)
 			}
 			memcpy(name, t.name, plen);
 			memcpy(name + plen, as_is ? "" : ".weight", as_is ? 1 : sizeof ".weight");
-			free(t.name);
-			free(t.shape);
+			m->hidden[m->n_hidden++] = t; /* the main part keeps its stored name and shape */
 			shape[0] = q->out;
 			shape[1] = q->in;
 			t.name = name;
