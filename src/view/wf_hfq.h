@@ -68,7 +68,7 @@ struct wf_hfq_part {
 struct wf_hfq {
 	int scheme;           /* enum wf_hfq_scheme_id */
 	uint64_t out, in;     /* the decoded weight: [out, in] */
-	uint32_t bits;        /* GPTQ: 2, 3, 4 or 8; AWQ: 4; MLX: 2, 3, 4, 5, 6 or 8 */
+	uint32_t bits;        /* GPTQ: 2, 3, 4 or 8; AWQ: 4; MLX: 2, 3, 4, 5, 6 or 8; bnb 8-bit: 8 */
 	uint32_t group;       /* inputs per group (GPTQ: in when the config says -1) */
 	uint64_t groups;      /* GPTQ: rows of scales and qzeros */
 	uint64_t bh, bw;      /* FP8: rows and columns of weight one scale covers */
@@ -76,7 +76,7 @@ struct wf_hfq {
 	uint64_t nblock;      /* bnb nested: absmax values per nested absmax; 0 when not nested */
 	float noffset;        /* bnb nested: added to every absmax */
 	const char *qtype;    /* bnb: "nf4" or "fp4" */
-	const char *source;   /* what the parameters came from: "fp8", "compressed-tensors", "gptq", "awq", "mlx" */
+	const char *source;   /* what the parameters came from: "fp8", "compressed-tensors", "gptq", "awq", "mlx", "bitsandbytes" */
 	struct wf_hfq_part part[WF_HFQ_MAX_PARTS];
 };
 
@@ -122,7 +122,8 @@ void wf_hfq_params_json(const struct wf_hfq *q, struct wf_buf *b);
  * quantization_config, quantize_config.json; a sidecar, or the file beside
  * a single-file model), checks them, and, unless want is WF_VK_RAW (stored),
  * replaces each layer's parts in m->tensors by one decoded tensor
- * PREFIX.weight.  A model with no quantization config is left as it is.
+ * PREFIX.weight, moving the parts (the main one under its stored name) to
+ * m->hidden.  A model with no quantization config is left as it is.
  * Refuses (one line naming the layer) a scheme, format or bits weightfs
  * does not decode, a missing part, parts that disagree.  Call once, before
  * wf_model_set_view and the tree. */
