@@ -260,6 +260,10 @@ int main(void)
 	write_st(sub[2], "model.safetensors", b8, 3);
 	check_model(sub[2], b8, 3, NULL, NULL);
 
+	for (int k = 0; k < 3; k++)
+		free(fp8[k].data), free(b8[k].data);
+	for (int k = 0; k < 5; k++)
+		free(gq[k].data);
 	for (int k = 0; k < 3; k++) {
 		char p[256];
 		snprintf(p, sizeof p, "%s/model.safetensors", sub[k]);
