@@ -70,7 +70,7 @@ MODEL_SRC := src/model/wf_model.c src/model/wf_gguf.c src/model/wf_st.c src/mode
              src/model/wf_open.c src/model/wf_set.c \
              src/model/wf_set_parts.c src/model/wf_set_split.c src/model/wf_set_index.c \
              src/model/wf_set_folder.c src/model/wf_watch.c src/model/wf_json_scan.c
-VIEW_SRC  := src/view/wf_view.c src/view/wf_live.c src/view/wf_prefetch.c src/view/wf_hfq.c src/view/wf_hfq_detect.c src/view/wf_stats.c src/view/wf_diff.c
+VIEW_SRC  := src/view/wf_view.c src/view/wf_live.c src/view/wf_prefetch.c src/view/wf_hfq.c src/view/wf_hfq_detect.c src/view/wf_hfq_bnb8.c src/view/wf_stats.c src/view/wf_diff.c
 LIBAPI_SRC := src/lib/wf_api.c src/lib/wf_stack.c
 MOUNT_SRC := src/mount/wf_tree.c src/mount/wf_gen.c src/mount/wf_summary.c src/mount/wf_attr.c \
              src/mount/wf_files.c src/mount/wf_mount.c \
@@ -113,6 +113,7 @@ $(B)/obj/fuse/%.o: ALL_CFLAGS += $(FUSE_CFLAGS)
 # Decoders must round exactly as ggml does: never fuse a*b+c.
 $(B)/obj/codec/%.o: ALL_CFLAGS += -ffp-contract=off
 $(B)/obj/view/wf_hfq.o: ALL_CFLAGS += -ffp-contract=off
+$(B)/obj/view/wf_hfq_bnb8.o: ALL_CFLAGS += -ffp-contract=off
 
 $(B)/libweightfs.a: $(LIB_OBJ)
 	$(Q)rm -f $@ && ar rcs $@ $^
@@ -169,9 +170,14 @@ mount-check: $(B)/weightfs
 
 # The shared library's exports are weightfs.h's functions and nothing else;
 # docs/example.c builds against the header and library alone and runs.
-api-check: $(B)/libweightfs.so $(B)/example
+api-check: $(B)/libweightfs.so $(B)/example $(B)/api_stored_view
 	$(Q)bash tests/api/exports.sh $(B)/libweightfs.so.$(SOVER) src/lib/weightfs.h
 	$(Q)$(B)/example tests/data/ggml-oracle/type_q4_K.gguf > /dev/null
+	$(Q)$(B)/api_stored_view
+
+# Public header and shared library only, as a program using them would.
+$(B)/api_stored_view: tests/api/stored_view.c src/lib/weightfs.h $(B)/libweightfs.so
+	$(Q)$(CC) $(CSTD) $(OPT) $(WARN) $(SAN) -Werror -isystem src/lib -o $@ $< -L$(B) -lweightfs -Wl,-rpath,'$$ORIGIN'
 
 $(B)/example: docs/example.c src/lib/weightfs.h $(B)/libweightfs.so
 	$(Q)$(CC) $(CSTD) $(OPT) $(WARN) $(SAN) -Werror -isystem src/lib -o $@ $< -L$(B) -lweightfs -Wl,-rpath,'$$ORIGIN'

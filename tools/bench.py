@@ -45,7 +45,7 @@ measures, side by side in one run:
      of the same element count, and the first read through a mount as a
      ratio to the F32 tensor's; ratios are medians of side-by-side pairs.
   13. quantized safetensors checkpoints (tools/bench_hfq.py: FP8, GPTQ,
-     AWQ, MLX, bitsandbytes NF4), each scheme's in-process load through the
+     AWQ, MLX, bitsandbytes NF4 and 8-bit), each scheme's in-process load through the
      Python module as a ratio to the Q4_K tensor's load in the same run.
 Prints medians of several runs as tables with ratios and writes the same to
 --out as JSON.  Needs root only for --drop-caches / --read-ahead-kb; uses no

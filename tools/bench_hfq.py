@@ -6,7 +6,7 @@
 GGUF is the benchmark model (tools/gen_model.c), whose t.Q4_K tensor is the
 yardstick.  Builds in DIR one checkpoint per scheme weightfs decodes on the
 safetensors side (tests/mount/hfq_models.py: FP8 128x128 blocks, GPTQ 4-bit
-act-order g128, AWQ g128, MLX 4-bit g64, bitsandbytes NF4 nested), each one
+act-order g128, AWQ g128, MLX 4-bit g64, bitsandbytes NF4 nested and 8-bit), each one
 layer of about MIB MiB of float32 output, and times the in-process load
 (the Python module over the C library: weightfs.open(MODEL)[name], all
 cores, and .get(name, threads=1)) of each against t.Q4_K's, alternating
@@ -25,8 +25,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "python"))
 sys.path.insert(0, os.path.join(ROOT, "tests", "mount"))
 import weightfs  # noqa: E402
-from hfq_models import (awq_config, awq_layer, bnb_layer, fp8_config, fp8_layer, gptq_config,  # noqa: E402
-                        gptq_layer, mlx_layer, st_bytes)
+from hfq_models import (awq_config, awq_layer, bnb8_config, bnb8_layer, bnb_layer, fp8_config,  # noqa: E402
+                        fp8_layer, gptq_config, gptq_layer, mlx_layer, st_bytes)
 
 
 def write(d, files):
@@ -63,6 +63,9 @@ def build(dirname, mib):
     parts, _ = bnb_layer(rng, out, inp, 64, "nf4", True)
     models["BNB4"] = write(os.path.join(dirname, "bnb"), {"model.safetensors": st_bytes(
         {name + ".weight" + k: v for k, v in parts.items()})})
+    parts, _ = bnb8_layer(rng, out, inp)
+    models["BNB8"] = write(os.path.join(dirname, "bnb8"), {"config.json": bnb8_config(), "model.safetensors": st_bytes(
+        {name + k: v for k, v in parts.items()})})
     return {k: (v, name + ".weight") for k, v in models.items()}, [out, inp]
 
 

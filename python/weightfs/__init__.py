@@ -337,13 +337,17 @@ class Model:
         return i
 
     def __contains__(self, name: object) -> bool:
+        """Whether name is one of keys(): the hidden parts of a decoded
+        quantized layer (PREFIX.qweight, ...) are not, though get() and
+        info() reach them by name."""
         if not isinstance(name, (str, bytes)):
             return False
         try:
-            self._index(name)
-            return True
+            i = self._index(name)
         except KeyError:
             return False
+        with self._handle() as h:
+            return i < _lib.weightfs_n_tensors(h)
 
     @property
     def metadata(self) -> Dict[str, Any]:

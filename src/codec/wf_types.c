@@ -121,6 +121,7 @@ static const struct wf_type wf_types[WF_T_COUNT] = {
 	[WF_T_HFQ_AWQ]  = HFQ("AWQ"),
 	[WF_T_HFQ_MLX]  = HFQ("MLX"),
 	[WF_T_HFQ_BNB]  = HFQ("BNB4"),
+	[WF_T_HFQ_BNB8] = HFQ("BNB8"),
 };
 
 /* ggml ids that safetensors spells the same way; all other safetensors

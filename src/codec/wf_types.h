@@ -84,6 +84,7 @@ enum wf_type_id {
 	WF_T_HFQ_AWQ,
 	WF_T_HFQ_MLX,
 	WF_T_HFQ_BNB,
+	WF_T_HFQ_BNB8,
 	WF_T_COUNT
 };
 

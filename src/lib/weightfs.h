@@ -12,6 +12,15 @@
  *   if (weightfs_open("model.gguf", WEIGHTFS_F32, &m, err, sizeof err) != 0)
  *           fprintf(stderr, "%s\n", err);
  *
+ * Quantized Hugging Face layers (GPTQ, AWQ, FP8, MLX, bitsandbytes; see
+ * docs/quantized.md): a model opened in a decoded dtype (WEIGHTFS_F32, F16,
+ * BF16) lists each as one tensor PREFIX.weight, float32 [out, in], decoded
+ * on read, in place of its stored parts.  The parts stay reachable by name
+ * (weightfs_find) at indices from weightfs_n_tensors on, and a read with
+ * WEIGHTFS_STORED gives, for every name the model stores, its stored bytes,
+ * as `-o dtype=stored` of the mount shows them.  A model opened with
+ * WEIGHTFS_STORED lists every stored tensor and no decoded one.
+ *
  * Errors: every function that can fail returns 0 or a WEIGHTFS_E* code and
  * writes one line (no newline) into err[0..errlen) when err is not NULL.
  *
@@ -54,7 +63,10 @@ enum weightfs_dtype {
 	WEIGHTFS_F32 = 0,      /* float tensors decoded to float32 (bit-exact with ggml) */
 	WEIGHTFS_F16,          /* ... rounded to IEEE half, nearest-even */
 	WEIGHTFS_BF16,         /* ... rounded to bfloat16 (as uint16 bits), nearest-even */
-	WEIGHTFS_STORED,       /* the file's bytes; types packed in blocks as uint8 [..., bytes per row] */
+	WEIGHTFS_STORED,       /* the file's bytes; types packed in blocks as uint8 [..., bytes per row];
+				* a decoded layer: the stored tensor of its name (FP8, MLX, bitsandbytes:
+				* the packed PREFIX.weight), or WEIGHTFS_EUNSUP when there is none (GPTQ,
+				* AWQ store PREFIX.qweight, ...: the message names the parts) */
 };
 
 /* Return codes. */
@@ -88,7 +100,9 @@ struct weightfs_tensor_info {
 };
 
 /* Opens the model at path and validates all of it.  dtype (not
- * WEIGHTFS_DEFAULT) is what later calls passing WEIGHTFS_DEFAULT get.
+ * WEIGHTFS_DEFAULT) is what later calls passing WEIGHTFS_DEFAULT get, and
+ * says how quantized layers are listed: decoded, or (WEIGHTFS_STORED) as
+ * their stored parts.
  * On success *out is a model to pass to weightfs_close; on failure *out is
  * NULL and err names the file and, where there is one, the tensor or field. */
 WEIGHTFS_API int weightfs_open(const char *path, int dtype, weightfs_model **out, char *err, size_t errlen);
@@ -96,16 +110,22 @@ WEIGHTFS_API int weightfs_open(const char *path, int dtype, weightfs_model **out
 /* Unmaps and frees m; NULL is ignored.  Pointers into m become invalid. */
 WEIGHTFS_API void weightfs_close(weightfs_model *m);
 
-/* The number of tensors, in the order the files list them (the parts of a
- * split model in order). */
+/* The number of tensors listed, in the order the files list them (the parts
+ * of a split model in order); the hidden parts of decoded layers are not
+ * counted. */
 WEIGHTFS_API size_t weightfs_n_tensors(const weightfs_model *m);
 
-/* The index of the tensor named name[0..len), or -1. */
+/* The index of the tensor named name[0..len), or -1.  A listed tensor's
+ * index is below weightfs_n_tensors; a hidden part of a decoded layer
+ * (PREFIX.qweight, PREFIX.weight_scale_inv, PREFIX.SCB, ...) gets an index
+ * from weightfs_n_tensors on, which every call below takes (a part named as
+ * its layer, FP8's PREFIX.weight, is that layer under WEIGHTFS_STORED). */
 WEIGHTFS_API int64_t weightfs_find(const weightfs_model *m, const char *name, size_t len);
 
 /* Fills *info for tensor i read in dtype.  WEIGHTFS_EINVAL for a bad index
  * or dtype; WEIGHTFS_EUNSUP when WEIGHTFS_STORED cannot show the tensor as
- * whole rows of bytes.  The strings live as long as m. */
+ * whole rows of bytes, or i is a decoded layer with no stored tensor of its
+ * name.  The strings live as long as m. */
 WEIGHTFS_API int weightfs_tensor_info(const weightfs_model *m, size_t i, int dtype, struct weightfs_tensor_info *info,
 				      char *err, size_t errlen);
 

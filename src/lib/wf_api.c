@@ -32,7 +32,9 @@ _Static_assert(WEIGHTFS_MAX_DIMS == WF_MAX_DIMS, "weightfs.h WEIGHTFS_MAX_DIMS")
 struct weightfs_model {
 	struct wf_model *m;
 	struct wf_live lv;
-	struct wf_names names; /* tensor name -> index */
+	struct wf_names names; /* tensor name -> index; the hidden parts of decoded layers from n_tensors on */
+	uint32_t *stored_of;   /* [n_tensors]: the hidden part a decoded layer's name is stored under, or
+				* WF_NAMES_NONE (GPTQ, AWQ: PREFIX.weight is no stored tensor) */
 	int dtype;             /* WEIGHTFS_F32..STORED: what WEIGHTFS_DEFAULT stands for */
 };
 
@@ -91,7 +93,9 @@ WEIGHTFS_API int weightfs_open(const char *path, int dtype, weightfs_model **out
 		free(h);
 		return wf_api_fail(err, errlen, (int)rc, "%s: %s", path, msg);
 	}
-	if (wf_live_init(&h->lv, h->m, NULL, NULL, NULL, NULL) != WF_OK || !wf_names_init(&h->names, h->m->n_tensors)) {
+	if (wf_live_init(&h->lv, h->m, NULL, NULL, NULL, NULL) != WF_OK ||
+	    !wf_names_init(&h->names, h->m->n_tensors + h->m->n_hidden) ||
+	    !(h->stored_of = malloc((h->m->n_tensors ? h->m->n_tensors : 1) * sizeof *h->stored_of))) {
 		weightfs_close(h);
 		return wf_api_fail(err, errlen, WEIGHTFS_ENOMEM, "%s: out of memory", path);
 	}
@@ -99,6 +103,15 @@ WEIGHTFS_API int weightfs_open(const char *path, int dtype, weightfs_model **out
 		const struct wf_tensor *t = &h->m->tensors[i];
 		/* names are unique: every parser and wf_set refuse duplicates */
 		wf_names_put(&h->names, t->name, t->name_len, (uint32_t)i);
+		h->stored_of[i] = WF_NAMES_NONE;
+	}
+	for (size_t k = 0; k < h->m->n_hidden; k++) {
+		/* a part named as its decoded layer (FP8, MLX, bnb: PREFIX.weight)
+		 * is that layer's stored form; the others are found by name */
+		const struct wf_tensor *t = &h->m->hidden[k];
+		uint32_t v = wf_names_put(&h->names, t->name, t->name_len, (uint32_t)(h->m->n_tensors + k));
+		if (v != WF_NAMES_NONE && v < h->m->n_tensors)
+			h->stored_of[v] = (uint32_t)k;
 	}
 	*out = h;
 	return WEIGHTFS_OK;
@@ -109,6 +122,7 @@ WEIGHTFS_API void weightfs_close(weightfs_model *h)
 	if (!h)
 		return;
 	wf_names_free(&h->names);
+	free(h->stored_of);
 	wf_live_free(&h->lv);
 	wf_model_free(h->m);
 	free(h);
@@ -127,21 +141,52 @@ WEIGHTFS_API int64_t weightfs_find(const weightfs_model *h, const char *name, si
 	return v == WF_NAMES_NONE ? -1 : (int64_t)v;
 }
 
+/* The failure of WEIGHTFS_STORED on decoded layer t, which is no stored
+ * tensor (GPTQ, AWQ): names the parts that are. */
+static int no_stored_form(const weightfs_model *h, const struct wf_tensor *t, char *err, size_t errlen)
+{
+	char q[96], list[WF_ERRLEN] = "";
+	size_t used = 0;
+	for (size_t k = 0; k < h->m->n_hidden && used + 100 < sizeof list; k++) {
+		const struct wf_tensor *p = &h->m->hidden[k];
+		const uint8_t *at = h->m->parts[p->part].data + p->offset;
+		for (int r = 0; r < WF_HFQ_MAX_PARTS; r++)
+			if (t->q->part[r].p == at && t->q->part[r].p) {
+				used += (size_t)snprintf(list + used, sizeof list - used, "%s%s", used ? ", " : "",
+							 wf_quote(q, sizeof q, p->name, p->name_len));
+				break;
+			}
+	}
+	const struct wf_type *ty = wf_type_get(t->type);
+	return wf_api_fail(err, errlen, WEIGHTFS_EUNSUP,
+			   "tensor %s: a decoded %s layer, not a stored tensor: read its stored parts %s by name, or "
+			   "open the model with dtype stored", wf_quote(q, sizeof q, t->name, t->name_len),
+			   ty ? ty->name : "?", list);
+}
+
 /* A copy of tensor i with its view set for dtype: reads in any dtype share
- * one model, and the copy shares the model's name and shape arrays. */
+ * one model, and the copy shares the model's name and shape arrays.
+ * Indices from n_tensors on are the hidden parts of decoded layers; a
+ * decoded layer read as stored is the stored tensor of its name. */
 static int view_of(const weightfs_model *h, size_t i, int dtype, struct wf_tensor *t, char *err, size_t errlen)
 {
 	char msg[WF_ERRLEN];
 	if (!h)
 		return wf_api_fail(err, errlen, WEIGHTFS_EINVAL, "no model");
-	if (i >= h->m->n_tensors)
-		return wf_api_fail(err, errlen, WEIGHTFS_EINVAL, "tensor index %zu: the model has %zu tensors", i,
-			    h->m->n_tensors);
+	size_t n = h->m->n_tensors;
+	if (i >= n + h->m->n_hidden)
+		return wf_api_fail(err, errlen, WEIGHTFS_EINVAL, "tensor index %zu: the model has %zu tensors and %zu "
+				   "hidden parts", i, n, h->m->n_hidden);
 	if (dtype == WEIGHTFS_DEFAULT)
 		dtype = h->dtype;
 	if (dtype < WEIGHTFS_F32 || dtype > WEIGHTFS_STORED)
 		return wf_api_fail(err, errlen, WEIGHTFS_EINVAL, "unknown output dtype %d", dtype);
-	*t = h->m->tensors[i];
+	*t = i < n ? h->m->tensors[i] : h->m->hidden[i - n];
+	if (t->q && dtype == WEIGHTFS_STORED) {
+		if (h->stored_of[i] == WF_NAMES_NONE)
+			return no_stored_form(h, t, err, errlen);
+		*t = h->m->hidden[h->stored_of[i]];
+	}
 	enum wf_err rc = wf_tensor_set_view(t, dtype_view(dtype), msg);
 	if (rc != WF_OK)
 		return wf_api_fail(err, errlen, (int)rc, "%s", msg);

@@ -61,6 +61,11 @@ void wf_model_free(struct wf_model *m)
 	free(m->sidecars);
 	free(m->parts_json);
 	free(m->hfq);
+	for (size_t i = 0; i < m->n_hidden; i++) {
+		free(m->hidden[i].name);
+		free(m->hidden[i].shape);
+	}
+	free(m->hidden);
 	free(m->left_out);
 	wf_watch_free(m->watch);
 	free(m);

@@ -72,6 +72,10 @@ struct wf_model {
 	size_t parts_json_len;
 	struct wf_hfq *hfq;      /* [n_hfq]: the quantized layers wf_hfq_apply found */
 	size_t n_hfq;
+	struct wf_tensor *hidden; /* [n_hidden]: the stored tensors decoded layers took the place of (each
+				   * layer's parts, its main part under its stored name), not listed;
+				   * the C library reaches them by name (weightfs.h) */
+	size_t n_hidden;
 	bool hfq_done;           /* wf_hfq_apply ran */
 	bool has_index_st;       /* the model came through a safetensors index: */
 	struct stat index_st;    /* its stat (its metadata is in metadata.json) */

@@ -41,6 +41,7 @@ enum wf_hfq_scheme_id {
 	WF_HFQ_AWQ,      /* AutoAWQ GEMM: qweight, qzeros, scales, nibbles in the order 0,2,4,6,1,3,5,7 */
 	WF_HFQ_MLX,      /* MLX affine: weight, scales, biases */
 	WF_HFQ_BNB,      /* bitsandbytes 4-bit (NF4/FP4): weight bytes, absmax, quant_map (nested absmax) */
+	WF_HFQ_BNB8,     /* bitsandbytes 8-bit (LLM.int8): int8 weight, SCB (row absmax) (wf_hfq_bnb8.c) */
 	WF_HFQ_COUNT
 };
 
@@ -51,6 +52,7 @@ enum {
 	WF_HFQ_AWQ_QW = 0, WF_HFQ_AWQ_QZ, WF_HFQ_AWQ_SC,
 	WF_HFQ_MLX_W = 0, WF_HFQ_MLX_S, WF_HFQ_MLX_B,
 	WF_HFQ_BNB_W = 0, WF_HFQ_BNB_ABS, WF_HFQ_BNB_MAP, WF_HFQ_BNB_NABS, WF_HFQ_BNB_NMAP, WF_HFQ_BNB_STATE,
+	WF_HFQ_BNB8_W = 0, WF_HFQ_BNB8_SCB, WF_HFQ_BNB8_FMT,              /* weight_format may be absent */
 	WF_HFQ_MAX_PARTS = 6
 };
 
@@ -66,7 +68,7 @@ struct wf_hfq_part {
 struct wf_hfq {
 	int scheme;           /* enum wf_hfq_scheme_id */
 	uint64_t out, in;     /* the decoded weight: [out, in] */
-	uint32_t bits;        /* GPTQ: 2, 3, 4 or 8; AWQ: 4; MLX: 2, 3, 4, 5, 6 or 8 */
+	uint32_t bits;        /* GPTQ: 2, 3, 4 or 8; AWQ: 4; MLX: 2, 3, 4, 5, 6 or 8; bnb 8-bit: 8 */
 	uint32_t group;       /* inputs per group (GPTQ: in when the config says -1) */
 	uint64_t groups;      /* GPTQ: rows of scales and qzeros */
 	uint64_t bh, bw;      /* FP8: rows and columns of weight one scale covers */
@@ -74,7 +76,7 @@ struct wf_hfq {
 	uint64_t nblock;      /* bnb nested: absmax values per nested absmax; 0 when not nested */
 	float noffset;        /* bnb nested: added to every absmax */
 	const char *qtype;    /* bnb: "nf4" or "fp4" */
-	const char *source;   /* what the parameters came from: "fp8", "compressed-tensors", "gptq", "awq", "mlx" */
+	const char *source;   /* what the parameters came from: "fp8", "compressed-tensors", "gptq", "awq", "mlx", "bitsandbytes" */
 	struct wf_hfq_part part[WF_HFQ_MAX_PARTS];
 };
 
@@ -101,6 +103,11 @@ const struct wf_hfq_scheme *wf_hfq_scheme(int id);
  * WF_ERR_UNSUP. */
 enum wf_err wf_hfq_check(const struct wf_hfq *q, const char *name, size_t name_len, char *err);
 
+/* bitsandbytes 8-bit (wf_hfq_bnb8.c): the decoder of its scheme row, and
+ * its part of wf_hfq_check (who is the quoted layer name). */
+void wf_hfq_bnb8_decode(const struct wf_hfq *q, uint64_t row, uint64_t col, size_t n, float *dst);
+enum wf_err wf_hfq_bnb8_check(const struct wf_hfq *q, const char *who, char *err);
+
 /* Copies bytes [off, off+len) of the view of composite tensor t (t->q set;
  * t->vk F32, F16 or BF16) into out, decoding only the rows and columns the
  * range covers; *n_out gets the count (less at the end of the view).
@@ -115,7 +122,8 @@ void wf_hfq_params_json(const struct wf_hfq *q, struct wf_buf *b);
  * quantization_config, quantize_config.json; a sidecar, or the file beside
  * a single-file model), checks them, and, unless want is WF_VK_RAW (stored),
  * replaces each layer's parts in m->tensors by one decoded tensor
- * PREFIX.weight.  A model with no quantization config is left as it is.
+ * PREFIX.weight, moving the parts (the main one under its stored name) to
+ * m->hidden.  A model with no quantization config is left as it is.
  * Refuses (one line naming the layer) a scheme, format or bits weightfs
  * does not decode, a missing part, parts that disagree.  Call once, before
  * wf_model_set_view and the tree. */

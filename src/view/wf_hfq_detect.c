@@ -25,8 +25,13 @@
  *     UTF-8 JSON (bitsandbytes functional.py QuantState.as_dict), gives
  *     quant_type, blocksize, shape and the nested parameters; parts W,
  *     W.absmax, W.quant_map, W.nested_absmax, W.nested_quant_map.
- * Other methods (bitsandbytes 8-bit, ...) are not decoded: their models
- * mount as before, every part shown as stored.
+ *   bitsandbytes 8-bit (quant_method "bitsandbytes" with load_in_8bit, or
+ *     with no quantization config at all): each PREFIX.SCB (float32 [out],
+ *     bitsandbytes nn/modules.py Linear8bitLt._save_to_state_dict) makes
+ *     a layer of PREFIX.weight (int8 [out, in]), SCB and the optional
+ *     PREFIX.weight_format (wf_hfq_bnb8.c).
+ * Other methods are not decoded: their models mount as before, every part
+ * shown as stored.
  */
 #include "view/wf_hfq.h"
 #include "base/wf_buf.h"
@@ -147,6 +152,36 @@ static enum wf_err plan_fp8(const cJSON *qc, struct plan *pl, char *err)
 	return WF_OK;
 }
 
+/* compressed-tensors' block_structure: [bh, bw], or the "BHxBW" string its
+ * QuantizationArgs validator also takes (quant_args.py); each in [1, 1e9]. */
+static bool block_pair(const cJSON *bs, uint64_t *bh, uint64_t *bw)
+{
+	double v[2];
+	if (cJSON_IsString(bs)) {
+		unsigned long long a, b;
+		int end = 0;
+		if (sscanf(bs->valuestring, "%llu x %llu%n", &a, &b, &end) != 2 || bs->valuestring[end] != '\0' ||
+		    !strchr(bs->valuestring, 'x') || strchr(bs->valuestring, '-'))
+			return false;
+		v[0] = (double)a;
+		v[1] = (double)b;
+	} else {
+		if (!cJSON_IsArray(bs) || cJSON_GetArraySize(bs) != 2)
+			return false;
+		for (int k = 0; k < 2; k++) {
+			const cJSON *x = cJSON_GetArrayItem(bs, k);
+			if (!cJSON_IsNumber(x) || x->valuedouble != (double)(long long)x->valuedouble)
+				return false;
+			v[k] = x->valuedouble;
+		}
+	}
+	if (v[0] < 1 || v[1] < 1 || v[0] > 1e9 || v[1] > 1e9)
+		return false;
+	*bh = (uint64_t)v[0];
+	*bw = (uint64_t)v[1];
+	return true;
+}
+
 /* compressed-tensors: every config group's weights must be the same 8-bit
  * float scheme (the layers do not say which group they belong to). */
 static enum wf_err plan_ct(const cJSON *qc, struct plan *pl, char *err)
@@ -168,14 +203,10 @@ static enum wf_err plan_ct(const cJSON *qc, struct plan *pl, char *err)
 				       "8-bit float per tensor, channel or block", g->string ? g->string : "?");
 		uint64_t bh = 0, bw = 0;
 		if (s == 'b') {
-			const cJSON *bs = cJSON_GetObjectItemCaseSensitive(w, "block_structure");
-			const cJSON *b0 = cJSON_GetArrayItem(bs, 0), *b1 = cJSON_GetArrayItem(bs, 1);
-			if (!cJSON_IsNumber(b0) || !cJSON_IsNumber(b1) || b0->valuedouble < 1 || b1->valuedouble < 1 ||
-			    b0->valuedouble > 1e9 || b1->valuedouble > 1e9)
+			if (!block_pair(cJSON_GetObjectItemCaseSensitive(w, "block_structure"), &bh, &bw))
 				return wf_fail(err, WF_ERR_UNSUP, "config.json: compressed-tensors group %s: block "
-					       "strategy without a block_structure", g->string ? g->string : "?");
-			bh = (uint64_t)b0->valuedouble;
-			bw = (uint64_t)b1->valuedouble;
+					       "strategy without a block_structure of two positive integers",
+					       g->string ? g->string : "?");
 		}
 		if (pl->strategy && (pl->strategy != s || pl->bh != bh || pl->bw != bw))
 			return wf_fail(err, WF_ERR_UNSUP, "config.json: compressed-tensors groups with different schemes");
@@ -270,6 +301,10 @@ static enum wf_err read_plan(const struct wf_model *m, struct plan *pl, bool *fo
 	else if (method && strcmp(method, "bitsandbytes") == 0 &&
 		 cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(qc, "load_in_4bit")))
 		*pl = (struct plan){.scheme = WF_HFQ_BNB, .source = "bitsandbytes"}, *found = true;
+	else if (method && strcmp(method, "bitsandbytes") == 0 &&
+		 (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(qc, "load_in_8bit")) ||
+		  cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(qc, "_load_in_8bit"))))
+		*pl = (struct plan){.scheme = WF_HFQ_BNB8, .source = "bitsandbytes"}, *found = true;
 	cJSON_Delete(own);
 	return rc;
 }
@@ -703,13 +738,65 @@ static enum wf_err bnb_layer(struct work *w, size_t i, struct wf_hfq *q)
 	return wf_hfq_check(q, pre, plen, w->err);
 }
 
+/* The bnb 8-bit layer whose SCB is tensor i (named prefix + ".SCB"). */
+static enum wf_err bnb8_layer(struct work *w, size_t i, size_t plen, struct wf_hfq *q)
+{
+	const char *pre = w->m->tensors[i].name;
+	char who[96];
+	wf_quote(who, sizeof who, pre, plen);
+	long wi = find(&w->nm, pre, plen, ".weight"), fmt = find(&w->nm, pre, plen, ".weight_format");
+	if (wi < 0)
+		return wf_fail(w->err, WF_ERR_FORMAT, "layer %s: SCB without a weight", who);
+	const struct wf_tensor *wt = &w->m->tensors[wi];
+	if (wt->ndim != 2 || w->m->tensors[i].ndim != 1)
+		return wf_fail(w->err, WF_ERR_FORMAT, "layer %s: bitsandbytes 8-bit needs a weight [out, in] and an SCB "
+			       "[out] (they have %u and %u dims)", who, wt->ndim, w->m->tensors[i].ndim);
+	enum wf_err rc = take_part(w, wi, &q->part[WF_HFQ_BNB8_W]);
+	if (rc == WF_OK)
+		rc = take_part(w, (long)i, &q->part[WF_HFQ_BNB8_SCB]);
+	if (rc == WF_OK)
+		rc = take_part(w, fmt, &q->part[WF_HFQ_BNB8_FMT]);
+	if (rc != WF_OK)
+		return rc;
+	q->scheme = WF_HFQ_BNB8;
+	q->bits = 8;
+	q->out = wt->shape[0];
+	q->in = wt->shape[1];
+	uint64_t n;
+	if (!wf_mul_ok(q->out, q->in, &n) || n > INT64_MAX / 4)
+		return wf_fail(w->err, WF_ERR_FORMAT, "layer %s: weight is too large", who);
+	mark(w, wi, R_MAIN);
+	mark(w, (long)i, R_DROP);
+	mark(w, fmt, R_DROP);
+	w->layer_of[wi] = (size_t)(q - w->m->hfq);
+	return wf_hfq_check(q, pre, plen, w->err);
+}
+
+/* A weight left without its scale would read as its stored integers or
+ * e4m3 codes, unscaled: wrong.  FP8: an F8_E4M3 weight; bnb 8-bit: an
+ * int8 one. */
+static enum wf_err unscaled_weights(struct work *w)
+{
+	int sch = w->pl->scheme, type = sch == WF_HFQ_FP8 ? WF_T_F8_E4M3 : WF_T_I8;
+	const char *what = sch == WF_HFQ_FP8 ? w->pl->scale : "SCB";
+	size_t plen;
+	for (size_t i = 0; (sch == WF_HFQ_FP8 || sch == WF_HFQ_BNB8) && i < w->m->n_tensors; i++) {
+		const struct wf_tensor *t = &w->m->tensors[i];
+		char q[96];
+		if (w->role[i] == R_KEEP && t->type == type && ends_with(t, ".weight", &plen))
+			return wf_fail(w->err, WF_ERR_FORMAT, "layer %s: %s weight without its %s",
+				       wf_quote(q, sizeof q, t->name, plen), wf_type_get(type)->name, what);
+	}
+	return WF_OK;
+}
+
 /* Finds and checks every layer of the plan into m->hfq. */
 static enum wf_err find_layers(struct work *w)
 {
 	struct wf_model *m = w->m;
 	int sch = w->pl->scheme;
 	const char *suffix = sch == WF_HFQ_FP8 ? w->pl->scale : sch == WF_HFQ_MLX ? "scales"
-			     : sch == WF_HFQ_BNB ? "quant_state.bitsandbytes__" : "qweight";
+			     : sch == WF_HFQ_BNB ? "quant_state.bitsandbytes__" : sch == WF_HFQ_BNB8 ? "SCB" : "qweight";
 	char dot[64];
 	snprintf(dot, sizeof dot, ".%s", suffix);
 	size_t n = 0, plen;
@@ -727,32 +814,29 @@ static enum wf_err find_layers(struct work *w)
 				 : sch == WF_HFQ_GPTQ ? gptq_layer(w, i, plen, q)
 				 : sch == WF_HFQ_AWQ  ? awq_layer(w, i, plen, q)
 				 : sch == WF_HFQ_MLX  ? mlx_layer(w, i, plen, q)
+				 : sch == WF_HFQ_BNB8 ? bnb8_layer(w, i, plen, q)
 						      : bnb_layer(w, i, q);
 		if (rc != WF_OK)
 			return rc;
 	}
-	/* an FP8 weight left without its scale would read unscaled: wrong */
-	for (size_t i = 0; w->pl->scheme == WF_HFQ_FP8 && i < m->n_tensors; i++) {
-		const struct wf_tensor *t = &m->tensors[i];
-		char q[96];
-		if (w->role[i] == R_KEEP && t->type == WF_T_F8_E4M3 && ends_with(t, ".weight", &plen))
-			return wf_fail(w->err, WF_ERR_FORMAT, "layer %s: F8_E4M3 weight without its %s",
-				       wf_quote(q, sizeof q, t->name, plen), w->pl->scale);
-	}
-	return WF_OK;
+	return unscaled_weights(w);
 }
 
 /* Puts each layer's decoded tensor where its main part was and takes its
- * other parts out of the list. */
+ * parts out of the list, into m->hidden (in list order). */
 static enum wf_err replace_parts(struct work *w)
 {
 	struct wf_model *m = w->m;
-	size_t k = 0;
+	size_t k = 0, n_hide = 0;
+	for (size_t i = 0; i < m->n_tensors; i++)
+		n_hide += w->role[i] != R_KEEP;
+	m->hidden = calloc(n_hide ? n_hide : 1, sizeof *m->hidden);
+	if (!m->hidden)
+		return wf_fail(w->err, WF_ERR_NOMEM, "out of memory for %zu parts of quantized layers", n_hide);
 	for (size_t i = 0; i < m->n_tensors; i++) {
 		struct wf_tensor t = m->tensors[i];
 		if (w->role[i] == R_DROP) {
-			free(t.name);
-			free(t.shape);
+			m->hidden[m->n_hidden++] = t;
 			continue;
 		}
 		if (w->role[i] == R_MAIN) {
@@ -776,8 +860,7 @@ static enum wf_err replace_parts(struct work *w)
 			}
 			memcpy(name, t.name, plen);
 			memcpy(name + plen, as_is ? "" : ".weight", as_is ? 1 : sizeof ".weight");
-			free(t.name);
-			free(t.shape);
+			m->hidden[m->n_hidden++] = t; /* the main part keeps its stored name and shape */
 			shape[0] = q->out;
 			shape[1] = q->in;
 			t.name = name;
@@ -808,6 +891,10 @@ enum wf_err wf_hfq_apply(struct wf_model *m, enum wf_vk want, char *err)
 	for (size_t i = 0; rc == WF_OK && !found && i < m->n_tensors; i++)
 		if (bnb_named(&m->tensors[i])) /* bnb's quant_state needs no config */
 			pl = (struct plan){.scheme = WF_HFQ_BNB, .source = "bitsandbytes"}, found = true;
+	size_t plen;
+	for (size_t i = 0; rc == WF_OK && !found && i < m->n_tensors; i++)
+		if (ends_with(&m->tensors[i], ".SCB", &plen)) /* nor does bnb 8-bit's SCB */
+			pl = (struct plan){.scheme = WF_HFQ_BNB8, .source = "bitsandbytes"}, found = true;
 	if (rc != WF_OK || !found || m->n_tensors == 0) {
 		cJSON_Delete(cfg);
 		return rc;

@@ -161,12 +161,16 @@ def fp8_config():
                                     "weight_block_size": [128, 128]}}
 
 
-def ct_config(strategy):
+def ct_config(strategy, block=None):
+    """compressed-tensors float-quantized; block: block_structure [bh, bw]
+    (the FP8_BLOCK preset's [128, 128]) for strategy "block"."""
     return {"quantization_config": {
         "quant_method": "compressed-tensors", "format": "float-quantized", "quantization_status": "compressed",
         "config_groups": {"group_0": {"targets": ["Linear"], "weights": {
             "num_bits": 8, "type": "float", "strategy": strategy, "symmetric": True, "dynamic": False,
-            "block_structure": None}}},
+            "block_structure": block, "observer": "minmax"},
+            "input_activations": {"num_bits": 8, "type": "float", "strategy": "group", "group_size": 128,
+                                  "dynamic": True, "symmetric": True}}},
         "ignore": ["lm_head"]}}
 
 
@@ -277,3 +281,31 @@ def bnb_layer(rng, out, inp, blocksize=64, quant_type="nf4", nested=False):
     parts[".quant_state.bitsandbytes__" + quant_type] = ("U8", [len(js)], js)
     exp = (code[codes] * absmax[np.arange(n) // blocksize]).astype(np.float32).reshape(out, inp)
     return parts, exp
+
+
+# bitsandbytes 8-bit (LLM.int8): Linear8bitLt._save_to_state_dict writes
+# PREFIX.weight int8 [out, in] (row-major), PREFIX.SCB float32 [out] and a
+# 0-d uint8 PREFIX.weight_format of 0 ("row"); bitsandbytes/_ops.py
+# int8_vectorwise_dequant: A * stats.view(-1, 1) * 7.874015718698502e-3,
+# float32, left to right (two roundings).
+BNB8_INV127 = np.float32(7.874015718698502e-3)
+
+
+def bnb8_layer(rng, out, inp, weight_format=True):
+    """(parts {suffix: (dtype, shape, bytes)}, expected float32 [out, in])."""
+    w = rng.integers(-127, 128, size=(out, inp)).astype(np.int8)
+    w.reshape(-1)[:4] = [-128, -127, 0, 127]
+    scb = (rng.random(out) * 3 + 0.01).astype(np.float32)
+    scb[0] = np.float32(1.0)
+    exp = ((w.astype(np.float32) * scb[:, None]).astype(np.float32) * BNB8_INV127).astype(np.float32)
+    parts = {".weight": ("I8", [out, inp], w.tobytes()), ".SCB": ("F32", [out], scb.astype("<f4").tobytes())}
+    if weight_format:
+        parts[".weight_format"] = ("U8", [], b"\0")
+    return parts, np.ascontiguousarray(exp)
+
+
+def bnb8_config():
+    return {"architectures": ["OPTForCausalLM"], "torch_dtype": "float16",
+            "quantization_config": {"quant_method": "bitsandbytes", "_load_in_8bit": True, "load_in_8bit": True,
+                                    "load_in_4bit": False, "llm_int8_threshold": 6.0,
+                                    "llm_int8_skip_modules": None, "llm_int8_has_fp16_weight": False}}

@@ -58,3 +58,14 @@ def awq_torch(parts, group):
     iw, iz = iw[:, order], iz[:, order]
     out = (iw - iz.repeat_interleave(group, dim=0)).to(torch.float32) * scales.repeat_interleave(group, dim=0)
     return out.t().contiguous().numpy()
+
+
+def bnb8_torch(parts, out, inp):
+    """float32 [out, in] from bnb 8-bit parts, as bitsandbytes' default
+    int8_vectorwise_dequant computes it (an int8 tensor times the float32
+    SCB column, times the Python float 1/127), or None."""
+    if torch is None:
+        return None
+    a = torch.from_numpy(np.frombuffer(parts[".weight"][2], np.int8).reshape(out, inp).copy())
+    stats = torch.from_numpy(np.frombuffer(parts[".SCB"][2], "<f4").copy())
+    return (a * stats.view(-1, 1) * 7.874015718698502e-3).contiguous().numpy()

@@ -13,11 +13,17 @@ import struct
 
 import numpy as np
 
-from hfq_models import (awq_config, awq_layer, bf16_bytes, bnb_layer, ct_config, e4m3_value, fp8_config, fp8_layer,
-                        gptq_config, gptq_layer, mlx_layer, st_bytes)
-from hfq_torch import awq_torch, gptq_torch
+from hfq_models import (awq_config, awq_layer, bf16_bytes, bnb8_config, bnb8_layer, bnb_layer, ct_config, e4m3_value,
+                        fp8_config, fp8_layer, gptq_config, gptq_layer, mlx_layer, st_bytes)
+from hfq_torch import awq_torch, bnb8_torch, gptq_torch
 from wf_harness import check, Errs, Fail, force_unmount, is_mounted, load_json, Mount, new_dir, run_cli, TMP
 from wf_models import write_file
+from t_sets import make_hub
+
+try:
+    import torch
+except ImportError:  # the numpy references still run
+    torch = None
 
 
 def folder(name, files):
@@ -175,6 +181,94 @@ def group_hfq():
         return "per channel (bf16 [out, 1]) and per tensor (f32 [1])"
     check("hfq: compressed-tensors FP8 per channel / per tensor, single file with its config beside", fp8_ct)
 
+    def fp8_ct_block():
+        # compressed-tensors FP8_BLOCK: weight_scale of the block grid
+        # [ceil(out/bh), ceil(in/bw)], partial blocks at both edges; two
+        # layers in two shards, a square and a non-square block
+        errs = Errs()
+        rng = np.random.default_rng(21)
+        for (bh, bw), sdt, blk in (((128, 128), "BF16", [128, 128]), ((64, 32), "F32", "64x32")):
+            a, b = "model.layers.0.mlp.gate_proj", "model.layers.1.self_attn.o_proj"
+            wa, (sa, sa_raw), ea = fp8_layer(rng, 300, 260, bh, bw, sdt)
+            wb, (sb, sb_raw), eb = fp8_layer(rng, 2 * bh, 3 * bw, bh, bw, sdt)   # whole blocks only
+            if torch is not None and sdt == "BF16":
+                # compressed-tensors' own expression: x_q.to(scale.dtype) * scale, in bf16
+                xq = torch.from_numpy(e4m3_value(np.frombuffer(wa, np.uint8).reshape(300, 260)).astype(np.float32))
+                sc = torch.from_numpy(sa.copy()).to(torch.bfloat16)
+                full = sc.repeat_interleave(bh, 0).repeat_interleave(bw, 1)[:300, :260]
+                ref = (xq.to(torch.bfloat16) * full).view(torch.int16).numpy().astype("<i2").tobytes()
+                if ref != bf16_bytes(ea).tobytes():
+                    errs.add("block %dx%d: torch's bf16 product is not our float32 rounded once" % (bh, bw))
+            s1 = {a + ".weight": ("F8_E4M3", [300, 260], wa), b + ".weight_scale": (sdt, list(sb.shape), sb_raw),
+                  "lm_head.weight": ("BF16", [4, 260], np.zeros((4, 260), np.uint16).tobytes())}
+            s2 = {a + ".weight_scale": (sdt, list(sa.shape), sa_raw),
+                  b + ".weight": ("F8_E4M3", [2 * bh, 3 * bw], wb)}
+            wm = {k: "model-00001-of-00002.safetensors" for k in s1}
+            wm.update({k: "model-00002-of-00002.safetensors" for k in s2})
+            d = folder("fp8_ct_block_%d_%d" % (bh, bw), {
+                "config.json": ct_config("block", blk),   # "64x32": the string form the validator takes
+                "model-00001-of-00002.safetensors": st_bytes(s1), "model-00002-of-00002.safetensors": st_bytes(s2),
+                "model.safetensors.index.json": {"metadata": {}, "weight_map": wm}})
+            check_decoded(d, {a + ".weight": ea, b + ".weight": eb}, errs, "FP8", (a + ".weight_scale",
+                                                                              b + ".weight_scale"))
+            check_stored(d, {k: v[2] for k, v in list(s1.items()) + list(s2.items())}, errs)
+            with Mount(d) as m:
+                tj = {e["name"]: e for e in load_json(m.path("tensors.json"))["tensors"]}
+                q = tj[a + ".weight"]["quant"]
+                if q.get("block") != [bh, bw] or q.get("source") != "compressed-tensors":
+                    errs.add("%s: quant %r" % (d, q))
+        # a grid of the wrong size, a block strategy without block_structure
+        w, (s, sraw), _ = fp8_layer(rng, 300, 260, 128, 128, "BF16")
+        d = folder("bad_ct_block_grid", {"config.json": ct_config("block", [128, 128]), "model.safetensors": st_bytes({
+            "l.weight": ("F8_E4M3", [300, 260], w), "l.weight_scale": ("BF16", [2, 3], sraw[:12])})})
+        refused(d, "layer 'l': scale grid [2, 3]", errs, "ct block grid")
+        d = folder("bad_ct_block_none", {"config.json": ct_config("block"), "model.safetensors": st_bytes({
+            "l.weight": ("F8_E4M3", [300, 260], w), "l.weight_scale": ("BF16", [3, 3], sraw)})})
+        refused(d, "block_structure", errs, "ct block without block_structure")
+        errs.raise_if_any()
+        return "blocks 128x128 (bf16 scales) and \"64x32\" (f32), partial edges, 2 shards, torch's bf16 product"
+    check("hfq: compressed-tensors FP8 block strategy (weight_scale of the block grid)", fp8_ct_block)
+
+    def hub_cache():
+        # a GPTQ and a DeepSeek FP8 checkpoint as Hugging Face hub caches
+        # (models--ORG--NAME/{blobs, refs/main, snapshots/REV/ symlinks into
+        # blobs}), mounted through the repo folder and through the snapshot
+        errs = Errs()
+        rng = np.random.default_rng(22)
+        gp, ge = gptq_layer(rng, 64, 160, 4, 64, True)
+        g2, g2e = gptq_layer(rng, 32, 64, 4, 64, True)
+        s1 = {"model.layers.0.mlp.down_proj." + k: v for k, v in gp.items()}
+        s2 = {"model.layers.1.mlp.down_proj." + k: v for k, v in g2.items()}
+        wm = {k: "model-00001-of-00002.safetensors" for k in s1}
+        wm.update({k: "model-00002-of-00002.safetensors" for k in s2})
+        gsrc = folder("hub_src_gptq", {"config.json": gptq_config(4, 64), "quantize_config.json": {"bits": 4,
+                                                                                                   "group_size": 64},
+                                       "model-00001-of-00002.safetensors": st_bytes(s1),
+                                       "model-00002-of-00002.safetensors": st_bytes(s2),
+                                       "model.safetensors.index.json": {"metadata": {}, "weight_map": wm}})
+        w, (sc, sraw), fe = fp8_layer(rng, 300, 260, 128, 128)
+        fsrc = folder("hub_src_fp8", {"config.json": fp8_config(), "model.safetensors": st_bytes({
+            "model.layers.0.mlp.up_proj.weight": ("F8_E4M3", [300, 260], w),
+            "model.layers.0.mlp.up_proj.weight_scale_inv": ("F32", list(sc.shape), sraw)})})
+        cases = ((gsrc, "GPTQ", {"model.layers.0.mlp.down_proj.weight": ge, "model.layers.1.mlp.down_proj.weight": g2e},
+                  [k for k in list(s1) + list(s2) if not k.endswith(".bias")]),
+                 (fsrc, "FP8", {"model.layers.0.mlp.up_proj.weight": fe},
+                  ["model.layers.0.mlp.up_proj.weight_scale_inv"]))
+        for src, scheme, exp, hidden in cases:
+            repo, snap = make_hub(new_dir(), src)
+            if not os.path.islink(os.path.join(snap, "config.json")):
+                errs.add("the hub's snapshot holds no symlinks")
+            for given in (repo, snap):
+                check_decoded(given, exp, errs, scheme, hidden)
+            with Mount(repo) as m:
+                names = os.listdir(m.mp)
+                if "quantization_config" in json.loads(read_all(m.path("config.json"))) or \
+                        "quantize_config.json" in names:
+                    errs.add("%s hub: quantization sidecars still say quantized: %r" % (scheme, names))
+        errs.raise_if_any()
+        return "GPTQ (index and 2 shards) and FP8, via models--org--tiny and snapshots/<rev>"
+    check("hfq: quantized checkpoints as a hub cache, detected and decoded", hub_cache)
+
     def gptq():
         errs = Errs()
         n = 0
@@ -279,6 +373,90 @@ def group_hfq():
         errs.raise_if_any()
         return "%d checkpoints: nf4/fp4, nested absmax over 2 nested blocks, odd element count, partial blocks" % n
     check("hfq: bitsandbytes NF4/FP4 in every view and stored", bnb)
+
+    def bnb8():
+        # LLM.int8: two layers in two shards (one layer's weight and SCB in
+        # different shards), a skipped fp16 module, with and without the
+        # config (the SCB alone says it), with and without weight_format
+        errs = Errs()
+        n = 0
+        for out, inp, with_cfg, fmt in ((96, 160, True, True), (7, 13, False, False), (40, 64, True, False)):
+            rng = np.random.default_rng(400 + n)
+            a, b = "model.decoder.layers.0.fc1", "model.decoder.layers.0.self_attn.k_proj"
+            pa, ea = bnb8_layer(rng, out, inp, fmt)
+            pb, eb = bnb8_layer(rng, inp, out, fmt)
+            for parts, e, o, i in ((pa, ea, out, inp), (pb, eb, inp, out)):
+                t = bnb8_torch(parts, o, i)  # bitsandbytes' own expression, in torch
+                if t is not None and t.tobytes() != e.tobytes():
+                    errs.add("%dx%d: the torch reference disagrees with numpy's" % (o, i))
+            s1 = {a + ".weight": pa[".weight"]}
+            s1.update({b + k: v for k, v in pb.items()})
+            s1["lm_head.weight"] = ("F16", [4, inp], np.ones((4, inp), np.float16).tobytes())
+            s2 = {a + k: v for k, v in pa.items() if k != ".weight"}
+            s2[a + ".bias"] = ("F16", [out], np.zeros(out, np.float16).tobytes())
+            wm = {k: "model-00001-of-00002.safetensors" for k in s1}
+            wm.update({k: "model-00002-of-00002.safetensors" for k in s2})
+            files = {"model-00001-of-00002.safetensors": st_bytes(s1),
+                     "model-00002-of-00002.safetensors": st_bytes(s2),
+                     "model.safetensors.index.json": {"metadata": {}, "weight_map": wm}}
+            if with_cfg:
+                files["config.json"] = bnb8_config()
+            d = folder("bnb8_%d" % n, files)
+            hidden = [k for k in list(s1) + list(s2) if k.endswith((".SCB", ".weight_format"))]
+            check_decoded(d, {a + ".weight": ea, b + ".weight": eb}, errs, "BNB8", hidden)
+            stored = {k: v[2] for k, v in list(s1.items()) + list(s2.items())}
+            check_stored(d, stored, errs)
+            with Mount(d) as m:
+                tj = {e["name"]: e for e in load_json(m.path("tensors.json"))["tensors"]}
+                q = tj[a + ".weight"]["quant"]
+                if q != {"scheme": "BNB8", "source": "bitsandbytes", "bits": 8, "scale_dtype": "F32",
+                         "weight_format": "row"} or tj["lm_head.weight"]["type"] != "F16":
+                    errs.add("%s: quant %r" % (d, q))
+                if with_cfg and "quantization_config" in json.loads(read_all(m.path("config.json"))):
+                    errs.add("%s: config.json keeps quantization_config" % d)
+            n += 1
+        errs.raise_if_any()
+        return "%d checkpoints: sharded layers, config or SCB alone, weight_format or not, -128 codes" % n
+    check("hfq: bitsandbytes 8-bit (LLM.int8) in every view and stored", bnb8)
+
+    def bnb8_corrupt():
+        errs = Errs()
+        rng = np.random.default_rng(6)
+        layer = "model.layers.1.mlp.up_proj"
+
+        def case(label, substr, mutate, cfg=True):
+            parts, _ = bnb8_layer(rng, 24, 40, True)
+            parts = dict(parts)
+            mutate(parts)
+            files = {"model.safetensors": st_bytes({layer + k: v for k, v in parts.items()})}
+            if cfg:
+                files["config.json"] = bnb8_config()
+            refused(folder("bad_bnb8_" + label, files), substr, errs, "bnb8 " + label)
+
+        def scb_len(p):
+            p[".SCB"] = ("F32", [23], p[".SCB"][2][:92])
+        def scb_2d(p):
+            p[".SCB"] = ("F32", [24, 1], p[".SCB"][2])
+        def scb_f16(p):
+            p[".SCB"] = ("F16", [24], np.ones(24, np.float16).tobytes())
+        def w_u8(p):
+            p[".weight"] = ("U8", [24, 40], p[".weight"][2])
+        def fmt_turing(p):
+            p[".weight_format"] = ("U8", [], b"\x02")
+        def fmt_float(p):
+            p[".weight_format"] = ("F32", [], b"\0\0\0\0")
+        case("no_scb", "'%s': I8 weight without its SCB" % layer, lambda p: p.pop(".SCB"))
+        case("scb_len", "'%s': SCB has 23 values" % layer, scb_len)
+        case("scb_len_nocfg", "'%s': SCB has 23 values" % layer, scb_len, cfg=False)
+        case("scb_2d", layer, scb_2d)
+        case("scb_f16", "'%s'" % layer, scb_f16)
+        case("w_u8", "'%s'" % layer, w_u8)
+        case("fmt_turing", "'%s': weight_format is not 0" % layer, fmt_turing)
+        case("fmt_float", "'%s': weight_format" % layer, fmt_float)
+        case("no_weight", "'%s': SCB without a weight" % layer, lambda p: p.pop(".weight"))
+        errs.raise_if_any()
+        return "9 corrupt layers"
+    check("hfq: corrupt bitsandbytes 8-bit layers refused with one line naming the layer", bnb8_corrupt)
 
     def sidecars():
         # decoded: config.json without its quantization entry (every other

@@ -621,11 +621,21 @@ def quantized_layers():
             check(same_bits(m["l.weight"], exp), "GPTQ values")
             check(same_bits(m.get("l.weight", rows=slice(3, 9)), exp[3:9]), "GPTQ rows")
             check(same_bits(m.get("l.weight", dtype="f16"), f16_of(exp)), "GPTQ f16")
+            # GPTQ's l.weight is no stored tensor: stored names its parts
             try:
                 m.get("l.weight", dtype="stored")
-                check(False, "stored view of a decoded layer")
+                check(False, "stored view of a decoded GPTQ layer")
             except weightfs.WeightfsError as e:
-                check("stored" in str(e) and "l.weight" in str(e), str(e))
+                check(e.code == 4 and "l.weight" in str(e) and all("'l.%s'" % p in str(e) for p in
+                                                                    ("qweight", "qzeros", "scales", "g_idx")), str(e))
+            # the parts: not listed, but read by name, stored or decoded
+            check(m.info("l.qweight")["type"] == "I32" and m.info("l.scales", dtype="stored")["type"] == "F16",
+                  "hidden parts' info")
+            for k in ("qweight", "qzeros", "scales", "g_idx", "bias"):
+                check(m.get("l." + k, dtype="stored").tobytes() == parts[k][2], "stored bytes of l." + k)
+            check(same_bits(m.get("l.scales"), np.frombuffer(parts["scales"][2], "<f2").astype(np.float32)
+                            .reshape(parts["scales"][1])), "l.scales in f32")
+            check(m.get("l.qweight").dtype == np.int32, "qweight reads as int32")
         with weightfs.open(os.path.join(tmp, "g"), dtype="stored") as m:
             check("l.weight" not in m and m.get("l.qweight").tobytes() == parts["qweight"][2], "stored parts")
         w, (sc, sraw), exp = fp8_layer(rng, 200, 300, 128, 128)
@@ -637,6 +647,50 @@ def quantized_layers():
             json.dump(fp8_config(), f)
         with weightfs.open(path) as m:
             check(same_bits(m["fc.weight"], exp), "FP8 values")
+            # FP8's fc.weight is stored (its e4m3 codes): stored gives them
+            check(m.info("fc.weight", dtype="stored")["type"] == "F8_E4M3", "FP8 stored info")
+            check(m.get("fc.weight", dtype="stored").tobytes() == w, "FP8 stored bytes")
+            check(m.get("fc.weight", dtype="stored", rows=slice(5, 7)).tobytes() == w[5 * 300:7 * 300],
+                  "FP8 stored rows")
+            check(m.get("fc.weight_scale_inv").tobytes() == sraw and "fc.weight_scale_inv" not in m,
+                  "FP8 scale by name")
+        with weightfs.safe_open(path, framework="np", dtype="stored") as f:
+            check(f.get_tensor("fc.weight").tobytes() == w, "safe_open stored of a decoded model")
+
+
+@test
+def bnb8_layers():
+    # bitsandbytes 8-bit through the library: values bit for bit against
+    # numpy and bitsandbytes' own expression in torch; SCB and
+    # weight_format hidden but readable; stored gives the int8 weight
+    sys.path.insert(0, os.path.join(ROOT, "tests", "mount"))
+    from hfq_models import bnb8_config, bnb8_layer, st_bytes
+    from hfq_torch import bnb8_torch
+    rng = np.random.default_rng(12)
+    with tempfile.TemporaryDirectory() as tmp:
+        pa, ea = bnb8_layer(rng, 48, 80, True)
+        pb, eb = bnb8_layer(rng, 5, 7, False)
+        tensors = {"fc1" + k: v for k, v in pa.items()}
+        tensors.update({"fc2" + k: v for k, v in pb.items()})
+        with open(os.path.join(tmp, "model.safetensors"), "wb") as f:
+            f.write(st_bytes(tensors))
+        with open(os.path.join(tmp, "config.json"), "w") as f:
+            json.dump(bnb8_config(), f)
+        t = bnb8_torch(pa, 48, 80)
+        check(t is None or same_bits(t, ea), "torch reference agrees with numpy's")
+        with weightfs.open(tmp) as m:
+            check(sorted(m.keys()) == ["fc1.weight", "fc2.weight"], "listing %r" % m.keys())
+            check(m.info("fc1.weight")["type"] == "BNB8", "type")
+            check(same_bits(m["fc1.weight"], ea) and same_bits(m["fc2.weight"], eb), "values")
+            check(same_bits(m.get("fc1.weight", rows=slice(7, 30)), ea[7:30]), "rows")
+            check(same_bits(m.get("fc1.weight", dtype="f16"), f16_of(ea)), "f16")
+            check(m.get("fc1.weight", dtype="stored").tobytes() == pa[".weight"][2], "stored int8 weight")
+            check(m.get("fc1.SCB").tobytes() == pa[".SCB"][2] and "fc1.SCB" not in m, "SCB by name")
+            check(m.get("fc1.weight_format", dtype="stored").tobytes() == b"\0", "weight_format by name")
+            check(same_bits(m.stack(["fc1.weight", "fc1.weight"])[1], ea), "stack")
+        if t is not None:  # torch is there
+            with weightfs.safe_open(tmp, framework="pt") as f:
+                check(f.get_tensor("fc1.weight").numpy().tobytes() == ea.tobytes(), "safe_open pt")
 
 
 def main():

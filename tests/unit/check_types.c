@@ -87,6 +87,7 @@ static const struct expect expected[WF_T_COUNT] = {
 	[80] = E("AWQ", "float32", 1, 4, 4, HFQ, 0),
 	[81] = E("MLX", "float32", 1, 4, 4, HFQ, 0),
 	[82] = E("BNB4", "float32", 1, 4, 4, HFQ, 0),
+	[83] = E("BNB8", "float32", 1, 4, 4, HFQ, 0),
 };
 
 /* Every block type wf_blocks.h describes, at its type id; zero elsewhere. */
