@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -34,7 +35,15 @@ uint32_t wf_maps_cap(void)
 	unsigned long n = v && *v ? strtoul(v, &end, 10) : 0;
 	if (v && *v && *end == '\0' && n >= 1 && n <= 1000000)
 		return (uint32_t)n;
-	return WF_MAPS_DEFAULT;
+	/* a system that lowered the limit keeps three quarters of it free */
+	unsigned long max = 65530;
+	FILE *f = fopen("/proc/sys/vm/max_map_count", "re");
+	if (f) {
+		if (fscanf(f, "%lu", &max) != 1)
+			max = 65530;
+		fclose(f);
+	}
+	return max / 4 < WF_MAPS_DEFAULT ? (uint32_t)(max / 4 ? max / 4 : 1) : WF_MAPS_DEFAULT;
 }
 
 struct wf_maps *wf_maps_new(uint32_t n_parts, uint32_t cap)

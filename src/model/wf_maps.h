@@ -24,7 +24,8 @@
 #include <stdint.h>
 
 /* Live mappings a model keeps at most: WF_MAX_MAPS from the environment
- * (1 to 1,000,000, for tests), else WF_MAPS_DEFAULT. */
+ * (1 to 1,000,000, for tests), else WF_MAPS_DEFAULT or a quarter of
+ * vm.max_map_count if that is less. */
 #define WF_MAPS_DEFAULT 4096
 uint32_t wf_maps_cap(void);
 

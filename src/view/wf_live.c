@@ -70,8 +70,8 @@ static enum wf_err check_part(struct wf_live *lv, uint32_t part)
 #define NO_PART UINT32_MAX
 static __thread volatile uint32_t held_part = NO_PART;
 
-/* The bytes of t's part: its mapping, or one taken from the pool (then
- * held_part says so until release_part). */
+/* The bytes of a part mapped on first read, taken from the pool (held_part
+ * says so until release_part). */
 static enum wf_err part_bytes(struct wf_live *lv, uint32_t part, const uint8_t **data)
 {
 	const struct wf_part *p = &lv->m->parts[part];
@@ -125,8 +125,9 @@ static enum wf_err view_piece(struct wf_live *lv, struct touched *tc, const stru
 		if (files[k] >= lv->m->n_parts || atomic_load_explicit(&lv->changed[files[k]], memory_order_relaxed))
 			return WF_ERR_CHANGED;
 	const struct wf_part *p = &lv->m->parts[t->part];
-	const uint8_t *data;
-	enum wf_err rc = part_bytes(lv, t->part, &data);
+	const uint8_t *data = p->data;
+	bool pooled = !data; /* a model of few parts never is: nothing more on its path */
+	enum wf_err rc = pooled ? part_bytes(lv, t->part, &data) : WF_OK;
 	if (rc != WF_OK)
 		return rc;
 	if (!t->q)
@@ -134,7 +135,8 @@ static enum wf_err view_piece(struct wf_live *lv, struct touched *tc, const stru
 	rc = wf_view_read(t, data, p->len, off, len, out, got);
 	if (rc == WF_OK && wf_live_test_hook)
 		wf_live_test_hook(lv, t->part);
-	release_part(lv);
+	if (pooled)
+		release_part(lv);
 	for (uint32_t k = 0; k < n && rc == WF_OK; k++)
 		rc = note_part(lv, tc, files[k]);
 	return rc;
