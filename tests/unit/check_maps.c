@@ -25,6 +25,7 @@
 #include "model/wf_maps.h"
 #include "model/wf_model.h"
 #include "model/wf_set.h"
+#include "model/wf_watch.h"
 #include "view/wf_live.h"
 
 static char tmp[256];
@@ -331,6 +332,11 @@ START_TEST(test_pool_changed_parts)
 	struct wf_model *m = open_set("2");
 	ck_assert_ptr_nonnull(m->maps);
 	ck_assert(m->parts[9].fd >= 0 && m->parts[10].fd < 0);
+	/* watches only where a descriptor is kept: found by its path a part
+	 * has a link, and the strict rule sees every write */
+	bool modified;
+	ck_assert(wf_watch_part(m->watch, 9, &modified));
+	ck_assert(!wf_watch_part(m->watch, 10, &modified));
 	struct wf_live lv;
 	notices = 0;
 	ck_assert_int_eq(wf_live_init(&lv, m, NULL, NULL, count_notice, NULL), WF_OK);
