@@ -69,7 +69,8 @@ CODEC_SRC := src/codec/wf_types.c src/codec/wf_decode.c src/codec/wf_decode_x86.
 MODEL_SRC := src/model/wf_model.c src/model/wf_gguf.c src/model/wf_st.c src/model/wf_meta.c \
              src/model/wf_open.c src/model/wf_set.c \
              src/model/wf_set_parts.c src/model/wf_set_split.c src/model/wf_set_index.c \
-             src/model/wf_set_folder.c src/model/wf_watch.c src/model/wf_json_scan.c
+             src/model/wf_set_folder.c src/model/wf_watch.c src/model/wf_json_scan.c \
+             src/model/wf_maps.c
 VIEW_SRC  := src/view/wf_view.c src/view/wf_live.c src/view/wf_prefetch.c src/view/wf_hfq.c src/view/wf_hfq_detect.c src/view/wf_hfq_bnb8.c src/view/wf_stats.c src/view/wf_diff.c
 LIBAPI_SRC := src/lib/wf_api.c src/lib/wf_stack.c
 MOUNT_SRC := src/mount/wf_tree.c src/mount/wf_gen.c src/mount/wf_summary.c src/mount/wf_attr.c \

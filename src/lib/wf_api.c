@@ -230,7 +230,15 @@ static int read_fail(weightfs_model *h, const struct wf_tensor *t, enum wf_err r
 	wf_quote(q, sizeof q, t->name, t->name_len);
 	if (rc == WF_ERR_CHANGED) {
 		const char *part = NULL;
-		for (uint32_t p = 0; p < h->m->n_parts; p++) {
+		/* the tensor's part, or one the reads found changed, before all: a
+		 * model may have 100,000 */
+		if (t->part < h->m->n_parts && wf_model_check(h->m, t->part, why) != WF_OK)
+			part = h->m->parts[t->part].name;
+		for (uint32_t p = 0; p < h->m->n_parts && !part; p++)
+			if (atomic_load_explicit(&h->lv.changed[p], memory_order_relaxed) &&
+			    wf_model_check(h->m, p, why) != WF_OK)
+				part = h->m->parts[p].name;
+		for (uint32_t p = 0; p < h->m->n_parts && !part; p++) {
 			if (wf_model_check(h->m, p, why) != WF_OK) {
 				part = h->m->parts[p].name;
 				break;

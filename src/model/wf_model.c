@@ -2,6 +2,7 @@
  * Opening a file and picking its parser is wf_open.c. */
 #include "model/wf_model.h"
 #include "model/wf_watch.h"
+#include "model/wf_maps.h"
 #include "base/wf_buf.h"
 #include "codec/wf_types.h"
 
@@ -44,6 +45,7 @@ void wf_model_free(struct wf_model *m)
 	}
 	free(m->tensors);
 	free(m->metadata_json);
+	wf_maps_free(m->maps, m->parts);
 	for (uint32_t i = 0; i < m->n_parts; i++) {
 		struct wf_part *p = &m->parts[i];
 		if (p->map)

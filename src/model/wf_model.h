@@ -80,6 +80,8 @@ struct wf_model {
 	bool has_index_st;       /* the model came through a safetensors index: */
 	struct stat index_st;    /* its stat (its metadata is in metadata.json) */
 	struct wf_watch *watch;  /* inotify on the parts (wf_watch.h), or NULL */
+	struct wf_maps *maps;    /* more parts than live mappings: parts mapped on first read
+				  * (wf_maps.h; their data NULL); else NULL, every part mapped */
 	char *left_out;          /* files of the model's folder left out, one "NAME: why" a line, or NULL */
 };
 

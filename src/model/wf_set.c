@@ -10,6 +10,7 @@
 #include "model/wf_set_int.h"
 #include "model/wf_watch.h"
 #include "model/wf_open.h"
+#include "model/wf_maps.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -49,9 +50,9 @@ static size_t fd_budget(void)
 	return soft > 2 * FD_RESERVE ? soft - FD_RESERVE : soft / 2;
 }
 
-static enum wf_err set_open(struct wf_model **out, const char *arg, char *err)
+static enum wf_err set_open(struct wf_set_loader *L, struct wf_model **out, const char *arg)
 {
-	struct wf_set_loader L = {.err = err, .fd_budget = fd_budget()};
+	char *err = L->err;
 	char *name = NULL;
 	enum wf_err rc;
 	*out = NULL;
@@ -59,39 +60,41 @@ static enum wf_err set_open(struct wf_model **out, const char *arg, char *err)
 	if (stat(arg, &st) != 0)
 		return wf_fail(err, WF_ERR_IO, "cannot open: %s", strerror(errno));
 	if (S_ISDIR(st.st_mode)) {
-		L.dir = realpath(arg, NULL);
-		if (!L.dir)
+		L->dir = realpath(arg, NULL);
+		if (!L->dir)
 			return wf_fail(err, WF_ERR_IO, "cannot resolve: %s", strerror(errno));
-		rc = wf_set_load_folder(&L, out);
-		free(L.dir);
+		rc = wf_set_load_folder(L, out);
+		free(L->dir);
 		return rc;
 	}
 	if (!S_ISREG(st.st_mode))
 		return wf_fail(err, WF_ERR_IO, "not a regular file or a folder");
-	if ((rc = split_path(arg, &L.dir, &name, err)) != WF_OK)
+	if ((rc = split_path(arg, &L->dir, &name, err)) != WF_OK)
 		return rc;
 	if (wf_set_ends_with(name, ".index.json")) {
 		struct wf_set_index ix;
-		rc = wf_set_index_load(&L, name, &ix);
+		rc = wf_set_index_load(L, name, &ix);
 		if (rc == WF_OK)
-			rc = wf_set_load_index(&L, &ix, NULL, NULL, out);
+			rc = wf_set_load_index(L, &ix, NULL, NULL, out);
 		wf_set_index_free(&ix);
 		goto done;
 	}
 	/* a file on its own keeps the messages it always had: no file name */
 	struct wf_model *m;
+	if ((rc = wf_set_split_limit(L, name, ".gguf")) != WF_OK)
+		goto done;
 	rc = wf_open_file(&m, arg, err);
 	if (rc != WF_OK)
 		goto done;
-	L.fds_kept = 1;
+	L->fds_kept = 1;
 	if (m->format == WF_FMT_GGUF && m->split_count > 1) {
-		rc = wf_set_load_split(&L, m, name, out);
+		rc = wf_set_load_split(L, m, name, out);
 	} else if (m->format == WF_FMT_SAFETENSORS) {
 		struct wf_set_index ix;
 		bool found;
-		rc = wf_set_index_beside(&L, name, &ix, &found);
+		rc = wf_set_index_beside(L, name, &ix, &found);
 		if (rc == WF_OK && found)
-			rc = wf_set_load_index(&L, &ix, m, name, out);
+			rc = wf_set_load_index(L, &ix, m, name, out);
 		else if (rc == WF_OK)
 			*out = m;
 		else
@@ -103,13 +106,15 @@ static enum wf_err set_open(struct wf_model **out, const char *arg, char *err)
 	}
 done:
 	free(name);
-	free(L.dir);
+	free(L->dir);
 	return rc;
 }
 
 enum wf_err wf_set_open(struct wf_model **out, const char *arg, char *err)
 {
-	enum wf_err rc = set_open(out, arg, err);
+	struct wf_set_loader L = {.err = err, .fd_budget = fd_budget(), .map_cap = wf_maps_cap()};
+	enum wf_err rc = set_open(&L, out, arg);
+	wf_set_drop_flush(&L);
 	if (rc == WF_OK && wf_model_watch(*out) != WF_OK) {
 		wf_model_free(*out);
 		*out = NULL;

@@ -180,11 +180,13 @@ static enum wf_err load_st_set(struct wf_set_loader *L, struct folder *f, size_t
 	*out = NULL;
 	if (!wf_set_split_name(name, ".safetensors", &plen, &no, &of))
 		return wf_set_open_part(L, name, out);
-	if (of > WF_SET_MAX_PARTS)
-		return wf_fail(L->err, WF_ERR_UNSUP, "%s: more than %d shards", name, WF_SET_MAX_PARTS);
+	enum wf_err rc0 = wf_set_split_limit(L, name, ".safetensors");
+	if (rc0 != WF_OK)
+		return rc0;
 	struct wf_model **parts = calloc(of, sizeof *parts);
 	if (!parts)
 		return wf_fail(L->err, WF_ERR_NOMEM, "out of memory");
+	wf_set_expect(L, of);
 	enum wf_err rc = WF_OK;
 	for (unsigned long i = 0; i < of && rc == WF_OK; i++) {
 		char *pn = wf_set_part_name(name, plen, i + 1, of, name + strlen(name) - strlen(".safetensors"));
@@ -389,7 +391,9 @@ enum wf_err wf_set_load_folder(struct wf_set_loader *L, struct wf_model **out)
 		size_t named = 0; /* files whose names put them in this set */
 		for (size_t i = 0; i < f.n; i++)
 			named += f.e[i].model == 0;
-		rc = wf_set_open_part(L, first, &m);
+		rc = wf_set_split_limit(L, first, ".gguf");
+		if (rc == WF_OK)
+			rc = wf_set_open_part(L, first, &m);
 		if (rc == WF_OK && m->split_count <= 1 && named > 1) {
 			/* the others would be left out without a word */
 			wf_model_free(m);

@@ -225,6 +225,7 @@ enum wf_err wf_set_load_index(struct wf_set_loader *L, struct wf_set_index *ix, 
 	}
 	if ((rc = index_map(L, ix, &map, entry)) != WF_OK)
 		goto out;
+	wf_set_expect(L, ix->n_shards);
 	for (uint32_t i = 0; i < ix->n_shards; i++) {
 		if (given && strcmp(ix->shards[i], given_name) == 0) {
 			parts[i] = given;

@@ -26,6 +26,10 @@ struct wf_set_loader {
 	char *err;            /* the caller's message buffer */
 	size_t fd_budget;     /* parts whose descriptor may stay open */
 	size_t fds_kept;
+	uint32_t map_cap;     /* a set of more parts maps them on first read (wf_maps.h) */
+	bool lazy;            /* the set being opened is one: drop each mapping once parsed */
+	struct { uintptr_t lo, hi; } drop[16]; /* runs of dropped mappings side by side, */
+	uint32_t n_drop, drop_n;              /* each unmapped at once; mappings in them */
 	bool in_snapshot;     /* already went from a hub cache folder to its snapshot */
 };
 
@@ -52,8 +56,18 @@ bool wf_set_ends_with(const char *s, const char *suffix);
 /* "dir/name" in a new string; NULL when out of memory. */
 char *wf_set_join(const char *dir, const char *name);
 
+/* Says how many parts the set being opened has, before any is opened:
+ * over the loader's map_cap, each part's mapping is dropped once its
+ * header is parsed (wf_maps.h). */
+void wf_set_expect(struct wf_set_loader *L, uint64_t n_parts);
+
+/* Unmaps the mappings dropped so far (wf_set_open_part); before the
+ * loader is done with. */
+void wf_set_drop_flush(struct wf_set_loader *L);
+
 /* Opens file `name` of the model's folder as one part; beyond the
- * loader's descriptor budget its descriptor is closed once mapped. */
+ * loader's descriptor budget its descriptor is closed once mapped, and
+ * in a set of more parts than map_cap its mapping once parsed. */
 enum wf_err wf_set_open_part(struct wf_set_loader *L, const char *name, struct wf_model **out);
 
 /* Reads a whole small regular file of the folder (at most max bytes) into
@@ -77,6 +91,11 @@ enum wf_err wf_set_merge(struct wf_set_loader *L, struct wf_model **parts, uint3
 			 const char *index_name, const cJSON *index_md, struct wf_model **out);
 
 /* wf_set_split.c */
+
+/* A file named as part of a split set of more parts than weightfs takes
+ * (PREFIX-NNNNN-of-MMMMM<ext>, MMMMM over WF_SET_MAX_PARTS) is refused by
+ * its name, before it or any other file is opened. */
+enum wf_err wf_set_split_limit(struct wf_set_loader *L, const char *name, const char *ext);
 
 /* Finds and opens every part of the split GGUF that `given` (already
  * open, named `name`; taken over) belongs to, checks the split rules and

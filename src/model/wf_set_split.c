@@ -15,6 +15,16 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+enum wf_err wf_set_split_limit(struct wf_set_loader *L, const char *name, const char *ext)
+{
+	size_t plen;
+	unsigned long no, of;
+	if (wf_set_split_name(name, ext, &plen, &no, &of) && of > WF_SET_MAX_PARTS)
+		return wf_fail(L->err, WF_ERR_UNSUP, "%s: the name says part %lu of %lu, more than the %d parts "
+			       "weightfs takes", name, no, of, WF_SET_MAX_PARTS);
+	return WF_OK;
+}
+
 /* `given` (named `name`) has split.count > 1: open the whole set. */
 /* The part's name must say where it is, as its split keys do: that is
  * how the other parts are found. */
@@ -55,6 +65,7 @@ enum wf_err wf_set_load_split(struct wf_set_loader *L, struct wf_model *given, c
 		return wf_fail(L->err, WF_ERR_NOMEM, "out of memory for %" PRIu64 " parts", count);
 	}
 	parts[no - 1] = given;
+	wf_set_expect(L, count);
 	for (uint64_t i = 0; i < count && rc == WF_OK; i++) {
 		if (parts[i])
 			continue;

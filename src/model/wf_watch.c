@@ -56,6 +56,22 @@ static int watch_one(int fd, const struct wf_part *p)
 	return wd;
 }
 
+/* Watches one model may take: inotify watches are counted per user
+ * (fs.inotify.max_user_watches, 8192 on older kernels), and a model of
+ * 100,000 parts must not take them all from the user's other programs. */
+static uint32_t watch_budget(void)
+{
+	unsigned long max = 8192;
+	FILE *f = fopen("/proc/sys/fs/inotify/max_user_watches", "re");
+	if (f) {
+		if (fscanf(f, "%lu", &max) != 1)
+			max = 8192;
+		fclose(f);
+	}
+	max /= 4;
+	return max < WF_WATCH_MAX ? (uint32_t)max : WF_WATCH_MAX;
+}
+
 struct wf_watch *wf_watch_new(const struct wf_part *parts, uint32_t n_parts)
 {
 	struct wf_watch *w = calloc(1, sizeof *w);
@@ -78,9 +94,13 @@ struct wf_watch *wf_watch_new(const struct wf_part *parts, uint32_t n_parts)
 		atomic_init(&w->modified[i], false);
 	}
 	w->fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
-	for (uint32_t i = 0; w->fd >= 0 && i < n_parts; i++) {
+	uint32_t budget = watch_budget();
+	for (uint32_t i = 0; w->fd >= 0 && i < n_parts && w->n_map < budget; i++) {
 		const struct wf_part *p = &parts[i];
-		if (p->fd < 0 && !p->path)
+		/* a part without a descriptor needs none: found by its path it
+		 * has a link, so the strict rule (any ctime move) already sees
+		 * every write to it */
+		if (p->fd < 0)
 			continue;
 		int wd = watch_one(w->fd, p);
 		if (wd < 0)

@@ -7,7 +7,12 @@
  * inotify watch for IN_MODIFY, which every write and truncation through
  * any descriptor raises, whatever the times say afterwards.  A part with
  * no watch (inotify unavailable, or out of watches) gets the strict rule:
- * any change time that moved is a change.
+ * any change time that moved is a change.  Only parts that kept their
+ * descriptor are watched, at most WF_WATCH_MAX and a quarter of the
+ * user's fs.inotify.max_user_watches: one whose descriptor was closed is
+ * checked through its path, which always finds a linked file, so the
+ * strict rule misses nothing there; and a model of 100,000 parts must
+ * not take every watch the user has.
  */
 #ifndef WF_WATCH_H
 #define WF_WATCH_H
@@ -19,6 +24,9 @@
 #include <stdint.h>
 
 struct wf_watch;
+
+/* Watches one model takes at most. */
+#define WF_WATCH_MAX 4096
 
 /* Watches each of parts[0..n_parts) that has a file (best effort: a part
  * that cannot be watched is left without, and wf_watch_part says so).

@@ -36,6 +36,7 @@
 #include "view/wf_hfq.h"
 #include "base/wf_buf.h"
 #include "codec/wf_types.h"
+#include "model/wf_maps.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -488,7 +489,14 @@ static enum wf_err take_part(struct work *w, long i, struct wf_hfq_part *p)
 	if (t->ndim > 2)
 		return wf_fail(w->err, WF_ERR_FORMAT, "tensor %s: %u dims, where a part of a quantized layer has at "
 			       "most 2", wf_quote(q, sizeof q, t->name, t->name_len), t->ndim);
-	p->p = w->m->parts[t->part].data + t->offset;
+	struct wf_part *file = &w->m->parts[t->part];
+	char why[WF_ERRLEN];
+	/* a part of a many-part model is mapped on first read (wf_maps.h), but
+	 * the decoders keep pointers into it: it stays mapped */
+	if (w->m->maps && wf_maps_pin(file, why) != WF_OK)
+		return wf_fail(w->err, WF_ERR_IO, "tensor %s: %s: %s", wf_quote(q, sizeof q, t->name, t->name_len),
+			       file->name ? file->name : "?", why);
+	p->p = file->data + t->offset;
 	p->nbytes = t->nbytes;
 	p->file = t->part;
 	p->type = t->type;

@@ -4,6 +4,7 @@
 #include "view/wf_view.h"
 #include "base/wf_bus.h"
 #include "view/wf_prefetch.h"
+#include "model/wf_maps.h"
 
 #include <setjmp.h>
 #include <signal.h>
@@ -47,14 +48,52 @@ struct touched {
 	unsigned n;
 };
 
+/* Marks `part` changed, saying why once. */
+static enum wf_err changed(struct wf_live *lv, uint32_t part, const char *why)
+{
+	if (!atomic_exchange(&lv->changed[part], true) && lv->notice)
+		lv->notice(lv->ctx, lv->m->n_parts > 1 ? lv->m->parts[part].name : NULL, why);
+	return WF_ERR_CHANGED;
+}
+
 static enum wf_err check_part(struct wf_live *lv, uint32_t part)
 {
 	char why[WF_ERRLEN];
 	if (wf_model_check(lv->m, part, why) == WF_OK)
 		return WF_OK;
-	if (!atomic_exchange(&lv->changed[part], true) && lv->notice)
-		lv->notice(lv->ctx, lv->m->n_parts > 1 ? lv->m->parts[part].name : NULL, why);
-	return WF_ERR_CHANGED;
+	return changed(lv, part, why);
+}
+
+/* The part whose pooled mapping (wf_maps.h) this thread is reading, to
+ * give back after a SIGBUS too; static storage, so its value survives the
+ * jump. */
+#define NO_PART UINT32_MAX
+static __thread volatile uint32_t held_part = NO_PART;
+
+/* The bytes of a part mapped on first read, taken from the pool (held_part
+ * says so until release_part). */
+static enum wf_err part_bytes(struct wf_live *lv, uint32_t part, const uint8_t **data)
+{
+	const struct wf_part *p = &lv->m->parts[part];
+	*data = p->data;
+	if (p->data)
+		return WF_OK;
+	char why[WF_ERRLEN];
+	enum wf_err rc = wf_maps_get(lv->m->maps, lv->m->parts, part, data, why);
+	if (rc == WF_ERR_CHANGED)
+		return changed(lv, part, why);
+	if (rc == WF_OK)
+		held_part = part;
+	return rc;
+}
+
+static void release_part(struct wf_live *lv)
+{
+	uint32_t part = held_part;
+	if (part == NO_PART)
+		return;
+	held_part = NO_PART;
+	wf_maps_put(lv->m->maps, lv->m->parts, part);
 }
 
 /* Notes that a read touched `part`; a part that does not fit the list is
@@ -86,11 +125,18 @@ static enum wf_err view_piece(struct wf_live *lv, struct touched *tc, const stru
 		if (files[k] >= lv->m->n_parts || atomic_load_explicit(&lv->changed[files[k]], memory_order_relaxed))
 			return WF_ERR_CHANGED;
 	const struct wf_part *p = &lv->m->parts[t->part];
+	const uint8_t *data = p->data;
+	bool pooled = !data; /* a model of few parts never is: nothing more on its path */
+	enum wf_err rc = pooled ? part_bytes(lv, t->part, &data) : WF_OK;
+	if (rc != WF_OK)
+		return rc;
 	if (!t->q)
 		wf_prefetch_read(t, p->fd, off, len); /* network storage: one reader, ahead */
-	enum wf_err rc = wf_view_read(t, p->data, p->len, off, len, out, got);
+	rc = wf_view_read(t, data, p->len, off, len, out, got);
 	if (rc == WF_OK && wf_live_test_hook)
 		wf_live_test_hook(lv, t->part);
+	if (pooled)
+		release_part(lv);
 	for (uint32_t k = 0; k < n && rc == WF_OK; k++)
 		rc = note_part(lv, tc, files[k]);
 	return rc;
@@ -107,9 +153,17 @@ static enum wf_err check_touched(struct wf_live *lv, const struct touched *tc)
 
 /* After a SIGBUS: which part's pages vanished is not known here, and the
  * list of touched parts may be stale (it changed after sigsetjmp); check
- * them all.  Rare: only a file shrinking under a read gets here. */
+ * them all.  Rare: only a file shrinking under a read gets here.  A part
+ * read through the pool is the one that faulted: it alone is checked
+ * (a model of 100,000 parts would stat them all), and given back. */
 static enum wf_err after_sigbus(struct wf_live *lv)
 {
+	uint32_t held = held_part;
+	if (held != NO_PART) {
+		release_part(lv);
+		check_part(lv, held);
+		return WF_ERR_CHANGED;
+	}
 	for (uint32_t i = 0; i < lv->m->n_parts; i++)
 		check_part(lv, i);
 	return WF_ERR_CHANGED;

@@ -23,7 +23,7 @@ groups in order and prints the tally.  The rest lives next to it:
                   xattr), t_errors_cli (errors, cli), t_unmount_concurrency
                   (unmount, concurrency), t_change (truncate),
                   t_large_many_bounds (large, many, bounds), t_malformed
-                  (malformed), t_remote (remote), t_sets (sets), t_desktop
+                  (malformed), t_remote (remote), t_sets (sets), t_parts (parts), t_desktop
                   (desktop), t_cmds (cmds), t_views (views), t_perms (perms),
                   t_stats (stats), t_diff (diff), t_preview (preview)
 
@@ -73,6 +73,7 @@ from t_change import group_truncate
 from t_large_many_bounds import group_bounds, group_large, group_many
 from t_malformed import group_malformed
 from t_sets import group_sets
+from t_parts import group_parts
 from t_remote import group_remote
 from t_desktop import group_desktop
 from t_cmds import group_cmds
@@ -111,6 +112,7 @@ def main():
               ("malformed", group_malformed), ("remote", group_remote)]
     groups.append(("bounds", group_bounds))
     groups.append(("sets", group_sets))
+    groups.append(("parts", group_parts))
     groups.append(("desktop", group_desktop))
     groups.append(("cmds", group_cmds))
     groups.append(("views", group_views))
