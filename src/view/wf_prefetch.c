@@ -15,7 +15,7 @@
 
 /* One pread: the lower mount's usual read-ahead window, so each is one
  * request there. */
-#define STEP ((size_t)1 << 20)
+#define STEP ((size_t)128 << 10)
 
 /* Filesystem magics (statfs f_type) where a read is a network round trip. */
 static const long remote_fs[] = {
