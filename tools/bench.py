@@ -89,10 +89,10 @@ def pct(v, p):
 # --- mounting ---------------------------------------------------------------
 
 class Mount:
-    def __init__(self, args, model, mnt, extra=(), env=None):
+    def __init__(self, args, model, mnt, extra=(), env=None, binary=None):
         self.mnt = mnt
         os.makedirs(mnt, exist_ok=True)
-        cmd = [args.weightfs, "-f"] + list(extra) + list(args.mount_opt) + [model, mnt]
+        cmd = [binary or args.weightfs, "-f"] + list(extra) + list(args.mount_opt) + [model, mnt]
         dev0 = os.stat(mnt).st_dev
         t0 = time.perf_counter()
         self.proc = subprocess.Popen(cmd, env=dict(os.environ, **env) if env else None)
@@ -771,19 +771,23 @@ def part_remote(args, model):
         for t in types:
             e = ents.get("t." + t) or ents[t]
             res["types"][t] = {"src_bytes": e["nbytes"], "out_bytes": e["size"],
-                               "wf_s": [], "cat_s": [], "ratio": [], "wf0_s": [], "ratio0": []}
+                               "wf_s": [], "cat_s": [], "ratio": [], "wf0_s": [], "ratio0": [],
+                               "wfp_s": [], "ratiop": []}
         for run in range(args.runs):
             for t in types:
                 e = ents.get("t." + t) or ents[t]
                 v = res["types"][t]
                 pair = {}
                 # wf0: weightfs with its read-ahead thread off (the A/B)
-                sides = ("wf", "cat", "wf0") if run % 2 == 0 else ("wf0", "cat", "wf")
+                # wfp: the --prev-weightfs binary, when given (before/after)
+                sides = ("wf", "cat", "wf0") + (("wfp",) if args.prev_weightfs else ())
+                sides = sides if run % 2 == 0 else sides[::-1]
                 for side in sides:
                     rc.mount(args.rclone_opt)
-                    if side in ("wf", "wf0"):
+                    if side in ("wf", "wf0", "wfp"):
                         m = Mount(args, os.path.join(rc.mnt, name), wmnt,
-                                  env={"WEIGHTFS_NO_READAHEAD": "1"} if side == "wf0" else None)
+                                  env={"WEIGHTFS_NO_READAHEAD": "1"} if side == "wf0" else None,
+                                  binary=args.prev_weightfs if side == "wfp" else None)
                         time.sleep(0.5)
                         drop_all(args)
                         t0 = time.perf_counter()
@@ -822,6 +826,9 @@ def part_remote(args, model):
                 v["cat_s"].append(pair["cat"])
                 v["ratio"].append(pair["cat"] / pair["wf"])
                 v["ratio0"].append(pair["cat"] / pair["wf0"])
+                if "wfp" in pair:
+                    v["wfp_s"].append(pair["wfp"])
+                    v["ratiop"].append(pair["cat"] / pair["wfp"])
             log("bench:   run %d/%d done" % (run + 1, args.runs))
         for t, v in res["types"].items():
             v["wf_src_gbps_median"] = v["src_bytes"] / median(v["wf_s"]) / 1e9
@@ -829,6 +836,8 @@ def part_remote(args, model):
             v["cat_gbps_median"] = v["src_bytes"] / median(v["cat_s"]) / 1e9
             v["ratio_median"] = median(v["ratio"])
             v["ratio0_median"] = median(v["ratio0"])
+            if v["ratiop"]:
+                v["ratiop_median"] = median(v["ratiop"])
         rc.mount(args.rclone_opt)
         res["read_ahead_kb"] = rc.read_ahead_kb()
         rc.umount()
@@ -929,15 +938,16 @@ def report_load(r):
 def report_remote(r):
     rows = [[t, "%.1f" % (v["src_bytes"] / MiB), f2(v["cat_gbps_median"]), f2(v["wf_src_gbps_median"]),
              f2(v["wf_out_gbps_median"]), f2(v["ratio_median"]),
-             f2(v["ratio0_median"]) if "ratio0_median" in v else "-"] for t, v in r["types"].items()]
+             f2(v["ratio0_median"]) if "ratio0_median" in v else "-",
+             f2(v["ratiop_median"]) if "ratiop_median" in v else "-"] for t, v in r["types"].items()]
     return table("(6) network storage: first read of a tensor through weightfs on an rclone mount "
                  "(rclone serve http on 127.0.0.1; %s; lower mount read_ahead_kb=%s) vs reading the "
                  "same source bytes through the same rclone mount; fresh rclone mount and dropped "
                  "page cache before each; ratio = median of side-by-side pairs, 1.00 = decode hidden; "
-                 "last column: weightfs with WEIGHTFS_NO_READAHEAD=1, in the same runs"
+                 "then weightfs with WEIGHTFS_NO_READAHEAD=1, and the --prev-weightfs binary, in the same runs"
                  % (r["rclone_opts"], r["read_ahead_kb"]),
                  ["type", "source MiB", "rclone read GB/s", "weightfs src GB/s", "weightfs out GB/s",
-                  "x rclone read", "no read-ahead"], rows)
+                  "x rclone read", "no read-ahead", "prev binary"], rows)
 
 
 def touch_memory(gib):

@@ -4,6 +4,7 @@
 #include "cli/cli.h"
 #include "cli/cli_int.h"
 #include "cli/cli_out.h"
+#include "cli/cli_span.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -32,6 +33,7 @@ struct conv {
 	uint32_t node;
 	uint64_t size;
 	int fd;
+	struct cli_span_out out;      /* where the workers write */
 	const char *model, *tmp;
 	atomic_uint_fast64_t next;    /* the next piece to take */
 	atomic_uint_fast64_t done;    /* bytes written */
@@ -53,33 +55,23 @@ static void conv_fail(struct conv *c, enum wf_err rc, int e)
 	pthread_mutex_unlock(&c->lock);
 }
 
+/* Takes pieces in turn; cli_span_write decides how each is written. */
 static void *conv_worker(void *arg)
 {
 	struct conv *c = arg;
-	char *buf = malloc(CLI_PIECE);
+	char *buf = cli_span_buf();
 	if (!buf)
 		conv_fail(c, WF_ERR_NOMEM, 0);
 	while (buf && !atomic_load(&c->failed) && !atomic_load(&stop_sig)) {
 		uint64_t off = (uint64_t)atomic_fetch_add(&c->next, 1) * CLI_PIECE;
 		if (off >= c->size)
 			break;
-		size_t n = c->size - off < CLI_PIECE ? (size_t)(c->size - off) : CLI_PIECE, got;
-		enum wf_err rc = wf_live_read(&c->s->lv, c->node, off, n, buf, &got);
-		if (rc == WF_OK && got != n)
-			rc = WF_ERR_RANGE; /* the file is shorter than its size: a bug */
+		size_t n = c->size - off < CLI_PIECE ? (size_t)(c->size - off) : CLI_PIECE;
+		int werr = 0;
+		enum wf_err rc = cli_span_write(&c->out, buf, off, n, &werr);
 		if (rc != WF_OK) {
-			conv_fail(c, rc, 0);
+			conv_fail(c, rc, werr);
 			break;
-		}
-		for (size_t w = 0; w < n;) {
-			ssize_t k = pwrite(c->fd, buf + w, n - w, (off_t)(off + w));
-			if (k < 0 && errno == EINTR)
-				continue;
-			if (k <= 0) {
-				conv_fail(c, WF_ERR_IO, k < 0 ? errno : ENOSPC);
-				break;
-			}
-			w += (size_t)k;
 		}
 		atomic_fetch_add(&c->done, n);
 	}
@@ -145,6 +137,14 @@ static int conv_init(struct conv *c, const struct cli_opts *o)
 		fprintf(stderr, "weightfs: out of memory\n");
 		return EXIT_NOMEM;
 	}
+	if (pthread_mutex_init(&c->out.lock, NULL) != 0) {
+		pthread_mutex_destroy(&c->lock);
+		fprintf(stderr, "weightfs: out of memory\n");
+		return EXIT_NOMEM;
+	}
+	c->out.s = c->s;
+	c->out.node = c->node;
+	atomic_init(&c->out.no_copy, cli_span_copy_off());
 	return 0;
 }
 
@@ -253,7 +253,7 @@ int cli_convert(struct cli_session *s, const struct cli_opts *o)
 		fprintf(stderr, "weightfs: %s: cannot create a temporary file beside it: %s\n", out, strerror(errno));
 		goto out;
 	}
-	c.fd = co.fd;
+	c.fd = c.out.fd = co.fd;
 	if (ftruncate(c.fd, (off_t)c.size) != 0) {
 		fprintf(stderr, "weightfs: %s: %s\n", out, strerror(errno));
 		goto out;
@@ -301,6 +301,7 @@ out:
 	cli_out_abort(&co);
 	free(th);
 	pthread_mutex_destroy(&c.lock);
+	pthread_mutex_destroy(&c.out.lock);
 	for (int i = 0; i < 3; i++)
 		sigaction(sigs[i], &prev[i], NULL);
 	return ret;

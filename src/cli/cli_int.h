@@ -11,8 +11,8 @@
 #include <stdint.h>
 
 /* Bytes one read or one worker's piece of convert covers: large enough
- * that a pwrite costs little per byte, small enough that a worker per
- * core keeps memory modest (16 MiB each). */
+ * that taking a piece costs little per byte (convert writes each piece
+ * in 1 MiB steps, cli_span.h). */
 #define CLI_PIECE (16u << 20)
 
 /* A command's parsed arguments. */

@@ -30,15 +30,21 @@ static const long remote_fs[] = {
 };
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t wake = PTHREAD_COND_INITIALIZER, moved = PTHREAD_COND_INITIALIZER;
+static pthread_cond_t moved = PTHREAD_COND_INITIALIZER;
 static int mode = -2; /* -2: not read from the environment yet */
-static bool started, busy;
-/* The stream: bytes [want_start, want_end) of want_fd; the thread has
- * asked for them up to want_pos and has them up to done_pos.  gen changes
+/* One stream per sequential reader: bytes [start, end) of fd; its thread
+ * has asked for them up to pos and has them up to done.  gen changes
  * whenever the stream is replaced or given up. */
-static int want_fd = -1;
-static uint64_t want_start, want_pos, done_pos, want_end;
-static unsigned gen;
+struct stream {
+	int fd;
+	uint64_t start, pos, done, end;
+	unsigned gen;
+	uint64_t used;        /* when a read last touched it (a counter) */
+	bool started, busy;
+	pthread_cond_t wake;
+};
+static struct stream streams[WF_PREFETCH_STREAMS];
+static uint64_t clock_now;
 /* devices already classified: st_dev and whether it is remote */
 static struct { dev_t dev; bool remote, used; } seen[8];
 static unsigned seen_next;
@@ -47,6 +53,14 @@ void wf_prefetch_set(int m)
 {
 	pthread_mutex_lock(&mu);
 	mode = m;
+	for (unsigned i = 0; i < WF_PREFETCH_STREAMS; i++) {
+		/* forgotten: a later file may get the same descriptor number */
+		struct stream *s = &streams[i];
+		s->fd = -1;
+		s->start = s->pos = s->done = s->end = 0;
+		s->gen++;
+	}
+	pthread_cond_broadcast(&moved);
 	pthread_mutex_unlock(&mu);
 }
 
@@ -71,34 +85,41 @@ static bool is_remote(int fd)
 	return r;
 }
 
+struct reader_arg {
+	struct stream *s;
+	char *buf;
+};
+
 static void *reader(void *arg)
 {
-	char *buf = arg;
+	struct reader_arg ra = *(struct reader_arg *)arg;
+	struct stream *s = ra.s;
+	free(arg);
 	pthread_mutex_lock(&mu);
 	for (;;) {
-		while (want_pos >= want_end) {
-			busy = false;
+		while (s->pos >= s->end) {
+			s->busy = false;
 			pthread_cond_broadcast(&moved);
-			pthread_cond_wait(&wake, &mu);
+			pthread_cond_wait(&s->wake, &mu);
 		}
-		busy = true;
-		int fd = want_fd;
-		unsigned g = gen;
-		uint64_t pos = want_pos;
-		size_t n = want_end - pos < STEP ? (size_t)(want_end - pos) : STEP;
-		want_pos = pos + n;
+		s->busy = true;
+		int fd = s->fd;
+		unsigned g = s->gen;
+		uint64_t pos = s->pos;
+		size_t n = s->end - pos < STEP ? (size_t)(s->end - pos) : STEP;
+		s->pos = pos + n;
 		pthread_mutex_unlock(&mu);
 		/* the bytes only pass through: what counts is the page cache */
-		ssize_t k = pread(fd, buf, n, (off_t)pos);
+		ssize_t k = pread(fd, ra.buf, n, (off_t)pos);
 		pthread_mutex_lock(&mu);
-		if (g == gen) {
+		if (g == s->gen) {
 			if (k > 0) {
-				done_pos = pos + n;
+				s->done = pos + n;
 			} else {
 				/* EOF or an error: give the stream up; waiting
 				 * readers fault the bytes in themselves */
-				want_pos = want_end = done_pos;
-				gen++;
+				s->pos = s->end = s->done;
+				s->gen++;
 			}
 		}
 		pthread_cond_broadcast(&moved);
@@ -121,38 +142,68 @@ static void after_fork_parent(void)
 
 static void after_fork_child(void)
 {
-	started = busy = false;
-	want_fd = -1;
-	want_start = want_pos = done_pos = want_end = 0;
-	gen++;
-	pthread_cond_init(&wake, NULL);
+	for (unsigned i = 0; i < WF_PREFETCH_STREAMS; i++) {
+		struct stream *s = &streams[i];
+		s->started = s->busy = false;
+		s->fd = -1;
+		s->start = s->pos = s->done = s->end = 0;
+		s->gen++;
+		pthread_cond_init(&s->wake, NULL);
+	}
 	pthread_cond_init(&moved, NULL);
 	pthread_mutex_unlock(&mu);
 }
 
-/* Under mu: the thread, once; false when it cannot run. */
-static bool start(void)
+/* Under mu: s's thread, once; false when it cannot run. */
+static bool start(struct stream *s)
 {
 	static bool fork_handled;
 
-	if (started)
+	if (s->started)
 		return true;
 	if (!fork_handled && pthread_atfork(before_fork, after_fork_parent, after_fork_child) != 0)
 		return false;
 	fork_handled = true;
+	struct reader_arg *ra = malloc(sizeof *ra);
 	char *buf = malloc(STEP);
 	pthread_t th;
 	pthread_attr_t at;
-	if (!buf || pthread_attr_init(&at) != 0) {
+	if (!ra || !buf || pthread_attr_init(&at) != 0) {
+		free(ra);
 		free(buf);
 		return false;
 	}
+	*ra = (struct reader_arg){.s = s, .buf = buf};
+	pthread_cond_init(&s->wake, NULL);
 	pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
-	started = pthread_create(&th, &at, reader, buf) == 0;
+	s->started = pthread_create(&th, &at, reader, ra) == 0;
 	pthread_attr_destroy(&at);
-	if (!started)
+	if (!s->started) {
+		free(ra);
 		free(buf);
-	return started;
+	}
+	return s->started;
+}
+
+/* Under mu: the stream source byte a of fd continues (from up to a
+ * window behind its start, for reads the kernel sent together and that
+ * arrived out of order, to its end), else the one used longest ago, which
+ * is given over to a. */
+static struct stream *pick(int fd, uint64_t a, bool *fresh)
+{
+	struct stream *old = &streams[0];
+	for (unsigned i = 0; i < WF_PREFETCH_STREAMS; i++) {
+		struct stream *s = &streams[i];
+		uint64_t lo = s->start > WF_PREFETCH_WINDOW ? s->start - WF_PREFETCH_WINDOW : 0;
+		if (s->fd == fd && s->end > s->start && a >= lo && a <= s->end) {
+			*fresh = false;
+			return s;
+		}
+		if (s->used < old->used)
+			old = s;
+	}
+	*fresh = true;
+	return old;
 }
 
 void wf_prefetch_read(const struct wf_tensor *t, int fd, uint64_t off, size_t len)
@@ -170,6 +221,10 @@ void wf_prefetch_read(const struct wf_tensor *t, int fd, uint64_t off, size_t le
 	wf_view_span(t, off, ahead, &next, &ncount);
 	uint64_t a = t->offset + first * ty->bytes, own = t->offset + (first + count) * ty->bytes;
 	uint64_t b = t->offset + (next + ncount) * ty->bytes, end = t->offset + t->nbytes;
+	/* at least a window of source bytes: a quantized view's next reads
+	 * need few, which would leave the thread idle between requests */
+	if (b - a < WF_PREFETCH_WINDOW)
+		b = a + WF_PREFETCH_WINDOW;
 	own = own < end ? own : end;
 	b = b < end ? b : end;
 	pthread_mutex_lock(&mu);
@@ -177,21 +232,26 @@ void wf_prefetch_read(const struct wf_tensor *t, int fd, uint64_t off, size_t le
 		const char *e = getenv("WEIGHTFS_NO_READAHEAD");
 		mode = e && *e && strcmp(e, "0") != 0 ? 0 : -1;
 	}
-	if (mode != 0 && (mode == 1 || is_remote(fd)) && start()) {
-		if (fd == want_fd && a >= want_start && a <= want_end) {
-			/* the stream goes on: keep what was asked for */
-			if (b > want_end)
-				want_end = b;
-		} else {
-			want_fd = fd;
-			want_start = want_pos = done_pos = a;
-			want_end = b;
-			gen++;
+	if (mode != 0 && (mode == 1 || is_remote(fd))) {
+		bool fresh;
+		struct stream *s = pick(fd, a, &fresh);
+		if (start(s)) {
+			if (!fresh) {
+				/* the stream goes on: keep what was asked for */
+				if (b > s->end)
+					s->end = b;
+			} else {
+				s->fd = fd;
+				s->start = s->pos = s->done = a;
+				s->end = b;
+				s->gen++;
+			}
+			s->used = ++clock_now;
+			pthread_cond_signal(&s->wake);
+			unsigned g = s->gen;
+			while (g == s->gen && s->done < own && a >= s->start)
+				pthread_cond_wait(&moved, &mu);
 		}
-		pthread_cond_signal(&wake);
-		unsigned g = gen;
-		while (g == gen && done_pos < own)
-			pthread_cond_wait(&moved, &mu);
 	}
 	pthread_mutex_unlock(&mu);
 }
@@ -199,7 +259,25 @@ void wf_prefetch_read(const struct wf_tensor *t, int fd, uint64_t off, size_t le
 void wf_prefetch_drain(void)
 {
 	pthread_mutex_lock(&mu);
-	while (started && (busy || want_pos < want_end))
-		pthread_cond_wait(&moved, &mu);
+	for (unsigned i = 0; i < WF_PREFETCH_STREAMS; i++)
+		while (streams[i].started && (streams[i].busy || streams[i].pos < streams[i].end))
+			pthread_cond_wait(&moved, &mu);
 	pthread_mutex_unlock(&mu);
+}
+
+unsigned wf_prefetch_streams(int fd, uint64_t a, uint64_t *end)
+{
+	unsigned n = 0;
+	*end = 0;
+	pthread_mutex_lock(&mu);
+	for (unsigned i = 0; i < WF_PREFETCH_STREAMS; i++) {
+		const struct stream *s = &streams[i];
+		if (s->fd != fd || s->end <= s->start)
+			continue;
+		n++;
+		if (a >= s->start && a < s->end)
+			*end = s->end;
+	}
+	pthread_mutex_unlock(&mu);
+	return n;
 }

@@ -29,6 +29,12 @@
 
 #define WF_PREFETCH_MIN_READ ((size_t)64 << 10)
 #define WF_PREFETCH_AHEAD 4
+/* The least a read puts on the stream past its own start, in source bytes:
+ * a quantized view's next WF_PREFETCH_AHEAD reads need only a few KiB. */
+#define WF_PREFETCH_WINDOW ((uint64_t)2 << 20)
+/* Streams (each a thread) kept at once: readers of different tensors, or
+ * of different places of one, each get their own. */
+#define WF_PREFETCH_STREAMS 4
 
 /* Before view bytes [off, off + len) of t are decoded from the mapping of
  * fd (t's file, open read-only): puts their source bytes and those of
@@ -47,7 +53,11 @@ void wf_prefetch_read(const struct wf_tensor *t, int fd, uint64_t off, size_t le
  * but "" or "0" (then 0); 0: never; 1: always (tests). */
 void wf_prefetch_set(int mode);
 
-/* Blocks until the thread has read everything on its stream (tests). */
+/* Blocks until the threads have read everything on their streams (tests). */
 void wf_prefetch_drain(void);
+
+/* How many streams hold a range of fd, and the end of the one holding
+ * source byte a (0 if none) (tests). */
+unsigned wf_prefetch_streams(int fd, uint64_t a, uint64_t *end);
 
 #endif

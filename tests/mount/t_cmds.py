@@ -13,6 +13,7 @@ import signal
 import stat
 import struct
 import subprocess
+import tempfile
 import time
 
 from wf_harness import (
@@ -302,6 +303,66 @@ def group_cmds():
         return "%d conversions, %d tensors byte-identical after a round trip" % (n_models, n_tensors)
     check("cmds: convert == cp of the mount's model.safetensors, and its tensors read back "
           "byte-identical (every ggml-oracle GGUF, split set, folder, dtype options)", round_trip)
+
+    def write_paths():
+        # convert writes stored bytes (F32 in a float32 output) with
+        # copy_file_range where the kernel copies between the two files,
+        # and falls back to decoding and pwrite where it does not (EXDEV:
+        # another filesystem) or when told not to; all three must give the
+        # mount's model.safetensors byte for byte, on a disk filesystem
+        # (O_TMPFILE) and on tmpfs.
+        import numpy as np
+        from wf_models import f32_tensor, gguf_bytes, q8_0_blocks
+        strace = shutil.which("strace")
+        shm = "/dev/shm"
+        if not strace or not os.path.isdir(shm) or \
+                subprocess.run(["stat", "-f", "-c", "%T", shm], stdout=subprocess.PIPE,
+                               text=True).stdout.strip() != "tmpfs":
+            skip_or_fail("needs strace and a tmpfs at /dev/shm")
+        rng = np.random.default_rng(SEED)
+        tensors = [f32_tensor(b"a.weight", rng.standard_normal((4608, 1024))),  # 18 MiB: two pieces
+                   (b"b.weight", 8, [256, 64], q8_0_blocks(rng, 512)[0]),
+                   f32_tensor(b"c.weight", rng.standard_normal((1000, 333))),   # odd size
+                   (b"d.weight", 1, [512, 512], rng.standard_normal(512 * 512).astype("<f2").tobytes())]
+        data = gguf_bytes(tensors)
+        disk, mem = new_dir("cmds-paths-"), tempfile.mkdtemp(dir=shm, prefix="wf-cmds-paths-")
+        errs = Errs()
+        try:
+            for d in (disk, mem):
+                write_file(os.path.join(d, "m.gguf"), data)
+            with Mount(os.path.join(disk, "m.gguf")) as m:
+                want = read_bytes(m.path("model.safetensors"))
+            cases = [(disk, disk, "", "copied"), (mem, mem, "", "copied"),
+                     (mem, disk, "", "refused"), (disk, disk, "1", "none")]
+            for k, (src, dst, no_copy, how) in enumerate(cases):
+                out, log = os.path.join(dst, "o%d.safetensors" % k), os.path.join(disk, "strace%d" % k)
+                env = dict(san_env(), WEIGHTFS_CONVERT_NO_COPY=no_copy)
+                r = subprocess.run([strace, "-f", "-qq", "-e", "trace=copy_file_range", "-o", log, BIN,
+                                    "convert", os.path.join(src, "m.gguf"), out], env=env,
+                                   stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                   timeout=120)
+                calls = [ln for ln in open(log) if "copy_file_range(" in ln]
+                good = [ln for ln in calls if re.search(r"= [1-9][0-9]*$", ln.strip())]
+                label = "%s -> %s%s" % (os.path.basename(src), os.path.basename(dst),
+                                        " (no copy)" if no_copy else "")
+                if r.returncode != 0:
+                    errs.add("%s: rc %d, %r" % (label, r.returncode, r.stderr[:200]))
+                elif read_bytes(out) != want:
+                    errs.add("%s: differs from the mount's model.safetensors" % label)
+                elif how == "copied" and not good:
+                    errs.add("%s: no copy_file_range copied bytes: %r" % (label, calls[:2]))
+                elif how == "refused" and (good or not calls):
+                    errs.add("%s: copy_file_range not refused once: %r" % (label, calls[:2]))
+                elif how == "none" and calls:
+                    errs.add("%s: copy_file_range called: %r" % (label, calls[:2]))
+                if os.path.exists(out):
+                    os.unlink(out)
+        finally:
+            shutil.rmtree(mem, ignore_errors=True)
+        errs.raise_if_any()
+        return "copy_file_range on ext4-like disk and tmpfs, EXDEV fallback, forced fallback: same bytes"
+    check("cmds: convert's stored bytes by copy_file_range (disk, tmpfs), its fallback across "
+          "filesystems and when turned off: all == the mount's model.safetensors", write_paths)
 
     def overwrite():
         errs = Errs()

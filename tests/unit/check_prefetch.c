@@ -118,6 +118,9 @@ START_TEST(test_next_range)
 	wf_prefetch_read(&t, fd, 1u << 20, 1u << 20);
 	uint64_t a = DATA_AT + 8192u * WF_Q4_0_BYTES, own = DATA_AT + 16384u * WF_Q4_0_BYTES;
 	uint64_t b = DATA_AT + 49152u * WF_Q4_0_BYTES;
+	if (b - a < WF_PREFETCH_WINDOW) /* the next reads' share is less than the window */
+		b = a + WF_PREFETCH_WINDOW;
+	ck_assert_uint_lt(b, t.offset + t.nbytes); /* else "past the range" below means nothing */
 	want_now(page_in(a), page_out(own));
 	want_resident(page_in(own), page_out(b));
 	for (size_t p = 0; p < page_out(a); p++)
@@ -153,6 +156,33 @@ START_TEST(test_huge_len)
 	wf_prefetch_drain();
 	for (size_t p = page_in(t.offset + t.nbytes) + 1; p < FILE_BYTES / PAGE; p++)
 		ck_assert_msg(!resident(p), "page %zu past the tensor was read", p);
+}
+END_TEST
+
+/* Two readers at two places of one file get a stream each: the second
+ * does not end the first, whose next read goes on from where it was. */
+START_TEST(test_two_streams)
+{
+	evict();
+	/* view [0, 1 MiB): source from DATA_AT, window WF_PREFETCH_WINDOW */
+	wf_prefetch_read(&t, fd, 0, 1u << 20);
+	uint64_t end1, end2;
+	ck_assert_uint_eq(wf_prefetch_streams(fd, DATA_AT, &end1), 1);
+	ck_assert_uint_eq(end1, DATA_AT + WF_PREFETCH_WINDOW);
+	/* the last MiB of the view lies past the first stream's end */
+	uint64_t off2 = (t.size - (1u << 20)) / 128 * 128, a2 = DATA_AT + off2 / 128 * WF_Q4_0_BYTES;
+	ck_assert_uint_gt(a2, end1);
+	wf_prefetch_read(&t, fd, off2, 1u << 20);
+	ck_assert_uint_eq(wf_prefetch_streams(fd, a2, &end2), 2);
+	ck_assert_uint_eq(end2, t.offset + t.nbytes);
+	/* the first reader goes on: same stream, longer */
+	wf_prefetch_read(&t, fd, 1u << 20, 1u << 20);
+	uint64_t a3 = DATA_AT + 8192u * WF_Q4_0_BYTES;
+	ck_assert_uint_eq(wf_prefetch_streams(fd, DATA_AT, &end1), 2);
+	ck_assert_uint_eq(end1, a3 + WF_PREFETCH_WINDOW);
+	want_now(page_in(a3), page_out(DATA_AT + 16384u * WF_Q4_0_BYTES));
+	want_resident(page_in(a2), page_out(t.offset + t.nbytes));
+	want_resident(page_in(DATA_AT), page_out(a3 + WF_PREFETCH_WINDOW));
 }
 END_TEST
 
@@ -220,6 +250,7 @@ int main(void)
 	tcase_add_test(tc, test_nothing_posted);
 	tcase_add_test(tc, test_modes);
 	tcase_add_test(tc, test_fork);
+	tcase_add_test(tc, test_two_streams);
 	tcase_add_test(tc, test_huge_len);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
