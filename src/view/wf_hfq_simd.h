@@ -9,7 +9,10 @@
 #ifndef WF_HFQ_SIMD_H
 #define WF_HFQ_SIMD_H
 
-#include "view/wf_hfq.h"
+#include <stddef.h>
+#include <stdint.h>
+
+struct wf_hfq; /* wf_hfq.h */
 
 typedef void (*wf_hfq_decode_fn)(const struct wf_hfq *q, uint64_t row, uint64_t col, size_t n, float *dst);
 

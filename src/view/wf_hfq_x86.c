@@ -20,6 +20,7 @@
  * off).  On other architectures only the choice is compiled.
  */
 #include "view/wf_hfq_simd.h"
+#include "view/wf_hfq.h"
 #include "codec/wf_decode.h"
 #include "codec/wf_types.h"
 
