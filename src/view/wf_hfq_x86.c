@@ -256,34 +256,44 @@ static TGT void awq_avx2(const struct wf_hfq *q, uint64_t row, uint64_t col, siz
 
 /* ---------------------------------------------------------------- MLX */
 
+/* Values [i, end) of one group (i a multiple of 8, 8 bytes readable at
+ * each step): q * s + b, a product then a sum, as the scalar code. */
+static inline TGT void mlx_group(const uint8_t *rowp, uint64_t i, uint64_t end, unsigned bits, float s, float b,
+				 float *dst)
+{
+	__m256i shifts = field_shifts(bits), mask = _mm256_set1_epi32((int)((1u << bits) - 1));
+	__m256 vs = _mm256_set1_ps(s), vb = _mm256_set1_ps(b);
+	for (; i < end; i += 8, dst += 8) {
+		/* 8 values from input i are the `bits` bytes from byte
+		 * i * bits / 8 of the row's little-endian stream */
+		uint64_t v;
+		memcpy(&v, rowp + i * bits / 8, 8);
+		__m256 qs = _mm256_mul_ps(_mm256_cvtepi32_ps(fields8(v, bits, shifts, mask)), vs);
+		_mm256_storeu_ps(dst, _mm256_add_ps(qs, vb));
+	}
+}
+
 static TGT void mlx_avx2(const struct wf_hfq *q, uint64_t row, uint64_t col, size_t n, float *dst)
 {
 	const struct wf_hfq_part *w = &q->part[WF_HFQ_MLX_W], *sc = &q->part[WF_HFQ_MLX_S];
 	const struct wf_hfq_part *bi = &q->part[WF_HFQ_MLX_B];
 	uint64_t end = col + n, a = (col + 7) / 8 * 8, b = end / 8 * 8;
+	/* the last 8-byte load must stay inside the row: inputs from
+	 * (rowbytes - 8) * 8 / bits on go to the scalar code */
+	uint64_t rowbytes = w->cols * 4, safe = rowbytes >= 8 ? (rowbytes - 8) * 8 / q->bits / 8 * 8 + 8 : 0;
+	if (b > safe)
+		b = safe;
 	if (a >= b || q->group % 8) {
 		scalar(q, row, col, n, dst);
 		return;
 	}
-	const uint8_t *rowp = w->p + row * w->cols * 4;
-	uint64_t rowbytes = w->cols * 4, gbase = row * sc->cols, last_g = UINT64_MAX;
-	unsigned bits = q->bits;
-	__m256i shifts = field_shifts(bits), mask = _mm256_set1_epi32((int)((1u << bits) - 1));
-	__m256 s = _mm256_setzero_ps(), bb = _mm256_setzero_ps();
+	const uint8_t *rowp = w->p + row * rowbytes;
+	uint64_t gbase = row * sc->cols;
 	scalar(q, row, col, (size_t)(a - col), dst);
-	for (uint64_t i = a; i < b; i += 8) {
-		uint64_t g = i / q->group;
-		if (g != last_g) {
-			s = _mm256_set1_ps(pfloat(sc, gbase + g));
-			bb = _mm256_set1_ps(pfloat(bi, gbase + g));
-			last_g = g;
-		}
-		/* 8 values from input i (a multiple of 8) are the `bits` bytes
-		 * from byte i * bits / 8 of the row's little-endian stream */
-		uint64_t byte = i * bits / 8, v = 0;
-		memcpy(&v, rowp + byte, byte + 8 <= rowbytes ? 8 : bits);
-		__m256 qs = _mm256_mul_ps(_mm256_cvtepi32_ps(fields8(v, bits, shifts, mask)), s);
-		_mm256_storeu_ps(dst + (i - col), _mm256_add_ps(qs, bb));
+	for (uint64_t i = a; i < b;) {
+		uint64_t g = i / q->group, gend = (g + 1) * q->group < b ? (g + 1) * q->group : b;
+		mlx_group(rowp, i, gend, q->bits, pfloat(sc, gbase + g), pfloat(bi, gbase + g), dst + (i - col));
+		i = gend;
 	}
 	scalar(q, row, b, (size_t)(end - b), dst + (b - col));
 }
@@ -335,24 +345,30 @@ static TGT void bnb_avx2(const struct wf_hfq *q, uint64_t row, uint64_t col, siz
 
 /* ------------------------------------------------ eight rows at a time */
 
-/* r[j] lane k <- r[k] lane j: values move, bits unchanged. */
-static inline TGT void transpose8(__m256 r[8])
+/* Stores the transpose of r[0..7] (8 x 8): row k of dst (dst + k * ld)
+ * gets lane k of every r[j].  Shuffles only move values, bits unchanged. */
+static inline TGT void store_t8(const __m256 r[8], float *dst, size_t ld)
 {
-	__m256 t[8], u[8];
-	for (int k = 0; k < 8; k += 2) {
-		t[k] = _mm256_unpacklo_ps(r[k], r[k + 1]);
-		t[k + 1] = _mm256_unpackhi_ps(r[k], r[k + 1]);
-	}
-	for (int k = 0; k < 8; k += 4) {
-		u[k] = _mm256_shuffle_ps(t[k], t[k + 2], _MM_SHUFFLE(1, 0, 1, 0));
-		u[k + 1] = _mm256_shuffle_ps(t[k], t[k + 2], _MM_SHUFFLE(3, 2, 3, 2));
-		u[k + 2] = _mm256_shuffle_ps(t[k + 1], t[k + 3], _MM_SHUFFLE(1, 0, 1, 0));
-		u[k + 3] = _mm256_shuffle_ps(t[k + 1], t[k + 3], _MM_SHUFFLE(3, 2, 3, 2));
-	}
-	for (int k = 0; k < 4; k++) {
-		r[k] = _mm256_permute2f128_ps(u[k], u[k + 4], 0x20);
-		r[k + 4] = _mm256_permute2f128_ps(u[k], u[k + 4], 0x31);
-	}
+	__m256 t0 = _mm256_unpacklo_ps(r[0], r[1]), t1 = _mm256_unpackhi_ps(r[0], r[1]);
+	__m256 t2 = _mm256_unpacklo_ps(r[2], r[3]), t3 = _mm256_unpackhi_ps(r[2], r[3]);
+	__m256 t4 = _mm256_unpacklo_ps(r[4], r[5]), t5 = _mm256_unpackhi_ps(r[4], r[5]);
+	__m256 t6 = _mm256_unpacklo_ps(r[6], r[7]), t7 = _mm256_unpackhi_ps(r[6], r[7]);
+	__m256 u0 = _mm256_shuffle_ps(t0, t2, _MM_SHUFFLE(1, 0, 1, 0));
+	__m256 u1 = _mm256_shuffle_ps(t0, t2, _MM_SHUFFLE(3, 2, 3, 2));
+	__m256 u2 = _mm256_shuffle_ps(t1, t3, _MM_SHUFFLE(1, 0, 1, 0));
+	__m256 u3 = _mm256_shuffle_ps(t1, t3, _MM_SHUFFLE(3, 2, 3, 2));
+	__m256 u4 = _mm256_shuffle_ps(t4, t6, _MM_SHUFFLE(1, 0, 1, 0));
+	__m256 u5 = _mm256_shuffle_ps(t4, t6, _MM_SHUFFLE(3, 2, 3, 2));
+	__m256 u6 = _mm256_shuffle_ps(t5, t7, _MM_SHUFFLE(1, 0, 1, 0));
+	__m256 u7 = _mm256_shuffle_ps(t5, t7, _MM_SHUFFLE(3, 2, 3, 2));
+	_mm256_storeu_ps(dst, _mm256_permute2f128_ps(u0, u4, 0x20));
+	_mm256_storeu_ps(dst + ld, _mm256_permute2f128_ps(u1, u5, 0x20));
+	_mm256_storeu_ps(dst + 2 * ld, _mm256_permute2f128_ps(u2, u6, 0x20));
+	_mm256_storeu_ps(dst + 3 * ld, _mm256_permute2f128_ps(u3, u7, 0x20));
+	_mm256_storeu_ps(dst + 4 * ld, _mm256_permute2f128_ps(u0, u4, 0x31));
+	_mm256_storeu_ps(dst + 5 * ld, _mm256_permute2f128_ps(u1, u5, 0x31));
+	_mm256_storeu_ps(dst + 6 * ld, _mm256_permute2f128_ps(u2, u6, 0x31));
+	_mm256_storeu_ps(dst + 7 * ld, _mm256_permute2f128_ps(u3, u7, 0x31));
 }
 
 /* Rows [row, row+8), inputs [col, a) and [b, col+n), one row at a time. */
@@ -410,9 +426,7 @@ static TGT void gptq_body8(const struct wf_hfq *q, uint64_t row, uint64_t a, uin
 						     _mm256_loadu_si256((const __m256i *)(zt + t)));
 			y[j] = _mm256_mul_ps(_mm256_cvtepi32_ps(v), _mm256_loadu_ps(st + t));
 		}
-		transpose8(y);
-		for (unsigned r = 0; r < 8; r++)
-			_mm256_storeu_ps(dst + r * ld, y[r]);
+		store_t8(y, dst, ld);
 	}
 }
 
@@ -468,9 +482,7 @@ static TGT void awq_rows8(const struct wf_hfq *q, uint64_t row, uint64_t col, si
 			v = _mm256_sub_epi32(_mm256_and_si256(_mm256_srlv_epi32(v, sh), m15), z);
 			y[j] = _mm256_mul_ps(_mm256_cvtepi32_ps(v), s);
 		}
-		transpose8(y);
-		for (unsigned r = 0; r < 8; r++)
-			_mm256_storeu_ps(dst + r * ld, y[r]);
+		store_t8(y, dst, ld);
 	}
 }
 
