@@ -500,6 +500,15 @@ enum wf_err wf_hfq_view_read(const struct wf_tensor *t, uint64_t off, size_t len
 	while (pos < end) {
 		uint64_t e = pos / es, row = e / q->in, col = e % q->in;
 		uint64_t rows_left = (end - pos) / es / q->in;
+		uint8_t *at = out + (pos - off);
+		uint64_t done = sc->across_rows && col == 0 && pos % es == 0 && vk == WF_VK_F32 &&
+					(uintptr_t)at % sizeof(float) == 0
+				? wf_hfq_rows_f32(q, row, rows_left, (float *)(void *)at)
+				: 0;
+		if (done) { /* float32 rows in place, 8 at a time */
+			pos += done * q->in * es;
+			continue;
+		}
 		if (sc->across_rows && col == 0 && pos % es == 0 && rows_left >= 2) {
 			unsigned nr = rows_left < TILE_ROWS ? (unsigned)rows_left : TILE_ROWS;
 			whole_rows(q, dec, vk, row, nr, out + (pos - off), scratch, half);

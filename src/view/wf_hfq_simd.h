@@ -37,4 +37,11 @@ typedef void (*wf_hfq_rows8_fn)(const struct wf_hfq *q, uint64_t row, uint64_t c
  * at the start of a word column. */
 wf_hfq_rows8_fn wf_hfq_rows8_decoder(const struct wf_hfq *q, uint64_t row);
 
+/* Decodes whole rows from row (at most nrows of them) as float32 into
+ * dst (row-major, q->in per row) with the 8-row decoders, in the order
+ * that reads qweight's cache lines fewest times (AWQ: bands of up to 64
+ * rows, walked 256 inputs at a time); returns the rows done, a multiple
+ * of 8, or 0 when it has no 8-row decoder there (then decode otherwise). */
+uint64_t wf_hfq_rows_f32(const struct wf_hfq *q, uint64_t row, uint64_t nrows, float *dst);
+
 #endif

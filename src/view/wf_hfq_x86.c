@@ -497,6 +497,33 @@ static wf_hfq_rows8_fn simd_rows8(const struct wf_hfq *q, uint64_t row)
 	return NULL;
 }
 
+/* Inputs per column block of an AWQ band: the band's cache lines of
+ * qweight for one block (a line per input) stay in L1 across its strips. */
+#define AWQ_BAND_COLS 256
+#define AWQ_BAND_ROWS 64
+
+static uint64_t simd_rows_f32(const struct wf_hfq *q, uint64_t row, uint64_t nrows, float *dst)
+{
+	wf_hfq_rows8_fn f = nrows >= 8 ? simd_rows8(q, row) : NULL;
+	if (!f)
+		return 0;
+	if (q->scheme != WF_HFQ_AWQ) { /* GPTQ: one strip, the whole width (tables made once) */
+		f(q, row, 0, (size_t)q->in, dst, (size_t)q->in);
+		return 8;
+	}
+	/* AWQ: a line of qweight holds 16 strips' words of one input; a band
+	 * of strips walked block by block uses each line up to 8 times */
+	uint64_t rows = (nrows < AWQ_BAND_ROWS ? nrows : AWQ_BAND_ROWS) / 8 * 8;
+	if (q->out - row < rows)
+		rows = (q->out - row) / 8 * 8;
+	for (uint64_t c = 0; c < q->in; c += AWQ_BAND_COLS) {
+		size_t n = q->in - c < AWQ_BAND_COLS ? (size_t)(q->in - c) : AWQ_BAND_COLS;
+		for (uint64_t r = 0; r < rows; r += 8)
+			f(q, row + r, c, n, dst + r * q->in + c, (size_t)q->in);
+	}
+	return rows;
+}
+
 wf_hfq_decode_fn wf_hfq_simd_decoder(const struct wf_hfq *q)
 {
 	switch (q->scheme) {
@@ -518,17 +545,27 @@ wf_hfq_decode_fn wf_hfq_simd_decoder(const struct wf_hfq *q)
 	return NULL;
 }
 
-static wf_hfq_rows8_fn simd_rows8(const struct wf_hfq *q, uint64_t row)
+static uint64_t simd_rows_f32(const struct wf_hfq *q, uint64_t row, uint64_t nrows, float *dst)
 {
-	(void)q, (void)row;
-	return NULL;
+	(void)q, (void)row, (void)nrows, (void)dst;
+	return 0;
 }
 
 #endif
 
 wf_hfq_rows8_fn wf_hfq_rows8_decoder(const struct wf_hfq *q, uint64_t row)
 {
+#ifdef WF_HAVE_X86_SIMD
 	return wf_simd_active() ? simd_rows8(q, row) : NULL;
+#else
+	(void)q, (void)row;
+	return NULL;
+#endif
+}
+
+uint64_t wf_hfq_rows_f32(const struct wf_hfq *q, uint64_t row, uint64_t nrows, float *dst)
+{
+	return wf_simd_active() ? simd_rows_f32(q, row, nrows, dst) : 0;
 }
 
 wf_hfq_decode_fn wf_hfq_decoder(const struct wf_hfq *q)

@@ -255,7 +255,11 @@ static void same_views(const struct layer *L, const char *what)
 		for (int k = 0; k < 16; k++) {
 			uint64_t off = k < 2 ? 0 : rnd((uint32_t)size);
 			size_t len = k < 2 ? size : 1 + rnd((uint32_t)(size - off));
-			size_t shift = (size_t)rnd(4); /* odd destination alignment too */
+			size_t shift = k < 4 ? 0 : (size_t)rnd(4); /* odd destination alignment too */
+			if (k == 2) { /* whole rows from a row: the in-place path */
+				size_t rowb = size / L->h.out, r0 = rnd((uint32_t)L->h.out);
+				off = r0 * rowb, len = (1 + rnd((uint32_t)(L->h.out - r0))) * rowb;
+			}
 			wf_simd_set(k % 2 == 0);       /* k 0: the whole view with SIMD */
 			ck_assert_int_eq(wf_hfq_view_read(&t, off, len, b + shift, &n), WF_OK);
 			ck_assert_uint_eq(n, len);
@@ -325,6 +329,10 @@ START_TEST(test_awq)
 			snprintf(what, sizeof what, "AWQ g%u scale type %d", groups[g], scale_types[s]);
 			compare(&L, what);
 		}
+	/* wider than a band's column block (256) and taller than a band (64 rows) */
+	struct layer L = {0};
+	build_awq(&L, 320, 72, 64, WF_T_F16);
+	compare(&L, "AWQ [72, 320] g64");
 }
 END_TEST
 
