@@ -71,7 +71,7 @@ MODEL_SRC := src/model/wf_model.c src/model/wf_gguf.c src/model/wf_st.c src/mode
              src/model/wf_set_parts.c src/model/wf_set_split.c src/model/wf_set_index.c \
              src/model/wf_set_folder.c src/model/wf_watch.c src/model/wf_json_scan.c \
              src/model/wf_maps.c
-VIEW_SRC  := src/view/wf_view.c src/view/wf_live.c src/view/wf_prefetch.c src/view/wf_hfq.c src/view/wf_hfq_detect.c src/view/wf_hfq_bnb8.c src/view/wf_stats.c src/view/wf_diff.c
+VIEW_SRC  := src/view/wf_view.c src/view/wf_live.c src/view/wf_prefetch.c src/view/wf_hfq.c src/view/wf_hfq_x86.c src/view/wf_hfq_detect.c src/view/wf_hfq_bnb8.c src/view/wf_stats.c src/view/wf_diff.c
 LIBAPI_SRC := src/lib/wf_api.c src/lib/wf_stack.c
 MOUNT_SRC := src/mount/wf_tree.c src/mount/wf_gen.c src/mount/wf_summary.c src/mount/wf_attr.c \
              src/mount/wf_files.c src/mount/wf_mount.c \
@@ -113,8 +113,7 @@ $(LIB_OBJ): Makefile
 $(B)/obj/fuse/%.o: ALL_CFLAGS += $(FUSE_CFLAGS)
 # Decoders must round exactly as ggml does: never fuse a*b+c.
 $(B)/obj/codec/%.o: ALL_CFLAGS += -ffp-contract=off
-$(B)/obj/view/wf_hfq.o: ALL_CFLAGS += -ffp-contract=off
-$(B)/obj/view/wf_hfq_bnb8.o: ALL_CFLAGS += -ffp-contract=off
+$(B)/obj/view/wf_hfq.o $(B)/obj/view/wf_hfq_x86.o $(B)/obj/view/wf_hfq_bnb8.o: ALL_CFLAGS += -ffp-contract=off
 
 $(B)/libweightfs.a: $(LIB_OBJ)
 	$(Q)rm -f $@ && ar rcs $@ $^

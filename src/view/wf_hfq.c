@@ -29,6 +29,7 @@
  *     nested_quant_map (which equal bnb's built-in tables).
  */
 #include "view/wf_hfq.h"
+#include "view/wf_hfq_simd.h"
 #include "base/wf_buf.h"
 #include "codec/wf_decode.h"
 #include "codec/wf_round.h"
@@ -443,15 +444,30 @@ enum wf_err wf_hfq_check(const struct wf_hfq *q, const char *name, size_t name_l
 
 /* Rows [row, row+nrows) whole (nrows <= TILE_ROWS) into out, as view
  * elements of es bytes, decoded tile by tile across the rows. */
-static void whole_rows(const struct wf_hfq *q, const struct wf_hfq_scheme *sc, enum wf_vk vk, uint64_t row,
+static void whole_rows(const struct wf_hfq *q, wf_hfq_decode_fn dec, enum wf_vk vk, uint64_t row,
 		       unsigned nrows, uint8_t *out, float *scratch, uint16_t *half)
 {
 	unsigned es = vk == WF_VK_F32 ? 4 : 2;
+	bool in_place = vk == WF_VK_F32 && (uintptr_t)out % sizeof(float) == 0; /* float32 lands in out */
+	_Static_assert(TILE_ROWS == 8, "wf_hfq_rows8_decoder decodes 8 rows");
+	wf_hfq_rows8_fn rows8 = nrows == TILE_ROWS ? wf_hfq_rows8_decoder(q, row) : NULL;
 	for (uint64_t c = 0; c < q->in; c += TILE_COLS) {
 		size_t n = q->in - c < TILE_COLS ? (size_t)(q->in - c) : TILE_COLS;
+		if (rows8 && in_place) { /* the whole width: its tables are made once */
+			rows8(q, row, 0, (size_t)q->in, (float *)(void *)out, (size_t)q->in);
+			break;
+		}
+		if (rows8)
+			rows8(q, row, c, n, scratch, TILE_COLS);
 		for (unsigned r = 0; r < nrows; r++) {
 			float *f = scratch + (size_t)r * TILE_COLS;
-			sc->decode(q, row + r, c, n, f);
+			uint8_t *to = out + ((uint64_t)r * q->in + c) * es;
+			if (!rows8 && in_place) {
+				dec(q, row + r, c, n, (float *)(void *)to);
+				continue;
+			}
+			if (!rows8)
+				dec(q, row + r, c, n, f);
 			const void *from = f;
 			if (vk != WF_VK_F32) {
 				if (vk == WF_VK_F16)
@@ -460,7 +476,7 @@ static void whole_rows(const struct wf_hfq *q, const struct wf_hfq_scheme *sc, e
 					wf_f32_to_bf16_n(f, half, n);
 				from = half;
 			}
-			memcpy(out + ((uint64_t)r * q->in + c) * es, from, n * es);
+			memcpy(to, from, n * es);
 		}
 	}
 }
@@ -477,6 +493,7 @@ enum wf_err wf_hfq_view_read(const struct wf_tensor *t, uint64_t off, size_t len
 	if (len > t->size - off)
 		len = (size_t)(t->size - off);
 	const struct wf_hfq_scheme *sc = wf_hfq_scheme(q->scheme);
+	wf_hfq_decode_fn dec = wf_hfq_decoder(q); /* SIMD twin or scalar */
 	unsigned es = vk == WF_VK_F32 ? 4 : 2;
 	uint8_t *out = outv;
 	float scratch[SCRATCH_FLOATS];
@@ -485,9 +502,18 @@ enum wf_err wf_hfq_view_read(const struct wf_tensor *t, uint64_t off, size_t len
 	while (pos < end) {
 		uint64_t e = pos / es, row = e / q->in, col = e % q->in;
 		uint64_t rows_left = (end - pos) / es / q->in;
+		uint8_t *at = out + (pos - off);
+		uint64_t done = sc->across_rows && col == 0 && pos % es == 0 && vk == WF_VK_F32 &&
+					(uintptr_t)at % sizeof(float) == 0
+				? wf_hfq_rows_f32(q, row, rows_left, (float *)(void *)at)
+				: 0;
+		if (done) { /* float32 rows in place, 8 at a time */
+			pos += done * q->in * es;
+			continue;
+		}
 		if (sc->across_rows && col == 0 && pos % es == 0 && rows_left >= 2) {
 			unsigned nr = rows_left < TILE_ROWS ? (unsigned)rows_left : TILE_ROWS;
-			whole_rows(q, sc, vk, row, nr, out + (pos - off), scratch, half);
+			whole_rows(q, dec, vk, row, nr, out + (pos - off), scratch, half);
 			pos += (uint64_t)nr * q->in * es;
 			continue;
 		}
@@ -497,7 +523,13 @@ enum wf_err wf_hfq_view_read(const struct wf_tensor *t, uint64_t off, size_t len
 			n = last - e + 1;
 		if (n > SCRATCH_FLOATS)
 			n = SCRATCH_FLOATS;
-		sc->decode(q, row, col, (size_t)n, scratch);
+		uint8_t *to = out + (pos - off);
+		if (vk == WF_VK_F32 && pos == e * es && end - pos >= n * es && (uintptr_t)to % sizeof(float) == 0) {
+			dec(q, row, col, (size_t)n, (float *)(void *)to); /* whole elements, in place */
+			pos += n * es;
+			continue;
+		}
+		dec(q, row, col, (size_t)n, scratch);
 		const uint8_t *from = (const uint8_t *)scratch;
 		if (vk == WF_VK_F16)
 			wf_f32_to_f16_n(scratch, half, (size_t)n);
