@@ -1,5 +1,6 @@
 /* wf_gen.c - generated file contents (see wf_gen.h). */
 #include "mount/wf_gen.h"
+#include "mount/wf_gen_int.h"
 #include "base/wf_buf.h"
 #include "base/wf_names.h"
 #include "view/wf_view.h"
@@ -641,5 +642,102 @@ out:
 	wf_buf_free(&full);
 	st_names_free(&sn);
 	free(offs);
+	return rc;
+}
+
+/* ------------------------------------- shared with wf_st_stream.c */
+
+void wf_gen_decode_string(const char *s, size_t i, size_t end, struct wf_buf *b)
+{
+	decode_string(s, i, end, b);
+}
+
+void wf_gen_json_str_utf8(struct wf_buf *b, const char *s, size_t n)
+{
+	json_str_utf8(b, s, n);
+}
+
+bool wf_gen_kv_at(const char *s, size_t n, size_t i, size_t *k0, size_t *k1, size_t *v0, size_t *v1, size_t *next)
+{
+	/* the same steps as each_kv, from one key on */
+	i = skip_ws(s, n, i);
+	if (i < n && s[i] == ',')
+		i = skip_ws(s, n, i + 1);
+	if (i >= n || s[i] != '"')
+		return false;
+	size_t e = string_end(s, n, i);
+	if (!e)
+		return false;
+	size_t c = skip_ws(s, n, e);
+	if (c >= n || s[c] != ':')
+		return false;
+	size_t a = skip_ws(s, n, c + 1), b = value_end(s, n, a);
+	if (!b)
+		return false;
+	*k0 = i, *k1 = e, *v0 = a, *v1 = b, *next = b;
+	return true;
+}
+
+bool wf_st_has_types(const struct wf_model *m)
+{
+	for (size_t i = 0; i < m->n_tensors; i++) {
+		const struct wf_tensor *t = &m->tensors[i];
+		if (strcmp(wf_view_st_dtype(t), "U8") == 0 && t->type != WF_T_U8)
+			return true;
+	}
+	return false;
+}
+
+void wf_st_sparse_free(struct wf_st_sparse *s)
+{
+	for (size_t k = 0; k < s->n; k++)
+		free(s->text[k]);
+	free(s->idx);
+	free(s->text);
+	free(s->len);
+	memset(s, 0, sizeof *s);
+}
+
+/* Moves the non-NULL entries of renamed[0..n) into *out. */
+static bool sparse_take(char **renamed, const size_t *len, size_t n, struct wf_st_sparse *out)
+{
+	size_t c = 0;
+	for (size_t i = 0; i < n; i++)
+		c += renamed[i] != NULL;
+	out->n = 0;
+	out->idx = malloc((c ? c : 1) * sizeof *out->idx);
+	out->text = malloc((c ? c : 1) * sizeof *out->text);
+	out->len = malloc((c ? c : 1) * sizeof *out->len);
+	if (!out->idx || !out->text || !out->len)
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		if (!renamed[i])
+			continue;
+		out->idx[out->n] = i;
+		out->text[out->n] = renamed[i];
+		out->len[out->n++] = len[i];
+		renamed[i] = NULL;
+	}
+	return true;
+}
+
+enum wf_err wf_st_renames(const struct wf_model *m, struct wf_st_sparse *names, struct wf_st_sparse *keys)
+{
+	struct st_names sn = {0};
+	struct st_keys k = {0};
+	memset(names, 0, sizeof *names);
+	memset(keys, 0, sizeof *keys);
+	enum wf_err rc = st_names_make(m, &sn);
+	if (rc == WF_OK)
+		rc = st_keys_make(m, wf_st_has_types(m), &k);
+	if (rc == WF_OK && (!sparse_take(sn.renamed, sn.len, sn.n, names) ||
+			    !sparse_take(k.renamed, k.len, k.n, keys)))
+		rc = WF_ERR_NOMEM;
+	st_names_free(&sn);
+	st_keys_free(&k);
+	if (rc != WF_OK) {
+		wf_st_sparse_free(names);
+		wf_st_sparse_free(keys);
+	}
 	return rc;
 }
