@@ -120,6 +120,15 @@ START_TEST(test_small)
 	ck_assert_int_eq(wf_model_set_view(m, WF_VK_F32, err), WF_OK);
 	check_same(m);
 	wf_model_free(m);
+	/* valid names that are renamed all the same: twice, and ours */
+	m = model_with("{}", 4);
+	add_tensor(m, "a", 1, WF_T_F32, 1);
+	add_tensor(m, "__metadata__", 12, WF_T_F32, 1);
+	add_tensor(m, "a", 1, WF_T_F32, 1);
+	add_tensor(m, "a~2", 3, WF_T_F32, 1);
+	ck_assert_int_eq(wf_model_set_view(m, WF_VK_F32, err), WF_OK);
+	check_same(m);
+	wf_model_free(m);
 	m = model_with("{}", 1);
 	check_same(m);
 	wf_model_free(m);
