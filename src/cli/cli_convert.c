@@ -33,6 +33,7 @@ struct conv {
 	uint64_t size;
 	int fd;
 	const char *model, *tmp;
+	size_t piece;                 /* bytes a worker reads and writes at a time */
 	atomic_uint_fast64_t next;    /* the next piece to take */
 	atomic_uint_fast64_t done;    /* bytes written */
 	atomic_int running;           /* workers not yet finished */
@@ -56,14 +57,14 @@ static void conv_fail(struct conv *c, enum wf_err rc, int e)
 static void *conv_worker(void *arg)
 {
 	struct conv *c = arg;
-	char *buf = malloc(CLI_PIECE);
+	char *buf = malloc(c->piece);
 	if (!buf)
 		conv_fail(c, WF_ERR_NOMEM, 0);
 	while (buf && !atomic_load(&c->failed) && !atomic_load(&stop_sig)) {
-		uint64_t off = (uint64_t)atomic_fetch_add(&c->next, 1) * CLI_PIECE;
+		uint64_t off = (uint64_t)atomic_fetch_add(&c->next, 1) * c->piece;
 		if (off >= c->size)
 			break;
-		size_t n = c->size - off < CLI_PIECE ? (size_t)(c->size - off) : CLI_PIECE, got;
+		size_t n = c->size - off < c->piece ? (size_t)(c->size - off) : c->piece, got;
 		enum wf_err rc = wf_live_read(&c->s->lv, c->node, off, n, buf, &got);
 		if (rc == WF_OK && got != n)
 			rc = WF_ERR_RANGE; /* the file is shorter than its size: a bug */
@@ -161,12 +162,21 @@ static void catch_stops(const int sigs[3], struct sigaction prev[3], sigset_t *s
 		sigaction(sigs[i], &sa, &prev[i]);
 }
 
-/* More workers than cores or than pieces would only wait on each other. */
-static long worker_count(uint64_t size)
+/* More workers than cores or than pieces would only wait on each other.
+ * The workers' buffers together stay within CONV_BUFS (the peak memory
+ * bound of docs/security.md leaves 64 MiB besides the header's share):
+ * many cores get smaller pieces, down to 1 MiB (at most 32 workers). */
+#define CONV_BUFS ((size_t)16 << 20)
+
+static long worker_count(struct conv *c)
 {
 	long cores = sysconf(_SC_NPROCESSORS_ONLN);
-	uint64_t pieces = (size + CLI_PIECE - 1) / CLI_PIECE;
-	long nth = cores < 1 ? 1 : cores > 256 ? 256 : cores;
+	long nth = cores < 1 ? 1 : cores > 32 ? 32 : cores;
+	c->piece = CONV_BUFS / (size_t)nth;
+	if (c->piece > CLI_PIECE)
+		c->piece = CLI_PIECE;
+	c->piece &= ~(size_t)((1u << 20) - 1);
+	uint64_t pieces = (c->size + c->piece - 1) / c->piece;
 	if ((uint64_t)nth > pieces)
 		nth = pieces ? (long)pieces : 1;
 	return nth;
@@ -258,7 +268,7 @@ int cli_convert(struct cli_session *s, const struct cli_opts *o)
 		fprintf(stderr, "weightfs: %s: %s\n", out, strerror(errno));
 		goto out;
 	}
-	nth = worker_count(c.size);
+	nth = worker_count(&c);
 	th = calloc((size_t)nth, sizeof *th);
 	if (!th) {
 		fprintf(stderr, "weightfs: out of memory\n");
