@@ -20,10 +20,24 @@ tensors.json opens and reads (the check that paths fit PATH_MAX).  Cases
   longdots  safetensors, one tensor: 100 MB of 250-byte components joined by dots
   tokens    GGUF with a 10,000,000-string metadata array (tokenizer.ggml.tokens)
 
+  boolarr   GGUF with a 20,000,000-element bool metadata array
+  shards    an index of 20,000 one-tensor safetensors shards
+
 --scale divides every count and length (for quick runs).  Needs FUSE; uses
 no third-party modules.
+
+--hwm measures peak memory (VmHWM) instead: the daemon's after reading all
+of model.safetensors and tensors.json (and their sha256, to compare builds
+byte for byte), and that of `weightfs ls`, `ls --json` and `convert`, each
+against the bound 10 x header + 64 MiB (header: for a set, every shard's
+header and the index; --slack replaces the 64 MiB, so that a scaled-down
+run, as the mount group `memory` makes, still tells a header kept or
+copied whole from one that is not).  --check then exits 1 if any is over the bound, or if
+reading model.safetensors raised the daemon's VmHWM by more than
+--read-growth MiB (its header is made a window at a time, not kept).
 """
 import argparse
+import hashlib
 import json
 import os
 import random
@@ -108,12 +122,44 @@ def case_tokens(path, s):
     return len(head)
 
 
+def case_boolarr(path, s):
+    n = 20_000_000 // s
+    # key, type ARRAY (9) of BOOL (7), n one-byte values
+    kv = gstr(b"test.flags") + struct.pack("<IIQ", 9, 7, n) + bytes(i % 2 for i in range(n))
+    head = bytearray(b"GGUF" + struct.pack("<IQQ", 3, 1, 1)) + kv
+    head += gstr(b"w") + struct.pack("<IQIQ", 1, 8, 0, 0)
+    head += b"\0" * (-len(head) % 32)
+    with open(path, "wb") as f:
+        f.write(head)
+        f.write(b"\0" * 32)
+    return len(head)
+
+
+def case_shards(path, s):
+    """path: the index; the shards beside it.  Returns every shard's header
+    bytes plus the index's."""
+    n = 20_000 // s
+    d = os.path.dirname(path)
+    wmap, total = {}, 0
+    for i in range(n):
+        fn = "model-%05d-of-%05d.safetensors" % (i + 1, n)
+        total += st_file(os.path.join(d, fn), [st_one(b"layers.%d.w" % i)], b"\0")
+        wmap["layers.%d.w" % i] = fn
+    idx = json.dumps({"metadata": {"total_size": n}, "weight_map": wmap}).encode()
+    with open(path, "wb") as f:
+        f.write(idx)
+    return total + len(idx)
+
+
 CASES = {
     "dots1": (case_dots1, "st"), "dots100k": (case_dots100k, "st"),
     "dotsmany": (case_dotsmany, "st"), "many_st": (case_many_st, "st"),
     "many_gguf": (case_many_gguf, "gguf"), "longname": (case_longname, "st"),
     "longdots": (case_longdots, "st"), "tokens": (case_tokens, "gguf"),
+    "boolarr": (case_boolarr, "gguf"), "shards": (case_shards, "index"),
 }
+
+EXT = {"st": ".safetensors", "gguf": ".gguf", "index": ".safetensors.index.json"}
 
 
 def proc_status(pid):
@@ -134,7 +180,7 @@ def is_mounted(mp):
 
 def run_case(args, name, d):
     gen, ext = CASES[name]
-    model = os.path.join(d, "%s.%s" % (name, "gguf" if ext == "gguf" else "safetensors"))
+    model = os.path.join(d, name + EXT[ext])
     t0 = time.monotonic()
     header = gen(model, args.scale)
     tgen = time.monotonic() - t0
@@ -198,19 +244,139 @@ def run_case(args, name, d):
     return res
 
 
+def wait_hwm(cmd):
+    """Runs cmd (output thrown away); returns (exit code, peak RSS in bytes,
+    stderr's first line).  Linux keeps a process's peak RSS across exec, and
+    a child forked from this interpreter starts with its pages: so the
+    command is started by /usr/bin/time, a small process, which reports
+    its child's ru_maxrss (the command's own VmHWM)."""
+    with tempfile.NamedTemporaryFile() as rep, tempfile.TemporaryFile() as err:
+        r = subprocess.run(["/usr/bin/time", "-q", "-f", "%M", "-o", rep.name] + cmd,
+                           stdout=subprocess.DEVNULL, stderr=err)
+        err.seek(0)
+        with open(rep.name) as f:
+            kib = int(f.read().split()[-1])
+        return r.returncode, kib * 1024, err.read().decode(errors="replace").strip()[:200]
+
+
+def read_hash(path):
+    """sha256 of a file read in 1 MiB pieces."""
+    h = hashlib.sha256()
+    with open(path, "rb", buffering=0) as f:
+        while True:
+            b = f.read(1 << 20)
+            if not b:
+                return h.hexdigest()
+            h.update(b)
+
+
+def run_daemon_hwm(args, model, d, res):
+    """Mounts model, reads model.safetensors and tensors.json whole; fills
+    res with the daemon's VmHWM before and after, and both files' sha256."""
+    mp = os.path.join(d, "mnt")
+    os.makedirs(mp, exist_ok=True)
+    p = subprocess.Popen([args.weightfs, "-f", model, mp], stdout=subprocess.DEVNULL,
+                         stderr=subprocess.PIPE)
+    try:
+        while not is_mounted(mp):
+            if p.poll() is not None:
+                res["error"] = p.stderr.read().decode(errors="replace").strip()
+                return
+            time.sleep(0.005)
+        os.stat(mp)
+        res["daemon_mounted"] = proc_status(p.pid)["VmHWM"]
+        res["sha_st"] = read_hash(os.path.join(mp, "model.safetensors"))
+        res["sha_tj"] = read_hash(os.path.join(mp, "tensors.json"))
+        res["daemon"] = proc_status(p.pid)["VmHWM"]
+    finally:
+        for cmd in (["fusermount3", "-u", mp], ["fusermount3", "-u", "-z", mp]):
+            if is_mounted(mp):
+                subprocess.run(cmd)
+        try:
+            p.wait(60)
+        except subprocess.TimeoutExpired:
+            p.kill()
+        if is_mounted(mp):
+            raise SystemExit("%s: still mounted; leaving %s in place" % (mp, d))
+
+
+def run_hwm(args, name, d):
+    gen, ext = CASES[name]
+    model = os.path.join(d, name + EXT[ext])
+    t0 = time.monotonic()
+    header = gen(model, args.scale)
+    res = {"case": name, "header": header, "gen_s": round(time.monotonic() - t0, 2),
+           "bound": 10 * header + args.slack * MiB}
+    run_daemon_hwm(args, model, d, res)
+    if "error" in res:
+        return res
+    out = os.path.join(d, "out.safetensors")
+    for what, cmd in (("ls", ["ls", model]), ("ls_json", ["ls", "--json", model]),
+                      ("convert", ["convert", "--force", model, out])):
+        rc, hwm, err = wait_hwm([args.weightfs] + cmd)
+        res[what] = hwm
+        if rc != 0:
+            res["error"] = "%s: exit %d: %s" % (what, rc, err)
+    if os.path.exists(out):
+        res["sha_convert"] = read_hash(out)
+        os.remove(out)
+    return res
+
+
+def report_hwm(args, r):
+    """Prints one case's line; returns the list of what failed."""
+    name = r["case"]
+    if "daemon" not in r:
+        print("%-10s header %6.1f MB  refused: %s" % (name, r["header"] / 1e6, r.get("error")), flush=True)
+        return ["%s: %s" % (name, r.get("error"))]
+    bad = []
+    cols = []
+    for what in ("daemon", "ls", "ls_json", "convert"):
+        over = r[what] > r["bound"]
+        cols.append("%s %6.1f%s" % (what, r[what] / MiB, " OVER" if over else ""))
+        if over:
+            bad.append("%s: %s VmHWM %.1f MiB over the bound %.1f MiB" % (name, what, r[what] / MiB,
+                                                                          r["bound"] / MiB))
+    growth = r["daemon"] - r["daemon_mounted"]
+    if growth > args.read_growth * MiB:
+        bad.append("%s: reading model.safetensors raised the daemon's VmHWM by %.1f MiB" % (name, growth / MiB))
+    if "error" in r:
+        bad.append("%s: %s" % (name, r["error"]))
+    if r.get("sha_convert") not in (None, r["sha_st"]):
+        bad.append("%s: convert's output differs from the mount's model.safetensors" % name)
+    print("%-10s header %6.1f MB  bound %7.1f MiB  VmHWM MiB: %s (mounted %.1f)  "
+          "model.safetensors %s  tensors.json %s" % (
+              name, r["header"] / 1e6, r["bound"] / MiB, "  ".join(cols), r["daemon_mounted"] / MiB,
+              r["sha_st"][:16], r["sha_tj"][:16]), flush=True)
+    return bad
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--weightfs", default="build/weightfs")
     ap.add_argument("--dir")
     ap.add_argument("--scale", type=int, default=1)
     ap.add_argument("--find-timeout", type=int, default=120)
+    ap.add_argument("--hwm", action="store_true", help="peak memory of the daemon and commands")
+    ap.add_argument("--check", action="store_true", help="with --hwm: exit 1 if a bound is broken")
+    ap.add_argument("--slack", type=float, default=64,
+                    help="with --hwm: the bound is 10 x header + SLACK MiB (docs/security.md: 64)")
+    ap.add_argument("--read-growth", type=float, default=16,
+                    help="with --check: MiB reading model.safetensors may add to the daemon's VmHWM")
     ap.add_argument("cases", nargs="*")
     args = ap.parse_args()
     args.weightfs = os.path.abspath(args.weightfs)
     base = args.dir or ("/dev/shm" if os.path.isdir("/dev/shm") else "/tmp")
     d = tempfile.mkdtemp(prefix="wf-memcheck-", dir=base)
+    bad = []
     try:
         for name in args.cases or list(CASES):
+            if args.hwm:
+                cd = os.path.join(d, name)
+                os.makedirs(cd)
+                bad += report_hwm(args, run_hwm(args, name, cd))
+                shutil.rmtree(cd, ignore_errors=True)
+                continue
             r = run_case(args, name, d)
             if "error" in r:
                 print("%-10s header %6.1f MB  refused: %s" % (name, r["header"] / 1e6, r["error"]),
@@ -229,6 +395,9 @@ def main():
             busy = any(line.split(b" ")[4].startswith(d.encode()) for line in f)
         if not busy:  # never walk into a mount that would not go
             shutil.rmtree(d, ignore_errors=True)
+    for b in bad:
+        print("FAIL: " + b, file=sys.stderr)
+    return 1 if bad and args.check else 0
 
 
 if __name__ == "__main__":

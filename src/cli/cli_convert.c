@@ -161,12 +161,18 @@ static void catch_stops(const int sigs[3], struct sigaction prev[3], sigset_t *s
 		sigaction(sigs[i], &sa, &prev[i]);
 }
 
-/* More workers than cores or than pieces would only wait on each other. */
+/* More workers than cores or than pieces would only wait on each other,
+ * and since one writes at a time (cli_span.c), more than CONV_MAX_WORKERS
+ * gain nothing either; that cap also holds their buffers (CLI_SPAN_BUF
+ * each) to 32 MiB, within the 64 MiB the peak memory bound of
+ * docs/security.md leaves besides the header's share. */
+#define CONV_MAX_WORKERS 16
+
 static long worker_count(uint64_t size)
 {
 	long cores = sysconf(_SC_NPROCESSORS_ONLN);
 	uint64_t pieces = (size + CLI_PIECE - 1) / CLI_PIECE;
-	long nth = cores < 1 ? 1 : cores > 256 ? 256 : cores;
+	long nth = cores < 1 ? 1 : cores > CONV_MAX_WORKERS ? CONV_MAX_WORKERS : cores;
 	if ((uint64_t)nth > pieces)
 		nth = pieces ? (long)pieces : 1;
 	return nth;

@@ -59,7 +59,10 @@ int cli_dump_node(struct cli_session *s, const char *model, const char *what, ui
 		return 0;
 	if (len > size - off)
 		len = size - off;
-	size_t cap = len < CLI_PIECE ? (size_t)len : CLI_PIECE;
+	/* a generated file is made into the buffer: 1 MiB is plenty, and
+	 * ls --json then costs no 16 MiB more than ls (peak memory) */
+	size_t piece = s->mt.t->nodes[node].kind == WF_NODE_TENSOR ? CLI_PIECE : (size_t)1 << 20;
+	size_t cap = len < piece ? (size_t)len : piece;
 	char *buf = malloc(cap ? cap : 1);
 	if (!buf) {
 		fprintf(stderr, "weightfs: out of memory\n");

@@ -2,32 +2,69 @@
 #include "mount/wf_files.h"
 #include "mount/wf_gen.h"
 #include "mount/wf_preview.h"
+#include "mount/wf_st_stream.h"
+
+#include <pthread.h>
 
 #include <stdlib.h>
 #include <string.h>
 
-/* model.safetensors' header, made on first use; NULL when out of memory. */
-static const char *st_header_get(const struct wf_tree *t)
+/* model.safetensors' header is not kept (wf_st_stream.h): each reading
+ * thread keeps the last window of it it made, freed when the thread ends. */
+#define WIN ((size_t)256 << 10)
+
+struct st_win {
+	uint64_t id;     /* the stream it is from; 0: none */
+	uint64_t lo;
+	size_t len;
+	char *buf;       /* WIN bytes */
+};
+
+static pthread_key_t win_key;
+static pthread_once_t win_once = PTHREAD_ONCE_INIT;
+static bool win_ok;
+
+static void win_free(void *p)
 {
-	struct wf_st_lazy *lz = t->st_lazy;
-	char *h = atomic_load_explicit(&lz->header, memory_order_acquire);
-	if (h)
-		return h;
-	pthread_mutex_lock(&lz->lock);
-	h = atomic_load_explicit(&lz->header, memory_order_relaxed);
-	if (!h) {
-		uint64_t len, *offs = NULL;
-		/* the same model renders the same bytes as at build time */
-		if (wf_st_header(t->m, &h, &len, &offs) == WF_OK && len == t->st_header_len)
-			atomic_store_explicit(&lz->header, h, memory_order_release);
-		else {
-			free(h);
-			h = NULL;
+	struct st_win *w = p;
+	free(w->buf);
+	free(w);
+}
+
+static void win_init(void)
+{
+	win_ok = pthread_key_create(&win_key, win_free) == 0;
+}
+
+/* The calling thread's window of the header holding byte off; NULL when
+ * out of memory. */
+static const struct st_win *st_window(const struct wf_tree *t, uint64_t off)
+{
+	pthread_once(&win_once, win_init);
+	if (!win_ok)
+		return NULL;
+	struct st_win *w = pthread_getspecific(win_key);
+	if (!w) {
+		if (!(w = calloc(1, sizeof *w)) || !(w->buf = malloc(WIN)) || pthread_setspecific(win_key, w) != 0) {
+			if (w)
+				free(w->buf);
+			free(w);
+			return NULL;
 		}
-		free(offs);
 	}
-	pthread_mutex_unlock(&lz->lock);
-	return h;
+	uint64_t id = wf_st_stream_id(t->st_stream);
+	if (w->id == id && off >= w->lo && off - w->lo < w->len)
+		return w;
+	uint64_t lo = off - off % WIN, n = t->st_header_len - lo;
+	w->id = 0;
+	if (n > WIN)
+		n = WIN;
+	if (wf_st_stream_read(t->st_stream, lo, (size_t)n, w->buf) != WF_OK)
+		return NULL;
+	w->id = id;
+	w->lo = lo;
+	w->len = (size_t)n;
+	return w;
 }
 
 uint64_t wf_files_size(const struct wf_tree *t, uint32_t idx)
@@ -79,8 +116,16 @@ void wf_files_seg(const void *tree, uint32_t idx, uint64_t off, struct wf_seg *s
 		tensor = nd->tensor;
 	} else if (nd->kind == WF_NODE_MODEL_ST) {
 		head = t->st_header_len;
-		if (off < head && !(hb = st_header_get(t))) {
-			seg->kind = WF_SEG_NOMEM;
+		if (off < head) {
+			const struct st_win *w = st_window(t, off);
+			if (!w) {
+				seg->kind = WF_SEG_NOMEM;
+				return;
+			}
+			seg->kind = WF_SEG_BYTES;
+			seg->start = w->lo;
+			seg->len = w->len;
+			seg->bytes = w->buf;
 			return;
 		}
 		/* the tensor whose view holds off: the last start at or before it,

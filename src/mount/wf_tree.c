@@ -3,6 +3,7 @@
 #include "base/wf_hash.h"
 #include "view/wf_view.h"
 #include "mount/wf_preview.h"
+#include "mount/wf_st_stream.h"
 #include "base/wf_buf.h"
 #include "codec/wf_types.h"
 #include "view/wf_hfq.h"
@@ -386,9 +387,7 @@ static enum wf_err add_extras(struct builder *b, const struct wf_model *m, struc
 	}
 
 	/* model.safetensors: the header here, the tensors' views behind it */
-	char *hdr = NULL;
-	rc = wf_st_header(m, &hdr, &t->st_header_len, &t->st_offsets);
-	free(hdr); /* made again on first use (st_header_get) */
+	rc = wf_st_stream_new(m, &t->st_stream, &t->st_header_len, &t->st_offsets);
 	if (rc != WF_OK)
 		return wf_fail(err, rc, "model.safetensors: %s", rc == WF_ERR_NOMEM ? "out of memory" : "cannot build its header");
 	if ((rc = add_root_file(b, "model.safetensors", WF_NODE_MODEL_ST, &n, err)) != WF_OK)
@@ -629,12 +628,6 @@ enum wf_err wf_tree_build_opts(struct wf_tree **out, const struct wf_model *m, c
 		wf_tree_free(t);
 		return wf_fail(err, WF_ERR_NOMEM, "out of memory");
 	}
-	t->st_lazy = calloc(1, sizeof *t->st_lazy);
-	if (!t->st_lazy) {
-		wf_tree_free(t);
-		return wf_fail(err, WF_ERR_NOMEM, "out of memory");
-	}
-	pthread_mutex_init(&t->st_lazy->lock, NULL);
 	static const char empty[] = "{}";
 	bool have = m->metadata_json && m->metadata_json_len;
 	enum wf_err rc = wf_meta_files(have ? m->metadata_json : empty, have ? m->metadata_json_len : 2, &t->meta,
@@ -723,11 +716,7 @@ void wf_tree_free(struct wf_tree *t)
 	wf_previews_free(t->previews);
 	free(t->preview_node);
 	free(t->tensors_json);
-	if (t->st_lazy) {
-		free(atomic_load(&t->st_lazy->header));
-		pthread_mutex_destroy(&t->st_lazy->lock);
-		free(t->st_lazy);
-	}
+	wf_st_stream_free(t->st_stream);
 	free(t->st_offsets);
 	free(t->summary);
 	for (size_t i = 0; i < t->n_meta; i++)

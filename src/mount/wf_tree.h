@@ -76,12 +76,7 @@ struct wf_tree_opts {
 struct wf_chunk;
 struct wf_previews;
 
-/* The one part of a tree that changes after it is built: model.safetensors'
- * header, made by the first reader that needs it. */
-struct wf_st_lazy {
-	char *_Atomic header;
-	pthread_mutex_t lock;
-};
+struct wf_st_stream;
 
 /* One node is 32 bytes: a hostile model can make millions.  The unions
  * hold what only one kind needs; read a field only for its kind. */
@@ -122,11 +117,11 @@ struct wf_tree {
 	struct wf_previews *previews; /* -o preview: the rendered NAME.png files; else NULL */
 	uint32_t *preview_node;     /* -o preview: [model->n_tensors] the node of each NAME.png; else NULL */
 	const struct wf_model *m;
-	/* model.safetensors: its header's length (from a first rendering
-	 * thrown away at build time) and the header itself, made on first
-	 * read (wf_files.c): until a reader wants it, it costs no memory */
+	/* model.safetensors: its header's length (measured at build time)
+	 * and what makes its bytes a window at a time on read (wf_files.c):
+	 * the header itself is never kept */
 	uint64_t st_header_len;
-	struct wf_st_lazy *st_lazy;
+	struct wf_st_stream *st_stream;
 	uint64_t *st_offsets;       /* [n_tensors + 1]: each view's start after the header, and the end */
 	struct wf_meta_file *meta;  /* one file per metadata key, in metadata.json's order */
 	size_t n_meta;

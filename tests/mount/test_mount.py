@@ -25,7 +25,8 @@ groups in order and prints the tally.  The rest lives next to it:
                   t_large_many_bounds (large, many, bounds), t_malformed
                   (malformed), t_remote (remote), t_sets (sets), t_parts (parts), t_desktop
                   (desktop), t_cmds (cmds), t_views (views), t_perms (perms),
-                  t_stats (stats), t_diff (diff), t_preview (preview)
+                  t_stats (stats), t_diff (diff), t_preview (preview),
+                  t_memory (memory)
 
 Environment:
   WF_TEST_SEED    seed for the random ranges (default 20240601)
@@ -33,7 +34,7 @@ Environment:
                   name contains one of them (groups: data, naming, stat,
                   xattr, errors, cli, unmount, concurrency, truncate,
                   large, many, malformed, remote, bounds, sets, desktop,
-                  cmds, views, perms)
+                  cmds, views, perms, memory)
   WF_TEST_KEEP    keep the temporary directory
 """
 
@@ -83,6 +84,7 @@ from t_perms import group_perms
 from t_stats import group_stats
 from t_diff import group_diff
 from t_preview import group_preview
+from t_memory import group_memory
 
 
 # ---------------------------------------------------------------- main
@@ -121,6 +123,7 @@ def main():
     groups.append(("stats", group_stats))
     groups.append(("diff", group_diff))
     groups.append(("preview", group_preview))
+    groups.append(("memory", group_memory))
     for gname, fn in groups:
         if not want(gname):
             continue
