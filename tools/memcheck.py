@@ -22,6 +22,7 @@ tensors.json opens and reads (the check that paths fit PATH_MAX).  Cases
 
   boolarr   GGUF with a 20,000,000-element bool metadata array
   shards    an index of 20,000 one-tensor safetensors shards
+  shards100k  the same with 100,000 shards (the most a set may have)
 
 --scale divides every count and length (for quick runs).  Needs FUSE; uses
 no third-party modules.
@@ -135,10 +136,10 @@ def case_boolarr(path, s):
     return len(head)
 
 
-def case_shards(path, s):
+def case_shards(path, s, count=20_000):
     """path: the index; the shards beside it.  Returns every shard's header
     bytes plus the index's."""
-    n = 20_000 // s
+    n = count // s
     d = os.path.dirname(path)
     wmap, total = {}, 0
     for i in range(n):
@@ -157,6 +158,7 @@ CASES = {
     "many_gguf": (case_many_gguf, "gguf"), "longname": (case_longname, "st"),
     "longdots": (case_longdots, "st"), "tokens": (case_tokens, "gguf"),
     "boolarr": (case_boolarr, "gguf"), "shards": (case_shards, "index"),
+    "shards100k": (lambda path, s: case_shards(path, s, 100_000), "index"),
 }
 
 EXT = {"st": ".safetensors", "gguf": ".gguf", "index": ".safetensors.index.json"}

@@ -186,6 +186,15 @@ bool wf_buf_finish(struct wf_buf *b)
 	if (!grow(b, 0))
 		return false;
 	b->data[b->len] = '\0';
+	/* a finished text is usually kept (one per part of a set, or a
+	 * generated file): give back what doubling left unused */
+	if (b->cap > b->len + 1) {
+		char *p = realloc(b->data, b->len + 1);
+		if (p) {
+			b->data = p;
+			b->cap = b->len + 1;
+		}
+	}
 	return true;
 }
 

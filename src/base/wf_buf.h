@@ -42,8 +42,9 @@ void wf_buf_json_str(struct wf_buf *b, const void *s, size_t n);
 void wf_buf_json_f32(struct wf_buf *b, float v);
 void wf_buf_json_f64(struct wf_buf *b, double v);
 
-/* Makes data a NUL-terminated string (allocating for an empty buffer) and
- * returns true, or returns false if any append failed. */
+/* Makes data a NUL-terminated string (allocating for an empty buffer) of
+ * exactly len + 1 bytes, and returns true; or returns false if any append
+ * failed.  Appending afterwards is allowed (the buffer grows again). */
 bool wf_buf_finish(struct wf_buf *b);
 
 void wf_buf_free(struct wf_buf *b);
