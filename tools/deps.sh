@@ -21,6 +21,8 @@ if [ "$what" = test ]; then
 	need_pc check check
 	need_cmd getfattr attr
 	need_cmd rclone rclone
+	# which write path convert took (copy_file_range or its fallback)
+	need_cmd strace strace
 	# the desktop mount tests: content types as a file manager sees them
 	need_cmd gio libglib2.0-bin
 	need_cmd update-mime-database shared-mime-info
