@@ -38,21 +38,6 @@
 #include <pthread.h>
 #include <string.h>
 
-/* One scale or float of a part, widened exactly to float32. */
-static float part_float(const struct wf_hfq_part *p, uint64_t idx)
-{
-	switch (p->type) {
-	case WF_T_F32: {
-		uint32_t u = wf_le32(p->p + 4 * idx);
-		float f;
-		memcpy(&f, &u, 4);
-		return f;
-	}
-	case WF_T_BF16: return wf_bf16_to_f32(wf_le16(p->p + 2 * idx));
-	default: return wf_f16_to_f32(wf_le16(p->p + 2 * idx));
-	}
-}
-
 /* ---------------------------------------------------------------- FP8 */
 
 /* Every e4m3 code's value, from the type table's decoder, made once. */
@@ -67,49 +52,30 @@ static void e4m3_init(void)
 	wf_decode_f8_e4m3(codes, e4m3_lut, 256);
 }
 
+const float *wf_hfq_e4m3_table(void)
+{
+	pthread_once(&e4m3_once, e4m3_init);
+	return e4m3_lut;
+}
+
 static void fp8_decode(const struct wf_hfq *q, uint64_t row, uint64_t col, size_t n, float *dst)
 {
 	const struct wf_hfq_part *w = &q->part[WF_HFQ_FP8_W], *s = &q->part[WF_HFQ_FP8_S];
 	const uint8_t *src = w->p + row * q->in + col;
-	pthread_once(&e4m3_once, e4m3_init);
+	const float *lut = wf_hfq_e4m3_table();
 	uint64_t srow = (row / q->bh) * s->cols;
 	size_t i = 0;
 	while (i < n) {
 		/* one scale covers the columns up to the end of its block */
 		uint64_t c = col + i, blk = c / q->bw, end = (blk + 1) * q->bw - col;
 		size_t stop = end < n ? (size_t)end : n;
-		float sc = part_float(s, srow + blk);
+		float sc = wf_hfq_part_float(s, srow + blk);
 		for (; i < stop; i++)
-			dst[i] = e4m3_lut[src[i]] * sc;
+			dst[i] = lut[src[i]] * sc;
 	}
 }
 
 /* --------------------------------------------------------------- GPTQ */
-
-/* Field k (bits wide) of the little-endian bit stream whose 32-bit word w
- * is at base + w * stride; fields may straddle two words (3 bits). */
-static uint32_t stream_field(const uint8_t *base, uint64_t stride, uint64_t k, uint32_t bits)
-{
-	uint64_t bit = k * bits, w = bit >> 5;
-	uint32_t sh = (uint32_t)(bit & 31);
-	uint64_t v = wf_le32(base + w * stride) >> sh;
-	if (sh + bits > 32)
-		v |= (uint64_t)wf_le32(base + (w + 1) * stride) << (32 - sh);
-	return (uint32_t)v & ((1u << bits) - 1);
-}
-
-/* v1 zero of group g, column o: see the top of the file. */
-static int32_t gptq_zero(const struct wf_hfq *q, uint64_t g, uint64_t o)
-{
-	const struct wf_hfq_part *z = &q->part[WF_HFQ_GPTQ_QZ];
-	const uint8_t *rowp = z->p + g * z->cols * 4;
-	if (q->bits == 3)
-		return (int32_t)((stream_field(rowp, 4, o, 3) + 1) & 7);
-	static const uint32_t add[9] = {[2] = 0x55555555u, [4] = 0x11111111u, [8] = 0x01010101u};
-	uint64_t bit = o * q->bits;
-	uint32_t word = wf_le32(rowp + (bit >> 5) * 4) + add[q->bits];
-	return (int32_t)((word >> (bit & 31)) & ((1u << q->bits) - 1));
-}
 
 /* Groups whose zero and scale a call looks up once (act-order jumps
  * between groups at every input). */
@@ -125,8 +91,8 @@ static void gptq_decode(const struct wf_hfq *q, uint64_t row, uint64_t col, size
 	float ss[GPTQ_ROW_GROUPS];
 	bool table = q->groups <= GPTQ_ROW_GROUPS && q->groups <= n;
 	for (uint64_t g = 0; table && g < q->groups; g++) {
-		zs[g] = gptq_zero(q, g, row);
-		ss[g] = part_float(sc, g * q->out + row);
+		zs[g] = wf_hfq_gptq_zero(q, g, row);
+		ss[g] = wf_hfq_part_float(sc, g * q->out + row);
 	}
 	uint64_t last_g = UINT64_MAX;
 	int32_t z = 0;
@@ -143,13 +109,13 @@ static void gptq_decode(const struct wf_hfq *q, uint64_t row, uint64_t col, size
 			z = zs[g];
 			s = ss[g];
 		} else if (g != last_g) {
-			z = gptq_zero(q, g, row);
-			s = part_float(sc, g * q->out + row);
+			z = wf_hfq_gptq_zero(q, g, row);
+			s = wf_hfq_part_float(sc, g * q->out + row);
 			last_g = g;
 		}
 		int32_t v;
 		if (q->bits == 3) {
-			v = (int32_t)stream_field(colp, stride, i, 3);
+			v = (int32_t)wf_hfq_stream_field(colp, stride, i, 3);
 		} else { /* 2, 4, 8: a field never straddles two words */
 			uint64_t bit = i * q->bits;
 			v = (int32_t)((wf_le32(colp + (bit >> 5) * stride) >> (bit & 31)) & mask);
@@ -175,7 +141,7 @@ static void awq_decode(const struct wf_hfq *q, uint64_t row, uint64_t col, size_
 		uint64_t g = (col + k) / q->group, end = (g + 1) * q->group - col;
 		size_t stop = end < n ? (size_t)end : n;
 		int32_t z = (int32_t)((wf_le32(qz->p + (g * wcols + w) * 4) >> sh) & 15);
-		float s = part_float(sc, g * q->out + row);
+		float s = wf_hfq_part_float(sc, g * q->out + row);
 		for (; k < stop; k++) {
 			int32_t v = (int32_t)((wf_le32(qw->p + ((col + k) * wcols + w) * 4) >> sh) & 15);
 			dst[k] = (float)(v - z) * s;
@@ -197,11 +163,11 @@ static void mlx_decode(const struct wf_hfq *q, uint64_t row, uint64_t col, size_
 	while (k < n) {
 		uint64_t g = (col + k) / q->group, end = (g + 1) * q->group - col;
 		size_t stop = end < n ? (size_t)end : n;
-		float s = part_float(sc, gbase + g), b = part_float(bi, gbase + g);
+		float s = wf_hfq_part_float(sc, gbase + g), b = wf_hfq_part_float(bi, gbase + g);
 		for (; k < stop; k++) {
 			uint64_t i = col + k, bit = i * q->bits;
 			uint32_t v = whole ? (wf_le32(rowp + (bit >> 5) * 4) >> (bit & 31)) & mask
-					   : stream_field(rowp, 4, i, q->bits);
+					   : wf_hfq_stream_field(rowp, 4, i, q->bits);
 			float qs = (float)v * s;
 			dst[k] = qs + b;
 		}
@@ -210,28 +176,19 @@ static void mlx_decode(const struct wf_hfq *q, uint64_t row, uint64_t col, size_
 
 /* ---------------------------------------------------------------- bnb */
 
-static float bnb_absmax(const struct wf_hfq *q, uint64_t j)
-{
-	const struct wf_hfq_part *ab = &q->part[WF_HFQ_BNB_ABS];
-	if (!q->nblock)
-		return part_float(ab, j);
-	float a = part_float(&q->part[WF_HFQ_BNB_NMAP], ab->p[j]) * part_float(&q->part[WF_HFQ_BNB_NABS], j / q->nblock);
-	return a + q->noffset;
-}
-
 static void bnb_decode(const struct wf_hfq *q, uint64_t row, uint64_t col, size_t n, float *dst)
 {
 	const struct wf_hfq_part *w = &q->part[WF_HFQ_BNB_W], *map = &q->part[WF_HFQ_BNB_MAP];
 	float code[16];
 	for (int c = 0; c < 16; c++)
-		code[c] = part_float(map, (uint64_t)c);
+		code[c] = wf_hfq_part_float(map, (uint64_t)c);
 	uint64_t k0 = row * q->in + col;
 	size_t i = 0;
 	while (i < n) {
 		/* one absmax up to the end of its block */
 		uint64_t j = (k0 + i) / q->block, end = (j + 1) * q->block - k0;
 		size_t stop = end < n ? (size_t)end : n;
-		float a = bnb_absmax(q, j);
+		float a = wf_hfq_bnb_absmax(q, j);
 		for (; i < stop; i++) {
 			uint64_t k = k0 + i;
 			uint8_t byte = w->p[k >> 1];

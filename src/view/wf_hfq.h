@@ -29,9 +29,12 @@
 
 #include "base/wf_common.h"
 #include "model/wf_model.h"
+#include "codec/wf_decode.h"
+#include "codec/wf_types.h"
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 struct wf_buf;
 
@@ -128,5 +131,66 @@ void wf_hfq_params_json(const struct wf_hfq *q, struct wf_buf *b);
  * does not decode, a missing part, parts that disagree.  Call once, before
  * wf_model_set_view and the tree. */
 enum wf_err wf_hfq_apply(struct wf_model *m, enum wf_vk want, char *err);
+
+/* --- what the scalar decoders (wf_hfq.c) and their SIMD twins
+ * (wf_hfq_x86.c) both read a layer's parts with: one definition each,
+ * inline, so a twin's scalar edges and tables are the reference's very
+ * operations and both files' hot loops keep them inlined. */
+
+/* One scale or float of a part, widened exactly to float32. */
+static inline float wf_hfq_part_float(const struct wf_hfq_part *p, uint64_t idx)
+{
+	switch (p->type) {
+	case WF_T_F32: {
+		uint32_t u = wf_le32(p->p + 4 * idx);
+		float f;
+		memcpy(&f, &u, 4);
+		return f;
+	}
+	case WF_T_BF16: return wf_bf16_to_f32(wf_le16(p->p + 2 * idx));
+	default: return wf_f16_to_f32(wf_le16(p->p + 2 * idx));
+	}
+}
+
+/* Field k (bits wide) of the little-endian bit stream whose 32-bit word w
+ * is at base + w * stride; fields may straddle two words (3 bits). */
+static inline uint32_t wf_hfq_stream_field(const uint8_t *base, uint64_t stride, uint64_t k, uint32_t bits)
+{
+	uint64_t bit = k * bits, w = bit >> 5;
+	uint32_t sh = (uint32_t)(bit & 31);
+	uint64_t v = wf_le32(base + w * stride) >> sh;
+	if (sh + bits > 32)
+		v |= (uint64_t)wf_le32(base + (w + 1) * stride) << (32 - sh);
+	return (uint32_t)v & ((1u << bits) - 1);
+}
+
+/* GPTQ v1 zero of group g, output o (wf_hfq.c's top comment): whole words
+ * plus 0x55555555 / 0x11111111 / 0x01010101, 3 bits field by field. */
+static inline int32_t wf_hfq_gptq_zero(const struct wf_hfq *q, uint64_t g, uint64_t o)
+{
+	const struct wf_hfq_part *z = &q->part[WF_HFQ_GPTQ_QZ];
+	const uint8_t *rowp = z->p + g * z->cols * 4;
+	if (q->bits == 3)
+		return (int32_t)((wf_hfq_stream_field(rowp, 4, o, 3) + 1) & 7);
+	static const uint32_t add[9] = {[2] = 0x55555555u, [4] = 0x11111111u, [8] = 0x01010101u};
+	uint64_t bit = o * q->bits;
+	uint32_t word = wf_le32(rowp + (bit >> 5) * 4) + add[q->bits];
+	return (int32_t)((word >> (bit & 31)) & ((1u << q->bits) - 1));
+}
+
+/* bitsandbytes absmax of block j; nested: code2[byte] * nested_absmax,
+ * then + nested_offset, two roundings. */
+static inline float wf_hfq_bnb_absmax(const struct wf_hfq *q, uint64_t j)
+{
+	const struct wf_hfq_part *ab = &q->part[WF_HFQ_BNB_ABS];
+	if (!q->nblock)
+		return wf_hfq_part_float(ab, j);
+	float a = wf_hfq_part_float(&q->part[WF_HFQ_BNB_NMAP], ab->p[j]) *
+		  wf_hfq_part_float(&q->part[WF_HFQ_BNB_NABS], j / q->nblock);
+	return a + q->noffset;
+}
+
+/* float32 of every e4m3 code (wf_decode_f8_e4m3's), made once. */
+const float *wf_hfq_e4m3_table(void);
 
 #endif

@@ -29,27 +29,11 @@
 #ifdef WF_HAVE_X86_SIMD
 
 #include <immintrin.h>
-#include <pthread.h>
 
 #define TGT __attribute__((target("avx2")))
 
 /* Groups whose zero and scale one call tabulates (GPTQ act-order). */
 #define GPTQ_TABLE 1024
-
-/* One scale or float of a part, widened exactly to float32 (as wf_hfq.c). */
-static float pfloat(const struct wf_hfq_part *p, uint64_t idx)
-{
-	switch (p->type) {
-	case WF_T_F32: {
-		uint32_t u = wf_le32(p->p + 4 * idx);
-		float f;
-		memcpy(&f, &u, 4);
-		return f;
-	}
-	case WF_T_BF16: return wf_bf16_to_f32(wf_le16(p->p + 2 * idx));
-	default: return wf_f16_to_f32(wf_le16(p->p + 2 * idx));
-	}
-}
 
 /* The reference for [col, col+n) of row; nothing when n is 0. */
 static void scalar(const struct wf_hfq *q, uint64_t row, uint64_t col, size_t n, float *dst)
@@ -79,24 +63,12 @@ static inline TGT __m256i field_shifts(unsigned bits)
 
 /* ---------------------------------------------------------------- FP8 */
 
-static float e4m3[256];
-static pthread_once_t e4m3_once = PTHREAD_ONCE_INIT;
-
-/* The same table as wf_hfq.c's, from the same decoder. */
-static void e4m3_init(void)
-{
-	uint8_t codes[256];
-	for (int c = 0; c < 256; c++)
-		codes[c] = (uint8_t)c;
-	wf_decode_f8_e4m3(codes, e4m3, 256);
-}
-
 /* The e4m3 codes of 8 bytes as floats, without a table lookup per lane:
  * a normal code's float32 bits are its 7 magnitude bits shifted to the
  * top of the mantissa plus the exponent's rebias (120 << 23); the 8 codes
  * below the normals (zero, subnormals) and the two NaNs are taken from the
  * table itself.  check_hfq_simd compares all 256 codes with the table. */
-static inline TGT __m256 e4m3x8(__m128i bytes)
+static inline TGT __m256 e4m3x8(const float *e4m3, __m128i bytes)
 {
 	__m256i c = _mm256_cvtepu8_epi32(bytes), m = _mm256_and_si256(c, _mm256_set1_epi32(0x7f));
 	__m256i normal = _mm256_add_epi32(_mm256_slli_epi32(m, 20), _mm256_set1_epi32(120 << 23));
@@ -113,16 +85,16 @@ static TGT void fp8_avx2(const struct wf_hfq *q, uint64_t row, uint64_t col, siz
 {
 	const struct wf_hfq_part *s = &q->part[WF_HFQ_FP8_S];
 	const uint8_t *src = q->part[WF_HFQ_FP8_W].p + row * q->in + col;
-	pthread_once(&e4m3_once, e4m3_init);
+	const float *e4m3 = wf_hfq_e4m3_table();
 	uint64_t srow = (row / q->bh) * s->cols;
 	size_t i = 0;
 	while (i < n) {
 		uint64_t blk = (col + i) / q->bw, end = (blk + 1) * q->bw - col;
 		size_t stop = end < n ? (size_t)end : n;
-		float sc = pfloat(s, srow + blk);
+		float sc = wf_hfq_part_float(s, srow + blk);
 		__m256 vs = _mm256_set1_ps(sc);
 		for (; i + 8 <= stop; i += 8) {
-			__m256 w = e4m3x8(_mm_loadl_epi64((const __m128i *)(src + i)));
+			__m256 w = e4m3x8(e4m3, _mm_loadl_epi64((const __m128i *)(src + i)));
 			_mm256_storeu_ps(dst + i, _mm256_mul_ps(w, vs));
 		}
 		for (; i < stop; i++)
@@ -131,31 +103,6 @@ static TGT void fp8_avx2(const struct wf_hfq *q, uint64_t row, uint64_t col, siz
 }
 
 /* --------------------------------------------------------------- GPTQ */
-
-/* Field k of the bit stream of 32-bit words at base + w * stride (wf_hfq.c). */
-static uint32_t stream_field(const uint8_t *base, uint64_t stride, uint64_t k, uint32_t bits)
-{
-	uint64_t bit = k * bits, w = bit >> 5;
-	uint32_t sh = (uint32_t)(bit & 31);
-	uint64_t v = wf_le32(base + w * stride) >> sh;
-	if (sh + bits > 32)
-		v |= (uint64_t)wf_le32(base + (w + 1) * stride) << (32 - sh);
-	return (uint32_t)v & ((1u << bits) - 1);
-}
-
-/* v1 zero of group g, output o, as wf_hfq.c's gptq_zero: whole words plus
- * 0x55555555 / 0x11111111 / 0x01010101, 3 bits field by field. */
-static int32_t gptq_zero(const struct wf_hfq *q, uint64_t g, uint64_t o)
-{
-	const struct wf_hfq_part *z = &q->part[WF_HFQ_GPTQ_QZ];
-	const uint8_t *rowp = z->p + g * z->cols * 4;
-	if (q->bits == 3)
-		return (int32_t)((stream_field(rowp, 4, o, 3) + 1) & 7);
-	static const uint32_t add[9] = {[2] = 0x55555555u, [4] = 0x11111111u, [8] = 0x01010101u};
-	uint64_t bit = o * q->bits;
-	uint32_t word = wf_le32(rowp + (bit >> 5) * 4) + add[q->bits];
-	return (int32_t)((word >> (bit & 31)) & ((1u << q->bits) - 1));
-}
 
 /* Inputs i .. i+7 (i a multiple of 8) of the column stream colp. */
 static inline TGT __m256i gptq_fields(const uint8_t *colp, uint64_t stride, uint64_t i, unsigned bits,
@@ -209,8 +156,8 @@ static TGT void gptq_avx2(const struct wf_hfq *q, uint64_t row, uint64_t col, si
 	int32_t zs[GPTQ_TABLE];
 	float ss[GPTQ_TABLE];
 	for (uint64_t g = g0; g < g1; g++) {
-		zs[g - g0] = gptq_zero(q, g, row);
-		ss[g - g0] = pfloat(sc, g * q->out + row);
+		zs[g - g0] = wf_hfq_gptq_zero(q, g, row);
+		ss[g - g0] = wf_hfq_part_float(sc, g * q->out + row);
 	}
 	scalar(q, row, col, (size_t)(a - col), dst);
 	gptq_body(q, row, a, b, g0, zs, ss, dst + (a - col));
@@ -244,7 +191,7 @@ static TGT void awq_avx2(const struct wf_hfq *q, uint64_t row, uint64_t col, siz
 		uint64_t g = i / q->group; /* group % 8 == 0: one group for the 8 */
 		if (g != last_g) {
 			z = _mm256_set1_epi32((int32_t)((wf_le32(qz->p + (g * wcols + w) * 4) >> sh) & 15));
-			s = _mm256_set1_ps(pfloat(sc, g * q->out + row));
+			s = _mm256_set1_ps(wf_hfq_part_float(sc, g * q->out + row));
 			last_g = g;
 		}
 		const int *base = (const int *)(qw->p + (i * wcols + w) * 4);
@@ -292,23 +239,13 @@ static TGT void mlx_avx2(const struct wf_hfq *q, uint64_t row, uint64_t col, siz
 	scalar(q, row, col, (size_t)(a - col), dst);
 	for (uint64_t i = a; i < b;) {
 		uint64_t g = i / q->group, gend = (g + 1) * q->group < b ? (g + 1) * q->group : b;
-		mlx_group(rowp, i, gend, q->bits, pfloat(sc, gbase + g), pfloat(bi, gbase + g), dst + (i - col));
+		mlx_group(rowp, i, gend, q->bits, wf_hfq_part_float(sc, gbase + g), wf_hfq_part_float(bi, gbase + g), dst + (i - col));
 		i = gend;
 	}
 	scalar(q, row, b, (size_t)(end - b), dst + (b - col));
 }
 
 /* ---------------------------------------------------------------- bnb */
-
-/* Absmax of block j, as wf_hfq.c's bnb_absmax (nested: two roundings). */
-static float bnb_absmax(const struct wf_hfq *q, uint64_t j)
-{
-	const struct wf_hfq_part *ab = &q->part[WF_HFQ_BNB_ABS];
-	if (!q->nblock)
-		return pfloat(ab, j);
-	float a = pfloat(&q->part[WF_HFQ_BNB_NMAP], ab->p[j]) * pfloat(&q->part[WF_HFQ_BNB_NABS], j / q->nblock);
-	return a + q->noffset;
-}
 
 static TGT void bnb_avx2(const struct wf_hfq *q, uint64_t row, uint64_t col, size_t n, float *dst)
 {
@@ -321,7 +258,7 @@ static TGT void bnb_avx2(const struct wf_hfq *q, uint64_t row, uint64_t col, siz
 	}
 	float code[16];
 	for (int c = 0; c < 16; c++)
-		code[c] = pfloat(&q->part[WF_HFQ_BNB_MAP], (uint64_t)c);
+		code[c] = wf_hfq_part_float(&q->part[WF_HFQ_BNB_MAP], (uint64_t)c);
 	__m256 lo = _mm256_loadu_ps(code), hi = _mm256_loadu_ps(code + 8), a = _mm256_setzero_ps();
 	/* element 2m in the high nibble of byte m, 2m+1 in the low one */
 	__m256i shifts = _mm256_set_epi32(24, 28, 16, 20, 8, 12, 0, 4), m15 = _mm256_set1_epi32(15);
@@ -330,7 +267,7 @@ static TGT void bnb_avx2(const struct wf_hfq *q, uint64_t row, uint64_t col, siz
 	for (uint64_t k = ka; k < kb; k += 8) {
 		uint64_t j = k / q->block; /* block % 8 == 0: one absmax for the 8 */
 		if (j != last_j) {
-			a = _mm256_set1_ps(bnb_absmax(q, j));
+			a = _mm256_set1_ps(wf_hfq_bnb_absmax(q, j));
 			last_j = j;
 		}
 		__m256i c = _mm256_set1_epi32((int)wf_le32(wp + k / 2));
@@ -443,8 +380,8 @@ static TGT void gptq_rows8(const struct wf_hfq *q, uint64_t row, uint64_t col, s
 	float st[R8_GROUPS * 8];
 	for (uint64_t g = g0; g < g1; g++)
 		for (unsigned j = 0; j < 8; j++) {
-			zt[(g - g0) * 8 + j] = gptq_zero(q, g, row + j);
-			st[(g - g0) * 8 + j] = pfloat(&q->part[WF_HFQ_GPTQ_SC], g * q->out + row + j);
+			zt[(g - g0) * 8 + j] = wf_hfq_gptq_zero(q, g, row + j);
+			st[(g - g0) * 8 + j] = wf_hfq_part_float(&q->part[WF_HFQ_GPTQ_SC], g * q->out + row + j);
 		}
 	rows8_edges(gptq_avx2, q, row, col, n, a, b, dst, ld);
 	gptq_body8(q, row, a, b, g0, zt, st, dst + (a - col), ld);
@@ -475,7 +412,7 @@ static TGT void awq_rows8(const struct wf_hfq *q, uint64_t row, uint64_t col, si
 				z = _mm256_set1_epi32((int)wf_le32(qz + (g * wcols + w) * 4));
 				z = _mm256_and_si256(_mm256_srlv_epi32(z, sh), m15);
 				for (unsigned r = 0; r < 8; r++)
-					sc[r] = pfloat(&q->part[WF_HFQ_AWQ_SC], g * q->out + row + r);
+					sc[r] = wf_hfq_part_float(&q->part[WF_HFQ_AWQ_SC], g * q->out + row + r);
 				s = _mm256_loadu_ps(sc);
 			}
 			__m256i v = _mm256_set1_epi32((int)wf_le32(qw + (k * wcols + w) * 4));
