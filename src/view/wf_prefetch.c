@@ -3,6 +3,7 @@
 #include "view/wf_prefetch.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,6 +33,15 @@ static const long remote_fs[] = {
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t moved = PTHREAD_COND_INITIALIZER;
 static int mode = -2; /* -2: not read from the environment yet */
+/* Bumped by wf_prefetch_set: a thread's cached "this descriptor is local"
+ * holds only for the mode it was made under. */
+static atomic_uint mode_gen;
+/* The last descriptor this thread found on local storage, and mode_gen
+ * then: every local read would otherwise take the lock and an fstat.  A
+ * descriptor number reused for another file only turns read-ahead on or
+ * off for a while: it never changes what a read returns. */
+static __thread int local_fd = -1;
+static __thread unsigned local_gen;
 /* One stream per sequential reader: bytes [start, end) of fd; its thread
  * has asked for them up to pos and has them up to done.  gen changes
  * whenever the stream is replaced or given up. */
@@ -53,6 +63,7 @@ void wf_prefetch_set(int m)
 {
 	pthread_mutex_lock(&mu);
 	mode = m;
+	atomic_fetch_add(&mode_gen, 1);
 	for (unsigned i = 0; i < WF_PREFETCH_STREAMS; i++) {
 		/* forgotten: a later file may get the same descriptor number */
 		struct stream *s = &streams[i];
@@ -213,6 +224,9 @@ void wf_prefetch_read(const struct wf_tensor *t, int fd, uint64_t off, size_t le
 
 	if (!ty || fd < 0 || len < WF_PREFETCH_MIN_READ || off >= t->size)
 		return;
+	unsigned gen = atomic_load_explicit(&mode_gen, memory_order_relaxed);
+	if (fd == local_fd && gen == local_gen)
+		return;
 	/* wf_view_span clips the blocks to the view; block counts times block
 	 * bytes stay within t->nbytes, which the model's checks bound */
 	const uint64_t k = 1 + WF_PREFETCH_AHEAD;
@@ -232,7 +246,12 @@ void wf_prefetch_read(const struct wf_tensor *t, int fd, uint64_t off, size_t le
 		const char *e = getenv("WEIGHTFS_NO_READAHEAD");
 		mode = e && *e && strcmp(e, "0") != 0 ? 0 : -1;
 	}
-	if (mode != 0 && (mode == 1 || is_remote(fd))) {
+	bool remote = mode == 1 || (mode != 0 && is_remote(fd));
+	if (!remote) {
+		local_fd = fd;
+		local_gen = gen;
+	}
+	if (remote) {
 		bool fresh;
 		struct stream *s = pick(fd, a, &fresh);
 		if (start(s)) {
