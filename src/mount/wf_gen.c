@@ -194,24 +194,15 @@ typedef void (*kv_fn)(void *ctx, const char *json, size_t k0, size_t k1, size_t 
 
 static enum wf_err each_kv(const char *s, size_t n, kv_fn fn, void *ctx)
 {
-	size_t i = skip_ws(s, n, 0);
+	size_t i = skip_ws(s, n, 0), k0, k1, v0, v1;
 	if (i >= n || s[i] != '{')
 		return WF_ERR_FORMAT;
 	i = skip_ws(s, n, i + 1);
 	while (i < n && s[i] != '}') {
-		if (s[i] != '"')
+		if (!wf_gen_kv_at(s, n, i, &k0, &k1, &v0, &v1, &i))
 			return WF_ERR_FORMAT;
-		size_t k1 = string_end(s, n, i);
-		if (!k1)
-			return WF_ERR_FORMAT;
-		size_t c = skip_ws(s, n, k1);
-		if (c >= n || s[c] != ':')
-			return WF_ERR_FORMAT;
-		size_t v0 = skip_ws(s, n, c + 1), v1 = value_end(s, n, v0);
-		if (!v1)
-			return WF_ERR_FORMAT;
-		fn(ctx, s, i, k1, v0, v1);
-		i = skip_ws(s, n, v1);
+		fn(ctx, s, k0, k1, v0, v1);
+		i = skip_ws(s, n, i);
 		if (i < n && s[i] == ',')
 			i = skip_ws(s, n, i + 1);
 	}
@@ -660,7 +651,7 @@ void wf_gen_json_str_utf8(struct wf_buf *b, const char *s, size_t n)
 
 bool wf_gen_kv_at(const char *s, size_t n, size_t i, size_t *k0, size_t *k1, size_t *v0, size_t *v1, size_t *next)
 {
-	/* the same steps as each_kv, from one key on */
+	/* one key and its value (each_kv walks an object with it) */
 	i = skip_ws(s, n, i);
 	if (i < n && s[i] == ',')
 		i = skip_ws(s, n, i + 1);
