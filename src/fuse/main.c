@@ -38,14 +38,24 @@ struct opts {
 	int help, version;
 	int json;          /* --json: the commands' option, given to a mount by mistake */
 	char *dtype;       /* -o dtype=f32|f16|bf16|stored */
+	long ra_kb;        /* -o read_ahead_kb=N; -1: not given */
 };
 
-enum { KEY_NONEMPTY = 1, KEY_DISCARD, KEY_DTYPE };
+/* The mount's read-ahead unless -o read_ahead_kb= says otherwise: the
+ * kernel caps a FUSE mount's at 128 KiB, which makes every sequential read
+ * a 128 KiB request; at 1 MiB they are 1 MiB (libfuse's max_write), eight
+ * times fewer round trips (first reads 1.1-1.3x faster,
+ * docs/performance.md).  Only root can set it. */
+#define RA_DEFAULT_KB 1024
+#define RA_MAX_KB 65536
+
+enum { KEY_NONEMPTY = 1, KEY_DISCARD, KEY_DTYPE, KEY_RA };
 
 #define OPT(t, p) {t, offsetof(struct opts, p), 1}
 static const struct fuse_opt wf_opts[] = {
 	/* a key, not a template: a template would swallow the option */
 	FUSE_OPT_KEY("dtype=", KEY_DTYPE),
+	FUSE_OPT_KEY("read_ahead_kb=", KEY_RA),
 	OPT("npy", npy),
 	OPT("suffix", suffix),
 	OPT("preview", preview),
@@ -96,6 +106,18 @@ static int opt_proc(void *data, const char *arg, int key, struct fuse_args *outa
 		o->dtype = strdup(v);
 		return o->dtype ? 0 : -1;
 	}
+	if (key == KEY_RA) {
+		const char *v = arg + strlen("read_ahead_kb="), *end = v;
+		errno = 0;
+		long kb = *v >= '0' && *v <= '9' ? strtol(v, (char **)&end, 10) : -1;
+		if (errno || *end || kb < 0 || kb > RA_MAX_KB) {
+			fprintf(stderr, "weightfs: -o read_ahead_kb=%s: not a number of KiB from 0 to %d\n", v,
+				RA_MAX_KB);
+			return -1;
+		}
+		o->ra_kb = kb;
+		return 0;
+	}
 	/* x-systemd.automount and other x-* options are for mount(8) and systemd */
 	if (key == KEY_DISCARD || (key == FUSE_OPT_KEY_OPT && strncmp(arg, "x-", 2) == 0))
 		return 0;
@@ -140,6 +162,8 @@ static void usage(const char *prog)
 	       "       suffix              tensor files end in their dtype: NAME.f32, NAME.i64, ...\n"
 	       "       preview             NAME.png beside every tensor file: a heatmap of its values\n"
 	       "                           (desktops then show their type; see weightfs(1))\n"
+	       "       read_ahead_kb=N     the kernel's read-ahead on the mount, in KiB (default 1024\n"
+	       "                           when run as root; 0 keeps the kernel's own, 128)\n"
 	       "       max_threads=N       at most N worker threads (default 10)\n"
 	       "       max_idle_threads=N  at most N idle worker threads\n"
 	       "       clone_fd            one /dev/fuse descriptor per thread\n"
@@ -444,11 +468,31 @@ static int serve(struct fuse_session *se, const struct fuse_cmdline_opts *co)
 	return ret < 0 ? EXIT_USAGE : 0;
 }
 
+/* Raises the new mount's read-ahead (RA_DEFAULT_KB, or ra_kb when given;
+ * 0 leaves the kernel's).  real is the mount point resolved before
+ * mounting: resolving it now would ask this daemon, which does not serve
+ * yet.  Only a value the user gave is worth a warning when it cannot be
+ * set: without root the default quietly stays the kernel's. */
+static void set_readahead(const char *real, long ra_kb)
+{
+	char err[WF_ERRLEN];
+	if (ra_kb == 0 || !*real)
+		return;
+	unsigned kb = ra_kb < 0 ? RA_DEFAULT_KB : (unsigned)ra_kb;
+	if (wf_mnt_readahead("/proc/self/mountinfo", "/sys", real, kb, err) != WF_OK && ra_kb > 0)
+		fprintf(stderr, "weightfs: -o read_ahead_kb=%ld not set (%s); mounted with the kernel's\n",
+			ra_kb, err);
+}
+
 /* Mounts, daemonizes unless -f, serves until unmounted, unmounts;
  * returns the exit status. */
-static int run_session(struct fuse_args *args, struct wf_fs *fs, const struct fuse_cmdline_opts *co)
+static int run_session(struct fuse_args *args, struct wf_fs *fs, const struct fuse_cmdline_opts *co,
+		       long ra_kb)
 {
 	int ret = EXIT_USAGE;
+	char real[PATH_MAX] = "";
+	if (!realpath(co->mountpoint, real))
+		real[0] = '\0';
 	struct fuse_session *se = fuse_session_new(args, &wf_fuse_ops, sizeof wf_fuse_ops, fs);
 	if (!se)
 		return ret;
@@ -462,6 +506,7 @@ static int run_session(struct fuse_args *args, struct wf_fs *fs, const struct fu
 		dev_fuse_hint();
 		goto out_signals;
 	}
+	set_readahead(real, ra_kb);
 	/* The mount exists now: the parent returns only after this point, so
 	 * a script can use the mount on its next line. */
 	if (!co->foreground) {
@@ -505,7 +550,7 @@ int main(int argc, char *argv[])
 	if (argc > 1 && unknown_command(argv[1]))
 		return EXIT_USAGE;
 	struct fuse_args args = FUSE_ARGS_INIT(argc, argv);
-	struct opts o = {0};
+	struct opts o = {.ra_kb = -1};
 	struct fuse_cmdline_opts co = {0};
 	struct wf_mount mt = {0};
 	struct wf_live live = {0};
@@ -542,7 +587,7 @@ int main(int argc, char *argv[])
 	    add_fsname(&args, o.model) != 0)
 		goto out_model;
 
-	ret = run_session(&args, &fs, &co);
+	ret = run_session(&args, &fs, &co, o.ra_kb);
 out_model:
 	wf_perms_free(&perms);
 	wf_live_free(&live);

@@ -34,7 +34,7 @@ static void copy_field(char *dst, size_t n, const char *src)
 
 /* Fields of one line: "id parent maj:min root MOUNTPOINT opts [tags...] -
  * FSTYPE SOURCE superopts".  Returns false for a line not in that shape. */
-static bool parse_line(char *line, char **mp, char **fstype, char **source)
+static bool parse_line(char *line, char **dev, char **mp, char **fstype, char **source)
 {
 	char *save = NULL, *f[6], *tok;
 	for (int i = 0; i < 6; i++) {
@@ -46,6 +46,7 @@ static bool parse_line(char *line, char **mp, char **fstype, char **source)
 		; /* optional tags (shared:N, master:N) up to the separator */
 	if (!tok)
 		return false;
+	*dev = f[2];
 	*mp = f[4];
 	*fstype = strtok_r(NULL, " \n", &save);
 	*source = strtok_r(NULL, " \n", &save);
@@ -58,11 +59,11 @@ enum wf_err wf_mnt_lookup(const char *mountinfo, const char *dir, bool *found, s
 	FILE *f = fopen(mountinfo, "re");
 	if (!f)
 		return wf_fail(err, WF_ERR_IO, "%s: %s", mountinfo, strerror(errno));
-	char *line = NULL, *mp, *fstype, *source;
+	char *line = NULL, *dev, *mp, *fstype, *source;
 	size_t cap = 0;
 	*found = false;
 	while (getline(&line, &cap, f) > 0) {
-		if (!parse_line(line, &mp, &fstype, &source))
+		if (!parse_line(line, &dev, &mp, &fstype, &source))
 			continue;
 		unescape(mp);
 		if (strcmp(mp, dir) != 0)
@@ -70,6 +71,7 @@ enum wf_err wf_mnt_lookup(const char *mountinfo, const char *dir, bool *found, s
 		*found = true; /* keep going: a later line is mounted on top */
 		copy_field(out->fstype, sizeof out->fstype, fstype);
 		copy_field(out->source, sizeof out->source, source);
+		copy_field(out->dev, sizeof out->dev, dev);
 	}
 	int bad = ferror(f);
 	free(line);
@@ -159,5 +161,31 @@ enum wf_err wf_mnt_inspect(const char *dir, const char *mountinfo, struct wf_mnt
 	closedir(d);
 	if (!e && rerr)
 		return wf_fail(err, WF_ERR_IO, "cannot list it: %s", strerror(rerr));
+	return WF_OK;
+}
+
+enum wf_err wf_mnt_readahead(const char *mountinfo, const char *sysfs, const char *dir, unsigned kb, char *err)
+{
+	struct wf_mnt_info mi;
+	bool found;
+	memset(&mi, 0, sizeof mi);
+	enum wf_err rc = wf_mnt_lookup(mountinfo, dir, &found, &mi, err);
+	if (rc != WF_OK)
+		return rc;
+	/* a device name with a '/' or '..' would write some other file */
+	unsigned maj, min;
+	char tail;
+	if (!found || strncmp(mi.fstype, "fuse", 4) != 0 || sscanf(mi.dev, "%u:%u%c", &maj, &min, &tail) != 2)
+		return wf_fail(err, WF_ERR_IO, "no FUSE mount on %s in %s", dir, mountinfo);
+	char path[PATH_MAX], val[16];
+	snprintf(path, sizeof path, "%s/class/bdi/%u:%u/read_ahead_kb", sysfs, maj, min);
+	int n = snprintf(val, sizeof val, "%u\n", kb);
+	FILE *f = fopen(path, "we");
+	if (!f)
+		return wf_fail(err, WF_ERR_IO, "%s: %s", path, strerror(errno));
+	bool ok = fwrite(val, 1, (size_t)n, f) == (size_t)n;
+	ok = fclose(f) == 0 && ok;
+	if (!ok)
+		return wf_fail(err, WF_ERR_IO, "%s: %s", path, strerror(errno));
 	return WF_OK;
 }

@@ -22,6 +22,7 @@ struct wf_mnt_info {
 	enum wf_mnt_state state;
 	char fstype[64];     /* MOUNTED, DEAD when found in the table: "fuse.weightfs", "ext4" */
 	char source[1024];   /* the mount's source ("" if none) */
+	char dev[32];        /* the mount's device, "major:minor" (also its /sys/class/bdi name) */
 	char entry[256];     /* NONEMPTY: one entry's name */
 };
 
@@ -38,5 +39,14 @@ enum wf_err wf_mnt_inspect(const char *dir, const char *mountinfo, struct wf_mnt
  * line when found), or WF_ERR_IO when the table cannot be read. */
 enum wf_err wf_mnt_lookup(const char *mountinfo, const char *dir, bool *found, struct wf_mnt_info *out,
 			  char *err);
+
+/* Sets the kernel read-ahead of the FUSE mount on dir (absolute and
+ * resolved) to kb KiB by writing SYSFS/class/bdi/MAJ:MIN/read_ahead_kb,
+ * where MAJ:MIN is the topmost mount on dir in the mountinfo table.  The
+ * kernel caps a FUSE mount's read-ahead at 128 KiB whatever the daemon
+ * asks for; only this file raises it, and only root may write it.  Returns
+ * WF_OK, or WF_ERR_IO with err saying why (no FUSE mount on dir, or the
+ * write's errno) and nothing changed. */
+enum wf_err wf_mnt_readahead(const char *mountinfo, const char *sysfs, const char *dir, unsigned kb, char *err);
 
 #endif

@@ -619,12 +619,43 @@ def group_cli_mountpoint():
         if rc != 0 or err.strip():
             errs.add("exit %d, stderr %r" % (rc, err[:200]))
         for opt in ("-h", "-V", "-d", "-f", "-s", "-o", "allow_other", "allow_root", "auto_unmount",
-                    "nonempty", "max_threads", "max_idle_threads", "clone_fd"):
+                    "nonempty", "read_ahead_kb", "max_threads", "max_idle_threads", "clone_fd"):
             n = len(re.findall(r"^\s+%s\b" % re.escape(opt), out, re.M))
             if n != 1:
                 errs.add("%s listed %d times" % (opt, n))
         errs.raise_if_any()
     check("cli: -h lists each option once (no second libfuse list)", help_once)
+
+    def read_ahead():
+        if os.geteuid() != 0:
+            skip_or_fail("needs root (only root may set a mount's read-ahead)")
+
+        def ra_kb(mp):
+            st = os.stat(mp)
+            with open("/sys/class/bdi/%d:%d/read_ahead_kb" % (os.major(st.st_dev), os.minor(st.st_dev))) as f:
+                return int(f.read())
+        errs = Errs()
+        got = {}
+        for opts, want in (([], 1024), (["-o", "read_ahead_kb=256"], 256), (["-o", "read_ahead_kb=0"], None)):
+            with Mount(model, opts) as m:
+                got[tuple(opts)] = kb = ra_kb(m.mp)
+                if want is not None and kb != want:
+                    errs.add("%s: read_ahead_kb %d, expected %d" % (opts, kb, want))
+                if want is None and kb == 1024:
+                    errs.add("read_ahead_kb=0 still set it to 1024")
+                if m.stderr().strip():
+                    errs.add("%s: stderr %r" % (opts, m.stderr()[:200]))
+        mp = new_dir()
+        for v in ("x", "99999", "-1", "", "12k"):
+            rc, out, err, _ = run_cli(["-o", "read_ahead_kb=" + v, model, mp])
+            if rc != 1 or "read_ahead_kb" not in err or len(err.strip().splitlines()) != 1 or is_mounted(mp):
+                errs.add("read_ahead_kb=%r: rc %d, %r" % (v, rc, err[:200]))
+            if is_mounted(mp):
+                force_unmount(mp)
+        errs.raise_if_any()
+        return "kernel's own %d KiB" % got[("-o", "read_ahead_kb=0")]
+    check("cli: the mount's read-ahead is 1 MiB as root, -o read_ahead_kb=N sets it, 0 keeps the "
+          "kernel's, a bad value is refused before mounting", read_ahead)
 
     def fsname():
         d = new_dir("fsname-")

@@ -28,6 +28,14 @@ static void teardown(void)
 	memcpy(dir + strlen(dir) - 6, "XXXXXX", 6);
 }
 
+static void write_table_at(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+	ck_assert_ptr_nonnull(f);
+	fputs(text, f);
+	ck_assert_int_eq(fclose(f), 0);
+}
+
 static void write_table(const char *text)
 {
 	FILE *f = fopen(table, "w");
@@ -67,11 +75,59 @@ START_TEST(test_lookup)
 	ck_assert_int_eq(wf_mnt_lookup(table, "/mnt/x", &found, &mi, err), WF_OK);
 	ck_assert(found);
 	ck_assert_str_eq(mi.source, "/m/top.gguf");
+	ck_assert_str_eq(mi.dev, "0:37");
 	ck_assert_int_eq(wf_mnt_lookup(table, "/mnt", &found, &mi, err), WF_OK);
 	ck_assert(!found);
 	ck_assert_int_eq(wf_mnt_lookup(table, "/no-separator", &found, &mi, err), WF_OK);
 	ck_assert(!found);
 	ck_assert_int_eq(wf_mnt_lookup(sub("nope"), "/", &found, &mi, err), WF_ERR_IO);
+	ck_assert_ptr_nonnull(strstr(err, strerror(ENOENT)));
+}
+END_TEST
+
+static char *read_text(const char *path)
+{
+	static char text[64];
+	FILE *f = fopen(path, "r");
+	ck_assert_ptr_nonnull(f);
+	size_t n = fread(text, 1, sizeof text - 1, f);
+	text[n] = '\0';
+	fclose(f);
+	return text;
+}
+
+/* The read-ahead goes to the topmost FUSE mount's bdi, in a sysfs given
+ * by the caller; anything else is refused with nothing written. */
+START_TEST(test_readahead)
+{
+	char err[WF_ERRLEN];
+	write_table("22 1 8:1 / / rw - ext4 /dev/sda1 rw\n"
+		    "41 22 0:36 / /mnt/x rw - tmpfs tmpfs rw\n"
+		    "42 41 0:37 / /mnt/x ro - fuse.weightfs /m/top.gguf ro\n"
+		    "43 22 0:38 / /mnt/t rw - tmpfs tmpfs rw\n"
+		    "44 22 ../x / /mnt/odd ro - fuse.weightfs /m/odd.gguf ro\n");
+	ck_assert_int_eq(mkdir(sub("class"), 0755), 0);
+	ck_assert_int_eq(mkdir(sub("class/bdi"), 0755), 0);
+	ck_assert_int_eq(mkdir(sub("class/bdi/0:37"), 0755), 0);
+	ck_assert_int_eq(mkdir(sub("class/bdi/0:36"), 0755), 0);
+	write_table_at(sub("class/bdi/0:37/read_ahead_kb"), "128\n");
+	write_table_at(sub("class/bdi/0:36/read_ahead_kb"), "128\n");
+
+	ck_assert_int_eq(wf_mnt_readahead(table, dir, "/mnt/x", 1024, err), WF_OK);
+	ck_assert_str_eq(read_text(sub("class/bdi/0:37/read_ahead_kb")), "1024\n");
+	ck_assert_str_eq(read_text(sub("class/bdi/0:36/read_ahead_kb")), "128\n");
+
+	/* not FUSE, not mounted, a device name that is no major:minor */
+	ck_assert_int_eq(wf_mnt_readahead(table, dir, "/mnt/t", 64, err), WF_ERR_IO);
+	ck_assert_ptr_nonnull(strstr(err, "no FUSE mount on /mnt/t"));
+	ck_assert_int_eq(wf_mnt_readahead(table, dir, "/mnt/none", 64, err), WF_ERR_IO);
+	ck_assert_int_eq(wf_mnt_readahead(table, dir, "/mnt/odd", 64, err), WF_ERR_IO);
+	ck_assert_str_eq(read_text(sub("class/bdi/0:36/read_ahead_kb")), "128\n");
+
+	/* the write's own failure is named with its path */
+	write_table("42 1 0:39 / /mnt/y ro - fuse.weightfs /m/y.gguf ro\n");
+	ck_assert_int_eq(wf_mnt_readahead(table, dir, "/mnt/y", 64, err), WF_ERR_IO);
+	ck_assert_ptr_nonnull(strstr(err, "0:39/read_ahead_kb"));
 	ck_assert_ptr_nonnull(strstr(err, strerror(ENOENT)));
 }
 END_TEST
@@ -128,6 +184,7 @@ int main(void)
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, test_lookup);
 	tcase_add_test(tc, test_states);
+	tcase_add_test(tc, test_readahead);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_ENV);
