@@ -36,7 +36,7 @@ measures, side by side in one run:
      model, all three mounted at once), in elements per second; and
      model.safetensors read whole with 1 MiB reads against reading each
      tensor file of the same mount in turn.
-  11. with --prev-weightfs BIN (an older build): F32 and F16 first reads
+  11. with --prev-weightfs BIN (an older build): F32, F16 and Q4_K first reads, and cold mmap touches of random Q4_K pages
      through a mount by that binary against this one, side by side.
   12. every ggml type with a decoder, in a model of its own (--load-mib MiB
      of float32 per tensor): the in-process decode (1 MiB pieces, scalar
@@ -589,10 +589,48 @@ def part_prev(args, model):
                 r["ratio"].append(a / b)
             res[t] = {k + "_median": median(v) for k, v in r.items()}
             res[t].update(r)
+        # scattered page faults through mmap pay for a larger read-ahead
+        # window (the kernel reads the window around each fault)
+        if "Q4_K" in TYPES:
+            r = {"this": [], "prev": [], "ratio": []}
+            for run in range(args.runs):
+                def touches(w):
+                    p = os.path.join(base + w, "t", "Q4_K")
+                    evict(p, args.drop_caches)
+                    return mmap_touches(p, run)
+                if run % 2:
+                    a, b = touches("this"), touches("prev")
+                else:
+                    b, a = touches("prev"), touches("this")
+                r["this"].append(a)
+                r["prev"].append(b)
+                r["ratio"].append(a / b)
+            res["Q4_K mmap"] = {k + "_median": median(v) for k, v in r.items()}
+            res["Q4_K mmap"].update(r)
     finally:
         for m in mounts.values():
             m.close()
     return {"prev": args.prev_weightfs, "types": res}
+
+
+def mmap_touches(path, seed, n=300):
+    """Touches one byte of n random pages of path through mmap, cold.
+    Returns thousands of touches per second."""
+    import mmap
+    with open(path, "rb") as f:
+        size = os.fstat(f.fileno()).st_size
+        rnd = random.Random(seed)
+        offs = [rnd.randrange(0, size // 4096) * 4096 + 100 for _ in range(n)]
+        mm = mmap.mmap(f.fileno(), 0, prot=mmap.PROT_READ)
+        try:
+            t0 = time.perf_counter()
+            s = 0
+            for o in offs:
+                s += mm[o]
+            dt = time.perf_counter() - t0
+        finally:
+            mm.close()
+    return n / dt / 1e3
 
 
 def fs_type(path):
@@ -1097,7 +1135,8 @@ def report(res):
         pv = res["prev"]
         rows = [[t, f2(e["prev_median"]), f2(e["this_median"]), f2(e["ratio_median"])]
                 for t, e in pv["types"].items()]
-        out.append(table("(11) first reads through the mount, GB/s: %s vs this binary" % pv["prev"],
+        out.append(table("(11) first reads through the mount, GB/s (Q4_K mmap: thousands of cold "
+                         "single-byte touches of random pages per second): %s vs this binary" % pv["prev"],
                          ["type", "previous", "this", "x previous"], rows))
     if "load" in res:
         out.append(report_load(res["load"]))

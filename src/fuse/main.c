@@ -41,12 +41,14 @@ struct opts {
 	long ra_kb;        /* -o read_ahead_kb=N; -1: not given */
 };
 
-/* The mount's read-ahead unless -o read_ahead_kb= says otherwise: the
- * kernel caps a FUSE mount's at 128 KiB, which makes every sequential read
- * a 128 KiB request; at 1 MiB they are 1 MiB (libfuse's max_write), eight
- * times fewer round trips (first reads 1.1-1.3x faster,
- * docs/performance.md).  Only root can set it. */
-#define RA_DEFAULT_KB 1024
+/* The mount's read-ahead unless -o read_ahead_kb= says otherwise.  The
+ * kernel caps a FUSE mount's at 128 KiB, which makes every sequential
+ * read a 128 KiB request.  At 512 KiB first reads measured 1.3-1.5x
+ * faster, as fast as at 1 MiB; but an mmap fault reads the whole window
+ * around it, so random page touches through np.memmap cost 1.5x (512)
+ * and 1.8x (1 MiB) what they did at 128 (docs/performance.md).  Only
+ * root can set it. */
+#define RA_DEFAULT_KB 512
 #define RA_MAX_KB 65536
 
 enum { KEY_NONEMPTY = 1, KEY_DISCARD, KEY_DTYPE, KEY_RA };
@@ -162,7 +164,7 @@ static void usage(const char *prog)
 	       "       suffix              tensor files end in their dtype: NAME.f32, NAME.i64, ...\n"
 	       "       preview             NAME.png beside every tensor file: a heatmap of its values\n"
 	       "                           (desktops then show their type; see weightfs(1))\n"
-	       "       read_ahead_kb=N     the kernel's read-ahead on the mount, in KiB (default 1024\n"
+	       "       read_ahead_kb=N     the kernel's read-ahead on the mount, in KiB (default 512\n"
 	       "                           when run as root; 0 keeps the kernel's own, 128)\n"
 	       "       max_threads=N       at most N worker threads (default 10)\n"
 	       "       max_idle_threads=N  at most N idle worker threads\n"

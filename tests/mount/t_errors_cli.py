@@ -636,13 +636,13 @@ def group_cli_mountpoint():
                 return int(f.read())
         errs = Errs()
         got = {}
-        for opts, want in (([], 1024), (["-o", "read_ahead_kb=256"], 256), (["-o", "read_ahead_kb=0"], None)):
+        for opts, want in (([], 512), (["-o", "read_ahead_kb=256"], 256), (["-o", "read_ahead_kb=0"], None)):
             with Mount(model, opts) as m:
                 got[tuple(opts)] = kb = ra_kb(m.mp)
                 if want is not None and kb != want:
                     errs.add("%s: read_ahead_kb %d, expected %d" % (opts, kb, want))
-                if want is None and kb == 1024:
-                    errs.add("read_ahead_kb=0 still set it to 1024")
+                if want is None and kb == 512:
+                    errs.add("read_ahead_kb=0 still set it to 512")
                 if m.stderr().strip():
                     errs.add("%s: stderr %r" % (opts, m.stderr()[:200]))
         mp = new_dir()
@@ -654,7 +654,7 @@ def group_cli_mountpoint():
                 force_unmount(mp)
         errs.raise_if_any()
         return "kernel's own %d KiB" % got[("-o", "read_ahead_kb=0")]
-    check("cli: the mount's read-ahead is 1 MiB as root, -o read_ahead_kb=N sets it, 0 keeps the "
+    check("cli: the mount's read-ahead is 512 KiB as root, -o read_ahead_kb=N sets it, 0 keeps the "
           "kernel's, a bad value is refused before mounting", read_ahead)
 
     def fsname():
