@@ -17,9 +17,10 @@ struct wf_hash_key {
 	uint64_t k0, k1;
 };
 
-/* Fills key from the kernel's random source (getrandom); falls back to
- * clock and address bits if that fails, which still defeats precomputed
- * collisions. */
+/* Fills key with a key of its own, derived from a secret the process
+ * draws once from the kernel's random source (getrandom); that falls back
+ * to clock and address bits if it fails, which still defeats precomputed
+ * collisions.  Thread-safe. */
 void wf_hash_key_init(struct wf_hash_key *key);
 
 /* SipHash-c-d of p[0..n) under key (c compression and d finalization

@@ -73,6 +73,11 @@ static enum wf_err parse_guarded(struct wf_model **m, int fd, const struct stat 
 
 enum wf_err wf_open_file(struct wf_model **out, const char *path, char *err)
 {
+	return wf_open_file_at(out, path, false, err);
+}
+
+enum wf_err wf_open_file_at(struct wf_model **out, const char *path, bool canonical, char *err)
+{
 	*out = NULL;
 	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
 	if (fd < 0)
@@ -115,7 +120,7 @@ enum wf_err wf_open_file(struct wf_model **out, const char *path, char *err)
 	struct wf_part *p = &m->parts[0];
 	const char *base = strrchr(path, '/');
 	p->name = strdup(base ? base + 1 : path);
-	p->path = realpath(path, NULL);
+	p->path = canonical ? strdup(path) : realpath(path, NULL);
 	if (!p->name || !p->path) {
 		int e = errno;
 		if (map)
