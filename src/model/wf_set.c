@@ -12,6 +12,7 @@
 #include "model/wf_open.h"
 #include "model/wf_maps.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,14 +42,31 @@ static enum wf_err split_path(const char *arg, char **dir, char **name, char *er
 	return WF_OK;
 }
 
-/* How many part descriptors the process can keep open. */
+/* Descriptors open in the process now (0 when /proc is not there). */
+static size_t fds_open(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	size_t n = 0;
+	if (!d)
+		return 0;
+	while (readdir(d))
+		n++;
+	closedir(d);
+	/* ".", ".." and the listing's own descriptor */
+	return n > 3 ? n - 3 : 0;
+}
+
+/* How many part descriptors this set may keep open: of what the soft limit
+ * leaves free now (a process may hold several sets, and descriptors of its
+ * own), all but FD_RESERVE, or half when that is little. */
 static size_t fd_budget(void)
 {
 	struct rlimit rl;
 	if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY)
 		return 1 << 20;
-	size_t soft = (size_t)rl.rlim_cur;
-	return soft > 2 * FD_RESERVE ? soft - FD_RESERVE : soft / 2;
+	size_t soft = (size_t)rl.rlim_cur, used = fds_open();
+	size_t avail = soft > used ? soft - used : 0;
+	return avail > 2 * FD_RESERVE ? avail - FD_RESERVE : avail / 2;
 }
 
 static enum wf_err set_open(struct wf_set_loader *L, struct wf_model **out, const char *arg)
