@@ -162,7 +162,7 @@ def parts_small_pool(root):
         errs = Errs()
         os.environ["WF_MAX_MAPS"] = "4"
         try:
-            m = Mount(d, nofile=128)  # parts from 64 on have no descriptor: reopened by path
+            m = Mount(d, nofile=128)  # parts from about 60 on have no descriptor: reopened by path
         finally:
             del os.environ["WF_MAX_MAPS"]
         try:
