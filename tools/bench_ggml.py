@@ -182,19 +182,24 @@ def report_ggml(r, table, f2):
             if n != "skipped":
                 keys += [k for k in per if k not in keys]
     sizes = sorted({int(n) for t in r["types"].values() for n in t if n != "skipped"})
-    head = ["type"]
+    flags = "; ".join("%s: %s" % (k, " ".join(w for w in v.split() if w.startswith(("-O", "-m", "-f"))))
+                      for k, v in r["flags"].items())
+    out = ["\n(14) single-thread decode against ggml's own to_float (ggml %s, %s; ggml-quants.c compiled "
+           "with %s), GB/s of float32 output, medians over %d runs of medians of %d interleaved samples; "
+           "x ggml = ggml's time / weightfs's time (> 1: weightfs faster); '/prev': the harness linked with "
+           "--ggml-prev-lib; memset, memcpy, store32 (32-byte vector stores): the same loop writing the "
+           "same output size%s" % ((r.get("ggml_commit") or "?")[:12], r["ggml_src"], flags, r["runs"],
+                                    r["reps"], (" " + r["note"]) if r.get("note") else "")]
     for n in sizes:
+        head = ["type"]
         for k in keys:
-            tag = "%dK %s" % (n >> 10, k.replace("/this", "").replace("native", "nat"))
-            head += [tag + " ggml", "wf", "x ggml"]
-    head.append("identical")
-    rows = []
-    for t, per in r["types"].items():
-        if "skipped" in per:
-            rows.append([t] + ["-"] * (len(head) - 2) + [per["skipped"]])
-            continue
-        row, same = [t], True
-        for n in sizes:
+            head += ["%s ggml" % k.replace("/this", ""), "wf", "x ggml"]
+        rows = []
+        for t, per in r["types"].items():
+            if "skipped" in per:
+                rows.append([t] + ["-"] * (len(head) - 1) + [per["skipped"]])
+                continue
+            row, same = [t], True
             for k in keys:
                 e = per.get(str(n), {}).get(k)
                 if not e:
@@ -202,22 +207,12 @@ def report_ggml(r, table, f2):
                     continue
                 row += [f2(e["ggml_gbps_median"]), f2(e["wf_gbps_median"]), f2(e["ratio_median"])]
                 same &= e["identical"]
-        rows.append(row + ["yes" if same else "NO"])
-    for t, per in r["ceiling"].items():
-        row = [t]
-        for n in sizes:
+            rows.append(row + ["yes" if same else "NO"])
+        for t, per in r["ceiling"].items():
             g = per.get(str(n), {}).get("gbps_median")
-            row += (["-", f2(g), "-"] if g is not None else ["-"] * 3) * len(keys)
-        rows.append(row + ["-"])
-    flags = "; ".join("%s: %s" % (k, " ".join(w for w in v.split() if w.startswith(("-O", "-m", "-f"))))
-                      for k, v in r["flags"].items())
-    note = (" " + r["note"]) if r.get("note") else ""
-    return table("(14) single-thread decode against ggml's own to_float (ggml %s, %s; flags of ggml-quants.c: "
-                 "%s), GB/s of float32 output, medians over %d runs of medians of %d interleaved samples; "
-                 "x ggml = ggml's time / weightfs's time (> 1: weightfs faster); prev = --ggml-prev-lib; "
-                 "memset/memcpy/store32 (32-byte vector stores) rows: the same loop writing the same output size%s"
-                 % ((r.get("ggml_commit") or "?")[:12], r["ggml_src"], flags, r["runs"], r["reps"], note),
-                 head, rows)
+            rows.append([t, "-", f2(g) if g is not None else "-", "-"] + ["-"] * (len(head) - 4) + ["-"])
+        out.append(table("%d elements (%d KiB of output)" % (n, n * 4 >> 10), head + ["identical"], rows))
+    return "\n".join(out)
 
 
 def add_args(ap):
