@@ -1165,8 +1165,10 @@ def main():
     need_model = bool(parts - {"load", "ggml"}) or bool(args.prev_weightfs)
 
     # the model, the tmpfs reference, and convert's output (the whole model)
-    need = (args.mib * MiB * 4 if need_model else 0) + 64 * MiB + (args.mib * MiB * len(TYPES) if "convert" in parts else 0) \
-        + (args.load_mib * MiB * 6 if "load" in parts else 0)
+    need = (args.mib * MiB * 4 if need_model else 0) + 64 * MiB \
+        + (args.mib * MiB * len(TYPES) if "convert" in parts else 0) \
+        + (args.load_mib * MiB * 6 if "load" in parts else 0) \
+        + (256 * MiB if "ggml" in parts and args.ggml_src else 0)
     if not args.dir:
         base = "/dev/shm" if os.path.isdir("/dev/shm") and shutil.disk_usage("/dev/shm").free > need else "/tmp"
         args.dir = os.path.join(base, "weightfs-bench-%d" % os.getpid())

@@ -124,7 +124,7 @@ def part_ggml(args):
         bins = []
         for name, cflags in flavours:
             log("bench: building ggml-base from %s with -O3 %s (in %s)" % (root, cflags, work))
-            lib, cmd = build_ggml(root, os.path.join(work, "build-" + name), cflags, args.jobs)
+            lib, cmd = build_ggml(root, os.path.join(work, "build-" + name), cflags, args.ggml_jobs)
             res["flags"][name] = cmd
             for wname, wl in libs:
                 b = os.path.join(work, "bench_ggml-%s-%s" % (name, wname))
@@ -224,4 +224,4 @@ def add_args(ap):
     ap.add_argument("--ggml-sizes", default="65536,1048576",
                     help="part 14: element counts (default 65536,1048576: output in L2, past L2)")
     ap.add_argument("--ggml-types", help="part 14: comma list of types (default: every shared one)")
-    ap.add_argument("--jobs", type=int, default=2, help="parallel jobs for building ggml (default 2)")
+    ap.add_argument("--ggml-jobs", type=int, default=2, help="part 14: parallel jobs building ggml (default 2)")
