@@ -4,6 +4,9 @@
 #   BENCH_DIR=DIR   where the generated models go (default: a directory in
 #                   /dev/shm, else /tmp); removed afterwards
 #   BENCH_ARGS=...  extra arguments for tools/bench.py (e.g. --runs 7)
+#   GGML_SRC=DIR    a ggml or llama.cpp source tree: part 14 builds ggml's base
+#                   library from it in the scratch directory and compares every
+#                   type's decode with ggml's to_float (tools/bench_ggml.py)
 
 BENCH_TOOLS := $(B)/bench/bench $(B)/bench/gen_model
 
@@ -20,7 +23,7 @@ $(B)/bench/bench $(B)/bench/gen_model: $(B)/bench/%: $(B)/bench/%.o $(B)/libwfpr
 bench: $(B)/weightfs $(BENCH_TOOLS)
 	$(Q)$(PYTHON) tools/bench.py --weightfs $(B)/weightfs --tools $(B)/bench \
 		--out $(B)/bench/results.json $(if $(filter 1,$(BENCH_QUICK)),--quick) \
-		$(if $(BENCH_DIR),--dir $(BENCH_DIR)) $(BENCH_ARGS)
+		$(if $(BENCH_DIR),--dir $(BENCH_DIR)) $(if $(GGML_SRC),--ggml-src $(GGML_SRC)) $(BENCH_ARGS)
 
 # The tools must keep compiling; running the benchmark is not part of check.
 CHECK_TARGETS += bench-tools

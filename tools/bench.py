@@ -47,6 +47,9 @@ measures, side by side in one run:
   13. quantized safetensors checkpoints (tools/bench_hfq.py: FP8, GPTQ,
      AWQ, MLX, bitsandbytes NF4 and 8-bit), each scheme's in-process load through the
      Python module as a ratio to the Q4_K tensor's load in the same run.
+  14. with --ggml-src DIR (a ggml or llama.cpp tree; tools/bench_ggml.py):
+     every type's single-thread decode against ggml's own to_float, built
+     from that tree in the scratch directory, outputs compared bit for bit.
 Prints medians of several runs as tables with ratios and writes the same to
 --out as JSON.  Needs root only for --drop-caches / --read-ahead-kb; uses no
 third-party modules.
@@ -61,6 +64,8 @@ import statistics
 import subprocess
 import sys
 import time
+
+import bench_ggml
 
 TYPES = ["F32", "F16", "BF16", "Q4_0", "Q8_0", "Q4_K", "Q6_K", "IQ4_XS", "IQ2_XXS"]
 # Part 12: every ggml type with a decoder (F16 is the in-process reference,
@@ -1140,6 +1145,8 @@ def report(res):
                          ["type", "previous", "this", "x previous"], rows))
     if "load" in res:
         out.append(report_load(res["load"]))
+    if "ggml" in res:
+        out.append(bench_ggml.report_ggml(res["ggml"], table, f2))
     if "mount_io" in res:
         io = res["mount_io"]
         a, b = io["mem_after_mount_kib"], io["mem_after_reading_all_kib"]
@@ -1162,9 +1169,10 @@ def main():
     ap.add_argument("--runs", type=int)
     ap.add_argument("--mib", type=int, help="MiB of float32 output per tensor (default 256)")
     ap.add_argument("--rand-n", type=int, default=500, help="random reads per tensor per run")
-    ap.add_argument("--parts", default="decode,io,mount,whole,module,remote,convert,views,load,hfq",
+    ap.add_argument("--parts", default="decode,io,mount,whole,module,remote,convert,views,load,hfq,ggml",
                     help="comma list of decode, io, mount, whole, module (a Python with numpy), remote "
-                         "(needs rclone), convert, views, load, prev (needs --prev-weightfs)")
+                         "(needs rclone), convert, views, load, prev (needs --prev-weightfs), "
+                         "ggml (needs --ggml-src)")
     ap.add_argument("--load-mib", type=int,
                     help="MiB of float32 output per tensor in the load part (default 128, quick 32)")
     ap.add_argument("--load-types", help="comma list of types for the load part (default: all; F16 always)")
@@ -1182,6 +1190,7 @@ def main():
     ap.add_argument("--remote-ra-kb", type=int, help="set the rclone mount's bdi read_ahead_kb (root)")
     ap.add_argument("--touch-mem", type=int, default=4, metavar="GIB",
                     help="allocate, fill and free GIB GiB before measuring (default 4; 0: don't)")
+    bench_ggml.add_args(ap)
     args = ap.parse_args()
     if args.types:
         TYPES[:] = ["F32"] + [t for t in args.types.split(",") if t != "F32"]
@@ -1191,10 +1200,14 @@ def main():
     args.load_types = set(args.load_types.split(",")) if args.load_types else None
     n_tensors, n_vocab = (20000, 30000) if args.quick else (100000, 150000)
     parts = set(args.parts.split(","))
+    # the benchmark model is for every part but load and ggml (their own inputs)
+    need_model = bool(parts - {"load", "ggml"}) or bool(args.prev_weightfs)
 
     # the model, the tmpfs reference, and convert's output (the whole model)
-    need = args.mib * MiB * 4 + 64 * MiB + (args.mib * MiB * len(TYPES) if "convert" in parts else 0) \
-        + (args.load_mib * MiB * 6 if "load" in parts else 0)
+    need = (args.mib * MiB * 4 if need_model else 0) + 64 * MiB \
+        + (args.mib * MiB * len(TYPES) if "convert" in parts else 0) \
+        + (args.load_mib * MiB * 6 if "load" in parts else 0) \
+        + (256 * MiB if "ggml" in parts and args.ggml_src else 0)
     if not args.dir:
         base = "/dev/shm" if os.path.isdir("/dev/shm") and shutil.disk_usage("/dev/shm").free > need else "/tmp"
         args.dir = os.path.join(base, "weightfs-bench-%d" % os.getpid())
@@ -1209,8 +1222,9 @@ def main():
     sparse = os.path.join(args.dir, "sparse.gguf")
     ref = os.path.join(args.dir, "ref.f32")
     try:
-        log("bench: generating models in %s" % args.dir)
-        subprocess.run([gen, "types", model, str(args.mib)] + TYPES, check=True)
+        if need_model:
+            log("bench: generating models in %s" % args.dir)
+            subprocess.run([gen, "types", model, str(args.mib)] + TYPES, check=True)
         if "mount" in parts:
             subprocess.run([gen, "many", many, str(n_tensors), str(n_vocab)], check=True)
             subprocess.run([gen, "sparse", sparse, "64"], check=True)
@@ -1267,6 +1281,10 @@ def main():
             res["prev"] = part_prev(args, model)
         if "load" in parts:
             res["load"] = part_load(args)
+        if "ggml" in parts:
+            res["ggml"] = bench_ggml.part_ggml(args)
+            if "note" in res["ggml"]:
+                log("bench: ggml comparison " + res["ggml"]["note"])
         if "mount" in parts:
             res["mount_cost"] = part_mount_cost(args, [
                 ("%d tensors, %d tokens" % (n_tensors, n_vocab), many),

@@ -224,22 +224,40 @@ static inline TGT void st8_mulsub(float *y, __m256i v, __m256 d, __m256 m)
 	_mm256_storeu_ps(y, _mm256_sub_ps(_mm256_mul_ps(d, _mm256_cvtepi32_ps(v)), m));
 }
 
+/* The eight sub-block scales d * sc[j] and mins dmin * mn[j] of a Q4_K/Q5_K
+ * block into ds[] and ms[], each the scalar code's one product: the 6-bit
+ * fields unpacked with whole-word masks (j < 4: the low six bits of bytes
+ * j and j + 4; j >= 4: a nibble of byte j + 4 with the top two bits of byte
+ * j - 4 or j above it), converted and multiplied eight at a time.  Doing
+ * this once per block instead of per sub-block through scalar converts was
+ * most of what Q5_K lacked against ggml -march=native (docs/performance.md).
+ * The callers broadcast from ds/ms: a load, not a shuffle. */
+static inline TGT void k4_scales_mins(const uint8_t *s, float d, float dmin, float *ds, float *ms)
+{
+	const uint32_t a = wf_le32(s), b = wf_le32(s + 4), c = wf_le32(s + 8);
+	const uint32_t sc_hi = (c & 0x0F0F0F0F) | ((a >> 6) & 0x03030303) << 4;
+	const uint32_t mn_hi = ((c >> 4) & 0x0F0F0F0F) | ((b >> 6) & 0x03030303) << 4;
+	const __m128i sc = _mm_cvtsi64_si128((long long)((uint64_t)sc_hi << 32 | (a & 0x3F3F3F3F)));
+	const __m128i mn = _mm_cvtsi64_si128((long long)((uint64_t)mn_hi << 32 | (b & 0x3F3F3F3F)));
+
+	_mm256_storeu_ps(ds, _mm256_mul_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(sc))));
+	_mm256_storeu_ps(ms, _mm256_mul_ps(_mm256_set1_ps(dmin), _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(mn))));
+}
+
 TGT void wf_decode_q4_k_avx2(const uint8_t *src, float *dst, size_t nblocks)
 {
 	const __m256i m4 = _mm256_set1_epi32(0xF);
+	float ds[8], ms[8];
 
 	for (size_t b = 0; b < nblocks; b++, src += WF_Q4_K_BYTES, dst += WF_Q4_K_BLCK) {
-		const float d = h2f(wf_le16(src + WF_Q4_K_D));
-		const float dmin = h2f(wf_le16(src + WF_Q4_K_DMIN));
-		const uint8_t *scales = src + WF_Q4_K_SCALES, *qs = src + WF_Q4_K_QS;
+		const uint8_t *qs = src + WF_Q4_K_QS;
 
+		k4_scales_mins(src + WF_Q4_K_SCALES, h2f(wf_le16(src + WF_Q4_K_D)),
+			       h2f(wf_le16(src + WF_Q4_K_DMIN)), ds, ms);
 		for (int c = 0; c < 4; c++) {
-			int sc, mn;
-
-			wf_scale_min_k4(2 * c, scales, &sc, &mn);
-			const __m256 d1 = _mm256_set1_ps(d * (float)sc), m1 = _mm256_set1_ps(dmin * (float)mn);
-			wf_scale_min_k4(2 * c + 1, scales, &sc, &mn);
-			const __m256 d2 = _mm256_set1_ps(d * (float)sc), m2 = _mm256_set1_ps(dmin * (float)mn);
+			const __m256 d1 = _mm256_broadcast_ss(ds + 2 * c), m1 = _mm256_broadcast_ss(ms + 2 * c);
+			const __m256 d2 = _mm256_broadcast_ss(ds + 2 * c + 1);
+			const __m256 m2 = _mm256_broadcast_ss(ms + 2 * c + 1);
 			float *y = dst + 64 * c;
 
 			for (int l = 0; l < 32; l += 8) {
@@ -262,32 +280,28 @@ static inline TGT void st32_u8_mulsub(float *y, __m256i v, __m256 d, __m256 m)
 TGT void wf_decode_q5_k_avx2(const uint8_t *src, float *dst, size_t nblocks)
 {
 	const __m256i m4 = _mm256_set1_epi8(0xF), b16 = _mm256_set1_epi8(16);
+	float ds[8], ms[8];
 
 	for (size_t b = 0; b < nblocks; b++, src += WF_Q5_K_BYTES, dst += WF_Q5_K_BLCK) {
-		const float d = h2f(wf_le16(src + WF_Q5_K_D));
-		const float dmin = h2f(wf_le16(src + WF_Q5_K_DMIN));
-		const uint8_t *scales = src + WF_Q5_K_SCALES, *qs = src + WF_Q5_K_QS;
-		const __m256i qh = _mm256_loadu_si256((const __m256i *)(src + WF_Q5_K_QH));
+		const uint8_t *qs = src + WF_Q5_K_QS;
+		__m256i qh = _mm256_loadu_si256((const __m256i *)(src + WF_Q5_K_QH));
 
-		for (int c = 0; c < 4; c++) {
-			int sc, mn;
-
-			wf_scale_min_k4(2 * c, scales, &sc, &mn);
-			const float d1 = d * (float)sc, m1 = dmin * (float)mn;
-			wf_scale_min_k4(2 * c + 1, scales, &sc, &mn);
-			const float d2 = d * (float)sc, m2 = dmin * (float)mn;
+		k4_scales_mins(src + WF_Q5_K_SCALES, h2f(wf_le16(src + WF_Q5_K_D)),
+			       h2f(wf_le16(src + WF_Q5_K_DMIN)), ds, ms);
+		/* qh shifts right by two per 64 elements, so bits 2c and 2c + 1 of
+		 * each byte are always its bits 0 and 1 (the 16-bit shifts carry
+		 * other bytes' bits only into bits this never reads); shifted to
+		 * bit 4 they are the +16.  Values 0..31 fit signed bytes. */
+		for (int c = 0; c < 4; c++, qh = _mm256_srli_epi16(qh, 2)) {
 			const __m256i q = _mm256_loadu_si256((const __m256i *)(qs + 32 * c));
-			const __m256i u1 = _mm256_set1_epi8((char)(1 << (2 * c)));
-			const __m256i u2 = _mm256_set1_epi8((char)(2 << (2 * c)));
-			/* +16 where the qh bit is set; values 0..31 fit signed bytes */
-			const __m256i h1 = _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(qh, u1), u1), b16);
-			const __m256i h2 = _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(qh, u2), u2), b16);
+			const __m256i h1 = _mm256_and_si256(_mm256_slli_epi16(qh, 4), b16);
+			const __m256i h2 = _mm256_and_si256(_mm256_slli_epi16(qh, 3), b16);
 
 			st32_u8_mulsub(dst + 64 * c, _mm256_or_si256(_mm256_and_si256(q, m4), h1),
-				       _mm256_set1_ps(d1), _mm256_set1_ps(m1));
+				       _mm256_broadcast_ss(ds + 2 * c), _mm256_broadcast_ss(ms + 2 * c));
 			st32_u8_mulsub(dst + 64 * c + 32,
 				       _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(q, 4), m4), h2),
-				       _mm256_set1_ps(d2), _mm256_set1_ps(m2));
+				       _mm256_broadcast_ss(ds + 2 * c + 1), _mm256_broadcast_ss(ms + 2 * c + 1));
 		}
 	}
 }
