@@ -569,7 +569,8 @@ def seq_read_bytes(path, bs=MiB):
 
 
 def part_prev(args, model):
-    """Part 9: first reads through a mount by an older binary vs this one."""
+    """Part 11: first reads and cold mmap touches through a mount by an older
+    binary vs this one."""
     base = os.path.join(args.dir, "mnt-bin-")
     res = {}
     prev_args = argparse.Namespace(**vars(args))
@@ -578,40 +579,32 @@ def part_prev(args, model):
     mounts = {"this": Mount(args, model, base + "this"), "prev": Mount(prev_args, model, base + "prev")}
     try:
         log("bench: this binary vs %s (%d runs)" % (args.prev_weightfs, args.runs))
-        for t in [t for t in ("F32", "F16", "Q4_K") if t in TYPES]:
+        def side_by_side(measure):
+            """measure(mount name, run) for both binaries, alternating
+            which goes first; the medians and the per-run ratios."""
             r = {"this": [], "prev": [], "ratio": []}
             for run in range(args.runs):
-                def first(w):
-                    p = os.path.join(base + w, "t", t)
-                    evict(p, args.drop_caches)
-                    return seq_read(p)[0]
                 if run % 2:
-                    a, b = first("this"), first("prev")
+                    a, b = measure("this", run), measure("prev", run)
                 else:
-                    b, a = first("prev"), first("this")
+                    b, a = measure("prev", run), measure("this", run)
                 r["this"].append(a)
                 r["prev"].append(b)
                 r["ratio"].append(a / b)
-            res[t] = {k + "_median": median(v) for k, v in r.items()}
-            res[t].update(r)
+            out = {k + "_median": median(v) for k, v in r.items()}
+            out.update(r)
+            return out
+
+        def cold(w, t):
+            p = os.path.join(base + w, "t", t)
+            evict(p, args.drop_caches)
+            return p
+        for t in [t for t in ("F32", "F16", "Q4_K") if t in TYPES]:
+            res[t] = side_by_side(lambda w, run, t=t: seq_read(cold(w, t))[0])
         # scattered page faults through mmap pay for a larger read-ahead
         # window (the kernel reads the window around each fault)
         if "Q4_K" in TYPES:
-            r = {"this": [], "prev": [], "ratio": []}
-            for run in range(args.runs):
-                def touches(w):
-                    p = os.path.join(base + w, "t", "Q4_K")
-                    evict(p, args.drop_caches)
-                    return mmap_touches(p, run)
-                if run % 2:
-                    a, b = touches("this"), touches("prev")
-                else:
-                    b, a = touches("prev"), touches("this")
-                r["this"].append(a)
-                r["prev"].append(b)
-                r["ratio"].append(a / b)
-            res["Q4_K mmap"] = {k + "_median": median(v) for k, v in r.items()}
-            res["Q4_K mmap"].update(r)
+            res["Q4_K mmap"] = side_by_side(lambda w, run: mmap_touches(cold(w, "Q4_K"), run))
     finally:
         for m in mounts.values():
             m.close()

@@ -899,18 +899,15 @@ static unsigned count_fds(void)
 	return n;
 }
 
-/* Two sets open at once share the limit: the second keeps part of what
- * the first left, and the process can still open files.  (Each set once
- * took soft limit - 64 for itself, so the second ran out of descriptors.) */
-START_TEST(test_fd_budget_two_sets)
+/* s-NNNNN-of-N.safetensors shards of one tensor t.I each, and their
+ * index, in a fresh tmp folder's files. */
+static void write_index_set(int n)
 {
-	enum { N = 60 };
-	tmp_make();
 	struct wf_buf wm = {0};
 	wf_buf_puts(&wm, "{\"weight_map\": {");
-	for (int i = 0; i < N; i++) {
+	for (int i = 0; i < n; i++) {
 		char shard[64], tn[32];
-		snprintf(shard, sizeof shard, "s-%05d-of-%05d.safetensors", i + 1, N);
+		snprintf(shard, sizeof shard, "s-%05d-of-%05d.safetensors", i + 1, n);
 		snprintf(tn, sizeof tn, "t.%d", i);
 		const char *names[] = {tn};
 		st_shard(shard, names, 1, NULL);
@@ -918,6 +915,16 @@ START_TEST(test_fd_budget_two_sets)
 	}
 	wf_buf_puts(&wm, "}}");
 	write_buf("s.safetensors.index.json", &wm);
+}
+
+/* Two sets open at once share the limit: the second keeps part of what
+ * the first left, and the process can still open files.  (Each set once
+ * took soft limit - 64 for itself, so the second ran out of descriptors.) */
+START_TEST(test_fd_budget_two_sets)
+{
+	enum { N = 60 };
+	tmp_make();
+	write_index_set(N);
 	struct rlimit rl, saved;
 	ck_assert_int_eq(getrlimit(RLIMIT_NOFILE, &saved), 0);
 	rl = saved;
@@ -948,18 +955,7 @@ START_TEST(test_fd_budget)
 	 * are closed after mapping and checked by path */
 	enum { N = 30 };
 	tmp_make();
-	struct wf_buf wm = {0};
-	wf_buf_puts(&wm, "{\"weight_map\": {");
-	for (int i = 0; i < N; i++) {
-		char shard[64], tn[32];
-		snprintf(shard, sizeof shard, "s-%05d-of-%05d.safetensors", i + 1, N);
-		snprintf(tn, sizeof tn, "t.%d", i);
-		const char *names[] = {tn};
-		st_shard(shard, names, 1, NULL);
-		wf_buf_printf(&wm, "%s\"%s\": \"%s\"", i ? "," : "", tn, shard);
-	}
-	wf_buf_puts(&wm, "}}");
-	write_buf("s.safetensors.index.json", &wm);
+	write_index_set(N);
 	struct rlimit rl;
 	ck_assert_int_eq(getrlimit(RLIMIT_NOFILE, &rl), 0);
 	rl.rlim_cur = 40;
