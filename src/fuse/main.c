@@ -5,6 +5,7 @@
 #include "fuse/wf_limiter.h"
 #include "fuse/wf_mnt.h"
 #include "model/wf_model.h"
+#include "view/wf_prefetch.h"
 #include "view/wf_view.h"
 #include "model/wf_set.h"
 #include "mount/wf_files.h"
@@ -478,13 +479,10 @@ static int serve(struct fuse_session *se, const struct fuse_cmdline_opts *co)
 static void set_readahead(const char *real, long ra_kb)
 {
 	char err[WF_ERRLEN];
-	/* Without the in-order reader (WEIGHTFS_NO_READAHEAD), 1 MiB requests
-	 * on several threads fault a network model's pages out of order:
-	 * F32 over rclone fell to 0.13x the plain read (docs/performance.md) */
-	const char *no_ra = getenv("WEIGHTFS_NO_READAHEAD");
-	if (ra_kb < 0 && no_ra && *no_ra && strcmp(no_ra, "0") != 0)
-		return;
-	if (ra_kb == 0 || !*real)
+	/* without the in-order reader, large requests on several threads fault
+	 * a network model's pages out of order: F32 over rclone fell to 0.13x
+	 * the plain read (docs/performance.md) */
+	if ((ra_kb < 0 && wf_prefetch_env_off()) || ra_kb == 0 || !*real)
 		return;
 	unsigned kb = ra_kb < 0 ? RA_DEFAULT_KB : (unsigned)ra_kb;
 	if (wf_mnt_readahead("/proc/self/mountinfo", "/sys", real, kb, err) != WF_OK && ra_kb > 0)

@@ -113,21 +113,11 @@ struct found {
 	char label[160];
 };
 
-/* The entry named name (entries are sorted), or f->n. */
-static size_t entry_find(const struct folder *f, const char *name)
+/* The entry named name (entries are sorted by entry_cmp), or NULL. */
+static struct entry *entry_find(const struct folder *f, const char *name)
 {
-	size_t lo = 0, hi = f->n;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		int c = strcmp(f->e[mid].name, name);
-		if (c == 0)
-			return mid;
-		if (c < 0)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return f->n;
+	const struct entry key = {.name = (char *)name};
+	return f->n ? bsearch(&key, f->e, f->n, sizeof *f->e, entry_cmp) : NULL;
 }
 
 /* A split-named weight file: its entry, kind, prefix length and count. */
@@ -139,20 +129,25 @@ struct split_key {
 	const char *name;
 };
 
-static int split_cmp(const void *a, const void *b)
+/* Orders by the set a file names: kind, prefix, count.  0: one set. */
+static int set_cmp(const struct split_key *x, const struct split_key *y)
 {
-	const struct split_key *x = a, *y = b;
 	if (x->kind != y->kind)
 		return x->kind < y->kind ? -1 : 1;
-	size_t n = x->plen < y->plen ? x->plen : y->plen;
-	int c = memcmp(x->name, y->name, n);
+	int c = memcmp(x->name, y->name, x->plen < y->plen ? x->plen : y->plen);
 	if (c != 0)
 		return c;
 	if (x->plen != y->plen)
 		return x->plen < y->plen ? -1 : 1;
-	if (x->of != y->of)
-		return x->of < y->of ? -1 : 1;
-	return x->idx < y->idx ? -1 : x->idx > y->idx;
+	return x->of < y->of ? -1 : x->of > y->of;
+}
+
+/* set_cmp, then the entry order: a set's files stay in folder order. */
+static int split_cmp(const void *a, const void *b)
+{
+	const struct split_key *x = a, *y = b;
+	int c = set_cmp(x, y);
+	return c ? c : x->idx < y->idx ? -1 : x->idx > y->idx;
 }
 
 /* Sorts the unclaimed split-named files by (kind, prefix, count), so the
@@ -184,10 +179,8 @@ static enum wf_err split_runs(struct wf_set_loader *L, struct folder *f, struct 
 	if (k)
 		qsort(*keys, k, sizeof **keys, split_cmp);
 	for (size_t a = 0, b; a < k; a = b) {
-		b = a + 1;
-		while (b < k && (*keys)[b].kind == (*keys)[a].kind && (*keys)[b].plen == (*keys)[a].plen &&
-		       (*keys)[b].of == (*keys)[a].of && memcmp((*keys)[b].name, (*keys)[a].name, (*keys)[a].plen) == 0)
-			b++;
+		for (b = a + 1; b < k && set_cmp(&(*keys)[a], &(*keys)[b]) == 0; b++)
+			;
 		for (size_t j = a; j < b; j++)
 			(*run)[(*keys)[j].idx] = a;
 	}
@@ -219,9 +212,9 @@ static enum wf_err claim_indexed(struct wf_set_loader *L, struct folder *f, stru
 			return rc;
 		}
 		for (uint32_t s = 0; s < ix.n_shards; s++) {
-			size_t j = entry_find(f, ix.shards[s]);
-			if (j < f->n && f->e[j].kind == K_ST && f->e[j].model < 0)
-				f->e[j].model = (int)*n;
+			struct entry *e = entry_find(f, ix.shards[s]);
+			if (e && e->kind == K_ST && e->model < 0)
+				e->model = (int)*n;
 		}
 		wf_set_index_free(&ix);
 		f->e[i].model = (int)*n;
@@ -251,7 +244,7 @@ static enum wf_err find_models(struct wf_set_loader *L, struct folder *f, struct
 			snprintf(label, sizeof label, "%s", e->name);
 		} else {
 			const struct split_key *a = &keys[run[i]];
-			for (const struct split_key *k = a; k < keys + nkeys && run[k->idx] == run[i]; k++)
+			for (const struct split_key *k = a; k < keys + nkeys && set_cmp(k, a) == 0; k++)
 				f->e[k->idx].model = (int)*n;
 			snprintf(label, sizeof label, "%.*s-*-of-%05lu%s", (int)a->plen, e->name, a->of, ext);
 		}

@@ -59,6 +59,12 @@ static uint64_t clock_now;
 static struct { dev_t dev; bool remote, used; } seen[8];
 static unsigned seen_next;
 
+bool wf_prefetch_env_off(void)
+{
+	const char *e = getenv("WEIGHTFS_NO_READAHEAD");
+	return e && *e && strcmp(e, "0") != 0;
+}
+
 void wf_prefetch_set(int m)
 {
 	pthread_mutex_lock(&mu);
@@ -242,10 +248,8 @@ void wf_prefetch_read(const struct wf_tensor *t, int fd, uint64_t off, size_t le
 	own = own < end ? own : end;
 	b = b < end ? b : end;
 	pthread_mutex_lock(&mu);
-	if (mode == -2) {
-		const char *e = getenv("WEIGHTFS_NO_READAHEAD");
-		mode = e && *e && strcmp(e, "0") != 0 ? 0 : -1;
-	}
+	if (mode == -2)
+		mode = wf_prefetch_env_off() ? 0 : -1;
 	bool remote = mode == 1 || (mode != 0 && is_remote(fd));
 	if (!remote) {
 		local_fd = fd;

@@ -22,6 +22,7 @@
 #ifndef WF_PREFETCH_H
 #define WF_PREFETCH_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -52,6 +53,12 @@ void wf_prefetch_read(const struct wf_tensor *t, int fd, uint64_t off, size_t le
  * 9p, AFS): the default, unless WEIGHTFS_NO_READAHEAD is set to anything
  * but "" or "0" (then 0); 0: never; 1: always (tests). */
 void wf_prefetch_set(int mode);
+
+/* True when WEIGHTFS_NO_READAHEAD turns the in-order reader off (set to
+ * anything but "" or "0"): the mount then also keeps the kernel's
+ * read-ahead, which without this reader faults a remote model's pages out
+ * of order. */
+bool wf_prefetch_env_off(void);
 
 /* Blocks until the threads have read everything on their streams (tests). */
 void wf_prefetch_drain(void);

@@ -645,6 +645,16 @@ def group_cli_mountpoint():
                     errs.add("read_ahead_kb=0 still set it to 512")
                 if m.stderr().strip():
                     errs.add("%s: stderr %r" % (opts, m.stderr()[:200]))
+        # without the in-order reader the kernel's stays, unless asked for
+        os.environ["WEIGHTFS_NO_READAHEAD"] = "1"
+        try:
+            for opts, want in (([], got[("-o", "read_ahead_kb=0")]), (["-o", "read_ahead_kb=256"], 256)):
+                with Mount(model, opts) as m:
+                    if ra_kb(m.mp) != want:
+                        errs.add("WEIGHTFS_NO_READAHEAD=1 %s: read_ahead_kb %d, expected %d"
+                                 % (opts, ra_kb(m.mp), want))
+        finally:
+            del os.environ["WEIGHTFS_NO_READAHEAD"]
         mp = new_dir()
         for v in ("x", "99999", "-1", "", "12k"):
             rc, out, err, _ = run_cli(["-o", "read_ahead_kb=" + v, model, mp])
@@ -654,8 +664,8 @@ def group_cli_mountpoint():
                 force_unmount(mp)
         errs.raise_if_any()
         return "kernel's own %d KiB" % got[("-o", "read_ahead_kb=0")]
-    check("cli: the mount's read-ahead is 512 KiB as root, -o read_ahead_kb=N sets it, 0 keeps the "
-          "kernel's, a bad value is refused before mounting", read_ahead)
+    check("cli: the mount's read-ahead is 512 KiB as root, -o read_ahead_kb=N sets it, 0 and "
+          "WEIGHTFS_NO_READAHEAD keep the kernel's, a bad value is refused before mounting", read_ahead)
 
     def fsname():
         d = new_dir("fsname-")
