@@ -768,6 +768,30 @@ class Rclone:
         self.log.close()
 
 
+def cpu_now(pids):
+    """(all CPUs' jiffies, idle jiffies, CPU ticks used so far by pids) from
+    /proc: the remote part tells a network-bound run from a CPU-bound one."""
+    with open("/proc/stat") as f:
+        v = [int(x) for x in f.readline().split()[1:9]]
+    used = 0
+    for pid in pids:
+        try:
+            with open("/proc/%d/stat" % pid) as f:
+                st = f.read().rsplit(")", 1)[1].split()
+            used += int(st[11]) + int(st[12])
+        except (OSError, IndexError, ValueError):
+            pass
+    return sum(v), v[3] + v[4], used
+
+
+def cpu_since(c0, pids, secs):
+    """(share of all CPUs idle, CPUs pids used on average) since c0."""
+    c1 = cpu_now(pids)
+    hz = os.sysconf("SC_CLK_TCK")
+    idle = (c1[1] - c0[1]) / (c1[0] - c0[0]) if c1[0] > c0[0] else float("nan")
+    return idle, (c1[2] - c0[2]) / hz / secs
+
+
 def drop_all(args):
     """Drops the page cache when root (the rclone mount's pages go with its
     unmount anyway)."""
@@ -790,6 +814,9 @@ def part_remote(args, model):
     except OSError:
         shutil.copyfile(model, os.path.join(srv, name))
     rc = Rclone(args, srv, name)
+
+    def rpids():
+        return [rc.serve.pid] + ([rc.proc.pid] if rc.proc else [])
     wmnt = os.path.join(args.dir, "wmnt")
     res = {"rclone_opts": None, "types": {}}
     try:
@@ -808,7 +835,8 @@ def part_remote(args, model):
             e = ents.get("t." + t) or ents[t]
             res["types"][t] = {"src_bytes": e["nbytes"], "out_bytes": e["size"],
                                "wf_s": [], "cat_s": [], "ratio": [], "wf0_s": [], "ratio0": [],
-                               "wfp_s": [], "ratiop": []}
+                               "wfp_s": [], "ratiop": [], "cat_idle": [], "cat_rclone_cpus": [],
+                               "wf_idle": [], "cat_spare_cpu_s": [], "wf_cpu_s": []}
         for run in range(args.runs):
             for t in types:
                 e = ents.get("t." + t) or ents[t]
@@ -826,6 +854,7 @@ def part_remote(args, model):
                                   binary=args.prev_weightfs if side == "wfp" else None)
                         time.sleep(0.5)
                         drop_all(args)
+                        c0, d0, p0 = cpu_now(rpids()), cpu_now([m.pid]), time.process_time()
                         t0 = time.perf_counter()
                         n = 0
                         with open(os.path.join(wmnt, e["path"]), "rb", buffering=0) as f:
@@ -836,6 +865,12 @@ def part_remote(args, model):
                                     break
                                 n += k
                         pair[side] = time.perf_counter() - t0
+                        if side == "wf":
+                            # what weightfs's read costs: its daemon, and
+                            # this process's read() copies of the output
+                            hz = os.sysconf("SC_CLK_TCK")
+                            wf_cpu = (cpu_now([m.pid])[2] - d0[2]) / hz + time.process_time() - p0
+                            v["wf_idle"].append(cpu_since(c0, rpids(), pair[side])[0])
                         assert n == e["size"], (n, e["size"])
                         m.close()
                     else:
@@ -846,6 +881,7 @@ def part_remote(args, model):
                             os.pread(fd, 4096, 0)
                             time.sleep(0.5)
                             drop_all(args)
+                            c0, p0 = cpu_now(rpids()), time.process_time()
                             t0 = time.perf_counter()
                             off, end = e["offset"], e["offset"] + e["nbytes"]
                             while off < end:
@@ -854,6 +890,11 @@ def part_remote(args, model):
                                     raise SystemExit("bench: short read of the model through rclone")
                                 off += len(b)
                             pair[side] = time.perf_counter() - t0
+                            cat_cpu = time.process_time() - p0
+                            idle, cpus = cpu_since(c0, rpids(), pair[side])
+                            v["cat_idle"].append(idle)
+                            v["cat_rclone_cpus"].append(cpus)
+                            v["cat_spare_cpu_s"].append(idle * os.cpu_count() * pair[side])
                         finally:
                             os.close(fd)
                     rc.umount()
@@ -862,6 +903,8 @@ def part_remote(args, model):
                 v["cat_s"].append(pair["cat"])
                 v["ratio"].append(pair["cat"] / pair["wf"])
                 v["ratio0"].append(pair["cat"] / pair["wf0"])
+                # beyond what the plain read's own reading costs
+                v["wf_cpu_s"].append(wf_cpu - cat_cpu)
                 if "wfp" in pair:
                     v["wfp_s"].append(pair["wfp"])
                     v["ratiop"].append(pair["cat"] / pair["wfp"])
@@ -872,6 +915,11 @@ def part_remote(args, model):
             v["cat_gbps_median"] = v["src_bytes"] / median(v["cat_s"]) / 1e9
             v["ratio_median"] = median(v["ratio"])
             v["ratio0_median"] = median(v["ratio0"])
+            v["cat_idle_median"] = median(v["cat_idle"])
+            v["cat_rclone_cpus_median"] = median(v["cat_rclone_cpus"])
+            v["wf_idle_median"] = median(v["wf_idle"])
+            v["cat_spare_cpu_s_median"] = median(v["cat_spare_cpu_s"])
+            v["wf_cpu_s_median"] = median(v["wf_cpu_s"])
             if v["ratiop"]:
                 v["ratiop_median"] = median(v["ratiop"])
         rc.mount(args.rclone_opt)
@@ -972,18 +1020,34 @@ def report_load(r):
 
 
 def report_remote(r):
+    def share(v, k):
+        return "%.0f%%" % (100 * v[k]) if v.get(k) == v.get(k) and k in v else "-"
     rows = [[t, "%.1f" % (v["src_bytes"] / MiB), f2(v["cat_gbps_median"]), f2(v["wf_src_gbps_median"]),
              f2(v["wf_out_gbps_median"]), f2(v["ratio_median"]),
              f2(v["ratio0_median"]) if "ratio0_median" in v else "-",
-             f2(v["ratiop_median"]) if "ratiop_median" in v else "-"] for t, v in r["types"].items()]
+             f2(v["ratiop_median"]) if "ratiop_median" in v else "-",
+             share(v, "cat_idle_median"),
+             f2(v["cat_rclone_cpus_median"]) if "cat_rclone_cpus_median" in v else "-",
+             share(v, "wf_idle_median"),
+             f2(v["cat_spare_cpu_s_median"]) if "cat_spare_cpu_s_median" in v else "-",
+             f2(v["wf_cpu_s_median"]) if "wf_cpu_s_median" in v else "-",
+             f2(v["cat_spare_cpu_s_median"] / v["wf_cpu_s_median"])
+             if v.get("wf_cpu_s_median", 0) > 0 else "-"]
+            for t, v in r["types"].items()]
     return table("(6) network storage: first read of a tensor through weightfs on an rclone mount "
                  "(rclone serve http on 127.0.0.1; %s; lower mount read_ahead_kb=%s) vs reading the "
                  "same source bytes through the same rclone mount; fresh rclone mount and dropped "
                  "page cache before each; ratio = median of side-by-side pairs, 1.00 = decode hidden; "
-                 "then weightfs with WEIGHTFS_NO_READAHEAD=1, and the --prev-weightfs binary, in the same runs"
-                 % (r["rclone_opts"], r["read_ahead_kb"]),
+                 "then weightfs with WEIGHTFS_NO_READAHEAD=1, and the --prev-weightfs binary, in the same runs; "
+                 "idle = share of all %d CPUs idle during the plain read and during weightfs's read, "
+                 "rclone CPUs = what rclone's server and mount used during the plain read; spare CPU-s = "
+                 "the idle CPU time of the plain read; weightfs CPU-s = what weightfs's read costs (daemon "
+                 "and the reader's copies) beyond the plain read's own; headroom = spare / weightfs CPU-s "
+                 "(decoding can only hide in idle CPU: near 1 it has almost none to hide in)"
+                 % (r["rclone_opts"], r["read_ahead_kb"], os.cpu_count()),
                  ["type", "source MiB", "rclone read GB/s", "weightfs src GB/s", "weightfs out GB/s",
-                  "x rclone read", "no read-ahead", "prev binary"], rows)
+                  "x rclone read", "no read-ahead", "prev binary", "idle rclone read", "rclone CPUs",
+                  "idle weightfs", "spare CPU-s", "weightfs CPU-s", "headroom"], rows)
 
 
 def touch_memory(gib):
