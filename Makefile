@@ -63,7 +63,8 @@ ALL_LDFLAGS = $(SAN) $(LDFLAGS)
 
 # Sources, layer by layer (docs/design.md): a file includes headers of its
 # own folder and of the folders listed before it, never after (layers-check).
-BASE_SRC  := src/base/wf_common.c src/base/wf_buf.c src/base/wf_hash.c src/base/wf_names.c src/base/wf_bus.c src/base/wf_pool.c
+BASE_SRC  := src/base/wf_common.c src/base/wf_buf.c src/base/wf_hash.c src/base/wf_names.c src/base/wf_bus.c src/base/wf_pool.c \
+             src/base/wf_unmap.c
 CODEC_SRC := src/codec/wf_types.c src/codec/wf_decode.c src/codec/wf_decode_x86.c \
              src/codec/wf_iq_tables.c src/codec/wf_round.c
 MODEL_SRC := src/model/wf_model.c src/model/wf_gguf.c src/model/wf_st.c src/model/wf_meta.c \

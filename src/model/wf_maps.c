@@ -12,6 +12,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/wf_unmap.h"
+
 #define NONE UINT32_MAX
 
 struct slot {
@@ -26,6 +28,7 @@ struct wf_maps {
 	uint32_t live;       /* slots with a mapping */
 	uint32_t head, tail; /* the idle list */
 	struct slot *s;
+	struct wf_unmap drop; /* evicted mappings, unmapped together */
 };
 
 uint32_t wf_maps_cap(void)
@@ -60,6 +63,7 @@ struct wf_maps *wf_maps_new(uint32_t n_parts, uint32_t cap)
 	mp->n = n_parts;
 	mp->cap = cap ? cap : 1;
 	mp->head = mp->tail = NONE;
+	mp->drop.max = mp->cap / 64 < 1 ? 1 : mp->cap / 64 > WF_MAPS_DROP ? WF_MAPS_DROP : mp->cap / 64;
 	return mp;
 }
 
@@ -145,18 +149,32 @@ static void idle_append(struct wf_maps *mp, uint32_t i)
 	mp->tail = i;
 }
 
+/* Under the lock: puts mapping `map` of part p with those to unmap; when
+ * that batch is full, moves it to *out for the caller to unmap after
+ * unlocking (wf_unmap_flush) and returns true. */
+static bool give_up(struct wf_maps *mp, const struct wf_part *p, const uint8_t *map, struct wf_unmap *out)
+{
+	if (!map || !p->len)
+		return false;
+	if (!wf_unmap_add(&mp->drop, map, p->len))
+		return false;
+	*out = mp->drop;
+	mp->drop.n_run = mp->drop.n = 0;
+	return true;
+}
+
 /* Under the lock: takes the oldest idle mapping out of the pool when it
- * is over its size, for the caller to unmap after unlocking; else NONE. */
-static uint32_t evict_one(struct wf_maps *mp, const uint8_t **victim)
+ * is over its size; true when the caller has a batch to unmap in *out. */
+static bool evict_one(struct wf_maps *mp, const struct wf_part *parts, struct wf_unmap *out)
 {
 	uint32_t j = mp->head;
 	if (mp->live <= mp->cap || j == NONE)
-		return NONE;
+		return false;
 	idle_remove(mp, j);
-	*victim = mp->s[j].map;
+	const uint8_t *victim = mp->s[j].map;
 	mp->s[j].map = NULL;
 	mp->live--;
-	return j;
+	return give_up(mp, &parts[j], victim, out);
 }
 
 /* Under the lock: one more reader of the live mapping of slot i. */
@@ -185,7 +203,7 @@ enum wf_err wf_maps_get(struct wf_maps *mp, const struct wf_part *parts, uint32_
 	}
 	pthread_mutex_unlock(&mp->lock);
 	/* opened and mapped unlocked: a slow disk stalls only this read */
-	const uint8_t *map, *victim = NULL;
+	const uint8_t *map;
 	bool extra = false;
 	enum wf_err rc = map_part(p, &map, err);
 	if (rc != WF_OK)
@@ -201,12 +219,13 @@ enum wf_err wf_maps_get(struct wf_maps *mp, const struct wf_part *parts, uint32_
 		idle_append(mp, part); /* take() moves it out again */
 	}
 	*data = take(mp, part);
-	uint32_t j = evict_one(mp, &victim);
+	struct wf_unmap batch;
+	bool flush = evict_one(mp, parts, &batch);
 	pthread_mutex_unlock(&mp->lock);
 	if (extra)
 		unmap(p, map);
-	if (j != NONE)
-		unmap(&parts[j], victim);
+	if (flush)
+		wf_unmap_flush(&batch);
 	return WF_OK;
 }
 
@@ -214,12 +233,13 @@ void wf_maps_put(struct wf_maps *mp, const struct wf_part *parts, uint32_t part)
 {
 	if (!mp || parts[part].data || part >= mp->n)
 		return;
-	const uint8_t *victim = NULL;
+	struct wf_unmap batch;
+	bool flush = false;
 	pthread_mutex_lock(&mp->lock);
 	struct slot *s = &mp->s[part];
 	if (s->refs && --s->refs == 0) {
 		if (mp->live > mp->cap) { /* over the size while all were in use: shrink now */
-			victim = s->map;
+			flush = give_up(mp, &parts[part], s->map, &batch);
 			s->map = NULL;
 			mp->live--;
 		} else {
@@ -227,7 +247,8 @@ void wf_maps_put(struct wf_maps *mp, const struct wf_part *parts, uint32_t part)
 		}
 	}
 	pthread_mutex_unlock(&mp->lock);
-	unmap(&parts[part], victim);
+	if (flush)
+		wf_unmap_flush(&batch);
 }
 
 enum wf_err wf_maps_pin(struct wf_part *p, char *err)
@@ -259,6 +280,7 @@ void wf_maps_free(struct wf_maps *mp, const struct wf_part *parts)
 		return;
 	for (uint32_t i = 0; i < mp->n; i++)
 		unmap(&parts[i], mp->s[i].map);
+	wf_unmap_flush(&mp->drop);
 	pthread_mutex_destroy(&mp->lock);
 	free(mp->s);
 	free(mp);

@@ -12,6 +12,10 @@
  * the pool is full, then the least recently used goes.  A mapping in use
  * is never unmapped: when every live mapping is in use the pool maps one
  * more rather than wait, so it holds at most cap plus the reads in flight.
+ * Evicted mappings are unmapped in batches of cap / 64 (1 to
+ * WF_MAPS_DROP), by runs of adjacent ones (wf_unmap.h): one munmap each was
+ * all the time of reading every tensor of 100,000 shards.  Up to a batch
+ * less one stays mapped, unused, until the batch fills or the model closes.
  * A model of at most cap parts never gets a pool: every part stays mapped
  * from open to close, and reads pay nothing for this file.
  */
@@ -27,6 +31,8 @@
  * (1 to 1,000,000, for tests), else WF_MAPS_DEFAULT or a quarter of
  * vm.max_map_count if that is less. */
 #define WF_MAPS_DEFAULT 4096
+/* Evicted mappings unmapped together at most (wf_maps.c). */
+#define WF_MAPS_DROP 64
 uint32_t wf_maps_cap(void);
 
 struct wf_maps;

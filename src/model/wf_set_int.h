@@ -11,6 +11,7 @@
 #ifndef WF_SET_INT_H
 #define WF_SET_INT_H
 
+#include "base/wf_unmap.h"
 #include "model/wf_model.h"
 
 #include <cjson/cJSON.h>
@@ -28,8 +29,7 @@ struct wf_set_loader {
 	size_t fds_kept;
 	uint32_t map_cap;     /* a set of more parts maps them on first read (wf_maps.h) */
 	bool lazy;            /* the set being opened is one: drop each mapping once parsed */
-	struct { uintptr_t lo, hi; } drop[16]; /* runs of dropped mappings side by side, */
-	uint32_t n_drop, drop_n;              /* each unmapped at once; mappings in them */
+	struct wf_unmap drop; /* dropped mappings, unmapped by runs */
 	bool in_snapshot;     /* already went from a hub cache folder to its snapshot */
 };
 

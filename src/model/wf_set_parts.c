@@ -46,46 +46,21 @@ void wf_set_expect(struct wf_set_loader *L, uint64_t n_parts)
 	L->lazy = n_parts > L->map_cap;
 }
 
-/* Dropped mappings unmapped by one call at most: each munmap flushes
- * the TLB of every CPU the process ran on, which cost 40% of opening
- * 20,000 small shards one munmap each. */
+/* Dropped mappings unmapped by one call at most (wf_unmap.h). */
 #define DROP_BATCH 256
 
 void wf_set_drop_flush(struct wf_set_loader *L)
 {
-	for (uint32_t i = 0; i < L->n_drop; i++)
-		munmap((void *)L->drop[i].lo, L->drop[i].hi - L->drop[i].lo);
-	L->n_drop = L->drop_n = 0;
+	wf_unmap_flush(&L->drop);
 }
 
-/* Drops the mapping of an opened part: mapped again on first read.  The
- * kernel places successive mappings side by side, top down, so runs of
- * them (nothing else between: each joins one at an exact edge) go in one
- * munmap each. */
+/* Drops the mapping of an opened part: mapped again on first read. */
 static void drop_map(struct wf_set_loader *L, struct wf_model *pm)
 {
 	struct wf_part *p = &pm->parts[0];
-	long ps = sysconf(_SC_PAGESIZE);
-	uintptr_t page = ps > 0 ? (uintptr_t)ps : 4096;
 	if (p->map) {
-		uintptr_t lo = (uintptr_t)p->map, hi = lo + (((uintptr_t)p->len + page - 1) & ~(page - 1));
-		uint32_t i = 0;
-		while (i < L->n_drop && hi != L->drop[i].lo && lo != L->drop[i].hi)
-			i++;
-		if (i == L->n_drop && i == WF_ARRAY_LEN(L->drop)) {
-			wf_set_drop_flush(L);
-			i = 0;
-		}
-		if (i == L->n_drop) {
-			L->drop[i].lo = lo;
-			L->drop[i].hi = hi;
-			L->n_drop++;
-		} else if (hi == L->drop[i].lo) {
-			L->drop[i].lo = lo;
-		} else {
-			L->drop[i].hi = hi;
-		}
-		if (++L->drop_n >= DROP_BATCH)
+		L->drop.max = DROP_BATCH;
+		if (wf_unmap_add(&L->drop, p->map, p->len))
 			wf_set_drop_flush(L);
 	}
 	p->map = NULL;

@@ -17,11 +17,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "base/wf_buf.h"
+#include "base/wf_unmap.h"
 #include "model/wf_maps.h"
 #include "model/wf_model.h"
 #include "model/wf_set.h"
@@ -410,6 +412,66 @@ START_TEST(test_pool_change_mid_read)
 }
 END_TEST
 
+/* Whether page i of base is mapped (mincore fails with ENOMEM where not). */
+static bool page_mapped(uint8_t *base, size_t page, int i)
+{
+	unsigned char v;
+	return mincore(base + (size_t)i * page, page, &v) == 0;
+}
+
+/* wf_unmap: mappings given up out of order join into runs, a mapping that
+ * closes the gap between two runs makes them one, and only what was added
+ * is unmapped: neighbours left out stay mapped with their bytes. */
+START_TEST(test_unmap_runs)
+{
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	/* eight one-page "mappings" side by side: one reservation, cut */
+	uint8_t *base = mmap(NULL, 8 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ck_assert_ptr_ne(base, MAP_FAILED);
+	memset(base, 7, 8 * page);
+	struct wf_unmap u = {.max = 8};
+	static const int order[] = {2, 0, 5, 1, 6, 4}; /* 3 and 7 are kept */
+	for (size_t i = 0; i < sizeof order / sizeof order[0]; i++)
+		ck_assert(!wf_unmap_add(&u, base + (size_t)order[i] * page, page - 100)); /* lengths round up */
+	ck_assert_uint_eq(u.n_run, 2); /* pages 0-2 and 4-6 */
+	ck_assert_uint_eq(u.n, 6);
+	wf_unmap_flush(&u);
+	ck_assert_uint_eq(u.n_run, 0);
+	ck_assert_uint_eq(u.n, 0);
+	ck_assert_uint_eq(u.max, 8);
+	for (int i = 0; i < 8; i++)
+		ck_assert_int_eq(page_mapped(base, page, i), i == 3 || i == 7);
+	ck_assert_int_eq(base[3 * page], 7);
+	ck_assert_int_eq(base[8 * page - 1], 7);
+	munmap(base + 3 * page, page);
+	munmap(base + 7 * page, page);
+}
+END_TEST
+
+/* A batch is full at max mappings, and when every run is taken. */
+START_TEST(test_unmap_full)
+{
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	const int n = 2 * WF_UNMAP_RUNS + 8, last = 4 + 2 * (WF_UNMAP_RUNS - 1);
+	uint8_t *base = mmap(NULL, (size_t)n * page, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ck_assert_ptr_ne(base, MAP_FAILED);
+	struct wf_unmap u = {.max = 3};
+	ck_assert(!wf_unmap_add(&u, base, page));
+	ck_assert(!wf_unmap_add(&u, base + page, page)); /* one run, two mappings */
+	ck_assert(wf_unmap_add(&u, base + 2 * page, page));
+	wf_unmap_flush(&u);
+	/* pages 4, 6, ..., last: separate runs, full at the last one */
+	u.max = 0;
+	for (int i = 4; i <= last; i += 2)
+		ck_assert_int_eq(wf_unmap_add(&u, base + (size_t)i * page, page), i == last);
+	ck_assert_uint_eq(u.n_run, WF_UNMAP_RUNS);
+	wf_unmap_flush(&u);
+	for (int i = 0; i < n; i++)
+		ck_assert_msg(page_mapped(base, page, i) == (i == 3 || (i > 3 && (i % 2 == 1 || i > last))), "page %d", i);
+	munmap(base, (size_t)n * page);
+}
+END_TEST
+
 /* Sets over the part limit are refused by name, before any file is
  * opened: the files named here are not even models. */
 START_TEST(test_over_limit_refused_unopened)
@@ -443,6 +505,8 @@ static Suite *maps_suite(void)
 	tcase_add_test(tc, test_pool_changed_parts);
 	tcase_add_test(tc, test_pool_change_mid_read);
 	tcase_add_test(tc, test_over_limit_refused_unopened);
+	tcase_add_test(tc, test_unmap_runs);
+	tcase_add_test(tc, test_unmap_full);
 	suite_add_tcase(s, tc);
 	return s;
 }
