@@ -2,8 +2,8 @@
  *
  * Every munmap flushes the TLB of each CPU the process ran on: an
  * interprocessor interrupt, about 270 us a call on a 2-vCPU VM.  Unmapping
- * 20,000 small shards one call each was 40% of opening them, and evicting
- * 100,000 one by one all of reading them.  The kernel places successive
+ * 20,000 small shards one call each was 40% of opening them; reading every
+ * tensor of 100,000 evicted one mapping per read.  The kernel places successive
  * mappings side by side (top down), so mappings given up in the order they
  * were made form runs with nothing else between them; each run goes in one
  * call.

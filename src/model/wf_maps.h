@@ -13,8 +13,8 @@
  * is never unmapped: when every live mapping is in use the pool maps one
  * more rather than wait, so it holds at most cap plus the reads in flight.
  * Evicted mappings are unmapped in batches of cap / 64 (1 to
- * WF_MAPS_DROP), by runs of adjacent ones (wf_unmap.h): one munmap each was
- * all the time of reading every tensor of 100,000 shards.  Up to a batch
+ * WF_MAPS_DROP), by runs of adjacent ones (wf_unmap.h): one munmap (a TLB
+ * flush on every CPU) per eviction is the price of reading many parts.  Up to a batch
  * less one stays mapped, unused, until the batch fills or the model closes.
  * A model of at most cap parts never gets a pool: every part stays mapped
  * from open to close, and reads pay nothing for this file.
