@@ -151,49 +151,102 @@ static uint8_t *read_view(struct wf_live *lv, const struct wf_tensor *t, uint64_
 	return raw;
 }
 
-/* The first `n` view bytes of decoded layer t, made by its scheme's
- * scalar decoder row by row, as t's view dtype. */
-static void reference(const struct wf_tensor *t, uint8_t *ref, size_t n)
+/* A copy of decoded layer t whose parts are heap copies of exactly
+ * their bytes: a decoder that reads past a part (into the next tensor of
+ * the file, or past its end inside the mapping's last page, which no
+ * sanitizer sees) reads past a heap block there, which ASan reports. */
+struct heap_layer {
+	struct wf_hfq q;
+	struct wf_tensor t;
+	void *own[WF_HFQ_MAX_PARTS];
+};
+
+static void heap_layer_make(struct heap_layer *h, const struct wf_tensor *t)
 {
-	const struct wf_hfq *q = t->q;
+	h->q = *t->q;
+	h->t = *t;
+	h->t.q = &h->q;
+	for (int k = 0; k < WF_HFQ_MAX_PARTS; k++) {
+		struct wf_hfq_part *p = &h->q.part[k];
+		h->own[k] = NULL;
+		if (!p->p)
+			continue;
+		h->own[k] = malloc(p->nbytes ? (size_t)p->nbytes : 1);
+		FUZZ_CHECK(h->own[k], "malloc");
+		memcpy(h->own[k], p->p, (size_t)p->nbytes);
+		p->p = h->own[k];
+	}
+}
+
+static void heap_layer_free(struct heap_layer *h)
+{
+	for (int k = 0; k < WF_HFQ_MAX_PARTS; k++)
+		free(h->own[k]);
+}
+
+/* The first `n` view bytes of decoded layer h, made by its scheme's
+ * scalar decoder row by row, as its view dtype. */
+static void reference(const struct heap_layer *h, uint8_t *ref, size_t n)
+{
+	const struct wf_hfq *q = &h->q;
 	const struct wf_hfq_scheme *sc = wf_hfq_scheme(q->scheme);
-	unsigned es = t->vk == WF_VK_F32 ? 4 : 2;
+	unsigned es = h->t.vk == WF_VK_F32 ? 4 : 2;
 	size_t elems = (n + es - 1) / es;
 	float *f = malloc(elems * sizeof *f + 4);
-	uint16_t *h = malloc(elems * sizeof *h + 2);
-	FUZZ_CHECK(f && h, "malloc");
+	uint16_t *hb = malloc(elems * sizeof *hb + 2);
+	FUZZ_CHECK(f && hb, "malloc");
 	for (size_t e = 0; e < elems;) {
 		uint64_t row = e / q->in, col = e % q->in;
 		size_t k = q->in - col < elems - e ? (size_t)(q->in - col) : elems - e;
 		sc->decode(q, row, col, k, f + e);
 		e += k;
 	}
-	if (t->vk == WF_VK_F32) {
+	if (h->t.vk == WF_VK_F32) {
 		memcpy(ref, f, n);
 	} else {
-		if (t->vk == WF_VK_F16)
-			wf_f32_to_f16_n(f, h, elems);
+		if (h->t.vk == WF_VK_F16)
+			wf_f32_to_f16_n(f, hb, elems);
 		else
-			wf_f32_to_bf16_n(f, h, elems);
-		memcpy(ref, h, n);
+			wf_f32_to_bf16_n(f, hb, elems);
+		memcpy(ref, hb, n);
 	}
 	free(f);
-	free(h);
+	free(hb);
+}
+
+/* The same range of the heap copy, through wf_hfq_view_read (the SIMD
+ * twins and the tiled rows included), equal to what the mount read. */
+static void heap_read(const struct heap_layer *h, uint64_t off, size_t len, const uint8_t *want, size_t want_n)
+{
+	uint8_t *buf = malloc(len ? len : 1);
+	FUZZ_CHECK(buf, "malloc");
+	size_t n;
+	FUZZ_CHECK(wf_hfq_view_read(&h->t, off, len, buf, &n) == WF_OK && n == want_n,
+		   "layer '%s': heap read [%llu, +%zu) gave %zu bytes, not %zu", h->t.name,
+		   (unsigned long long)off, len, n, want_n);
+	FUZZ_CHECK(same_floats((enum wf_vk)h->t.vk, buf, want, n, off),
+		   "layer '%s': read [%llu, +%zu) differs between the mapping and a heap copy", h->t.name,
+		   (unsigned long long)off, len);
+	free(buf);
 }
 
 static void read_tensor(struct wf_live *lv, const struct wf_tensor *t, uint64_t seed)
 {
 	size_t whole_len = t->size < HFQ_CAP ? (size_t)t->size : HFQ_CAP, whole_n;
 	uint8_t *whole = read_view(lv, t, 0, whole_len ? whole_len : 1, false, &whole_n);
+	struct heap_layer h;
+	if (t->q)
+		heap_layer_make(&h, t);
 	if (t->q && whole_n) {
 		FUZZ_CHECK(t->q->out && t->q->in && t->nelems / t->q->out == t->q->in, "layer '%s' shape", t->name);
 		uint8_t *ref = malloc(whole_n);
 		FUZZ_CHECK(ref, "malloc");
-		reference(t, ref, whole_n);
+		reference(&h, ref, whole_n);
 		FUZZ_CHECK(same_floats((enum wf_vk)t->vk, whole, ref, whole_n, 0),
 			   "layer '%s' (%s): read differs from the scalar decoder", t->name,
 			   wf_hfq_scheme(t->q->scheme)->name);
 		free(ref);
+		heap_read(&h, 0, whole_n, whole, whole_n);
 	}
 	uint64_t s = seed ^ t->size;
 	uint64_t row = t->q ? t->q->in * (t->vk == WF_VK_F32 ? 4 : 2) : 0;
@@ -222,8 +275,12 @@ static void read_tensor(struct wf_live *lv, const struct wf_tensor *t, uint64_t 
 			FUZZ_CHECK(same_view(t, part, whole + off, n, off),
 				   "read of '%s' [%llu, +%zu) differs from the same bytes of a larger read", t->name,
 				   (unsigned long long)off, len);
+		if (t->q)
+			heap_read(&h, off, len, part, n);
 		free(part);
 	}
+	if (t->q)
+		heap_layer_free(&h);
 	free(whole);
 }
 
