@@ -321,17 +321,31 @@ static void check_refusal(enum wf_err rc, const char *err)
 	FUZZ_CHECK(memchr(err, '\n', (size_t)(end - err)) == NULL, "refusal of more than one line: %s", err);
 }
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+static void empty_dir(void)
 {
-	if (!dir[0]) {
-		snprintf(dir, sizeof dir, "/dev/shm/wf-fuzz-hfq-%ld", (long)getpid());
-		FUZZ_CHECK(mkdir(dir, 0700) == 0 || errno == EEXIST, "mkdir %s", dir);
-	}
 	for (int i = 0; i < N_NAMES; i++) {
 		char path[128];
 		snprintf(path, sizeof path, "%s/%s", dir, names[i]);
 		unlink(path);
 	}
+}
+
+/* at a normal exit (the end of a timed run); a crash leaves the folder
+ * with the input's files, which can help */
+static void remove_dir(void)
+{
+	empty_dir();
+	rmdir(dir);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	if (!dir[0]) {
+		snprintf(dir, sizeof dir, "/dev/shm/wf-fuzz-hfq-%ld", (long)getpid());
+		FUZZ_CHECK(mkdir(dir, 0700) == 0 || errno == EEXIST, "mkdir %s", dir);
+		atexit(remove_dir);
+	}
+	empty_dir();
 	unsigned flags = size ? data[0] : 0;
 	for (size_t pos = 1; pos + 3 <= size;) {
 		unsigned id = data[pos] % N_NAMES;
