@@ -40,6 +40,11 @@ static const char *bad_shard_name(const char *s)
 		return "holds a '/': shards must lie in the index's folder";
 	if (strcmp(s, ".") == 0 || strcmp(s, "..") == 0)
 		return "is not a file name";
+	/* the name goes into messages as it is ("NAME: missing"): a newline
+	 * there would make a refusal two lines */
+	for (const unsigned char *c = (const unsigned char *)s; *c; c++)
+		if (*c < 0x20 || *c == 0x7F)
+			return "holds a control character";
 	return NULL;
 }
 

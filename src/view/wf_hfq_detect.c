@@ -135,12 +135,20 @@ static bool jint(const cJSON *o, const char *key, double lo, double hi, double *
 	return true;
 }
 
+/* A string of the config as a message shows it: quoted, control bytes
+ * escaped, so that a refusal stays one line whatever the config holds. */
+static const char *qs(char *buf, size_t n, const char *s)
+{
+	return wf_quote(buf, n, s, strlen(s));
+}
+
 static enum wf_err plan_fp8(const cJSON *qc, struct plan *pl, char *err)
 {
 	const char *fmt = jstr(qc, "fmt");
+	char q[96];
 	if (fmt && strcmp(fmt, "e4m3") != 0)
-		return wf_fail(err, WF_ERR_UNSUP, "config.json: quantization_config fmt \"%s\" (weightfs decodes e4m3)",
-			       fmt);
+		return wf_fail(err, WF_ERR_UNSUP, "config.json: quantization_config fmt %s (weightfs decodes e4m3)",
+			       qs(q, sizeof q, fmt));
 	const cJSON *bs = cJSON_GetObjectItemCaseSensitive(qc, "weight_block_size");
 	const cJSON *b0 = cJSON_GetArrayItem(bs, 0), *b1 = cJSON_GetArrayItem(bs, 1);
 	if (!cJSON_IsArray(bs) || cJSON_GetArraySize(bs) != 2 || !cJSON_IsNumber(b0) || !cJSON_IsNumber(b1) ||
@@ -188,9 +196,10 @@ static bool block_pair(const cJSON *bs, uint64_t *bh, uint64_t *bw)
 static enum wf_err plan_ct(const cJSON *qc, struct plan *pl, char *err)
 {
 	const char *fmt = jstr(qc, "format");
+	char q[96];
 	if (!fmt || strcmp(fmt, "float-quantized") != 0)
-		return wf_fail(err, WF_ERR_UNSUP, "config.json: compressed-tensors format \"%s\" (weightfs decodes "
-			       "float-quantized)", fmt ? fmt : "");
+		return wf_fail(err, WF_ERR_UNSUP, "config.json: compressed-tensors format %s (weightfs decodes "
+			       "float-quantized)", qs(q, sizeof q, fmt ? fmt : ""));
 	const cJSON *groups = cJSON_GetObjectItemCaseSensitive(qc, "config_groups"), *g;
 	*pl = (struct plan){.scheme = WF_HFQ_FP8, .source = "compressed-tensors", .scale = "weight_scale"};
 	cJSON_ArrayForEach(g, groups) {
@@ -201,13 +210,13 @@ static enum wf_err plan_ct(const cJSON *qc, struct plan *pl, char *err)
 								  : !strcmp(strat, "block") ? 'b' : 0;
 		if (!jint(w, "num_bits", 8, 8, &nb) || !type || strcmp(type, "float") != 0 || !s)
 			return wf_fail(err, WF_ERR_UNSUP, "config.json: compressed-tensors group %s: weights other than "
-				       "8-bit float per tensor, channel or block", g->string ? g->string : "?");
+				       "8-bit float per tensor, channel or block", qs(q, sizeof q, g->string ? g->string : "?"));
 		uint64_t bh = 0, bw = 0;
 		if (s == 'b') {
 			if (!block_pair(cJSON_GetObjectItemCaseSensitive(w, "block_structure"), &bh, &bw))
 				return wf_fail(err, WF_ERR_UNSUP, "config.json: compressed-tensors group %s: block "
 					       "strategy without a block_structure of two positive integers",
-					       g->string ? g->string : "?");
+					       qs(q, sizeof q, g->string ? g->string : "?"));
 		}
 		if (pl->strategy && (pl->strategy != s || pl->bh != bh || pl->bw != bw))
 			return wf_fail(err, WF_ERR_UNSUP, "config.json: compressed-tensors groups with different schemes");
@@ -224,9 +233,10 @@ static enum wf_err plan_gptq(const cJSON *qc, struct plan *pl, char *err)
 {
 	const char *cf = jstr(qc, "checkpoint_format");
 	const cJSON *marlin = cJSON_GetObjectItemCaseSensitive(qc, "is_marlin_format");
+	char q[96];
 	if ((cf && strcmp(cf, "gptq") != 0) || cJSON_IsTrue(marlin))
-		return wf_fail(err, WF_ERR_UNSUP, "GPTQ checkpoint_format \"%s\" (weightfs decodes gptq v1)",
-			       cf ? cf : "marlin");
+		return wf_fail(err, WF_ERR_UNSUP, "GPTQ checkpoint_format %s (weightfs decodes gptq v1)",
+			       qs(q, sizeof q, cf ? cf : "marlin"));
 	double bits, group;
 	if (!jint(qc, "bits", 0, 64, &bits))
 		return wf_fail(err, WF_ERR_FORMAT, "GPTQ config without bits");
@@ -243,8 +253,9 @@ static enum wf_err plan_awq(const cJSON *qc, struct plan *pl, char *err)
 {
 	const char *ver = jstr(qc, "version");
 	double bits, group;
+	char q[96];
 	if (!ver || strcasecmp(ver, "gemm") != 0)
-		return wf_fail(err, WF_ERR_UNSUP, "AWQ version \"%s\" (weightfs decodes gemm)", ver ? ver : "");
+		return wf_fail(err, WF_ERR_UNSUP, "AWQ version %s (weightfs decodes gemm)", qs(q, sizeof q, ver ? ver : ""));
 	if (cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(qc, "zero_point")))
 		return wf_fail(err, WF_ERR_UNSUP, "AWQ without zero points (weightfs decodes zero_point true)");
 	if (!jint(qc, "bits", 0, 64, &bits) || !jint(qc, "group_size", 1, 1 << 30, &group))
@@ -260,8 +271,9 @@ static enum wf_err mlx_params(const cJSON *o, uint32_t *bits, uint32_t *group, c
 {
 	double b, g;
 	const char *mode = jstr(o, "mode");
+	char q[96];
 	if (mode && strcmp(mode, "affine") != 0)
-		return wf_fail(err, WF_ERR_UNSUP, "%s: MLX mode \"%s\" (weightfs decodes affine)", who, mode);
+		return wf_fail(err, WF_ERR_UNSUP, "%s: MLX mode %s (weightfs decodes affine)", who, qs(q, sizeof q, mode));
 	if (!jint(o, "bits", 1, 64, &b) || !jint(o, "group_size", 1, 1 << 30, &g))
 		return wf_fail(err, WF_ERR_FORMAT, "%s: MLX quantization without bits and group_size", who);
 	*bits = (uint32_t)b;

@@ -17,7 +17,7 @@
 
 FUZZ_CC      ?= clang
 FUZZ_B       := build/fuzz
-FUZZ_TARGETS ?= gguf st read tree
+FUZZ_TARGETS ?= gguf st read tree hfq
 FUZZ_TIME    ?= 60
 FUZZ_RUNS    ?=
 # fuzz-check: whichever limit comes first

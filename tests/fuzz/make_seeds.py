@@ -159,3 +159,230 @@ write("st", "hand_meta_dots.safetensors",
 write("gguf", "hand_meta_dots.gguf",
       gguf([(".", 8, gstr("dot")), ("..", 8, gstr("dotdot")), ("...", 4, struct.pack("<I", 3))],
            [("w", [1], 0)]))
+
+# --- hfq (layout in fuzz_hfq.c): model folders of quantized layers --------
+# Layouts as tests/mount/hfq_models.py writes them (docs/quantized.md), with
+# random values: a seed only has to open, so that the fuzzer starts there.
+hrng = random.Random(2)
+HFQ_NAMES = ["config.json", "model.safetensors", "quantize_config.json", "model.safetensors.index.json",
+             "model-00001-of-00002.safetensors", "model-00002-of-00002.safetensors",
+             "m-00001-of-00002.gguf", "m-00002-of-00002.gguf"]
+
+
+def hbytes(n):
+    return bytes(hrng.randrange(256) for _ in range(n))
+
+
+def hf16(n, lo=-0.01, hi=0.01):
+    return b"".join(struct.pack("<e", hrng.uniform(lo, hi)) for _ in range(n))
+
+
+def hf32(vals):
+    return b"".join(struct.pack("<f", v) for v in vals)
+
+
+def hi32(vals):
+    return b"".join(struct.pack("<i", v) for v in vals)
+
+
+def hst(tensors):
+    """safetensors bytes of {name: (dtype, shape, raw)} (hfq_models.st_bytes)."""
+    hdr, off, data = {}, 0, []
+    for name in sorted(tensors):
+        dt, shape, raw = tensors[name]
+        hdr[name] = {"dtype": dt, "shape": list(shape), "data_offsets": [off, off + len(raw)]}
+        off += len(raw)
+        data.append(raw)
+    h = json.dumps(hdr).encode()
+    h += b" " * (-len(h) % 8)
+    return struct.pack("<Q", len(h)) + h + b"".join(data)
+
+
+def hfq_input(files, flags=0):
+    """The container: flags, then [id, u16 len, bytes] per file."""
+    out = bytes([flags])
+    for name, data in files:
+        if not isinstance(data, bytes):
+            data = json.dumps(data).encode()
+        assert len(data) < 65536
+        out += bytes([HFQ_NAMES.index(name)]) + struct.pack("<H", len(data)) + data
+    return out
+
+
+def gptq_parts(out, inp, bits, group, g_idx):
+    ng = -(-inp // (group if group > 0 else inp))
+    p = {"qweight": ("I32", [inp * bits // 32, out], hbytes(inp * bits // 32 * out * 4)),
+         "qzeros": ("I32", [ng, out * bits // 32], hbytes(ng * out * bits // 32 * 4)),
+         "scales": ("F16", [ng, out], hf16(ng * out)),
+         "bias": ("F16", [out], hf16(out))}
+    if g_idx:
+        g = group if group > 0 else inp
+        gi = [i // g for i in range(inp)]
+        hrng.shuffle(gi)
+        p["g_idx"] = ("I32", [inp], hi32(gi))
+    return p
+
+
+def gptq_cfg(bits, group, desc_act):
+    return {"architectures": ["LlamaForCausalLM"], "quantization_config": {
+        "quant_method": "gptq", "bits": bits, "group_size": group, "desc_act": desc_act, "sym": False,
+        "checkpoint_format": "gptq"}}
+
+
+L = "model.layers.0.mlp.down_proj"
+
+
+def layer(prefix, parts, sep="."):
+    return {prefix + sep + k if k else prefix: v for k, v in parts.items()}
+
+
+for bits in (2, 3, 4, 8):
+    for gi in (False, True):
+        out, inp = 32, 64
+        m = layer(L, gptq_parts(out, inp, bits, 32, gi))
+        m["model.norm.weight"] = ("BF16", [8], hbytes(16))
+        write("hfq", "gptq%d%s" % (bits, "_gidx" if gi else ""),
+              hfq_input([("config.json", gptq_cfg(bits, 32, gi)), ("model.safetensors", hst(m))],
+                        flags=3 if (bits, gi) == (8, True) else {2: 2, 3: 1, 4: 0, 8: 1}[bits]))
+# group -1 (one group), and an old quantize_config.json without quant_method
+write("hfq", "gptq4_group_all", hfq_input([("config.json", gptq_cfg(4, -1, False)), ("model.safetensors", hst(
+    layer(L, gptq_parts(16, 64, 4, -1, False))))]))
+write("hfq", "gptq4_quantize_config", hfq_input([("quantize_config.json", {"bits": 4, "group_size": 32,
+                                                                          "desc_act": True}),
+                                                 ("model.safetensors", hst(layer(L, gptq_parts(16, 64, 4, 32, True))))],
+                                                flags=1 << 2))
+# AWQ gemm 4-bit: qweight [in, out/8], qzeros [in/g, out/8], scales [in/g, out]
+out, inp, g = 16, 64, 32
+write("hfq", "awq4", hfq_input([("config.json", {"quantization_config": {
+    "quant_method": "awq", "zero_point": True, "group_size": g, "bits": 4, "version": "gemm"}}),
+    ("model.safetensors", hst(layer(L, {"qweight": ("I32", [inp, out // 8], hbytes(inp * out // 8 * 4)),
+                                        "qzeros": ("I32", [inp // g, out // 8], hbytes(inp // g * out // 8 * 4)),
+                                        "scales": ("F16", [inp // g, out], hf16(inp // g * out))})))]))
+
+
+def e4m3(n):
+    return bytes(b if (b & 0x7F) != 0x7F else 0x7E for b in hbytes(n))
+
+
+# FP8 (DeepSeek): weight F8_E4M3 [out, in], weight_scale_inv F32 [ceil(out/bh), ceil(in/bw)]
+out, inp, bh, bw = 24, 40, 16, 16
+write("hfq", "fp8_block", hfq_input([("config.json", {"quantization_config": {
+    "quant_method": "fp8", "fmt": "e4m3", "activation_scheme": "dynamic", "weight_block_size": [bh, bw]}}),
+    ("model.safetensors", hst(layer(L, {"weight": ("F8_E4M3", [out, inp], e4m3(out * inp)),
+                                        "weight_scale_inv": ("F32", [2, 3], hf32([0.001 * i for i in range(1, 7)])),
+                                        })))]))
+
+
+def ct_cfg(strategy, block=None):
+    return {"quantization_config": {
+        "quant_method": "compressed-tensors", "format": "float-quantized", "quantization_status": "compressed",
+        "config_groups": {"group_0": {"targets": ["Linear"], "weights": {
+            "num_bits": 8, "type": "float", "strategy": strategy, "symmetric": True, "dynamic": False,
+            "block_structure": block}}}, "ignore": ["lm_head"]}}
+
+
+out, inp = 16, 32
+for strat, sshape, block in (("tensor", [1], None), ("channel", [out, 1], None), ("block", [2, 1], [8, 32]),
+                             ("block", [1, 2], "16x16")):
+    n = sshape[0] * (sshape[1] if len(sshape) > 1 else 1)
+    write("hfq", "ct_fp8_%s%s" % (strat, "_str" if isinstance(block, str) else ""), hfq_input([
+        ("config.json", ct_cfg(strat, block)),
+        ("model.safetensors", hst(layer(L, {"weight": ("F8_E4M3", [out, inp], e4m3(out * inp)),
+                                            "weight_scale": ("BF16", sshape, hbytes(2 * n)),
+                                            "input_scale": ("F32", [1], hf32([1.0]))})))], flags=2))
+
+
+# MLX affine: weight U32 [out, in*bits/32], scales/biases [out, in/g]
+def mlx_parts(out, inp, bits, g):
+    ng = inp // g
+    return {"weight": ("U32", [out, inp * bits // 32], hbytes(out * inp * bits // 32 * 4)),
+            "scales": ("BF16", [out, ng], hbytes(2 * out * ng)), "biases": ("F16", [out, ng], hf16(out * ng))}
+
+
+for bits in (2, 3, 4, 6, 8):
+    m = layer(L, mlx_parts(16, 64, bits, 32))
+    m["model.embed_tokens.weight"] = ("F16", [4, 8], hf16(32))
+    # a per-module override: another layer with its own bits
+    m.update(layer("model.layers.0.mlp.up_proj", mlx_parts(8, 64, 8, 64)))
+    write("hfq", "mlx%d" % bits, hfq_input([("config.json", {"quantization": {
+        "group_size": 32, "bits": bits, "model.layers.0.mlp.up_proj": {"group_size": 64, "bits": 8}}}),
+        ("model.safetensors", hst(m))], flags={2: 2, 3: 1, 4: 0, 6: 3, 8: 1}[bits]))
+
+# bitsandbytes 4-bit: W U8 [n/2, 1], absmax, quant_map [16], quant_state JSON (nested or not)
+NF4 = [-1.0, -0.6961928009986877, -0.5250730514526367, -0.39491748809814453, -0.28444138169288635,
+       -0.18477343022823334, -0.09105003625154495, 0.0, 0.07958029955625534, 0.16093020141124725,
+       0.24611230194568634, 0.33791524171829224, 0.44070982933044434, 0.5626170039176941, 0.7229568362236023, 1.0]
+FP4 = [x / 12 for x in [0, 0.0625, 8, 12, 4, 6, 2, 3, 0, -0.0625, -8, -12, -4, -6, -2, -3]]
+
+
+def bnb_parts(out, inp, block, qt, nested):
+    n = out * inp
+    nb = -(-n // block)
+    p = {"": ("U8", [(n + 1) // 2, 1], hbytes((n + 1) // 2)),
+         ".quant_map": ("F32", [16], hf32(NF4 if qt == "nf4" else FP4))}
+    st_ = {"quant_type": qt, "blocksize": block, "dtype": "bfloat16", "shape": [out, inp]}
+    if nested:
+        nn = -(-nb // 4)
+        p[".absmax"] = ("U8", [nb], hbytes(nb))
+        p[".nested_absmax"] = ("F32", [nn], hf32([0.01 * (i + 1) for i in range(nn)]))
+        p[".nested_quant_map"] = ("F32", [256], hf32([-1 + 2 * i / 255 for i in range(256)]))
+        st_.update({"nested_blocksize": 4, "nested_dtype": "float32", "nested_offset": 0.03125})
+    else:
+        p[".absmax"] = ("F32", [nb], hf32([hrng.uniform(0, 2) for _ in range(nb)]))
+    js = json.dumps(st_).encode()
+    p[".quant_state.bitsandbytes__" + qt] = ("U8", [len(js)], js)
+    return p
+
+
+bnb4_cfg = {"quantization_config": {"quant_method": "bitsandbytes", "load_in_4bit": True,
+                                    "bnb_4bit_quant_type": "nf4", "bnb_4bit_use_double_quant": True}}
+for qt in ("nf4", "fp4"):
+    for nested in (False, True):
+        files = [("model.safetensors", hst(layer(L + ".weight", bnb_parts(16, 33, 64, qt, nested), sep="")))]
+        if nested:
+            files.insert(0, ("config.json", bnb4_cfg))
+        write("hfq", "bnb4_%s%s" % (qt, "_nested" if nested else ""), hfq_input(files, flags=1 if nested else 0))
+
+# bitsandbytes 8-bit: weight I8 [out, in], SCB F32 [out], weight_format U8 []
+out, inp = 16, 40
+bnb8 = {L + ".weight": ("I8", [out, inp], hbytes(out * inp)),
+        L + ".SCB": ("F32", [out], hf32([hrng.uniform(0.01, 3) for _ in range(out)])),
+        L + ".weight_format": ("U8", [], b"\0")}
+write("hfq", "bnb8", hfq_input([("config.json", {"quantization_config": {
+    "quant_method": "bitsandbytes", "load_in_8bit": True, "_load_in_8bit": True, "load_in_4bit": False}}),
+    ("model.safetensors", hst(bnb8))]))
+del bnb8[L + ".weight_format"]
+write("hfq", "bnb8_noconfig", hfq_input([("model.safetensors", hst(bnb8))], flags=2))
+
+# a sharded set: index json plus two shards, the parts of a GPTQ layer split
+# across them (opened as the folder, the index, and a shard)
+parts = layer(L, gptq_parts(16, 64, 4, 32, True))
+parts["lm_head.weight"] = ("F16", [4, 16], hf16(64))
+names = sorted(parts)
+shard = {n: HFQ_NAMES[4 + (i % 2)] for i, n in enumerate(names)}
+s1 = hst({n: parts[n] for n in names if shard[n] == HFQ_NAMES[4]})
+s2 = hst({n: parts[n] for n in names if shard[n] == HFQ_NAMES[5]})
+index = {"metadata": {"total_size": sum(len(v[2]) for v in parts.values())}, "weight_map": shard}
+for what, flags in (("folder", 0), ("index", 2 << 2), ("shard", 3 << 2)):
+    write("hfq", "sharded_gptq_" + what, hfq_input([("config.json", gptq_cfg(4, 32, True)),
+                                                    ("model.safetensors.index.json", index),
+                                                    (HFQ_NAMES[4], s1), (HFQ_NAMES[5], s2)], flags=flags))
+# an unindexed set of shards, with an FP8 layer split across them
+fw = {L + ".weight": ("F8_E4M3", [8, 16], e4m3(128))}
+fs = {L + ".weight_scale_inv": ("F32", [1, 1], hf32([0.5]))}
+write("hfq", "shards_fp8_noindex", hfq_input([("config.json", {"quantization_config": {
+    "quant_method": "fp8", "fmt": "e4m3", "weight_block_size": [128, 128]}}),
+    (HFQ_NAMES[4], hst(fw)), (HFQ_NAMES[5], hst(fs))]))
+
+
+# a split GGUF: two parts with split.no / split.count / split.tensors.count
+def split_kvs(no):
+    return [("split.no", 2, struct.pack("<H", no)), ("split.count", 2, struct.pack("<H", 2)),
+            ("split.tensors.count", 5, struct.pack("<i", 3))]
+
+
+g1 = gguf(split_kvs(0) + [kv_str("general.architecture", "llama")], [("a", [32, 2], 8), ("b", [4], 0)])
+g2 = gguf(split_kvs(1), [("c", [256], 12)])
+write("hfq", "split_gguf_folder", hfq_input([("config.json", {"architectures": ["LlamaForCausalLM"]}),
+                                             (HFQ_NAMES[6], g1), (HFQ_NAMES[7], g2)]))
+write("hfq", "split_gguf_part", hfq_input([(HFQ_NAMES[6], g1), (HFQ_NAMES[7], g2)], flags=(4 << 2) | 32))

@@ -12,6 +12,7 @@
 
 #include "view/wf_hfq.h"
 #include "codec/wf_round.h"
+#include "model/wf_st.h"
 #include "view/wf_view.h"
 #include "codec/wf_types.h"
 
@@ -254,6 +255,47 @@ START_TEST(test_fp8_blocks)
 }
 END_TEST
 
+/* A config string that is refused goes into the message quoted and
+ * escaped: a refusal stays one line whatever config.json holds (found by
+ * fuzz_hfq's one-line check; corpus/hfq/bad_config_newline_*). */
+static const char *const newline_configs[] = {
+	"{\"quantization_config\": {\"quant_method\": \"fp8\", \"fmt\": \"a\\nb\"}}",
+	"{\"quantization_config\": {\"quant_method\": \"compressed-tensors\", \"format\": \"a\\nb\"}}",
+	"{\"quantization_config\": {\"quant_method\": \"compressed-tensors\", \"format\": \"float-quantized\", "
+	"\"config_groups\": {\"a\\nb\": {\"weights\": {}}}}}",
+	"{\"quantization_config\": {\"quant_method\": \"compressed-tensors\", \"format\": \"float-quantized\", "
+	"\"config_groups\": {\"a\\nb\": {\"weights\": {\"num_bits\": 8, \"type\": \"float\", \"strategy\": \"block\"}}}}}",
+	"{\"quantization_config\": {\"quant_method\": \"gptq\", \"checkpoint_format\": \"a\\nb\"}}",
+	"{\"quantization_config\": {\"quant_method\": \"awq\", \"version\": \"a\\nb\"}}",
+	"{\"quantization\": {\"mode\": \"a\\nb\", \"bits\": 4, \"group_size\": 32}}",
+};
+
+START_TEST(test_config_one_line)
+{
+	/* one F32 tensor "w" = 1.0, and the config as the model's sidecar */
+	static const char hdr[] = "{\"w\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}}";
+	static uint8_t buf[8 + sizeof hdr - 1 + 4];
+	uint64_t hl = sizeof hdr - 1;
+	for (int k = 0; k < 8; k++)
+		buf[k] = (uint8_t)(hl >> (8 * k));
+	memcpy(buf + 8, hdr, hl);
+	memcpy(buf + 8 + hl, "\0\0\x80\x3f", 4);
+	struct wf_model *m;
+	char err[WF_ERRLEN];
+	ck_assert_msg(wf_st_parse(&m, buf, sizeof buf, err) == WF_OK, "%s", err);
+	m->sidecars = calloc(1, sizeof *m->sidecars);
+	ck_assert_ptr_nonnull(m->sidecars);
+	m->n_sidecars = 1;
+	m->sidecars[0].name = strdup("config.json");
+	m->sidecars[0].data = strdup(newline_configs[_i]);
+	m->sidecars[0].len = strlen(newline_configs[_i]);
+	err[0] = '\0';
+	ck_assert_int_eq(wf_hfq_apply(m, WF_VK_F32, err), WF_ERR_UNSUP);
+	ck_assert_msg(err[0] && !strchr(err, '\n') && strstr(err, "'a\\x0ab'"), "%s", err);
+	wf_model_free(m);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("hfq");
@@ -262,6 +304,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_view_ranges);
 	tcase_add_test(tc, test_refusals);
 	tcase_add_test(tc, test_fp8_blocks);
+	tcase_add_loop_test(tc, test_config_one_line, 0, (int)(sizeof newline_configs / sizeof *newline_configs));
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -567,6 +567,11 @@ static const struct bad_index bad_indexes[] = {
 	 "\"x\":\"model-00004-of-00003.safetensors\"}}",
 	 WF_ERR_IO, "model-00004-of-00003.safetensors: missing", NULL},
 	{"{\"weight_map\":{\"a\":\"b\"}} trailing", WF_ERR_FORMAT, INDEX ": unexpected bytes after the JSON object", NULL},
+	/* caught by fuzz_hfq's one-line check: the shard name went raw into "NAME: missing",
+	 * a refusal of two lines (corpus/hfq/bad_index_shard_newline) */
+	{"{\"weight_map\": {\"a\": \"x\\ny.safetensors\"}}", WF_ERR_FORMAT,
+	 "shard 'x\\x0ay.safetensors' holds a control character", INDEX},
+	{"{\"weight_map\": {\"a\": \"\\u001b[2J.safetensors\"}}", WF_ERR_FORMAT, "holds a control character", INDEX},
 };
 
 /* A folder whose index leaves shards unclaimed sees them as a model of
