@@ -106,6 +106,10 @@ const struct wf_hfq_scheme *wf_hfq_scheme(int id);
  * WF_ERR_UNSUP. */
 enum wf_err wf_hfq_check(const struct wf_hfq *q, const char *name, size_t name_len, char *err);
 
+/* float32(1/127): the float bitsandbytes' literal 7.874015718698502e-3 is
+ * (wf_hfq_bnb8.c says why the product is taken with it, not a division). */
+#define WF_HFQ_BNB8_INV127 7.874015718698502e-3f
+
 /* bitsandbytes 8-bit (wf_hfq_bnb8.c): the decoder of its scheme row, and
  * its part of wf_hfq_check (who is the quoted layer name). */
 void wf_hfq_bnb8_decode(const struct wf_hfq *q, uint64_t row, uint64_t col, size_t n, float *dst);

@@ -24,8 +24,6 @@
 
 #include <string.h>
 
-/* float32(1/127): the float the reference's literal 7.874015718698502e-3 is. */
-#define BNB8_INV127 7.874015718698502e-3f
 
 void wf_hfq_bnb8_decode(const struct wf_hfq *q, uint64_t row, uint64_t col, size_t n, float *dst)
 {
@@ -36,7 +34,7 @@ void wf_hfq_bnb8_decode(const struct wf_hfq *q, uint64_t row, uint64_t col, size
 	memcpy(&scb, &u, 4);
 	for (size_t i = 0; i < n; i++) {
 		float a = (float)(int8_t)src[i] * scb; /* its own statement: rounded here */
-		dst[i] = a * BNB8_INV127;
+		dst[i] = a * WF_HFQ_BNB8_INV127;
 	}
 }
 

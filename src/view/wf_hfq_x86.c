@@ -1,5 +1,6 @@
 /* wf_hfq_x86.c - AVX2 twins of the quantized-layer decoders of wf_hfq.c
- * (FP8, GPTQ 2/3/4/8 bits, AWQ, MLX affine 2-6/8 bits, bitsandbytes NF4/FP4)
+ * (FP8, GPTQ 2/3/4/8 bits, AWQ, MLX affine 2-6/8 bits, bitsandbytes NF4/FP4
+ * and 8-bit)
  * and the choice between them and the scalar ones (wf_hfq_simd.h).
  *
  * Exactness: each lane does the scalar decoder's float32 operations in its
@@ -280,6 +281,28 @@ static TGT void bnb_avx2(const struct wf_hfq *q, uint64_t row, uint64_t col, siz
 	scalar(q, row, col + (kb - k0), (size_t)(ke - kb), dst + (kb - k0));
 }
 
+/* -------------------------------------------------------------- bnb8 */
+
+/* LLM.int8 rows: each lane the scalar decoder's two products in its order,
+ * the int8 value (exact as a float) times the row's SCB, rounded, then
+ * times float32(1/127), rounded.  Only one operand of each can be a NaN
+ * (SCB), so even NaN payloads match the scalar decoder's. */
+static TGT void bnb8_avx2(const struct wf_hfq *q, uint64_t row, uint64_t col, size_t n, float *dst)
+{
+	const uint8_t *src = q->part[WF_HFQ_BNB8_W].p + row * q->in + col;
+	uint32_t u = wf_le32(q->part[WF_HFQ_BNB8_SCB].p + 4 * row);
+	float scb;
+	memcpy(&scb, &u, 4);
+	__m256 vs = _mm256_set1_ps(scb), vk = _mm256_set1_ps(WF_HFQ_BNB8_INV127);
+	size_t i = 0;
+	for (; i + 8 <= n; i += 8) {
+		__m256i c = _mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(src + i)));
+		__m256 a = _mm256_mul_ps(_mm256_cvtepi32_ps(c), vs);
+		_mm256_storeu_ps(dst + i, _mm256_mul_ps(a, vk));
+	}
+	scalar(q, row, col + i, n - i, dst + i);
+}
+
 /* ------------------------------------------------ eight rows at a time */
 
 /* Stores the transpose of r[0..7] (8 x 8): row k of dst (dst + k * ld)
@@ -470,6 +493,7 @@ wf_hfq_decode_fn wf_hfq_simd_decoder(const struct wf_hfq *q)
 	case WF_HFQ_MLX: return q->bits >= 2 && q->bits <= 8 && q->bits != 7 ? mlx_avx2 : NULL;
 	case WF_HFQ_BNB: /* the 4-bit kinds only, whatever else the scheme grows */
 		return q->qtype && (!strcmp(q->qtype, "nf4") || !strcmp(q->qtype, "fp4")) ? bnb_avx2 : NULL;
+	case WF_HFQ_BNB8: return bnb8_avx2;
 	default: return NULL;
 	}
 }

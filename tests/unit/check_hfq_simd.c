@@ -145,6 +145,14 @@ static void build_bnb(struct layer *L, unsigned in, unsigned out, unsigned block
 	part(L, WF_HFQ_BNB_NMAP, WF_T_F32, 1, 256, true);
 }
 
+static void build_bnb8(struct layer *L, unsigned in, unsigned out)
+{
+	L->h = (struct wf_hfq){.scheme = WF_HFQ_BNB8, .out = out, .in = in, .source = "bitsandbytes"};
+	uint8_t *w = part(L, WF_HFQ_BNB8_W, WF_T_I8, out, in, false);
+	w[0] = 0x80, w[1] = 0x7F, w[2] = 0, w[3] = 0xFF; /* -128, 127, 0, -1 */
+	part(L, WF_HFQ_BNB8_SCB, WF_T_F32, 1, out, true);
+}
+
 static void build_fp8(struct layer *L, unsigned in, unsigned out, unsigned bh, unsigned bw, int st)
 {
 	L->h = (struct wf_hfq){.scheme = WF_HFQ_FP8, .out = out, .in = in, .bh = bh, .bw = bw, .source = "fp8"};
@@ -366,6 +374,19 @@ START_TEST(test_bnb)
 }
 END_TEST
 
+START_TEST(test_bnb8)
+{
+	char what[96];
+	for (int k = 0; k < 8; k++) {
+		unsigned in = k < 2 ? 8 * (1 + (unsigned)k) : 1 + rnd(200), out = 1 + rnd(40); /* all tails */
+		struct layer L = {0};
+		build_bnb8(&L, in, out);
+		snprintf(what, sizeof what, "BNB8 [%u, %u]", out, in);
+		compare(&L, what);
+	}
+}
+END_TEST
+
 START_TEST(test_fp8)
 {
 	static const unsigned blk[][2] = {{128, 128}, {3, 8}, {2, 5}, {1, 1000}};
@@ -383,14 +404,15 @@ END_TEST
 /* The read path picks the twins when SIMD is on, the scalar ones when off. */
 START_TEST(test_dispatch)
 {
-	struct layer L[5];
+	struct layer L[6];
 	memset(L, 0, sizeof L);
 	build_fp8(&L[0], 64, 8, 128, 128, WF_T_F32);
 	build_gptq(&L[1], 4, 64, 16, 32, true, WF_T_F16);
 	build_awq(&L[2], 64, 16, 32, WF_T_F16);
 	build_mlx(&L[3], 4, 64, 8, 32, WF_T_BF16);
 	build_bnb(&L[4], 64, 8, 64, 0);
-	for (int k = 0; k < 5; k++) {
+	build_bnb8(&L[5], 64, 8);
+	for (int k = 0; k < 6; k++) {
 		const struct wf_hfq *q = &L[k].h;
 		wf_hfq_decode_fn scalar = wf_hfq_scheme(q->scheme)->decode, simd = wf_hfq_simd_decoder(q);
 		ck_assert_int_eq(wf_simd_set(0), 0);
@@ -411,7 +433,7 @@ START_TEST(test_dispatch)
 	ck_assert_int_eq(wf_hfq_rows8_decoder(&L[2].h, 1) == NULL, 1);
 	ck_assert_int_eq(wf_hfq_rows8_decoder(&L[1].h, 3) != NULL, have_simd);
 	ck_assert_int_eq(wf_hfq_rows8_decoder(&L[1].h, 9) == NULL, 1);
-	for (int k = 0; k < 5; k++)
+	for (int k = 0; k < 6; k++)
 		layer_free(&L[k]);
 }
 END_TEST
@@ -429,6 +451,7 @@ int main(void)
 	tcase_add_test(tc, test_awq);
 	tcase_add_test(tc, test_mlx);
 	tcase_add_test(tc, test_bnb);
+	tcase_add_test(tc, test_bnb8);
 	tcase_add_test(tc, test_fp8);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
