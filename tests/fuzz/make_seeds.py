@@ -6,8 +6,11 @@ import json
 import os
 import random
 import struct
+import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "mount"))
+from st_file import st_bytes  # noqa: E402
 rng = random.Random(1)
 
 # ggml type id -> (block elements, block bytes); enough rows for seeds
@@ -186,16 +189,8 @@ def hi32(vals):
 
 
 def hst(tensors):
-    """safetensors bytes of {name: (dtype, shape, raw)} (hfq_models.st_bytes)."""
-    hdr, off, data = {}, 0, []
-    for name in sorted(tensors):
-        dt, shape, raw = tensors[name]
-        hdr[name] = {"dtype": dt, "shape": list(shape), "data_offsets": [off, off + len(raw)]}
-        off += len(raw)
-        data.append(raw)
-    h = json.dumps(hdr).encode()
-    h += b" " * (-len(h) % 8)
-    return struct.pack("<Q", len(h)) + h + b"".join(data)
+    """safetensors bytes of {name: (dtype, shape, raw)}."""
+    return st_bytes(tensors)
 
 
 def hfq_input(files, flags=0):

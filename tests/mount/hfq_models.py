@@ -24,6 +24,8 @@ import struct
 
 import numpy as np
 
+from st_file import st_bytes  # noqa: F401 (the models' writers use it; so do callers)
+
 E4M3_MAX = 448.0
 
 
@@ -55,21 +57,6 @@ def bf16_bytes(x):
 
 def bf16_value(bits):
     return (np.asarray(bits, np.uint32) << 16).astype(np.uint32).view(np.float32)
-
-
-def st_bytes(tensors, metadata=None):
-    """safetensors file bytes: tensors = {name: (dtype, shape, raw bytes)}."""
-    hdr, off, data = {}, 0, []
-    if metadata:
-        hdr["__metadata__"] = metadata
-    for name in sorted(tensors):
-        dt, shape, raw = tensors[name]
-        hdr[name] = {"dtype": dt, "shape": list(shape), "data_offsets": [off, off + len(raw)]}
-        off += len(raw)
-        data.append(raw)
-    h = json.dumps(hdr).encode()
-    h += b" " * (-len(h) % 8)
-    return struct.pack("<Q", len(h)) + h + b"".join(data)
 
 
 # ------------------------------------------------------------------ FP8
