@@ -769,8 +769,9 @@ class Rclone:
 
 
 def cpu_now(pids):
-    """(all CPUs' jiffies, idle jiffies, CPU ticks used so far by pids) from
-    /proc: the remote part tells a network-bound run from a CPU-bound one."""
+    """(all CPUs' jiffies, idle jiffies, CPU seconds used so far by pids)
+    from /proc: the remote part tells a network-bound run from a CPU-bound
+    one."""
     with open("/proc/stat") as f:
         v = [int(x) for x in f.readline().split()[1:9]]
     used = 0
@@ -781,15 +782,14 @@ def cpu_now(pids):
             used += int(st[11]) + int(st[12])
         except (OSError, IndexError, ValueError):
             pass
-    return sum(v), v[3] + v[4], used
+    return sum(v), v[3] + v[4], used / os.sysconf("SC_CLK_TCK")
 
 
 def cpu_since(c0, pids, secs):
     """(share of all CPUs idle, CPUs pids used on average) since c0."""
     c1 = cpu_now(pids)
-    hz = os.sysconf("SC_CLK_TCK")
     idle = (c1[1] - c0[1]) / (c1[0] - c0[0]) if c1[0] > c0[0] else float("nan")
-    return idle, (c1[2] - c0[2]) / hz / secs
+    return idle, (c1[2] - c0[2]) / secs
 
 
 def drop_all(args):
@@ -868,8 +868,7 @@ def part_remote(args, model):
                         if side == "wf":
                             # what weightfs's read costs: its daemon, and
                             # this process's read() copies of the output
-                            hz = os.sysconf("SC_CLK_TCK")
-                            wf_cpu = (cpu_now([m.pid])[2] - d0[2]) / hz + time.process_time() - p0
+                            wf_cpu = cpu_now([m.pid])[2] - d0[2] + time.process_time() - p0
                             v["wf_idle"].append(cpu_since(c0, rpids(), pair[side])[0])
                         assert n == e["size"], (n, e["size"])
                         m.close()
