@@ -30,7 +30,11 @@ measures, side by side in one run:
      thread (malloc + decode, as np.empty + decode), and memcpy;
   9. `weightfs convert` of the benchmark model vs `cp` of the mount's
      model.safetensors (page cache of the mount's file dropped first), both
-     writing to the scratch directory;
+     writing to the scratch directory; next to them the write floor: the
+     same number of bytes written to the same directory by one thread's
+     1 MiB pwrite loop from one buffer, nothing read or decoded (writes to
+     one file take its inode lock, so no writer of that file is faster);
+     floor / cp is the most any converter could reach against cp;
   10. first reads of the f16 and bf16 views (-o dtype=f16 / bf16 mounts)
      against the f32 view of the same tensor (a default mount of the same
      model, all three mounted at once), in elements per second; and
@@ -452,9 +456,26 @@ def report_hfq(r):
 
 
 def part_convert(args, model):
-    """Part 8: `weightfs convert` (a decoding thread per core) vs `cp` of
-    the same bytes from a mount's model.safetensors.  Both write a file in
-    the scratch directory, which is removed before the next run."""
+    """Part 9: `weightfs convert` (a decoding thread per core) vs `cp` of
+    the same bytes from a mount's model.safetensors, and the write floor,
+    for the benchmark model and for one of its quantized types only (no
+    F32/F16/BF16 tensor: what "a quantized model" means in issue 21)."""
+    quant = [t for t in TYPES if t not in ("F32", "F16", "BF16")]
+    models = [("benchmark model (%s)" % ", ".join(TYPES), model)]
+    if quant:
+        qmodel = os.path.join(args.dir, "quant.gguf")
+        subprocess.run([os.path.join(args.tools, "gen_model"), "types", qmodel, str(args.mib)] + quant, check=True)
+        models.append(("quantized types only (%s)" % ", ".join(quant), qmodel))
+    try:
+        return {"models": [dict(convert_one(args, path), name=name) for name, path in models]}
+    finally:
+        if quant:
+            os.unlink(qmodel)
+
+
+def convert_one(args, model):
+    """One model of part 9; both sides write a file in the scratch
+    directory, which is removed before the next run."""
     mnt = os.path.join(args.dir, "mnt")
     out = os.path.join(args.dir, "convert-out.safetensors")
     m = Mount(args, model, mnt)
@@ -477,25 +498,44 @@ def part_convert(args, model):
             os.fsync(f.fileno())  # convert syncs its output: so does this side
         return time.perf_counter() - t0
 
-    res = {"convert": [], "cp": [], "ratio": []}
+    step = bytes(range(256)) * 4096  # 1 MiB, as convert's and cp's writes
+
+    def run_floor():
+        t0 = time.perf_counter()
+        fd = os.open(out, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        try:
+            for off in range(0, size, len(step)):
+                n = min(len(step), size - off)
+                if os.pwrite(fd, step if n == len(step) else step[:n], off) != n:
+                    raise OSError("short write to %s" % out)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        return time.perf_counter() - t0
+
+    ways = [("convert", run_convert), ("cp", run_cp), ("floor", run_floor)]
+    res = {"convert": [], "cp": [], "floor": [], "ratio": [], "of_floor": [], "floor_x_cp": []}
     try:
         for run in range(args.runs):
             pair = {}
-            for name, fn in ((("convert", run_convert), ("cp", run_cp)) if run % 2 == 0
-                             else (("cp", run_cp), ("convert", run_convert))):
+            for name, fn in ways[run % 3:] + ways[:run % 3]:  # each way first in turn
                 if os.path.exists(out):
                     os.unlink(out)
                 pair[name] = size / fn() / 1e9
                 res[name].append(pair[name])
             res["ratio"].append(pair["convert"] / pair["cp"])
+            res["of_floor"].append(pair["convert"] / pair["floor"])
+            res["floor_x_cp"].append(pair["floor"] / pair["cp"])
     finally:
         if os.path.exists(out):
             os.unlink(out)
         m.close()
     return {"bytes": size, "threads": os.cpu_count(),
             "convert_gbps": res["convert"], "cp_gbps": res["cp"], "ratio": res["ratio"],
+            "floor_gbps": res["floor"], "of_floor": res["of_floor"], "floor_x_cp": res["floor_x_cp"],
             "convert_median": median(res["convert"]), "cp_median": median(res["cp"]),
-            "ratio_median": median(res["ratio"])}
+            "floor_median": median(res["floor"]), "ratio_median": median(res["ratio"]),
+            "of_floor_median": median(res["of_floor"]), "floor_x_cp_median": median(res["floor_x_cp"])}
 def part_views(args, model):
     """Part 8: f16/bf16 views vs the f32 view; model.safetensors vs the tensor files."""
     base = os.path.join(args.dir, "mnt-view-")
@@ -1169,13 +1209,16 @@ def report(res):
                              ["type", "module", "module 1 thr", "np.fromfile", "x fromfile",
                               "decode fresh mem", "module x fresh", "decode 1 MiB", "memcpy"], rows))
     if "convert" in res:
-        c = res["convert"]
-        out.append(table("(9) whole model to one safetensors file, %.0f MiB, GB/s (median; ratio: median of "
-                         "side-by-side pairs)" % (c["bytes"] / MiB),
-                         ["way", "GB/s", "x cp"],
-                         [["weightfs convert (%d threads)" % c["threads"], f2(c["convert_median"]),
-                           f2(c["ratio_median"])],
-                          ["cp MNT/model.safetensors", f2(c["cp_median"]), "1.00"]]))
+        for c in res["convert"]["models"]:
+            out.append(table("(9) %s to one safetensors file, %.0f MiB, GB/s (median; ratios: medians of "
+                             "side-by-side runs; the write floor is one thread's 1 MiB pwrite loop of as many "
+                             "bytes to the same directory, nothing decoded)" % (c["name"], c["bytes"] / MiB),
+                             ["way", "GB/s", "x cp", "x write floor"],
+                             [["weightfs convert (%d threads)" % c["threads"], f2(c["convert_median"]),
+                               f2(c["ratio_median"]), f2(c["of_floor_median"])],
+                              ["cp MNT/model.safetensors", f2(c["cp_median"]), "1.00", ""],
+                              ["write floor (pwrite loop)", f2(c["floor_median"]), f2(c["floor_x_cp_median"]),
+                               "1.00"]]))
     if "hfq" in res:
         out.append(report_hfq(res["hfq"]))
     if "views" in res:
@@ -1261,7 +1304,7 @@ def main():
 
     # the model, the tmpfs reference, and convert's output (the whole model)
     need = (args.mib * MiB * 4 if need_model else 0) + 64 * MiB \
-        + (args.mib * MiB * len(TYPES) if "convert" in parts else 0) \
+        + (args.mib * MiB * (len(TYPES) + 2) if "convert" in parts else 0) \
         + (args.load_mib * MiB * 6 if "load" in parts else 0) \
         + (256 * MiB if "ggml" in parts and args.ggml_src else 0)
     if not args.dir:
