@@ -335,16 +335,18 @@ static bool mountpoint_ok(const char *mp, const char *model, bool nonempty)
 	case WF_MNT_DEAD:
 		fprintf(stderr, "weightfs: %s: mount point: a dead FUSE mount is there (%s%s%s%sTransport "
 			"endpoint is not connected: its daemon is gone); clear it with: fusermount3 -u %s\n", cli_path(mp),
-			mi.fstype, *mi.source ? " of " : "", mi.source, *mi.fstype ? ": " : "", cli_path(mp));
+			cli_path(mi.fstype), *mi.source ? " of " : "", cli_path(mi.source), *mi.fstype ? ": " : "",
+			cli_path(mp));
 		return false;
 	case WF_MNT_MOUNTED:
 		if (strncmp(mi.fstype, "fuse", 4) == 0)
 			fprintf(stderr, "weightfs: %s: mount point: already a mount point (%s%s%s); unmount it "
-				"first (fusermount3 -u %s) or choose another directory\n", cli_path(mp), mi.fstype,
-				*mi.source ? " of " : "", mi.source, cli_path(mp));
+				"first (fusermount3 -u %s) or choose another directory\n", cli_path(mp),
+				cli_path(mi.fstype), *mi.source ? " of " : "", cli_path(mi.source), cli_path(mp));
 		else
 			fprintf(stderr, "weightfs: %s: mount point: already a mount point (%s%s%s); choose "
-				"another directory\n", cli_path(mp), mi.fstype, *mi.source ? " of " : "", mi.source);
+				"another directory\n", cli_path(mp), cli_path(mi.fstype), *mi.source ? " of " : "",
+				cli_path(mi.source));
 		return false;
 	}
 	return false;

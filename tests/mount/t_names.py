@@ -90,9 +90,9 @@ def group_names():
           "file escaped, no mount", run_cases)
 
     def served():
-        # a fine model whose folder entries hold a newline: mounted, its
-        # tensor and its sidecar read
-        d = fresh("served")
+        # a fine model whose folder entries hold a newline (in a folder
+        # named with an ESC): mounted, its tensor and its sidecar read
+        d = fresh("ser\x1bved")
         write_file(os.path.join(d, "mo\ndel.gguf"), gguf_bytes([f32_tensor(b"w", np.arange(4, dtype="<f4"))]))
         write_file(os.path.join(d, "note\n.txt"), b"hi")
         mp = new_dir("names-mp-")
@@ -113,9 +113,19 @@ def group_names():
                     raise AssertionError("sidecar %r reads wrong" % side[0])
             if err:
                 raise AssertionError("stderr %r" % err[:300])
+            # a second mount there is refused naming the first one's source
+            # (its MODEL path, with the ESC) escaped
+            errs = Errs()
+            rc2, _, err2, _ = run_cli([d, mp], env=san_env())
+            if rc2 != 1:
+                errs.add("second mount: exit %d, expected 1 (%r)" % (rc2, err2[:200]))
+            one_terminal_line(err2, errs, "second mount", "already a mount point (fuse.weightfs of '%s')"
+                              % os.path.realpath(d).replace("\x1b", "\\x1b"))
+            errs.raise_if_any()
         finally:
             for pid in daemon_pid(mp):
                 force_unmount(mp)
                 wait_pid(pid, 10)
         return "mounted"
-    check("names: a fine model in entries named with a newline is mounted", served)
+    check("names: a fine model in entries named with a newline is mounted; a second mount there is refused in one "
+          "line", served)
