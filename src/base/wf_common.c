@@ -47,6 +47,28 @@ size_t wf_utf8_seq(const uint8_t *s, size_t n)
 	return len;
 }
 
+/* Length of the printable character at s[0] (at most n bytes): 1 for
+ * printable ASCII, the sequence's for valid UTF-8 past the C1 controls
+ * (U+0080-U+009F, which some terminals act on like ESC), else 0. */
+static size_t printable_seq(const uint8_t *s, size_t n)
+{
+	if (s[0] < 0x80)
+		return s[0] >= 0x20 && s[0] < 0x7F;
+	size_t l = wf_utf8_seq(s, n);
+	return l == 2 && s[0] == 0xC2 && s[1] < 0xA0 ? 0 : l;
+}
+
+const char *wf_quote_path(char *out, size_t outlen, const char *path)
+{
+	if (!path)
+		return "";
+	size_t n = strlen(path);
+	bool clean = path[0] != '\'';
+	for (size_t i = 0, l; clean && i < n; i += l)
+		clean = (l = printable_seq((const uint8_t *)path + i, n - i)) != 0;
+	return clean ? path : wf_quote(out, outlen, path, n);
+}
+
 const char *wf_quote(char *out, size_t outlen, const void *name, size_t n)
 {
 	const uint8_t *s = name;
@@ -67,7 +89,7 @@ const char *wf_quote(char *out, size_t outlen, const void *name, size_t n)
 		if (c >= 0x20 && c < 0x7F && c != '\\' && c != '\'') {
 			out[o++] = (char)c;
 		} else {
-			size_t l = c >= 0x80 ? wf_utf8_seq(s + i, n - i) : 0;
+			size_t l = c >= 0x80 ? printable_seq(s + i, n - i) : 0;
 			if (l > 1 && o + l + 8 < outlen) {
 				memcpy(out + o, s + i, l);
 				o += l;

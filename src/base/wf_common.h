@@ -52,6 +52,18 @@ size_t wf_utf8_seq(const uint8_t *s, size_t n);
  * long names cut with "...". Returns out. */
 const char *wf_quote(char *out, size_t outlen, const void *name, size_t n);
 
+/* Room for wf_quote_path's escaped form: a file name's 255 bytes need up
+ * to 1,020 escaped, but a message is WF_ERRLEN bytes anyway. */
+#define WF_QPATH 320
+
+/* A file name or path (from a folder listing, the command line) for a
+ * message: returned as it is when every byte of it is printable (ASCII or
+ * valid UTF-8 past the C1 controls) and it does not begin with a quote;
+ * otherwise wf_quote's quoted, escaped form written into out (WF_QPATH
+ * bytes), so a name holding a newline or an escape still makes one line.
+ * path may be NULL (returns ""). */
+const char *wf_quote_path(char *out, size_t outlen, const char *path);
+
 static inline uint16_t wf_le16(const uint8_t *p)
 {
 	return (uint16_t)(p[0] | (unsigned)p[1] << 8);

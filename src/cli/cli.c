@@ -90,6 +90,14 @@ int cli_exit_code(enum wf_err rc)
 	return EXIT_USAGE;
 }
 
+const char *cli_path(const char *p)
+{
+	static _Thread_local char buf[4][WF_QPATH];
+	static _Thread_local unsigned next;
+	char *out = buf[next++ % 4];
+	return wf_quote_path(out, WF_QPATH, p);
+}
+
 int cli_usage_error(const char *cmd, const char *fmt, ...)
 {
 	va_list ap;
@@ -225,7 +233,7 @@ int cli_open(struct wf_mount *mt, const char *model, const char *dtype, const st
 		return EXIT_USAGE;
 	enum wf_err rc = wf_mount_open(mt, model, want, opts, err);
 	if (rc != WF_OK) {
-		fprintf(stderr, "weightfs: %s: %s\n", model, err);
+		fprintf(stderr, "weightfs: %s: %s\n", cli_path(model), err);
 		return cli_exit_code(rc);
 	}
 	return 0;
@@ -238,7 +246,7 @@ static int open_session(const struct cli_opts *o, struct cli_session *s)
 	if (ret != 0)
 		return ret;
 	if (wf_live_init(&s->lv, s->mt.m, wf_files_seg, s->mt.t, cli_notice, NULL) != WF_OK) {
-		fprintf(stderr, "weightfs: %s: out of memory\n", o->pos[0]);
+		fprintf(stderr, "weightfs: %s: out of memory\n", cli_path(o->pos[0]));
 		return EXIT_NOMEM;
 	}
 	s->live = true;

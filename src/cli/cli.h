@@ -46,6 +46,11 @@ int cli_dtype(const char *dtype, enum wf_vk *want);
  * ("weightfs: MODEL: ...") and returns the exit code, else 0. */
 int cli_open(struct wf_mount *mt, const char *model, const char *dtype, const struct wf_tree_opts *opts);
 
+/* A path or file name for a one-line message: p as it is when printable,
+ * else its escaped form (wf_quote_path) in one of four buffers of the
+ * calling thread, so up to four can go into one fprintf. */
+const char *cli_path(const char *p);
+
 /* Runs the command argv[1] with its arguments; returns the exit code. */
 int cli_main(int argc, char **argv);
 

@@ -124,12 +124,12 @@ static int conv_init(struct conv *c, const struct cli_opts *o)
 	const char *model = o->pos[0], *out = o->pos[1];
 	struct stat st;
 	if (!o->force && lstat(out, &st) == 0) {
-		fprintf(stderr, "weightfs: %s: already exists; weightfs convert --force replaces it\n", out);
+		fprintf(stderr, "weightfs: %s: already exists; weightfs convert --force replaces it\n", cli_path(out));
 		return EXIT_USAGE;
 	}
 	c->node = wf_tree_lookup(c->s->mt.t, 0, "model.safetensors", 17);
 	if (c->node == WF_NO_NODE || c->s->mt.t->nodes[c->node].kind != WF_NODE_MODEL_ST) {
-		fprintf(stderr, "weightfs: %s: model.safetensors: missing\n", model); /* a bug */
+		fprintf(stderr, "weightfs: %s: model.safetensors: missing\n", cli_path(model)); /* a bug */
 		return EXIT_USAGE;
 	}
 	c->size = wf_files_size(c->s->mt.t, c->node);
@@ -216,7 +216,7 @@ static void wait_workers(struct conv *c, pthread_t *th, long nth, bool bar, doub
 static int conv_failure(const struct conv *c, const char *model, const char *out)
 {
 	if (c->rc == WF_ERR_IO) {
-		fprintf(stderr, "weightfs: %s: %s\n", out, strerror(c->write_errno));
+		fprintf(stderr, "weightfs: %s: %s\n", cli_path(out), strerror(c->write_errno));
 		return EXIT_USAGE;
 	}
 	if (c->rc == WF_ERR_NOMEM) {
@@ -256,12 +256,12 @@ int cli_convert(struct cli_session *s, const struct cli_opts *o)
 		goto out;
 	}
 	if (cli_out_open(&co, out, model_mode(s->mt.m)) != 0) {
-		fprintf(stderr, "weightfs: %s: cannot create a temporary file beside it: %s\n", out, strerror(errno));
+		fprintf(stderr, "weightfs: %s: cannot create a temporary file beside it: %s\n", cli_path(out), strerror(errno));
 		goto out;
 	}
 	c.fd = c.out.fd = co.fd;
 	if (ftruncate(c.fd, (off_t)c.size) != 0) {
-		fprintf(stderr, "weightfs: %s: %s\n", out, strerror(errno));
+		fprintf(stderr, "weightfs: %s: %s\n", cli_path(out), strerror(errno));
 		goto out;
 	}
 	nth = worker_count(c.size);
@@ -284,7 +284,7 @@ int cli_convert(struct cli_session *s, const struct cli_opts *o)
 		fputs(sig || atomic_load(&c.failed) ? "\r\033[K" : "", stderr);
 	if (sig) {
 		ret = 128 + sig;
-		fprintf(stderr, "weightfs: %s: interrupted (%s); nothing written\n", out, strsignal(sig));
+		fprintf(stderr, "weightfs: %s: interrupted (%s); nothing written\n", cli_path(out), strsignal(sig));
 		goto out;
 	}
 	if (atomic_load(&c.failed)) {
@@ -294,9 +294,9 @@ int cli_convert(struct cli_session *s, const struct cli_opts *o)
 	c.fd = -1; /* co owns it */
 	if (cli_out_commit(&co, o->force) != 0) {
 		if (errno == EEXIST)
-			fprintf(stderr, "weightfs: %s: already exists; weightfs convert --force replaces it\n", out);
+			fprintf(stderr, "weightfs: %s: already exists; weightfs convert --force replaces it\n", cli_path(out));
 		else
-			fprintf(stderr, "weightfs: %s: %s\n", out, strerror(errno));
+			fprintf(stderr, "weightfs: %s: %s\n", cli_path(out), strerror(errno));
 		goto out;
 	}
 	sync_dir_of(out);

@@ -59,7 +59,7 @@ struct result {
 
 static int usage_err(const char *what, const char *arg)
 {
-	fprintf(stderr, "weightfs diff: %s%s%s (usage: " USAGE ")\n", arg ? arg : "", arg ? ": " : "", what);
+	fprintf(stderr, "weightfs diff: %s%s%s (usage: " USAGE ")\n", arg ? cli_path(arg) : "", arg ? ": " : "", what);
 	return TROUBLE;
 }
 
@@ -239,7 +239,7 @@ static bool pair_map(const struct side *sa, const struct side *sb, const char *a
 					 : (sa->heads_kv ? sa->heads_kv : sb->heads_kv);
 	if (heads <= 0) {
 		fprintf(stderr, "weightfs: %s: the head counts are unknown (neither GGUF metadata nor config.json "
-			"gives them), so llama.cpp's q/k row order cannot be undone\n", hf->cm.path);
+			"gives them), so llama.cpp's q/k row order cannot be undone\n", cli_path(hf->cm.path));
 		return false;
 	}
 	map->perm_heads = (uint64_t)heads;
@@ -560,7 +560,7 @@ static int prepare(struct side *sa, struct side *sb, const char *pa, const char 
 		snprintf(arch, archlen, "%s", hf->arch);
 	if (!arch[0])
 		fprintf(stderr, "weightfs: %s: architecture unknown (no general.architecture, no config.json): "
-			"pairing by llama's names, q/k rows as they are\n", hf->cm.path);
+			"pairing by llama's names, q/k rows as they are\n", cli_path(hf->cm.path));
 	if (!map_names(hf, arch[0] ? arch : NULL)) {
 		fprintf(stderr, "weightfs: out of memory\n");
 		return TROUBLE;

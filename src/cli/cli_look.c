@@ -28,11 +28,11 @@ int cli_model_open(struct cli_model *cm, const char *path, const char *dtype)
 	if (rc == WF_OK)
 		rc = wf_model_set_view(cm->m, out, err);
 	if (rc != WF_OK) {
-		fprintf(stderr, "weightfs: %s: %s\n", path, err);
+		fprintf(stderr, "weightfs: %s: %s\n", cli_path(path), err);
 		return cli_exit_code(rc);
 	}
 	if (wf_live_init(&cm->lv, cm->m, NULL, NULL, NULL, NULL) != WF_OK) {
-		fprintf(stderr, "weightfs: %s: out of memory\n", path);
+		fprintf(stderr, "weightfs: %s: out of memory\n", cli_path(path));
 		return EXIT_NOMEM;
 	}
 	cm->live = true;
@@ -53,14 +53,14 @@ int cli_model_read_failed(const struct cli_model *cm, enum wf_err rc, const char
 	if (rc == WF_ERR_CHANGED) {
 		for (uint32_t p = 0; p < cm->m->n_parts; p++) {
 			if (wf_model_check(cm->m, p, why) != WF_OK) {
-				fprintf(stderr, "weightfs: %s: %s%s%s changed since it was opened\n", cm->path,
-					cm->m->n_parts > 1 ? cm->m->parts[p].name : "",
+				fprintf(stderr, "weightfs: %s: %s%s%s changed since it was opened\n", cli_path(cm->path),
+					cm->m->n_parts > 1 ? cli_path(cm->m->parts[p].name) : "",
 					cm->m->n_parts > 1 ? ": " : "", why);
 				return cli_exit_code(rc);
 			}
 		}
 	}
-	fprintf(stderr, "weightfs: %s: %s\n", cm->path, msg);
+	fprintf(stderr, "weightfs: %s: %s\n", cli_path(cm->path), msg);
 	return cli_exit_code(rc);
 }
 

@@ -19,20 +19,20 @@ void cli_notice(void *ctx, const char *part, const char *why)
 	(void)ctx;
 	pthread_mutex_lock(&notice_lock);
 	if (!notice_msg[0])
-		snprintf(notice_msg, sizeof notice_msg, "%s%s%s", part ? part : "", part ? ": " : "", why);
+		snprintf(notice_msg, sizeof notice_msg, "%s%s%s", part ? cli_path(part) : "", part ? ": " : "", why);
 	pthread_mutex_unlock(&notice_lock);
 }
 
 int cli_read_failed(const char *model, const char *what, enum wf_err rc)
 {
 	if (rc == WF_ERR_CHANGED)
-		fprintf(stderr, "weightfs: %s: %s since it was opened\n", model,
+		fprintf(stderr, "weightfs: %s: %s since it was opened\n", cli_path(model),
 			notice_msg[0] ? notice_msg : "a file of the model changed");
 	else if (rc == WF_ERR_RANGE)
 		fprintf(stderr, "weightfs: %s: %s: cannot be read: weightfs has no decoder for its type "
-			"(-o dtype=stored shows its bytes)\n", model, what);
+			"(-o dtype=stored shows its bytes)\n", cli_path(model), cli_path(what));
 	else
-		fprintf(stderr, "weightfs: %s: %s: read failed\n", model, what);
+		fprintf(stderr, "weightfs: %s: %s: read failed\n", cli_path(model), cli_path(what));
 	return cli_exit_code(rc);
 }
 
@@ -94,7 +94,7 @@ int cli_dump_root_file(struct cli_session *s, const char *model, const char *nam
 {
 	uint32_t node = wf_tree_lookup(s->mt.t, 0, name, strlen(name));
 	if (node == WF_NO_NODE) { /* every tree has both; a bug */
-		fprintf(stderr, "weightfs: %s: %s: missing\n", model, name);
+		fprintf(stderr, "weightfs: %s: %s: missing\n", cli_path(model), cli_path(name));
 		return EXIT_USAGE;
 	}
 	int ret = cli_dump_node(s, model, name, node, 0, UINT64_MAX);

@@ -160,7 +160,7 @@ int cli_cat(struct cli_session *s, const struct cli_opts *o)
 	if (node == WF_NO_NODE) {
 		char q[256];
 		fprintf(stderr, "weightfs: %s: no tensor %s (give its name, or its path in a mount: weightfs ls "
-			"--json lists both)\n", o->pos[0], wf_quote(q, sizeof q, o->pos[1], strlen(o->pos[1])));
+			"--json lists both)\n", cli_path(o->pos[0]), wf_quote(q, sizeof q, o->pos[1], strlen(o->pos[1])));
 		return EXIT_USAGE;
 	}
 	/* as gzip does: binary numbers would garble the terminal */

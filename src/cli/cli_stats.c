@@ -116,7 +116,7 @@ static int select_rows(const struct cli_model *cm, const struct stats_opts *o, s
 		if (!hit[k]) {
 			char q[256];
 			fprintf(stderr, "weightfs: %s: no tensor named %s or starting with it (weightfs ls lists "
-				"them)\n", cm->path, wf_quote(q, sizeof q, o->sel[k], strlen(o->sel[k])));
+				"them)\n", cli_path(cm->path), wf_quote(q, sizeof q, o->sel[k], strlen(o->sel[k])));
 			ret = EXIT_USAGE;
 		}
 	}
@@ -251,7 +251,7 @@ int cli_stats(int argc, char **argv)
 	if (o.json ? (!b.oom && fwrite(b.data, 1, b.len, stdout) == b.len) : print_text(&cm, rows, n)) {
 		for (size_t i = 0; i < n; i++) {
 			if (rows[i].rc != WF_OK) {
-				fprintf(stderr, "weightfs: %s: %s\n", o.model, rows[i].err);
+				fprintf(stderr, "weightfs: %s: %s\n", cli_path(o.model), rows[i].err);
 				ret = cli_exit_code(rows[i].rc);
 			}
 		}

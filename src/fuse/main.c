@@ -287,7 +287,8 @@ static void on_model_changed(void *ctx, const char *part, const char *why)
 	char line[WF_LOG_LINE];
 	snprintf(line, sizeof line,
 		 "weightfs: %s: %s%s%s since it was mounted; every read of its tensors now fails with EIO "
-		 "(remount to serve the new contents)", model_name, part ? part : "", part ? ": " : "", why);
+		 "(remount to serve the new contents)", cli_path(model_name), part ? cli_path(part) : "", part ? ": " : "",
+		 why);
 	say(line);
 }
 
@@ -310,14 +311,14 @@ static bool inside(const char *path, const char *dir)
 static bool mountpoint_ok(const char *mp, const char *model, bool nonempty)
 {
 	struct wf_mnt_info mi;
-	char err[WF_ERRLEN];
+	char err[WF_ERRLEN], q[WF_QPATH];
 	if (wf_mnt_inspect(mp, "/proc/self/mountinfo", &mi, err) != WF_OK) {
 		struct stat st;
 		bool swapped = stat(mp, &st) == 0 && S_ISREG(st.st_mode) && stat(model, &st) == 0 &&
 			       S_ISDIR(st.st_mode);
-		fprintf(stderr, "weightfs: %s: mount point: %s%s%s%s%s\n", mp, err,
-			swapped ? "; arguments swapped? the model comes first: weightfs " : "", swapped ? mp : "",
-			swapped ? " " : "", swapped ? model : "");
+		fprintf(stderr, "weightfs: %s: mount point: %s%s%s%s%s\n", cli_path(mp), err,
+			swapped ? "; arguments swapped? the model comes first: weightfs " : "", swapped ? cli_path(mp) : "",
+			swapped ? " " : "", swapped ? cli_path(model) : "");
 		return false;
 	}
 	switch (mi.state) {
@@ -327,22 +328,25 @@ static bool mountpoint_ok(const char *mp, const char *model, bool nonempty)
 		/* a model inside the mount point gets its own, sharper refusal */
 		if (nonempty || inside(model, mp))
 			return true;
-		fprintf(stderr, "weightfs: %s: mount point: not empty (it holds '%s'); mounting would hide "
-			"its files: use an empty directory, or -o nonempty to mount over them\n", mp, mi.entry);
+		fprintf(stderr, "weightfs: %s: mount point: not empty (it holds %s); mounting would hide "
+			"its files: use an empty directory, or -o nonempty to mount over them\n", cli_path(mp),
+			wf_quote(q, sizeof q, mi.entry, strlen(mi.entry)));
 		return false;
 	case WF_MNT_DEAD:
 		fprintf(stderr, "weightfs: %s: mount point: a dead FUSE mount is there (%s%s%s%sTransport "
-			"endpoint is not connected: its daemon is gone); clear it with: fusermount3 -u %s\n", mp,
-			mi.fstype, *mi.source ? " of " : "", mi.source, *mi.fstype ? ": " : "", mp);
+			"endpoint is not connected: its daemon is gone); clear it with: fusermount3 -u %s\n", cli_path(mp),
+			cli_path(mi.fstype), *mi.source ? " of " : "", cli_path(mi.source), *mi.fstype ? ": " : "",
+			cli_path(mp));
 		return false;
 	case WF_MNT_MOUNTED:
 		if (strncmp(mi.fstype, "fuse", 4) == 0)
 			fprintf(stderr, "weightfs: %s: mount point: already a mount point (%s%s%s); unmount it "
-				"first (fusermount3 -u %s) or choose another directory\n", mp, mi.fstype,
-				*mi.source ? " of " : "", mi.source, mp);
+				"first (fusermount3 -u %s) or choose another directory\n", cli_path(mp),
+				cli_path(mi.fstype), *mi.source ? " of " : "", cli_path(mi.source), cli_path(mp));
 		else
 			fprintf(stderr, "weightfs: %s: mount point: already a mount point (%s%s%s); choose "
-				"another directory\n", mp, mi.fstype, *mi.source ? " of " : "", mi.source);
+				"another directory\n", cli_path(mp), cli_path(mi.fstype), *mi.source ? " of " : "",
+				cli_path(mi.source));
 		return false;
 	}
 	return false;
@@ -439,7 +443,7 @@ static int parse_mount_args(struct fuse_args *args, struct opts *o, struct fuse_
 static int load_model(const struct opts *o, const char *mountpoint, struct wf_mount *mt)
 {
 	if (inside(o->model, mountpoint)) {
-		fprintf(stderr, "weightfs: %s: lies inside the mount point %s\n", o->model, mountpoint);
+		fprintf(stderr, "weightfs: %s: lies inside the mount point %s\n", cli_path(o->model), cli_path(mountpoint));
 		return EXIT_OPEN;
 	}
 	return cli_open(mt, o->model, o->dtype, &(struct wf_tree_opts){.npy = o->npy, .suffix = o->suffix,
@@ -537,7 +541,8 @@ static bool unknown_command(const char *word)
 	struct stat st;
 	if (word[0] == '-' || strpbrk(word, "/.") || stat(word, &st) == 0 || errno != ENOENT)
 		return false;
-	fprintf(stderr, "weightfs: unknown command '%s' (", word);
+	char q[256];
+	fprintf(stderr, "weightfs: unknown command %s (", wf_quote(q, sizeof q, word, strlen(word)));
 	cli_command_names(stderr);
 	fprintf(stderr, "); to mount a model: weightfs MODEL MOUNTPOINT\n");
 	return true;

@@ -176,7 +176,10 @@ enum wf_err wf_mnt_readahead(const char *mountinfo, const char *sysfs, const cha
 	unsigned maj, min;
 	char tail;
 	if (!found || strncmp(mi.fstype, "fuse", 4) != 0 || sscanf(mi.dev, "%u:%u%c", &maj, &min, &tail) != 2)
-		return wf_fail(err, WF_ERR_IO, "no FUSE mount on %s in %s", dir, mountinfo);
+	{
+		char qd[WF_QPATH];
+		return wf_fail(err, WF_ERR_IO, "no FUSE mount on %s in %s", wf_quote_path(qd, sizeof qd, dir), mountinfo);
+	}
 	char path[PATH_MAX], val[16];
 	snprintf(path, sizeof path, "%s/class/bdi/%u:%u/read_ahead_kb", sysfs, maj, min);
 	int n = snprintf(val, sizeof val, "%u\n", kb);

@@ -66,38 +66,39 @@ static void install_sigbus(void)
 
 WEIGHTFS_API int weightfs_open(const char *path, int dtype, weightfs_model **out, char *err, size_t errlen)
 {
-	char msg[WF_ERRLEN];
+	char msg[WF_ERRLEN], qb[WF_QPATH];
 	if (out)
 		*out = NULL;
 	if (!path || !out)
 		return wf_api_fail(err, errlen, WEIGHTFS_EINVAL, "weightfs_open: path and out must not be NULL");
+	const char *qp = wf_quote_path(qb, sizeof qb, path); /* for messages */
 	if (dtype < WEIGHTFS_F32 || dtype > WEIGHTFS_STORED)
-		return wf_api_fail(err, errlen, WEIGHTFS_EINVAL, "%s: unknown output dtype %d", path, dtype);
+		return wf_api_fail(err, errlen, WEIGHTFS_EINVAL, "%s: unknown output dtype %d", qp, dtype);
 	/* Before the model is mapped: a fault must never find no handler. */
 	pthread_once(&sigbus_once, install_sigbus);
 	if (sigbus_rc != 0)
-		return wf_api_fail(err, errlen, WEIGHTFS_EIO, "%s: cannot install the SIGBUS handler", path);
+		return wf_api_fail(err, errlen, WEIGHTFS_EIO, "%s: cannot install the SIGBUS handler", qp);
 	weightfs_model *h = calloc(1, sizeof *h);
 	if (!h)
-		return wf_api_fail(err, errlen, WEIGHTFS_ENOMEM, "%s: out of memory", path);
+		return wf_api_fail(err, errlen, WEIGHTFS_ENOMEM, "%s: out of memory", qp);
 	h->dtype = dtype;
 	enum wf_err rc = wf_set_open(&h->m, path, msg);
 	if (rc != WF_OK) {
 		free(h);
-		return wf_api_fail(err, errlen, (int)rc, "%s: %s", path, msg);
+		return wf_api_fail(err, errlen, (int)rc, "%s: %s", qp, msg);
 	}
 	/* quantized layers: decoded tensors in place of their parts, unless
 	 * the model is opened to show what is stored */
 	if ((rc = wf_hfq_apply(h->m, dtype_view(h->dtype), msg)) != WF_OK) {
 		wf_model_free(h->m);
 		free(h);
-		return wf_api_fail(err, errlen, (int)rc, "%s: %s", path, msg);
+		return wf_api_fail(err, errlen, (int)rc, "%s: %s", qp, msg);
 	}
 	if (wf_live_init(&h->lv, h->m, NULL, NULL, NULL, NULL) != WF_OK ||
 	    !wf_names_init(&h->names, h->m->n_tensors + h->m->n_hidden) ||
 	    !(h->stored_of = malloc((h->m->n_tensors ? h->m->n_tensors : 1) * sizeof *h->stored_of))) {
 		weightfs_close(h);
-		return wf_api_fail(err, errlen, WEIGHTFS_ENOMEM, "%s: out of memory", path);
+		return wf_api_fail(err, errlen, WEIGHTFS_ENOMEM, "%s: out of memory", qp);
 	}
 	for (size_t i = 0; i < h->m->n_tensors; i++) {
 		const struct wf_tensor *t = &h->m->tensors[i];
@@ -225,7 +226,7 @@ WEIGHTFS_API int weightfs_tensor_info(const weightfs_model *h, size_t i, int dty
 /* A failed read's one line: what changed, or why the bytes cannot be served. */
 static int read_fail(weightfs_model *h, const struct wf_tensor *t, enum wf_err rc, char *err, size_t errlen)
 {
-	char q[96], why[WF_ERRLEN] = "";
+	char q[96], qp[WF_QPATH], why[WF_ERRLEN] = "";
 	const struct wf_type *ty = wf_type_get(t->type);
 	wf_quote(q, sizeof q, t->name, t->name_len);
 	if (rc == WF_ERR_CHANGED) {
@@ -245,7 +246,8 @@ static int read_fail(weightfs_model *h, const struct wf_tensor *t, enum wf_err r
 			}
 		}
 		return wf_api_fail(err, errlen, WEIGHTFS_ECHANGED, "tensor %s: %s%s changed since the model was opened%s%s",
-			    q, part ? "file " : "a file of the model", part ? part : "", why[0] ? ": " : "", why);
+			    q, part ? "file " : "a file of the model", part ? wf_quote_path(qp, sizeof qp, part) : "",
+			    why[0] ? ": " : "", why);
 	}
 	if (rc == WF_ERR_RANGE && t->vk == WF_VK_NONE)
 		return wf_api_fail(err, errlen, WEIGHTFS_ERANGE, "tensor %s: type %s cannot be decoded (read it as stored)",

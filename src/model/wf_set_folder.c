@@ -274,11 +274,12 @@ static enum wf_err load_st_set(struct wf_set_loader *L, struct folder *f, size_t
 		return wf_fail(L->err, WF_ERR_NOMEM, "out of memory");
 	wf_set_expect(L, of);
 	enum wf_err rc = WF_OK;
+	char qn[WF_QPATH];
 	for (unsigned long i = 0; i < of && rc == WF_OK; i++) {
 		char *pn = wf_set_part_name(name, plen, i + 1, of, name + strlen(name) - strlen(".safetensors"));
 		rc = pn ? wf_set_open_part(L, pn, &parts[i]) : wf_fail(L->err, WF_ERR_NOMEM, "out of memory");
 		if (rc == WF_OK && parts[i]->format != WF_FMT_SAFETENSORS)
-			rc = wf_fail(L->err, WF_ERR_FORMAT, "%s: not a safetensors file", pn);
+			rc = wf_fail(L->err, WF_ERR_FORMAT, "%s: not a safetensors file", wf_quote_path(qn, sizeof qn, pn));
 		free(pn);
 	}
 	if (rc == WF_OK)
@@ -401,17 +402,18 @@ static enum wf_err say_found(struct wf_set_loader *L, const struct folder *f, co
 {
 	struct wf_buf b = {0};
 	enum wf_err rc;
+	char q[WF_QPATH];
 	if (n == 0) {
 		size_t shown = 0;
 		for (size_t i = 0; i < f->n && shown < 6; i++, shown++)
-			wf_buf_printf(&b, "%s%s", shown ? ", " : "", f->e[i].name);
+			wf_buf_printf(&b, "%s%s", shown ? ", " : "", wf_quote_path(q, sizeof q, f->e[i].name));
 		if (f->n > shown)
 			wf_buf_printf(&b, ", and %zu more", f->n - shown);
 		rc = wf_fail(L->err, WF_ERR_IO, "no GGUF or safetensors model in the folder (it holds %zu %s%s%s)",
 			     f->n, f->n == 1 ? "entry" : "entries", f->n ? ": " : "", b.data && !b.oom ? b.data : "");
 	} else {
 		for (size_t i = 0; i < n && i < MAX_LISTED; i++)
-			wf_buf_printf(&b, "%s%s", i ? ", " : "", models[i].label);
+			wf_buf_printf(&b, "%s%s", i ? ", " : "", wf_quote_path(q, sizeof q, models[i].label));
 		if (n > MAX_LISTED)
 			wf_buf_printf(&b, ", and %zu more", n - MAX_LISTED);
 		rc = wf_fail(L->err, WF_ERR_IO, "the folder holds %zu models: %s; give one of them as MODEL", n,
@@ -483,8 +485,9 @@ enum wf_err wf_set_load_folder(struct wf_set_loader *L, struct wf_model **out)
 		if (rc == WF_OK && m->split_count <= 1 && named > 1) {
 			/* the others would be left out without a word */
 			wf_model_free(m);
-			rc = wf_fail(L->err, WF_ERR_FORMAT, "%s: named as a part of %s, but has no split.count > 1", first,
-				     models[0].label);
+			char qf[WF_QPATH], ql[WF_QPATH];
+			rc = wf_fail(L->err, WF_ERR_FORMAT, "%s: named as a part of %s, but has no split.count > 1",
+				     wf_quote_path(qf, sizeof qf, first), wf_quote_path(ql, sizeof ql, models[0].label));
 		} else if (rc == WF_OK) {
 			rc = m->split_count > 1 ? wf_set_load_split(L, m, first, out) : (*out = m, WF_OK);
 		}
@@ -513,8 +516,10 @@ enum wf_err wf_set_index_beside(struct wf_set_loader *L, const char *shard, stru
 		rc = wf_set_index_load(L, f.e[i].name, &cand);
 		if (rc == WF_OK && wf_set_index_names(&cand, shard)) {
 			if (*found) {
-				rc = wf_fail(L->err, WF_ERR_FORMAT, "%s: named by two indexes, %s and %s", shard, ix->name,
-					     cand.name);
+				char qs[WF_QPATH], qa[WF_QPATH], qb[WF_QPATH];
+				rc = wf_fail(L->err, WF_ERR_FORMAT, "%s: named by two indexes, %s and %s",
+					     wf_quote_path(qs, sizeof qs, shard), wf_quote_path(qa, sizeof qa, ix->name),
+					     wf_quote_path(qb, sizeof qb, cand.name));
 				wf_set_index_free(&cand);
 				break;
 			}

@@ -40,8 +40,8 @@ static const char *bad_shard_name(const char *s)
 		return "holds a '/': shards must lie in the index's folder";
 	if (strcmp(s, ".") == 0 || strcmp(s, "..") == 0)
 		return "is not a file name";
-	/* the name goes into messages as it is ("NAME: missing"): a newline
-	 * there would make a refusal two lines */
+	/* no model names a shard so; messages would show it escaped
+	 * (wf_quote_path), not as the file it names */
 	for (const unsigned char *c = (const unsigned char *)s; *c; c++)
 		if (*c < 0x20 || *c == 0x7F)
 			return "holds a control character";
@@ -52,7 +52,8 @@ static const char *bad_shard_name(const char *s)
  * tensor name to shard file name. */
 enum wf_err wf_set_index_load(struct wf_set_loader *L, const char *name, struct wf_set_index *ix)
 {
-	char q[96];
+	char q[96], qb[WF_QPATH];
+	const char *qn = wf_quote_path(qb, sizeof qb, name); /* for messages */
 	uint64_t len;
 	memset(ix, 0, sizeof *ix);
 	ix->name = strdup(name);
@@ -64,34 +65,34 @@ enum wf_err wf_set_index_load(struct wf_set_loader *L, const char *name, struct 
 	/* cJSON ends strings at a NUL; a name holding one would silently
 	 * become another name */
 	if (memmem(ix->text, len, "\\u0000", 6) || memchr(ix->text, '\0', len))
-		return wf_fail(L->err, WF_ERR_FORMAT, "%s: holds a NUL character", name);
+		return wf_fail(L->err, WF_ERR_FORMAT, "%s: holds a NUL character", qn);
 	const char *end = NULL;
 	ix->root = cJSON_ParseWithLengthOpts(ix->text, len, &end, false);
 	if (!ix->root) {
 		const char *at = cJSON_GetErrorPtr();
-		return wf_fail(L->err, WF_ERR_FORMAT, "%s: invalid JSON near byte %td", name,
+		return wf_fail(L->err, WF_ERR_FORMAT, "%s: invalid JSON near byte %td", qn,
 			       at && at >= ix->text && at <= ix->text + len ? at - ix->text : (ptrdiff_t)0);
 	}
 	for (const char *p = end; p < ix->text + len; p++)
 		if (!isspace((unsigned char)*p))
 			return wf_fail(L->err, WF_ERR_FORMAT, "%s: unexpected bytes after the JSON object at byte %td",
-				       name, p - ix->text);
+				       qn, p - ix->text);
 	/* parsed: the tree holds copies of every string, and the bytes would
 	 * only add the index's size to the set's peak memory */
 	free(ix->text);
 	ix->text = NULL;
 	if (!cJSON_IsObject(ix->root))
-		return wf_fail(L->err, WF_ERR_FORMAT, "%s: not a JSON object", name);
+		return wf_fail(L->err, WF_ERR_FORMAT, "%s: not a JSON object", qn);
 	ix->weight_map = cJSON_GetObjectItemCaseSensitive(ix->root, "weight_map");
 	if (!ix->weight_map)
-		return wf_fail(L->err, WF_ERR_FORMAT, "%s: no weight_map", name);
+		return wf_fail(L->err, WF_ERR_FORMAT, "%s: no weight_map", qn);
 	if (!cJSON_IsObject(ix->weight_map))
-		return wf_fail(L->err, WF_ERR_FORMAT, "%s: weight_map is not an object", name);
+		return wf_fail(L->err, WF_ERR_FORMAT, "%s: weight_map is not an object", qn);
 	ix->metadata = cJSON_GetObjectItemCaseSensitive(ix->root, "metadata");
 	if (ix->metadata && cJSON_IsNull(ix->metadata))
 		ix->metadata = NULL;
 	if (ix->metadata && !cJSON_IsObject(ix->metadata))
-		return wf_fail(L->err, WF_ERR_FORMAT, "%s: metadata is not an object", name);
+		return wf_fail(L->err, WF_ERR_FORMAT, "%s: metadata is not an object", qn);
 
 	size_t n = (size_t)cJSON_GetArraySize(ix->weight_map);
 	struct wf_names shards = {0};
@@ -102,11 +103,11 @@ enum wf_err wf_set_index_load(struct wf_set_loader *L, const char *name, struct 
 	const cJSON *e;
 	cJSON_ArrayForEach(e, ix->weight_map) {
 		if (!cJSON_IsString(e))
-			rc = wf_fail(L->err, WF_ERR_FORMAT, "%s: weight_map: tensor %s: the shard is not a string", name,
+			rc = wf_fail(L->err, WF_ERR_FORMAT, "%s: weight_map: tensor %s: the shard is not a string", qn,
 				     wf_quote(q, sizeof q, e->string, strlen(e->string)));
 		const char *why = rc == WF_OK ? bad_shard_name(e->valuestring) : NULL;
 		if (why)
-			rc = wf_fail(L->err, WF_ERR_FORMAT, "%s: weight_map: shard %s %s", name,
+			rc = wf_fail(L->err, WF_ERR_FORMAT, "%s: weight_map: shard %s %s", qn,
 				     wf_quote(q, sizeof q, e->valuestring, strlen(e->valuestring)), why);
 		if (rc != WF_OK)
 			break;
@@ -119,7 +120,7 @@ enum wf_err wf_set_index_load(struct wf_set_loader *L, const char *name, struct 
 	/* before anything is opened */
 	if (ix->n_shards > WF_SET_MAX_PARTS)
 		return wf_fail(L->err, WF_ERR_UNSUP, "%s: weight_map names %" PRIu32 " shards, more than the %d allowed",
-			       name, ix->n_shards, WF_SET_MAX_PARTS);
+			       qn, ix->n_shards, WF_SET_MAX_PARTS);
 	qsort(ix->shards, ix->n_shards, sizeof *ix->shards, str_cmp);
 	return WF_OK;
 }
@@ -148,13 +149,14 @@ bool wf_set_index_names(const struct wf_set_index *ix, const char *name)
  * lie. */
 static enum wf_err index_map(struct wf_set_loader *L, const struct wf_set_index *ix, struct wf_names *map, const cJSON **entry)
 {
-	char q[96];
+	char q[96], qi[WF_QPATH];
 	uint32_t k = 0;
 	const cJSON *e;
 	cJSON_ArrayForEach(e, ix->weight_map) {
 		entry[k] = e;
 		if (wf_names_put(map, e->string, strlen(e->string), k) != WF_NAMES_NONE)
-			return wf_fail(L->err, WF_ERR_FORMAT, "%s: weight_map: tensor %s is listed twice", ix->name,
+			return wf_fail(L->err, WF_ERR_FORMAT, "%s: weight_map: tensor %s is listed twice",
+				       wf_quote_path(qi, sizeof qi, ix->name),
 				       wf_quote(q, sizeof q, e->string, strlen(e->string)));
 		k++;
 	}
@@ -166,19 +168,21 @@ static enum wf_err index_map(struct wf_set_loader *L, const struct wf_set_index 
 static enum wf_err check_shard(struct wf_set_loader *L, const struct wf_set_index *ix, const char *shard, const struct wf_model *p,
 			       const struct wf_names *map, const cJSON **entry, uint8_t *found)
 {
-	char q[96];
+	char q[96], qb[WF_QPATH], qi[WF_QPATH], qe[WF_QPATH];
+	const char *qs = wf_quote_path(qb, sizeof qb, shard);
 	if (p->format != WF_FMT_SAFETENSORS)
-		return wf_fail(L->err, WF_ERR_FORMAT, "%s: not a safetensors file", shard);
+		return wf_fail(L->err, WF_ERR_FORMAT, "%s: not a safetensors file", qs);
 	for (size_t t = 0; t < p->n_tensors; t++) {
 		const struct wf_tensor *tn = &p->tensors[t];
 		uint32_t k = memchr(tn->name, '\0', tn->name_len) ? WF_NAMES_NONE
 				: wf_names_get(map, tn->name, tn->name_len);
 		if (k == WF_NAMES_NONE)
-			return wf_fail(L->err, WF_ERR_FORMAT, "%s: tensor %s is not in the weight_map of %s", shard,
-				       wf_quote(q, sizeof q, tn->name, tn->name_len), ix->name);
+			return wf_fail(L->err, WF_ERR_FORMAT, "%s: tensor %s is not in the weight_map of %s", qs,
+				       wf_quote(q, sizeof q, tn->name, tn->name_len), wf_quote_path(qi, sizeof qi, ix->name));
 		if (strcmp(entry[k]->valuestring, shard) != 0)
-			return wf_fail(L->err, WF_ERR_FORMAT, "%s: tensor %s is here, but %s puts it in %s", shard,
-				       wf_quote(q, sizeof q, tn->name, tn->name_len), ix->name, entry[k]->valuestring);
+			return wf_fail(L->err, WF_ERR_FORMAT, "%s: tensor %s is here, but %s puts it in %s", qs,
+				       wf_quote(q, sizeof q, tn->name, tn->name_len), wf_quote_path(qi, sizeof qi, ix->name),
+				       wf_quote_path(qe, sizeof qe, entry[k]->valuestring));
 		found[k] = 1;
 	}
 	return WF_OK;
@@ -189,12 +193,13 @@ static enum wf_err check_shard(struct wf_set_loader *L, const struct wf_set_inde
 static enum wf_err check_index_claims(struct wf_set_loader *L, const struct wf_set_index *ix, struct wf_model **parts,
 				      const cJSON **entry, const uint8_t *found, size_t n_map)
 {
-	char q[96];
+	char q[96], qe[WF_QPATH], qi[WF_QPATH];
 	for (size_t k = 0; k < n_map; k++)
 		if (!found[k])
 			return wf_fail(L->err, WF_ERR_FORMAT, "%s: tensor %s: %s puts it here, but it is not there",
-				       entry[k]->valuestring,
-				       wf_quote(q, sizeof q, entry[k]->string, strlen(entry[k]->string)), ix->name);
+				       wf_quote_path(qe, sizeof qe, entry[k]->valuestring),
+				       wf_quote(q, sizeof q, entry[k]->string, strlen(entry[k]->string)),
+				       wf_quote_path(qi, sizeof qi, ix->name));
 	const cJSON *ts = ix->metadata ? cJSON_GetObjectItemCaseSensitive(ix->metadata, "total_size") : NULL;
 	if (!ts)
 		return WF_OK;
@@ -207,7 +212,7 @@ static enum wf_err check_index_claims(struct wf_set_loader *L, const struct wf_s
 	char *v = cJSON_PrintUnformatted(ts);
 	enum wf_err rc = wf_fail(L->err, WF_ERR_FORMAT,
 				 "%s: metadata.total_size is %s, but the shards' tensors hold %" PRIu64 " bytes",
-				 ix->name, v ? v : "?", sum);
+				 wf_quote_path(qi, sizeof qi, ix->name), v ? v : "?", sum);
 	free(v);
 	return rc;
 }
@@ -229,7 +234,8 @@ enum wf_err wf_set_load_index(struct wf_set_loader *L, struct wf_set_index *ix, 
 		goto out;
 	}
 	if (ix->n_shards == 0) {
-		rc = wf_fail(L->err, WF_ERR_FORMAT, "%s: weight_map is empty", ix->name);
+		char qi[WF_QPATH];
+		rc = wf_fail(L->err, WF_ERR_FORMAT, "%s: weight_map is empty", wf_quote_path(qi, sizeof qi, ix->name));
 		goto out;
 	}
 	if ((rc = index_map(L, ix, &map, entry)) != WF_OK)

@@ -71,7 +71,7 @@ static void drop_map(struct wf_set_loader *L, struct wf_model *pm)
 /* Opens file `name` of the model's folder as one part. */
 enum wf_err wf_set_open_part(struct wf_set_loader *L, const char *name, struct wf_model **out)
 {
-	char inner[WF_ERRLEN];
+	char inner[WF_ERRLEN], qn[WF_QPATH];
 	*out = NULL;
 	char *path = wf_set_join(L->dir, name);
 	if (!path)
@@ -82,12 +82,12 @@ enum wf_err wf_set_open_part(struct wf_set_loader *L, const char *name, struct w
 	bool link = lstat(path, &st) != 0 || S_ISLNK(st.st_mode);
 	if (link && stat(path, &st) != 0 && errno == ENOENT) {
 		free(path);
-		return wf_fail(L->err, WF_ERR_IO, "%s: missing", name);
+		return wf_fail(L->err, WF_ERR_IO, "%s: missing", wf_quote_path(qn, sizeof qn, name));
 	}
 	enum wf_err rc = wf_open_file_at(out, path, !link && !strchr(name, '/'), inner);
 	free(path);
 	if (rc != WF_OK)
-		return wf_fail(L->err, rc, "%s: %s", name, inner);
+		return wf_fail(L->err, rc, "%s: %s", wf_quote_path(qn, sizeof qn, name), inner);
 	struct wf_part *p = &(*out)->parts[0];
 	/* the header is parsed: its pages leave the process (the page cache
 	 * keeps them), else 20,000 tiny shards hold 80 MiB of mapped pages.
@@ -111,6 +111,8 @@ enum wf_err wf_set_open_part(struct wf_set_loader *L, const char *name, struct w
 enum wf_err wf_set_read_small(struct wf_set_loader *L, const char *name, uint64_t max, char **data, uint64_t *len,
 			      struct stat *st_out)
 {
+	char qb[WF_QPATH];
+	const char *qn = wf_quote_path(qb, sizeof qb, name); /* for messages */
 	char *path = wf_set_join(L->dir, name);
 	if (!path)
 		return wf_fail(L->err, WF_ERR_NOMEM, "out of memory");
@@ -118,22 +120,22 @@ enum wf_err wf_set_read_small(struct wf_set_loader *L, const char *name, uint64_
 	free(path);
 	struct stat st;
 	if (fd < 0)
-		return wf_fail(L->err, WF_ERR_IO, "%s: %s", name, errno == ENOENT ? "missing" : strerror(errno));
+		return wf_fail(L->err, WF_ERR_IO, "%s: %s", qn, errno == ENOENT ? "missing" : strerror(errno));
 	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || (uint64_t)st.st_size > max) {
 		int e = errno;
 		bool reg = S_ISREG(st.st_mode);
 		close(fd);
 		if (!reg)
-			return wf_fail(L->err, WF_ERR_IO, "%s: not a regular file", name);
+			return wf_fail(L->err, WF_ERR_IO, "%s: not a regular file", qn);
 		return (uint64_t)st.st_size > max
 			       ? wf_fail(L->err, WF_ERR_UNSUP, "%s: %jd bytes, more than the %" PRIu64 " allowed",
-					 name, (intmax_t)st.st_size, max)
-			       : wf_fail(L->err, WF_ERR_IO, "%s: cannot stat: %s", name, strerror(e));
+					 qn, (intmax_t)st.st_size, max)
+			       : wf_fail(L->err, WF_ERR_IO, "%s: cannot stat: %s", qn, strerror(e));
 	}
 	char *buf = malloc((size_t)st.st_size + 1);
 	if (!buf) {
 		close(fd);
-		return wf_fail(L->err, WF_ERR_NOMEM, "%s: out of memory", name);
+		return wf_fail(L->err, WF_ERR_NOMEM, "%s: out of memory", qn);
 	}
 	uint64_t got = 0;
 	while (got < (uint64_t)st.st_size) {
@@ -144,7 +146,7 @@ enum wf_err wf_set_read_small(struct wf_set_loader *L, const char *name, uint64_
 			int e = r < 0 ? errno : EIO;
 			free(buf);
 			close(fd);
-			return wf_fail(L->err, WF_ERR_IO, "%s: cannot read: %s", name,
+			return wf_fail(L->err, WF_ERR_IO, "%s: cannot read: %s", qn,
 				       r < 0 ? strerror(e) : "file shrank while read");
 		}
 		got += (uint64_t)r;
@@ -283,15 +285,16 @@ static void parts_json(struct wf_buf *b, struct wf_model **parts, uint32_t n, en
  * two tensors at one path. */
 static enum wf_err unique_names(struct wf_set_loader *L, struct wf_model **parts, uint32_t n, struct wf_names *names)
 {
-	char q[96];
+	char q[96], qa[WF_QPATH], qb[WF_QPATH];
 	for (uint32_t i = 0; i < n; i++) {
 		for (size_t k = 0; k < parts[i]->n_tensors; k++) {
 			const struct wf_tensor *t = &parts[i]->tensors[k];
 			uint32_t had = wf_names_put(names, t->name, t->name_len, i);
 			if (had != WF_NAMES_NONE)
 				return wf_fail(L->err, WF_ERR_FORMAT, "tensor %s: in both %s and %s",
-					       wf_quote(q, sizeof q, t->name, t->name_len), parts[had]->parts[0].name,
-					       parts[i]->parts[0].name);
+					       wf_quote(q, sizeof q, t->name, t->name_len),
+					       wf_quote_path(qa, sizeof qa, parts[had]->parts[0].name),
+					       wf_quote_path(qb, sizeof qb, parts[i]->parts[0].name));
 		}
 	}
 	return WF_OK;

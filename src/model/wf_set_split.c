@@ -19,9 +19,10 @@ enum wf_err wf_set_split_limit(struct wf_set_loader *L, const char *name, const 
 {
 	size_t plen;
 	unsigned long no, of;
+	char qn[WF_QPATH];
 	if (wf_set_split_name(name, ext, &plen, &no, &of) && of > WF_SET_MAX_PARTS)
 		return wf_fail(L->err, WF_ERR_UNSUP, "%s: the name says part %lu of %lu, more than the %d parts "
-			       "weightfs takes", name, no, of, WF_SET_MAX_PARTS);
+			       "weightfs takes", wf_quote_path(qn, sizeof qn, name), no, of, WF_SET_MAX_PARTS);
 	return WF_OK;
 }
 
@@ -32,19 +33,21 @@ static enum wf_err check_split_name(struct wf_set_loader *L, const struct wf_mod
 				    unsigned long *no, unsigned long *of)
 {
 	uint64_t count = (uint64_t)given->split_count;
+	char qb[WF_QPATH];
+	const char *qn = wf_quote_path(qb, sizeof qb, name);
 	if (!wf_set_split_name(name, ".gguf", plen, no, of))
 		return wf_fail(L->err, WF_ERR_FORMAT,
 			       "%s: split.count is %" PRIu64 ", but the name does not follow PREFIX-%%05d-of-%%05d.gguf, "
-			       "so the other parts cannot be found", name, count);
+			       "so the other parts cannot be found", qn, count);
 	if (count > WF_SET_MAX_PARTS)
 		return wf_fail(L->err, WF_ERR_UNSUP, "%s: split.count is %" PRIu64 ", more than the %d parts weightfs takes",
-			       name, count, WF_SET_MAX_PARTS);
+			       qn, count, WF_SET_MAX_PARTS);
 	if (given->split_no < 0)
-		return wf_fail(L->err, WF_ERR_FORMAT, "%s: split.count is %" PRIu64 ", but split.no is missing", name, count);
+		return wf_fail(L->err, WF_ERR_FORMAT, "%s: split.count is %" PRIu64 ", but split.no is missing", qn, count);
 	if (*of != count || *no != (uint64_t)given->split_no + 1)
 		return wf_fail(L->err, WF_ERR_FORMAT,
 			       "%s: the name says part %lu of %lu, but split.no is %" PRId64 " and split.count %" PRIu64
-			       " (split.no counts from 0)", name, *no, *of, given->split_no, count);
+			       " (split.no counts from 0)", qn, *no, *of, given->split_no, count);
 	return WF_OK;
 }
 
@@ -54,6 +57,7 @@ enum wf_err wf_set_load_split(struct wf_set_loader *L, struct wf_model *given, c
 	unsigned long no, of;
 	*out = NULL;
 	uint64_t count = (uint64_t)given->split_count;
+	char qn[WF_QPATH], qs[WF_QPATH];
 	enum wf_err rc = check_split_name(L, given, name, &plen, &no, &of);
 	if (rc != WF_OK) {
 		wf_model_free(given);
@@ -75,18 +79,19 @@ enum wf_err wf_set_load_split(struct wf_set_loader *L, struct wf_model *given, c
 			break;
 		}
 		rc = wf_set_open_part(L, pn, &parts[i]);
+		const char *qp = rc == WF_OK ? wf_quote_path(qn, sizeof qn, pn) : "";
 		if (rc == WF_OK && parts[i]->format != WF_FMT_GGUF)
-			rc = wf_fail(L->err, WF_ERR_FORMAT, "%s: not a GGUF file", pn);
+			rc = wf_fail(L->err, WF_ERR_FORMAT, "%s: not a GGUF file", qp);
 		else if (rc == WF_OK && parts[i]->split_count < 0)
 			rc = wf_fail(L->err, WF_ERR_FORMAT, "%s: has no split.count, so it is no part of this set of %" PRIu64,
-				     pn, count);
+				     qp, count);
 		else if (rc == WF_OK && parts[i]->split_count != (int64_t)count)
 			rc = wf_fail(L->err, WF_ERR_FORMAT,
 				     "%s: belongs to another split set: split.count is %" PRId64 ", not %" PRIu64,
-				     pn, parts[i]->split_count, count);
+				     qp, parts[i]->split_count, count);
 		else if (rc == WF_OK && parts[i]->split_no != (int64_t)i)
 			rc = wf_fail(L->err, WF_ERR_FORMAT, "%s: split.no is %" PRId64 ", expected %" PRIu64,
-				     pn, parts[i]->split_no, i);
+				     qp, parts[i]->split_no, i);
 		free(pn);
 	}
 	/* gguf-split writes the set's split.tensors.count into every part: a
@@ -101,8 +106,8 @@ enum wf_err wf_set_load_split(struct wf_set_loader *L, struct wf_model *given, c
 		else if (parts[i]->split_tensors != stated->split_tensors)
 			rc = wf_fail(L->err, WF_ERR_FORMAT,
 				     "%s: belongs to another split set: split.tensors.count is %" PRId64 ", but %" PRId64
-				     " in %s", parts[i]->parts[0].name, parts[i]->split_tensors, stated->split_tensors,
-				     stated->parts[0].name);
+				     " in %s", wf_quote_path(qn, sizeof qn, parts[i]->parts[0].name), parts[i]->split_tensors,
+				     stated->split_tensors, wf_quote_path(qs, sizeof qs, stated->parts[0].name));
 	}
 	size_t total = 0;
 	for (uint64_t i = 0; i < count && rc == WF_OK; i++)
@@ -110,7 +115,7 @@ enum wf_err wf_set_load_split(struct wf_set_loader *L, struct wf_model *given, c
 	if (rc == WF_OK && stated && (uint64_t)stated->split_tensors != total)
 		rc = wf_fail(L->err, WF_ERR_FORMAT,
 			     "%s: split.tensors.count is %" PRId64 ", but the %" PRIu64 " parts hold %zu tensors",
-			     stated->parts[0].name, stated->split_tensors, count, total);
+			     wf_quote_path(qs, sizeof qs, stated->parts[0].name), stated->split_tensors, count, total);
 	if (rc != WF_OK) {
 		for (uint64_t i = 0; i < count; i++)
 			wf_model_free(parts[i]);

@@ -103,7 +103,20 @@ static inline void fuzz_check_json(const char *what, const char *s, size_t n)
 	cJSON_Delete(j);
 }
 
-/* What wf_model.h promises of a model that parsed. */
+/* A refusal's message is one line a terminal shows as it is: non-empty,
+ * NUL-terminated within WF_ERRLEN, and no control byte (a newline would
+ * make it two lines, an ESC a terminal command), C1 controls included
+ * (U+0080-U+009F as UTF-8, which some terminals act on). */
+static inline void fuzz_check_one_line(enum wf_err rc, const char *err)
+{
+	const char *end = memchr(err, '\0', WF_ERRLEN);
+	FUZZ_CHECK(end != NULL && end > err, "refusal (%d) without a message", (int)rc);
+	for (const unsigned char *c = (const unsigned char *)err; c < (const unsigned char *)end; c++)
+		FUZZ_CHECK(*c >= 0x20 && *c != 0x7F && !(*c == 0xC2 && c[1] >= 0x80 && c[1] < 0xA0),
+			   "refusal (%d) holds control byte 0x%02x at %td: %s", (int)rc, *c,
+			   (const char *)c - err, err);
+}
+
 /* A refused file: no model left behind, a parser's error code, and a
  * one-line message. */
 static inline void fuzz_check_refusal(enum wf_err rc, const struct wf_model *m, const char *err)
@@ -111,8 +124,10 @@ static inline void fuzz_check_refusal(enum wf_err rc, const struct wf_model *m, 
 	FUZZ_CHECK(m == NULL, "failed parse left a model");
 	FUZZ_CHECK(rc == WF_ERR_FORMAT || rc == WF_ERR_UNSUP || rc == WF_ERR_NOMEM,
 		   "unexpected error %d", (int)rc);
-	FUZZ_CHECK(err[0] != '\0' && memchr(err, '\0', WF_ERRLEN) != NULL, "no error message");
+	fuzz_check_one_line(rc, err);
 }
+
+/* What wf_model.h promises of a model that parsed. */
 
 static inline void fuzz_check_model(const struct wf_model *m)
 {

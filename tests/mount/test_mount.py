@@ -74,6 +74,7 @@ from t_change import group_truncate
 from t_large_many_bounds import group_bounds, group_large, group_many
 from t_malformed import group_malformed
 from t_sets import group_sets
+from t_names import group_names
 from t_parts import group_parts
 from t_remote import group_remote
 from t_desktop import group_desktop
@@ -114,6 +115,7 @@ def main():
               ("malformed", group_malformed), ("remote", group_remote)]
     groups.append(("bounds", group_bounds))
     groups.append(("sets", group_sets))
+    groups.append(("names", group_names))
     groups.append(("parts", group_parts))
     groups.append(("desktop", group_desktop))
     groups.append(("cmds", group_cmds))

@@ -1012,6 +1012,114 @@ START_TEST(test_not_a_model)
 }
 END_TEST
 
+/* ---- file names that hold control characters ---- */
+
+/* A message a terminal shows as one line: no control byte at all (a
+ * newline would make two lines, an ESC a terminal command). */
+static void check_one_line(const char *err)
+{
+	for (const unsigned char *c = (const unsigned char *)err; *c; c++)
+		ck_assert_msg(*c >= 0x20 && *c != 0x7F, "control byte 0x%02x at %td of: %s", *c,
+			      (const char *)c - err, err);
+}
+
+static void expect_fail_one_line(const char *rel, enum wf_err code, const char *want1, const char *want2)
+{
+	char err[WF_ERRLEN] = "";
+	struct wf_model *m = (struct wf_model *)1;
+	enum wf_err rc = wf_set_open(&m, at(rel), err);
+	ck_assert_msg(rc == code, "%s: rc %d, expected %d (%s)", rel, rc, code, err);
+	ck_assert_ptr_null(m);
+	check_one_line(err);
+	check_err(err, want1, want2);
+}
+
+START_TEST(test_quote_path)
+{
+	char q[WF_QPATH];
+	/* printable names come back as they are, the very pointer */
+	static const char *const clean[] = {"/tmp/model.gguf", "a b\\c'd.gguf", "mod\xc3\xa8le.gguf", "\xe2\x82\xac",
+					    ""};
+	for (size_t i = 0; i < WF_ARRAY_LEN(clean); i++)
+		ck_assert_ptr_eq(wf_quote_path(q, sizeof q, clean[i]), clean[i]);
+	ck_assert_str_eq(wf_quote_path(q, sizeof q, NULL), "");
+	/* anything else is quoted, with every byte that is not printable escaped */
+	static const char *const dirty[][2] = {
+		{"a\nb.safetensors", "'a\\x0ab.safetensors'"},
+		{"/m/x\x1b[2Jy.gguf", "'/m/x\\x1b[2Jy.gguf'"},
+		{"del\x7f", "'del\\x7f'"},
+		{"bad\xff.gguf", "'bad\\xff.gguf'"},
+		{"c1\xc2\x9b" "31m", "'c1\\xc2\\x9b31m'"},          /* U+009B, the one-byte CSI */
+		{"t\tab\\x'q", "'t\\x09ab\\x5cx\\x27q'"},          /* then \ and ' are escaped too */
+		{"'quoted'", "'\\x27quoted\\x27'"},               /* a clean name never starts with ' */
+	};
+	for (size_t i = 0; i < WF_ARRAY_LEN(dirty); i++) {
+		const char *r = wf_quote_path(q, sizeof q, dirty[i][0]);
+		ck_assert_ptr_eq(r, q);
+		ck_assert_str_eq(r, dirty[i][1]);
+	}
+	/* a long one is cut, still one line */
+	char longname[600];
+	memset(longname, '\n', sizeof longname - 1);
+	longname[sizeof longname - 1] = '\0';
+	const char *r = wf_quote_path(q, sizeof q, longname);
+	ck_assert_uint_lt(strlen(r), sizeof q);
+	ck_assert_ptr_nonnull(strstr(r, "..."));
+	check_one_line(r);
+}
+END_TEST
+
+/* Folder entries and parts named with a newline or an ESC: every refusal
+ * is one line and names the file, escaped. */
+START_TEST(test_names_one_line)
+{
+	/* a broken single file */
+	tmp_make();
+	write_str("a\nb.safetensors", "junk junk junk");
+	expect_fail_one_line(".", WF_ERR_FORMAT, "'a\\x0ab.safetensors': ", NULL);
+	tmp_remove();
+	/* a split GGUF whose prefix holds a newline, one part missing: the
+	 * name of a part that is not there comes from the one that is */
+	tmp_make();
+	write_gguf("m\n-00001-of-00002.gguf", &(struct gpart){0, 2, -1, "a", {"a.weight"}, 0});
+	expect_fail_one_line(".", WF_ERR_IO, "'m\\x0a-00002-of-00002.gguf': missing", NULL);
+	expect_fail_one_line("m\n-00001-of-00002.gguf", WF_ERR_IO, "'m\\x0a-00002-of-00002.gguf': missing", NULL);
+	/* ... and with a part that is not a GGUF */
+	st_shard("m\n-00002-of-00002.gguf", shard2, 1, NULL);
+	expect_fail_one_line(".", WF_ERR_FORMAT, "'m\\x0a-00002-of-00002.gguf': not a GGUF file", NULL);
+	tmp_remove();
+	/* an unindexed safetensors set named with an ESC, one shard missing */
+	tmp_make();
+	st_shard("x\x1b[2J-00001-of-00002.safetensors", shard1, 2, NULL);
+	expect_fail_one_line(".", WF_ERR_IO, "'x\\x1b[2J-00002-of-00002.safetensors': missing", NULL);
+	/* two models: both listed, the ESC one escaped */
+	write_gguf("q\x1b]0;t\x07.gguf", &(struct gpart){-1, -1, -1, "q", {"a.weight"}, 0});
+	expect_fail_one_line(".", WF_ERR_IO, "the folder holds 2 models: ",
+			     "'q\\x1b]0;t\\x07.gguf', 'x\\x1b[2J-*-of-00002.safetensors'");
+	tmp_remove();
+	/* no model: the entries listed are escaped */
+	tmp_make();
+	write_str("read\nme", "x");
+	write_str("config.json", "{}");
+	expect_fail_one_line(".", WF_ERR_IO, "no GGUF or safetensors model", "config.json, 'read\\x0ame'");
+	tmp_remove();
+	/* an index named with a newline, broken, and one whose shard is not there */
+	tmp_make();
+	write_str("i\n.safetensors.index.json", "{");
+	expect_fail_one_line(".", WF_ERR_FORMAT, "'i\\x0a.safetensors.index.json': invalid JSON", NULL);
+	expect_fail_one_line("i\n.safetensors.index.json", WF_ERR_FORMAT, "'i\\x0a.safetensors.index.json': invalid JSON",
+			     NULL);
+	write_st_set(NULL);
+	write_str("i\n.safetensors.index.json", "{" WMAP "}");
+	unlink(at(SH2));
+	expect_fail_one_line(".", WF_ERR_IO, SH2 ": missing", NULL);
+	write_st_set(NULL);
+	write_str("i\n.safetensors.index.json", "{\"metadata\":{\"total_size\":41}," WMAP "}");
+	expect_fail_one_line(".", WF_ERR_FORMAT, "'i\\x0a.safetensors.index.json': metadata.total_size is 41", NULL);
+	tmp_remove();
+}
+END_TEST
+
 static Suite *set_suite(void)
 {
 	Suite *s = suite_create("set");
@@ -1037,6 +1145,10 @@ static Suite *set_suite(void)
 	tcase_add_test(tc, test_fd_budget);
 	tcase_add_test(tc, test_fd_budget_two_sets);
 	tcase_add_test(tc, test_not_a_model);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("names");
+	tcase_add_test(tc, test_quote_path);
+	tcase_add_test(tc, test_names_one_line);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("folder_many");
 	tcase_set_timeout(tc, 30);
