@@ -47,15 +47,32 @@ size_t wf_utf8_seq(const uint8_t *s, size_t n)
 	return len;
 }
 
-/* Length of the printable character at s[0] (at most n bytes): 1 for
- * printable ASCII, the sequence's for valid UTF-8 past the C1 controls
- * (U+0080-U+009F, which some terminals act on like ESC), else 0. */
-static size_t printable_seq(const uint8_t *s, size_t n)
+/* Code points that are valid UTF-8 yet change how a line reads: the C1
+ * controls (U+0080-U+009F; U+009B is a one-byte CSI to some terminals),
+ * the bidirectional marks, embeddings, overrides and isolates (U+061C,
+ * U+200E-U+200F, U+202A-U+202E, U+2066-U+2069), which reorder what
+ * follows them on screen ("Trojan Source"), and the line and paragraph
+ * separators U+2028-U+2029, which some editors and tools break lines at. */
+static bool reads_as_control(uint32_t cp)
 {
+	return (cp >= 0x80 && cp <= 0x9F) || cp == 0x061C || cp == 0x200E || cp == 0x200F ||
+	       (cp >= 0x2028 && cp <= 0x202E) || (cp >= 0x2066 && cp <= 0x2069);
+}
+
+size_t wf_printable_seq(const uint8_t *s, size_t n)
+{
+	if (n == 0)
+		return 0;
 	if (s[0] < 0x80)
 		return s[0] >= 0x20 && s[0] < 0x7F;
 	size_t l = wf_utf8_seq(s, n);
-	return l == 2 && s[0] == 0xC2 && s[1] < 0xA0 ? 0 : l;
+	if (l == 0)
+		return 0;
+	/* wf_utf8_seq checked the lead and continuation bytes */
+	uint32_t cp = l == 2 ? (uint32_t)(s[0] & 0x1F) << 6 | (s[1] & 0x3F)
+		    : l == 3 ? (uint32_t)(s[0] & 0x0F) << 12 | (uint32_t)(s[1] & 0x3F) << 6 | (s[2] & 0x3F)
+			     : 0x10000; /* four bytes: past every code point above */
+	return reads_as_control(cp) ? 0 : l;
 }
 
 const char *wf_quote_path(char *out, size_t outlen, const char *path)
@@ -65,7 +82,7 @@ const char *wf_quote_path(char *out, size_t outlen, const char *path)
 	size_t n = strlen(path);
 	bool clean = path[0] != '\'';
 	for (size_t i = 0, l; clean && i < n; i += l)
-		clean = (l = printable_seq((const uint8_t *)path + i, n - i)) != 0;
+		clean = (l = wf_printable_seq((const uint8_t *)path + i, n - i)) != 0;
 	return clean ? path : wf_quote(out, outlen, path, n);
 }
 
@@ -89,7 +106,7 @@ const char *wf_quote(char *out, size_t outlen, const void *name, size_t n)
 		if (c >= 0x20 && c < 0x7F && c != '\\' && c != '\'') {
 			out[o++] = (char)c;
 		} else {
-			size_t l = c >= 0x80 ? printable_seq(s + i, n - i) : 0;
+			size_t l = c >= 0x80 ? wf_printable_seq(s + i, n - i) : 0;
 			if (l > 1 && o + l + 8 < outlen) {
 				memcpy(out + o, s + i, l);
 				o += l;

@@ -47,6 +47,14 @@ static inline bool wf_add_ok(uint64_t a, uint64_t b, uint64_t *r)
  * points past U+10FFFF are invalid. */
 size_t wf_utf8_seq(const uint8_t *s, size_t n);
 
+/* Length of the character at s[0] (at most n bytes) when it is safe to
+ * show as it is on one line of a terminal: 1 for printable ASCII, the
+ * sequence's length for valid UTF-8 other than the C1 controls, the
+ * bidirectional controls and the line/paragraph separators; 0 for
+ * anything else (a control byte, DEL, invalid UTF-8, one of those code
+ * points), which a display escapes. */
+size_t wf_printable_seq(const uint8_t *s, size_t n);
+
 /* Writes a printable, quoted, length-limited rendering of a name from a
  * model file into out (for error messages): non-printable bytes as \xNN,
  * long names cut with "...". Returns out. */

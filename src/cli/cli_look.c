@@ -74,7 +74,7 @@ size_t cli_display(struct wf_buf *b, const char *s, size_t n, size_t max)
 			break;
 		}
 		const uint8_t *u = (const uint8_t *)s + i;
-		size_t k = *u >= 0x80 ? wf_utf8_seq(u, n - i) : 1;
+		size_t k = *u >= 0x80 ? wf_printable_seq(u, n - i) : 1;
 		if (k > 1) {
 			wf_buf_put(b, u, k);
 			c++;

@@ -33,7 +33,9 @@ void cli_model_close(struct cli_model *cm);
 int cli_model_read_failed(const struct cli_model *cm, enum wf_err rc, const char *msg);
 
 /* Appends s[0..n) for a terminal: a newline as \n, a backslash as \\,
- * other control bytes and bytes that are not UTF-8 as \xNN.  At most max
+ * other control bytes, bytes that are not UTF-8 and the bytes of the code
+ * points wf_printable_seq refuses (C1, bidirectional controls, line and
+ * paragraph separators) as \xNN.  At most max
  * characters (0: no limit), then "...".  Returns its width in characters.
  * The one escaper of every command's names and values. */
 size_t cli_display(struct wf_buf *b, const char *s, size_t n, size_t max);

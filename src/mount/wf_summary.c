@@ -17,19 +17,20 @@
 /* config.json is parsed only when smaller than this (it is a few KiB). */
 #define CONFIG_MAX (1u << 20)
 
-/* Appends s[0..n) as one line's worth of text: valid UTF-8 kept, control
- * bytes and invalid bytes as '?', cut to max bytes with "...". */
+/* Appends s[0..n) as one line's worth of text: what wf_printable_seq
+ * calls printable kept, anything else (control bytes, invalid UTF-8, the
+ * C1 and bidirectional controls) as '?', cut to max bytes with "...". */
 static void put_clean(struct wf_buf *b, const char *s, size_t n, size_t max)
 {
 	const uint8_t *p = (const uint8_t *)s;
 	size_t out = 0;
 	for (size_t i = 0; i < n;) {
-		size_t l = p[i] >= 0x80 ? wf_utf8_seq(p + i, n - i) : 1;
+		size_t l = wf_printable_seq(p + i, n - i);
 		if (out + (l ? l : 1) > max) {
 			wf_buf_puts(b, "...");
 			return;
 		}
-		if (l == 0 || p[i] < 0x20 || p[i] == 0x7F) {
+		if (l == 0) {
 			wf_buf_putc(b, '?');
 			out++;
 			i++;

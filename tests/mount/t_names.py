@@ -1,7 +1,8 @@
 """Group names: file names and paths that hold a newline or an ESC (a model
 folder's entries, MODEL and the mount point as given) still give a refusal of
 one stderr line that names the file escaped ('a\\x0ab.gguf'), or mount when the
-files are fine.
+files are fine; tensor names with code points that reorder or break a line
+on screen (bidirectional controls, U+2028, C1) are escaped where shown.
 """
 
 import os
@@ -129,3 +130,47 @@ def group_names():
         return "mounted"
     check("names: a fine model in entries named with a newline is mounted; a second mount there is refused in one "
           "line", served)
+
+    def shown():
+        # tensor names that are valid UTF-8 yet reorder or break a line on
+        # screen (U+202E, U+2028, U+2066, U+061C, the C1 CSI U+009B) are
+        # escaped where weightfs prints them, and never reach WEIGHTFS.txt
+        controls = ["\u202e", "\u2028", "\u2066", "\u061c", "\u009b"]
+        names = ["w%sexe.txt" % c for c in controls] + ["caf\u00e9", "pct\u2030"]
+        d = fresh("shown")
+        model = os.path.join(d, "m.gguf")
+        write_file(model, gguf_bytes([f32_tensor(n.encode(), np.zeros(4, "<f4")) for n in names]))
+        errs = Errs()
+        rc, out, err, _ = run_cli(["ls", model], env=san_env())
+        if rc != 0:
+            raise AssertionError("ls: exit %d (%r)" % (rc, err[:200]))
+        for c in controls:
+            if c in out:
+                errs.add("ls prints U+%04X as it is" % ord(c))
+            esc = "".join("\\x%02X" % b for b in c.encode())
+            if "w%sexe.txt" % esc not in out:
+                errs.add("ls lacks %r: %r" % ("w%sexe.txt" % esc, out[:400]))
+        for n in names[-2:]:  # printable: shown as they are
+            if n not in out:
+                errs.add("ls lacks %r" % n)
+        mp = new_dir("names-mp-")
+        rc, _, err, _ = run_cli([model, mp], env=san_env())
+        try:
+            if rc != 0 or not is_mounted(mp):
+                raise AssertionError("mount: exit %d, stderr %r" % (rc, err[:300]))
+            with open(os.path.join(mp, "WEIGHTFS.txt"), encoding="utf-8") as f:
+                text = f.read()
+            bad = sorted({"U+%04X" % ord(c) for c in text if ord(c) in (0x61C, 0x200E, 0x200F) or
+                          0x80 <= ord(c) < 0xA0 or 0x2028 <= ord(c) <= 0x202E or 0x2066 <= ord(c) <= 0x2069})
+            if bad:
+                errs.add("WEIGHTFS.txt holds %s" % ", ".join(bad))
+            if "w???exe.txt" not in text or "caf\u00e9" not in text:
+                errs.add("WEIGHTFS.txt does not list the names as expected: %r" % text[:600])
+        finally:
+            for pid in daemon_pid(mp):
+                force_unmount(mp)
+                wait_pid(pid, 10)
+        errs.raise_if_any()
+        return "%d names" % len(names)
+    check("names: bidirectional, line-separator and C1 controls in tensor names are escaped by ls and left out of "
+          "WEIGHTFS.txt", shown)

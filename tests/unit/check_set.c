@@ -1039,7 +1039,10 @@ START_TEST(test_quote_path)
 	char q[WF_QPATH];
 	/* printable names come back as they are, the very pointer */
 	static const char *const clean[] = {"/tmp/model.gguf", "a b\\c'd.gguf", "mod\xc3\xa8le.gguf", "\xe2\x82\xac",
-					    ""};
+					    "",
+					    /* the neighbours of the code points refused below */
+					    "nbsp\xc2\xa0", "\xd8\x9b\xd8\x9d", "\xe2\x80\x8d\xe2\x80\x90", "\xe2\x80\xa7",
+					    "\xe2\x80\xaf", "\xe2\x81\xa5\xe2\x81\xaa", "\xf0\x9f\x98\x80"};
 	for (size_t i = 0; i < WF_ARRAY_LEN(clean); i++)
 		ck_assert_ptr_eq(wf_quote_path(q, sizeof q, clean[i]), clean[i]);
 	ck_assert_str_eq(wf_quote_path(q, sizeof q, NULL), "");
@@ -1052,6 +1055,18 @@ START_TEST(test_quote_path)
 		{"c1\xc2\x9b" "31m", "'c1\\xc2\\x9b31m'"},          /* U+009B, the one-byte CSI */
 		{"t\tab\\x'q", "'t\\x09ab\\x5cx\\x27q'"},          /* then \ and ' are escaped too */
 		{"'quoted'", "'\\x27quoted\\x27'"},               /* a clean name never starts with ' */
+		/* valid UTF-8 that reorders or breaks a line on screen */
+		{"a\xe2\x80\xae" "b", "'a\\xe2\\x80\\xaeb'"},          /* U+202E right-to-left override */
+		{"a\xe2\x80\xaa" "b", "'a\\xe2\\x80\\xaab'"},          /* U+202A, the first embedding */
+		{"a\xe2\x80\xa8" "b", "'a\\xe2\\x80\\xa8b'"},          /* U+2028 line separator */
+		{"a\xe2\x80\xa9" "b", "'a\\xe2\\x80\\xa9b'"},          /* U+2029 paragraph separator */
+		{"a\xe2\x80\x8e" "b", "'a\\xe2\\x80\\x8eb'"},          /* U+200E left-to-right mark */
+		{"a\xe2\x80\x8f" "b", "'a\\xe2\\x80\\x8fb'"},          /* U+200F */
+		{"a\xe2\x81\xa6" "b", "'a\\xe2\\x81\\xa6b'"},          /* U+2066, the first isolate */
+		{"a\xe2\x81\xa9" "b", "'a\\xe2\\x81\\xa9b'"},          /* U+2069, the last */
+		{"a\xd8\x9c" "b", "'a\\xd8\\x9cb'"},                   /* U+061C Arabic letter mark */
+		{"a\xc2\x80" "b", "'a\\xc2\\x80b'"},                   /* U+0080, the first C1 */
+		{"a\xc2\x9f" "b", "'a\\xc2\\x9fb'"},                   /* U+009F, the last */
 	};
 	for (size_t i = 0; i < WF_ARRAY_LEN(dirty); i++) {
 		const char *r = wf_quote_path(q, sizeof q, dirty[i][0]);
