@@ -205,7 +205,7 @@ static int parse_args(int argc, char **argv, struct cli_opts *o, const struct cl
 				return cli_usage_error(cmd, "--length %s: not a byte count", v);
 			o->have_length = true;
 		} else {
-			return cli_usage_error(cmd, "%s: unknown option", a);
+			return cli_usage_error(cmd, "%s: unknown option", cli_path(a));
 		}
 	}
 	if (o->n_pos < c->n_pos)
@@ -218,7 +218,8 @@ int cli_dtype(const char *dtype, enum wf_vk *want)
 {
 	*want = WF_VK_F32;
 	if (dtype && !wf_view_parse(dtype, want)) {
-		fprintf(stderr, "weightfs: -o dtype=%s: unknown output type (f32, f16, bf16 or stored)\n", dtype);
+		fprintf(stderr, "weightfs: -o dtype=%s: unknown output type (f32, f16, bf16 or stored)\n",
+			cli_path(dtype));
 		return EXIT_USAGE;
 	}
 	return 0;

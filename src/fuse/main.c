@@ -114,7 +114,7 @@ static int opt_proc(void *data, const char *arg, int key, struct fuse_args *outa
 		errno = 0;
 		long kb = *v >= '0' && *v <= '9' ? strtol(v, (char **)&end, 10) : -1;
 		if (errno || *end || kb < 0 || kb > RA_MAX_KB) {
-			fprintf(stderr, "weightfs: -o read_ahead_kb=%s: not a number of KiB from 0 to %d\n", v,
+			fprintf(stderr, "weightfs: -o read_ahead_kb=%s: not a number of KiB from 0 to %d\n", cli_path(v),
 				RA_MAX_KB);
 			return -1;
 		}
@@ -258,7 +258,9 @@ static bool one_line_options(char *line)
 	while (n && opts[n - 1] == ' ')
 		opts[--n] = '\0';
 	gathering = false;
-	snprintf(line, WF_LOG_LINE, "weightfs: %.400s: unknown option (weightfs -h lists them)\n", opts);
+	char q[WF_QPATH];
+	snprintf(line, WF_LOG_LINE, "weightfs: %.400s: unknown option (weightfs -h lists them)\n",
+		 wf_quote_path(q, sizeof q, opts));
 	opts[0] = '\0';
 	return false;
 }

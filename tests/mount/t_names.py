@@ -174,3 +174,29 @@ def group_names():
         return "%d names" % len(names)
     check("names: bidirectional, line-separator and C1 controls in tensor names are escaped by ls and left out of "
           "WEIGHTFS.txt", shown)
+
+    def options():
+        # option values the user typed are escaped the same way
+        model = os.path.join(fresh("opts"), "m.gguf")
+        write_file(model, gguf_bytes([f32_tensor(b"w", np.zeros(4, "<f4"))]))
+        errs = Errs()
+        for label, argv, substr in (
+                ("an unknown mount option", ["-o", "bogus\x1bopt", model, new_dir("names-mp-")],
+                 "weightfs: '-o bogus\\x1bopt': unknown option"),
+                ("a mount's -o dtype=", ["-o", "dtype=f\x1b[2J", model, new_dir("names-mp-")],
+                 "-o dtype='f\\x1b[2J': unknown output type"),
+                ("a mount's -o read_ahead_kb=", ["-o", "read_ahead_kb=1\n2", model, new_dir("names-mp-")],
+                 "-o read_ahead_kb='1\\x0a2': not a number"),
+                ("an unknown option of ls", ["ls", "--x\x1by", model], "weightfs ls: '--x\\x1by': unknown option"),
+                ("ls -o dtype=", ["ls", "-o", "dtype=f\x07", model], "-o dtype='f\\x07': unknown output type")):
+            rc, _, err, _ = run_cli(argv, env=san_env())
+            if rc == 0:
+                errs.add("%s: exit 0" % label)
+                mp = argv[-1]
+                for pid in daemon_pid(mp):
+                    force_unmount(mp)
+                    wait_pid(pid, 10)
+            one_terminal_line(err, errs, label, substr)
+        errs.raise_if_any()
+        return "5 command lines"
+    check("names: option values with an ESC or a newline are refused in one line, escaped", options)
