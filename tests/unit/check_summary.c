@@ -180,7 +180,7 @@ START_TEST(test_summary_limits)
 {
 	enum { S = WF_SUMMARY_STACKS + 3, K = WF_SUMMARY_KINDS + 5, O = WF_SUMMARY_OTHERS + 4 };
 	struct spec sp[S + K + O + 4];
-	char names[S + K + O + 2][32];
+	char names[S + K + O + 3][32];
 	size_t n = 0;
 	/* first, so that its stack gets a table */
 	sp[n++] = (struct spec){"bad\xff\x01\n.3.k\x7f", WF_T_BOOL};
