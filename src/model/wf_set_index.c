@@ -168,19 +168,21 @@ static enum wf_err index_map(struct wf_set_loader *L, const struct wf_set_index 
 static enum wf_err check_shard(struct wf_set_loader *L, const struct wf_set_index *ix, const char *shard, const struct wf_model *p,
 			       const struct wf_names *map, const cJSON **entry, uint8_t *found)
 {
-	char q[96], qb[WF_QPATH], qi[WF_QPATH], qe[WF_QPATH];
-	const char *qs = wf_quote_path(qb, sizeof qb, shard);
+	/* names are quoted only for a refusal: every shard of a set passes here */
+	char q[96], qs[WF_QPATH], qi[WF_QPATH], qe[WF_QPATH];
 	if (p->format != WF_FMT_SAFETENSORS)
-		return wf_fail(L->err, WF_ERR_FORMAT, "%s: not a safetensors file", qs);
+		return wf_fail(L->err, WF_ERR_FORMAT, "%s: not a safetensors file", wf_quote_path(qs, sizeof qs, shard));
 	for (size_t t = 0; t < p->n_tensors; t++) {
 		const struct wf_tensor *tn = &p->tensors[t];
 		uint32_t k = memchr(tn->name, '\0', tn->name_len) ? WF_NAMES_NONE
 				: wf_names_get(map, tn->name, tn->name_len);
 		if (k == WF_NAMES_NONE)
-			return wf_fail(L->err, WF_ERR_FORMAT, "%s: tensor %s is not in the weight_map of %s", qs,
+			return wf_fail(L->err, WF_ERR_FORMAT, "%s: tensor %s is not in the weight_map of %s",
+				       wf_quote_path(qs, sizeof qs, shard),
 				       wf_quote(q, sizeof q, tn->name, tn->name_len), wf_quote_path(qi, sizeof qi, ix->name));
 		if (strcmp(entry[k]->valuestring, shard) != 0)
-			return wf_fail(L->err, WF_ERR_FORMAT, "%s: tensor %s is here, but %s puts it in %s", qs,
+			return wf_fail(L->err, WF_ERR_FORMAT, "%s: tensor %s is here, but %s puts it in %s",
+				       wf_quote_path(qs, sizeof qs, shard),
 				       wf_quote(q, sizeof q, tn->name, tn->name_len), wf_quote_path(qi, sizeof qi, ix->name),
 				       wf_quote_path(qe, sizeof qe, entry[k]->valuestring));
 		found[k] = 1;

@@ -51,6 +51,27 @@ static enum wf_err check_split_name(struct wf_set_loader *L, const struct wf_mod
 	return WF_OK;
 }
 
+/* Part i of count, opened from file pn, is a GGUF of this set; the name
+ * is quoted only for a refusal, since every part of a large set passes. */
+static enum wf_err check_part(struct wf_set_loader *L, const struct wf_model *p, const char *pn, uint64_t i,
+			      uint64_t count)
+{
+	char q[WF_QPATH];
+	if (p->format != WF_FMT_GGUF)
+		return wf_fail(L->err, WF_ERR_FORMAT, "%s: not a GGUF file", wf_quote_path(q, sizeof q, pn));
+	if (p->split_count < 0)
+		return wf_fail(L->err, WF_ERR_FORMAT, "%s: has no split.count, so it is no part of this set of %" PRIu64,
+			       wf_quote_path(q, sizeof q, pn), count);
+	if (p->split_count != (int64_t)count)
+		return wf_fail(L->err, WF_ERR_FORMAT,
+			       "%s: belongs to another split set: split.count is %" PRId64 ", not %" PRIu64,
+			       wf_quote_path(q, sizeof q, pn), p->split_count, count);
+	if (p->split_no != (int64_t)i)
+		return wf_fail(L->err, WF_ERR_FORMAT, "%s: split.no is %" PRId64 ", expected %" PRIu64,
+			       wf_quote_path(q, sizeof q, pn), p->split_no, i);
+	return WF_OK;
+}
+
 enum wf_err wf_set_load_split(struct wf_set_loader *L, struct wf_model *given, const char *name, struct wf_model **out)
 {
 	size_t plen;
@@ -79,19 +100,8 @@ enum wf_err wf_set_load_split(struct wf_set_loader *L, struct wf_model *given, c
 			break;
 		}
 		rc = wf_set_open_part(L, pn, &parts[i]);
-		const char *qp = rc == WF_OK ? wf_quote_path(qn, sizeof qn, pn) : "";
-		if (rc == WF_OK && parts[i]->format != WF_FMT_GGUF)
-			rc = wf_fail(L->err, WF_ERR_FORMAT, "%s: not a GGUF file", qp);
-		else if (rc == WF_OK && parts[i]->split_count < 0)
-			rc = wf_fail(L->err, WF_ERR_FORMAT, "%s: has no split.count, so it is no part of this set of %" PRIu64,
-				     qp, count);
-		else if (rc == WF_OK && parts[i]->split_count != (int64_t)count)
-			rc = wf_fail(L->err, WF_ERR_FORMAT,
-				     "%s: belongs to another split set: split.count is %" PRId64 ", not %" PRIu64,
-				     qp, parts[i]->split_count, count);
-		else if (rc == WF_OK && parts[i]->split_no != (int64_t)i)
-			rc = wf_fail(L->err, WF_ERR_FORMAT, "%s: split.no is %" PRId64 ", expected %" PRIu64,
-				     qp, parts[i]->split_no, i);
+		if (rc == WF_OK)
+			rc = check_part(L, parts[i], pn, i, count);
 		free(pn);
 	}
 	/* gguf-split writes the set's split.tensors.count into every part: a

@@ -10,7 +10,7 @@ import os
 import numpy as np
 
 from wf_harness import (
-    check, daemon_pid, Errs, force_unmount, is_mounted, new_dir, run_cli, san_env, san_lines, wait_pid)
+    check, Errs, force_unmount, is_mounted, new_dir, run_cli, san_env, san_lines, unmount_daemon)
 from wf_models import f32_tensor, gguf_bytes, gkv, write_file
 
 
@@ -69,9 +69,7 @@ def group_names():
             mp = mp or new_dir("names-mp-")
             rc, _, err, _ = run_cli([model, mp], env=san_env())
             if rc == 0:
-                for pid in daemon_pid(mp):
-                    force_unmount(mp)
-                    wait_pid(pid, 10)
+                unmount_daemon(mp)
             if rc != want_rc:
                 errs.add("%s: exit %d, expected %d (%r)" % (label, rc, want_rc, err[:200]))
             one_terminal_line(err, errs, label, substr)
@@ -124,9 +122,7 @@ def group_names():
                               % os.path.realpath(d).replace("\x1b", "\\x1b"))
             errs.raise_if_any()
         finally:
-            for pid in daemon_pid(mp):
-                force_unmount(mp)
-                wait_pid(pid, 10)
+            unmount_daemon(mp)
         return "mounted"
     check("names: a fine model in entries named with a newline is mounted; a second mount there is refused in one "
           "line", served)
@@ -167,9 +163,7 @@ def group_names():
             if "w???exe.txt" not in text or "caf\u00e9" not in text:
                 errs.add("WEIGHTFS.txt does not list the names as expected: %r" % text[:600])
         finally:
-            for pid in daemon_pid(mp):
-                force_unmount(mp)
-                wait_pid(pid, 10)
+            unmount_daemon(mp)
         errs.raise_if_any()
         return "%d names" % len(names)
     check("names: bidirectional, line-separator and C1 controls in tensor names are escaped by ls and left out of "
@@ -193,9 +187,7 @@ def group_names():
             if rc == 0:
                 errs.add("%s: exit 0" % label)
                 mp = argv[-1]
-                for pid in daemon_pid(mp):
-                    force_unmount(mp)
-                    wait_pid(pid, 10)
+                unmount_daemon(mp)
             one_terminal_line(err, errs, label, substr)
         errs.raise_if_any()
         return "5 command lines"

@@ -12,8 +12,8 @@ import time
 import numpy as np
 
 from wf_harness import (
-    check, daemon_pid, Errs, Fail, force_unmount, GGML, is_mounted, load_json, Mount, new_dir,
-    one_line_error, run_cli, san_env, san_lines, SANITIZED, SEED, sha256_file, wait_pid)
+    check, Errs, Fail, force_unmount, GGML, is_mounted, load_json, Mount, new_dir,
+    one_line_error, run_cli, san_env, san_lines, SANITIZED, SEED, sha256_file, unmount_daemon)
 from wf_models import (
     f32_tensor, GGML_MAN, gguf_bytes, gguf_expected, gkv, make_hf_folder, make_st_set,
     SIDECARS, st_set_bytes, write_file)
@@ -439,9 +439,7 @@ def sets_malformed(base):
             mp = new_dir("bad-")
             rc, out, err, secs = run_cli([model, mp], env=san_env())
             if rc == 0:
-                for pid in daemon_pid(mp):
-                    force_unmount(mp)
-                    wait_pid(pid, 10)
+                unmount_daemon(mp)
             if rc != want_rc:
                 errs.add("%s: exit %d, expected %d (%s)" % (label, rc, want_rc, err.strip()[:200]))
             one_line_error(err, model, errs, label, substr)

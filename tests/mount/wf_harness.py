@@ -397,6 +397,14 @@ def wait_pid(pid, timeout):
     return None
 
 
+def unmount_daemon(mp, timeout=10):
+    """Unmounts mp if a daemonized weightfs serves it (a case that was
+    expected to be refused but mounted), and reaps that daemon."""
+    for pid in daemon_pid(mp):
+        force_unmount(mp)
+        wait_pid(pid, timeout)
+
+
 # ---------------------------------------------------------------- one-line errors
 
 def one_line_error(err, model, errs, what, substr=None):
