@@ -9,6 +9,7 @@
 #ifndef FUZZ_COMMON_H
 #define FUZZ_COMMON_H
 
+#include "base/wf_common.h"
 #include "base/wf_buf.h"
 #include "model/wf_gguf.h"
 #include "model/wf_model.h"
@@ -104,17 +105,20 @@ static inline void fuzz_check_json(const char *what, const char *s, size_t n)
 }
 
 /* A refusal's message is one line a terminal shows as it is: non-empty,
- * NUL-terminated within WF_ERRLEN, and no control byte (a newline would
- * make it two lines, an ESC a terminal command), C1 controls included
- * (U+0080-U+009F as UTF-8, which some terminals act on). */
+ * NUL-terminated within WF_ERRLEN, and every character one that
+ * wf_printable_seq lets through (no control byte: a newline would make it
+ * two lines, an ESC a terminal command; no C1, bidirectional control or
+ * line separator, which valid UTF-8 can carry). */
 static inline void fuzz_check_one_line(enum wf_err rc, const char *err)
 {
 	const char *end = memchr(err, '\0', WF_ERRLEN);
 	FUZZ_CHECK(end != NULL && end > err, "refusal (%d) without a message", (int)rc);
-	for (const unsigned char *c = (const unsigned char *)err; c < (const unsigned char *)end; c++)
-		FUZZ_CHECK(*c >= 0x20 && *c != 0x7F && !(*c == 0xC2 && c[1] >= 0x80 && c[1] < 0xA0),
-			   "refusal (%d) holds control byte 0x%02x at %td: %s", (int)rc, *c,
-			   (const char *)c - err, err);
+	const uint8_t *u = (const uint8_t *)err;
+	for (size_t i = 0, n = (size_t)(end - err), l; i < n; i += l) {
+		l = wf_printable_seq(u + i, n - i);
+		FUZZ_CHECK(l != 0, "refusal (%d) holds a character shown as a control at byte %zu (0x%02x): %s", (int)rc,
+			   i, u[i], err);
+	}
 }
 
 /* A refused file: no model left behind, a parser's error code, and a
@@ -128,7 +132,6 @@ static inline void fuzz_check_refusal(enum wf_err rc, const struct wf_model *m, 
 }
 
 /* What wf_model.h promises of a model that parsed. */
-
 static inline void fuzz_check_model(const struct wf_model *m)
 {
 	FUZZ_CHECK(m->data_offset <= m->data_len, "data_offset %llu past %llu",
