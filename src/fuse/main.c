@@ -5,6 +5,7 @@
 #include "fuse/wf_limiter.h"
 #include "fuse/wf_mnt.h"
 #include "model/wf_model.h"
+#include "model/wf_arch.h"
 #include "view/wf_prefetch.h"
 #include "view/wf_view.h"
 #include "model/wf_set.h"
@@ -39,6 +40,7 @@ struct opts {
 	int help, version;
 	int json;          /* --json: the commands' option, given to a mount by mistake */
 	char *dtype;       /* -o dtype=f32|f16|bf16|stored */
+	char *gguf;        /* -o gguf=auto|f32|f16|bf16: model.gguf's type */
 	long ra_kb;        /* -o read_ahead_kb=N; -1: not given */
 };
 
@@ -52,13 +54,14 @@ struct opts {
 #define RA_DEFAULT_KB 512
 #define RA_MAX_KB 65536
 
-enum { KEY_NONEMPTY = 1, KEY_DISCARD, KEY_DTYPE, KEY_RA };
+enum { KEY_NONEMPTY = 1, KEY_DISCARD, KEY_DTYPE, KEY_RA, KEY_GGUF };
 
 #define OPT(t, p) {t, offsetof(struct opts, p), 1}
 static const struct fuse_opt wf_opts[] = {
 	/* a key, not a template: a template would swallow the option */
 	FUSE_OPT_KEY("dtype=", KEY_DTYPE),
 	FUSE_OPT_KEY("read_ahead_kb=", KEY_RA),
+	FUSE_OPT_KEY("gguf=", KEY_GGUF),
 	OPT("npy", npy),
 	OPT("suffix", suffix),
 	OPT("preview", preview),
@@ -108,6 +111,22 @@ static int opt_proc(void *data, const char *arg, int key, struct fuse_args *outa
 		free(o->dtype);
 		o->dtype = strdup(v);
 		return o->dtype ? 0 : -1;
+	}
+	if (key == KEY_GGUF) {
+		const char *v = arg + strlen("gguf=");
+		uint32_t ft;
+		if (!wf_arch_parse_ftype(v, &ft)) {
+			fprintf(stderr, "weightfs: -o gguf=%s: not a type model.gguf is made in (auto, f32, f16, bf16)\n",
+				cli_path(v));
+			return -1;
+		}
+		if (o->gguf && strcmp(o->gguf, v) != 0) {
+			fprintf(stderr, "weightfs: -o gguf=%s and gguf=%s contradict each other\n", o->gguf, cli_path(v));
+			return -1;
+		}
+		free(o->gguf);
+		o->gguf = strdup(v);
+		return o->gguf ? 0 : -1;
 	}
 	if (key == KEY_RA) {
 		const char *v = arg + strlen("read_ahead_kb="), *end = v;
@@ -160,6 +179,8 @@ static void usage(const char *prog)
 	       "       nonempty            mount over a directory that has files (hiding them)\n"
 	       "       dtype=T             what float and quantized tensors' files hold: f32\n"
 	       "                           (default), f16, bf16, or stored (the model's bytes)\n"
+	       "       gguf=T              model.gguf's type (a Hugging Face model's root): auto\n"
+	       "                           (default: the converter's), f32, f16 or bf16\n"
 	       "       npy                 tensor files are NAME.npy (a .npy header, then the values,\n"
 	       "                           for np.load)\n"
 	       "       suffix              tensor files end in their dtype: NAME.f32, NAME.i64, ...\n"
@@ -448,8 +469,11 @@ static int load_model(const struct opts *o, const char *mountpoint, struct wf_mo
 		fprintf(stderr, "weightfs: %s: lies inside the mount point %s\n", cli_path(o->model), cli_path(mountpoint));
 		return EXIT_OPEN;
 	}
+	uint32_t ft = WF_FTYPE_AUTO;
+	if (o->gguf)
+		wf_arch_parse_ftype(o->gguf, &ft);
 	return cli_open(mt, o->model, o->dtype, &(struct wf_tree_opts){.npy = o->npy, .suffix = o->suffix,
-								     .preview = o->preview});
+								     .preview = o->preview, .gguf_set = true, .gguf = ft});
 }
 
 /* Serves the mounted session until it is unmounted or signalled; returns
@@ -610,6 +634,7 @@ out_args:
 	free(o.mountpoint);
 	free(o.model);
 	free(o.dtype);
+	free(o.gguf);
 	fuse_opt_free_args(&args);
 	if (log_ready)
 		wf_limiter_destroy(&log_limiter);

@@ -3,6 +3,7 @@
 #include "mount/wf_gen.h"
 #include "mount/wf_preview.h"
 #include "mount/wf_st_stream.h"
+#include "view/wf_gguf_file.h"
 
 #include <pthread.h>
 
@@ -77,6 +78,8 @@ uint64_t wf_files_size(const struct wf_tree *t, uint32_t idx)
 		return nd->blob_len;
 	case WF_NODE_MODEL_ST:
 		return t->st_header_len + t->st_offsets[t->m->n_tensors];
+	case WF_NODE_MODEL_GGUF:
+		return t->gguf ? t->gguf->size : 0;
 	case WF_NODE_PREVIEW: {
 		uint32_t pw, ph;
 		return wf_preview_dims(&t->m->tensors[nd->tensor], &pw, &ph);
@@ -104,6 +107,10 @@ void wf_files_seg(const void *tree, uint32_t idx, uint64_t off, struct wf_seg *s
 		}
 		return;
 	}
+	if (nd->kind == WF_NODE_MODEL_GGUF && t->gguf)
+		wf_gguf_file_seg(t->gguf, off, seg);
+	if (nd->kind == WF_NODE_MODEL_GGUF)
+		return;
 	uint64_t head;
 	const char *hb = NULL;
 	size_t tensor;

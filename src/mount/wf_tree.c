@@ -4,6 +4,7 @@
 #include "view/wf_view.h"
 #include "mount/wf_preview.h"
 #include "mount/wf_st_stream.h"
+#include "view/wf_gguf_file.h"
 #include "base/wf_buf.h"
 #include "codec/wf_types.h"
 #include "view/wf_hfq.h"
@@ -125,6 +126,7 @@ struct builder {
 	struct wf_tree *t;
 	const struct wf_model *m;
 	uint32_t cap;        /* nodes allocated */
+	uint32_t gguf;       /* model.gguf's type (WF_FTYPE_*) */
 	uint32_t *slots;     /* open addressing, WF_NO_NODE when empty */
 	size_t n_slots;      /* a power of two, at least twice cap */
 	struct wf_hash_key key; /* random per build: names cannot be chosen to collide */
@@ -353,6 +355,31 @@ static enum wf_err add_root_file(struct builder *b, const char *fname, enum wf_n
 	return *n == WF_NO_NODE ? wf_fail(err, WF_ERR_NOMEM, "out of memory building the tree") : WF_OK;
 }
 
+/* model.gguf, for a Hugging Face checkpoint: made here, or left out with
+ * the reason kept for WEIGHTFS.txt.  Only running out of memory fails the
+ * tree: a model llama.cpp cannot run is still a model to read. */
+static enum wf_err add_model_gguf(struct builder *b, char *err)
+{
+	struct wf_tree *t = b->t;
+	if (b->m->format != WF_FMT_SAFETENSORS)
+		return WF_OK;
+	char why[WF_ERRLEN] = "";
+	enum wf_err rc = wf_gguf_file_new(b->m, b->gguf, &t->gguf, why);
+	if (rc == WF_ERR_NOMEM)
+		return wf_fail(err, rc, "model.gguf: out of memory");
+	if (rc == WF_OK && find(b, 0, "model.gguf", 10) == WF_NO_NODE) {
+		uint32_t n;
+		return add_root_file(b, "model.gguf", WF_NODE_MODEL_GGUF, &n, err);
+	}
+	if (rc == WF_OK) {
+		wf_gguf_file_free(t->gguf);
+		t->gguf = NULL;
+		snprintf(why, sizeof why, "the model's folder has a file of that name");
+	}
+	return (t->gguf_why = strdup(why)) ? WF_OK : wf_fail(err, WF_ERR_NOMEM, "out of memory");
+}
+
+
 /* Adds the tensor files' neighbours at the root: parts.json, the summary,
  * the model folder's own files, model.safetensors and the metadata
  * folder. */
@@ -391,6 +418,8 @@ static enum wf_err add_extras(struct builder *b, const struct wf_model *m, struc
 	if (rc != WF_OK)
 		return wf_fail(err, rc, "model.safetensors: %s", rc == WF_ERR_NOMEM ? "out of memory" : "cannot build its header");
 	if ((rc = add_root_file(b, "model.safetensors", WF_NODE_MODEL_ST, &n, err)) != WF_OK)
+		return rc;
+	if ((rc = add_model_gguf(b, err)) != WF_OK)
 		return rc;
 
 	/* one file per metadata key, in a folder of its own */
@@ -432,7 +461,7 @@ enum wf_err wf_tree_build(struct wf_tree **out, const struct wf_model *m, char *
  * files, and per tensor its file and one directory per '.' up to the limit. */
 static uint64_t node_cap(const struct wf_tree *t, const struct wf_model *m)
 {
-	uint64_t cap = 7 + m->n_sidecars + t->n_meta + (t->preview_node ? m->n_tensors : 0);
+	uint64_t cap = 8 + m->n_sidecars + t->n_meta + (t->preview_node ? m->n_tensors : 0);
 	for (size_t i = 0; i < m->n_tensors; i++) {
 		const char *s = m->tensors[i].name, *e = s + m->tensors[i].name_len;
 		cap++;
@@ -636,7 +665,7 @@ enum wf_err wf_tree_build_opts(struct wf_tree **out, const struct wf_model *m, c
 		wf_tree_free(t);
 		return wf_fail(err, rc, "metadata.json: cannot split it into files");
 	}
-	struct builder b = {.t = t, .m = m};
+	struct builder b = {.t = t, .m = m, .gguf = opts && opts->gguf_set ? opts->gguf : WF_FTYPE_AUTO};
 	struct wf_buf comp = {0}, name = {0};
 	uint64_t cap = node_cap(t, m);
 	if (cap > (1u << 30)) {
@@ -717,6 +746,8 @@ void wf_tree_free(struct wf_tree *t)
 	free(t->preview_node);
 	free(t->tensors_json);
 	wf_st_stream_free(t->st_stream);
+	wf_gguf_file_free(t->gguf);
+	free(t->gguf_why);
 	free(t->st_offsets);
 	free(t->summary);
 	for (size_t i = 0; i < t->n_meta; i++)

@@ -62,6 +62,7 @@ enum wf_node_kind {
 	WF_NODE_TENSOR,  /* a tensor's view (behind its .npy header with -o npy) */
 	WF_NODE_BLOB,    /* a file held in memory (metadata.json, tensors.json, a metadata key, a sidecar) */
 	WF_NODE_MODEL_ST, /* model.safetensors: its header, then every tensor's view in turn */
+	WF_NODE_MODEL_GGUF, /* model.gguf: a Hugging Face checkpoint as llama.cpp's converter writes it (wf_gguf_file.h) */
 	WF_NODE_PREVIEW, /* -o preview: NAME.png of tensor `tensor` (wf_preview.h; read with wf_preview_read) */
 };
 
@@ -71,12 +72,15 @@ struct wf_tree_opts {
 	bool suffix;         /* tensor files are NAME.SUFFIX, the suffix naming the view's
 			      * dtype (wf_view_suffix: weight.f32); ignored with npy */
 	bool preview;        /* NAME.png beside every tensor file (wf_preview.h) */
+	bool gguf_set;       /* -o gguf= was given: */
+	uint32_t gguf;       /* model.gguf's type (WF_FTYPE_*, wf_arch.h); else the converter's default */
 };
 
 struct wf_chunk;
 struct wf_previews;
 
 struct wf_st_stream;
+struct wf_gguf_file;
 
 /* One node is 32 bytes: a hostile model can make millions.  The unions
  * hold what only one kind needs; read a field only for its kind. */
@@ -123,6 +127,8 @@ struct wf_tree {
 	uint64_t st_header_len;
 	struct wf_st_stream *st_stream;
 	uint64_t *st_offsets;       /* [n_tensors + 1]: each view's start after the header, and the end */
+	struct wf_gguf_file *gguf;  /* model.gguf, or NULL when there is none: */
+	char *gguf_why;             /* why not (one line, for WEIGHTFS.txt), or NULL for a GGUF source */
 	struct wf_meta_file *meta;  /* one file per metadata key, in metadata.json's order */
 	size_t n_meta;
 	char *meta_text;            /* what the metadata files' texts point into */

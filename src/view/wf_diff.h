@@ -17,6 +17,7 @@
 #define WF_DIFF_H
 
 #include "base/wf_common.h"
+#include "model/wf_arch.h"
 #include "model/wf_model.h"
 #include "view/wf_live.h"
 
@@ -49,37 +50,5 @@ struct wf_diff {
 enum wf_err wf_diff_tensors(struct wf_live *la, const struct wf_tensor *ta, struct wf_live *lb,
 			    const struct wf_tensor *tb, const struct wf_diff_map *map, unsigned nthreads,
 			    _Atomic uint64_t *done, struct wf_diff *out, char *err);
-
-/* The row of the other layout that holds row `row` of a tensor of `rows`
- * rows in `heads` heads: from GGUF order to HF order when to_hf, else back. */
-uint64_t wf_qk_row(uint64_t row, uint64_t rows, uint64_t heads, bool to_hf);
-
-/* Architectures of the llama family weightfs can pair names for.  arch is
- * a GGUF general.architecture, a config.json model_type, or one of its
- * architectures ("LlamaForCausalLM"); returns the canonical name ("llama",
- * "mistral", "qwen2", "qwen3", "gemma", "gemma2", "gemma3", "phi3") or
- * NULL for any other. */
-const char *wf_arch_canon(const char *arch);
-
-/* Whether llama.cpp permutes q/k rows for arch (canonical), and whether
- * it stores norm weights as 1 + w. */
-bool wf_arch_permutes_qk(const char *arch);
-bool wf_arch_norm_plus_one(const char *arch);
-
-/* The naming convention of one tensor name. */
-enum wf_naming {
-	WF_NAMES_OTHER = 0,
-	WF_NAMES_GGUF,  /* blk.N.*, token_embd.*, output.*, output_norm.* */
-	WF_NAMES_HF,    /* model.layers.N.*, model.embed_tokens.*, model.norm.*, lm_head.* */
-};
-enum wf_naming wf_name_naming(const char *name, size_t n);
-
-/* The GGUF name llama.cpp gives HF tensor hf[0..n) under arch (canonical,
- * or NULL: llama's rules) into out (NUL-terminated); false when no rule
- * maps it or out is too small.  *qk gets 'q' or 'k' for the tensors whose
- * rows llama.cpp permutes (q_proj, k_proj: weight and bias), else 0;
- * *norm whether it is a norm weight. */
-bool wf_hf_to_gguf_name(const char *arch, const char *hf, size_t n, char *out, size_t outlen, char *qk,
-			bool *norm);
 
 #endif

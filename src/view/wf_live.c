@@ -5,6 +5,9 @@
 #include "base/wf_bus.h"
 #include "view/wf_prefetch.h"
 #include "model/wf_maps.h"
+#include "model/wf_arch.h"
+#include "codec/wf_decode.h"
+#include "codec/wf_round.h"
 
 #include <setjmp.h>
 #include <signal.h>
@@ -142,6 +145,92 @@ static enum wf_err view_piece(struct wf_live *lv, struct touched *tc, const stru
 	return rc;
 }
 
+/* A buffer xform_piece holds while it copies, for after_sigbus to free. */
+static __thread void *xform_tmp;
+
+/* The element fix-ups of a made tensor (wf_xform) over n whole elements. */
+static void xform_fix(const struct wf_xform *xf, uint8_t *p, size_t n)
+{
+	if (xf->add) {
+		for (size_t i = 0; i < n; i++) {
+			float v;
+			memcpy(&v, p + 4 * i, 4);
+			v = v + 1.0f;
+			if (xf->add == 2)
+				v = wf_f16_to_f32(wf_f32_to_f16(v));
+			memcpy(p + 4 * i, &v, 4);
+		}
+	} else if (xf->quiet_bf16) {
+		for (size_t i = 0; i < n; i++) {
+			uint16_t h = wf_le16(p + 2 * i);
+			if ((h & 0x7F80) == 0x7F80 && (h & 0x7F)) {
+				h |= 0x40;
+				memcpy(p + 2 * i, &h, 2);
+			}
+		}
+	}
+}
+
+/* View bytes [off, off+len) of a made tensor, rows in its order. */
+static enum wf_err xform_rows(struct wf_live *lv, struct touched *tc, const struct wf_xform *xf, uint64_t off,
+			      size_t len, uint8_t *out, size_t *got)
+{
+	if (!xf->perm_heads)
+		return view_piece(lv, tc, xf->t, off, len, out, got);
+	uint64_t rows = xf->t->ndim ? xf->t->shape[0] : 0;
+	uint64_t rb = rows ? xf->t->size / rows : 0;
+	size_t done = 0;
+	*got = 0;
+	if (!rb || rows % (2 * xf->perm_heads))
+		return WF_ERR_RANGE;
+	while (done < len && off + done < xf->t->size) {
+		uint64_t at = off + done, r = at / rb, in = at % rb;
+		size_t n = rb - in < len - done ? (size_t)(rb - in) : len - done, g;
+		uint64_t src = wf_qk_row(r, rows, xf->perm_heads, true);
+		enum wf_err rc = view_piece(lv, tc, xf->t, src * rb + in, n, out + done, &g);
+		if (rc != WF_OK)
+			return rc;
+		if (g != n)
+			return WF_ERR_RANGE;
+		done += n;
+	}
+	*got = done;
+	return WF_OK;
+}
+
+/* A made tensor's bytes: its rows, then the fix-ups on whole elements
+ * (through a buffer when the range cuts an element). */
+static enum wf_err xform_piece(struct wf_live *lv, struct touched *tc, const struct wf_xform *xf, uint64_t off,
+			       size_t len, uint8_t *out, size_t *got)
+{
+	if (!xf->add && !xf->quiet_bf16)
+		return xform_rows(lv, tc, xf, off, len, out, got);
+	unsigned es = xf->add ? 4 : 2;
+	if (off % es == 0 && len % es == 0) {
+		enum wf_err rc = xform_rows(lv, tc, xf, off, len, out, got);
+		if (rc == WF_OK)
+			xform_fix(xf, out, *got / es);
+		return rc;
+	}
+	uint64_t lo = off - off % es, hi = off + len;
+	hi += (es - hi % es) % es;
+	size_t n = (size_t)(hi - lo), g;
+	uint8_t *tmp = malloc(n);
+	if (!tmp)
+		return WF_ERR_NOMEM;
+	xform_tmp = tmp; /* freed by after_sigbus should the copy fault */
+	enum wf_err rc = xform_rows(lv, tc, xf, lo, n, tmp, &g);
+	if (rc == WF_OK) {
+		xform_fix(xf, tmp, g / es);
+		size_t skip = (size_t)(off - lo);
+		*got = g > skip ? (g - skip < len ? g - skip : len) : 0;
+		memcpy(out, tmp + skip, *got);
+	}
+	xform_tmp = NULL;
+	free(tmp);
+	return rc;
+}
+
 static enum wf_err check_touched(struct wf_live *lv, const struct touched *tc)
 {
 	enum wf_err rc = WF_OK;
@@ -158,6 +247,8 @@ static enum wf_err check_touched(struct wf_live *lv, const struct touched *tc)
  * (a model of 100,000 parts would stat them all), and given back. */
 static enum wf_err after_sigbus(struct wf_live *lv)
 {
+	free(xform_tmp);
+	xform_tmp = NULL;
 	uint32_t held = held_part;
 	if (held != NO_PART) {
 		release_part(lv);
@@ -235,8 +326,9 @@ static enum wf_err copy_segments(struct wf_live *lv, struct touched *tc, const s
 		size_t piece = (size_t)n;
 		if (seg.kind == WF_SEG_BYTES) {
 			memcpy(j->out + done, seg.bytes + in, piece);
-		} else if ((rc = view_piece(lv, tc, &lv->m->tensors[seg.tensor], seg.from + in, piece, j->out + done,
-					     &piece)) != WF_OK) {
+		} else if ((rc = seg.xf ? xform_piece(lv, tc, seg.xf, seg.from + in, piece, j->out + done, &piece)
+				      : view_piece(lv, tc, &lv->m->tensors[seg.tensor], seg.from + in, piece,
+						   j->out + done, &piece)) != WF_OK) {
 			break;
 		} else if (piece != n) {
 			rc = WF_ERR_RANGE; /* a view shorter than its segment: a bug, not data */

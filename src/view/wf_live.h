@@ -26,6 +26,17 @@ enum wf_seg_kind {
 	WF_SEG_NOMEM,    /* the bytes could not be made (out of memory) */
 };
 
+/* A tensor of a file made from another model's tensor (model.gguf): the
+ * view `t` (a copy of a model tensor whose view was set for the output
+ * dtype), its rows reordered and its values changed on the way. */
+struct wf_xform {
+	const struct wf_tensor *t;  /* the view read */
+	uint64_t perm_heads;        /* 0; else the rows (t->shape[0]) are in llama.cpp's q/k order with this
+				     * many heads: output row r is view row wf_qk_row(r, rows, heads, true) */
+	uint8_t add;                /* 0; 1: + 1 in float32; 2: + 1 in half, widened (a float32 view) */
+	bool quiet_bf16;            /* a bfloat16 view whose NaNs get the quiet bit, as gguf-py's rounding does */
+};
+
 struct wf_seg {
 	enum wf_seg_kind kind;
 	uint64_t start;      /* where the segment starts in its file */
@@ -33,6 +44,7 @@ struct wf_seg {
 	const char *bytes;   /* WF_SEG_BYTES: its contents */
 	uint32_t tensor;     /* WF_SEG_VIEW: the tensor (index into the model) ... */
 	uint64_t from;       /* ... and where in its view the segment starts */
+	const struct wf_xform *xf; /* WF_SEG_VIEW: when not NULL, what is read instead of tensor's view */
 };
 
 /* Fills *seg with the segment of file `file` of `files` that holds byte

@@ -1,0 +1,1065 @@
+/* wf_arch.c - the architecture table (wf_arch.h). */
+#include "model/wf_arch.h"
+#include "base/wf_buf.h"
+#include "codec/wf_types.h"
+
+#include <cjson/cJSON.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---------------------------------------------------------------- names */
+
+static const struct {
+	const char *name, *canon;
+} archs[] = {
+	{"llama", "llama"}, {"LlamaForCausalLM", "llama"},
+	{"mistral", "mistral"}, {"MistralForCausalLM", "mistral"},
+	{"qwen2", "qwen2"}, {"Qwen2ForCausalLM", "qwen2"},
+	{"qwen3", "qwen3"}, {"Qwen3ForCausalLM", "qwen3"},
+	{"gemma", "gemma"}, {"GemmaForCausalLM", "gemma"},
+	{"gemma2", "gemma2"}, {"Gemma2ForCausalLM", "gemma2"},
+	{"gemma3", "gemma3"}, {"gemma3_text", "gemma3"}, {"Gemma3ForCausalLM", "gemma3"},
+	{"phi3", "phi3"}, {"Phi3ForCausalLM", "phi3"},
+};
+
+const char *wf_arch_canon(const char *arch)
+{
+	for (size_t i = 0; arch && i < WF_ARRAY_LEN(archs); i++)
+		if (strcmp(arch, archs[i].name) == 0)
+			return archs[i].canon;
+	return NULL;
+}
+
+bool wf_arch_permutes_qk(const char *arch)
+{
+	return arch && (strcmp(arch, "llama") == 0 || strcmp(arch, "mistral") == 0);
+}
+
+bool wf_arch_norm_plus_one(const char *arch)
+{
+	return arch && strncmp(arch, "gemma", 5) == 0;
+}
+
+static bool starts(const char *s, size_t n, const char *p)
+{
+	size_t k = strlen(p);
+	return n >= k && memcmp(s, p, k) == 0;
+}
+
+enum wf_naming wf_name_naming(const char *s, size_t n)
+{
+	if (starts(s, n, "blk.") || starts(s, n, "token_embd.") || starts(s, n, "output.") ||
+	    starts(s, n, "output_norm."))
+		return WF_NAMES_GGUF;
+	if (starts(s, n, "model.layers.") || starts(s, n, "model.embed_tokens.") || starts(s, n, "model.norm.") ||
+	    starts(s, n, "lm_head."))
+		return WF_NAMES_HF;
+	return WF_NAMES_OTHER;
+}
+
+/* Per-layer parts: HF's name after "model.layers.N." up to ".weight" or
+ * ".bias", and llama.cpp's after "blk.N.". */
+static const struct {
+	const char *hf, *gguf;
+	char qk;
+} layer_map[] = {
+	{"input_layernorm", "attn_norm", 0},
+	{"self_attn.q_proj", "attn_q", 'q'},
+	{"self_attn.k_proj", "attn_k", 'k'},
+	{"self_attn.v_proj", "attn_v", 0},
+	{"self_attn.o_proj", "attn_output", 0},
+	{"self_attn.qkv_proj", "attn_qkv", 0},
+	{"self_attn.q_norm", "attn_q_norm", 0},
+	{"self_attn.k_norm", "attn_k_norm", 0},
+	{"post_attention_layernorm", "ffn_norm", 0},
+	{"mlp.gate_proj", "ffn_gate", 0},
+	{"mlp.up_proj", "ffn_up", 0},
+	{"mlp.down_proj", "ffn_down", 0},
+	{"mlp.gate_up_proj", "ffn_up", 0},
+};
+
+/* Gemma 2 and 3 norm around both sublayers: their own four names. */
+static const struct {
+	const char *hf, *gguf;
+} gemma2_map[] = {
+	{"post_attention_layernorm", "post_attention_norm"},
+	{"pre_feedforward_layernorm", "ffn_norm"},
+	{"post_feedforward_layernorm", "post_ffw_norm"},
+};
+
+static const struct {
+	const char *hf, *gguf;
+} global_map[] = {
+	{"model.embed_tokens", "token_embd"},
+	{"model.norm", "output_norm"},
+	{"lm_head", "output"},
+};
+
+/* The suffix ".weight" or ".bias" of s[0..n), or NULL. */
+static const char *param_suffix(const char *s, size_t n, size_t *stem)
+{
+	static const char *const sfx[] = {".weight", ".bias"};
+	for (size_t i = 0; i < WF_ARRAY_LEN(sfx); i++) {
+		size_t k = strlen(sfx[i]);
+		if (n > k && memcmp(s + n - k, sfx[i], k) == 0) {
+			*stem = n - k;
+			return sfx[i];
+		}
+	}
+	return NULL;
+}
+
+static bool eq(const char *s, size_t n, const char *lit)
+{
+	return strlen(lit) == n && memcmp(s, lit, n) == 0;
+}
+
+static const char *layer_part(const char *arch, const char *s, size_t n, char *qk)
+{
+	bool g23 = arch && (strcmp(arch, "gemma2") == 0 || strcmp(arch, "gemma3") == 0);
+	*qk = 0;
+	for (size_t i = 0; g23 && i < WF_ARRAY_LEN(gemma2_map); i++)
+		if (eq(s, n, gemma2_map[i].hf))
+			return gemma2_map[i].gguf;
+	for (size_t i = 0; i < WF_ARRAY_LEN(layer_map); i++) {
+		if (eq(s, n, layer_map[i].hf)) {
+			*qk = layer_map[i].qk;
+			return layer_map[i].gguf;
+		}
+	}
+	return NULL;
+}
+
+bool wf_hf_to_gguf_name(const char *arch, const char *hf, size_t n, char *out, size_t outlen, char *qk,
+			bool *norm)
+{
+	size_t stem;
+	const char *sfx = param_suffix(hf, n, &stem);
+	*qk = 0;
+	*norm = false;
+	if (!sfx)
+		return false;
+	const char *to = NULL;
+	int len = -1;
+	for (size_t i = 0; i < WF_ARRAY_LEN(global_map); i++)
+		if (eq(hf, stem, global_map[i].hf))
+			len = snprintf(out, outlen, "%s%s", (to = global_map[i].gguf), sfx);
+	if (!to && starts(hf, stem, "model.layers.")) {
+		const char *p = hf + 13, *end = hf + stem;
+		unsigned long layer = 0;
+		const char *d = p;
+		while (d < end && *d >= '0' && *d <= '9' && d - p < 9)
+			layer = layer * 10 + (unsigned long)(*d++ - '0');
+		/* digits, no leading zero unless "0", then '.' */
+		if (d == p || d >= end || *d != '.' || (*p == '0' && d - p > 1))
+			return false;
+		to = layer_part(arch, d + 1, (size_t)(end - d - 1), qk);
+		if (to)
+			len = snprintf(out, outlen, "blk.%lu.%s%s", layer, to, sfx);
+	}
+	if (!to || len < 0 || (size_t)len >= outlen)
+		return false;
+	*norm = strcmp(sfx, ".weight") == 0 && strlen(to) >= 4 && strcmp(to + strlen(to) - 4, "norm") == 0;
+	return true;
+}
+
+uint64_t wf_qk_row(uint64_t row, uint64_t rows, uint64_t heads, bool to_hf)
+{
+	uint64_t d = rows / heads, half = d / 2, h = row / d, r = row % d;
+	if (to_hf)
+		return h * d + (r % 2) * half + r / 2;
+	return h * d + (r % half) * 2 + r / half;
+}
+
+/* ---------------------------------------------------------------- config */
+
+/* config.json as the converter sees it: text_config's keys over the
+ * root's (B:1186), and the transformers config class's defaults for what
+ * the file leaves out (AutoConfig, hf-to-gguf.md 5.6), added to `dflt`. */
+struct cfg {
+	cJSON *root;
+	const cJSON *text;
+	cJSON *dflt;
+	char *why;
+};
+
+static const cJSON *hp(const struct cfg *c, const char *k)
+{
+	const cJSON *v = c->text ? cJSON_GetObjectItemCaseSensitive(c->text, k) : NULL;
+	if (!v)
+		v = cJSON_GetObjectItemCaseSensitive(c->root, k);
+	if (!v && c->dflt)
+		v = cJSON_GetObjectItemCaseSensitive(c->dflt, k);
+	return v;
+}
+
+/* find_hparam: the first of keys present (a JSON null counts as absent,
+ * as the converter's optional lookups test `is not None`). */
+static const cJSON *find(const struct cfg *c, const char *const *keys, const char **which)
+{
+	for (; *keys; keys++) {
+		const cJSON *v = hp(c, *keys);
+		if (v && !cJSON_IsNull(v)) {
+			if (which)
+				*which = *keys;
+			return v;
+		}
+	}
+	return NULL;
+}
+
+/* A JSON number that is a whole number in [0, 2^32). */
+static bool as_u32(const cJSON *v, uint32_t *out)
+{
+	if (!cJSON_IsNumber(v) || !(v->valuedouble >= 0) || v->valuedouble > 4294967295.0 ||
+	    v->valuedouble != floor(v->valuedouble))
+		return false;
+	*out = (uint32_t)v->valuedouble;
+	return true;
+}
+
+/* Writes u32 key k from the first of keys; *had whether one was there.
+ * A value of the wrong type fails the plan (the converter would fail to
+ * pack it). */
+static enum wf_err put_u32(struct cfg *c, struct wf_gguf_w *w, const char *k, const char *const *keys,
+			   bool required, uint32_t *val)
+{
+	const char *which = keys[0];
+	const cJSON *v = find(c, keys, &which);
+	uint32_t u;
+	if (!v)
+		return required ? wf_fail(c->why, WF_ERR_UNSUP, "config.json: %s: missing", keys[0]) : WF_OK;
+	if (!as_u32(v, &u))
+		return wf_fail(c->why, WF_ERR_FORMAT, "config.json: %s: not an integer in [0, 2^32)", which);
+	wf_gguf_w_u32(w, k, u);
+	if (val)
+		*val = u;
+	return WF_OK;
+}
+
+static enum wf_err put_f32(struct cfg *c, struct wf_gguf_w *w, const char *k, const cJSON *v, const char *field)
+{
+	if (!v)
+		return WF_OK;
+	if (!cJSON_IsNumber(v))
+		return wf_fail(c->why, WF_ERR_FORMAT, "config.json: %s: not a number", field);
+	wf_gguf_w_f32(w, k, (float)v->valuedouble);
+	return WF_OK;
+}
+
+static enum wf_err put_f32k(struct cfg *c, struct wf_gguf_w *w, const char *k, const char *const *keys)
+{
+	const char *which = keys[0];
+	return put_f32(c, w, k, find(c, keys, &which), which);
+}
+
+/* ---------------------------------------------------------------- rows */
+
+struct arch;
+typedef enum wf_err (*kv_fn)(const struct arch *a, struct cfg *c, struct wf_gguf_w *w, uint32_t ftype);
+
+/* A transformers config class's defaults the converter sees (5.6):
+ * key, value; NULL-terminated. */
+struct dflt {
+	const char *key;
+	double v;
+};
+
+struct arch {
+	const char *hf[4];        /* config.json architectures[0] */
+	const char *gguf;         /* general.architecture, and the canonical name for the name map */
+	enum wf_vocab_route tok;
+	bool permute_qk;          /* LlamaModel's undo_permute */
+	bool norm_plus_one;       /* Gemma: every *norm.weight stored as 1 + w */
+	bool drop_lm_head;        /* Gemma 2 never writes output.weight */
+	kv_fn kvs;
+	const char *const *parts; /* the layer parts (wf_hf_to_gguf_name's GGUF names) the arch has */
+};
+
+#define KEYS(...) ((const char *const[]){__VA_ARGS__, NULL})
+
+static const char *const llama_parts[] = {"attn_norm", "attn_q", "attn_k", "attn_v", "attn_output", "ffn_norm",
+					  "ffn_gate", "ffn_up", "ffn_down", NULL};
+static const char *const qwen3_parts[] = {"attn_norm", "attn_q",   "attn_k",   "attn_v",  "attn_output", "ffn_norm",
+					  "ffn_gate",  "ffn_up",   "ffn_down", "attn_q_norm", "attn_k_norm", NULL};
+static const char *const gemma2_parts[] = {"attn_norm", "attn_q",   "attn_k",        "attn_v",
+					   "attn_output", "post_attention_norm", "ffn_norm", "post_ffw_norm",
+					   "ffn_gate",  "ffn_up",   "ffn_down", NULL};
+static const char *const gemma3_parts[] = {"attn_norm", "attn_q", "attn_k", "attn_v", "attn_output",
+					   "post_attention_norm", "ffn_norm", "post_ffw_norm", "ffn_gate", "ffn_up",
+					   "ffn_down", "attn_q_norm", "attn_k_norm", NULL};
+static const char *const phi3_parts[] = {"attn_norm", "attn_qkv", "attn_q", "attn_k", "attn_v", "attn_output",
+					 "ffn_norm", "ffn_up", "ffn_down", NULL};
+
+static enum wf_err kv_llama(const struct arch *a, struct cfg *c, struct wf_gguf_w *w, uint32_t ftype);
+static enum wf_err kv_qwen(const struct arch *a, struct cfg *c, struct wf_gguf_w *w, uint32_t ftype);
+static enum wf_err kv_gemma2(const struct arch *a, struct cfg *c, struct wf_gguf_w *w, uint32_t ftype);
+static enum wf_err kv_gemma3(const struct arch *a, struct cfg *c, struct wf_gguf_w *w, uint32_t ftype);
+static enum wf_err kv_phi3(const struct arch *a, struct cfg *c, struct wf_gguf_w *w, uint32_t ftype);
+
+/* conversion/__init__.py's registrations for the architectures in scope */
+static const struct arch arch_rows[] = {
+	{{"LlamaForCausalLM", "LLaMAForCausalLM", "MistralForCausalLM", NULL}, "llama", WF_VOCAB_LLAMA, true, false,
+	 false, kv_llama, llama_parts},
+	{{"Qwen2ForCausalLM", NULL}, "qwen2", WF_VOCAB_QWEN, false, false, false, kv_qwen, llama_parts},
+	{{"Qwen3ForCausalLM", NULL}, "qwen3", WF_VOCAB_QWEN, false, false, false, kv_qwen, qwen3_parts},
+	{{"Gemma2ForCausalLM", NULL}, "gemma2", WF_VOCAB_GEMMA2, false, true, true, kv_gemma2, gemma2_parts},
+	{{"Gemma3ForCausalLM", NULL}, "gemma3", WF_VOCAB_GEMMA3, false, true, false, kv_gemma3, gemma3_parts},
+	{{"Phi3ForCausalLM", NULL}, "phi3", WF_VOCAB_PHI3, false, false, false, kv_phi3, phi3_parts},
+};
+
+/* The defaults of each config class, by config.json's model_type (which
+ * picks the class AutoConfig builds, whatever the architecture). */
+static const struct {
+	const char *model_type;
+	struct dflt d[12];
+} dflts[] = {
+	{"llama", {{"max_position_embeddings", 2048}, {"rms_norm_eps", 1e-6}, {"rope_theta", 10000}, {NULL, 0}}},
+	{"mistral",
+	 {{"max_position_embeddings", 131072}, {"rms_norm_eps", 1e-6}, {"rope_theta", 10000},
+	  {"num_key_value_heads", 8}, {NULL, 0}}},
+	{"qwen2",
+	 {{"max_position_embeddings", 32768}, {"rms_norm_eps", 1e-6}, {"rope_theta", 10000},
+	  {"num_key_value_heads", 32}, {NULL, 0}}},
+	{"qwen3",
+	 {{"max_position_embeddings", 32768}, {"rms_norm_eps", 1e-6}, {"rope_theta", 10000},
+	  {"num_key_value_heads", 32}, {"head_dim", 128}, {NULL, 0}}},
+	{"gemma2",
+	 {{"max_position_embeddings", 8192}, {"rms_norm_eps", 1e-6}, {"rope_theta", 10000},
+	  {"num_key_value_heads", 4}, {"head_dim", 256}, {"attn_logit_softcapping", 50},
+	  {"final_logit_softcapping", 30}, {"sliding_window", 4096}, {"query_pre_attn_scalar", 256}, {NULL, 0}}},
+	{"gemma3_text",
+	 {{"max_position_embeddings", 131072}, {"rms_norm_eps", 1e-6}, {"rope_theta", 1000000},
+	  {"rope_local_base_freq", 10000}, {"num_key_value_heads", 4}, {"head_dim", 256},
+	  {"sliding_window", 4096}, {"sliding_window_pattern", 6}, {NULL, 0}}},
+	{"phi3",
+	 {{"max_position_embeddings", 4096}, {"rms_norm_eps", 1e-5}, {"rope_theta", 10000},
+	  {"original_max_position_embeddings", 4096}, {NULL, 0}}},
+};
+
+/* Fills c->dflt with the defaults for config.json's model_type, and the
+ * ones derived from other fields (num_key_value_heads = heads, Llama's
+ * head_dim = hidden / heads). */
+static enum wf_err add_defaults(struct cfg *c)
+{
+	if (!(c->dflt = cJSON_CreateObject()))
+		return WF_ERR_NOMEM;
+	const cJSON *mt = hp(c, "model_type");
+	const char *t = cJSON_IsString(mt) ? mt->valuestring : "";
+	for (size_t i = 0; i < WF_ARRAY_LEN(dflts); i++)
+		if (strcmp(t, dflts[i].model_type) == 0)
+			for (const struct dflt *d = dflts[i].d; d->key; d++)
+				if (!hp(c, d->key) && !cJSON_AddNumberToObject(c->dflt, d->key, d->v))
+					return WF_ERR_NOMEM;
+	const cJSON *heads = hp(c, "num_attention_heads"), *hidden = hp(c, "hidden_size");
+	bool llama_like = strcmp(t, "llama") == 0 || strcmp(t, "mistral") == 0;
+	const cJSON *kv = hp(c, "num_key_value_heads");
+	if ((!kv || cJSON_IsNull(kv)) && cJSON_IsNumber(heads) && (llama_like || strcmp(t, "phi3") == 0)) {
+		cJSON_DeleteItemFromObjectCaseSensitive(c->dflt, "num_key_value_heads");
+		if (!cJSON_AddNumberToObject(c->dflt, "num_key_value_heads", heads->valuedouble))
+			return WF_ERR_NOMEM;
+	}
+	uint32_t h, n;
+	const cJSON *hd = hp(c, "head_dim");
+	if (llama_like && (!hd || cJSON_IsNull(hd)) && as_u32(heads, &h) && h && as_u32(hidden, &n)) {
+		cJSON_DeleteItemFromObjectCaseSensitive(c->dflt, "head_dim");
+		if (!cJSON_AddNumberToObject(c->dflt, "head_dim", n / h))
+			return WF_ERR_NOMEM;
+	}
+	return WF_OK;
+}
+
+/* ---------------------------------------------------------------- rope */
+
+/* rope_parameters as TextModel.__init__ mirrors them (B:1193-1211): the
+ * object to read scaling fields from (its full_attention part if any),
+ * and the mirrored top-level values.  Returns the object (may be NULL). */
+struct rope {
+	const cJSON *p;          /* rope_parameters / rope_scaling, or NULL */
+	const cJSON *type;       /* rope_type, mirrored from `type` */
+	const cJSON *theta;      /* rope_theta, mirrored from the top level */
+	const cJSON *theta_swa;  /* sliding_attention.rope_theta, mirrored from local keys */
+	const cJSON *orig_ctx;   /* original_max_position_embeddings */
+	const cJSON *prf;        /* partial_rotary_factor */
+};
+
+static const cJSON *item(const cJSON *o, const char *k)
+{
+	return cJSON_IsObject(o) ? cJSON_GetObjectItemCaseSensitive(o, k) : NULL;
+}
+
+static const cJSON *not_null(const cJSON *v)
+{
+	return v && !cJSON_IsNull(v) ? v : NULL;
+}
+
+static void rope_of(const struct cfg *c, struct rope *r)
+{
+	const cJSON *rp = not_null(hp(c, "rope_parameters"));
+	if (!rp)
+		rp = not_null(hp(c, "rope_scaling"));
+	if (rp && !cJSON_IsObject(rp))
+		rp = NULL;
+	memset(r, 0, sizeof *r);
+	bool split = item(rp, "full_attention") || item(rp, "sliding_attention");
+	const cJSON *full = item(rp, "full_attention");
+	r->p = full ? full : rp;
+	r->type = not_null(item(r->p, "rope_type"));
+	r->theta = not_null(item(r->p, "rope_theta"));
+	r->theta_swa = not_null(item(item(rp, "sliding_attention"), "rope_theta"));
+	r->orig_ctx = not_null(item(r->p, "original_max_position_embeddings"));
+	r->prf = not_null(item(r->p, "partial_rotary_factor"));
+	if (split)
+		return;
+	if (!r->theta_swa)
+		r->theta_swa = find(c, KEYS("local_rope_theta", "rope_local_theta", "rope_theta_local", "swa_rope_theta",
+					    "rope_local_base_freq"), NULL);
+	if (!r->theta)
+		r->theta = find(c, KEYS("global_rope_theta", "rope_global_theta", "rope_theta_global", "rope_theta",
+					"rotary_emb_base"), NULL);
+	if (!r->type)
+		r->type = not_null(item(r->p, "type"));
+	if (!r->prf)
+		r->prf = find(c, KEYS("partial_rotary_factor", "rope_pct", "rope_percent"), NULL);
+	if (!r->orig_ctx)
+		r->orig_ctx = find(c, KEYS("original_max_position_embeddings"), NULL);
+}
+
+static bool type_is(const struct rope *r, const char *s)
+{
+	return cJSON_IsString(r->type) && strcasecmp(r->type->valuestring, s) == 0;
+}
+
+/* The rope-scaling key/values (B:1296-1330). */
+static enum wf_err kv_rope_scaling(struct cfg *c, const struct rope *r, struct wf_gguf_w *w, const char *a)
+{
+	char k[96];
+	const cJSON *factor = not_null(item(r->p, "factor"));
+	bool lin = cJSON_IsString(r->type) && strcmp(r->type->valuestring, "linear") == 0;
+	bool yarn = cJSON_IsString(r->type) && strcmp(r->type->valuestring, "yarn") == 0;
+	enum wf_err rc = WF_OK;
+	if ((lin || yarn) && factor) {
+		snprintf(k, sizeof k, "%s.rope.scaling.type", a);
+		wf_gguf_w_str(w, k, lin ? "linear" : "yarn", lin ? 6 : 4);
+		snprintf(k, sizeof k, "%s.rope.scaling.factor", a);
+		rc = put_f32(c, w, k, factor, "rope_scaling.factor");
+	}
+	if (rc == WF_OK && yarn && factor) {
+		uint32_t u;
+		if (!as_u32(r->orig_ctx, &u))
+			return wf_fail(c->why, WF_ERR_UNSUP, "config.json: rope_scaling.original_max_position_embeddings: %s",
+				       r->orig_ctx ? "not an integer" : "missing");
+		snprintf(k, sizeof k, "%s.rope.scaling.original_context_length", a);
+		wf_gguf_w_u32(w, k, u);
+		static const char *const yk[][3] = {{"extrapolation_factor", NULL, "yarn_ext_factor"},
+						    {"attention_factor", "attn_factor", "yarn_attn_factor"},
+						    {"beta_fast", NULL, "yarn_beta_fast"},
+						    {"beta_slow", NULL, "yarn_beta_slow"}};
+		for (size_t i = 0; i < WF_ARRAY_LEN(yk) && rc == WF_OK; i++) {
+			const cJSON *v = not_null(item(r->p, yk[i][0]));
+			if (!v && yk[i][1])
+				v = not_null(item(r->p, yk[i][1]));
+			snprintf(k, sizeof k, "%s.rope.scaling.%s", a, yk[i][2]);
+			rc = put_f32(c, w, k, v, yk[i][0]);
+		}
+	}
+	if (rc == WF_OK && (type_is(r, "su") || type_is(r, "longrope")) && cJSON_IsString(r->type) &&
+	    (strcmp(r->type->valuestring, "su") == 0 || strcmp(r->type->valuestring, "longrope") == 0)) {
+		snprintf(k, sizeof k, "%s.rope.scaling.type", a);
+		wf_gguf_w_str(w, k, "longrope", 8);
+	}
+	return rc;
+}
+
+/* ---------------------------------------------------------------- key/values */
+
+/* TextModel.set_gguf_parameters (B:1268-1380), through general.file_type. */
+static enum wf_err kv_text(struct cfg *c, struct wf_gguf_w *w, const char *a, uint32_t ftype)
+{
+	char k[96];
+	struct rope r;
+	rope_of(c, &r);
+#define K(s) (snprintf(k, sizeof k, "%s." s, a), k)
+	enum wf_err rc = put_u32(c, w, K("block_count"), KEYS("n_layers", "num_hidden_layers", "n_layer", "num_layers"),
+				 true, NULL);
+	if (rc == WF_OK)
+		rc = put_u32(c, w, K("context_length"),
+			     KEYS("max_position_embeddings", "n_ctx", "n_positions", "max_length", "max_sequence_length",
+				  "model_max_length"),
+			     false, NULL);
+	if (rc == WF_OK)
+		rc = put_u32(c, w, K("embedding_length"), KEYS("hidden_size", "n_embd", "dim"), false, NULL);
+	if (rc == WF_OK)
+		rc = put_u32(c, w, K("feed_forward_length"),
+			     KEYS("prefix_dense_intermediate_size", "dense_intermediate_size", "intermediate_size",
+				  "n_inner", "hidden_dim"),
+			     false, NULL);
+	if (rc == WF_OK)
+		rc = put_u32(c, w, K("attention.head_count"), KEYS("num_attention_heads", "n_head", "n_heads"), false, NULL);
+	if (rc == WF_OK)
+		rc = put_u32(c, w, K("attention.head_count_kv"), KEYS("num_key_value_heads", "n_kv_heads"), false, NULL);
+	if (rc == WF_OK && cJSON_IsFalse(hp(c, "is_causal")))
+		wf_gguf_w_bool(w, K("attention.causal"), false);
+	if (rc == WF_OK)
+		rc = kv_rope_scaling(c, &r, w, a);
+	if (rc == WF_OK)
+		rc = put_f32(c, w, K("rope.freq_base"), r.theta, "rope_theta");
+	if (rc == WF_OK)
+		rc = put_f32(c, w, K("rope.freq_base_swa"), r.theta_swa, "rope_local_base_freq");
+	if (rc == WF_OK)
+		rc = put_f32k(c, w, K("attention.layer_norm_rms_epsilon"), KEYS("rms_norm_eps", "norm_eps"));
+	if (rc == WF_OK)
+		rc = put_f32k(c, w, K("attention.layer_norm_epsilon"),
+			      KEYS("layer_norm_eps", "layer_norm_epsilon", "norm_epsilon"));
+	if (rc == WF_OK && find(c, KEYS("num_local_experts", "num_experts", "n_routed_experts"), NULL))
+		return wf_fail(c->why, WF_ERR_UNSUP, "config.json: num_local_experts: mixtures of experts are not made");
+	if (rc == WF_OK && not_null(hp(c, "head_dim"))) {
+		rc = put_u32(c, w, K("attention.key_length"), KEYS("head_dim"), false, NULL);
+		if (rc == WF_OK)
+			rc = put_u32(c, w, K("attention.value_length"), KEYS("head_dim"), false, NULL);
+	}
+#undef K
+	if (rc == WF_OK)
+		wf_gguf_w_u32(w, "general.file_type", ftype);
+	return rc;
+}
+
+static enum wf_err kv_llama(const struct arch *a, struct cfg *c, struct wf_gguf_w *w, uint32_t ftype)
+{
+	enum wf_err rc = kv_text(c, w, a->gguf, ftype);
+	if (rc == WF_OK)
+		rc = put_u32(c, w, "llama.vocab_size", KEYS("vocab_size"), true, NULL);
+	uint32_t h, n;
+	const cJSON *hd = not_null(hp(c, "head_dim"));
+	if (rc == WF_OK && hd)
+		rc = put_u32(c, w, "llama.rope.dimension_count", KEYS("head_dim"), true, NULL);
+	else if (rc == WF_OK) {
+		if (!as_u32(hp(c, "hidden_size"), &n) || !as_u32(hp(c, "num_attention_heads"), &h) || !h)
+			return wf_fail(c->why, WF_ERR_UNSUP, "config.json: hidden_size, num_attention_heads: missing");
+		wf_gguf_w_u32(w, "llama.rope.dimension_count", n / h);
+	}
+	return rc;
+}
+
+static enum wf_err kv_qwen(const struct arch *a, struct cfg *c, struct wf_gguf_w *w, uint32_t ftype)
+{
+	return kv_text(c, w, a->gguf, ftype);
+}
+
+static enum wf_err kv_gemma2(const struct arch *a, struct cfg *c, struct wf_gguf_w *w, uint32_t ftype)
+{
+	(void)a;
+	enum wf_err rc = put_u32(c, w, "gemma2.context_length", KEYS("max_position_embeddings"), true, NULL);
+	if (rc == WF_OK)
+		rc = put_u32(c, w, "gemma2.embedding_length", KEYS("hidden_size"), true, NULL);
+	if (rc == WF_OK)
+		rc = put_u32(c, w, "gemma2.block_count", KEYS("n_layers", "num_hidden_layers", "n_layer", "num_layers"),
+			     true, NULL);
+	if (rc == WF_OK)
+		rc = put_u32(c, w, "gemma2.feed_forward_length", KEYS("intermediate_size"), true, NULL);
+	if (rc == WF_OK)
+		rc = put_u32(c, w, "gemma2.attention.head_count", KEYS("num_attention_heads"), true, NULL);
+	if (rc == WF_OK)
+		rc = put_u32(c, w, "gemma2.attention.head_count_kv", KEYS("num_key_value_heads", "num_attention_heads"),
+			     true, NULL);
+	if (rc == WF_OK && !hp(c, "rms_norm_eps"))
+		rc = wf_fail(c->why, WF_ERR_UNSUP, "config.json: rms_norm_eps: missing");
+	if (rc == WF_OK)
+		rc = put_f32k(c, w, "gemma2.attention.layer_norm_rms_epsilon", KEYS("rms_norm_eps"));
+	if (rc == WF_OK)
+		rc = put_u32(c, w, "gemma2.attention.key_length", KEYS("head_dim"), true, NULL);
+	if (rc == WF_OK)
+		rc = put_u32(c, w, "gemma2.attention.value_length", KEYS("head_dim"), true, NULL);
+	if (rc == WF_OK)
+		wf_gguf_w_u32(w, "general.file_type", ftype);
+	static const char *const need[][2] = {{"attn_logit_softcapping", "gemma2.attn_logit_softcapping"},
+					      {"final_logit_softcapping", "gemma2.final_logit_softcapping"}};
+	for (size_t i = 0; i < WF_ARRAY_LEN(need) && rc == WF_OK; i++) {
+		const cJSON *v = not_null(hp(c, need[i][0]));
+		rc = v ? put_f32(c, w, need[i][1], v, need[i][0])
+		       : wf_fail(c->why, WF_ERR_UNSUP, "config.json: %s: missing", need[i][0]);
+	}
+	if (rc == WF_OK)
+		rc = put_u32(c, w, "gemma2.attention.sliding_window", KEYS("sliding_window"), true, NULL);
+	return rc;
+}
+
+static enum wf_err kv_gemma3(const struct arch *a, struct cfg *c, struct wf_gguf_w *w, uint32_t ftype)
+{
+	enum wf_err rc = kv_text(c, w, a->gguf, ftype);
+	/* G:140-157 writes context_length, head_count, rms epsilon, key and
+	 * value length, freq_base and head_count_kv again: with AutoConfig's
+	 * defaults in place those are the values kv_text wrote, in place */
+	if (rc == WF_OK && not_null(hp(c, "attn_logit_softcapping")))
+		return wf_fail(c->why, WF_ERR_UNSUP, "config.json: attn_logit_softcapping: set (the converter asserts it is not)");
+	const cJSON *fl = not_null(hp(c, "final_logit_softcapping"));
+	if (rc == WF_OK && fl && !(cJSON_IsNumber(fl) && fl->valuedouble == 0) && !cJSON_IsFalse(fl))
+		rc = put_f32(c, w, "gemma3.final_logit_softcapping", fl, "final_logit_softcapping");
+	const cJSON *pat = hp(c, "sliding_window_pattern");
+	if (rc == WF_OK && !(cJSON_IsNumber(pat) && pat->valuedouble == 1))
+		rc = put_u32(c, w, "gemma3.attention.sliding_window", KEYS("sliding_window"), true, NULL);
+	if (rc == WF_OK && !wf_gguf_w_has(w, "gemma3.attention.head_count_kv"))
+		rc = put_u32(c, w, "gemma3.attention.head_count_kv", KEYS("num_key_value_heads"), true, NULL);
+	return rc;
+}
+
+static enum wf_err kv_phi3(const struct arch *a, struct cfg *c, struct wf_gguf_w *w, uint32_t ftype)
+{
+	(void)a;
+	struct rope r;
+	rope_of(c, &r);
+	uint32_t n_embd = 0, n_head = 0, u = 0;
+	enum wf_err rc = put_u32(c, w, "phi3.context_length", KEYS("n_positions", "max_position_embeddings"), true, NULL);
+	if (rc == WF_OK && !as_u32(r.orig_ctx, &u))
+		rc = wf_fail(c->why, WF_ERR_UNSUP, "config.json: original_max_position_embeddings: missing");
+	if (rc == WF_OK)
+		wf_gguf_w_u32(w, "phi3.rope.scaling.original_context_length", u);
+	if (rc == WF_OK)
+		rc = put_u32(c, w, "phi3.embedding_length", KEYS("hidden_size", "n_embd"), true, &n_embd);
+	if (rc == WF_OK)
+		rc = put_u32(c, w, "phi3.feed_forward_length", KEYS("intermediate_size"), true, NULL);
+	if (rc == WF_OK)
+		rc = put_u32(c, w, "phi3.block_count", KEYS("n_layers", "num_hidden_layers", "n_layer", "num_layers"), true,
+			     NULL);
+	if (rc == WF_OK)
+		rc = put_u32(c, w, "phi3.attention.head_count", KEYS("num_attention_heads", "n_head"), true, &n_head);
+	if (rc == WF_OK)
+		rc = put_u32(c, w, "phi3.attention.head_count_kv", KEYS("num_key_value_heads", "n_head_kv"), true, NULL);
+	if (rc == WF_OK)
+		rc = put_f32k(c, w, "phi3.attention.layer_norm_rms_epsilon", KEYS("rms_norm_eps"));
+	double pct = cJSON_IsNumber(r.prf) ? r.prf->valuedouble : 1.0;
+	if (rc == WF_OK && !n_head)
+		rc = wf_fail(c->why, WF_ERR_UNSUP, "config.json: num_attention_heads: 0");
+	if (rc == WF_OK)
+		wf_gguf_w_u32(w, "phi3.rope.dimension_count", (uint32_t)((uint64_t)(pct * n_embd) / n_head));
+	if (rc == WF_OK && !r.theta)
+		rc = wf_fail(c->why, WF_ERR_UNSUP, "config.json: rope_theta: missing");
+	if (rc == WF_OK)
+		rc = put_f32(c, w, "phi3.rope.freq_base", r.theta, "rope_theta");
+	if (rc == WF_OK)
+		wf_gguf_w_u32(w, "general.file_type", ftype);
+	const cJSON *sw = not_null(hp(c, "sliding_window"));
+	if (rc == WF_OK && !sw)
+		wf_gguf_w_u32(w, "phi3.attention.sliding_window", 0);
+	else if (rc == WF_OK)
+		rc = put_u32(c, w, "phi3.attention.sliding_window", KEYS("sliding_window"), true, NULL);
+	return rc;
+}
+
+/* ---------------------------------------------------------------- general */
+
+/* gguf-py's Metadata.id_to_title: words split on '-' and spaces, each
+ * all-lowercase word that is not a version or a number title-cased. */
+static void id_to_title(const char *s, struct wf_buf *b)
+{
+	bool first = true;
+	while (*s) {
+		while (*s == '-' || *s == ' ' || *s == '\t' || *s == '\n')
+			s++;
+		const char *e = s;
+		while (*e && *e != '-' && *e != ' ' && *e != '\t' && *e != '\n')
+			e++;
+		if (e == s)
+			break;
+		bool lower = false, upper = false;
+		for (const char *p = s; p < e; p++) {
+			lower |= *p >= 'a' && *p <= 'z';
+			upper |= *p >= 'A' && *p <= 'Z';
+		}
+		bool numeric = (*s >= '0' && *s <= '9') || (*s == 'v' && e - s > 1 && s[1] >= '0' && s[1] <= '9');
+		if (!first)
+			wf_buf_putc(b, ' ');
+		first = false;
+		bool word_start = true;
+		for (const char *p = s; p < e; p++) {
+			char ch = *p;
+			bool alpha = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z');
+			if (lower && !upper && !numeric && alpha)
+				ch = word_start ? (char)(ch & ~0x20) : ch;
+			wf_buf_putc(b, ch);
+			word_start = !alpha;
+		}
+		s = e;
+	}
+}
+
+/* general.* (B:1026-1056, metadata.py:606-632): type, the sampling
+ * settings of generation_config.json, and the name.  The descriptive keys
+ * the converter guesses from a model card are not written. */
+static enum wf_err kv_general(struct cfg *c, const struct wf_arch_in *in, struct wf_gguf_w *w)
+{
+	wf_gguf_w_str(w, "general.type", "model", 5);
+	cJSON *g = in->gen_config ? cJSON_ParseWithLength(in->gen_config, in->gen_config_len) : NULL;
+	static const char *const samp[][3] = {
+		{"top_k", "general.sampling.top_k", "i"},     {"top_p", "general.sampling.top_p", "f"},
+		{"min_p", "general.sampling.min_p", "f"},     {"xtc_probability", "general.sampling.xtc_probability", "f"},
+		{"xtc_threshold", "general.sampling.xtc_threshold", "f"}, {"temperature", "general.sampling.temp", "f"},
+		{"penalty_last_n", "general.sampling.penalty_last_n", "i"},
+		{"repetition_penalty", "general.sampling.penalty_repeat", "f"},
+		{"mirostat", "general.sampling.mirostat", "i"},
+		{"mirostat_tau", "general.sampling.mirostat_tau", "f"}, {"mirostat_eta", "general.sampling.mirostat_eta", "f"},
+	};
+	enum wf_err rc = WF_OK;
+	for (size_t i = 0; cJSON_IsObject(g) && i < WF_ARRAY_LEN(samp) && rc == WF_OK; i++) {
+		const cJSON *v = not_null(cJSON_GetObjectItemCaseSensitive(g, samp[i][0]));
+		if (i == 7 && !v)
+			v = not_null(cJSON_GetObjectItemCaseSensitive(g, "penalty_repeat"));
+		if (!v)
+			continue;
+		if (!cJSON_IsNumber(v))
+			rc = wf_fail(c->why, WF_ERR_FORMAT, "generation_config.json: %s: not a number", samp[i][0]);
+		else if (samp[i][2][0] == 'f')
+			wf_gguf_w_f32(w, samp[i][1], (float)v->valuedouble);
+		else if (v->valuedouble != floor(v->valuedouble) || fabs(v->valuedouble) > 2147483647.0)
+			rc = wf_fail(c->why, WF_ERR_FORMAT, "generation_config.json: %s: not a 32-bit integer", samp[i][0]);
+		else
+			wf_gguf_w_i32(w, samp[i][1], (int32_t)v->valuedouble);
+	}
+	cJSON_Delete(g);
+	/* the name: config.json's _name_or_path when it is an id (at most
+	 * one '/'), else the folder's name */
+	const cJSON *np = hp(c, "_name_or_path");
+	const char *id = in->name ? in->name : "model";
+	if (cJSON_IsString(np) && *np->valuestring && !strchr(strchr(np->valuestring, '/') ? strchr(np->valuestring, '/') + 1 : "", '/'))
+		id = strchr(np->valuestring, '/') ? strchr(np->valuestring, '/') + 1 : np->valuestring;
+	struct wf_buf b = {0};
+	id_to_title(id, &b);
+	if (b.len)
+		wf_gguf_w_str(w, "general.name", b.data, b.len);
+	bool oom = b.oom;
+	wf_buf_free(&b);
+	return rc != WF_OK ? rc : oom ? WF_ERR_NOMEM : WF_OK;
+}
+
+/* ---------------------------------------------------------------- tensors */
+
+static bool has_part(const struct arch *a, const char *gguf_name)
+{
+	/* blk.N.PART.weight|bias */
+	const char *p = strchr(gguf_name + 4, '.');
+	if (!p)
+		return false;
+	p++;
+	const char *e = strrchr(p, '.');
+	size_t n = e ? (size_t)(e - p) : strlen(p);
+	for (const char *const *q = a->parts; *q; q++)
+		if (strlen(*q) == n && memcmp(*q, p, n) == 0)
+			return true;
+	return false;
+}
+
+/* Whether the converter skips tensor `name` (B:909-911, filter_tensors). */
+static bool skipped(const struct arch *a, const char *name)
+{
+	static const char *const ends[] = {".attention.masked_bias", ".attention.bias", ".rotary_emb.inv_freq"};
+	size_t n = strlen(name);
+	for (size_t i = 0; i < WF_ARRAY_LEN(ends); i++)
+		if (n >= strlen(ends[i]) && strcmp(name + n - strlen(ends[i]), ends[i]) == 0)
+			return true;
+	return a->drop_lm_head && strcmp(name, "lm_head.weight") == 0;
+}
+
+/* The source tensors in the converter's order: part files by name, and
+ * names sorted within each file (B:206-295, U:331-333). */
+struct ord {
+	const char *file;
+	const char *name;
+	size_t i;
+};
+
+static const char *base_name(const char *p)
+{
+	const char *s = p ? strrchr(p, '/') : NULL;
+	return s ? s + 1 : p ? p : "";
+}
+
+static int ord_cmp(const void *x, const void *y)
+{
+	const struct ord *a = x, *b = y;
+	int c = strcmp(a->file, b->file);
+	return c ? c : strcmp(a->name, b->name);
+}
+
+/* llama's auto --outtype (B:166-183): the first tensor of 2 or more dims
+ * stored as BF16 or F16 decides; F32 ones and decoded layers do not. */
+static uint32_t auto_ftype(const struct wf_model *m, const struct ord *o, size_t n)
+{
+	for (size_t k = 0; k < n; k++) {
+		const struct wf_tensor *t = &m->tensors[o[k].i];
+		if (t->ndim < 2 || t->q)
+			continue;
+		if (t->type == WF_T_BF16)
+			return WF_FTYPE_MOSTLY_BF16;
+		if (t->type == WF_T_F16)
+			return WF_FTYPE_MOSTLY_F16;
+	}
+	return WF_FTYPE_MOSTLY_F16;
+}
+
+/* A plain float (or decoded) tensor the converter can read. */
+static bool convertible(const struct wf_tensor *t)
+{
+	return t->q || t->type == WF_T_F32 || t->type == WF_T_F16 || t->type == WF_T_BF16 || t->type == WF_T_F64 ||
+	       (wf_type_get(t->type) && wf_type_get(t->type)->vk == WF_VK_F32 && !wf_type_get(t->type)->layer);
+}
+
+static enum wf_err add_tensor(struct wf_arch_plan *pl, size_t cap, const char *name, int64_t src, uint32_t ndim,
+			      const uint64_t *shape, bool norm_or_1d, uint32_t ftype, char *why)
+{
+	if (pl->n >= cap)
+		return wf_fail(why, WF_ERR_RANGE, "too many tensors");
+	struct wf_arch_tensor *t = &pl->t[pl->n];
+	memset(t, 0, sizeof *t);
+	if (ndim < 1 || ndim > 4)
+		return wf_fail(why, WF_ERR_UNSUP, "tensor %s: %u dims do not fit GGUF", name, ndim);
+	snprintf(t->name, sizeof t->name, "%s", name);
+	t->src = src;
+	t->ndim = ndim;
+	uint64_t el = 1;
+	for (uint32_t d = 0; d < ndim; d++) {
+		t->ne[d] = shape[ndim - 1 - d];
+		if (!wf_mul_ok(el, t->ne[d], &el))
+			return wf_fail(why, WF_ERR_UNSUP, "tensor %s: too many elements", name);
+	}
+	t->type = norm_or_1d || ftype == WF_FTYPE_ALL_F32 ? WF_T_F32 : ftype == WF_FTYPE_MOSTLY_BF16 ? WF_T_BF16 : WF_T_F16;
+	if (!wf_mul_ok(el, t->type == WF_T_F32 ? 4 : 2, &t->nbytes))
+		return wf_fail(why, WF_ERR_UNSUP, "tensor %s: too many bytes", name);
+	pl->n++;
+	return WF_OK;
+}
+
+/* Llama 3's rope_freqs.weight (L:298-326), in float32 as torch computes
+ * it: freqs = 1 / base^(arange(0, dim, 2) / dim), then per frequency its
+ * wavelength against the old context's bands. */
+static enum wf_err llama3_freqs(struct cfg *c, const struct rope *r, float **out, uint64_t *n)
+{
+	const cJSON *hd = not_null(hp(c, "head_dim"));
+	uint32_t dim = 0, hidden, heads;
+	if (hd ? !as_u32(hd, &dim) : (!as_u32(hp(c, "hidden_size"), &hidden) || !as_u32(hp(c, "num_attention_heads"), &heads) || !heads))
+		return wf_fail(c->why, WF_ERR_UNSUP, "config.json: head_dim: missing for rope_type llama3");
+	if (!hd)
+		dim = hidden / heads;
+	if (dim < 2 || dim > 65536)
+		return wf_fail(c->why, WF_ERR_UNSUP, "config.json: head_dim: %u is not a rope dimension", dim);
+	const cJSON *fv = not_null(item(r->p, "factor")), *lv = not_null(item(r->p, "low_freq_factor")),
+		    *hv = not_null(item(r->p, "high_freq_factor"));
+	const cJSON *ov = not_null(item(r->p, "original_max_position_embeddings"));
+	const cJSON *vals[] = {r->theta, fv, lv, hv, ov};
+	for (size_t i = 0; i < WF_ARRAY_LEN(vals); i++)
+		if (vals[i] && !cJSON_IsNumber(vals[i]))
+			return wf_fail(c->why, WF_ERR_FORMAT, "config.json: rope_scaling: a llama3 field is not a number");
+	float base = r->theta ? (float)r->theta->valuedouble : 10000.0f;
+	double factor = fv ? fv->valuedouble : 8.0, low = lv ? lv->valuedouble : 1.0, high = hv ? hv->valuedouble : 4.0;
+	double old = ov ? ov->valuedouble : 8192;
+	float lowl = (float)(old / low), highl = (float)(old / high);
+	*n = dim / 2;
+	if (!(*out = malloc(*n * sizeof **out)))
+		return WF_ERR_NOMEM;
+	for (uint32_t k = 0; k < *n; k++) {
+		float e = (float)(2 * k) / (float)dim;
+		float freq = (1.0f / powf(base, e)) * 1.0f;
+		float wl = (1.0f / freq) * (float)(2 * M_PI);
+		float v;
+		if (wl < highl)
+			v = 1.0f;
+		else if (wl > lowl)
+			v = (float)factor;
+		else {
+			float smooth = ((1.0f / wl) * (float)old - (float)low) / (float)(high - low);
+			v = 1.0f / ((1.0f - smooth) / (float)factor + smooth);
+		}
+		(*out)[k] = v;
+	}
+	return WF_OK;
+}
+
+/* Generated tensors, first in the file (B:908): llama3's rope_freqs. */
+static enum wf_err gen_tensors(const struct arch *a, struct cfg *c, struct wf_arch_plan *pl, size_t cap)
+{
+	struct rope r;
+	rope_of(c, &r);
+	if (strcmp(a->gguf, "llama") != 0 || !type_is(&r, "llama3"))
+		return WF_OK;
+	float *v = NULL;
+	uint64_t n;
+	enum wf_err rc = llama3_freqs(c, &r, &v, &n);
+	if (rc == WF_OK)
+		rc = add_tensor(pl, cap, "rope_freqs.weight", -1, 1, &n, true, pl->ftype, c->why);
+	if (rc == WF_OK)
+		pl->t[pl->n - 1].gen = v;
+	else
+		free(v);
+	return rc;
+}
+
+/* The heads of q (n_head) or k (n_head_kv, when it differs) for
+ * LlamaModel.permute, checked against the rows. */
+static enum wf_err qk_heads(struct cfg *c, char qk, const struct wf_tensor *t, uint64_t *heads)
+{
+	uint32_t h = 0, hk = 0;
+	if (!as_u32(find(c, KEYS("n_heads", "num_attention_heads"), NULL), &h) || !h)
+		return wf_fail(c->why, WF_ERR_UNSUP, "config.json: num_attention_heads: missing");
+	const cJSON *kv = find(c, KEYS("n_kv_heads", "num_key_value_heads"), NULL);
+	if (kv && !as_u32(kv, &hk))
+		return wf_fail(c->why, WF_ERR_FORMAT, "config.json: num_key_value_heads: not an integer");
+	*heads = qk == 'k' && kv && hk && hk != h ? hk : h;
+	if (!t->ndim || t->shape[0] % (2 * *heads) != 0) {
+		char q[96];
+		return wf_fail(c->why, WF_ERR_UNSUP, "tensor %s: %" PRIu64 " rows do not split into %" PRIu64 " heads",
+			       wf_quote(q, sizeof q, t->name, t->name_len), t->ndim ? t->shape[0] : 0, *heads);
+	}
+	return WF_OK;
+}
+
+/* One checkpoint tensor: skipped, or named and added with its transform. */
+static enum wf_err map_tensor(const struct arch *a, struct cfg *c, const struct wf_model *m, size_t i,
+			      struct wf_arch_plan *pl, size_t cap)
+{
+	const struct wf_tensor *t = &m->tensors[i];
+	char q[96], g[WF_GGUF_NAME_MAX + 8], qk;
+	bool norm;
+	const char *name = t->name;
+	if (strlen(name) != t->name_len)
+		return wf_fail(c->why, WF_ERR_UNSUP, "tensor %s: a NUL in its name", wf_quote(q, sizeof q, name, t->name_len));
+	if (skipped(a, name))
+		return WF_OK;
+	if (!wf_hf_to_gguf_name(a->gguf, name, t->name_len, g, sizeof g, &qk, &norm) ||
+	    (strncmp(g, "blk.", 4) == 0 && !has_part(a, g)))
+		return wf_fail(c->why, WF_ERR_UNSUP, "tensor %s: no GGUF name for %s (the converter refuses it too)",
+			       wf_quote(q, sizeof q, name, t->name_len), a->gguf);
+	if (!convertible(t))
+		return wf_fail(c->why, WF_ERR_UNSUP, "tensor %s: dtype %s is not converted", wf_quote(q, sizeof q, name, t->name_len),
+			       wf_type_get(t->type) ? wf_type_get(t->type)->name : "?");
+	size_t gl = strlen(g);
+	bool f32 = t->ndim <= 1 || (gl >= 12 && strcmp(g + gl - 12, "_norm.weight") == 0) ||
+		   gl < 7 || strcmp(g + gl - 7, ".weight") != 0;
+	enum wf_err rc = add_tensor(pl, cap, g, (int64_t)i, t->ndim ? t->ndim : 1, t->ndim ? t->shape : (const uint64_t[]){1},
+				    f32, pl->ftype, c->why);
+	if (rc != WF_OK)
+		return rc;
+	struct wf_arch_tensor *o = &pl->t[pl->n - 1];
+	if (a->permute_qk && qk)
+		rc = qk_heads(c, qk, t, &o->perm_heads);
+	/* G:116-121: every name ending in norm.weight, in the source's precision */
+	if (a->norm_plus_one && t->name_len >= 11 && strcmp(name + t->name_len - 11, "norm.weight") == 0)
+		o->add = t->type == WF_T_F16 && !t->q ? WF_ADD_F16 : WF_ADD_F32;
+	return rc;
+}
+
+static const struct arch *find_arch(const struct cfg *c, char *why)
+{
+	const cJSON *as = hp(c, "architectures");
+	const cJSON *a0 = cJSON_IsArray(as) ? cJSON_GetArrayItem(as, 0) : NULL;
+	char q[96];
+	if (!cJSON_IsString(a0))
+		return wf_fail(why, WF_ERR_UNSUP, "config.json: architectures: missing"), NULL;
+	for (size_t i = 0; i < WF_ARRAY_LEN(arch_rows); i++)
+		for (size_t k = 0; k < 4 && arch_rows[i].hf[k]; k++)
+			if (strcmp(arch_rows[i].hf[k], a0->valuestring) == 0)
+				return &arch_rows[i];
+	wf_fail(why, WF_ERR_UNSUP, "config.json: architectures: %s is not an architecture model.gguf is made for",
+		wf_quote(q, sizeof q, a0->valuestring, strlen(a0->valuestring)));
+	return NULL;
+}
+
+static enum wf_err open_cfg(struct cfg *c, const struct wf_arch_in *in)
+{
+	if (!in->config)
+		return wf_fail(c->why, WF_ERR_UNSUP, "config.json: missing");
+	c->root = cJSON_ParseWithLength(in->config, in->config_len);
+	if (!cJSON_IsObject(c->root))
+		return wf_fail(c->why, WF_ERR_FORMAT, "config.json: not a JSON object");
+	const cJSON *tc = cJSON_GetObjectItemCaseSensitive(c->root, "text_config");
+	c->text = cJSON_IsObject(tc) ? tc : NULL;
+	return add_defaults(c) == WF_OK ? WF_OK : wf_fail(c->why, WF_ERR_NOMEM, "out of memory");
+}
+
+static enum wf_err plan_tensors(const struct arch *a, struct cfg *c, const struct wf_model *m,
+				struct wf_arch_plan *pl, uint32_t ftype)
+{
+	size_t cap = m->n_tensors + 3;
+	struct ord *o = calloc(m->n_tensors ? m->n_tensors : 1, sizeof *o);
+	pl->t = calloc(cap, sizeof *pl->t);
+	if (!o || !pl->t) {
+		free(o);
+		return wf_fail(c->why, WF_ERR_NOMEM, "out of memory");
+	}
+	for (size_t i = 0; i < m->n_tensors; i++) {
+		const struct wf_tensor *t = &m->tensors[i];
+		o[i] = (struct ord){base_name(t->part < m->n_parts ? m->parts[t->part].path : NULL), t->name, i};
+	}
+	qsort(o, m->n_tensors, sizeof *o, ord_cmp);
+	pl->ftype = ftype == WF_FTYPE_AUTO ? auto_ftype(m, o, m->n_tensors) : ftype;
+	enum wf_err rc = gen_tensors(a, c, pl, cap);
+	for (size_t k = 0; k < m->n_tensors && rc == WF_OK; k++)
+		rc = map_tensor(a, c, m, o[k].i, pl, cap);
+	free(o);
+	return rc;
+}
+
+enum wf_err wf_arch_plan(const struct wf_model *m, const struct wf_arch_in *in, uint32_t ftype,
+			 struct wf_gguf_w *w, struct wf_arch_plan *plan, char *why)
+{
+	struct cfg c = {.why = why};
+	memset(plan, 0, sizeof *plan);
+	plan->vocab_size = -1;
+	const struct arch *a = NULL;
+	enum wf_err rc = m->format != WF_FMT_SAFETENSORS ? wf_fail(why, WF_ERR_UNSUP, "not a Hugging Face checkpoint")
+							  : open_cfg(&c, in);
+	if (rc == WF_OK && !(a = find_arch(&c, why)))
+		rc = WF_ERR_UNSUP;
+	if (rc == WF_OK) {
+		plan->arch = a->gguf;
+		plan->tok = a->tok;
+		uint32_t vs;
+		if (as_u32(hp(&c, "vocab_size"), &vs))
+			plan->vocab_size = vs;
+		rc = plan_tensors(a, &c, m, plan, ftype);
+	}
+	if (rc == WF_OK) {
+		wf_gguf_w_str(w, "general.architecture", a->gguf, strlen(a->gguf));
+		rc = kv_general(&c, in, w);
+	}
+	if (rc == WF_OK)
+		rc = a->kvs(a, &c, w, plan->ftype);
+	if (rc == WF_OK)
+		wf_gguf_w_u32(w, "general.quantization_version", 2);
+	cJSON_Delete(c.root);
+	cJSON_Delete(c.dflt);
+	if (rc != WF_OK)
+		wf_arch_plan_free(plan);
+	return rc;
+}
+
+void wf_arch_plan_infos(const struct wf_arch_plan *plan, struct wf_gguf_w *w)
+{
+	for (size_t i = 0; i < plan->n; i++)
+		wf_gguf_w_tensor(w, plan->t[i].name, plan->t[i].ndim, plan->t[i].ne, plan->t[i].type, plan->t[i].nbytes,
+				 NULL);
+}
+
+bool wf_arch_parse_ftype(const char *s, uint32_t *ftype)
+{
+	static const struct {
+		const char *s;
+		uint32_t v;
+	} f[] = {{"f32", WF_FTYPE_ALL_F32}, {"f16", WF_FTYPE_MOSTLY_F16}, {"bf16", WF_FTYPE_MOSTLY_BF16},
+		 {"auto", WF_FTYPE_AUTO}};
+	for (size_t i = 0; i < WF_ARRAY_LEN(f); i++)
+		if (strcmp(s, f[i].s) == 0) {
+			*ftype = f[i].v;
+			return true;
+		}
+	return false;
+}
+
+void wf_arch_plan_free(struct wf_arch_plan *plan)
+{
+	for (size_t i = 0; plan->t && i < plan->n; i++)
+		free(plan->t[i].gen);
+	free(plan->t);
+	memset(plan, 0, sizeof *plan);
+}

@@ -1,0 +1,135 @@
+/* wf_arch.h - the architecture table: how llama.cpp's convert_hf_to_gguf.py
+ * turns a Hugging Face checkpoint of each architecture into GGUF.
+ *
+ * One row per architecture says which config.json `architectures` it is,
+ * its GGUF general.architecture, the order in which the converter tries
+ * tokenizers, whether it permutes q/k rows for llama.cpp's rope, whether
+ * it stores norms as 1 + w, and which key/values it writes from which
+ * config fields (with the transformers defaults the converter sees through
+ * AutoConfig).  The HF -> GGUF tensor names and the q/k permutation live
+ * here too, so `weightfs diff`, model.gguf and the hf/ view all pair
+ * names and rows the same way.  The rules, with their sources, are in
+ * ../shared/docs/hf-to-gguf.md (sections 1-5); docs/gguf.md says what
+ * weightfs does where the converter's output cannot be known.
+ *
+ * llama.cpp's q/k permutation, with H heads (H = n_head for q, n_head_kv
+ * for k) of D rows each: the HF rows of a head are [first halves of the
+ * rotary pairs, second halves], the GGUF ones interleave them:
+ *     GGUF row h*D + 2*i + j  =  HF row h*D + j*(D/2) + i   (i < D/2, j < 2)
+ */
+#ifndef WF_ARCH_H
+#define WF_ARCH_H
+
+#include "base/wf_common.h"
+#include "model/wf_gguf_w.h"
+#include "model/wf_model.h"
+#include "model/wf_vocab.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/* The row of the other layout that holds row `row` of a tensor of `rows`
+ * rows in `heads` heads: from GGUF order to HF order when to_hf, else back. */
+uint64_t wf_qk_row(uint64_t row, uint64_t rows, uint64_t heads, bool to_hf);
+
+/* Architectures of the llama family weightfs can pair names for.  arch is
+ * a GGUF general.architecture, a config.json model_type, or one of its
+ * architectures ("LlamaForCausalLM"); returns the canonical name ("llama",
+ * "mistral", "qwen2", "qwen3", "gemma", "gemma2", "gemma3", "phi3") or
+ * NULL for any other. */
+const char *wf_arch_canon(const char *arch);
+
+/* Whether llama.cpp permutes q/k rows for arch (canonical), and whether
+ * it stores norm weights as 1 + w. */
+bool wf_arch_permutes_qk(const char *arch);
+bool wf_arch_norm_plus_one(const char *arch);
+
+/* The naming convention of one tensor name. */
+enum wf_naming {
+	WF_NAMES_OTHER = 0,
+	WF_NAMES_GGUF,  /* blk.N.*, token_embd.*, output.*, output_norm.* */
+	WF_NAMES_HF,    /* model.layers.N.*, model.embed_tokens.*, model.norm.*, lm_head.* */
+};
+enum wf_naming wf_name_naming(const char *name, size_t n);
+
+/* The GGUF name llama.cpp gives HF tensor hf[0..n) under arch (canonical,
+ * or NULL: llama's rules) into out (NUL-terminated); false when no rule
+ * maps it or out is too small.  *qk gets 'q' or 'k' for the tensors whose
+ * rows llama.cpp permutes (q_proj, k_proj: weight and bias), else 0;
+ * *norm whether it is a norm weight.  This is the permissive map `diff`
+ * pairs with; model.gguf also checks the name is one the architecture has
+ * (wf_arch_plan). */
+bool wf_hf_to_gguf_name(const char *arch, const char *hf, size_t n, char *out, size_t outlen, char *qk,
+			bool *norm);
+
+/* ---------------------------------------------------------------- model.gguf */
+
+/* general.file_type values (llama_ftype) of the types model.gguf has. */
+#define WF_FTYPE_ALL_F32 0u
+#define WF_FTYPE_MOSTLY_F16 1u
+#define WF_FTYPE_MOSTLY_BF16 32u
+/* -o gguf= absent: the converter's --outtype auto */
+#define WF_FTYPE_AUTO UINT32_MAX
+
+/* Parses a -o gguf= value ("f32", "f16", "bf16", "auto"); false for any
+ * other. */
+bool wf_arch_parse_ftype(const char *s, uint32_t *ftype);
+
+/* How a tensor's values are changed on the way. */
+enum wf_add {
+	WF_ADD_NONE = 0,
+	WF_ADD_F32,  /* + 1, in float32 (Gemma's norms from BF16 and F32 sources) */
+	WF_ADD_F16,  /* + 1 in half precision, then widened (from F16 sources, as torch does it) */
+};
+
+/* One tensor of model.gguf, in the order the converter writes them. */
+struct wf_arch_tensor {
+	char name[WF_GGUF_NAME_MAX]; /* its GGUF name */
+	int64_t src;                 /* index into m->tensors, or -1: generated (gen) */
+	uint32_t type;               /* ggml type: WF_T_F32, WF_T_F16 or WF_T_BF16 */
+	uint32_t ndim;               /* 1..4 */
+	uint64_t ne[4];              /* ggml order, ne[0] innermost */
+	uint64_t nbytes;             /* its data in model.gguf */
+	uint64_t perm_heads;         /* q/k rows permuted with this many heads (wf_qk_row), or 0 */
+	uint8_t add;                 /* enum wf_add */
+	float *gen;                  /* src -1: its values, [elements], owned */
+};
+
+struct wf_arch_plan {
+	const char *arch;            /* general.architecture (static) */
+	enum wf_vocab_route tok;     /* the tokenizer routine (wf_vocab.h) */
+	int64_t vocab_size;          /* config.json's vocab_size, or -1 */
+	uint32_t ftype;              /* general.file_type */
+	struct wf_arch_tensor *t;    /* [n] */
+	size_t n;
+};
+
+/* The text inputs of the plan: the model folder's small files. */
+struct wf_arch_in {
+	const char *config;          /* config.json's bytes, or NULL */
+	size_t config_len;
+	const char *gen_config;      /* generation_config.json, or NULL */
+	size_t gen_config_len;
+	const char *name;            /* the model's folder name (general.name), or NULL */
+};
+
+/* Decides model.gguf for the Hugging Face model m as the converter would
+ * write it with --outtype `ftype` (WF_FTYPE_*, or WF_FTYPE_AUTO): writes
+ * the key/values that come before the tokenizer's into w (general.*, the
+ * architecture's hyperparameters, general.quantization_version), and fills
+ * *plan with the tensors.  Returns WF_OK; WF_ERR_UNSUP with one line in
+ * why when model.gguf cannot be what the converter writes (no config.json,
+ * an architecture llama.cpp's converter does not know, a tensor it cannot
+ * name, a required field absent, a q/k tensor whose rows do not split into
+ * its heads), WF_ERR_FORMAT for a config.json that is not valid JSON or
+ * holds a field of the wrong type, WF_ERR_NOMEM.  The caller adds the
+ * tokenizer's key/values, then the tensor infos (wf_arch_plan_infos). */
+enum wf_err wf_arch_plan(const struct wf_model *m, const struct wf_arch_in *in, uint32_t ftype,
+			 struct wf_gguf_w *w, struct wf_arch_plan *plan, char *why);
+
+/* Adds plan's tensor infos to w, in order. */
+void wf_arch_plan_infos(const struct wf_arch_plan *plan, struct wf_gguf_w *w);
+
+void wf_arch_plan_free(struct wf_arch_plan *plan);
+
+#endif

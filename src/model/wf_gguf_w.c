@@ -1,0 +1,259 @@
+/* wf_gguf_w.c - writing a GGUF v3 header (wf_gguf_w.h). */
+#include "model/wf_gguf_w.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* gguf.cpp's limits on what it reads back: longer strings and arrays are
+ * refused by llama.cpp, so none is written. */
+#define STR_MAX ((uint64_t)1 << 30)
+#define ARR_MAX ((uint64_t)1 << 30)
+
+void wf_gguf_w_init(struct wf_gguf_w *w)
+{
+	memset(w, 0, sizeof *w);
+}
+
+void wf_gguf_w_free(struct wf_gguf_w *w)
+{
+	wf_buf_free(&w->kv);
+	wf_buf_free(&w->ti);
+	wf_buf_free(&w->keys);
+	memset(w, 0, sizeof *w);
+}
+
+static bool failed(struct wf_gguf_w *w)
+{
+	if (w->rc == WF_OK && (w->kv.oom || w->ti.oom || w->keys.oom))
+		wf_fail(w->err, (w->rc = WF_ERR_NOMEM), "out of memory");
+	return w->rc != WF_OK;
+}
+
+__attribute__((format(printf, 3, 4))) static void fail(struct wf_gguf_w *w, enum wf_err rc, const char *fmt, ...)
+{
+	if (w->rc != WF_OK)
+		return;
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(w->err, sizeof w->err, fmt, ap);
+	va_end(ap);
+	w->rc = rc;
+}
+
+static void put_u32(struct wf_buf *b, uint32_t v)
+{
+	uint8_t p[4] = {(uint8_t)v, (uint8_t)(v >> 8), (uint8_t)(v >> 16), (uint8_t)(v >> 24)};
+	wf_buf_put(b, p, 4);
+}
+
+static void put_u64(struct wf_buf *b, uint64_t v)
+{
+	put_u32(b, (uint32_t)v);
+	put_u32(b, (uint32_t)(v >> 32));
+}
+
+static void put_str(struct wf_gguf_w *w, struct wf_buf *b, const char *s, size_t n)
+{
+	if (n > STR_MAX) {
+		fail(w, WF_ERR_UNSUP, "a string of %zu bytes is longer than GGUF allows", n);
+		return;
+	}
+	put_u64(b, n);
+	wf_buf_put(b, s, n);
+}
+
+bool wf_gguf_w_has(const struct wf_gguf_w *w, const char *key)
+{
+	for (size_t at = 0; at < w->keys.len; at += strlen(w->keys.data + at) + 1)
+		if (strcmp(w->keys.data + at, key) == 0)
+			return true;
+	return false;
+}
+
+/* Starts key/value `key` of type t: false (the writer failed) if it
+ * cannot be added. */
+static bool key(struct wf_gguf_w *w, const char *k, enum wf_gtype t)
+{
+	if (failed(w))
+		return false;
+	if (w->in_arr) {
+		fail(w, WF_ERR_RANGE, "key %s: inside an unfinished array", k);
+		return false;
+	}
+	if (!*k || wf_gguf_w_has(w, k)) {
+		fail(w, WF_ERR_RANGE, *k ? "key %s written twice" : "an empty key%s", k);
+		return false;
+	}
+	wf_buf_put(&w->keys, k, strlen(k) + 1);
+	put_str(w, &w->kv, k, strlen(k));
+	put_u32(&w->kv, (uint32_t)t);
+	w->n_kv++;
+	return !failed(w);
+}
+
+void wf_gguf_w_u32(struct wf_gguf_w *w, const char *k, uint32_t v)
+{
+	if (key(w, k, WF_GT_UINT32))
+		put_u32(&w->kv, v);
+}
+
+void wf_gguf_w_i32(struct wf_gguf_w *w, const char *k, int32_t v)
+{
+	if (key(w, k, WF_GT_INT32))
+		put_u32(&w->kv, (uint32_t)v);
+}
+
+void wf_gguf_w_u64(struct wf_gguf_w *w, const char *k, uint64_t v)
+{
+	if (key(w, k, WF_GT_UINT64))
+		put_u64(&w->kv, v);
+}
+
+void wf_gguf_w_f32(struct wf_gguf_w *w, const char *k, float v)
+{
+	uint32_t u;
+	memcpy(&u, &v, 4);
+	if (key(w, k, WF_GT_FLOAT32))
+		put_u32(&w->kv, u);
+}
+
+void wf_gguf_w_bool(struct wf_gguf_w *w, const char *k, bool v)
+{
+	if (key(w, k, WF_GT_BOOL))
+		wf_buf_putc(&w->kv, v ? 1 : 0);
+}
+
+void wf_gguf_w_str(struct wf_gguf_w *w, const char *k, const char *s, size_t n)
+{
+	if (key(w, k, WF_GT_STRING))
+		put_str(w, &w->kv, s, n);
+}
+
+void wf_gguf_w_arr_begin(struct wf_gguf_w *w, const char *k, enum wf_gtype elem, uint64_t count)
+{
+	if (elem == WF_GT_ARRAY || (unsigned)elem > WF_GT_FLOAT64) {
+		fail(w, WF_ERR_RANGE, "key %s: arrays of type %d are not written", k, (int)elem);
+		return;
+	}
+	if (count > ARR_MAX) {
+		fail(w, WF_ERR_UNSUP, "key %s: %" PRIu64 " elements is more than GGUF allows", k, count);
+		return;
+	}
+	if (!key(w, k, WF_GT_ARRAY))
+		return;
+	put_u32(&w->kv, (uint32_t)elem);
+	put_u64(&w->kv, count);
+	w->in_arr = true;
+	w->arr_left = count;
+	w->arr_type = elem;
+}
+
+/* Whether one more element of type t may be written. */
+static bool elem(struct wf_gguf_w *w, enum wf_gtype t)
+{
+	if (failed(w))
+		return false;
+	if (!w->in_arr || w->arr_type != t || !w->arr_left) {
+		fail(w, WF_ERR_RANGE, "an array element of type %d does not fit the array being written", (int)t);
+		return false;
+	}
+	w->arr_left--;
+	return true;
+}
+
+void wf_gguf_w_arr_str(struct wf_gguf_w *w, const char *s, size_t n)
+{
+	if (elem(w, WF_GT_STRING))
+		put_str(w, &w->kv, s, n);
+}
+
+void wf_gguf_w_arr_f32(struct wf_gguf_w *w, float v)
+{
+	uint32_t u;
+	memcpy(&u, &v, 4);
+	if (elem(w, WF_GT_FLOAT32))
+		put_u32(&w->kv, u);
+}
+
+void wf_gguf_w_arr_i32(struct wf_gguf_w *w, int32_t v)
+{
+	if (elem(w, WF_GT_INT32))
+		put_u32(&w->kv, (uint32_t)v);
+}
+
+void wf_gguf_w_arr_u32(struct wf_gguf_w *w, uint32_t v)
+{
+	if (elem(w, WF_GT_UINT32))
+		put_u32(&w->kv, v);
+}
+
+void wf_gguf_w_arr_bool(struct wf_gguf_w *w, bool v)
+{
+	if (elem(w, WF_GT_BOOL))
+		wf_buf_putc(&w->kv, v ? 1 : 0);
+}
+
+void wf_gguf_w_arr_end(struct wf_gguf_w *w)
+{
+	if (failed(w))
+		return;
+	if (!w->in_arr || w->arr_left)
+		fail(w, WF_ERR_RANGE, "an array ended with %" PRIu64 " elements missing", w->arr_left);
+	w->in_arr = false;
+}
+
+void wf_gguf_w_tensor(struct wf_gguf_w *w, const char *name, uint32_t ndim, const uint64_t *ne, uint32_t ggml_type,
+		      uint64_t nbytes, uint64_t *offset)
+{
+	if (failed(w))
+		return;
+	size_t n = strlen(name);
+	uint64_t padded, end;
+	if (n == 0 || n >= WF_GGUF_NAME_MAX || ndim < 1 || ndim > 4) {
+		fail(w, WF_ERR_UNSUP, "tensor %s: a name of %zu bytes or %u dims does not fit GGUF", name, n, ndim);
+		return;
+	}
+	if (!wf_add_ok(nbytes, WF_GGUF_ALIGN - 1, &padded) ||
+	    !wf_add_ok(w->data_len, padded - padded % WF_GGUF_ALIGN, &end)) {
+		fail(w, WF_ERR_UNSUP, "tensor %s: the data section would pass 2^64 bytes", name);
+		return;
+	}
+	put_str(w, &w->ti, name, n);
+	put_u32(&w->ti, ndim);
+	for (uint32_t d = 0; d < ndim; d++)
+		put_u64(&w->ti, ne[d]);
+	put_u32(&w->ti, ggml_type);
+	put_u64(&w->ti, w->data_len);
+	if (offset)
+		*offset = w->data_len;
+	w->data_len = end;
+	w->n_tensors++;
+}
+
+enum wf_err wf_gguf_w_finish(struct wf_gguf_w *w, char **out, size_t *len, char *err)
+{
+	*out = NULL;
+	*len = 0;
+	if (!failed(w) && w->in_arr)
+		fail(w, WF_ERR_RANGE, "an array was not ended");
+	if (failed(w))
+		return wf_fail(err, w->rc, "%s", w->err);
+	struct wf_buf b = {0};
+	put_u32(&b, 0x46554747u); /* "GGUF" */
+	put_u32(&b, 3);
+	put_u64(&b, w->n_tensors);
+	put_u64(&b, w->n_kv);
+	wf_buf_put(&b, w->kv.data, w->kv.len);
+	wf_buf_put(&b, w->ti.data, w->ti.len);
+	while (b.len % WF_GGUF_ALIGN)
+		wf_buf_putc(&b, 0);
+	if (b.oom || !wf_buf_finish(&b)) {
+		wf_buf_free(&b);
+		return wf_fail(err, WF_ERR_NOMEM, "out of memory");
+	}
+	*out = b.data;
+	*len = b.len;
+	return WF_OK;
+}

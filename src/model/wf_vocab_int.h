@@ -1,0 +1,102 @@
+/* wf_vocab_int.h - what wf_vocab.c, wf_vocab_sp.c (SpecialVocab),
+ * wf_vocab_bpe.c (the tokenizer.json paths) and wf_vocab_spm.c (the
+ * SentencePiece paths) share; not part of the library's interface. */
+#ifndef WF_VOCAB_INT_H
+#define WF_VOCAB_INT_H
+
+#include "base/wf_common.h"
+
+#include <cjson/cJSON.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct wf_vocab_files;
+
+/* One entry of tokenizer.ggml.tokens / scores / token_type.  s == NULL is
+ * the converter's "[PAD{i}]" filler, made when written. */
+struct vtok {
+	const char *s;
+	uint32_t n;
+	int32_t type;
+	float score;
+};
+
+struct vstr {
+	const char *s;
+	size_t n;
+};
+
+/* A key/value as gguf-py's writer holds it: a dict, so setting a key
+ * again keeps its place and takes the new value (GGUFWriter.add_key_value). */
+enum vkv_kind { VKV_U32, VKV_BOOL, VKV_STR, VKV_TOKENS, VKV_SCORES, VKV_TYPES, VKV_MERGES, VKV_TPLNAMES };
+struct vkv {
+	const char *key;  /* static or in the arena */
+	enum vkv_kind kind;
+	uint32_t u;
+	bool b;
+	struct vstr s;
+};
+
+#define VKV_MAX 64
+
+struct voc {
+	const struct wf_vocab_files *f;
+	cJSON *tj, *tc, *cfg;   /* tokenizer.json, tokenizer_config.json, config.json (NULL when absent) */
+	cJSON *added;           /* added_tokens.json */
+	cJSON *ctj;             /* chat_template.json, parsed when needed */
+	int ct_kind;            /* the chat template found: 0 none, 1 the text ct, 2 the list ct_list */
+	struct vstr ct;
+	const cJSON *ct_list;
+	const char *ct_src;
+	int64_t vocab_size;     /* the hparams' (-1 absent) */
+	struct vtok *tok;
+	size_t n_tok;
+	struct vstr *mg;        /* merges, "left right" */
+	const char *mg_src;     /* where they came from, for messages */
+	size_t n_mg;
+	struct vstr *tpl;       /* tokenizer.chat_templates */
+	size_t n_tpl;
+	struct vkv kv[VKV_MAX];
+	size_t n_kv;
+	void **blk;             /* the arena's blocks */
+	size_t n_blk, cap_blk;
+	char *err;
+};
+
+/* GGUF token types (gguf-py TokenType) */
+enum { TT_NORMAL = 1, TT_UNKNOWN = 2, TT_CONTROL = 3, TT_USER_DEFINED = 4, TT_UNUSED = 5, TT_BYTE = 6 };
+
+/* wf_vocab.c */
+void *voc_alloc(struct voc *v, size_t n);
+enum wf_err voc_nomem(struct voc *v);
+enum wf_err voc_kv(struct voc *v, const char *key, enum vkv_kind kind, uint32_t u, bool b, const char *s, size_t n);
+enum wf_err voc_tokens(struct voc *v, size_t n);
+const cJSON *jget(const cJSON *obj, const char *key);
+bool jtruthy(const cJSON *j);
+bool jstr_is(const cJSON *j, const char *s);
+bool jint(const cJSON *j, int64_t *out);
+bool utf8_ok(const char *s, size_t n);
+bool looks_special(const char *s, size_t n);
+const char *replace_u2581(struct voc *v, const char *s, size_t n, size_t *out_n);
+enum wf_err voc_chat_template_load(struct voc *v);
+enum wf_err voc_chat_template_write(struct voc *v);
+enum wf_err voc_parse_json(struct voc *v, const char *name, const char *t, size_t n, cJSON **out);
+
+/* wf_vocab_sp.c: gguf.SpecialVocab(dir, load_merges, types, n_vocab).add_to_gguf; ids_preset are set
+ * after loading (llama's CodeLlama ids), n_preset of them */
+enum wf_err voc_special(struct voc *v, bool load_merges, const char *const *types, size_t n_types, int64_t n_vocab,
+			const int64_t *preset, size_t n_preset);
+
+/* wf_vocab_bpe.c */
+enum wf_err voc_gpt2(struct voc *v);
+/* WF_OK when written, WF_ERR_RANGE when the converter would fall through to GPT-2 BPE */
+enum wf_err voc_llama_hf(struct voc *v);
+enum wf_err voc_merges(struct voc *v);
+enum wf_err voc_merges_txt(struct voc *v);
+
+/* wf_vocab_spm.c: WF_ERR_RANGE when tokenizer.model is absent */
+enum wf_err voc_sentencepiece(struct voc *v);
+enum wf_err voc_phi3_spm(struct voc *v);
+
+#endif

@@ -1,0 +1,187 @@
+/* wf_gguf_file.c - model.gguf made on read (wf_gguf_file.h). */
+#include "view/wf_gguf_file.h"
+#include "model/wf_gguf_w.h"
+#include "model/wf_vocab.h"
+#include "view/wf_view.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static const struct wf_sidecar *sidecar(const struct wf_model *m, const char *name)
+{
+	for (size_t i = 0; i < m->n_sidecars; i++)
+		if (strcmp(m->sidecars[i].name, name) == 0)
+			return &m->sidecars[i];
+	return NULL;
+}
+
+#define SIDE(m, name, p, n)                                                  \
+	do {                                                                 \
+		const struct wf_sidecar *s_ = sidecar(m, name);              \
+		(p) = s_ ? (const void *)s_->data : NULL;                    \
+		(n) = s_ ? (size_t)s_->len : 0;                              \
+	} while (0)
+
+static void vocab_files(const struct wf_model *m, struct wf_vocab_files *f)
+{
+	memset(f, 0, sizeof *f);
+	SIDE(m, "tokenizer.json", f->tokenizer_json, f->tokenizer_json_len);
+	SIDE(m, "tokenizer_config.json", f->tokenizer_config_json, f->tokenizer_config_json_len);
+	SIDE(m, "tokenizer.model", f->tokenizer_model, f->tokenizer_model_len);
+	SIDE(m, "config.json", f->config_json, f->config_json_len);
+	SIDE(m, "added_tokens.json", f->added_tokens_json, f->added_tokens_json_len);
+	SIDE(m, "special_tokens_map.json", f->special_tokens_map_json, f->special_tokens_map_json_len);
+	SIDE(m, "merges.txt", f->merges_txt, f->merges_txt_len);
+	SIDE(m, "chat_template.jinja", f->chat_template_jinja, f->chat_template_jinja_len);
+	SIDE(m, "chat_template.json", f->chat_template_json, f->chat_template_json_len);
+	f->has_tekken_json = sidecar(m, "tekken.json") != NULL;
+}
+
+/* The model's folder name, for general.name: the last directory of the
+ * first part's path. */
+static char *folder_name(const struct wf_model *m)
+{
+	const char *p = m->n_parts ? m->parts[0].path : NULL;
+	const char *e = p ? strrchr(p, '/') : NULL;
+	if (!e)
+		return NULL;
+	const char *s = e;
+	while (s > p && s[-1] != '/')
+		s--;
+	return s < e ? strndup(s, (size_t)(e - s)) : NULL;
+}
+
+static enum wf_vk out_vk(uint32_t type)
+{
+	return type == WF_T_F16 ? WF_VK_F16 : type == WF_T_BF16 ? WF_VK_BF16 : WF_VK_F32;
+}
+
+/* Each planned tensor's view and transform, and where its data goes. */
+static enum wf_err lay_out(const struct wf_model *m, struct wf_gguf_file *g, char *why)
+{
+	size_t n = g->plan.n;
+	g->shadow = calloc(n ? n : 1, sizeof *g->shadow);
+	g->xf = calloc(n ? n : 1, sizeof *g->xf);
+	g->start = calloc(n + 1, sizeof *g->start);
+	if (!g->shadow || !g->xf || !g->start)
+		return wf_fail(why, WF_ERR_NOMEM, "out of memory");
+	uint64_t at = g->header_len;
+	for (size_t i = 0; i < n; i++) {
+		const struct wf_arch_tensor *p = &g->plan.t[i];
+		g->start[i] = at;
+		if (!wf_add_ok(at, p->nbytes + (WF_GGUF_ALIGN - p->nbytes % WF_GGUF_ALIGN) % WF_GGUF_ALIGN, &at))
+			return wf_fail(why, WF_ERR_UNSUP, "model.gguf would pass 2^64 bytes");
+		if (p->src < 0)
+			continue;
+		g->shadow[i] = m->tensors[p->src];
+		enum wf_err rc = wf_tensor_set_view(&g->shadow[i], out_vk(p->type), why);
+		if (rc != WF_OK)
+			return rc;
+		if (g->shadow[i].size != p->nbytes)
+			return wf_fail(why, WF_ERR_RANGE, "tensor %s: %" PRIu64 " bytes planned, %" PRIu64 " made", p->name,
+				       p->nbytes, g->shadow[i].size);
+		g->xf[i] = (struct wf_xform){.t = &g->shadow[i], .perm_heads = p->perm_heads, .add = p->add};
+		g->xf[i].quiet_bf16 = p->type == WF_T_BF16 && m->tensors[p->src].type == WF_T_BF16 && !m->tensors[p->src].q;
+	}
+	g->start[n] = g->size = at;
+	return WF_OK;
+}
+
+/* The header: the plan's key/values, the tokenizer's, the tensor infos. */
+static enum wf_err make_header(const struct wf_model *m, uint32_t ftype, struct wf_gguf_file *g, char *why)
+{
+	struct wf_gguf_w w;
+	wf_gguf_w_init(&w);
+	struct wf_arch_in in = {.name = folder_name(m)};
+	SIDE(m, "config.json", in.config, in.config_len);
+	SIDE(m, "generation_config.json", in.gen_config, in.gen_config_len);
+	enum wf_err rc = wf_arch_plan(m, &in, ftype, &w, &g->plan, why);
+	free((char *)in.name);
+	if (rc == WF_OK) {
+		struct wf_vocab_files f;
+		vocab_files(m, &f);
+		rc = wf_vocab_write(&f, g->plan.tok, g->plan.vocab_size, &w, why);
+	}
+	if (rc == WF_OK) {
+		wf_arch_plan_infos(&g->plan, &w);
+		rc = wf_gguf_w_finish(&w, &g->header, &g->header_len, why);
+	}
+	wf_gguf_w_free(&w);
+	return rc;
+}
+
+enum wf_err wf_gguf_file_new(const struct wf_model *m, uint32_t ftype, struct wf_gguf_file **out, char *why)
+{
+	*out = NULL;
+	struct wf_gguf_file *g = calloc(1, sizeof *g);
+	if (!g)
+		return wf_fail(why, WF_ERR_NOMEM, "out of memory");
+	enum wf_err rc = make_header(m, ftype, g, why);
+	if (rc == WF_OK)
+		rc = lay_out(m, g, why);
+	if (rc != WF_OK) {
+		wf_gguf_file_free(g);
+		return rc;
+	}
+	*out = g;
+	return WF_OK;
+}
+
+void wf_gguf_file_free(struct wf_gguf_file *g)
+{
+	if (!g)
+		return;
+	free(g->header);
+	wf_arch_plan_free(&g->plan);
+	free(g->shadow);
+	free(g->xf);
+	free(g->start);
+	free(g);
+}
+
+/* Zeros between tensors: at most WF_GGUF_ALIGN - 1 bytes. */
+static const char zeros[WF_GGUF_ALIGN];
+
+void wf_gguf_file_seg(const struct wf_gguf_file *g, uint64_t off, struct wf_seg *seg)
+{
+	memset(seg, 0, sizeof *seg);
+	seg->kind = WF_SEG_NONE;
+	if (off >= g->size)
+		return;
+	if (off < g->header_len) {
+		seg->kind = WF_SEG_BYTES;
+		seg->len = g->header_len;
+		seg->bytes = g->header;
+		return;
+	}
+	if (!g->plan.n)
+		return;
+	/* the last tensor starting at or before off */
+	size_t lo = 0, hi = g->plan.n;
+	while (hi - lo > 1) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (g->start[mid] <= off)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	const struct wf_arch_tensor *p = &g->plan.t[lo];
+	uint64_t s = g->start[lo];
+	if (off >= s + p->nbytes) {
+		seg->kind = WF_SEG_BYTES;
+		seg->start = s + p->nbytes;
+		seg->len = g->start[lo + 1] - seg->start;
+		seg->bytes = zeros;
+		return;
+	}
+	seg->start = s;
+	seg->len = p->nbytes;
+	if (p->src < 0) {
+		seg->kind = WF_SEG_BYTES;
+		seg->bytes = (const char *)p->gen;
+		return;
+	}
+	seg->kind = WF_SEG_VIEW;
+	seg->tensor = (uint32_t)p->src;
+	seg->xf = &g->xf[lo];
+}

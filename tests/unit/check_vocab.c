@@ -1,0 +1,721 @@
+/* check_vocab.c - unit tests for the tokenizer key/values
+ * (src/model/wf_vocab*.c, wf_spm.c): each converter path on small
+ * hand-made files, checked against the exact key/values (order, GGUF
+ * types, values) read back from the header wf_gguf_w makes, and every
+ * hostile input refused with one printable line. */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "base/wf_buf.h"
+#include "model/wf_gguf_w.h"
+#include "model/wf_spm.h"
+#include "model/wf_vocab.h"
+
+/* ---- a tiny GGUF key/value reader: one line per key, "key:TYPE=value" */
+
+struct rd {
+	const uint8_t *p, *end;
+};
+
+static uint64_t rd_n(struct rd *r, size_t n)
+{
+	uint64_t v = 0;
+	ck_assert_msg((size_t)(r->end - r->p) >= n, "GGUF header truncated");
+	for (size_t i = 0; i < n; i++)
+		v |= (uint64_t)r->p[i] << (8 * i);
+	r->p += n;
+	return v;
+}
+
+static void rd_str(struct rd *r, struct wf_buf *out)
+{
+	uint64_t n = rd_n(r, 8);
+	ck_assert((uint64_t)(r->end - r->p) >= n);
+	wf_buf_put(out, r->p, n);
+	r->p += n;
+}
+
+static void rd_val(struct rd *r, uint32_t t, struct wf_buf *out)
+{
+	uint32_t u;
+	float f;
+	switch (t) {
+	case WF_GT_UINT32:
+		wf_buf_printf(out, "%u", (unsigned)rd_n(r, 4));
+		break;
+	case WF_GT_INT32:
+		wf_buf_printf(out, "%d", (int)(int32_t)rd_n(r, 4));
+		break;
+	case WF_GT_FLOAT32:
+		u = (uint32_t)rd_n(r, 4);
+		memcpy(&f, &u, 4);
+		wf_buf_printf(out, "%g", (double)f);
+		break;
+	case WF_GT_BOOL:
+		wf_buf_puts(out, rd_n(r, 1) ? "true" : "false");
+		break;
+	case WF_GT_STRING:
+		rd_str(r, out);
+		break;
+	default:
+		ck_abort_msg("unexpected GGUF type %u", (unsigned)t);
+	}
+}
+
+static const char *tname(uint32_t t)
+{
+	switch (t) {
+	case WF_GT_UINT32: return "u32";
+	case WF_GT_INT32: return "i32";
+	case WF_GT_FLOAT32: return "f32";
+	case WF_GT_BOOL: return "bool";
+	case WF_GT_STRING: return "str";
+	default: return "?";
+	}
+}
+
+/* The key/values of a finished header as text. */
+static char *dump_kv(const uint8_t *h, size_t len)
+{
+	struct rd r = {h, h + len};
+	struct wf_buf out = {0};
+	ck_assert(rd_n(&r, 4) == 0x46554747u);
+	ck_assert(rd_n(&r, 4) == 3);
+	ck_assert(rd_n(&r, 8) == 0);
+	uint64_t n = rd_n(&r, 8);
+	for (uint64_t i = 0; i < n; i++) {
+		rd_str(&r, &out);
+		uint32_t t = (uint32_t)rd_n(&r, 4);
+		if (t == WF_GT_ARRAY) {
+			uint32_t et = (uint32_t)rd_n(&r, 4);
+			uint64_t m = rd_n(&r, 8);
+			wf_buf_printf(&out, ":[%s]=", tname(et));
+			for (uint64_t k = 0; k < m; k++) {
+				if (k)
+					wf_buf_putc(&out, ',');
+				rd_val(&r, et, &out);
+			}
+		} else {
+			wf_buf_printf(&out, ":%s=", tname(t));
+			rd_val(&r, t, &out);
+		}
+		wf_buf_putc(&out, '\n');
+	}
+	ck_assert(wf_buf_finish(&out));
+	return out.data;
+}
+
+/* JSON written with ` for " (the regexes hold ' already) */
+static char *J(const char *s)
+{
+	char *o = strdup(s);
+	ck_assert_ptr_nonnull(o);
+	for (char *p = o; *p; p++)
+		if (*p == '`')
+			*p = '"';
+	return o;
+}
+
+#define SET(f, field, text) ((f)->field = (text), (f)->field##_len = strlen((f)->field))
+
+static enum wf_err run(const struct wf_vocab_files *f, enum wf_vocab_route r, int64_t vs, char **dump, char *err)
+{
+	struct wf_gguf_w w;
+	char *hdr = NULL;
+	size_t len = 0;
+	wf_gguf_w_init(&w);
+	err[0] = 0;
+	enum wf_err rc = wf_vocab_write(f, r, vs, &w, err);
+	*dump = NULL;
+	if (rc == WF_OK) {
+		ck_assert_int_eq(wf_gguf_w_finish(&w, &hdr, &len, err), WF_OK);
+		*dump = dump_kv((const uint8_t *)hdr, len);
+		free(hdr);
+	} else {
+		/* one line, printable, naming something */
+		ck_assert_msg(err[0], "no message");
+		for (const char *p = err; *p; p++)
+			ck_assert_msg((unsigned char)*p >= 0x20 && *p != 0x7f, "control byte in %s", err);
+	}
+	wf_gguf_w_free(&w);
+	return rc;
+}
+
+static void expect(const struct wf_vocab_files *f, enum wf_vocab_route r, int64_t vs, const char *want)
+{
+	char err[WF_ERRLEN], *got;
+	enum wf_err rc = run(f, r, vs, &got, err);
+	ck_assert_msg(rc == WF_OK, "refused: %s", err);
+	ck_assert_msg(strcmp(got, want) == 0, "got:\n%s\nwant:\n%s", got, want);
+	free(got);
+}
+
+static void expect_fail(const struct wf_vocab_files *f, enum wf_vocab_route r, int64_t vs, enum wf_err code,
+			const char *needle)
+{
+	char err[WF_ERRLEN], *got;
+	enum wf_err rc = run(f, r, vs, &got, err);
+	ck_assert_msg(rc == code, "rc %d (want %d): %s\n%s", (int)rc, (int)code, err, got ? got : "");
+	ck_assert_msg(strstr(err, needle), "message '%s' lacks '%s'", err, needle);
+}
+
+/* ---- tokenizer.json fixtures */
+
+#define RE_L3 "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\\\r\\\\n\\\\p{L}\\\\p{N}]?\\\\p{L}+|\\\\p{N}{1,3}| ?[^\\\\s\\\\p{L}\\\\p{N}]+[\\\\r\\\\n]*|\\\\s*[\\\\r\\\\n]+|\\\\s+(?!\\\\S)|\\\\s+"
+#define RE_QW "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\\\r\\\\n\\\\p{L}\\\\p{N}]?\\\\p{L}+|\\\\p{N}| ?[^\\\\s\\\\p{L}\\\\p{N}]+[\\\\r\\\\n]*|\\\\s*[\\\\r\\\\n]+|\\\\s+(?!\\\\S)|\\\\s+"
+
+#define PT_SPLIT(re) "{`type`:`Sequence`,`pretokenizers`:[{`type`:`Split`,`pattern`:{`Regex`:`" re "`},`behavior`:`Isolated`,`invert`:false},{`type`:`ByteLevel`,`add_prefix_space`:false,`trim_offsets`:true,`use_regex`:false}]}"
+#define PT_GPT2 "{`type`:`ByteLevel`,`add_prefix_space`:false,`trim_offsets`:true,`use_regex`:true}"
+
+static char tjbuf[8192];
+
+/* A byte-level BPE tokenizer.json: vocab a b ab Ġ c, two added tokens. */
+static const char *bpe_tj(const char *pre, const char *normalizer, const char *model_extra, const char *merges,
+			  const char *post)
+{
+	snprintf(tjbuf, sizeof tjbuf,
+		 "{`version`:`1.0`,`added_tokens`:["
+		 "{`id`:5,`content`:`<|begin_of_text|>`,`single_word`:false,`lstrip`:false,`rstrip`:false,`normalized`:false,`special`:true},"
+		 "{`id`:6,`content`:`<|eot_id|>`,`single_word`:false,`lstrip`:false,`rstrip`:false,`normalized`:false,`special`:true}],"
+		 "`normalizer`:%s,`pre_tokenizer`:%s,`post_processor`:%s,"
+		 "`decoder`:{`type`:`ByteLevel`,`add_prefix_space`:true,`trim_offsets`:true,`use_regex`:true},"
+		 "`model`:{`type`:`BPE`,`dropout`:null,`unk_token`:null,`continuing_subword_prefix`:null,"
+		 "`end_of_word_suffix`:null,`fuse_unk`:false,`byte_fallback`:false%s,"
+		 "`vocab`:{`a`:0,`b`:1,`ab`:2,`\xc4\xa0`:3,`c`:4},`merges`:%s}}",
+		 normalizer, pre, post, model_extra, merges);
+	char *j = J(tjbuf);
+	snprintf(tjbuf, sizeof tjbuf, "%s", j);
+	free(j);
+	return tjbuf;
+}
+
+#define POST_L3 "{`type`:`Sequence`,`processors`:[{`type`:`ByteLevel`,`add_prefix_space`:true,`trim_offsets`:false,`use_regex`:true},{`type`:`TemplateProcessing`,`single`:[{`SpecialToken`:{`id`:`<|begin_of_text|>`,`type_id`:0}},{`Sequence`:{`id`:`A`,`type_id`:0}}],`pair`:[{`SpecialToken`:{`id`:`<|begin_of_text|>`,`type_id`:0}},{`Sequence`:{`id`:`A`,`type_id`:0}},{`SpecialToken`:{`id`:`<|begin_of_text|>`,`type_id`:1}},{`Sequence`:{`id`:`B`,`type_id`:1}}],`special_tokens`:{}}]}"
+
+static char tcbuf[2048], cfgbuf[512];
+
+static const char *jtext(char *buf, size_t n, const char *s)
+{
+	char *j = J(s);
+	snprintf(buf, n, "%s", j);
+	free(j);
+	return buf;
+}
+
+START_TEST(test_llama_bpe)
+{
+	struct wf_vocab_files f = {0};
+	SET(&f, tokenizer_json, bpe_tj(PT_SPLIT(RE_L3), "null", ",`ignore_merges`:true", "[`a b`]", POST_L3));
+	SET(&f, tokenizer_config_json, jtext(tcbuf, sizeof tcbuf,
+		"{`bos_token`:`<|begin_of_text|>`,`eos_token`:`<|eot_id|>`,`chat_template`:`{{ x }}`,`clean_up_tokenization_spaces`:true}"));
+	SET(&f, config_json, jtext(cfgbuf, sizeof cfgbuf, "{`bos_token_id`:5,`eos_token_id`:[6,7],`vocab_size`:9}"));
+	expect(&f, WF_VOCAB_LLAMA, 9,
+	       "tokenizer.ggml.model:str=gpt2\n"
+	       "tokenizer.ggml.pre:str=llama-bpe\n"
+	       "tokenizer.ggml.tokens:[str]=a,b,ab,\xc4\xa0,c,<|begin_of_text|>,<|eot_id|>,[PAD7],[PAD8]\n"
+	       "tokenizer.ggml.token_type:[i32]=1,1,1,1,1,3,3,5,5\n"
+	       "tokenizer.ggml.merges:[str]=a b\n"
+	       "tokenizer.ggml.bos_token_id:u32=5\n"
+	       "tokenizer.ggml.eos_token_id:u32=6\n"
+	       "tokenizer.ggml.add_bos_token:bool=true\n"
+	       "tokenizer.ggml.add_sep_token:bool=false\n"
+	       "tokenizer.chat_template:str={{ x }}\n");
+}
+END_TEST
+
+/* Qwen2: NFC allowed, merges as pairs (a space becomes U+0120), no vocab_size */
+START_TEST(test_qwen2_pairs)
+{
+	struct wf_vocab_files f = {0};
+	SET(&f, tokenizer_json, bpe_tj(PT_SPLIT(RE_QW), "{`type`:`NFC`}", ",`ignore_merges`:false",
+				       "[[`a`,`b`],[`\xc4\xa0`,`c`]]", PT_GPT2));
+	/* Ġc is not a token: refused */
+	expect_fail(&f, WF_VOCAB_QWEN, -1, WF_ERR_FORMAT, "model.merges[1]");
+	SET(&f, tokenizer_json, bpe_tj(PT_SPLIT(RE_QW), "{`type`:`NFC`}", "", "[[`a`,`b`]]", PT_GPT2));
+	SET(&f, tokenizer_config_json, jtext(tcbuf, sizeof tcbuf,
+		"{`eos_token`:{`content`:`<|eot_id|>`},`add_bos_token`:false,`add_eos_token`:false}"));
+	expect(&f, WF_VOCAB_QWEN, -1,
+	       "tokenizer.ggml.model:str=gpt2\n"
+	       "tokenizer.ggml.pre:str=qwen2\n"
+	       "tokenizer.ggml.tokens:[str]=a,b,ab,\xc4\xa0,c,<|begin_of_text|>,<|eot_id|>\n"
+	       "tokenizer.ggml.token_type:[i32]=1,1,1,1,1,3,3\n"
+	       "tokenizer.ggml.merges:[str]=a b\n"
+	       "tokenizer.ggml.eos_token_id:u32=6\n"
+	       "tokenizer.ggml.add_bos_token:bool=false\n"
+	       "tokenizer.ggml.add_eos_token:bool=false\n");
+}
+END_TEST
+
+/* GPT-2: ByteLevel alone; no merges in tokenizer.json, merges.txt instead */
+START_TEST(test_gpt2_merges_txt)
+{
+	struct wf_vocab_files f = {0};
+	static const char mt[] = "#version: 0.2\r\na b\r\n\nbad line here\n  ab   c  \nx";
+	SET(&f, tokenizer_json, bpe_tj(PT_GPT2, "null", "", "[]", "null"));
+	f.merges_txt = mt;
+	f.merges_txt_len = strlen(mt);
+	/* "ab c" names abc, not a token */
+	expect_fail(&f, WF_VOCAB_GEMMA3, -1, WF_ERR_FORMAT, "merges.txt: merges[1]");
+	static const char mt2[] = "#version: 0.2\r\na b\r\n\nbad line here\n";
+	f.merges_txt = mt2;
+	f.merges_txt_len = strlen(mt2);
+	expect(&f, WF_VOCAB_GEMMA3, -1,
+	       "tokenizer.ggml.model:str=gpt2\n"
+	       "tokenizer.ggml.pre:str=gpt-2\n"
+	       "tokenizer.ggml.tokens:[str]=a,b,ab,\xc4\xa0,c,<|begin_of_text|>,<|eot_id|>\n"
+	       "tokenizer.ggml.token_type:[i32]=1,1,1,1,1,3,3\n"
+	       "tokenizer.ggml.merges:[str]=a b\n");
+}
+END_TEST
+
+START_TEST(test_pre_unknown)
+{
+	struct wf_vocab_files f = {0};
+	SET(&f, tokenizer_json, bpe_tj(PT_SPLIT("\\\\p{N}+"), "null", "", "[`a b`]", "null"));
+	expect_fail(&f, WF_VOCAB_QWEN, -1, WF_ERR_UNSUP, "tokenizer.json: pre_tokenizer");
+	/* qwen2's regex with ignore_merges: no known name */
+	SET(&f, tokenizer_json, bpe_tj(PT_SPLIT(RE_QW), "null", ",`ignore_merges`:true", "[`a b`]", "null"));
+	expect_fail(&f, WF_VOCAB_QWEN, -1, WF_ERR_UNSUP, "pre_tokenizer");
+	/* a Lowercase normalizer with the Llama 3 shape */
+	SET(&f, tokenizer_json, bpe_tj(PT_SPLIT(RE_L3), "{`type`:`Lowercase`}", ",`ignore_merges`:true", "[`a b`]", "null"));
+	expect_fail(&f, WF_VOCAB_QWEN, -1, WF_ERR_UNSUP, "normalizer");
+	/* Llama 3's regex without ignore_merges is smaug-bpe */
+	SET(&f, tokenizer_json, bpe_tj(PT_SPLIT(RE_L3), "null", "", "[`a b`]", "null"));
+	char err[WF_ERRLEN], *got;
+	ck_assert_int_eq(run(&f, WF_VOCAB_QWEN, -1, &got, err), WF_OK);
+	ck_assert(strstr(got, "tokenizer.ggml.pre:str=smaug-bpe\n"));
+	free(got);
+}
+END_TEST
+
+/* ---- a small protobuf encoder for tokenizer.model */
+
+struct pb {
+	uint8_t b[4096];
+	size_t n;
+};
+
+static void pb_byte(struct pb *p, uint8_t c)
+{
+	ck_assert(p->n < sizeof p->b);
+	p->b[p->n++] = c;
+}
+
+static void pb_varint(struct pb *p, uint64_t v)
+{
+	do {
+		pb_byte(p, (uint8_t)((v & 0x7f) | (v > 0x7f ? 0x80 : 0)));
+		v >>= 7;
+	} while (v);
+}
+
+static void pb_bytes(struct pb *p, unsigned field, const void *s, size_t n)
+{
+	pb_varint(p, (uint64_t)field << 3 | 2);
+	pb_varint(p, n);
+	for (size_t i = 0; i < n; i++)
+		pb_byte(p, ((const uint8_t *)s)[i]);
+}
+
+/* ModelProto.pieces += {piece, score, type} (type 0: left out) */
+static void pb_piece(struct pb *p, const char *s, float score, int type)
+{
+	struct pb m = {.n = 0};
+	uint32_t u;
+	pb_bytes(&m, 1, s, strlen(s));
+	memcpy(&u, &score, 4);
+	pb_varint(&m, 2 << 3 | 5);
+	for (int i = 0; i < 4; i++)
+		pb_byte(&m, (uint8_t)(u >> (8 * i)));
+	if (type) {
+		pb_varint(&m, 3 << 3 | 0);
+		pb_varint(&m, (uint64_t)type);
+	}
+	pb_bytes(p, 1, m.b, m.n);
+}
+
+static void pb_trainer(struct pb *p, int model_type)
+{
+	struct pb m = {.n = 0};
+	pb_bytes(&m, 1, "x.txt", 5);  /* input: skipped */
+	pb_varint(&m, 3 << 3 | 0);
+	pb_varint(&m, (uint64_t)model_type);
+	pb_bytes(p, 2, m.b, m.n);
+}
+
+/* <unk> <s> </s> ▁a <0x41> ud(USER_DEFINED), BPE, plus a normalizer_spec */
+static void llama_spm(struct pb *p)
+{
+	p->n = 0;
+	pb_piece(p, "<unk>", 0.0f, 2);
+	pb_piece(p, "<s>", 0.0f, 3);
+	pb_piece(p, "</s>", 0.0f, 3);
+	pb_trainer(p, 2);
+	pb_piece(p, "\xe2\x96\x81" "a", -1.5f, 0);
+	pb_piece(p, "<0x41>", 0.0f, 6);
+	pb_piece(p, "ud", -2.0f, 4);
+	pb_bytes(p, 3, "\x0a\x04nmt\x00", 6);
+}
+
+START_TEST(test_spm_llama)
+{
+	struct wf_vocab_files f = {0};
+	struct pb p;
+	static const char jinja[] = "{% a %}\r\nb\rc";
+	llama_spm(&p);
+	f.tokenizer_model = p.b;
+	f.tokenizer_model_len = p.n;
+	SET(&f, tokenizer_config_json, jtext(tcbuf, sizeof tcbuf,
+		"{`add_prefix_space`:false,`add_bos_token`:true,`add_eos_token`:false,`bos_token`:`<s>`,"
+		"`added_tokens_decoder`:{`1`:{`content`:`<s>`,`special`:true},`7`:{`content`:`x\xe2\x96\x81y`,`special`:false},"
+		"`8`:{`content`:`<unused0>`},`99`:{`content`:`far`}}}"));
+	SET(&f, config_json, jtext(cfgbuf, sizeof cfgbuf, "{`bos_token_id`:1,`eos_token_id`:2,`pad_token_id`:50}"));
+	SET(&f, added_tokens_json, "{\"more\": 6, \"toofar\": 12}");
+	f.chat_template_jinja = jinja;
+	f.chat_template_jinja_len = strlen(jinja);
+	expect(&f, WF_VOCAB_LLAMA, 10,
+	       "tokenizer.ggml.add_space_prefix:bool=false\n"
+	       "tokenizer.ggml.model:str=llama\n"
+	       "tokenizer.ggml.pre:str=default\n"
+	       "tokenizer.ggml.tokens:[str]=<unk>,<s>,</s>,\xe2\x96\x81" "a,<0x41>,ud,more,x y,<unused0>,[PAD9]\n"
+	       "tokenizer.ggml.scores:[f32]=0,-1000,0,-1.5,0,-2,-1000,-1000,-1000,-10000\n"
+	       "tokenizer.ggml.token_type:[i32]=2,3,3,1,6,1,4,4,3,5\n"
+	       "tokenizer.ggml.bos_token_id:u32=1\n"
+	       "tokenizer.ggml.eos_token_id:u32=2\n"
+	       "tokenizer.ggml.add_bos_token:bool=true\n"
+	       "tokenizer.ggml.add_eos_token:bool=false\n"
+	       "tokenizer.chat_template:str={% a %}\nb\nc\n");
+	/* gemma2 and gemma3: add_space_prefix=false comes last; no vocab_size: the pieces' count */
+	f.tokenizer_config_json = NULL;
+	f.added_tokens_json = NULL;
+	expect(&f, WF_VOCAB_GEMMA2, -1,
+	       "tokenizer.ggml.model:str=llama\n"
+	       "tokenizer.ggml.pre:str=default\n"
+	       "tokenizer.ggml.tokens:[str]=<unk>,<s>,</s>,\xe2\x96\x81" "a,<0x41>,ud\n"
+	       "tokenizer.ggml.scores:[f32]=0,0,0,-1.5,0,-2\n"
+	       "tokenizer.ggml.token_type:[i32]=2,3,3,1,6,1\n"
+	       "tokenizer.ggml.bos_token_id:u32=1\n"
+	       "tokenizer.ggml.eos_token_id:u32=2\n"
+	       "tokenizer.ggml.add_space_prefix:bool=false\n");
+}
+END_TEST
+
+START_TEST(test_spm_bad)
+{
+	struct wf_vocab_files f = {0};
+	struct pb p;
+	llama_spm(&p);
+	f.tokenizer_model = p.b;
+	/* every truncation is refused (or, cut between fields, parses) without a crash */
+	for (size_t n = 0; n < p.n; n++) {
+		char err[WF_ERRLEN], *got;
+		f.tokenizer_model_len = n;
+		if (run(&f, WF_VOCAB_QWEN, -1, &got, err) == WF_OK)
+			free(got);
+		else
+			ck_assert_msg(strstr(err, "tokenizer.model"), "%s", err);
+	}
+	/* a varint of 11 bytes */
+	static const uint8_t ov[] = {0x0a, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01};
+	f.tokenizer_model = ov;
+	f.tokenizer_model_len = sizeof ov;
+	expect_fail(&f, WF_VOCAB_QWEN, -1, WF_ERR_FORMAT, "tokenizer.model");
+	/* a group */
+	static const uint8_t gr[] = {0x0b, 0x0c};
+	f.tokenizer_model = gr;
+	f.tokenizer_model_len = sizeof gr;
+	expect_fail(&f, WF_VOCAB_QWEN, -1, WF_ERR_FORMAT, "tokenizer.model: malformed field");
+	/* WORD model, invalid UTF-8 piece, duplicate piece, no <unk> */
+	p.n = 0;
+	pb_piece(&p, "<unk>", 0, 2);
+	pb_trainer(&p, 3);
+	f.tokenizer_model = p.b;
+	f.tokenizer_model_len = p.n;
+	expect_fail(&f, WF_VOCAB_QWEN, -1, WF_ERR_UNSUP, "model_type");
+	p.n = 0;
+	pb_piece(&p, "<unk>", 0, 2);
+	pb_piece(&p, "\xff\x0a", 0, 0);
+	f.tokenizer_model_len = p.n;
+	expect_fail(&f, WF_VOCAB_QWEN, -1, WF_ERR_FORMAT, "pieces[1]: piece is not valid UTF-8");
+	p.n = 0;
+	pb_piece(&p, "<unk>", 0, 2);
+	pb_piece(&p, "a\n", 0, 0);
+	pb_piece(&p, "a\n", 0, 0);
+	f.tokenizer_model_len = p.n;
+	expect_fail(&f, WF_VOCAB_QWEN, -1, WF_ERR_UNSUP, "tokens 1 and 2 are both 'a\\x0a'");
+	p.n = 0;
+	pb_piece(&p, "a", 0, 0);
+	f.tokenizer_model_len = p.n;
+	expect_fail(&f, WF_VOCAB_QWEN, -1, WF_ERR_FORMAT, "UNKNOWN");
+	/* gemma2 without tokenizer.model */
+	f.tokenizer_model = NULL;
+	expect_fail(&f, WF_VOCAB_GEMMA2, -1, WF_ERR_FORMAT, "tokenizer.model: missing");
+}
+END_TEST
+
+START_TEST(test_llama_hf)
+{
+	struct wf_vocab_files f = {0};
+	SET(&f, tokenizer_json, jtext(tjbuf, sizeof tjbuf,
+		"{`added_tokens`:[{`id`:0,`content`:`<unk>`,`special`:true},{`id`:1,`content`:`<s>`,`special`:true},"
+		"{`id`:2,`content`:`</s>`,`special`:true},{`id`:6,`content`:`<extra>`,`special`:false}],"
+		"`normalizer`:{`type`:`Sequence`,`normalizers`:[{`type`:`Prepend`,`prepend`:`x`},{`type`:`Lowercase`}]},"
+		"`post_processor`:{`type`:`TemplateProcessing`,`single`:[{`SpecialToken`:{`id`:`<s>`}},{`Sequence`:{`id`:`A`}}],"
+		"`pair`:[{`SpecialToken`:{`id`:`<s>`}},{`Sequence`:{`id`:`A`}},{`SpecialToken`:{`id`:`<s>`}},{`Sequence`:{`id`:`B`}}]},"
+		"`decoder`:{`type`:`Sequence`,`decoders`:[]},"
+		"`model`:{`type`:`BPE`,`byte_fallback`:true,`vocab`:{`<unk>`:0,`<s>`:1,`</s>`:2,`<0x41>`:3,`\xe2\x96\x81" "a`:4,`b`:5},"
+		"`merges`:[`\xe2\x96\x81 a`]}}"));
+	SET(&f, tokenizer_config_json, jtext(tcbuf, sizeof tcbuf,
+		"{`bos_token`:{`content`:`<s>`,`lstrip`:false},`eos_token`:`</s>`,`unk_token`:`<unk>`,"
+		"`chat_template`:[{`name`:`default`,`template`:`D`},{`name`:`tool use!`,`template`:`T`},{`name`:`rag`,`template`:`R`}]}"));
+	expect(&f, WF_VOCAB_LLAMA, 32000,
+	       "tokenizer.ggml.model:str=llama\n"
+	       "tokenizer.ggml.pre:str=default\n"
+	       "tokenizer.ggml.tokens:[str]=<unk>,<s>,</s>,<0x41>,\xe2\x96\x81" "a,b,<extra>\n"
+	       "tokenizer.ggml.scores:[f32]=-1000,-1000,-1000,-1000,-1000,-1000,-1000\n"
+	       "tokenizer.ggml.token_type:[i32]=3,3,3,6,1,1,4\n"
+	       "tokenizer.ggml.bos_token_id:u32=1\n"
+	       "tokenizer.ggml.eos_token_id:u32=2\n"
+	       "tokenizer.ggml.unknown_token_id:u32=0\n"
+	       "tokenizer.ggml.add_bos_token:bool=true\n"
+	       "tokenizer.ggml.add_sep_token:bool=false\n"
+	       "tokenizer.chat_template.tool_use_:str=T\n"
+	       "tokenizer.chat_template.rag:str=R\n"
+	       "tokenizer.chat_templates:[str]=tool_use_,rag\n"
+	       "tokenizer.chat_template:str=D\n"
+	       "tokenizer.ggml.normalizer.lowercase:bool=true\n");
+}
+END_TEST
+
+/* CodeLlama's eot after the vocabulary; Granite's add_bos=false keeps its place */
+START_TEST(test_llama_vocab_specials)
+{
+	struct wf_vocab_files f = {0};
+	char err[WF_ERRLEN], *got;
+	SET(&f, tokenizer_json, bpe_tj(PT_SPLIT(RE_L3), "null", ",`ignore_merges`:true", "[`a b`]", POST_L3));
+	SET(&f, tokenizer_config_json, jtext(tcbuf, sizeof tcbuf, "{`bos_token`:`<|begin_of_text|>`,`add_eos_token`:true}"));
+	ck_assert_int_eq(run(&f, WF_VOCAB_LLAMA, 49152, &got, err), WF_OK);
+	ck_assert_msg(strstr(got, "tokenizer.ggml.add_bos_token:bool=false\ntokenizer.ggml.add_sep_token:bool=false\n"
+				  "tokenizer.ggml.add_eos_token:bool=true\n"), "%s", got);
+	free(got);
+	ck_assert_int_eq(run(&f, WF_VOCAB_LLAMA, 32016, &got, err), WF_OK);
+	ck_assert_msg(strstr(got, "tokenizer.ggml.add_eos_token:bool=true\ntokenizer.ggml.eot_token_id:u32=32010\n"), "%s", got);
+	ck_assert(!strstr(got, "u32=32007"));
+	free(got);
+}
+END_TEST
+
+/* A template ending in another special token: the old eos becomes eot. */
+START_TEST(test_template_eot)
+{
+	struct wf_vocab_files f = {0};
+	char err[WF_ERRLEN], *got;
+	SET(&f, tokenizer_json, bpe_tj(PT_SPLIT(RE_L3), "null", ",`ignore_merges`:true", "[`a b`]",
+		"{`type`:`TemplateProcessing`,`single`:[{`SpecialToken`:{`id`:`<|begin_of_text|>`}},{`Sequence`:{`id`:`A`}},"
+		"{`SpecialToken`:{`id`:`<|eot_id|>`}}],`pair`:[]}"));
+	SET(&f, tokenizer_config_json, jtext(tcbuf, sizeof tcbuf, "{`bos_token`:`<|begin_of_text|>`,`eos_token`:`c`}"));
+	ck_assert_int_eq(run(&f, WF_VOCAB_QWEN, -1, &got, err), WF_OK);
+	/* eos now <|eot_id|> (6); eot is "c", a base token only, so no id */
+	ck_assert_msg(strstr(got, "tokenizer.ggml.bos_token_id:u32=5\ntokenizer.ggml.eos_token_id:u32=6\n"
+				  "tokenizer.ggml.add_bos_token:bool=true\ntokenizer.ggml.add_eos_token:bool=true\n"), "%s", got);
+	free(got);
+}
+END_TEST
+
+START_TEST(test_phi3)
+{
+	struct wf_vocab_files f = {0};
+	struct pb p;
+	llama_spm(&p);
+	f.tokenizer_model = p.b;
+	f.tokenizer_model_len = p.n;
+	SET(&f, tokenizer_config_json, "{}");
+	expect_fail(&f, WF_VOCAB_PHI3, 8, WF_ERR_FORMAT, "tokenizer_class");
+	SET(&f, tokenizer_config_json, jtext(tcbuf, sizeof tcbuf,
+		"{`tokenizer_class`:`LlamaTokenizer`,`added_tokens_decoder`:{`6`:{`content`:`<|end|>`,`special`:true},"
+		"`7`:{`content`:`x\xe2\x96\x81y`}}}"));
+	expect(&f, WF_VOCAB_PHI3, 8,
+	       "tokenizer.ggml.model:str=llama\n"
+	       "tokenizer.ggml.pre:str=default\n"
+	       "tokenizer.ggml.tokens:[str]=<unk>,<s>,</s>,\xe2\x96\x81" "a,<0x41>,ud,<|end|>,x\xe2\x96\x81y\n"
+	       "tokenizer.ggml.scores:[f32]=0,0,0,-1.5,0,-2,-1000,-1000\n"
+	       "tokenizer.ggml.token_type:[i32]=2,3,3,1,6,1,3,4\n");
+	/* an id past the vocabulary fails phi3's routine */
+	SET(&f, tokenizer_config_json, jtext(tcbuf, sizeof tcbuf,
+		"{`tokenizer_class`:`LlamaTokenizer`,`added_tokens_decoder`:{`8`:{`content`:`z`}}}"));
+	expect_fail(&f, WF_VOCAB_PHI3, 8, WF_ERR_FORMAT, "added_tokens_decoder[8]");
+	/* GPT2Tokenizer: the BPE path */
+	SET(&f, tokenizer_config_json, jtext(tcbuf, sizeof tcbuf, "{`tokenizer_class`:`GPT2Tokenizer`}"));
+	SET(&f, tokenizer_json, bpe_tj(PT_GPT2, "null", "", "[`a b`]", "null"));
+	char err[WF_ERRLEN], *got;
+	ck_assert_int_eq(run(&f, WF_VOCAB_PHI3, -1, &got, err), WF_OK);
+	ck_assert(strstr(got, "tokenizer.ggml.pre:str=gpt-2\n"));
+	free(got);
+}
+END_TEST
+
+/* A Llama 2 folder: tokenizer.model for the vocabulary, tokenizer.json
+ * only for SpecialVocab (its added_tokens give the ids, its template add_bos). */
+START_TEST(test_spm_with_tokenizer_json)
+{
+	struct wf_vocab_files f = {0};
+	struct pb p;
+	char err[WF_ERRLEN], *got;
+	llama_spm(&p);
+	f.tokenizer_model = p.b;
+	f.tokenizer_model_len = p.n;
+	SET(&f, tokenizer_json, jtext(tjbuf, sizeof tjbuf,
+		"{`added_tokens`:[{`id`:0,`content`:`<unk>`,`special`:true},{`id`:1,`content`:`<s>`,`special`:true}],"
+		"`post_processor`:{`type`:`TemplateProcessing`,`single`:[{`SpecialToken`:{`id`:`<s>`}},{`Sequence`:{`id`:`A`}}]},"
+		"`model`:{`type`:`BPE`,`byte_fallback`:true,`vocab`:{}}}"));
+	SET(&f, tokenizer_config_json, jtext(tcbuf, sizeof tcbuf,
+		"{`bos_token`:{`content`:`<s>`},`unk_token`:{`content`:`<unk>`},`eos_token`:`</s>`,`add_eos_token`:false}"));
+	ck_assert_int_eq(run(&f, WF_VOCAB_LLAMA, -1, &got, err), WF_OK);
+	ck_assert_msg(strstr(got, "tokenizer.ggml.token_type:[i32]=2,3,3,1,6,1\n"
+				  "tokenizer.ggml.bos_token_id:u32=1\ntokenizer.ggml.unknown_token_id:u32=0\n"
+				  "tokenizer.ggml.add_bos_token:bool=true\ntokenizer.ggml.add_eos_token:bool=false\n"), "%s", got);
+	free(got);
+	/* the other paths the converter has and this module refuses */
+	f.has_additional_chat_templates = true;
+	f.chat_template_jinja = "x";
+	f.chat_template_jinja_len = 1;
+	expect_fail(&f, WF_VOCAB_LLAMA, -1, WF_ERR_UNSUP, "additional_chat_templates");
+	f.has_additional_chat_templates = false;
+	SET(&f, tokenizer_config_json, "{\"tokenizer_class\": \"HybridDNATokenizer\"}");
+	expect_fail(&f, WF_VOCAB_LLAMA, -1, WF_ERR_UNSUP, "HybridDNATokenizer");
+	f.tokenizer_json = NULL;
+	f.has_tekken_json = true;
+	expect_fail(&f, WF_VOCAB_LLAMA, -1, WF_ERR_UNSUP, "tekken.json");
+}
+END_TEST
+
+static const char *const hostile_tj[] = {
+	"[1,2]",
+	"{\"model\": 5}",
+	"{\"model\":{\"type\":\"BPE\",\"vocab\":{\"a\":-1},\"merges\":[]},\"decoder\":{\"type\":\"ByteLevel\"},\"pre_tokenizer\":{\"type\":\"ByteLevel\",\"add_prefix_space\":false}}",
+	"{\"model\":{\"type\":\"BPE\",\"vocab\":{\"a\":99999999},\"merges\":[]},\"decoder\":{\"type\":\"ByteLevel\"},\"pre_tokenizer\":{\"type\":\"ByteLevel\",\"add_prefix_space\":false}}",
+	"{\"model\":{\"type\":\"BPE\",\"vocab\":{\"a\":0,\"a\":1},\"merges\":[]},\"decoder\":{\"type\":\"ByteLevel\"},\"pre_tokenizer\":{\"type\":\"ByteLevel\",\"add_prefix_space\":false}}",
+	"{\"model\":{\"type\":\"BPE\",\"vocab\":{\"a\":0,\"b\":0},\"merges\":[]},\"decoder\":{\"type\":\"ByteLevel\"},\"pre_tokenizer\":{\"type\":\"ByteLevel\",\"add_prefix_space\":false}}",
+	"{\"model\":{\"type\":\"BPE\",\"vocab\":{\"a\":0,\"b\":1,\"ab\":2},\"merges\":[5]},\"decoder\":{\"type\":\"ByteLevel\"},\"pre_tokenizer\":{\"type\":\"ByteLevel\",\"add_prefix_space\":false}}",
+	"{\"model\":{\"type\":\"BPE\",\"vocab\":{\"a\":0,\"b\":1,\"ab\":2},\"merges\":[\"a b\", 7]},\"decoder\":{\"type\":\"ByteLevel\"},\"pre_tokenizer\":{\"type\":\"ByteLevel\",\"add_prefix_space\":false}}",
+	"{\"model\":{\"type\":\"BPE\",\"vocab\":{\"a\":0,\"b\":1,\"ab\":2},\"merges\":[\"a b\", \"ab\"]},\"decoder\":{\"type\":\"ByteLevel\"},\"pre_tokenizer\":{\"type\":\"ByteLevel\",\"add_prefix_space\":false}}",
+	"{\"model\":{\"type\":\"BPE\",\"vocab\":{\"a\":0,\"b\":1,\"ab\":2},\"merges\":[\"a b\"]},\"added_tokens\":[7],\"decoder\":{\"type\":\"ByteLevel\"},\"pre_tokenizer\":{\"type\":\"ByteLevel\",\"add_prefix_space\":false}}",
+	"{\"model\":{\"type\":\"BPE\",\"vocab\":{\"a\":0,\"b\":1,\"ab\":2},\"merges\":[\"a b\"]},\"added_tokens\":[{\"id\":1,\"content\":\"zz\"}],\"decoder\":{\"type\":\"ByteLevel\"},\"pre_tokenizer\":{\"type\":\"ByteLevel\",\"add_prefix_space\":false}}",
+	"{\"model\":{\"type\":\"BPE\",\"vocab\":{\"a\":0,\"b\":1,\"ab\":2},\"merges\":[\"a b\"]},\"added_tokens\":[{\"id\":3,\"content\":\"\xc4\xa0x\",\"normalized\":false}],\"decoder\":{\"type\":\"ByteLevel\"},\"pre_tokenizer\":{\"type\":\"ByteLevel\",\"add_prefix_space\":false}}",
+	"{\"model\":{\"type\":\"BPE\",\"vocab\":{\"a\\u0000\":0}}}",
+	"{\"model\":{\"type\":\"BPE\",\"vocab\":{\"\xff\":0}}}",
+	"{\"model\":{\"type\":\"WordPiece\",\"vocab\":{\"a\":0}}}",
+	"{\"model\":{\"type\":\"BPE\",\"vocab\":{\"a\":0,\"b\":1,\"ab\":2},\"merges\":[\"a b\"]},\"post_processor\":\"x\",\"decoder\":{\"type\":\"ByteLevel\"},\"pre_tokenizer\":{\"type\":\"ByteLevel\",\"add_prefix_space\":false}}",
+	"{\"model\":{\"type\":\"BPE\",\"vocab\":{\"a\":0,\"b\":1,\"ab\":2},\"merges\":[\"a b\"]},\"post_processor\":{\"type\":\"TemplateProcessing\",\"single\":[3,4]},\"decoder\":{\"type\":\"ByteLevel\"},\"pre_tokenizer\":{\"type\":\"ByteLevel\",\"add_prefix_space\":false}}",
+	"{\"model\":{\"type\":\"BPE\",\"vocab\":{\"a\":0}} trailing",
+};
+
+START_TEST(test_hostile_json)
+{
+	struct wf_vocab_files f = {0};
+	char err[WF_ERRLEN], *got;
+	SET(&f, tokenizer_json, hostile_tj[_i]);
+	enum wf_err rc = run(&f, WF_VOCAB_QWEN, -1, &got, err);
+	ck_assert_msg(rc == WF_ERR_FORMAT || rc == WF_ERR_UNSUP, "case %d accepted:\n%s", _i, got ? got : "");
+	ck_assert_msg(strncmp(err, "tokenizer.json: ", 16) == 0, "case %d: %s", _i, err);
+}
+END_TEST
+
+START_TEST(test_hostile_misc)
+{
+	struct wf_vocab_files f = {0};
+	char *deep = malloc(200001);
+	ck_assert_ptr_nonnull(deep);
+	memset(deep, '[', 100000);
+	memset(deep + 100000, ']', 100000);
+	deep[200000] = 0;
+	SET(&f, tokenizer_json, deep);
+	expect_fail(&f, WF_VOCAB_QWEN, -1, WF_ERR_FORMAT, "tokenizer.json: not valid JSON");
+	free(deep);
+	SET(&f, tokenizer_json, bpe_tj(PT_GPT2, "null", "", "[`a b`]", "null"));
+	SET(&f, config_json, "{\"bos_token_id\": -3}");
+	expect_fail(&f, WF_VOCAB_QWEN, -1, WF_ERR_FORMAT, "config.json: bos token id -3 is negative");
+	SET(&f, config_json, "{\"text_config\": 4}");
+	expect_fail(&f, WF_VOCAB_QWEN, -1, WF_ERR_FORMAT, "config.json: text_config");
+	f.config_json = NULL;
+	expect_fail(&f, WF_VOCAB_QWEN, (int64_t)1 << 40, WF_ERR_UNSUP, "vocab_size");
+	expect_fail(&f, WF_VOCAB_QWEN, 4, WF_ERR_FORMAT, "config.json: vocab_size 4");
+	/* a token that collides with a filler's name */
+	SET(&f, tokenizer_json, J("{`model`:{`type`:`BPE`,`vocab`:{`a`:0,`b`:1,`ab`:2,`[PAD4]`:3},`merges`:[`a b`]},"
+				  "`decoder`:{`type`:`ByteLevel`},`pre_tokenizer`:{`type`:`ByteLevel`,`add_prefix_space`:false}}"));
+	expect_fail(&f, WF_VOCAB_QWEN, 6, WF_ERR_UNSUP, "are both '[PAD4]'");
+	free((char *)f.tokenizer_json);
+	SET(&f, tokenizer_json, bpe_tj(PT_GPT2, "null", "", "[`a b`]", "null"));
+	SET(&f, tokenizer_config_json, "{\"chat_template\": [{\"name\": 5}]}");
+	expect_fail(&f, WF_VOCAB_QWEN, -1, WF_ERR_FORMAT, "chat_template[0]");
+	SET(&f, tokenizer_config_json, "{\"x\": 1}");
+	SET(&f, chat_template_json, "{\"chat_template\": \"J\"}");
+	char err[WF_ERRLEN], *got;
+	ck_assert_int_eq(run(&f, WF_VOCAB_QWEN, -1, &got, err), WF_OK);
+	ck_assert(strstr(got, "tokenizer.chat_template:str=J\n"));
+	free(got);
+	SET(&f, chat_template_json, "[]");
+	expect_fail(&f, WF_VOCAB_QWEN, -1, WF_ERR_FORMAT, "chat_template.json: not an object");
+}
+END_TEST
+
+/* 200,000 added tokens: linear, bounded */
+START_TEST(test_many_added)
+{
+	struct wf_buf b = {0};
+	struct wf_vocab_files f = {0};
+	char err[WF_ERRLEN], *got;
+	wf_buf_puts(&b, "{\"added_tokens\":[");
+	for (int i = 0; i < 200000; i++)
+		wf_buf_printf(&b, "%s{\"id\":%d,\"content\":\"t%d\",\"special\":false,\"normalized\":true}", i ? "," : "", i + 5, i);
+	wf_buf_puts(&b, "],\"decoder\":{\"type\":\"ByteLevel\"},\"pre_tokenizer\":{\"type\":\"ByteLevel\",\"add_prefix_space\":false},"
+			"\"model\":{\"type\":\"BPE\",\"vocab\":{\"a\":0,\"b\":1,\"ab\":2,\"c\":3,\"d\":4},\"merges\":[\"a b\"]}}");
+	ck_assert(wf_buf_finish(&b));
+	f.tokenizer_json = b.data;
+	f.tokenizer_json_len = b.len;
+	clock_t t0 = clock();
+	ck_assert_int_eq(run(&f, WF_VOCAB_QWEN, -1, &got, err), WF_OK);
+	ck_assert(clock() - t0 < 10 * CLOCKS_PER_SEC);
+	free(got);
+	wf_buf_free(&b);
+}
+END_TEST
+
+static Suite *vocab_suite(void)
+{
+	Suite *s = suite_create("vocab");
+	TCase *tc = tcase_create("bpe");
+	tcase_add_test(tc, test_llama_bpe);
+	tcase_add_test(tc, test_qwen2_pairs);
+	tcase_add_test(tc, test_gpt2_merges_txt);
+	tcase_add_test(tc, test_pre_unknown);
+	tcase_add_test(tc, test_llama_vocab_specials);
+	tcase_add_test(tc, test_template_eot);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("spm");
+	tcase_add_test(tc, test_spm_llama);
+	tcase_add_test(tc, test_spm_bad);
+	tcase_add_test(tc, test_llama_hf);
+	tcase_add_test(tc, test_phi3);
+	tcase_add_test(tc, test_spm_with_tokenizer_json);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("hostile");
+	tcase_add_loop_test(tc, test_hostile_json, 0, (int)(sizeof hostile_tj / sizeof hostile_tj[0]));
+	tcase_add_test(tc, test_hostile_misc);
+	tcase_add_test(tc, test_many_added);
+	tcase_set_timeout(tc, 60);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(vocab_suite());
+	int failed;
+	srunner_run_all(sr, CK_ENV);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
