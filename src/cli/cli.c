@@ -11,6 +11,7 @@
 #include "cli/cli.h"
 #include "cli/cli_int.h"
 #include "view/wf_view.h"
+#include "model/wf_arch.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -24,6 +25,7 @@ enum {
 	OPT_FORCE = 1 << 1,   /* --force */
 	OPT_RANGE = 1 << 2,   /* --offset N, --length N */
 	OPT_DTYPE = 1 << 3,   /* -o dtype=T */
+	OPT_GGUF = 1 << 7,    /* -o gguf=T */
 	OPT_NPY = 1 << 4,     /* -o npy */
 	OPT_O_IGNORED = 1 << 5, /* -o taken and ignored: the output is the same under every option */
 	OPT_PREVIEW = 1 << 6, /* -o preview */
@@ -41,7 +43,8 @@ static const struct cli_cmd {
 	{"info", "[--json] MODEL", 1, OPT_JSON | OPT_O_IGNORED, cli_info, NULL},
 	{"cat", "[--offset N] [--length N] [--force] [-o dtype=T,npy,preview] MODEL TENSOR", 2,
 	 OPT_RANGE | OPT_FORCE | OPT_DTYPE | OPT_NPY | OPT_PREVIEW, cli_cat, NULL},
-	{"convert", "[--force] [-o dtype=T] MODEL OUT.safetensors", 2, OPT_FORCE | OPT_DTYPE, cli_convert, NULL},
+	{"convert", "[--force] [-o dtype=T,gguf=T] MODEL OUT.safetensors|OUT.gguf", 2, OPT_FORCE | OPT_DTYPE | OPT_GGUF,
+	 cli_convert, NULL},
 	{"stats", "[--json] [-o dtype=T] MODEL [NAME|PREFIX ...]", 0, 0, NULL, cli_stats},
 	{"diff", "[--json] A B", 0, 0, NULL, cli_diff},
 };
@@ -140,6 +143,19 @@ static int parse_o(struct cli_opts *o, const char *list)
 			}
 			free(o->dtype);
 			if (!(o->dtype = strdup(opt + 6))) {
+				ret = EXIT_NOMEM;
+				break;
+			}
+		} else if (strncmp(opt, "gguf=", 5) == 0 && (cmd_of(o->cmd)->opts & OPT_GGUF)) {
+			uint32_t ft;
+			if (!wf_arch_parse_ftype(opt + 5, &ft) || (o->gguf && strcmp(o->gguf, opt + 5) != 0)) {
+				char q[WF_QPATH];
+				ret = cli_usage_error(o->cmd, "-o gguf=%s: not a type model.gguf is made in (auto, f32, f16, bf16)%s",
+						  wf_quote_path(q, sizeof q, opt + 5), o->gguf ? ", or it contradicts another" : "");
+				break;
+			}
+			free(o->gguf);
+			if (!(o->gguf = strdup(opt + 5))) {
 				ret = EXIT_NOMEM;
 				break;
 			}
@@ -243,7 +259,11 @@ int cli_open(struct wf_mount *mt, const char *model, const char *dtype, const st
 static int open_session(const struct cli_opts *o, struct cli_session *s)
 {
 	memset(s, 0, sizeof *s);
-	int ret = cli_open(&s->mt, o->pos[0], o->dtype, &(struct wf_tree_opts){.npy = o->npy, .preview = o->preview});
+	uint32_t ft = WF_FTYPE_AUTO;
+	if (o->gguf)
+		wf_arch_parse_ftype(o->gguf, &ft);
+	int ret = cli_open(&s->mt, o->pos[0], o->dtype,
+			   &(struct wf_tree_opts){.npy = o->npy, .preview = o->preview, .gguf_set = true, .gguf = ft});
 	if (ret != 0)
 		return ret;
 	if (wf_live_init(&s->lv, s->mt.m, wf_files_seg, s->mt.t, cli_notice, NULL) != WF_OK) {
@@ -278,5 +298,6 @@ int cli_main(int argc, char **argv)
 out:
 	close_session(&s);
 	free(o.dtype);
+	free(o.gguf);
 	return ret;
 }

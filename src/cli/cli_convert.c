@@ -127,8 +127,17 @@ static int conv_init(struct conv *c, const struct cli_opts *o)
 		fprintf(stderr, "weightfs: %s: already exists; weightfs convert --force replaces it\n", cli_path(out));
 		return EXIT_USAGE;
 	}
-	c->node = wf_tree_lookup(c->s->mt.t, 0, "model.safetensors", 17);
-	if (c->node == WF_NO_NODE || c->s->mt.t->nodes[c->node].kind != WF_NODE_MODEL_ST) {
+	/* OUT.gguf is the mount's model.gguf, anything else its model.safetensors */
+	size_t ol = strlen(out);
+	bool gguf = ol >= 5 && strcmp(out + ol - 5, ".gguf") == 0;
+	const struct wf_tree *t = c->s->mt.t;
+	c->node = gguf ? wf_tree_lookup(t, 0, "model.gguf", 10) : wf_tree_lookup(t, 0, "model.safetensors", 17);
+	if (gguf && (c->node == WF_NO_NODE || t->nodes[c->node].kind != WF_NODE_MODEL_GGUF)) {
+		fprintf(stderr, "weightfs: %s: model.gguf: %s\n", cli_path(model),
+			t->gguf_why ? t->gguf_why : "made only from a Hugging Face checkpoint");
+		return EXIT_USAGE;
+	}
+	if (c->node == WF_NO_NODE || (t->nodes[c->node].kind != WF_NODE_MODEL_ST && !gguf)) {
 		fprintf(stderr, "weightfs: %s: model.safetensors: missing\n", cli_path(model)); /* a bug */
 		return EXIT_USAGE;
 	}

@@ -22,6 +22,7 @@ struct cli_opts {
 	int n_pos;
 	bool json, force, npy, preview;
 	char *dtype;          /* -o dtype=T; owned */
+	char *gguf;           /* -o gguf=T (convert); owned */
 	uint64_t offset, length;
 	bool have_length;
 };

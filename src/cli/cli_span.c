@@ -36,7 +36,11 @@ static size_t stored_span(const struct cli_span_out *o, uint64_t off, size_t len
 	lv->seg(lv->files, o->node, off, &sg);
 	if (sg.kind != WF_SEG_VIEW || sg.tensor >= m->n_tensors || off < sg.start || off - sg.start >= sg.len)
 		return 0;
-	const struct wf_tensor *t = &m->tensors[sg.tensor];
+	/* a tensor of model.gguf is its source's bytes only when nothing
+	 * changes them on the way */
+	if (sg.xf && (sg.xf->perm_heads || sg.xf->add || sg.xf->quiet_bf16))
+		return 0;
+	const struct wf_tensor *t = sg.xf ? sg.xf->t : &m->tensors[sg.tensor];
 	if (t->vk != WF_VK_RAW || t->q || t->part >= m->n_parts || m->parts[t->part].fd < 0)
 		return 0;
 	uint64_t in = off - sg.start, n = sg.len - in < len ? sg.len - in : len;

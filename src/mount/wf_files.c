@@ -89,6 +89,19 @@ uint64_t wf_files_size(const struct wf_tree *t, uint32_t idx)
 	}
 }
 
+/* Files that are one piece of memory, or made by a module of their own. */
+static void whole_seg(const struct wf_tree *t, const struct wf_node *nd, uint64_t off, struct wf_seg *seg)
+{
+	if (nd->kind == WF_NODE_MODEL_GGUF) {
+		if (t->gguf)
+			wf_gguf_file_seg(t->gguf, off, seg);
+	} else if (off < nd->blob_len) {
+		seg->kind = WF_SEG_BYTES;
+		seg->len = nd->blob_len;
+		seg->bytes = nd->blob;
+	}
+}
+
 void wf_files_seg(const void *tree, uint32_t idx, uint64_t off, struct wf_seg *seg)
 {
 	const struct wf_tree *t = tree;
@@ -99,18 +112,10 @@ void wf_files_seg(const void *tree, uint32_t idx, uint64_t off, struct wf_seg *s
 	if (idx >= t->n_nodes)
 		return;
 	const struct wf_node *nd = &t->nodes[idx];
-	if (nd->kind == WF_NODE_BLOB) {
-		if (off < nd->blob_len) {
-			seg->kind = WF_SEG_BYTES;
-			seg->len = nd->blob_len;
-			seg->bytes = nd->blob;
-		}
+	if (nd->kind == WF_NODE_BLOB || nd->kind == WF_NODE_MODEL_GGUF) {
+		whole_seg(t, nd, off, seg);
 		return;
 	}
-	if (nd->kind == WF_NODE_MODEL_GGUF && t->gguf)
-		wf_gguf_file_seg(t->gguf, off, seg);
-	if (nd->kind == WF_NODE_MODEL_GGUF)
-		return;
 	uint64_t head;
 	const char *hb = NULL;
 	size_t tensor;

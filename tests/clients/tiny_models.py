@@ -1,0 +1,102 @@
+#!/usr/bin/python3
+"""Tiny Hugging Face model folders with random weights, for the test references.
+
+    make(folder, kind, tokenizer_dir, seed=0) -> folder
+kinds: "llama" (GQA 4/2 heads, Llama-3 rope_scaling, untied lm_head), "llama_tied"
+(no lm_head.weight, attention_bias), "qwen2" (q/k/v biases, tied), "qwen3" (q_norm/k_norm,
+explicit head_dim 32 != n_embd/n_head), "phi3" (fused qkv_proj and gate_up_proj, partial
+rotary 0.5, GQA). 2 layers, n_embd 64, n_ff 128. The vocab is the real
+tokenizer.json in tokenizer_dir (copied with tokenizer_config.json); vocab_size is its size.
+"""
+import json
+import os
+import shutil
+import sys
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import st_io  # noqa: E402
+
+ARCHS = {"llama": "LlamaForCausalLM", "llama_tied": "LlamaForCausalLM",
+         "qwen2": "Qwen2ForCausalLM", "qwen3": "Qwen3ForCausalLM", "phi3": "Phi3ForCausalLM"}
+
+
+def n_vocab_of(tokenizer_dir):
+    with open(os.path.join(tokenizer_dir, "tokenizer.json"), encoding="utf-8") as f:
+        t = json.load(f)
+    ids = list(t["model"]["vocab"].values()) + [a["id"] for a in t.get("added_tokens", [])]
+    return max(ids) + 1
+
+
+def make(folder, kind, tokenizer_dir, seed=0):
+    os.makedirs(folder, exist_ok=True)
+    for fn in ("tokenizer.json", "tokenizer_config.json"):
+        if os.path.exists(os.path.join(tokenizer_dir, fn)):
+            shutil.copy(os.path.join(tokenizer_dir, fn), os.path.join(folder, fn))
+    V = n_vocab_of(tokenizer_dir)
+    E, H, KV, FF, L = 64, 4, 2, 128, 2
+    hd = 32 if kind == "qwen3" else E // H
+    cfg = {"architectures": [ARCHS[kind]], "model_type": ARCHS[kind][:-len("ForCausalLM")].lower(),
+           "hidden_size": E, "intermediate_size": FF, "num_hidden_layers": L,
+           "num_attention_heads": H, "num_key_value_heads": KV, "vocab_size": V,
+           "max_position_embeddings": 256, "rms_norm_eps": 1e-5, "rope_theta": 10000.0,
+           "hidden_act": "silu", "torch_dtype": "float32"}
+    if kind == "llama":
+        cfg["rope_scaling"] = {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
+                               "high_freq_factor": 4.0, "original_max_position_embeddings": 32}
+        cfg["tie_word_embeddings"] = False
+    if kind == "llama_tied":
+        cfg["attention_bias"] = True
+        cfg["tie_word_embeddings"] = True
+    if kind == "qwen2":
+        cfg["tie_word_embeddings"] = True
+        cfg["rope_theta"] = 1000000.0
+    if kind == "qwen3":
+        cfg["head_dim"] = hd
+        cfg["tie_word_embeddings"] = False
+    if kind == "phi3":
+        cfg.update(original_max_position_embeddings=256, partial_rotary_factor=0.5,
+                   sliding_window=None, tie_word_embeddings=False)
+    rng = np.random.default_rng(seed)
+
+    def r(*shape, s=0.15):
+        return (rng.standard_normal(shape) * s).astype(np.float32)
+
+    w = {"model.embed_tokens.weight": r(V, E, s=0.5),
+         "model.norm.weight": (1 + r(E, s=0.1))}
+    if not cfg.get("tie_word_embeddings"):
+        w["lm_head.weight"] = r(V, E, s=0.3)
+    for i in range(L):
+        p = "model.layers.%d." % i
+        w[p + "input_layernorm.weight"] = 1 + r(E, s=0.1)
+        w[p + "post_attention_layernorm.weight"] = 1 + r(E, s=0.1)
+        w[p + "self_attn.q_proj.weight"] = r(H * hd, E)
+        w[p + "self_attn.k_proj.weight"] = r(KV * hd, E)
+        w[p + "self_attn.v_proj.weight"] = r(KV * hd, E)
+        w[p + "self_attn.o_proj.weight"] = r(E, H * hd)
+        w[p + "mlp.gate_proj.weight"] = r(FF, E)
+        w[p + "mlp.up_proj.weight"] = r(FF, E)
+        w[p + "mlp.down_proj.weight"] = r(E, FF)
+        if kind in ("qwen2", "llama_tied"):
+            w[p + "self_attn.q_proj.bias"] = r(H * hd, s=0.5)
+            w[p + "self_attn.k_proj.bias"] = r(KV * hd, s=0.5)
+            w[p + "self_attn.v_proj.bias"] = r(KV * hd, s=0.5)
+        if kind == "llama_tied":
+            w[p + "self_attn.o_proj.bias"] = r(E, s=0.5)
+        if kind == "qwen3":
+            w[p + "self_attn.q_norm.weight"] = 1 + r(hd, s=0.2)
+            w[p + "self_attn.k_norm.weight"] = 1 + r(hd, s=0.2)
+    if kind == "phi3":
+        for i in range(L):
+            p = "model.layers.%d." % i
+            w[p + "self_attn.qkv_proj.weight"] = np.concatenate(
+                [w.pop(p + "self_attn.%s_proj.weight" % x) for x in "qkv"])
+            w[p + "mlp.gate_up_proj.weight"] = np.concatenate(
+                [w.pop(p + "mlp.gate_proj.weight"), w.pop(p + "mlp.up_proj.weight")])
+    # a non-persistent buffer some old checkpoints carry; the converter must skip it
+    w["model.layers.0.self_attn.rotary_emb.inv_freq"] = np.ones(hd // 2, np.float32)
+    with open(os.path.join(folder, "config.json"), "w") as f:
+        json.dump(cfg, f, indent=1)
+    st_io.save(w, os.path.join(folder, "model.safetensors"), metadata={"format": "pt"})
+    return folder
