@@ -1,5 +1,6 @@
 /* wf_summary.c - the text of WEIGHTFS.txt (see wf_summary.h). */
 #include "mount/wf_summary.h"
+#include "view/wf_gguf_file.h"
 #include "base/wf_hash.h"
 #include "base/wf_buf.h"
 #include "mount/wf_gen.h"
@@ -682,6 +683,22 @@ static void put_suffixes(struct wf_buf *b, const struct type_sum *ts, size_t n_t
 	wf_buf_puts(b, ".\n");
 }
 
+/* model.gguf: what it is, or why the folder has none (one line from
+ * wf_gguf_file_new, naming the file and field or the tensor). */
+static void put_gguf(struct wf_buf *b, const struct wf_tree *t)
+{
+	if (t->gguf) {
+		wf_buf_printf(b, "  model.gguf: the model as llama.cpp's convert_hf_to_gguf.py writes it (%s, %s),\n"
+				 "  made on read: llama.cpp runs it from here (-o gguf= picks its type).\n",
+			      t->gguf->plan.arch,
+			      t->gguf->plan.ftype == WF_FTYPE_ALL_F32 ? "F32" : t->gguf->plan.ftype == WF_FTYPE_MOSTLY_BF16 ? "BF16" : "F16");
+	} else if (t->gguf_why) {
+		wf_buf_puts(b, "  No model.gguf: llama.cpp's converter would not make it the same: ");
+		put_clean(b, t->gguf_why, strlen(t->gguf_why), 300);
+		wf_buf_puts(b, ".\n");
+	}
+}
+
 /* How to read the files differs with -o npy and suffix, so it is told as
  * this mount has them. */
 static void put_files(struct wf_buf *b, const struct wf_tree *t, const struct type_sum *ts, size_t n_ts,
@@ -706,6 +723,7 @@ static void put_files(struct wf_buf *b, const struct wf_tree *t, const struct ty
 	wf_buf_printf(b, "  Also here: metadata.json and %s/ (the model's metadata, a file per key),\n"
 			 "  model.safetensors (the whole model as one safetensors file, in the files'\n"
 			 "  dtypes)%s.\n", meta_dir, t->m->parts_json ? ", parts.json (the model's files)" : "");
+	put_gguf(b, t);
 	if (t->m->left_out) {
 		/* one line each, as the loader said why */
 		wf_buf_puts(b, "  Left out of the model's folder (not part of the model, and unreadable):\n");

@@ -17,7 +17,7 @@ reference, not a product: it covers what the tiny test models need.
     picked by the pre_tokenizer regex (7.5 table); special ids and add flags (7.6) from
     tokenizer_config.json, added_tokens, TemplateProcessing and config.json ids;
     chat_template from tokenizer_config.json.
-Not covered: SentencePiece tokenizer.model, the "looks special" heuristic for added tokens,
+Not covered: SentencePiece tokenizer.model,
 general.* metadata heuristics other than name, gemma/phi3, BF16/Q8_0 output.
 
 CLI: ref_convert.py HF_FOLDER OUT.gguf [--outtype f32|f16] [--name NAME]
@@ -112,7 +112,13 @@ def pre_name(tok):
     return "default"
 
 
-def add_vocab(w, folder, cfg):
+def looks_special(t):
+    """gguf-py's does_token_look_special (conversion/base.py)."""
+    return (t in ("<pad>", "<mask>", "<2mass>", "[@BOS@]") or (t.startswith("<|") and t.endswith("|>"))
+            or (t.startswith("<\uff5c") and t.endswith("\uff5c>")) or (t.startswith("<unused") and t.endswith(">")))
+
+
+def add_vocab(w, folder, cfg, arch=None):
     with open(os.path.join(folder, "tokenizer.json"), encoding="utf-8") as f:
         tok = json.load(f)
     tcfg = {}
@@ -120,6 +126,8 @@ def add_vocab(w, folder, cfg):
     if os.path.exists(p):
         with open(p, encoding="utf-8") as f:
             tcfg = json.load(f)
+    if arch == "llama" and tcfg.get("add_prefix_space") is not None:
+        w.kv("tokenizer.ggml.add_space_prefix", bool(tcfg["add_prefix_space"]), BOOL)  # L:126-131
     vocab = tok["model"]["vocab"]
     added = {a["id"]: a for a in tok.get("added_tokens", [])}
     n = cfg.get("vocab_size") or (max(list(vocab.values()) + list(added)) + 1)
@@ -128,8 +136,9 @@ def add_vocab(w, folder, cfg):
     for i in range(n):
         if i in added:
             a = added[i]
-            tokens.append(a["content"] if a.get("special") else a["content"].replace("\u2581", " "))
-            types.append(CONTROL if a.get("special") else USER_DEFINED)
+            sp = a.get("special") or looks_special(a["content"])
+            tokens.append(a["content"] if sp else a["content"].replace("\u2581", " "))
+            types.append(CONTROL if sp else USER_DEFINED)
         elif i in inv:
             tokens.append(inv[i])
             types.append(NORMAL)
@@ -203,7 +212,7 @@ def convert(folder, out, outtype="f32", name=None):
         phi3_kvs(w, cfg)
     else:
         generic_kvs(w, cfg, a, H, KV)
-    add_vocab(w, folder, cfg)
+    add_vocab(w, folder, cfg, a)
     rs = cfg.get("rope_scaling") or {}
     rtype = (rs.get("rope_type") or rs.get("type") or "").lower()
     if a == "llama" and rtype == "llama3":

@@ -86,6 +86,7 @@ from t_stats import group_stats
 from t_diff import group_diff
 from t_preview import group_preview
 from t_memory import group_memory
+from t_gguf import group_gguf
 
 
 # ---------------------------------------------------------------- main
@@ -126,6 +127,7 @@ def main():
     groups.append(("diff", group_diff))
     groups.append(("preview", group_preview))
     groups.append(("memory", group_memory))
+    groups.append(("gguf", group_gguf))
     for gname, fn in groups:
         if not want(gname):
             continue

@@ -1,0 +1,284 @@
+"""Group gguf: model.gguf, a Hugging Face checkpoint made on read into the GGUF file
+llama.cpp's convert_hf_to_gguf.py writes, checked with the real clients:
+
+- llama.cpp itself (libllama of @node-llama-cpp/linux-x64@3.21.1 through
+  tests/clients/llama.py, in a subprocess) loads model.gguf from the mount, and its
+  logits at every position match a torch forward pass with Hugging Face semantics over
+  the same folder (tests/clients/hf_forward.py); greedy decoding from the mount equals
+  decoding from a copy made by `weightfs convert` on /dev/shm;
+- llama.cpp's tokenizer on model.gguf gives the ids Hugging Face's tokenizers (Rust,
+  npm tokenizers@0.23.2) give on the folder's real tokenizer.json, over
+  tests/clients/corpus.json;
+- the tensor infos and tensor data equal those of an independent reference converter
+  written from the same rules (tests/clients/ref_convert.py), and the key/values too
+  except where that reference is simpler than the converter (listed in KV_KNOWN);
+- broken config.json / tokenizer.json leave model.gguf out, the rest of the mount as
+  it was, and WEIGHTFS.txt says why naming the file.
+
+Tiny random models (tests/clients/tiny_models.py: 2 layers, n_embd 64) with the real
+tokenizer files that npm packages ship (tests/clients/tokenizers.json). The npm folder
+is WEIGHTFS_NPM (tests/clients/npm.sh installs it; .ci/run does).
+"""
+
+import json
+import os
+import shutil
+import struct
+import subprocess
+import sys
+import unicodedata
+
+import numpy as np
+
+from wf_harness import TMP, Fail, Mount, check, new_dir, run_cli, skip_or_fail
+
+CLIENTS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "clients")
+sys.path.insert(0, CLIENTS)
+
+# (kind of tiny model, tokenizer key): the architectures and tokenizer routes
+CASES = [("llama", "llama3_1"), ("llama_tied", "gpt2"), ("qwen2", "qwen2_5"), ("qwen3", "qwen3"),
+         ("phi3", "gpt2")]
+# key/values where ref_convert.py is simpler than convert_hf_to_gguf.py, each checked by hand
+# against the converter's source (conversion/base.py, gguf-py vocab.py):
+#  - general.name: gguf-py's Metadata.id_to_title of the folder name ("Tiny Llama");
+#  - llama's attention.key_length/value_length: LlamaConfig always has head_dim, so the
+#    converter always writes them;
+#  - add_sep_token/add_eos_token: SpecialVocab reads the TemplateProcessing pair template
+#    (add_sep) and writes add_eos only from a single template that ends in a special token.
+KV_KNOWN = {"general.name", "llama.attention.key_length", "llama.attention.value_length",
+            "tokenizer.ggml.add_sep_token", "tokenizer.ggml.add_eos_token"}
+
+
+def npm_dir():
+    d = os.environ.get("WEIGHTFS_NPM") or os.path.join(os.path.expanduser("~"), ".cache", "weightfs-npm")
+    import glob
+    lib = os.path.join(d, "node_modules", "@node-llama-cpp", "linux-x64", "bins", "linux-x64", "libllama*.so")
+    if not glob.glob(lib):
+        skip_or_fail("no llama.cpp from npm in %s (bash tests/clients/npm.sh installs it)" % d)
+    os.environ["WEIGHTFS_NPM"] = d
+    return d
+
+
+def client(args, timeout=300):
+    r = subprocess.run([sys.executable, os.path.join(CLIENTS, "llama.py")] + args, stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, timeout=timeout)
+    if r.returncode != 0:
+        raise Fail("llama.py %s: exit %d: %s" % (args[0], r.returncode, r.stderr.decode(errors="replace")[-800:]))
+    return r.stdout.decode()
+
+
+def hf_tokenize(tokenizer_json, corpus_path):
+    r = subprocess.run(["node", os.path.join(CLIENTS, "hf_tokenize.js"), tokenizer_json, corpus_path],
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=120)
+    if r.returncode != 0:
+        raise Fail("hf_tokenize.js: %s" % r.stderr.decode(errors="replace")[-500:])
+    return json.loads(r.stdout)
+
+
+def gguf_read(path):
+    """(kvs [(key, type, value)], infos [(name, ne, type, offset)], bytes, data start)"""
+    with open(path, "rb") as f:
+        b = f.read()
+    o = [4]
+
+    def u(fmt):
+        v = struct.unpack_from("<" + fmt, b, o[0])
+        o[0] += struct.calcsize("<" + fmt)
+        return v[0]
+
+    def s():
+        n = u("Q")
+        v = b[o[0]:o[0] + n]
+        o[0] += n
+        return v
+    fmts = {0: "B", 1: "b", 2: "H", 3: "h", 4: "I", 5: "i", 6: "f", 7: "?", 10: "Q", 11: "q", 12: "d"}
+
+    def val(t):
+        if t == 8:
+            return s()
+        if t == 9:
+            et, n = u("I"), u("Q")
+            return (et, [val(et) for _ in range(n)])
+        return u(fmts[t])
+    if b[:4] != b"GGUF" or u("I") != 3:
+        raise Fail("%s: not a GGUF v3 file" % path)
+    nt, nk = u("Q"), u("Q")
+    kvs = []
+    for _ in range(nk):
+        k = s().decode()
+        t = u("I")
+        kvs.append((k, t, val(t)))
+    infos = []
+    for _ in range(nt):
+        n = s().decode()
+        nd = u("I")
+        ne = [u("Q") for _ in range(nd)]
+        infos.append((n, ne, u("I"), u("Q")))
+    return kvs, infos, b, (o[0] + 31) // 32 * 32
+
+
+def compare_ref(mnt_gguf, folder, outtype):
+    import ref_convert
+    ref = os.path.join(TMP, "ref-%s.gguf" % os.path.basename(folder))
+    ref_convert.convert(folder, ref, outtype=outtype)
+    A, B = gguf_read(mnt_gguf), gguf_read(ref)
+    if A[1] != B[1]:
+        diff = [(x, y) for x, y in zip(A[1], B[1]) if x != y][:3]
+        raise Fail("tensor infos differ from the reference (%d vs %d): %r" % (len(A[1]), len(B[1]), diff))
+    for (n, ne, ty, off), (_, _, _, off2) in zip(A[1], B[1]):
+        sz = int(np.prod(ne)) * (4 if ty == 0 else 2)
+        if A[2][A[3] + off:A[3] + off + sz] != B[2][B[3] + off2:B[3] + off2 + sz]:
+            raise Fail("tensor %s: data differs from the reference" % n)
+    ka = [(k, t) for k, t, _ in A[0] if k not in KV_KNOWN]
+    kb = [(k, t) for k, t, _ in B[0] if k not in KV_KNOWN]
+    if ka != kb:
+        raise Fail("keys differ: only here %r, only in the reference %r" %
+                   ([k for k in ka if k not in kb][:5], [k for k in kb if k not in ka][:5]))
+    va = {k: v for k, _, v in A[0]}
+    bad = [k for k, _, v in B[0] if k not in KV_KNOWN and va[k] != v]
+    if bad:
+        raise Fail("values differ: %r" % bad[:5])
+    return "%d tensors, %d keys" % (len(A[1]), len(A[0]))
+
+
+def logits_match(mp_gguf, folder, ids):
+    import hf_forward
+    out = os.path.join(TMP, "logits.npy")
+    client(["logits", mp_gguf, out] + [str(i) for i in ids])
+    a = np.load(out)
+    b = np.asarray(hf_forward.logits(folder, ids))
+    rel = float(np.abs(a - b).max() / np.abs(b).max())
+    top = float((a.argmax(-1) == b.argmax(-1)).mean())
+    return rel, top
+
+
+def tok_match(mp_gguf, tok_json, key):
+    corpus = os.path.join(CLIENTS, "corpus.json")
+    with open(corpus, encoding="utf-8") as f:
+        texts = json.load(f)
+    mine = json.loads(client(["tokenize", mp_gguf, corpus]))
+    hf = hf_tokenize(tok_json, corpus)
+    bad = []
+    for s, a, b in zip(texts, mine, hf):
+        # llama.cpp applies no NFC normalizer (Qwen's tokenizer.json has one), and it
+        # makes any token spelled </s> a control token: both llama.cpp's, not the file's
+        if a != b and not (key.startswith("qwen") and (unicodedata.normalize("NFC", s) != s or "</s>" in s)):
+            bad.append(s)
+    if bad:
+        raise Fail("%d of %d strings tokenize differently, e.g. %r" % (len(bad), len(texts), bad[:3]))
+    return "%d strings" % len(texts)
+
+
+def one_case(kind, key, folders):
+    import real_tokenizers
+    import tiny_models
+    tdir = real_tokenizers.folder(key)
+    if not tdir:
+        skip_or_fail("tokenizer %s not installed (tests/clients/npm.sh)" % key)
+    folder = tiny_models.make(os.path.join(new_dir("hf-"), "tiny-" + kind.replace("phi3", "p3")), kind, tdir)
+    folders[kind] = folder
+    m = Mount(folder, ["-o", "gguf=f32"])
+    try:
+        g = m.path("model.gguf")
+        if not os.path.exists(g):
+            raise Fail("no model.gguf; WEIGHTFS.txt: %s" % open(m.path("WEIGHTFS.txt")).read()[-400:])
+        check("gguf: %s: tensors and key/values as the reference converter's" % kind, compare_ref, g, folder, "f32")
+        ids = max(json.loads(client(["tokenize", g, os.path.join(CLIENTS, "corpus.json")])), key=len)[:24]
+
+        def logits():
+            rel, top = logits_match(g, folder, ids)
+            if rel > 1e-4 or top < 1:
+                raise Fail("llama.cpp's logits against HF's: relative error %.2g, top-1 agreement %.2f" % (rel, top))
+            return "rel %.1e over %d positions" % (rel, len(ids))
+        check("gguf: %s: llama.cpp loads model.gguf from the mount; logits = HF forward pass" % kind, logits)
+        check("gguf: %s: llama.cpp's tokens on model.gguf = HF tokenizers' on tokenizer.json" % kind, tok_match, g,
+              os.path.join(folder, "tokenizer.json"), key)
+
+        def convert_same():
+            out = os.path.join("/dev/shm" if os.path.isdir("/dev/shm") else TMP, "wf-%s.gguf" % kind)
+            rc, _, err, _ = run_cli(["convert", "--force", "-o", "gguf=f32", folder, out], timeout=120)
+            try:
+                if rc != 0:
+                    raise Fail("convert: exit %d: %s" % (rc, err.strip()))
+                with open(out, "rb") as f1, open(g, "rb") as f2:
+                    if f1.read() != f2.read():
+                        raise Fail("convert's OUT.gguf differs from the mount's model.gguf")
+                a = client(["greedy", g, "8"] + [str(i) for i in ids[:6]])
+                b = client(["greedy", out, "8"] + [str(i) for i in ids[:6]])
+                if a != b:
+                    raise Fail("greedy from the mount %s, from /dev/shm %s" % (a.strip(), b.strip()))
+                return "greedy %s" % a.strip()
+            finally:
+                if os.path.exists(out):
+                    os.unlink(out)
+        check("gguf: %s: convert OUT.gguf = model.gguf; greedy decoding from both the same" % kind, convert_same)
+    finally:
+        m.unmount()
+
+
+def types_case(folder):
+    """-o gguf=f16 and bf16: llama.cpp runs them; logits near the F32 ones."""
+    import hf_forward
+    ids = [1, 5, 9, 200, 7]
+    b = np.asarray(hf_forward.logits(folder, ids))
+    for t, tol in (("f16", 2e-2), ("bf16", 1e-1), ("auto", 2e-2)):
+        m = Mount(folder, ["-o", "gguf=" + t])
+        try:
+            out = os.path.join(TMP, "lt.npy")
+            client(["logits", m.path("model.gguf"), out] + [str(i) for i in ids])
+            rel = float(np.abs(np.load(out) - b).max() / np.abs(b).max())
+            kv = {k: v for k, _, v in gguf_read(m.path("model.gguf"))[0]}
+            want = {"f16": 1, "bf16": 32, "auto": 1}[t]  # the tiny models are F32: auto is F16
+            if kv.get("general.file_type") != want or rel > tol:
+                raise Fail("-o gguf=%s: file_type %r, relative error %.2g" % (t, kv.get("general.file_type"), rel))
+        finally:
+            m.unmount()
+    return "f16, bf16, auto"
+
+
+def broken_case(folder):
+    """model.gguf left out, with the reason in WEIGHTFS.txt; the rest mounts as before."""
+    cases = [("config.json", b'{"architectures": ["LlamaForCausalLM"], "num_hidden_layers": "two"', "config.json"),
+             ("config.json", b'{"architectures": ["NoSuchForCausalLM"]}', "architectures"),
+             ("tokenizer.json", b'{"model": {"type": "BPE", "vocab": {"a": 0, "b": 0}', "tokenizer.json"),
+             ("tokenizer.json", b"[" * 100000, "tokenizer.json")]
+    for name, text, says in cases:
+        d = new_dir("hfbad-")
+        for f in os.listdir(folder):
+            shutil.copy(os.path.join(folder, f), d)
+        with open(os.path.join(d, name), "wb") as f:
+            f.write(text)
+        m = Mount(d, [])
+        try:
+            if os.path.exists(m.path("model.gguf")):
+                raise Fail("%s broken (%r...): model.gguf is still there" % (name, text[:40]))
+            summary = open(m.path("WEIGHTFS.txt")).read()
+            line = [ln for ln in summary.splitlines() if "No model.gguf" in ln]
+            if not line or says not in line[0]:
+                raise Fail("%s broken: WEIGHTFS.txt says %r" % (name, line))
+            if not os.path.exists(m.path("model.safetensors")) or not os.listdir(m.path("model")):
+                raise Fail("the rest of the mount is missing")
+        finally:
+            m.unmount()
+    return "%d broken folders" % len(cases)
+
+
+def group_gguf():
+    npm_dir()
+    folders = {}
+    for kind, key in CASES:
+        check("gguf: %s with the %s tokenizer: mounted and checked" % (kind, key), one_case, kind, key, folders)
+    if "llama" in folders:
+        check("gguf: -o gguf=f16/bf16/auto: llama.cpp runs them", types_case, folders["llama"])
+        check("gguf: broken config.json or tokenizer.json: no model.gguf, WEIGHTFS.txt says why", broken_case,
+              folders["llama"])
+
+    def not_for_gguf():
+        from wf_harness import GGML
+        m = Mount(os.path.join(GGML, "mixed_llama_tiny.gguf"), [])
+        try:
+            if os.path.exists(m.path("model.gguf")):
+                raise Fail("a GGUF source shows model.gguf")
+        finally:
+            m.unmount()
+    check("gguf: a GGUF source has no model.gguf", not_for_gguf)
