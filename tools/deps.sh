@@ -27,6 +27,9 @@ if [ "$what" = test ]; then
 	need_cmd gio libglib2.0-bin
 	need_cmd update-mime-database shared-mime-info
 	need_cmd clang clang
+	# the model.gguf tests' real clients come from npm (tests/clients/npm.sh)
+	need_cmd node nodejs
+	need_cmd npm npm
 	py_ok=
 	for py in /usr/bin/python3 python3; do
 		"$py" -c 'import numpy' >/dev/null 2>&1 && py_ok=1 && break

@@ -876,11 +876,71 @@ static enum wf_err llama3_freqs(struct cfg *c, const struct rope *r, float **out
 	return WF_OK;
 }
 
-/* Generated tensors, first in the file (B:908): llama3's rope_freqs. */
+/* A JSON array of n numbers as float32 (torch.tensor(list, float32)). */
+static enum wf_err f32_array(struct cfg *c, const cJSON *arr, uint64_t n, const char *field, float **out)
+{
+	if (!cJSON_IsArray(arr) || (uint64_t)cJSON_GetArraySize(arr) != n)
+		return wf_fail(c->why, WF_ERR_UNSUP, "config.json: rope_scaling.%s: not %" PRIu64 " numbers", field, n);
+	if (!(*out = malloc((n ? n : 1) * sizeof **out)))
+		return wf_fail(c->why, WF_ERR_NOMEM, "out of memory");
+	uint64_t i = 0;
+	for (const cJSON *e = arr->child; e; e = e->next, i++) {
+		if (!cJSON_IsNumber(e)) {
+			free(*out);
+			*out = NULL;
+			return wf_fail(c->why, WF_ERR_FORMAT, "config.json: rope_scaling.%s[%" PRIu64 "]: not a number", field, i);
+		}
+		(*out)[i] = (float)e->valuedouble;
+	}
+	return WF_OK;
+}
+
+/* Phi-3's long-context rope factors (P:175-211): rope_factors_long and
+ * _short, and the attention factor key/value that comes with them. */
+static enum wf_err phi3_factors(struct cfg *c, const struct rope *r, struct wf_arch_plan *pl, size_t cap)
+{
+	const cJSON *lf = not_null(item(r->p, "long_factor")), *sf = not_null(item(r->p, "short_factor"));
+	if (!lf || (cJSON_IsArray(lf) && !cJSON_GetArraySize(lf)))
+		return WF_OK;
+	uint32_t n_embd, n_head, mp, orig;
+	if (!as_u32(find(c, KEYS("hidden_size", "n_embd"), NULL), &n_embd) ||
+	    !as_u32(find(c, KEYS("num_attention_heads", "n_head"), NULL), &n_head) || !n_head ||
+	    !as_u32(find(c, KEYS("n_positions", "max_position_embeddings"), NULL), &mp) || !as_u32(r->orig_ctx, &orig) ||
+	    orig < 2)
+		return wf_fail(c->why, WF_ERR_UNSUP, "config.json: the fields of Phi-3's long-context rope are missing");
+	double scale = (double)mp / orig, pct = cJSON_IsNumber(r->prf) ? r->prf->valuedouble : 1.0;
+	const char *t = cJSON_IsString(r->type) ? r->type->valuestring : "";
+	if (strcasecmp(t, "su") == 0 || strcasecmp(t, "longrope") == 0)
+		pl->attn_factor = scale > 1.0 ? sqrt(1 + log(scale) / log(orig)) : 1.0;
+	else if (strcasecmp(t, "yarn") == 0)
+		pl->attn_factor = scale > 1.0 ? 0.1 * log(scale) + 1.0 : 1.0;
+	else
+		return wf_fail(c->why, WF_ERR_UNSUP, "config.json: rope_scaling.type: %s rope with long_factor is not converted",
+			       *t ? "this" : "no");
+	pl->has_attn_factor = true;
+	uint64_t half = (uint64_t)(pct * n_embd) / n_head / 2;
+	const char *names[2] = {"rope_factors_long.weight", "rope_factors_short.weight"};
+	const cJSON *arrs[2] = {lf, sf};
+	for (int k = 0; k < 2; k++) {
+		float *v;
+		enum wf_err rc = f32_array(c, arrs[k], half, k ? "short_factor" : "long_factor", &v);
+		if (rc == WF_OK && (rc = add_tensor(pl, cap, names[k], -1, 1, &half, true, pl->ftype, c->why)) != WF_OK)
+			free(v);
+		if (rc != WF_OK)
+			return rc;
+		pl->t[pl->n - 1].gen = v;
+	}
+	return WF_OK;
+}
+
+/* Generated tensors, first in the file (B:908): llama3's rope_freqs,
+ * Phi-3's rope factors. */
 static enum wf_err gen_tensors(const struct arch *a, struct cfg *c, struct wf_arch_plan *pl, size_t cap)
 {
 	struct rope r;
 	rope_of(c, &r);
+	if (strcmp(a->gguf, "phi3") == 0)
+		return phi3_factors(c, &r, pl, cap);
 	if (strcmp(a->gguf, "llama") != 0 || !type_is(&r, "llama3"))
 		return WF_OK;
 	float *v = NULL;
@@ -980,7 +1040,7 @@ static enum wf_err open_cfg(struct cfg *c, const struct wf_arch_in *in)
 static enum wf_err plan_tensors(const struct arch *a, struct cfg *c, const struct wf_model *m,
 				struct wf_arch_plan *pl, uint32_t ftype)
 {
-	size_t cap = m->n_tensors + 3;
+	size_t cap = m->n_tensors + 4;
 	struct ord *o = calloc(m->n_tensors ? m->n_tensors : 1, sizeof *o);
 	pl->t = calloc(cap, sizeof *pl->t);
 	if (!o || !pl->t) {
@@ -1003,7 +1063,7 @@ static enum wf_err plan_tensors(const struct arch *a, struct cfg *c, const struc
 enum wf_err wf_arch_plan(const struct wf_model *m, const struct wf_arch_in *in, uint32_t ftype,
 			 struct wf_gguf_w *w, struct wf_arch_plan *plan, char *why)
 {
-	struct cfg c = {.why = why};
+	struct cfg c = {.why = why, .root = NULL};
 	memset(plan, 0, sizeof *plan);
 	plan->vocab_size = -1;
 	const struct arch *a = NULL;
@@ -1021,6 +1081,9 @@ enum wf_err wf_arch_plan(const struct wf_model *m, const struct wf_arch_in *in, 
 	}
 	if (rc == WF_OK) {
 		wf_gguf_w_str(w, "general.architecture", a->gguf, strlen(a->gguf));
+		/* written by prepare_tensors, before the metadata */
+		if (plan->has_attn_factor)
+			wf_gguf_w_f32(w, "phi3.rope.scaling.attn_factor", (float)plan->attn_factor);
 		rc = kv_general(&c, in, w);
 	}
 	if (rc == WF_OK)
@@ -1031,6 +1094,9 @@ enum wf_err wf_arch_plan(const struct wf_model *m, const struct wf_arch_in *in, 
 	cJSON_Delete(c.dflt);
 	if (rc != WF_OK)
 		wf_arch_plan_free(plan);
+	/* no rules to follow at all (wf_arch_plan_any's case), rather than
+	 * rules the checkpoint breaks */
+	plan->generic = rc == WF_ERR_UNSUP && m->format == WF_FMT_SAFETENSORS && (!in->config || (c.root && !a));
 	return rc;
 }
 

@@ -93,6 +93,7 @@ struct wf_arch_tensor {
 	uint64_t perm_heads;         /* q/k rows permuted with this many heads (wf_qk_row), or 0 */
 	uint8_t add;                 /* enum wf_add */
 	float *gen;                  /* src -1: its values, [elements], owned */
+	uint8_t vk;                  /* the source view it is read through (enum wf_vk), or 0: the one of `type` */
 };
 
 struct wf_arch_plan {
@@ -102,6 +103,11 @@ struct wf_arch_plan {
 	uint32_t ftype;              /* general.file_type */
 	struct wf_arch_tensor *t;    /* [n] */
 	size_t n;
+	bool generic;                /* no architecture llama.cpp runs: every tensor as stored (wf_arch_plan_any) */
+	char arch_buf[64];           /* generic: general.architecture (config.json's model_type, or "unknown") */
+	char why_generic[WF_ERRLEN]; /* generic: why no architecture's rules apply */
+	bool has_attn_factor;        /* Phi-3 long-context rope: phi3.rope.scaling.attn_factor */
+	double attn_factor;
 };
 
 /* The text inputs of the plan: the model folder's small files. */
@@ -126,6 +132,20 @@ struct wf_arch_in {
  * tokenizer's key/values, then the tensor infos (wf_arch_plan_infos). */
 enum wf_err wf_arch_plan(const struct wf_model *m, const struct wf_arch_in *in, uint32_t ftype,
 			 struct wf_gguf_w *w, struct wf_arch_plan *plan, char *why);
+
+/* model.gguf for a checkpoint of no architecture llama.cpp runs (or with
+ * no config.json): every tensor of m under its own name and in model order,
+ * in its stored dtype where GGUF has one (F32, F16, BF16, F64, I8..I64) and
+ * else decoded to F32; general.architecture is config.json's model_type
+ * (or "unknown"), and the key/values are the general.* ones, every
+ * __metadata__ entry as safetensors.metadata.KEY and every top-level
+ * config.json field as hf.config.KEY (strings, bools and whole numbers as
+ * themselves, other numbers and nested values as their JSON text).  The
+ * caller may add a tokenizer's key/values.  Fails (WF_ERR_UNSUP, naming the
+ * tensor) for a name GGUF cannot hold, more than 4 dims, or a dtype with
+ * no GGUF type (unsigned integers, bool). */
+enum wf_err wf_arch_plan_any(const struct wf_model *m, const struct wf_arch_in *in, struct wf_gguf_w *w,
+			     struct wf_arch_plan *plan, char *why);
 
 /* Adds plan's tensor infos to w, in order. */
 void wf_arch_plan_infos(const struct wf_arch_plan *plan, struct wf_gguf_w *w);

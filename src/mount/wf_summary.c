@@ -687,7 +687,13 @@ static void put_suffixes(struct wf_buf *b, const struct type_sum *ts, size_t n_t
  * wf_gguf_file_new, naming the file and field or the tensor). */
 static void put_gguf(struct wf_buf *b, const struct wf_tree *t)
 {
-	if (t->gguf) {
+	if (t->gguf && t->gguf->plan.generic) {
+		wf_buf_puts(b, "  model.gguf: every tensor under its own name, as stored (F32 where GGUF has no\n"
+			       "  such type), with the metadata and config.json as key/values; llama.cpp\n"
+			       "  cannot run it: ");
+		put_clean(b, t->gguf->plan.why_generic, strlen(t->gguf->plan.why_generic), 300);
+		wf_buf_puts(b, ".\n");
+	} else if (t->gguf) {
 		wf_buf_printf(b, "  model.gguf: the model as llama.cpp's convert_hf_to_gguf.py writes it (%s, %s),\n"
 				 "  made on read: llama.cpp runs it from here (-o gguf= picks its type).\n",
 			      t->gguf->plan.arch,

@@ -4,6 +4,7 @@
 #include "model/wf_vocab.h"
 #include "view/wf_view.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -74,14 +75,14 @@ static enum wf_err lay_out(const struct wf_model *m, struct wf_gguf_file *g, cha
 		if (p->src < 0)
 			continue;
 		g->shadow[i] = m->tensors[p->src];
-		enum wf_err rc = wf_tensor_set_view(&g->shadow[i], out_vk(p->type), why);
+		enum wf_err rc = wf_tensor_set_view(&g->shadow[i], p->vk ? (enum wf_vk)p->vk : out_vk(p->type), why);
 		if (rc != WF_OK)
 			return rc;
 		if (g->shadow[i].size != p->nbytes)
 			return wf_fail(why, WF_ERR_RANGE, "tensor %s: %" PRIu64 " bytes planned, %" PRIu64 " made", p->name,
 				       p->nbytes, g->shadow[i].size);
 		g->xf[i] = (struct wf_xform){.t = &g->shadow[i], .perm_heads = p->perm_heads, .add = p->add};
-		g->xf[i].quiet_bf16 = p->type == WF_T_BF16 && m->tensors[p->src].type == WF_T_BF16 && !m->tensors[p->src].q;
+		g->xf[i].quiet_bf16 = !g->plan.generic && p->type == WF_T_BF16 && m->tensors[p->src].type == WF_T_BF16 && !m->tensors[p->src].q;
 	}
 	g->start[n] = g->size = at;
 	return WF_OK;
@@ -96,12 +97,29 @@ static enum wf_err make_header(const struct wf_model *m, uint32_t ftype, struct 
 	SIDE(m, "config.json", in.config, in.config_len);
 	SIDE(m, "generation_config.json", in.gen_config, in.gen_config_len);
 	enum wf_err rc = wf_arch_plan(m, &in, ftype, &w, &g->plan, why);
-	free((char *)in.name);
-	if (rc == WF_OK) {
-		struct wf_vocab_files f;
-		vocab_files(m, &f);
+	struct wf_vocab_files f;
+	vocab_files(m, &f);
+	if (rc != WF_OK && g->plan.generic) {
+		/* no architecture to follow: every tensor as stored, and the
+		 * tokenizer only if it maps (tried on a writer of its own first) */
+		char no_arch[WF_ERRLEN];
+		snprintf(no_arch, sizeof no_arch, "%s", why);
+		wf_gguf_w_free(&w);
+		wf_gguf_w_init(&w);
+		rc = wf_arch_plan_any(m, &in, &w, &g->plan, why);
+		struct wf_gguf_w tw;
+		wf_gguf_w_init(&tw);
+		char tok_why[WF_ERRLEN];
+		bool tok = rc == WF_OK && wf_vocab_write(&f, g->plan.tok, -1, &tw, tok_why) == WF_OK;
+		wf_gguf_w_free(&tw);
+		if (tok)
+			rc = wf_vocab_write(&f, g->plan.tok, -1, &w, why);
+		if (rc == WF_OK)
+			snprintf(g->plan.why_generic, sizeof g->plan.why_generic, "%s", no_arch);
+	} else if (rc == WF_OK) {
 		rc = wf_vocab_write(&f, g->plan.tok, g->plan.vocab_size, &w, why);
 	}
+	free((char *)in.name);
 	if (rc == WF_OK) {
 		wf_arch_plan_infos(&g->plan, &w);
 		rc = wf_gguf_w_finish(&w, &g->header, &g->header_len, why);

