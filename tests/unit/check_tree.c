@@ -147,6 +147,9 @@ static void check_invariants(const struct wf_tree *t, const struct wf_model *m)
 		} else if (nd->kind == WF_NODE_MODEL_ST) {
 			ck_assert_uint_eq(nd->parent, 0);
 			ck_assert_str_eq(nd->name, "model.safetensors");
+		} else if (nd->kind == WF_NODE_MODEL_GGUF) {
+			ck_assert_uint_eq(nd->parent, 0);
+			ck_assert_str_eq(nd->name, "model.gguf");
 		} else {
 			ck_assert_uint_eq(nd->parent, 0);
 			ck_assert_msg(i == 1 || i == 2 || strcmp(nd->name, "parts.json") == 0 ||
@@ -396,9 +399,10 @@ START_TEST(test_empty_model)
 {
 	struct wf_model *m = model_of(NULL, 0);
 	struct wf_tree *t = tree_of(m);
-	/* metadata.json, tensors.json, WEIGHTFS.txt, model.safetensors, metadata/ */
-	ck_assert_uint_eq(t->n_nodes, 6);
-	ck_assert_uint_eq(t->nodes[0].n_children, 5);
+	/* metadata.json, tensors.json, WEIGHTFS.txt, model.safetensors, model.gguf
+	 * (a safetensors model of no architecture: its tensors as stored), metadata/ */
+	ck_assert_uint_eq(t->n_nodes, 7);
+	ck_assert_uint_eq(t->nodes[0].n_children, 6);
 	ck_assert_uint_eq(t->nodes[0].n_subdirs, 1);
 	check_invariants(t, m);
 	wf_tree_free(t);
@@ -566,7 +570,7 @@ START_TEST(test_dir_budget)
 	struct wf_tree *t = tree_of(m);
 	check_invariants(t, m);
 	ck_assert_uint_eq(t->max_dirs, 21);
-	ck_assert_uint_eq(t->n_nodes, 6 + 21 * N + N);
+	ck_assert_uint_eq(t->n_nodes, 7 + 21 * N + N); /* the root, its five files (model.gguf too) and metadata/ */
 	char *p = tensor_path(t, 7);
 	ck_assert_str_eq(p, "k7/%/%/%/%/%/%/%/%/%/%/%/%/%/%/%/%/%/%/%/%/"
 			    "%2E%2E%2E%2E%2E%2E%2E%2E%2E%2E%2E%2E%2E%2E%2E%2E%2E%2E%2E");
