@@ -21,6 +21,7 @@ void wf_gguf_w_free(struct wf_gguf_w *w)
 	wf_buf_free(&w->kv);
 	wf_buf_free(&w->ti);
 	wf_buf_free(&w->keys);
+	free(w->slots);
 	memset(w, 0, sizeof *w);
 }
 
@@ -64,12 +65,41 @@ static void put_str(struct wf_gguf_w *w, struct wf_buf *b, const char *s, size_t
 	wf_buf_put(b, s, n);
 }
 
+/* The slot of key k: where it is, or the empty one it would go in. */
+static size_t slot_of(const struct wf_gguf_w *w, const char *k)
+{
+	size_t mask = w->n_slots - 1, i = (size_t)wf_hash(&w->hkey, k, strlen(k)) & mask;
+	while (w->slots[i] && strcmp(w->keys.data + w->slots[i] - 1, k) != 0)
+		i = (i + 1) & mask;
+	return i;
+}
+
 bool wf_gguf_w_has(const struct wf_gguf_w *w, const char *key)
 {
-	for (size_t at = 0; at < w->keys.len; at += strlen(w->keys.data + at) + 1)
-		if (strcmp(w->keys.data + at, key) == 0)
-			return true;
-	return false;
+	return w->n_slots && w->slots[slot_of(w, key)];
+}
+
+/* Room for one more key in the table (rebuilt twice as large past half
+ * full, so adding n keys is linear); false when out of memory. */
+static bool grow(struct wf_gguf_w *w)
+{
+	if (w->n_slots && (w->n_kv + 1) * 2 < w->n_slots)
+		return true;
+	size_t n = w->n_slots ? w->n_slots * 2 : 64;
+	uint64_t *old = w->slots;
+	size_t old_n = w->n_slots;
+	if (!(w->slots = calloc(n, sizeof *w->slots))) {
+		w->slots = old;
+		return false;
+	}
+	if (!old_n)
+		wf_hash_key_init(&w->hkey);
+	w->n_slots = n;
+	for (size_t i = 0; i < old_n; i++)
+		if (old[i])
+			w->slots[slot_of(w, w->keys.data + old[i] - 1)] = old[i];
+	free(old);
+	return true;
 }
 
 /* Starts key/value `key` of type t: false (the writer failed) if it
@@ -86,7 +116,15 @@ static bool key(struct wf_gguf_w *w, const char *k, enum wf_gtype t)
 		fail(w, WF_ERR_RANGE, *k ? "key %s written twice" : "an empty key%s", k);
 		return false;
 	}
+	if (!grow(w)) {
+		fail(w, WF_ERR_NOMEM, "out of memory");
+		return false;
+	}
+	uint64_t at = w->keys.len;
 	wf_buf_put(&w->keys, k, strlen(k) + 1);
+	if (w->keys.oom)
+		return !failed(w);
+	w->slots[slot_of(w, k)] = at + 1;
 	put_str(w, &w->kv, k, strlen(k));
 	put_u32(&w->kv, (uint32_t)t);
 	w->n_kv++;

@@ -13,6 +13,7 @@
 
 #include "base/wf_buf.h"
 #include "base/wf_common.h"
+#include "base/wf_hash.h"
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -45,7 +46,10 @@ struct wf_gguf_w {
 	struct wf_buf ti;       /* the tensor infos */
 	uint64_t n_tensors;
 	uint64_t data_len;      /* the data section so far: each tensor padded to WF_GGUF_ALIGN */
-	struct wf_buf keys;     /* keys added, each NUL-terminated, to refuse a second one (a header has tens) */
+	struct wf_buf keys;     /* keys added, each NUL-terminated, to refuse a second one */
+	uint64_t *slots;        /* open addressing over keys: offset + 1 into keys, 0 when empty */
+	size_t n_slots;         /* a power of two, more than twice n_kv; 0 until the first key */
+	struct wf_hash_key hkey; /* random per writer: key names cannot be chosen to collide */
 	/* an array being written: elements still expected and their type */
 	uint64_t arr_left;
 	enum wf_gtype arr_type;

@@ -77,8 +77,16 @@ def check_set_mount(m, exp, errs, label, sidecars=None, n_parts=None):
     if sorted(set(fn for fn, _ in exp.values())) != sorted(files):
         errs.add("%s: parts.json files %r" % (label, files[:4]))
     tops = {e["path"].split("/")[0] for e in tj["tensors"]}
+    # a safetensors set has model.gguf too (docs/gguf.md)
+    # (or WEIGHTFS.txt says why not: a folder whose config.json or tokenizer it cannot follow)
+    gguf = {"model.gguf"} if any(f.endswith(".safetensors") for f in files) else set()
+    if gguf and not os.path.exists(m.path("model.gguf")):
+        with open(m.path("WEIGHTFS.txt")) as f:
+            if "No model.gguf: " not in f.read():
+                errs.add("%s: no model.gguf, and WEIGHTFS.txt does not say why" % label)
+        gguf = set()
     want_root = tops | {"metadata.json", "tensors.json", "parts.json", "model.safetensors",
-                        "WEIGHTFS.txt", meta_dir(m.mp)} | set(sidecars or {})
+                        "WEIGHTFS.txt", meta_dir(m.mp)} | set(sidecars or {}) | gguf
     root = set(os.listdir(m.mp))
     if root != want_root:
         errs.add("%s: root holds %r, expected %r" % (label, sorted(root), sorted(want_root)))

@@ -57,17 +57,19 @@ def meta_dir(mp):
 
 def n_generated(m):
     """Files weightfs makes besides the tensors': metadata.json,
-    tensors.json, WEIGHTFS.txt, model.safetensors and one per metadata key."""
+    tensors.json, WEIGHTFS.txt, model.safetensors, model.gguf for a
+    safetensors model (docs/gguf.md) and one per metadata key."""
     with open(m.path("metadata.json"), "rb") as f:
-        return 4 + len(json.loads(f.read().decode("utf-8")))
+        n = 4 + len(json.loads(f.read().decode("utf-8")))
+    return n + (1 if m.model.endswith(".safetensors") else 0)
 
 
 def walk_files(m, extras=False):
     """Relative paths of the files under the mount: the tensors and the
-    JSON files, without model.safetensors, WEIGHTFS.txt and the metadata
-    folder unless extras is set."""
+    JSON files, without model.safetensors, model.gguf, WEIGHTFS.txt and the
+    metadata folder unless extras is set."""
     root = m.mp.encode()
-    skip = {b"model.safetensors", b"WEIGHTFS.txt", meta_dir(m.mp).encode()}
+    skip = {b"model.safetensors", b"model.gguf", b"WEIGHTFS.txt", meta_dir(m.mp).encode()}
     found = set()
     for d, dirs, files in os.walk(root):
         if d == root and not extras:
