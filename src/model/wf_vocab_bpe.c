@@ -560,16 +560,6 @@ enum wf_err voc_llama_hf(struct voc *v)
 		rc = llama_hf_tokens(v, &h);
 	hfv_free(&h);
 	if (rc == WF_OK)
-		rc = voc_kv(v, "tokenizer.ggml.model", VKV_STR, 0, false, "llama", 5);
-	if (rc == WF_OK)
-		rc = voc_kv(v, "tokenizer.ggml.pre", VKV_STR, 0, false, "default", 7);
-	if (rc == WF_OK)
-		rc = voc_kv(v, "tokenizer.ggml.tokens", VKV_TOKENS, 0, false, NULL, 0);
-	if (rc == WF_OK)
-		rc = voc_kv(v, "tokenizer.ggml.scores", VKV_SCORES, 0, false, NULL, 0);
-	if (rc == WF_OK)
-		rc = voc_kv(v, "tokenizer.ggml.token_type", VKV_TYPES, 0, false, NULL, 0);
-	if (rc == WF_OK)
-		rc = voc_special(v, false, NULL, 0, (int64_t)v->n_tok, NULL, 0);
+		rc = voc_write_llama(v);
 	return rc;
 }

@@ -97,6 +97,11 @@ enum wf_err voc_merges_txt(struct voc *v);
 
 /* wf_vocab_spm.c: WF_ERR_RANGE when tokenizer.model is absent */
 enum wf_err voc_sentencepiece(struct voc *v);
+/* The key/values of a vocabulary llama.cpp tokenizes as SentencePiece
+ * ("llama", pre "default"): tokens, scores and types as v holds them, then
+ * SpecialVocab bounded to the token count (both SentencePiece paths and
+ * Llama-2-style tokenizer.json). */
+enum wf_err voc_write_llama(struct voc *v);
 enum wf_err voc_phi3_spm(struct voc *v);
 
 #endif

@@ -156,7 +156,7 @@ static enum wf_err phi3_tj_added(struct voc *v)
 	return WF_OK;
 }
 
-static enum wf_err spm_write(struct voc *v)
+enum wf_err voc_write_llama(struct voc *v)
 {
 	enum wf_err rc = voc_kv(v, "tokenizer.ggml.model", VKV_STR, 0, false, "llama", 5);
 	if (rc == WF_OK)
@@ -198,7 +198,7 @@ static enum wf_err spm_common(struct voc *v, bool phi3)
 	if (rc == WF_OK && phi3)
 		rc = phi3_tj_added(v);
 	if (rc == WF_OK)
-		rc = spm_write(v);
+		rc = voc_write_llama(v);
 	wf_spm_free(&sp);
 	return rc;
 }
