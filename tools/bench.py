@@ -70,6 +70,7 @@ import sys
 import time
 
 import bench_ggml
+import bench_gguf
 
 TYPES = ["F32", "F16", "BF16", "Q4_0", "Q8_0", "Q4_K", "Q6_K", "IQ4_XS", "IQ2_XXS"]
 # Part 12: every ggml type with a decoder (F16 is the in-process reference,
@@ -1268,10 +1269,10 @@ def main():
     ap.add_argument("--runs", type=int)
     ap.add_argument("--mib", type=int, help="MiB of float32 output per tensor (default 256)")
     ap.add_argument("--rand-n", type=int, default=500, help="random reads per tensor per run")
-    ap.add_argument("--parts", default="decode,io,mount,whole,module,remote,convert,views,load,hfq,ggml",
+    ap.add_argument("--parts", default="decode,io,mount,whole,module,remote,convert,views,load,hfq,ggml,gguf",
                     help="comma list of decode, io, mount, whole, module (a Python with numpy), remote "
                          "(needs rclone), convert, views, load, prev (needs --prev-weightfs), "
-                         "ggml (needs --ggml-src)")
+                         "ggml (needs --ggml-src), gguf (model.gguf; needs the npm clients)")
     ap.add_argument("--load-mib", type=int,
                     help="MiB of float32 output per tensor in the load part (default 128, quick 32)")
     ap.add_argument("--load-types", help="comma list of types for the load part (default: all; F16 always)")
@@ -1300,7 +1301,7 @@ def main():
     n_tensors, n_vocab = (20000, 30000) if args.quick else (100000, 150000)
     parts = set(args.parts.split(","))
     # the benchmark model is for every part but load and ggml (their own inputs)
-    need_model = bool(parts - {"load", "ggml"}) or bool(args.prev_weightfs)
+    need_model = bool(parts - {"load", "ggml", "gguf"}) or bool(args.prev_weightfs)
 
     # the model, the tmpfs reference, and convert's output (the whole model)
     need = (args.mib * MiB * 4 if need_model else 0) + 64 * MiB \
@@ -1384,6 +1385,10 @@ def main():
             res["ggml"] = bench_ggml.part_ggml(args)
             if "note" in res["ggml"]:
                 log("bench: ggml comparison " + res["ggml"]["note"])
+        if "gguf" in parts:
+            res["gguf"] = bench_gguf.part_gguf(args)
+            if "note" in res["gguf"]:
+                log("bench: model.gguf part " + res["gguf"]["note"])
         if "mount" in parts:
             res["mount_cost"] = part_mount_cost(args, [
                 ("%d tensors, %d tokens" % (n_tensors, n_vocab), many),
@@ -1391,6 +1396,8 @@ def main():
                 ("benchmark model, %d tensors" % len(TYPES), model)])
         res["config"]["loadavg_end"] = os.getloadavg()
         text = report(res)
+        if "text" in res.get("gguf", {}):
+            text += "\n" + "\n".join(res["gguf"]["text"]) + "\n"
         print(text)
         res["table"] = text
         os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)

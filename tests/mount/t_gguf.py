@@ -334,6 +334,42 @@ def phi3_long_case(folder):
         m.unmount()
 
 
+def bf16_case(folder):
+    """A BF16 checkpoint: auto keeps BF16; each 2-D weight is its stored bits (q/k rows
+    permuted), but for NaNs, which get gguf-py's quiet bit (BF16.quantize_blocks)."""
+    import st_io
+    d = new_dir("hfbf16-")
+    for f in os.listdir(folder):
+        if f != "model.safetensors":
+            shutil.copy(os.path.join(folder, f), d)
+    w = st_io.load(os.path.join(folder, "model.safetensors"))
+    name = "model.layers.0.mlp.down_proj.weight"
+    bits = (w[name].view(np.uint32) >> 16).astype(np.uint16).reshape(-1)
+    # signalling and quiet NaNs of both signs, infinities, -0 and a subnormal, in every lane
+    special = np.array([0x7F81, 0xFF81, 0x7FC0, 0xFFFF, 0x7F80, 0xFF80, 0x8000, 0x0001, 0x7F8F, 0x3F80], np.uint16)
+    bits[:len(special)] = special
+    bits[1001:1001 + len(special)] = special
+    w[name] = (bits.astype(np.uint32) << 16).view(np.float32).reshape(w[name].shape)
+    st_io.save(w, os.path.join(d, "model.safetensors"), dtypes={k: "BF16" for k in w})
+    m = Mount(d, [])
+    try:
+        kvs, infos, b, ds = gguf_read(m.path("model.gguf"))
+        kv = {k: v for k, _, v in kvs}
+        if kv.get("general.file_type") != 32:
+            raise Fail("general.file_type %r, want 32 (auto from BF16)" % kv.get("general.file_type"))
+        info = {n: (ne, ty, off) for n, ne, ty, off in infos}
+        ne, ty, off = info["blk.0.ffn_down.weight"]
+        got = np.frombuffer(b, "<u2", bits.size, ds + off)
+        nan = ((bits & 0x7F80) == 0x7F80) & ((bits & 0x7F) != 0)
+        want = np.where(nan, bits | 0x40, bits)
+        if ty != 30 or not np.array_equal(got, want):
+            bad = np.nonzero(got != want)[0][:5]
+            raise Fail("ffn_down: type %d; differs at %r: %r vs %r" % (ty, bad, got[bad], want[bad]))
+        return "%d NaNs quieted, the rest as stored" % int(nan.sum())
+    finally:
+        m.unmount()
+
+
 def group_gguf():
     npm_dir()
     folders = {}
@@ -345,6 +381,7 @@ def group_gguf():
               folders["llama"])
         check("gguf: an architecture llama.cpp has none of: every tensor as stored, config.json as keys",
               generic_case, folders["llama"])
+        check("gguf: a BF16 checkpoint: BF16 kept, NaNs quieted as gguf-py does", bf16_case, folders["llama"])
     if "phi3" in folders:
         check("gguf: phi3 long-context rope: rope_factors and attn_factor", phi3_long_case, folders["phi3"])
 
