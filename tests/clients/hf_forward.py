@@ -16,7 +16,21 @@ st_io. Written from transformers' modeling_llama / modeling_qwen2 / modeling_qwe
     (unless attention_bias), head_dim from config.
   - Phi3ForCausalLM: fused qkv_proj (q, k, v rows) and gate_up_proj (gate, up rows),
     partial_rotary_factor; rope_scaling longrope/su not implemented.
-Gemma2/3 are not implemented (NotImplementedError).
+  - Gemma2ForCausalLM / Gemma3ForCausalLM (modeling_gemma2 / modeling_gemma3, text):
+    embeddings times sqrt(hidden_size) (in the weights' dtype: exact in float64 for
+    hidden 64), Gemma RMSNorm x * rsqrt(mean(x^2) + eps) * (1 + w), pre and post attention
+    norms (input_layernorm, post_attention_layernorm) and pre and post feedforward norms,
+    MLP down(gelu_tanh(gate(x)) * up(x)), attention scaled by query_pre_attn_scalar^-0.5,
+    attention logits softcapped (gemma2: tanh(a / cap) * cap, before the mask), sliding
+    window (a query at q sees keys k with q - k < sliding_window on sliding layers: gemma2
+    layers 0, 2, ...; gemma3 every layer but each sliding_window_pattern-th), gemma3 q_norm /
+    k_norm (Gemma RMSNorm over head_dim, before RoPE) and local / global RoPE bases
+    (rope_local_base_freq on sliding layers, rope_theta and rope_scaling on global ones),
+    final logits softcapped (final_logit_softcapping), lm_head tied to the embeddings
+    (a stored lm_head.weight is ignored, as tie_word_embeddings=True does in HF).
+    gelu="ggml" replaces the exact GELU by llama.cpp's CPU one (ggml_vec_geglu_f32 with
+    GGML_GELU_FP16: the input rounded to F16, a table of F16 results), for telling a
+    weightfs error from that approximation.
 
 CLI: hf_forward.py HF_FOLDER OUT.npy ID...
 """
@@ -32,7 +46,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import st_io  # noqa: E402
 
 SUPPORTED = ("LlamaForCausalLM", "MistralForCausalLM", "Qwen2ForCausalLM", "Qwen3ForCausalLM",
-             "Phi3ForCausalLM")
+             "Phi3ForCausalLM", "Gemma2ForCausalLM", "Gemma3ForCausalLM")
+GEMMA = ("Gemma2ForCausalLM", "Gemma3ForCausalLM")
 
 
 def load_folder(folder):
@@ -83,10 +98,124 @@ def rms(x, w, eps):
     return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * w
 
 
-def forward(cfg, w, ids, dtype=torch.float64):
+def gelu_tanh(x):
+    return 0.5 * x * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x.pow(3))))
+
+
+_GELU_TABLE = []
+
+
+def gelu_table():
+    """ggml_table_gelu_f16 as ggml-cpu.c fills it: for every F16 value f, the F16 of
+    ggml_gelu_f32(f) = 0.5f*f*(1.0f + tanhf(SQRT_2_OVER_PI*f*(1.0f + GELU_COEF_A*f*f))), in
+    float32 with the C library's tanhf (through ctypes: numpy's and torch's float32 tanh
+    differ from it by an ulp now and then, which moves a few F16 results)."""
+    if not _GELU_TABLE:
+        import ctypes
+        import ctypes.util
+        m = ctypes.CDLL(ctypes.util.find_library("m"))
+        m.tanhf.restype = ctypes.c_float
+        m.tanhf.argtypes = [ctypes.c_float]
+        f = np.arange(65536, dtype=np.uint32).astype(np.uint16).view(np.float16).astype(np.float32)
+        c, a, half, one = np.float32(0.79788456080286535587989211986876), np.float32(0.044715), \
+            np.float32(0.5), np.float32(1.0)
+        with np.errstate(all="ignore"):
+            inner = c * f * (one + a * f * f)
+            t = np.array([m.tanhf(float(v)) for v in inner], np.float32)
+            out = (half * f * (one + t)).astype(np.float16)
+        _GELU_TABLE.append(torch.from_numpy(out.astype(np.float64)))
+    return _GELU_TABLE[0]
+
+
+def gelu_ggml(x):
+    """llama.cpp CPU (ggml_vec_geglu_f32, GGML_GELU_FP16): x <= -10 -> 0, x >= 10 -> x,
+    else the table entry of x rounded to F16."""
+    idx = torch.from_numpy(x.to(torch.float32).to(torch.float16).numpy().view(np.uint16).astype(np.int64))
+    g = gelu_table()[idx].to(x.dtype)
+    return torch.where(x <= -10, torch.zeros_like(x), torch.where(x >= 10, x, g))
+
+
+def forward_gemma(cfg, T, ids, dtype, gelu="exact"):
+    arch = cfg["architectures"][0]
+    g3 = arch == "Gemma3ForCausalLM"
+    E = cfg["hidden_size"]
+    H = cfg["num_attention_heads"]
+    KV = cfg.get("num_key_value_heads") or H
+    hd = cfg.get("head_dim") or 256
+    eps = float(cfg.get("rms_norm_eps", 1e-6))
+    L = cfg["num_hidden_layers"]
+    n = len(ids)
+    scale = float(cfg.get("query_pre_attn_scalar", 256)) ** -0.5
+    attn_cap = cfg.get("attn_logit_softcapping") if not g3 else None
+    final_cap = cfg.get("final_logit_softcapping")
+    window = cfg.get("sliding_window") or 4096
+    if g3:
+        pattern = cfg.get("sliding_window_pattern", 6)
+        types = cfg.get("layer_types") or ["sliding_attention" if (i + 1) % pattern else "full_attention"
+                                           for i in range(L)]
+    else:
+        types = cfg.get("layer_types") or ["sliding_attention" if (i + 1) % 2 else "full_attention"
+                                           for i in range(L)]
+
+    def norm(x, wname):
+        return rms(x, 1.0 + T[wname], eps)
+
+    def rope_tables(theta, rs):
+        c = dict(cfg, rope_theta=theta, rope_scaling=rs, rope_parameters=None)
+        inv, pos_scale = rope_inv_freq(c, hd)
+        pos = torch.arange(n, dtype=torch.float64) * pos_scale
+        emb = torch.cat((torch.outer(pos, inv.double()),) * 2, dim=-1)
+        return emb.cos().to(dtype)[:, None, :], emb.sin().to(dtype)[:, None, :]
+    glob = rope_tables(float(cfg.get("rope_theta", 10000.0)), cfg.get("rope_scaling"))
+    local = rope_tables(float(cfg.get("rope_local_base_freq", 10000.0)), None) if g3 else glob
+    qi = torch.arange(n)[:, None]
+    ki = torch.arange(n)[None, :]
+    causal = torch.where(ki <= qi, 0.0, float("-inf")).to(dtype)
+    sliding = torch.where((ki <= qi) & (qi - ki < window), 0.0, float("-inf")).to(dtype)
+    act = gelu_ggml if gelu == "ggml" else gelu_tanh
+    x = T["model.embed_tokens.weight"][torch.tensor(ids, dtype=torch.long)]
+    x = x * torch.tensor(E ** 0.5, dtype=dtype)
+    for i in range(L):
+        p = "model.layers.%d." % i
+        slide = types[i] == "sliding_attention"
+        cos, sin = local if slide else glob
+        h = norm(x, p + "input_layernorm.weight")
+        q = (h @ T[p + "self_attn.q_proj.weight"].T).view(n, H, hd)
+        k = (h @ T[p + "self_attn.k_proj.weight"].T).view(n, KV, hd)
+        v = (h @ T[p + "self_attn.v_proj.weight"].T).view(n, KV, hd)
+        if g3:
+            q = norm(q, p + "self_attn.q_norm.weight")
+            k = norm(k, p + "self_attn.k_norm.weight")
+        q = q * cos + rotate_half(q) * sin
+        k = k * cos + rotate_half(k) * sin
+        rep = H // KV
+        k = k.repeat_interleave(rep, dim=1)
+        v = v.repeat_interleave(rep, dim=1)
+        att = torch.einsum("qhd,khd->hqk", q, k) * scale
+        if attn_cap:
+            att = torch.tanh(att / attn_cap) * attn_cap
+        att = torch.softmax(att + (sliding if slide else causal), dim=-1)
+        o = torch.einsum("hqk,khd->qhd", att, v).reshape(n, H * hd)
+        o = o @ T[p + "self_attn.o_proj.weight"].T
+        x = x + norm(o, p + "post_attention_layernorm.weight")
+        h = norm(x, p + "pre_feedforward_layernorm.weight")
+        m = act(h @ T[p + "mlp.gate_proj.weight"].T) * (h @ T[p + "mlp.up_proj.weight"].T)
+        m = m @ T[p + "mlp.down_proj.weight"].T
+        x = x + norm(m, p + "post_feedforward_layernorm.weight")
+    x = norm(x, "model.norm.weight")
+    out = x @ T["model.embed_tokens.weight"].T
+    if final_cap:
+        out = torch.tanh(out / final_cap) * final_cap
+    return out.numpy()
+
+
+def forward(cfg, w, ids, dtype=torch.float64, gelu="exact"):
     arch = (cfg.get("architectures") or ["?"])[0]
     if arch not in SUPPORTED:
         raise NotImplementedError(arch)
+    if arch in GEMMA:
+        T = {k: torch.from_numpy(np.asarray(v, dtype=np.float64)).to(dtype) for k, v in w.items()}
+        return forward_gemma(cfg, T, ids, dtype, gelu)
     T = {k: torch.from_numpy(np.asarray(v, dtype=np.float64)).to(dtype) for k, v in w.items()}
     n_embd = cfg["hidden_size"]
     H = cfg["num_attention_heads"]
@@ -145,9 +274,11 @@ def forward(cfg, w, ids, dtype=torch.float64):
     return (x @ head.T).numpy()
 
 
-def logits(folder, ids, dtype=torch.float64):
+def logits(folder, ids, dtype=torch.float64, gelu="exact", config=None):
+    """config: keys to override in config.json (for negative controls)"""
     cfg, w = load_folder(folder)
-    return forward(cfg, w, list(ids), dtype)
+    cfg.update(config or {})
+    return forward(cfg, w, list(ids), dtype, gelu)
 
 
 if __name__ == "__main__":

@@ -7,7 +7,9 @@ the C side's virtual model.gguf with it and load both in llama.cpp. It is a test
 reference, not a product: it covers what the tiny test models need.
 
   - names: section 2.1 map; rotary_emb.inv_freq skipped; lm_head absent -> no output.weight
-  - order: generated rope_freqs.weight first, then checkpoint names sorted (section 2.4)
+  - order: generated rope_freqs.weight first, then checkpoint names sorted (section 2.4);
+    shards (model.safetensors.index.json): the part files sorted by name, the names
+    sorted within each part
   - data: llama q/k row permutation (3.1: out row h*hd+2i+j = in row h*hd+j*hd/2+i, for
     weights and biases; k with n_head_kv); types (3.4): 1-D and *_norm.weight F32, other
     tensors F32 or F16 (outtype); general.file_type 0 (f32) or 1 (f16)
@@ -201,7 +203,17 @@ def convert(folder, out, outtype="f32", name=None):
         cfg = json.load(f)
     hf_arch = cfg["architectures"][0]
     a = ARCH[hf_arch]
-    weights = st_io.load(os.path.join(folder, "model.safetensors"))
+    idx = os.path.join(folder, "model.safetensors.index.json")
+    if os.path.exists(idx):
+        with open(idx) as f:
+            parts = sorted(set(json.load(f)["weight_map"].values()))
+    else:
+        parts = ["model.safetensors"]
+    order, weights = [], {}
+    for part in parts:
+        pw = st_io.load(os.path.join(folder, part))
+        order += sorted(pw)
+        weights.update(pw)
     H = cfg["num_attention_heads"]
     KV = cfg.get("num_key_value_heads") or H
     w = GGUFWriter()
@@ -217,7 +229,7 @@ def convert(folder, out, outtype="f32", name=None):
     rtype = (rs.get("rope_type") or rs.get("type") or "").lower()
     if a == "llama" and rtype == "llama3":
         w.tensor("rope_freqs.weight", llama3_rope_freqs(cfg, rs), GGML_F32)
-    for hf in sorted(weights):
+    for hf in order:
         g = gguf_name(hf)
         if g is None:
             continue

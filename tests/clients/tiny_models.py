@@ -5,8 +5,22 @@
 kinds: "llama" (GQA 4/2 heads, Llama-3 rope_scaling, untied lm_head), "llama_tied"
 (no lm_head.weight, attention_bias), "qwen2" (q/k/v biases, tied), "qwen3" (q_norm/k_norm,
 explicit head_dim 32 != n_embd/n_head), "phi3" (fused qkv_proj and gate_up_proj, partial
-rotary 0.5, GQA). 2 layers, n_embd 64, n_ff 128. The vocab is the real
-tokenizer.json in tokenizer_dir (copied with tokenizer_config.json); vocab_size is its size.
+rotary 0.5, GQA), "gemma2" (pre/post attention and feedforward norms stored as w for
+1 + w, head_dim 16 = query_pre_attn_scalar, attention and final logit softcapping 2.0 and
+3.0 so that they matter, sliding_window 16, tied, with a redundant lm_head.weight the
+converter must drop), "gemma3" (gemma3_text: the same norms plus q_norm/k_norm, 6 layers so
+that llama.cpp's default pattern of 6 gives 5 local layers (rope_local_base_freq 10000) and
+one global (rope_theta 1e6), sliding_window 16, tied, no softcapping). 2 layers (gemma3: 6),
+n_embd 64, n_ff 128. The vocab is the real tokenizer.json in tokenizer_dir (copied with
+tokenizer_config.json); vocab_size is its size. A tokenizer_dir with tokenizer.model and no
+tokenizer.json (tests/clients/spm_model.py) gives a SentencePiece folder: tokenizer.model,
+tokenizer_config.json and added_tokens.json are copied, vocab_size is the number of pieces
+unless given.
+
+Options of make(): vocab_size= (config and embedding rows), dtype= "F32" (default), "F16"
+or "BF16" (every tensor stored so; BF16 by truncation of the float32 draw), shards=N
+(model-0000i-of-0000N.safetensors plus model.safetensors.index.json, tensors dealt out
+by shard_of(name) or round-robin over the sorted names), config= {extra config.json keys}.
 """
 import json
 import os
@@ -19,23 +33,29 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import st_io  # noqa: E402
 
 ARCHS = {"llama": "LlamaForCausalLM", "llama_tied": "LlamaForCausalLM",
-         "qwen2": "Qwen2ForCausalLM", "qwen3": "Qwen3ForCausalLM", "phi3": "Phi3ForCausalLM"}
+         "qwen2": "Qwen2ForCausalLM", "qwen3": "Qwen3ForCausalLM", "phi3": "Phi3ForCausalLM",
+         "gemma2": "Gemma2ForCausalLM", "gemma3": "Gemma3ForCausalLM"}
 
 
 def n_vocab_of(tokenizer_dir):
+    if not os.path.exists(os.path.join(tokenizer_dir, "tokenizer.json")):
+        import spm_model
+        with open(os.path.join(tokenizer_dir, "tokenizer.model"), "rb") as f:
+            return len(spm_model.parse(f.read())[0])
     with open(os.path.join(tokenizer_dir, "tokenizer.json"), encoding="utf-8") as f:
         t = json.load(f)
     ids = list(t["model"]["vocab"].values()) + [a["id"] for a in t.get("added_tokens", [])]
     return max(ids) + 1
 
 
-def make(folder, kind, tokenizer_dir, seed=0):
+def make(folder, kind, tokenizer_dir, seed=0, vocab_size=None, dtype="F32", shards=None, shard_of=None,
+         config=None):
     os.makedirs(folder, exist_ok=True)
-    for fn in ("tokenizer.json", "tokenizer_config.json"):
+    for fn in ("tokenizer.json", "tokenizer_config.json", "tokenizer.model", "added_tokens.json"):
         if os.path.exists(os.path.join(tokenizer_dir, fn)):
             shutil.copy(os.path.join(tokenizer_dir, fn), os.path.join(folder, fn))
-    V = n_vocab_of(tokenizer_dir)
-    E, H, KV, FF, L = 64, 4, 2, 128, 2
+    V = vocab_size or n_vocab_of(tokenizer_dir)
+    E, H, KV, FF, L = 64, 4, 2, 128, (6 if kind == "gemma3" else 2)
     hd = 32 if kind == "qwen3" else E // H
     cfg = {"architectures": [ARCHS[kind]], "model_type": ARCHS[kind][:-len("ForCausalLM")].lower(),
            "hidden_size": E, "intermediate_size": FF, "num_hidden_layers": L,
@@ -58,6 +78,24 @@ def make(folder, kind, tokenizer_dir, seed=0):
     if kind == "phi3":
         cfg.update(original_max_position_embeddings=256, partial_rotary_factor=0.5,
                    sliding_window=None, tie_word_embeddings=False)
+    gemma = kind.startswith("gemma")
+    if kind == "gemma2":
+        cfg.update(model_type="gemma2", head_dim=hd, query_pre_attn_scalar=hd, attn_logit_softcapping=2.0,
+                   final_logit_softcapping=3.0, sliding_window=16, hidden_act="gelu_pytorch_tanh",
+                   hidden_activation="gelu_pytorch_tanh", rms_norm_eps=1e-6, tie_word_embeddings=True,
+                   bos_token_id=1, eos_token_id=2, pad_token_id=0)
+    if kind == "gemma3":
+        cfg.update(model_type="gemma3_text", head_dim=hd, query_pre_attn_scalar=hd, sliding_window=16,
+                   sliding_window_pattern=6, rope_theta=1000000.0, rope_local_base_freq=10000.0,
+                   rope_scaling=None, final_logit_softcapping=None, attn_logit_softcapping=None,
+                   hidden_activation="gelu_pytorch_tanh", rms_norm_eps=1e-6, tie_word_embeddings=True,
+                   bos_token_id=1, eos_token_id=2, pad_token_id=0)
+        cfg.pop("hidden_act")
+    if gemma:
+        cfg["torch_dtype"] = "float32"
+    if dtype != "F32":
+        cfg["torch_dtype"] = {"F16": "float16", "BF16": "bfloat16"}[dtype]
+    cfg.update(config or {})
     rng = np.random.default_rng(seed)
 
     def r(*shape, s=0.15):
@@ -65,8 +103,13 @@ def make(folder, kind, tokenizer_dir, seed=0):
 
     w = {"model.embed_tokens.weight": r(V, E, s=0.5),
          "model.norm.weight": (1 + r(E, s=0.1))}
-    if not cfg.get("tie_word_embeddings"):
+    if kind == "gemma2":
+        w["model.norm.weight"] = r(E, s=0.1)        # Gemma: the stored w of (1 + w)
+        w["lm_head.weight"] = r(V, E, s=0.3)         # tied in HF; the converter drops it
+    elif not cfg.get("tie_word_embeddings"):
         w["lm_head.weight"] = r(V, E, s=0.3)
+    if kind == "gemma3":
+        w["model.norm.weight"] = r(E, s=0.1)
     for i in range(L):
         p = "model.layers.%d." % i
         w[p + "input_layernorm.weight"] = 1 + r(E, s=0.1)
@@ -87,6 +130,14 @@ def make(folder, kind, tokenizer_dir, seed=0):
         if kind == "qwen3":
             w[p + "self_attn.q_norm.weight"] = 1 + r(hd, s=0.2)
             w[p + "self_attn.k_norm.weight"] = 1 + r(hd, s=0.2)
+        if gemma:
+            w[p + "input_layernorm.weight"] = r(E, s=0.1)
+            w[p + "post_attention_layernorm.weight"] = r(E, s=0.1)
+            w[p + "pre_feedforward_layernorm.weight"] = r(E, s=0.1)
+            w[p + "post_feedforward_layernorm.weight"] = r(E, s=0.1)
+        if kind == "gemma3":
+            w[p + "self_attn.q_norm.weight"] = r(hd, s=0.2)
+            w[p + "self_attn.k_norm.weight"] = r(hd, s=0.2)
     if kind == "phi3":
         for i in range(L):
             p = "model.layers.%d." % i
@@ -98,5 +149,21 @@ def make(folder, kind, tokenizer_dir, seed=0):
     w["model.layers.0.self_attn.rotary_emb.inv_freq"] = np.ones(hd // 2, np.float32)
     with open(os.path.join(folder, "config.json"), "w") as f:
         json.dump(cfg, f, indent=1)
-    st_io.save(w, os.path.join(folder, "model.safetensors"), metadata={"format": "pt"})
+    dts = {}
+    if dtype == "F16":
+        w = {k: v.astype(np.float16) for k, v in w.items()}
+    elif dtype == "BF16":
+        dts = {k: "BF16" for k in w}
+    if not shards:
+        st_io.save(w, os.path.join(folder, "model.safetensors"), metadata={"format": "pt"}, dtypes=dts)
+        return folder
+    files = ["model-%05d-of-%05d.safetensors" % (i + 1, shards) for i in range(shards)]
+    where = {n: files[shard_of(n) if shard_of else i % shards] for i, n in enumerate(sorted(w))}
+    for fn in files:
+        part = {n: a for n, a in w.items() if where[n] == fn}
+        st_io.save(part, os.path.join(folder, fn), metadata={"format": "pt"},
+                   dtypes={n: d for n, d in dts.items() if n in part})
+    size = sum(a.nbytes for a in w.values())
+    with open(os.path.join(folder, "model.safetensors.index.json"), "w") as f:
+        json.dump({"metadata": {"total_size": size}, "weight_map": where}, f, indent=1)
     return folder

@@ -87,6 +87,7 @@ from t_diff import group_diff
 from t_preview import group_preview
 from t_memory import group_memory
 from t_gguf import group_gguf
+from t_gguf_more import group_gguf_more
 
 
 # ---------------------------------------------------------------- main
@@ -128,6 +129,7 @@ def main():
     groups.append(("preview", group_preview))
     groups.append(("memory", group_memory))
     groups.append(("gguf", group_gguf))
+    groups.append(("gguf_more", group_gguf_more))
     for gname, fn in groups:
         if not want(gname):
             continue
