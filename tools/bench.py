@@ -54,6 +54,11 @@ measures, side by side in one run:
   14. with --ggml-src DIR (a ggml or llama.cpp tree; tools/bench_ggml.py):
      every type's single-thread decode against ggml's own to_float, built
      from that tree in the scratch directory, outputs compared bit for bit.
+  15-17. model.gguf of a BF16 llama folder (tools/bench_gguf.py; --parts
+     gguf, or gguf-read / gguf-llama / gguf-convert): 15 its first read end
+     to end vs model.safetensors'; 16 llama.cpp load + first token from the
+     mount, cold and warm, vs the same bytes on /dev/shm; 17 `weightfs
+     convert FOLDER OUT.gguf` vs part 9's write floor.
 Prints medians of several runs as tables with ratios and writes the same to
 --out as JSON.  Needs root only for --drop-caches / --read-ahead-kb; uses no
 third-party modules.
@@ -1272,7 +1277,8 @@ def main():
     ap.add_argument("--parts", default="decode,io,mount,whole,module,remote,convert,views,load,hfq,ggml,gguf",
                     help="comma list of decode, io, mount, whole, module (a Python with numpy), remote "
                          "(needs rclone), convert, views, load, prev (needs --prev-weightfs), "
-                         "ggml (needs --ggml-src), gguf (model.gguf; needs the npm clients)")
+                         "ggml (needs --ggml-src), gguf (parts 15-17, model.gguf; needs the npm clients; "
+                         "or one of gguf-read, gguf-llama, gguf-convert)")
     ap.add_argument("--load-mib", type=int,
                     help="MiB of float32 output per tensor in the load part (default 128, quick 32)")
     ap.add_argument("--load-types", help="comma list of types for the load part (default: all; F16 always)")
@@ -1301,13 +1307,15 @@ def main():
     n_tensors, n_vocab = (20000, 30000) if args.quick else (100000, 150000)
     parts = set(args.parts.split(","))
     # the benchmark model is for every part but load and ggml (their own inputs)
-    need_model = bool(parts - {"load", "ggml", "gguf"}) or bool(args.prev_weightfs)
+    gguf_parts = bench_gguf.selected(parts)
+    need_model = bool(parts - {"load", "ggml", "gguf"} - set(bench_gguf.PARTS)) or bool(args.prev_weightfs)
 
     # the model, the tmpfs reference, and convert's output (the whole model)
     need = (args.mib * MiB * 4 if need_model else 0) + 64 * MiB \
         + (args.mib * MiB * (len(TYPES) + 2) if "convert" in parts else 0) \
         + (args.load_mib * MiB * 6 if "load" in parts else 0) \
-        + (256 * MiB if "ggml" in parts and args.ggml_src else 0)
+        + (256 * MiB if "ggml" in parts and args.ggml_src else 0) \
+        + (2048 * MiB if gguf_parts else 0)
     if not args.dir:
         base = "/dev/shm" if os.path.isdir("/dev/shm") and shutil.disk_usage("/dev/shm").free > need else "/tmp"
         args.dir = os.path.join(base, "weightfs-bench-%d" % os.getpid())
@@ -1385,8 +1393,8 @@ def main():
             res["ggml"] = bench_ggml.part_ggml(args)
             if "note" in res["ggml"]:
                 log("bench: ggml comparison " + res["ggml"]["note"])
-        if "gguf" in parts:
-            res["gguf"] = bench_gguf.part_gguf(args)
+        if gguf_parts:
+            res["gguf"] = bench_gguf.part_gguf(args, gguf_parts)
             if "note" in res["gguf"]:
                 log("bench: model.gguf part " + res["gguf"]["note"])
         if "mount" in parts:

@@ -1,23 +1,43 @@
-"""bench_gguf.py - part 15 of make bench: model.gguf (docs/gguf.md).
+"""bench_gguf.py - parts 15, 16 and 17 of make bench: model.gguf (docs/gguf.md, issue 28).
 
-A random llama folder (BF16 weights, Llama 3.1's real tokenizer from the npm
-clients of tests/clients/, hidden 512, 4 layers: about 0.3 GB) is mounted, and
-side by side in one run, each measurement a median:
+One random llama Hugging Face folder (BF16 weights, Llama 3.1's real tokenizer from the
+npm clients of tests/clients/; hidden 1024, 8 layers, vocab 128256: 0.70 GB; with --quick
+hidden 512, 4 layers: 0.29 GB) is written to --disk-dir (a disk filesystem, so that its
+page cache can be dropped) and measured side by side, each figure the median of per-run
+ratios (--runs, at least 5; 3 with --quick):
 
-  read      model.gguf end to end against model.safetensors end to end, both
-            first reads through a fresh mount (the source in the page cache),
-            with the default -o gguf (auto: BF16 passed through) and -o gguf=f16
-            (every weight rounded on read);
-  llama     llama.cpp (libllama of the npm package, tests/clients/llama.py in a
-            fresh process) loading the model and making its first token: from the
-            mount's model.gguf cold (a fresh mount: nothing of model.gguf in the
-            page cache, the source in it) and warm (the same mount again), against
-            the same bytes copied to /dev/shm by `weightfs convert`.
+  15 (gguf-read)    model.gguf read end to end with 1 MiB reads against model.safetensors
+                    of a default mount (float32 view) read the same way, each a first read
+                    through a fresh mount with the source file in the page cache; model.gguf
+                    with the default -o gguf (auto: BF16 kept) and with -o gguf=f16 (every
+                    2-D weight rounded on read); next to them model.safetensors of a
+                    -o dtype=bf16 mount (the same bytes as model.gguf, no q/k permutation).
+  16 (gguf-llama)   llama.cpp (libllama of the npm package, tests/clients/llama.py, a fresh
+                    process per measurement) loading the model and making its first token
+                    (llama_model_load_from_file with mmap, a context, one decode of a
+                    2-token prompt, argmax), timed inside that process (the library itself
+                    already loaded), from the mount's model.gguf:
+                      cold        a fresh mount (no page of model.gguf cached) and the
+                                  source model.safetensors evicted from the page cache with
+                                  posix_fadvise(DONTNEED) before the mount (checked with
+                                  fincore); config.json and the tokenizer files stay cached,
+                                  as do llama.cpp's libraries and Python;
+                      cold-cached the same with the source left in the page cache;
+                      warm        the same mount again after the cold load and one read of
+                                  the whole model.gguf: every page of it cached;
+                    each against the same bytes (`weightfs convert`, checked with cmp)
+                    in a file on /dev/shm, loaded in the same run.
+  17 (gguf-convert) `weightfs convert FOLDER OUT.gguf` (default -o gguf, and -o gguf=f16)
+                    into the scratch directory against part 9's write floor: one thread's
+                    1 MiB pwrite loop of as many bytes into the same directory, fsynced as
+                    convert syncs; order rotated between runs.
 
-Needs the npm clients (WEIGHTFS_NPM, or bash tests/clients/npm.sh) and a Python
-with numpy; says why and returns a note otherwise.
+Selection: --parts gguf (all three) or any of gguf-read, gguf-llama, gguf-convert.
+Needs the npm clients (WEIGHTFS_NPM, or bash tests/clients/npm.sh) and a Python with numpy;
+says why and returns a note otherwise.
 """
 
+import json
 import os
 import subprocess
 import sys
@@ -26,27 +46,46 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 CLIENTS = os.path.join(os.path.dirname(HERE), "tests", "clients")
 MiB = 1 << 20
+PARTS = ("gguf-read", "gguf-llama", "gguf-convert")
+# hidden, layers, ffn, heads, kv heads (vocab: Llama 3.1's 128256)
+SHAPE = {"full": (1024, 8, 2816, 16, 4), "quick": (512, 4, 1408, 8, 4)}
+PROMPT = [128000, 9906]  # <|begin_of_text|> "Hello"
+
+
+def log(*a):
+    print(*a, file=sys.stderr, flush=True)
 
 
 def median(v):
     v = sorted(v)
-    return v[len(v) // 2] if len(v) % 2 else (v[len(v) // 2 - 1] + v[len(v) // 2]) / 2 if v else float("nan")
+    if not v:
+        return float("nan")
+    return v[len(v) // 2] if len(v) % 2 else (v[len(v) // 2 - 1] + v[len(v) // 2]) / 2
 
 
-def _make(folder):
+def selected(parts):
+    """The gguf parts asked for in the set of --parts names."""
+    if "gguf" in parts:
+        return set(PARTS)
+    return set(parts) & set(PARTS)
+
+
+# --- the model (run in a Python with numpy) -------------------------------------
+
+def _make(folder, shape):
     sys.path.insert(0, CLIENTS)
-    import json
     import numpy as np
     import real_tokenizers
     import st_io
     tdir = real_tokenizers.folder("llama3_1")
     if not tdir:
-        return None
+        return False
     os.makedirs(folder, exist_ok=True)
     for f in ("tokenizer.json", "tokenizer_config.json"):
         with open(os.path.join(tdir, f), "rb") as a, open(os.path.join(folder, f), "wb") as b:
             b.write(a.read())
-    H, L, FF, NH, KV, V = 512, 4, 1408, 8, 4, 128256
+    H, L, FF, NH, KV = SHAPE[shape]
+    V = 128256
     cfg = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": H,
            "intermediate_size": FF, "num_hidden_layers": L, "num_attention_heads": NH,
            "num_key_value_heads": KV, "vocab_size": V, "max_position_embeddings": 4096,
@@ -56,21 +95,43 @@ def _make(folder):
         json.dump(cfg, f)
     rng = np.random.default_rng(1)
     hd = H // NH
-    w = {"model.embed_tokens.weight": rng.standard_normal((V, H), np.float32) * 0.02,
-         "lm_head.weight": rng.standard_normal((V, H), np.float32) * 0.02,
+
+    def rnd(shape, scale):
+        a = rng.standard_normal(shape, np.float32)
+        a *= scale
+        return a
+
+    w = {"model.embed_tokens.weight": rnd((V, H), 0.02), "lm_head.weight": rnd((V, H), 0.02),
          "model.norm.weight": np.ones(H, np.float32)}
     for i in range(L):
         p = "model.layers.%d." % i
-        for n, shape in (("self_attn.q_proj", (NH * hd, H)), ("self_attn.k_proj", (KV * hd, H)),
-                         ("self_attn.v_proj", (KV * hd, H)), ("self_attn.o_proj", (H, NH * hd)),
-                         ("mlp.gate_proj", (FF, H)), ("mlp.up_proj", (FF, H)), ("mlp.down_proj", (H, FF))):
-            w[p + n + ".weight"] = rng.standard_normal(shape, np.float32) * 0.05
+        for n, shp in (("self_attn.q_proj", (NH * hd, H)), ("self_attn.k_proj", (KV * hd, H)),
+                       ("self_attn.v_proj", (KV * hd, H)), ("self_attn.o_proj", (H, NH * hd)),
+                       ("mlp.gate_proj", (FF, H)), ("mlp.up_proj", (FF, H)), ("mlp.down_proj", (H, FF))):
+            w[p + n + ".weight"] = rnd(shp, 0.05)
         w[p + "input_layernorm.weight"] = np.ones(H, np.float32)
         w[p + "post_attention_layernorm.weight"] = np.ones(H, np.float32)
     st_io.save(w, os.path.join(folder, "model.safetensors"), metadata={"format": "pt"},
                dtypes={k: "BF16" for k in w})
-    return folder
+    with open(os.path.join(folder, "bench-shape"), "w") as f:
+        f.write(shape)
+    return True
 
+
+def _first_token_child(path):
+    """In the child: seconds for llama.cpp to load path and make one token."""
+    sys.path.insert(0, CLIENTS)
+    import llama
+    llama.lib()  # the library and its backends: not part of the measure
+    t0 = time.perf_counter()
+    m = llama.load(path)
+    t1 = time.perf_counter()
+    tok = llama.greedy(m, PROMPT, 1)
+    t2 = time.perf_counter()
+    print(json.dumps({"load_s": t1 - t0, "total_s": t2 - t0, "token": tok[0]}))
+
+
+# --- helpers ----------------------------------------------------------------------
 
 class _Mount:
     def __init__(self, wfs, model, mnt, opts=()):
@@ -82,25 +143,50 @@ class _Mount:
         while not os.path.ismount(mnt):
             if self.p.poll() is not None or time.monotonic() - t0 > 60:
                 raise SystemExit("bench: weightfs did not mount %s: %s" % (model, self.p.stderr.read()[:300]))
-            time.sleep(0.01)
+            time.sleep(0.001)
         os.stat(mnt)
 
     def close(self):
         subprocess.run(["fusermount3", "-u", self.mnt], check=False)
-        self.p.wait(30)
+        try:
+            self.p.wait(30)
+        except subprocess.TimeoutExpired:
+            self.p.kill()
+            self.p.wait()
 
 
 def _read(path):
-    t0 = time.monotonic()
+    """GB/s of one 1 MiB read() loop over path, and the bytes read."""
     n = 0
+    buf = bytearray(MiB)
     with open(path, "rb", buffering=0) as f:
-        buf = bytearray(MiB)
+        t0 = time.perf_counter()
         while True:
             k = f.readinto(buf)
             if not k:
                 break
             n += k
-    return n / (time.monotonic() - t0) / 1e9
+        dt = time.perf_counter() - t0
+    return n / dt / 1e9, n
+
+
+def _evict(path):
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fdatasync(fd)  # dirty pages (a freshly written model) are not dropped
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+    finally:
+        os.close(fd)
+
+
+def _resident(path):
+    """Bytes of path in the page cache (util-linux fincore), or None."""
+    try:
+        out = subprocess.run(["fincore", "--bytes", "--noheadings", "--output", "RES", path],
+                             capture_output=True, text=True, check=True).stdout
+        return int(out.split()[0])
+    except (OSError, subprocess.CalledProcessError, ValueError, IndexError):
+        return None
 
 
 def _numpy_python():
@@ -111,66 +197,251 @@ def _numpy_python():
     return None
 
 
-def _first_token(model):
-    """Seconds for a fresh process to load model with llama.cpp and make one token."""
-    t0 = time.monotonic()
-    subprocess.run([_numpy_python(), os.path.join(CLIENTS, "llama.py"), "greedy", model, "1", "128000", "9906"],
-                   check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    return time.monotonic() - t0
+def _first_token(py, path):
+    t0 = time.perf_counter()
+    out = subprocess.run([py, os.path.abspath(__file__), "first-token", path], check=True,
+                         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True).stdout
+    r = json.loads(out)
+    r["process_s"] = time.perf_counter() - t0
+    return r
 
 
-def part_gguf(args):
-    """Returns the result dict, with "text" lines for the report (or a "note")."""
-    d = os.environ.get("WEIGHTFS_NPM") or os.path.join(os.path.expanduser("~"), ".cache", "weightfs-npm")
-    os.environ["WEIGHTFS_NPM"] = d
-    folder = os.path.join(args.dir, "gguf-llama")
-    py = _numpy_python()
-    if not py:
-        return {"note": "skipped: no Python with numpy"}
-    if subprocess.run([py, os.path.abspath(__file__), "make", folder]).returncode != 0:
-        return {"note": "skipped: the npm clients are not installed (bash tests/clients/npm.sh)"}
-    mnt = os.path.join(args.dir, "mnt-gguf")
-    runs = max(3, args.runs)
-    res = {"runs": runs}
-    st, gg, g16 = [], [], []
-    for _ in range(runs):
-        for opts, out, name in (((), st, "model.safetensors"), ((), gg, "model.gguf"),
-                                (("-o", "gguf=f16"), g16, "model.gguf")):
+def _floor(out, size):
+    """Part 9's write floor: one thread's 1 MiB pwrite loop of size bytes to out, fsynced."""
+    step = bytes(range(256)) * 4096
+    t0 = time.perf_counter()
+    fd = os.open(out, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        for off in range(0, size, len(step)):
+            n = min(len(step), size - off)
+            if os.pwrite(fd, step if n == len(step) else step[:n], off) != n:
+                raise OSError("short write to %s" % out)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    return time.perf_counter() - t0
+
+
+def _rotate(ways, run):
+    k = run % len(ways)
+    return ways[k:] + ways[:k]
+
+
+# --- the parts ----------------------------------------------------------------------
+
+def part_read(args, folder, mnt, runs):
+    """Part 15."""
+    src = os.path.join(folder, "model.safetensors")
+    _read(src)  # the source in the page cache
+    ways = [("st", (), "model.safetensors"), ("st_bf16", ("-o", "dtype=bf16"), "model.safetensors"),
+            ("gguf", (), "model.gguf"), ("gguf_f16", ("-o", "gguf=f16"), "model.gguf")]
+    res = {k: [] for k, _, _ in ways}
+    res.update({"x_st": [], "f16_x_st": [], "x_st_bf16": [], "bytes": {}, "src_resident": []})
+    log("bench: part 15, first reads of model.gguf and model.safetensors (%d runs)" % runs)
+    for run in range(runs):
+        res["src_resident"].append(_resident(src))
+        pair = {}
+        for name, opts, f in _rotate(ways, run):
             m = _Mount(args.weightfs, folder, mnt, opts)
             try:
-                out.append(_read(os.path.join(mnt, name)))
+                pair[name], res["bytes"][name] = _read(os.path.join(mnt, f))
             finally:
                 m.close()
-    res["read"] = {"st_gbps": median(st), "gguf_gbps": median(gg), "gguf_f16_gbps": median(g16)}
-    shm = os.path.join("/dev/shm" if os.path.isdir("/dev/shm") else args.dir, "bench-gguf-%d.gguf" % os.getpid())
-    subprocess.run([args.weightfs, "convert", "--force", folder, shm], check=True)
-    cold, warm, ref = [], [], []
-    try:
-        for _ in range(runs):
-            m = _Mount(args.weightfs, folder, mnt)
-            try:
-                cold.append(_first_token(os.path.join(mnt, "model.gguf")))
-                warm.append(_first_token(os.path.join(mnt, "model.gguf")))
-            finally:
-                m.close()
-            ref.append(_first_token(shm))
-    finally:
-        os.unlink(shm)
-    res["llama"] = {"cold_s": median(cold), "warm_s": median(warm), "tmpfs_s": median(ref)}
-    r, l = res["read"], res["llama"]
-    res["text"] = [
-        "Part 15: model.gguf of a BF16 llama (%.0f MB, Llama 3.1 tokenizer), medians of %d" % (
-            os.path.getsize(os.path.join(folder, "model.safetensors")) / 1e6, runs),
-        "  first read end to end: model.safetensors %.2f GB/s, model.gguf %.2f GB/s (%.2fx), "
-        "-o gguf=f16 %.2f GB/s (%.2fx)" % (r["st_gbps"], r["gguf_gbps"], r["gguf_gbps"] / r["st_gbps"],
-                                           r["gguf_f16_gbps"], r["gguf_f16_gbps"] / r["st_gbps"]),
-        "  llama.cpp load + first token: tmpfs %.2f s, mount cold %.2f s (%.2fx), warm %.2f s (%.2fx)" % (
-            l["tmpfs_s"], l["cold_s"], l["cold_s"] / l["tmpfs_s"], l["warm_s"], l["warm_s"] / l["tmpfs_s"]),
-    ]
+            res[name].append(pair[name])
+        res["x_st"].append(pair["gguf"] / pair["st"])
+        res["f16_x_st"].append(pair["gguf_f16"] / pair["st"])
+        res["x_st_bf16"].append(pair["gguf"] / pair["st_bf16"])
+    res["median"] = {k: median(res[k]) for k in ("st", "st_bf16", "gguf", "gguf_f16", "x_st", "f16_x_st",
+                                                   "x_st_bf16")}
     return res
 
 
+def part_llama(args, folder, mnt, runs, py):
+    """Part 16."""
+    src = os.path.join(folder, "model.safetensors")
+    shm_dir = "/dev/shm" if os.path.isdir("/dev/shm") else args.dir
+    shm = os.path.join(shm_dir, "bench-gguf-%d.gguf" % os.getpid())
+    subprocess.run([args.weightfs, "convert", "--force", folder, shm], check=True)
+    res = {"tmpfs_file": shm, "cold": [], "cold_cached": [], "warm": [], "tmpfs": [],
+           "x_cold": [], "x_cold_cached": [], "x_warm": [], "src_resident_cold": [], "tokens": set()}
+    log("bench: part 16, llama.cpp load + first token, model.gguf on the mount vs /dev/shm (%d runs)" % runs)
+    try:
+        m = _Mount(args.weightfs, folder, mnt)
+        try:
+            res["same_bytes"] = subprocess.run(["cmp", "-s", shm, os.path.join(mnt, "model.gguf")]).returncode == 0
+        finally:
+            m.close()
+        if not res["same_bytes"]:
+            raise SystemExit("bench: the mount's model.gguf and weightfs convert's output differ")
+        for run in range(runs):
+            t = {}
+
+            def tmpfs():
+                t["tmpfs"] = _first_token(py, shm)
+
+            def cold():
+                _evict(src)
+                res["src_resident_cold"].append(_resident(src))
+                mm = _Mount(args.weightfs, folder, mnt)
+                try:
+                    t["cold"] = _first_token(py, os.path.join(mnt, "model.gguf"))
+                    _read(os.path.join(mnt, "model.gguf"))
+                    t["warm"] = _first_token(py, os.path.join(mnt, "model.gguf"))
+                finally:
+                    mm.close()
+
+            def cold_cached():
+                _read(src)
+                mm = _Mount(args.weightfs, folder, mnt)
+                try:
+                    t["cold_cached"] = _first_token(py, os.path.join(mnt, "model.gguf"))
+                finally:
+                    mm.close()
+
+            for fn in _rotate([tmpfs, cold, cold_cached], run):
+                fn()
+            for k in ("cold", "cold_cached", "warm", "tmpfs"):
+                res[k].append(t[k])
+                res["tokens"].add(t[k]["token"])
+            for k in ("cold", "cold_cached", "warm"):
+                res["x_" + k].append(t[k]["total_s"] / t["tmpfs"]["total_s"])
+    finally:
+        if os.path.exists(shm):
+            os.unlink(shm)
+    res["tokens"] = sorted(res["tokens"])
+    res["median"] = {k: median([x["total_s"] for x in res[k]]) for k in ("cold", "cold_cached", "warm", "tmpfs")}
+    res["median_load"] = {k: median([x["load_s"] for x in res[k]]) for k in ("cold", "cold_cached", "warm", "tmpfs")}
+    res["median"].update({k: median(res[k]) for k in ("x_cold", "x_cold_cached", "x_warm")})
+    return res
+
+
+def part_convert(args, folder, runs):
+    """Part 17."""
+    out = os.path.join(args.dir, "bench-convert-out.gguf")
+    _read(os.path.join(folder, "model.safetensors"))
+    res = {"dir": args.dir, "sides": {}}
+    log("bench: part 17, weightfs convert FOLDER OUT.gguf vs the write floor (%d runs)" % runs)
+    try:
+        for label, opts in (("auto", []), ("f16", ["-o", "gguf=f16"])):
+            r = {"convert": [], "floor": [], "x_floor": []}
+            size = [0]
+
+            def conv():
+                t0 = time.perf_counter()
+                subprocess.run([args.weightfs, "convert"] + opts + [folder, out], check=True)
+                dt = time.perf_counter() - t0
+                size[0] = os.path.getsize(out)
+                return dt
+
+            if os.path.exists(out):
+                os.unlink(out)
+            conv()  # the size, and a first run not counted
+            for run in range(runs):
+                pair = {}
+                for name, fn in _rotate([("convert", conv), ("floor", lambda: _floor(out, size[0]))], run):
+                    if os.path.exists(out):
+                        os.unlink(out)
+                    pair[name] = size[0] / fn() / 1e9
+                    r[name].append(pair[name])
+                r["x_floor"].append(pair["convert"] / pair["floor"])
+            r["bytes"] = size[0]
+            r["median"] = {k: median(r[k]) for k in ("convert", "floor", "x_floor")}
+            res["sides"][label] = r
+    finally:
+        if os.path.exists(out):
+            os.unlink(out)
+    return res
+
+
+def part_gguf(args, parts):
+    """Parts 15-17 (those in parts).  Returns the result dict, with "text" lines for the
+    report (or a "note")."""
+    d = os.environ.get("WEIGHTFS_NPM") or os.path.join(os.path.expanduser("~"), ".cache", "weightfs-npm")
+    os.environ["WEIGHTFS_NPM"] = d
+    py = _numpy_python()
+    if not py:
+        return {"note": "skipped: no Python with numpy"}
+    shape = "quick" if args.quick else "full"
+    os.makedirs(args.disk_dir, exist_ok=True)
+    folder = os.path.join(os.path.abspath(args.disk_dir), "gguf-llama-" + shape)
+    src = os.path.join(folder, "model.safetensors")
+    stamp = os.path.join(folder, "bench-shape")
+    if not os.path.exists(stamp):
+        log("bench: writing the %s BF16 llama folder for parts 15-17 in %s" % (shape, folder))
+        t0 = time.perf_counter()
+        if subprocess.run([py, os.path.abspath(__file__), "make", folder, shape]).returncode != 0:
+            return {"note": "skipped: the npm clients are not installed (bash tests/clients/npm.sh)"}
+        with open(src, "rb") as f:
+            os.fsync(f.fileno())
+        log("bench: written in %.1f s" % (time.perf_counter() - t0))
+    mnt = os.path.join(args.dir, "mnt-gguf")
+    runs = max(3 if args.quick else 5, args.runs)
+    H, L, FF, NH, KV = SHAPE[shape]
+    res = {"runs": runs, "folder": folder, "src_bytes": os.path.getsize(src),
+           "shape": {"hidden": H, "layers": L, "ffn": FF, "heads": NH, "kv_heads": KV, "vocab": 128256},
+           "fs": subprocess.run(["stat", "-f", "-c", "%T", folder], capture_output=True, text=True).stdout.strip(),
+           "loadavg_start": os.getloadavg()}
+    try:
+        if "gguf-read" in parts:
+            res["read"] = part_read(args, folder, mnt, runs)
+        if "gguf-llama" in parts:
+            res["llama"] = part_llama(args, folder, mnt, runs, py)
+        if "gguf-convert" in parts:
+            res["convert"] = part_convert(args, folder, runs)
+    finally:
+        if not args.keep:
+            for f in os.listdir(folder):
+                os.unlink(os.path.join(folder, f))
+            os.rmdir(folder)
+        if os.path.isdir(mnt) and not os.path.ismount(mnt):
+            os.rmdir(mnt)
+    res["loadavg_end"] = os.getloadavg()
+    res["text"] = report(res)
+    return res
+
+
+def report(res):
+    out = ["Parts 15-17: model.gguf of a random BF16 llama folder (hidden %d, %d layers, vocab %d: "
+           "model.safetensors %.0f MB on %s), medians of %d runs, ratios medians of per-run pairs; "
+           "load average %.1f at the start, %.1f at the end" % (
+               res["shape"]["hidden"], res["shape"]["layers"], res["shape"]["vocab"], res["src_bytes"] / 1e6,
+               res["fs"], res["runs"], res["loadavg_start"][0], res["loadavg_end"][0])]
+    if "read" in res:
+        r = res["read"]["median"]
+        b = res["read"]["bytes"]
+        out += ["(15) first read end to end, 1 MiB reads, a fresh mount each, source in the page cache (goal >= 0.9x)",
+                "  model.safetensors (float32 view, %.0f MB)   %5.2f GB/s" % (b["st"] / 1e6, r["st"]),
+                "  model.safetensors -o dtype=bf16 (%.0f MB)   %5.2f GB/s" % (b["st_bf16"] / 1e6, r["st_bf16"]),
+                "  model.gguf (auto: BF16, %.0f MB)           %5.2f GB/s  %.2fx model.safetensors, %.2fx the bf16 view"
+                % (b["gguf"] / 1e6, r["gguf"], r["x_st"], r["x_st_bf16"]),
+                "  model.gguf -o gguf=f16 (%.0f MB)           %5.2f GB/s  %.2fx model.safetensors"
+                % (b["gguf_f16"] / 1e6, r["gguf_f16"], r["f16_x_st"])]
+    if "llama" in res:
+        l = res["llama"]
+        r, ld = l["median"], l["median_load"]
+        res_c = [x for x in l["src_resident_cold"] if x is not None]
+        out += ["(16) llama.cpp load + first token (mmap; timed in a fresh process), seconds (goal cold <= 1.5x, warm <= 1.1x)",
+                "  /dev/shm copy of the same bytes      %.3f s (load %.3f)" % (r["tmpfs"], ld["tmpfs"]),
+                "  mount, cold (source evicted: %s B cached)  %.3f s (load %.3f)  %.2fx" % (
+                    max(res_c) if res_c else "?", r["cold"], ld["cold"], r["x_cold"]),
+                "  mount, cold, source in page cache    %.3f s (load %.3f)  %.2fx" % (
+                    r["cold_cached"], ld["cold_cached"], r["x_cold_cached"]),
+                "  mount, warm (model.gguf cached)      %.3f s (load %.3f)  %.2fx" % (r["warm"], ld["warm"], r["x_warm"]),
+                "  first tokens seen: %s" % l["tokens"]]
+    if "convert" in res:
+        out.append("(17) weightfs convert FOLDER OUT.gguf vs the write floor (1 MiB pwrite loop, same bytes, %s; "
+                   "goal >= 0.9x)" % res["convert"]["dir"])
+        for label, s in res["convert"]["sides"].items():
+            r = s["median"]
+            out.append("  -o gguf=%-4s  %.0f MB  convert %.2f GB/s  floor %.2f GB/s  %.2fx floor" % (
+                label, s["bytes"] / 1e6, r["convert"], r["floor"], r["x_floor"]))
+    return out
+
+
 if __name__ == "__main__":
-    if len(sys.argv) == 3 and sys.argv[1] == "make":
-        sys.exit(0 if _make(sys.argv[2]) else 1)
+    if len(sys.argv) == 4 and sys.argv[1] == "make":
+        sys.exit(0 if _make(sys.argv[2], sys.argv[3]) else 1)
+    if len(sys.argv) == 3 and sys.argv[1] == "first-token":
+        _first_token_child(sys.argv[2])
+        sys.exit(0)
     sys.exit(2)
