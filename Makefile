@@ -218,7 +218,7 @@ install: $(B)/weightfs $(B)/libweightfs.so
 	ln -sf libweightfs.so.$(SOVER) $(DESTDIR)$(LIBDIR)/libweightfs.so
 	install -m 0644 src/lib/weightfs.h $(DESTDIR)$(INCDIR)/weightfs.h
 	sed $(PC_SED) weightfs.pc.in > $(DESTDIR)$(PCDIR)/weightfs.pc && chmod 0644 $(DESTDIR)$(PCDIR)/weightfs.pc
-	install -m 0644 python/weightfs/__init__.py python/weightfs/py.typed $(DESTDIR)$(PYDIR)/weightfs/
+	install -m 0644 python/weightfs/__init__.py python/weightfs/__main__.py python/weightfs/py.typed $(DESTDIR)$(PYDIR)/weightfs/
 	install -m 0644 packaging/weightfs-mime.xml $(DESTDIR)$(MIMEDIR)/packages/weightfs.xml
 	install -m 0644 packaging/weightfs.bash-completion $(DESTDIR)$(BASHCOMPDIR)/weightfs
 	$(Q)if [ -z "$(DESTDIR)" ]; then \

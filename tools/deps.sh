@@ -35,6 +35,11 @@ if [ "$what" = test ]; then
 		"$py" -c 'import numpy' >/dev/null 2>&1 && py_ok=1 && break
 	done
 	[ -n "$py_ok" ] || missing+=(python3-numpy)
+	# the install group's pip install . in a venv, offline (pyproject.toml)
+	/usr/bin/python3 -c 'import setuptools' >/dev/null 2>&1 || missing+=(python3-setuptools)
+	/usr/bin/python3 -c 'import wheel' >/dev/null 2>&1 || missing+=(python3-wheel)
+	/usr/bin/python3 -c 'import ensurepip' >/dev/null 2>&1 || missing+=(python3-venv)
+	/usr/bin/python3 -m pip --version >/dev/null 2>&1 || missing+=(python3-pip)
 	# the mount suite's bfloat16 oracle (views group); without it a numpy
 	# reimplementation of the rounding stands in
 	/usr/bin/python3 -c 'import torch' >/dev/null 2>&1 || missing+=(python3-torch)

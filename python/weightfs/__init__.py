@@ -29,11 +29,12 @@ Errors are WeightfsError (an OSError for a model that cannot be opened or
 that changed) carrying the library's one-line message; an unknown tensor
 name raises KeyError.
 
-The library is found at $WEIGHTFS_LIB, else in the build/ directory of the
-source tree this module sits in, else by the dynamic loader
-(libweightfs.so.0).  Opening a model installs a SIGBUS handler in the
-process (see weightfs.h): a model file that shrinks under a read makes that
-read fail instead of killing the process.
+The library is found at $WEIGHTFS_LIB, else beside this file (where
+`pip install .` puts it), else in the build/ directory of the source tree
+this module sits in, else by the dynamic loader (libweightfs.so.0).
+Opening a model installs a SIGBUS handler in the process (see weightfs.h):
+a model file that shrinks under a read makes that read fail instead of
+killing the process.
 
 MIT licence.
 """
@@ -107,8 +108,13 @@ def _candidates():
     if env:
         yield env
         return
+    here = os.path.dirname(os.path.abspath(__file__))
+    # pip install . puts the library inside the package
+    own = os.path.join(here, "libweightfs.so.0")
+    if os.path.exists(own):
+        yield own
     # a source tree: python/weightfs/__init__.py beside build/
-    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    root = os.path.dirname(os.path.dirname(here))
     for sub in ("build", os.path.join("build", "san")):
         p = os.path.join(root, sub, "libweightfs.so.0")
         if os.path.exists(p):

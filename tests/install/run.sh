@@ -17,6 +17,18 @@
 #     weightfs is already installed there; one run at a time (flock).
 #     Without root it is not run and says so (a failure when CI is set).
 #
+#  3. pip install . (pyproject.toml, setup.py), offline (--no-index,
+#     --no-build-isolation: Debian's setuptools, wheel and numpy): into a
+#     venv made with --system-site-packages and, as root, into the system
+#     (--break-system-packages, Debian 12's pip).  From /, with no
+#     PYTHONPATH, WEIGHTFS_LIB or LD_LIBRARY_PATH, the module loads the
+#     libweightfs.so.0 inside the package; a Q8_0 tensor equals numpy's
+#     decode of its blocks and every tensor equals the build tree module's;
+#     `python3 -m weightfs` runs the program the package carries (ls says
+#     what build/weightfs says; it mounts); the build leaves the clone's
+#     files as committed; pip uninstall leaves the venv (the system's
+#     module and script folders) exactly as it was.
+#
 # The bash completion is checked by tests/install/completion.sh.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
@@ -33,10 +45,14 @@ check() { # check "what" command...
 
 tmp=$(mktemp -d /tmp/weightfs-install.XXXXXX)
 sys_prefix=
+sys_pip=
 cleanup() {
 	# a system install that a failed check left behind goes
 	if [ -n "$sys_prefix" ]; then
 		make -C "$src" -s uninstall PREFIX="$sys_prefix" >/dev/null 2>&1
+	fi
+	if [ -n "$sys_pip" ]; then
+		env -C / PIP_CONFIG_FILE=/dev/null "$py" -m pip uninstall -q -y --break-system-packages weightfs >/dev/null 2>&1
 	fi
 	rm -rf "$tmp"
 }
@@ -61,7 +77,7 @@ installed_files() {
 	pydir=$("$py" "$src/tools/pydir.py" "$p")
 	printf '%s\n' "$p/bin/weightfs" "$p/share/man/man1/weightfs.1" "$p/lib/libweightfs.so.0" \
 		"$p/lib/libweightfs.so" "$p/include/weightfs.h" "$p/lib/pkgconfig/weightfs.pc" \
-		"$pydir/weightfs/__init__.py" "$pydir/weightfs/py.typed" "$p/share/mime/packages/weightfs.xml" \
+		"$pydir/weightfs/__init__.py" "$pydir/weightfs/__main__.py" "$pydir/weightfs/py.typed" "$p/share/mime/packages/weightfs.xml" \
 		"$p/share/bash-completion/completions/weightfs"
 }
 
@@ -145,6 +161,10 @@ assert m['output.weight'].shape == (320, 64)"
 			pkg-config --variable=prefix weightfs | grep -qx '$p' && env -u LD_LIBRARY_PATH '$exe' '$demo'"
 	check "PREFIX=$p: weightfs on PATH is the installed one" \
 		bash -c "[ \"\$(PATH=$p/bin:\$PATH command -v weightfs)\" = '$p/bin/weightfs' ] && weightfs -V"
+	check "PREFIX=$p: $py -m weightfs runs the installed program" \
+		env -C / PATH="$p/bin:$PATH" "$py" -c "
+import weightfs.__main__ as m
+assert m.program() == '$p/bin/weightfs', m.program()"
 	if command -v update-mime-database >/dev/null 2>&1; then
 		check "PREFIX=$p: the mime database names the types" \
 			grep -q 'application/x-weightfs-f32' "$p/share/mime/globs2"
@@ -158,9 +178,101 @@ assert m['output.weight'].shape == (320, 64)"
 		bash -c "! (PATH=\$PATH:/sbin ldconfig -p | grep -qF '$p/lib/libweightfs.so.0')"
 	rm -f "$exe"
 }
+# --- 3. pip install . ----------------------------------------------------------
+# what every tensor of the demo model reads as, from the clone's build tree
+dump_tensors='
+import hashlib, sys, weightfs
+m = weightfs.open(sys.argv[1])
+for k in m.keys():
+    print(k, hashlib.sha256(m[k].tobytes()).hexdigest())'
+if ! env -C / PYTHONPATH="$src/python" WEIGHTFS_LIB="$src/build/libweightfs.so.0" \
+	"$py" -c "$dump_tensors" "$demo" >"$tmp/tensors.ref" 2>"$tmp/err"; then
+	bad "the build tree module reads the demo model: $(head -c 600 "$tmp/err")"
+fi
+
+# the module a pip install put in SITE: where it is loaded from, what it reads
+pip_checks() { # WHAT PYTHON SITE
+	local what=$1 vpy=$2 site=$3 mnt=$tmp/pipmnt
+	check "$what: from /, the module imports with no PYTHONPATH, WEIGHTFS_LIB or LD_LIBRARY_PATH and reads as numpy decodes" \
+		env -C / -u PYTHONPATH -u WEIGHTFS_LIB -u LD_LIBRARY_PATH "$vpy" -c "
+import numpy as np, weightfs
+assert weightfs.__file__ == '$site/weightfs/__init__.py', weightfs.__file__
+assert weightfs._lib._name == '$site/weightfs/libweightfs.so.0', weightfs._lib._name
+m = weightfs.open('$demo')
+i = m.info('token_embd.weight')
+assert i['type'] == 'Q8_0', i
+blocks = np.fromfile('$demo', dtype=np.uint8, count=i['nbytes'], offset=i['offset']).reshape(-1, 34)
+d = blocks[:, :2].copy().view(np.float16).astype(np.float32)
+q = blocks[:, 2:].copy().view(np.int8).astype(np.float32)
+got = m['token_embd.weight']
+assert got.dtype == np.float32 and np.array_equal(got, (d * q).reshape(i['shape']))"
+	check "$what: every tensor reads as from the build tree module" \
+		bash -c 'cmp <(env -C / -u PYTHONPATH -u WEIGHTFS_LIB "$1" -c "$2" "$3") "$4"' _ \
+		"$vpy" "$dump_tensors" "$demo" "$tmp/tensors.ref"
+	check "$what: python3 -m weightfs runs the program in the package" env -C / "$vpy" -c "
+import weightfs.__main__ as m
+assert m.program() == '$site/weightfs/bin/weightfs', m.program()"
+	check "$what: python3 -m weightfs ls says what build/weightfs ls says" \
+		bash -c "cmp <(env -C / -u LD_LIBRARY_PATH PATH=/usr/bin:/bin '$vpy' -m weightfs ls '$demo') \
+			<('$src/build/weightfs' ls '$demo')"
+	if [ -c /dev/fuse ] && command -v fusermount3 >/dev/null 2>&1; then
+		mkdir -p "$mnt"
+		check "$what: python3 -m weightfs MODEL DIR mounts" env -C / "$vpy" -m weightfs "$demo" "$mnt"
+		check "$what: the mount reads as weightfs cat" \
+			bash -c "cmp '$mnt/output/weight' <('$src/build/weightfs' cat '$demo' output.weight)"
+		fusermount3 -u "$mnt" 2>/dev/null
+		rmdir "$mnt"
+	fi
+}
+
+venv_round() {
+	local v=$tmp/venv site before after
+	if ! "$py" -m venv --system-site-packages "$v" 2>"$tmp/err"; then
+		bad "$py -m venv --system-site-packages (python3-venv): $(head -c 600 "$tmp/err")"
+		return
+	fi
+	site=$("$v/bin/python" -c 'import sysconfig; print(sysconfig.get_path("platlib"))')
+	before=$(listing "$v")
+	check "venv: pip install --no-build-isolation --no-index ." env -C "$src" PIP_CONFIG_FILE=/dev/null \
+		"$v/bin/pip" install -q --no-cache-dir --no-build-isolation --no-index .
+	check "venv: the build left the clone's files as committed: $(git -C "$src" status --porcelain | head -5 | tr '\n' ' ')" \
+		test -z "$(git -C "$src" status --porcelain)"
+	pip_checks venv "$v/bin/python" "$site"
+	check "venv: pip uninstall weightfs" env -C / PIP_CONFIG_FILE=/dev/null "$v/bin/pip" uninstall -q -y weightfs
+	after=$(listing "$v")
+	check "venv: pip uninstall left the venv as it was: $(diff <(echo "$before") <(echo "$after") | head -8 | tr '\n' ' ')" \
+		test "$before" = "$after"
+	rm -rf "$v"
+}
+venv_round
+
+# as root, into the system: where Debian's pip puts it (/usr/local/lib/python3.X/dist-packages)
+system_pip_round() {
+	local site bindir before after
+	site=$("$py" -c 'import sysconfig; print(sysconfig.get_path("platlib"))')
+	bindir=$("$py" -c 'import sysconfig; print(sysconfig.get_path("scripts"))')
+	if env -C / -u PYTHONPATH "$py" -c 'import weightfs' 2>/dev/null; then
+		bad "pip, system: $py already imports weightfs: not installing over it (remove it first)"
+		return
+	fi
+	before=$(listing "$site" "$bindir")
+	sys_pip=1
+	check "pip, system: pip install --break-system-packages --no-build-isolation --no-index ." env -C "$src" \
+		PIP_CONFIG_FILE=/dev/null "$py" -m pip install -q --no-cache-dir --break-system-packages \
+		--no-build-isolation --no-index .
+	pip_checks "pip, system" "$py" "$site"
+	check "pip, system: pip uninstall weightfs" env -C / PIP_CONFIG_FILE=/dev/null \
+		"$py" -m pip uninstall -q -y --break-system-packages weightfs
+	sys_pip=
+	after=$(listing "$site" "$bindir")
+	check "pip, system: pip uninstall left $site and $bindir as they were: $(diff <(echo "$before") <(echo "$after") | head -8 | tr '\n' ' ')" \
+		test "$before" = "$after"
+}
+
 if [ "$(id -u)" -eq 0 ]; then
 	exec 9>/tmp/weightfs-install-check.lock
 	flock 9
+	system_pip_round
 	system_round /usr/local /usr/local
 	# /usr: only the folders install writes to (the rest of /usr is others')
 	system_round /usr /usr/bin/weightfs /usr/lib/libweightfs.so.0 /usr/lib/libweightfs.so /usr/lib/pkgconfig \
