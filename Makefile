@@ -97,7 +97,7 @@ ifneq ($(V),1)
 Q := @
 endif
 
-.PHONY: all lib check layers-check unit-check mount-check api-check python-check readme-check install-check \
+.PHONY: all lib check layers-check unit-check mount-check api-check python-check readme-check install-check driver-check \
 	demo install uninstall clean deb
 .SECONDARY:
 all: $(B)/weightfs lib
@@ -151,10 +151,16 @@ $(B)/tests/check_%: $(B)/tests/check_%.o $(B)/libwfprog.a $(B)/libweightfs.a
 # `make check` first installs what the tests need and is missing (apt, when
 # root or passwordless sudo; otherwise it says what to install), then runs
 # every suite.  tests/fuzz/fuzz.mk adds fuzz-check to CHECK_TARGETS.
-CHECK_TARGETS := layers-check unit-check mount-check api-check python-check readme-check install-check
+# Each target's output is kept in $(B)/check-logs/TARGET.log; a failing run
+# ends by naming the failing tests and their logs.
+CHECK_TARGETS := layers-check driver-check unit-check mount-check api-check python-check readme-check install-check
 check:
 	$(Q)bash tools/deps.sh test
-	$(Q)bash tools/run_checks.sh "$(MAKE)" $(CHECK_TARGETS)
+	$(Q)CHECK_LOGS=$(B)/check-logs bash tools/run_checks.sh "$(MAKE)" $(CHECK_TARGETS)
+
+# tools/run_checks.sh itself, with a fake make whose suites fail.
+driver-check:
+	$(Q)bash tests/check-driver/run.sh
 
 unit-check: $(UNIT_BIN) $(B)/weightfs
 	$(Q)$(PYTHON) tools/gen_iq_tables.py --check
