@@ -15,6 +15,7 @@
 
 #include "codec/wf_blocks.h"
 #include "codec/wf_decode.h"
+#include "codec/wf_quant.h"
 
 #ifdef WF_HAVE_X86_SIMD
 #define SIMD(fn) fn##_avx2
@@ -37,14 +38,19 @@
 	{ .name = (n), .dtype = "float32", .blck = (bl), .bytes = (by), \
 	  .vk = WF_VK_F32, .decode = (fn), .decode_simd = SIMD(fn) }
 
+/* The same with an encoder qfn (wf_quant.h). */
+#define DECSQ(n, bl, by, fn, qfn) \
+	{ .name = (n), .dtype = "float32", .blck = (bl), .bytes = (by), \
+	  .vk = WF_VK_F32, .decode = (fn), .decode_simd = SIMD(fn), .quantize = (qfn) }
+
 /* One element per block, decoded to float32, stored as the element type
  * el (numpy or ml_dtypes name). */
 #define DECE(n, by, fn, el) \
 	{ .name = (n), .dtype = "float32", .blck = 1, .bytes = (by), \
 	  .vk = WF_VK_F32, .decode = (fn), .stored = (el) }
-#define DECES(n, by, fn, el) \
+#define DECESQ(n, by, fn, el, qfn) \
 	{ .name = (n), .dtype = "float32", .blck = 1, .bytes = (by), \
-	  .vk = WF_VK_F32, .decode = (fn), .decode_simd = SIMD(fn), .stored = (el) }
+	  .vk = WF_VK_F32, .decode = (fn), .decode_simd = SIMD(fn), .stored = (el), .quantize = (qfn) }
 
 /* Known geometry, no decoder: served as the stored bytes (uint8) under
  * every output dtype, its type named in tensors.json. */
@@ -58,38 +64,40 @@
 	  .vk = WF_VK_F32, .decode = NULL, .layer = true }
 
 static const struct wf_type wf_types[WF_T_COUNT] = {
-	[WF_T_F32]      = RAW("F32", "float32", 4),
-	[WF_T_F16]      = DECES("F16", 2, wf_decode_f16, "float16"),
-	[WF_T_Q4_0]     = DECS("Q4_0", WF_Q4_0_BLCK, WF_Q4_0_BYTES, wf_decode_q4_0),
-	[WF_T_Q4_1]     = DECS("Q4_1", WF_Q4_1_BLCK, WF_Q4_1_BYTES, wf_decode_q4_1),
-	[WF_T_Q5_0]     = DECS("Q5_0", WF_Q5_0_BLCK, WF_Q5_0_BYTES, wf_decode_q5_0),
-	[WF_T_Q5_1]     = DECS("Q5_1", WF_Q5_1_BLCK, WF_Q5_1_BYTES, wf_decode_q5_1),
-	[WF_T_Q8_0]     = DECS("Q8_0", WF_Q8_0_BLCK, WF_Q8_0_BYTES, wf_decode_q8_0),
+	/* F32's encoder is a copy, as ggml_quantize_chunk's. */
+	[WF_T_F32]      = { .name = "F32", .dtype = "float32", .blck = 1, .bytes = 4,
+			    .vk = WF_VK_RAW, .stored = "float32", .quantize = wf_quant_f32 },
+	[WF_T_F16]      = DECESQ("F16", 2, wf_decode_f16, "float16", wf_quant_f16_n),
+	[WF_T_Q4_0]     = DECSQ("Q4_0", WF_Q4_0_BLCK, WF_Q4_0_BYTES, wf_decode_q4_0, wf_quant_q4_0),
+	[WF_T_Q4_1]     = DECSQ("Q4_1", WF_Q4_1_BLCK, WF_Q4_1_BYTES, wf_decode_q4_1, wf_quant_q4_1),
+	[WF_T_Q5_0]     = DECSQ("Q5_0", WF_Q5_0_BLCK, WF_Q5_0_BYTES, wf_decode_q5_0, wf_quant_q5_0),
+	[WF_T_Q5_1]     = DECSQ("Q5_1", WF_Q5_1_BLCK, WF_Q5_1_BYTES, wf_decode_q5_1, wf_quant_q5_1),
+	[WF_T_Q8_0]     = DECSQ("Q8_0", WF_Q8_0_BLCK, WF_Q8_0_BYTES, wf_decode_q8_0, wf_quant_q8_0),
 	/* ggml's activation format: ggml has no to_float; qs * d as Q8_0. */
 	[WF_T_Q8_1]     = DECS("Q8_1", WF_Q8_1_BLCK, WF_Q8_1_BYTES, wf_decode_q8_1),
-	[WF_T_Q2_K]     = DECS("Q2_K", WF_Q2_K_BLCK, WF_Q2_K_BYTES, wf_decode_q2_k),
-	[WF_T_Q3_K]     = DECS("Q3_K", WF_Q3_K_BLCK, WF_Q3_K_BYTES, wf_decode_q3_k),
-	[WF_T_Q4_K]     = DECS("Q4_K", WF_Q4_K_BLCK, WF_Q4_K_BYTES, wf_decode_q4_k),
-	[WF_T_Q5_K]     = DECS("Q5_K", WF_Q5_K_BLCK, WF_Q5_K_BYTES, wf_decode_q5_k),
-	[WF_T_Q6_K]     = DECS("Q6_K", WF_Q6_K_BLCK, WF_Q6_K_BYTES, wf_decode_q6_k),
+	[WF_T_Q2_K]     = DECSQ("Q2_K", WF_Q2_K_BLCK, WF_Q2_K_BYTES, wf_decode_q2_k, wf_quant_q2_k),
+	[WF_T_Q3_K]     = DECSQ("Q3_K", WF_Q3_K_BLCK, WF_Q3_K_BYTES, wf_decode_q3_k, wf_quant_q3_k),
+	[WF_T_Q4_K]     = DECSQ("Q4_K", WF_Q4_K_BLCK, WF_Q4_K_BYTES, wf_decode_q4_k, wf_quant_q4_k),
+	[WF_T_Q5_K]     = DECSQ("Q5_K", WF_Q5_K_BLCK, WF_Q5_K_BYTES, wf_decode_q5_k, wf_quant_q5_k),
+	[WF_T_Q6_K]     = DECSQ("Q6_K", WF_Q6_K_BLCK, WF_Q6_K_BYTES, wf_decode_q6_k, wf_quant_q6_k),
 	/* Not ggml's registered to_float; follows dequantize_row_q8_K. */
 	[WF_T_Q8_K]     = DECS("Q8_K", WF_Q8_K_BLCK, WF_Q8_K_BYTES, wf_decode_q8_k),
 	[WF_T_IQ2_XXS]  = DECS("IQ2_XXS", WF_IQ2_XXS_BLCK, WF_IQ2_XXS_BYTES, wf_decode_iq2_xxs),
 	[WF_T_IQ2_XS]   = DECS("IQ2_XS", WF_IQ2_XS_BLCK, WF_IQ2_XS_BYTES, wf_decode_iq2_xs),
 	[WF_T_IQ3_XXS]  = DECS("IQ3_XXS", WF_IQ3_XXS_BLCK, WF_IQ3_XXS_BYTES, wf_decode_iq3_xxs),
 	[WF_T_IQ1_S]    = DECS("IQ1_S", WF_IQ1_S_BLCK, WF_IQ1_S_BYTES, wf_decode_iq1_s),
-	[WF_T_IQ4_NL]   = DECS("IQ4_NL", WF_IQ4_NL_BLCK, WF_IQ4_NL_BYTES, wf_decode_iq4_nl),
+	[WF_T_IQ4_NL]   = DECSQ("IQ4_NL", WF_IQ4_NL_BLCK, WF_IQ4_NL_BYTES, wf_decode_iq4_nl, wf_quant_iq4_nl),
 	[WF_T_IQ3_S]    = DECS("IQ3_S", WF_IQ3_S_BLCK, WF_IQ3_S_BYTES, wf_decode_iq3_s),
 	[WF_T_IQ2_S]    = DECS("IQ2_S", WF_IQ2_S_BLCK, WF_IQ2_S_BYTES, wf_decode_iq2_s),
-	[WF_T_IQ4_XS]   = DECS("IQ4_XS", WF_IQ4_XS_BLCK, WF_IQ4_XS_BYTES, wf_decode_iq4_xs),
+	[WF_T_IQ4_XS]   = DECSQ("IQ4_XS", WF_IQ4_XS_BLCK, WF_IQ4_XS_BYTES, wf_decode_iq4_xs, wf_quant_iq4_xs),
 	[WF_T_I8]       = RAW("I8", "int8", 1),
 	[WF_T_I16]      = RAW("I16", "int16", 2),
 	[WF_T_I32]      = RAW("I32", "int32", 4),
 	[WF_T_I64]      = RAW("I64", "int64", 8),
 	/* Narrowed to float32 so every float view has one element type. */
-	[WF_T_F64]      = DECES("F64", 8, wf_decode_f64, "float64"),
+	[WF_T_F64]      = DECESQ("F64", 8, wf_decode_f64, "float64", NULL),
 	[WF_T_IQ1_M]    = DECS("IQ1_M", WF_IQ1_M_BLCK, WF_IQ1_M_BYTES, wf_decode_iq1_m),
-	[WF_T_BF16]     = DECES("BF16", 2, wf_decode_bf16, "bfloat16"),
+	[WF_T_BF16]     = DECESQ("BF16", 2, wf_decode_bf16, "bfloat16", wf_quant_bf16),
 	[WF_T_TQ1_0]    = DECS("TQ1_0", WF_TQ1_0_BLCK, WF_TQ1_0_BYTES, wf_decode_tq1_0),
 	[WF_T_TQ2_0]    = DECS("TQ2_0", WF_TQ2_0_BLCK, WF_TQ2_0_BYTES, wf_decode_tq2_0),
 	[WF_T_MXFP4]    = DECS("MXFP4", WF_MXFP4_BLCK, WF_MXFP4_BYTES, wf_decode_mxfp4),
@@ -213,4 +221,28 @@ wf_decode_fn wf_type_decoder(const struct wf_type *ty)
 	if (ty->decode_simd && wf_simd_active())
 		return ty->decode_simd;
 	return ty->decode;
+}
+
+enum wf_err wf_quantize_rows(int type, const float *src, size_t nrows, size_t n_per_row,
+			     void *dst, size_t dst_len, size_t *written, char *err)
+{
+	const struct wf_type *ty = wf_type_get(type);
+	uint64_t n, bytes;
+
+	if (ty == NULL || ty->quantize == NULL)
+		return wf_fail(err, WF_ERR_UNSUP, "no encoder for type %d (%s)", type,
+			       ty ? ty->name : "unknown");
+	if (n_per_row % ty->blck != 0)
+		return wf_fail(err, WF_ERR_UNSUP, "%s: a row of %zu values is not a whole number of %u-value blocks",
+			       ty->name, n_per_row, (unsigned)ty->blck);
+	if (!wf_mul_ok(nrows, n_per_row, &n) || !wf_mul_ok(n / ty->blck, ty->bytes, &bytes) ||
+	    n > SIZE_MAX / sizeof(float))
+		return wf_fail(err, WF_ERR_RANGE, "%s: %zu x %zu values overflow", ty->name, nrows, n_per_row);
+	if (bytes > dst_len)
+		return wf_fail(err, WF_ERR_RANGE, "%s: %llu bytes do not fit in %zu", ty->name,
+			       (unsigned long long)bytes, dst_len);
+	if (n > 0)
+		ty->quantize(src, dst, (size_t)(n / ty->blck));
+	*written = (size_t)bytes;
+	return WF_OK;
 }

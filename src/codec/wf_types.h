@@ -17,6 +17,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/wf_common.h"
+
 enum wf_type_id {
 	/* ggml ids, identical to enum ggml_type (ggml.h) */
 	WF_T_F32 = 0,
@@ -93,6 +95,14 @@ enum wf_type_id {
  * float).  Bit-exact with ggml's to_float for ggml types. */
 typedef void (*wf_decode_fn)(const uint8_t *src, float *dst, size_t nblocks);
 
+/* Encodes nblocks * blck float32 values at src (aligned for float) into
+ * nblocks consecutive blocks at dst (nblocks * bytes bytes, no alignment
+ * assumed), byte-identical with ggml_quantize_chunk(imatrix = NULL); every
+ * block depends on its own values only, so any run of whole blocks of a
+ * tensor can be encoded on its own.  wf_quantize_rows (wf_quant.h) is the
+ * checked, sized entry point. */
+typedef void (*wf_quant_fn)(const float *src, uint8_t *dst, size_t nblocks);
+
 /* What a tensor's file holds, made from the tensor's bytes in the model:
  * the one answer for the type table (a type's own view), the mount's
  * -o dtype= option (which view to show) and each tensor (which view it
@@ -116,6 +126,8 @@ struct wf_type {
 			       * (wf_hfq.h): never the dtype of a file */
 	wf_decode_fn decode;  /* set iff vk == WF_VK_F32; portable C, the reference */
 	wf_decode_fn decode_simd; /* optional AVX2 twin, bit-identical to decode; NULL if none */
+	wf_quant_fn quantize; /* float32 -> this type as ggml_quantize_chunk writes it (wf_quant.h);
+			       * NULL where weightfs has no encoder */
 	const char *stored;   /* numpy (or ml_dtypes) name of one stored element, for -o dtype=stored;
 			       * NULL when elements are packed in blocks (served as uint8 bytes) */
 };
@@ -149,5 +161,17 @@ int wf_type_from_gguf(uint32_t gguf_type);
 /* Maps a safetensors dtype string (exact, case-sensitive, len bytes) to a
  * row id; -1 when the string names no safetensors dtype. */
 int wf_type_from_st(const char *s, size_t len);
+
+/* Encodes nrows rows of n_per_row float32 values at src as ggml type
+ * `type` (a wf_type_id with a quantize column) into dst (dst_len bytes),
+ * exactly as ggml_quantize_chunk(type, src, dst, 0, nrows, n_per_row, NULL)
+ * does, and sets *written to nrows * row size.  Fails with WF_ERR_UNSUP for
+ * a type without an encoder or n_per_row not a multiple of the block, and
+ * WF_ERR_RANGE when dst_len is too small or the sizes overflow; dst is
+ * untouched then.  Every float value is accepted: infinities, NaNs and
+ * subnormals give the bytes ggml's x86-64 build gives (whose NaN-to-int
+ * casts C leaves undefined; see wf_quant.c). */
+enum wf_err wf_quantize_rows(int type, const float *src, size_t nrows, size_t n_per_row,
+			     void *dst, size_t dst_len, size_t *written, char *err);
 
 #endif

@@ -1,0 +1,211 @@
+/* wf_quant.c - the 32-weight encoders (Q4_0 Q4_1 Q5_0 Q5_1 Q8_0), the
+ * float ones (F32 F16 BF16).
+ *
+ * Bit-exactness with ggml's quantize_row_<t>_ref (ggml-quants.c): each
+ * float operation happens in ggml's order, divisions stay divisions and
+ * reciprocals reciprocals; ggml's float-to-int casts truncate (wf_cvtt)
+ * except Q8_0's roundf, which rounds ties away from zero.
+ *
+ * Infinities and NaNs are encoded, not refused: they reach those casts as
+ * NaN or infinity (C leaves the result undefined), and ggml's x86-64 build
+ * turns them into cvttss2si's 0x80000000, whose low byte wf_cvtt keeps.
+ * tests/unit/check_quant.c holds the result to that build's bytes.
+ */
+#include "codec/wf_quant.h"
+
+#include <float.h>
+#include <math.h>
+#include <string.h>
+
+#include "codec/wf_blocks.h"
+#include "codec/wf_quant_int.h"
+
+uint16_t wf_quant_f16(float f)
+{
+	uint32_t u, a;
+
+	memcpy(&u, &f, sizeof u);
+	uint16_t sign = (uint16_t)((u >> 16) & 0x8000u);
+	a = u & 0x7fffffffu;
+	if (a > 0x7f800000u)
+		return sign | 0x7e00u;
+	if (a >= 0x477ff000u) /* from 65520 (a tie, to even) up: infinity */
+		return sign | 0x7c00u;
+	if (a >= 0x38800000u) { /* normal: rebias, round the 13 dropped bits to even */
+		a = a - 0x38000000u;
+		a += 0xfffu + ((a >> 13) & 1u);
+		return (uint16_t)(sign | (a >> 13));
+	}
+	if (a <= 0x33000000u) /* at most half the smallest subnormal */
+		return sign;
+	uint32_t e = a >> 23, m = (a & 0x7fffffu) | 0x800000u, sh = 126 - e;
+	uint32_t q = m >> sh, rem = m & ((1u << sh) - 1), half = 1u << (sh - 1);
+	if (rem > half || (rem == half && (q & 1u)))
+		q++;
+	return (uint16_t)(sign | q);
+}
+
+void wf_quant_f32(const float *src, uint8_t *dst, size_t nblocks)
+{
+	memcpy(dst, src, nblocks * sizeof(float));
+}
+
+void wf_quant_f16_n(const float *src, uint8_t *dst, size_t nblocks)
+{
+	for (size_t i = 0; i < nblocks; i++)
+		wf_put16(dst + 2 * i, wf_quant_f16(src[i]));
+}
+
+/* ggml_compute_fp32_to_bf16: a NaN keeps its top bits and gets the quiet
+ * bit, everything else rounds to nearest even (overflowing to infinity). */
+void wf_quant_bf16(const float *src, uint8_t *dst, size_t nblocks)
+{
+	for (size_t i = 0; i < nblocks; i++) {
+		uint32_t u;
+
+		memcpy(&u, &src[i], sizeof u);
+		if ((u & 0x7fffffffu) > 0x7f800000u)
+			u = (u >> 16) | 0x40u;
+		else
+			u = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
+		wf_put16(dst + 2 * i, (uint16_t)u);
+	}
+}
+
+/* The signed value of the first largest |x| of n values (0 if all are 0). */
+static float signed_absmax(const float *x, int n)
+{
+	float amax = 0.0f, max = 0.0f;
+
+	for (int j = 0; j < n; j++) {
+		if (amax < fabsf(x[j])) {
+			amax = fabsf(x[j]);
+			max = x[j];
+		}
+	}
+	return max;
+}
+
+void wf_quant_q4_0(const float *src, uint8_t *dst, size_t nblocks)
+{
+	for (size_t b = 0; b < nblocks; b++) {
+		const float *x = src + b * WF_Q4_0_BLCK;
+		uint8_t *y = dst + b * WF_Q4_0_BYTES;
+		const float d = signed_absmax(x, WF_Q4_0_BLCK) / -8.0f;
+		const float id = d != 0.0f ? 1.0f / d : 0.0f;
+
+		wf_put16(y + WF_Q4_0_D, wf_quant_f16(d));
+		for (int j = 0; j < 16; j++) {
+			int8_t a = (int8_t)wf_cvtt(x[j] * id + 8.5f);
+			int8_t c = (int8_t)wf_cvtt(x[j + 16] * id + 8.5f);
+			uint8_t q0 = (uint8_t)WF_QMIN(15, a), q1 = (uint8_t)WF_QMIN(15, c);
+
+			y[WF_Q4_0_QS + j] = (uint8_t)(q0 | q1 << 4);
+		}
+	}
+}
+
+void wf_quant_q5_0(const float *src, uint8_t *dst, size_t nblocks)
+{
+	for (size_t b = 0; b < nblocks; b++) {
+		const float *x = src + b * WF_Q5_0_BLCK;
+		uint8_t *y = dst + b * WF_Q5_0_BYTES;
+		const float d = signed_absmax(x, WF_Q5_0_BLCK) / -16.0f;
+		const float id = d != 0.0f ? 1.0f / d : 0.0f;
+		uint32_t qh = 0;
+
+		wf_put16(y + WF_Q5_0_D, wf_quant_f16(d));
+		for (int j = 0; j < 16; j++) {
+			int8_t a = (int8_t)wf_cvtt(x[j] * id + 16.5f);
+			int8_t c = (int8_t)wf_cvtt(x[j + 16] * id + 16.5f);
+			uint8_t q0 = (uint8_t)WF_QMIN(31, a), q1 = (uint8_t)WF_QMIN(31, c);
+
+			y[WF_Q5_0_QS + j] = (uint8_t)((q0 & 15) | (q1 & 15) << 4);
+			qh |= (uint32_t)((q0 & 0x10u) >> 4) << j;
+			qh |= (uint32_t)((q1 & 0x10u) >> 4) << (j + 16);
+		}
+		for (int k = 0; k < 4; k++)
+			y[WF_Q5_0_QH + k] = (uint8_t)(qh >> 8 * k);
+	}
+}
+
+/* Q4_1/Q5_1's range: min and max, both strict, from +-FLT_MAX. */
+static void range_of(const float *x, int n, float *mn, float *mx)
+{
+	float min = FLT_MAX, max = -FLT_MAX;
+
+	for (int j = 0; j < n; j++) {
+		if (x[j] < min)
+			min = x[j];
+		if (x[j] > max)
+			max = x[j];
+	}
+	*mn = min;
+	*mx = max;
+}
+
+void wf_quant_q4_1(const float *src, uint8_t *dst, size_t nblocks)
+{
+	for (size_t b = 0; b < nblocks; b++) {
+		const float *x = src + b * WF_Q4_1_BLCK;
+		uint8_t *y = dst + b * WF_Q4_1_BYTES;
+		float min, max;
+
+		range_of(x, WF_Q4_1_BLCK, &min, &max);
+		const float d = (max - min) / 15.0f;
+		const float id = d != 0.0f ? 1.0f / d : 0.0f;
+		wf_put16(y + WF_Q4_1_D, wf_quant_f16(d));
+		wf_put16(y + WF_Q4_1_M, wf_quant_f16(min));
+		for (int j = 0; j < 16; j++) {
+			int8_t a = (int8_t)wf_cvtt((x[j] - min) * id + 0.5f);
+			int8_t c = (int8_t)wf_cvtt((x[j + 16] - min) * id + 0.5f);
+			uint8_t q0 = (uint8_t)WF_QMIN(15, a), q1 = (uint8_t)WF_QMIN(15, c);
+
+			y[WF_Q4_1_QS + j] = (uint8_t)(q0 | q1 << 4);
+		}
+	}
+}
+
+void wf_quant_q5_1(const float *src, uint8_t *dst, size_t nblocks)
+{
+	for (size_t b = 0; b < nblocks; b++) {
+		const float *x = src + b * WF_Q5_1_BLCK;
+		uint8_t *y = dst + b * WF_Q5_1_BYTES;
+		uint32_t qh = 0;
+		float min, max;
+
+		range_of(x, WF_Q5_1_BLCK, &min, &max);
+		const float d = (max - min) / 31.0f;
+		const float id = d != 0.0f ? 1.0f / d : 0.0f;
+		wf_put16(y + WF_Q5_1_D, wf_quant_f16(d));
+		wf_put16(y + WF_Q5_1_M, wf_quant_f16(min));
+		for (int j = 0; j < 16; j++) {
+			/* no clamp here in ggml: a cast to uint8_t */
+			uint8_t q0 = (uint8_t)wf_cvtt((x[j] - min) * id + 0.5f);
+			uint8_t q1 = (uint8_t)wf_cvtt((x[j + 16] - min) * id + 0.5f);
+
+			y[WF_Q5_1_QS + j] = (uint8_t)((q0 & 15) | (q1 & 15) << 4);
+			qh |= (uint32_t)((q0 & 0x10u) >> 4) << j;
+			qh |= (uint32_t)((q1 & 0x10u) >> 4) << (j + 16);
+		}
+		for (int k = 0; k < 4; k++)
+			y[WF_Q5_1_QH + k] = (uint8_t)(qh >> 8 * k);
+	}
+}
+
+void wf_quant_q8_0(const float *src, uint8_t *dst, size_t nblocks)
+{
+	for (size_t b = 0; b < nblocks; b++) {
+		const float *x = src + b * WF_Q8_0_BLCK;
+		uint8_t *y = dst + b * WF_Q8_0_BYTES;
+		float amax = 0.0f;
+
+		for (int j = 0; j < WF_Q8_0_BLCK; j++)
+			amax = WF_QMAX(amax, fabsf(x[j]));
+		const float d = amax / 127.0f;
+		const float id = d != 0.0f ? 1.0f / d : 0.0f;
+		wf_put16(y + WF_Q8_0_D, wf_quant_f16(d));
+		for (int j = 0; j < WF_Q8_0_BLCK; j++)
+			y[WF_Q8_0_QS + j] = (uint8_t)(int8_t)wf_cvtt(roundf(x[j] * id));
+	}
+}

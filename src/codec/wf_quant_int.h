@@ -1,0 +1,57 @@
+/* wf_quant_int.h - arithmetic shared by the encoders (wf_quant.c,
+ * wf_quant_k.c); private to them.  Each helper reproduces one ggml
+ * primitive bit for bit, including what x86-64 does where C leaves the
+ * result undefined. */
+#ifndef WF_QUANT_INT_H
+#define WF_QUANT_INT_H
+
+#include <stdint.h>
+#include <string.h>
+
+#include "codec/wf_decode.h"
+
+/* ggml's fp32 -> fp16 (wf_quant.c, also in wf_quant.h). */
+uint16_t wf_quant_f16(float f);
+
+#define WF_QMIN(a, b) ((a) < (b) ? (a) : (b))
+#define WF_QMAX(a, b) ((a) > (b) ? (a) : (b))
+
+/* ggml's GROUP_MAX_EPS: a group whose largest |x| is below it is zero. */
+#define WF_GROUP_EPS 1e-15f
+
+/* ggml's nearest_int: add 1.5 * 2^23 and read the low mantissa bits,
+ * which rounds to nearest even for |f| <= 4194303 and gives fixed garbage
+ * beyond (ggml's assert is compiled out; so is ours). */
+static inline int wf_nearest(float f)
+{
+	float v = f + 12582912.0f;
+	int32_t i;
+
+	memcpy(&i, &v, sizeof i);
+	return (i & 0x007fffff) - 0x00400000;
+}
+
+/* A C cast of f to a 32-bit int as x86-64's cvttss2si does it: truncation,
+ * and INT32_MIN for NaN and out-of-range values (C calls those undefined;
+ * ggml's quants reach them for subnormal scales, where 1/d is infinite).
+ * Narrower casts (int8_t, uint8_t) then keep the low byte, as GCC does. */
+static inline int32_t wf_cvtt(float f)
+{
+	if (f >= -2147483648.0f && f < 2147483648.0f)
+		return (int32_t)f;
+	return INT32_MIN;
+}
+
+static inline void wf_put16(uint8_t *p, uint16_t v)
+{
+	p[0] = (uint8_t)v;
+	p[1] = (uint8_t)(v >> 8);
+}
+
+/* A scale as ggml stores it and reads it back (fp16 round trip). */
+static inline float wf_f16_round(float f)
+{
+	return wf_f16_to_f32(wf_quant_f16(f));
+}
+
+#endif
