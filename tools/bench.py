@@ -59,6 +59,10 @@ measures, side by side in one run:
      to end vs model.safetensors'; 16 llama.cpp load + first token from the
      mount, cold and warm, vs the same bytes on /dev/shm; 17 `weightfs
      convert FOLDER OUT.gguf` vs part 9's write floor.
+  18. N processes (--share-n, default 4) np.memmap()ing the same tensor file
+     of one mount and touching all of it: the sum of their Pss against one
+     copy of the file, and N np.fromfile() readers as the contrast
+     (tools/bench_share.py; --parts share).
 Prints medians of several runs as tables with ratios and writes the same to
 --out as JSON.  Needs root only for --drop-caches / --read-ahead-kb; uses no
 third-party modules.
@@ -76,6 +80,7 @@ import time
 
 import bench_ggml
 import bench_gguf
+import bench_share
 
 TYPES = ["F32", "F16", "BF16", "Q4_0", "Q8_0", "Q4_K", "Q6_K", "IQ4_XS", "IQ2_XXS"]
 # Part 12: every ggml type with a decoder (F16 is the in-process reference,
@@ -1274,11 +1279,11 @@ def main():
     ap.add_argument("--runs", type=int)
     ap.add_argument("--mib", type=int, help="MiB of float32 output per tensor (default 256)")
     ap.add_argument("--rand-n", type=int, default=500, help="random reads per tensor per run")
-    ap.add_argument("--parts", default="decode,io,mount,whole,module,remote,convert,views,load,hfq,ggml,gguf",
+    ap.add_argument("--parts", default="decode,io,mount,whole,module,remote,convert,views,load,hfq,ggml,gguf,share",
                     help="comma list of decode, io, mount, whole, module (a Python with numpy), remote "
                          "(needs rclone), convert, views, load, prev (needs --prev-weightfs), "
                          "ggml (needs --ggml-src), gguf (parts 15-17, model.gguf; needs the npm clients; "
-                         "or one of gguf-read, gguf-llama, gguf-convert)")
+                         "or one of gguf-read, gguf-llama, gguf-convert), share (part 18)")
     ap.add_argument("--load-mib", type=int,
                     help="MiB of float32 output per tensor in the load part (default 128, quick 32)")
     ap.add_argument("--load-types", help="comma list of types for the load part (default: all; F16 always)")
@@ -1297,6 +1302,7 @@ def main():
     ap.add_argument("--touch-mem", type=int, default=4, metavar="GIB",
                     help="allocate, fill and free GIB GiB before measuring (default 4; 0: don't)")
     bench_ggml.add_args(ap)
+    bench_share.add_args(ap)
     args = ap.parse_args()
     if args.types:
         TYPES[:] = ["F32"] + [t for t in args.types.split(",") if t != "F32"]
@@ -1397,6 +1403,10 @@ def main():
             res["gguf"] = bench_gguf.part_gguf(args, gguf_parts)
             if "note" in res["gguf"]:
                 log("bench: model.gguf part " + res["gguf"]["note"])
+        if "share" in parts:
+            res["share"] = bench_share.part_share(args, model, TYPES)
+            if "note" in res["share"]:
+                log("bench: part 18 " + res["share"]["note"])
         if "mount" in parts:
             res["mount_cost"] = part_mount_cost(args, [
                 ("%d tensors, %d tokens" % (n_tensors, n_vocab), many),
@@ -1406,6 +1416,8 @@ def main():
         text = report(res)
         if "text" in res.get("gguf", {}):
             text += "\n" + "\n".join(res["gguf"]["text"]) + "\n"
+        if "text" in res.get("share", {}):
+            text += "\n" + "\n".join(res["share"]["text"]) + "\n"
         print(text)
         res["table"] = text
         os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
