@@ -52,6 +52,9 @@ CJSON_CFLAGS := $(shell $(PKG_CONFIG) --cflags libcjson 2>/dev/null)
 CJSON_LIBS   := $(shell $(PKG_CONFIG) --libs libcjson 2>/dev/null)
 # zlib's crc32 and adler32 for the previews' PNG files (the program only)
 ZLIB_LIBS    := $(shell $(PKG_CONFIG) --libs zlib 2>/dev/null || echo -lz)
+# libcrypto's SHA-256 and SHA-1 for verify and user.weightfs.sha256 (the
+# program only: src/mount/wf_sha.h)
+CRYPTO_LIBS  := $(shell $(PKG_CONFIG) --libs libcrypto 2>/dev/null || echo -lcrypto)
 CHECK_CFLAGS := $(shell $(PKG_CONFIG) --cflags check 2>/dev/null)
 CHECK_LIBS   := $(shell $(PKG_CONFIG) --libs check 2>/dev/null)
 
@@ -77,9 +80,10 @@ VIEW_SRC  := src/view/wf_view.c src/view/wf_live.c src/view/wf_prefetch.c src/vi
 LIBAPI_SRC := src/lib/wf_api.c src/lib/wf_stack.c
 MOUNT_SRC := src/mount/wf_tree.c src/mount/wf_gen.c src/mount/wf_st_stream.c src/mount/wf_summary.c src/mount/wf_attr.c \
              src/mount/wf_files.c src/mount/wf_mount.c \
-             src/mount/wf_usage.c src/mount/wf_perm.c src/mount/wf_preview.c
+             src/mount/wf_usage.c src/mount/wf_perm.c src/mount/wf_preview.c src/mount/wf_sha.c
 FUSE_SRC  := src/fuse/main.c src/fuse/wf_fuse.c src/fuse/wf_mnt.c src/fuse/wf_limiter.c
-CLI_SRC   := src/cli/cli.c src/cli/cli_read.c src/cli/cli_show.c src/cli/cli_convert.c src/cli/cli_out.c src/cli/cli_span.c src/cli/cli_look.c src/cli/cli_stats.c src/cli/cli_diff.c
+CLI_SRC   := src/cli/cli.c src/cli/cli_read.c src/cli/cli_show.c src/cli/cli_convert.c src/cli/cli_out.c src/cli/cli_span.c src/cli/cli_look.c src/cli/cli_stats.c src/cli/cli_diff.c \
+             src/cli/cli_verify.c src/cli/cli_hub.c
 
 # The format library (libweightfs.so and .a): no FUSE, no mount tree.
 LIB_SRC  := $(BASE_SRC) $(CODEC_SRC) $(MODEL_SRC) $(VIEW_SRC) $(LIBAPI_SRC)
@@ -139,14 +143,14 @@ PC_SED := -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' -e 's|@INCDIR@|$
 # also uses the internals the shared library hides (wf_live, the model), and
 # an installed binary then cannot meet a libweightfs.so of another version.
 $(B)/weightfs: $(BIN_OBJ) $(B)/libwfprog.a $(B)/libweightfs.a
-	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $^ $(FUSE_LIBS) $(CJSON_LIBS) $(ZLIB_LIBS) -lm -lpthread
+	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $^ $(FUSE_LIBS) $(CJSON_LIBS) $(ZLIB_LIBS) $(CRYPTO_LIBS) -lm -lpthread
 
 $(B)/tests/%.o: tests/unit/%.c
 	@mkdir -p $(@D)
 	$(Q)$(CC) $(ALL_CFLAGS) $(CHECK_CFLAGS) -c -o $@ $<
 
 $(B)/tests/check_%: $(B)/tests/check_%.o $(B)/libwfprog.a $(B)/libweightfs.a
-	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $^ $(CHECK_LIBS) $(CJSON_LIBS) $(ZLIB_LIBS) -lm -lpthread
+	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $^ $(CHECK_LIBS) $(CJSON_LIBS) $(ZLIB_LIBS) $(CRYPTO_LIBS) -lm -lpthread
 
 # `make check` first installs what the tests need and is missing (apt, when
 # root or passwordless sudo; otherwise it says what to install), then runs

@@ -47,6 +47,7 @@ static const struct cli_cmd {
 	 cli_convert, NULL},
 	{"stats", "[--json] [-o dtype=T] MODEL [NAME|PREFIX ...]", 0, 0, NULL, cli_stats},
 	{"diff", "[--json] A B", 0, 0, NULL, cli_diff},
+	{"verify", "[--json] [--write FILE] [--against FILE] MODEL", 0, 0, NULL, cli_verify},
 };
 
 static const struct cli_cmd *cmd_of(const char *name)

@@ -49,6 +49,10 @@ int cli_convert(struct cli_session *s, const struct cli_opts *o);
  * diff(1). */
 int cli_stats(int argc, char **argv);
 int cli_diff(int argc, char **argv);
+/* weightfs verify [--json] [--write FILE] [--against FILE] MODEL
+ * (cli_verify.c): 0 when MODEL is intact, 1 when something differs from
+ * what it should be, 2 when it could not be checked, as cmp(1). */
+int cli_verify(int argc, char **argv);
 
 /* Says "weightfs CMD: MESSAGE (usage: ...)" on stderr; returns EXIT_USAGE. */
 __attribute__((format(printf, 2, 3)))

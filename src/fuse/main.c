@@ -9,6 +9,7 @@
 #include "view/wf_prefetch.h"
 #include "view/wf_view.h"
 #include "model/wf_set.h"
+#include "mount/wf_attr.h"
 #include "mount/wf_files.h"
 #include "mount/wf_tree.h"
 
@@ -592,6 +593,7 @@ int main(int argc, char *argv[])
 	struct wf_mount mt = {0};
 	struct wf_live live = {0};
 	struct wf_perms perms = {0};
+	struct wf_sums *sums = NULL;
 	int ret = EXIT_USAGE;
 
 	if (open_std_fds() != 0) {
@@ -610,10 +612,10 @@ int main(int argc, char *argv[])
 	ret = EXIT_NOMEM;
 	struct wf_fs fs = {
 		.m = mt.m, .t = mt.t, .uid = getuid(), .gid = getgid(), .timeout = 86400.0 * 365,
-		.live = &live, .perms = &perms,
+		.live = &live, .perms = &perms, .sums = (sums = wf_sums_new(mt.m->n_tensors)),
 	};
 	char perr[WF_ERRLEN];
-	if (wf_live_init(&live, mt.m, wf_files_seg, mt.t, on_model_changed, NULL) != WF_OK ||
+	if (!fs.sums || wf_live_init(&live, mt.m, wf_files_seg, mt.t, on_model_changed, NULL) != WF_OK ||
 	    wf_perms_init(&perms, mt.t, mt.m, perr) != WF_OK)
 		goto out_model;
 	model_name = o.model;
@@ -626,6 +628,7 @@ int main(int argc, char *argv[])
 
 	ret = run_session(&args, &fs, &co, o.ra_kb);
 out_model:
+	wf_sums_free(sums);
 	wf_perms_free(&perms);
 	wf_live_free(&live);
 	wf_mount_close(&mt);

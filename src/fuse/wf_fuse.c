@@ -317,11 +317,13 @@ static void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t
 	const struct wf_fs *fs = fs_of(req);
 	uint32_t n = node_of(fs, ino);
 	struct wf_buf b = {0};
-	enum wf_err rc = n == WF_NO_NODE ? WF_ERR_RANGE : wf_xattr_get(fs->t, n, name, &b, NULL);
+	enum wf_err rc = n == WF_NO_NODE ? WF_ERR_RANGE
+			 : strcmp(name, WF_XATTR_PREFIX "sha256") == 0 ? wf_xattr_sha256(fs->sums, fs->live, fs->t, n, &b, NULL)
+			 : wf_xattr_get(fs->t, n, name, &b, NULL);
 	if (rc == WF_OK)
 		reply_sized(req, b.data ? b.data : "", b.len, size);
 	else
-		fuse_reply_err(req, rc == WF_ERR_NOMEM ? ENOMEM : ENODATA);
+		fuse_reply_err(req, rc == WF_ERR_NOMEM ? ENOMEM : rc == WF_ERR_RANGE ? ENODATA : EIO);
 	wf_buf_free(&b);
 }
 

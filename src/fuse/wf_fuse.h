@@ -19,6 +19,7 @@ struct wf_fs {
 	const struct wf_perms *perms; /* owner, group and mode of each node (wf_perm.h) */
 	double timeout;            /* entry/attr cache timeout, seconds */
 	struct wf_live *live;      /* reads: segments, identity checks, SIGBUS (wf_live.h) */
+	struct wf_sums *sums;      /* user.weightfs.sha256 made so far (wf_attr.h); NULL: none shown */
 };
 
 /* The operations; pass a struct wf_fs as userdata to fuse_session_new. */

@@ -89,11 +89,11 @@ def group_xattr():
         def tensors():
             errs = Errs()
             names = {"user.weightfs.shape", "user.weightfs.dtype", "user.weightfs.type",
-                     "user.weightfs.name"}
+                     "user.weightfs.name", "user.weightfs.sha256"}
             for e in tj["tensors"]:
                 p = m.path(e["path"])
                 lst = os.listxattr(p)
-                if set(lst) != names or len(lst) != 4:
+                if set(lst) != names or len(lst) != 5:
                     errs.add("%s: listxattr %r" % (e["path"], lst))
                 shape = os.getxattr(p, "user.weightfs.shape").decode()
                 if shape != "[" + ", ".join(str(d) for d in e["shape"]) + "]":

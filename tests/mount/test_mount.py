@@ -26,7 +26,7 @@ groups in order and prints the tally.  The rest lives next to it:
                   (malformed), t_remote (remote), t_sets (sets), t_parts (parts), t_desktop
                   (desktop), t_cmds (cmds), t_views (views), t_perms (perms),
                   t_stats (stats), t_diff (diff), t_preview (preview),
-                  t_memory (memory)
+                  t_memory (memory), t_verify (verify)
 
 Environment:
   WF_TEST_SEED    seed for the random ranges (default 20240601)
@@ -88,6 +88,7 @@ from t_preview import group_preview
 from t_memory import group_memory
 from t_gguf import group_gguf
 from t_gguf_more import group_gguf_more
+from t_verify import group_verify
 
 
 # ---------------------------------------------------------------- main
@@ -130,6 +131,7 @@ def main():
     groups.append(("memory", group_memory))
     groups.append(("gguf", group_gguf))
     groups.append(("gguf_more", group_gguf_more))
+    groups.append(("verify", group_verify))
     for gname, fn in groups:
         if not want(gname):
             continue

@@ -1,0 +1,873 @@
+/* cli_verify.c - weightfs verify [--json] [--write FILE] [--against FILE]
+ * MODEL: is the download intact (docs/weightfs.1, COMMANDS)?
+ *
+ * What can be checked without a reference is: the model opens (the
+ * parsers hold every header to the file's size, every tensor's bytes to
+ * their file, a safetensors index's total_size to the shards), a GGUF's
+ * padding is zeros and no longer than its alignment, every byte of every
+ * file can be read, and in a hub cache every file matches the digest its
+ * blob is named by (cli_hub.c).  A manifest written by --write (the
+ * SHA-256 of every file and of every tensor's stored bytes) is the
+ * reference --against holds the model to, naming each tensor that
+ * differs.  Digests run on every core, biggest job first; exit codes are
+ * cmp's: 0 intact, 1 differs, 2 could not check. */
+#include "base/wf_names.h"
+#include "base/wf_pool.h"
+#include "cli/cli.h"
+#include "cli/cli_int.h"
+#include "cli/cli_look.h"
+#include "cli/cli_verify.h"
+#include "model/wf_set.h"
+
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define USAGE "weightfs verify [--json] [--write FILE] [--against FILE] MODEL"
+#define MANIFEST_FORMAT "weightfs-manifest"
+/* A manifest larger than this is refused (a million tensors take ~250 MB). */
+#define MANIFEST_MAX (1u << 30)
+/* Bytes each pread of a digest covers: the hash reads them while they are
+ * still in L2. */
+#define PIECE (256u << 10)
+
+struct v_opts {
+	bool json;
+	const char *model, *write, *against;
+};
+
+/* Everything one run found and made. */
+struct v_run {
+	struct v_opts o;
+	struct v_state st;
+	struct v_hub hub;
+	bool is_hub;
+	struct wf_model *m;
+	size_t *part_job;     /* [n_parts]: the job of each part's file digest */
+	size_t *tensor_job;   /* [n_tensors]: the job of each tensor's digest, or SIZE_MAX */
+	uint64_t n_tensor_sums;
+	cJSON *manifest;
+};
+
+/* ---------------------------------------------------------------- problems and jobs */
+
+void v_problem(struct v_state *st, enum v_sev sev, const char *kind, const char *file, const char *tensor,
+	       size_t tensor_len, const char *fmt, ...)
+{
+	if (st->n_probs == st->cap_probs) {
+		size_t cap = st->cap_probs ? 2 * st->cap_probs : 16;
+		struct v_prob *np = realloc(st->probs, cap * sizeof *np);
+		if (!np) {
+			st->oom = true;
+			return;
+		}
+		st->probs = np;
+		st->cap_probs = cap;
+	}
+	struct v_prob *p = &st->probs[st->n_probs];
+	memset(p, 0, sizeof *p);
+	p->sev = sev;
+	p->kind = kind;
+	char line[WF_ERRLEN];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof line, fmt, ap);
+	va_end(ap);
+	p->msg = strdup(line);
+	p->file = file ? strdup(file) : NULL;
+	if (tensor && (p->tensor = malloc(tensor_len + 1))) {
+		memcpy(p->tensor, tensor, tensor_len);
+		p->tensor[tensor_len] = '\0';
+		p->tensor_len = tensor_len;
+	}
+	if (!p->msg || (file && !p->file) || (tensor && !p->tensor)) {
+		free(p->msg);
+		free(p->file);
+		free(p->tensor);
+		st->oom = true;
+		return;
+	}
+	st->n_probs++;
+}
+
+size_t v_add_job(struct v_state *st, enum v_job_kind kind, const char *path, int fd, uint64_t off, uint64_t len,
+		 size_t ref)
+{
+	if (st->n_jobs == st->cap_jobs) {
+		size_t cap = st->cap_jobs ? 2 * st->cap_jobs : 64;
+		struct v_job *nj = realloc(st->jobs, cap * sizeof *nj);
+		if (!nj) {
+			st->oom = true;
+			return SIZE_MAX;
+		}
+		st->jobs = nj;
+		st->cap_jobs = cap;
+	}
+	struct v_job *j = &st->jobs[st->n_jobs];
+	memset(j, 0, sizeof *j);
+	j->kind = kind;
+	j->path = path;
+	j->fd = fd;
+	j->off = off;
+	j->len = len;
+	j->ref = ref;
+	if (kind != V_RANGE_SHA256) { /* its size orders it among the others */
+		struct stat s;
+		j->len = stat(path, &s) == 0 ? (uint64_t)s.st_size : 0;
+	}
+	return st->n_jobs++;
+}
+
+/* ---------------------------------------------------------------- digests */
+
+/* What the workers share: the jobs to run, in the order `order` gives. */
+struct v_pool {
+	struct v_job *jobs;
+	const size_t *order;
+	size_t n;
+	_Atomic size_t next;
+	struct cli_meter *meter;
+};
+
+/* Hashes [off, off + len) of fd (len UINT64_MAX: to the end) into s;
+ * *got gets the bytes hashed; an errno, or 0. */
+static int hash_fd(int fd, uint64_t off, uint64_t len, struct wf_sha *s, uint8_t *buf, uint64_t *got,
+		   _Atomic uint64_t *done)
+{
+	*got = 0;
+	while (*got < len) {
+		uint64_t left = len - *got;
+		size_t want = left < PIECE ? (size_t)left : PIECE;
+		ssize_t n = pread(fd, buf, want, (off_t)(off + *got));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return errno;
+		if (n == 0)
+			return len == UINT64_MAX ? 0 : ENODATA;
+		if (!wf_sha_update(s, buf, (size_t)n))
+			return ENOMEM;
+		*got += (uint64_t)n;
+		atomic_fetch_add_explicit(done, (uint64_t)n, memory_order_relaxed);
+	}
+	return 0;
+}
+
+static void run_job(struct v_job *j, uint8_t *buf, struct wf_sha *s256, struct wf_sha *s1, _Atomic uint64_t *done)
+{
+	int fd = j->fd >= 0 ? j->fd : open(j->path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	struct stat st;
+	if (fd < 0 || fstat(fd, &st) != 0) {
+		j->err_no = errno;
+		goto out;
+	}
+	struct wf_sha *s = j->kind == V_FILE_GIT ? s1 : s256;
+	if (j->kind == V_FILE_GIT) {
+		char head[40];
+		int n = snprintf(head, sizeof head, "blob %llu", (unsigned long long)st.st_size);
+		wf_sha_update(s, head, (size_t)n + 1); /* with its NUL */
+	}
+	uint64_t off = j->kind == V_RANGE_SHA256 ? j->off : 0, len = j->kind == V_RANGE_SHA256 ? j->len : UINT64_MAX;
+	j->err_no = hash_fd(fd, off, len, s, buf, &j->size, done);
+	if (!j->err_no && j->kind == V_FILE_GIT && j->size != (uint64_t)st.st_size)
+		j->err_no = EAGAIN; /* it changed while it was read */
+	uint8_t tmp[WF_SHA256_LEN];
+	if (!wf_sha_final(s, j->err_no ? tmp : j->sum) && !j->err_no)
+		j->err_no = ENOMEM;
+out:
+	if (fd >= 0 && fd != j->fd)
+		close(fd);
+	j->done = true;
+}
+
+static void *worker(void *arg)
+{
+	struct v_pool *p = arg;
+	uint8_t *buf = malloc(PIECE);
+	struct wf_sha *s256 = wf_sha_new(WF_SHA256), *s1 = wf_sha_new(WF_SHA1);
+	for (;;) {
+		size_t k = atomic_fetch_add(&p->next, 1);
+		if (k >= p->n)
+			break;
+		struct v_job *j = &p->jobs[p->order[k]];
+		if (!buf || !s256 || !s1) {
+			j->err_no = ENOMEM;
+			j->done = true;
+			continue;
+		}
+		run_job(j, buf, s256, s1, &p->meter->done);
+	}
+	wf_sha_free(s256);
+	wf_sha_free(s1);
+	free(buf);
+	return NULL;
+}
+
+static const struct v_job *sort_jobs;
+
+static int bigger_first(const void *a, const void *b)
+{
+	const struct v_job *x = &sort_jobs[*(const size_t *)a], *y = &sort_jobs[*(const size_t *)b];
+	if (x->len != y->len)
+		return x->len > y->len ? -1 : 1;
+	return *(const size_t *)a < *(const size_t *)b ? -1 : 1;
+}
+
+/* Runs every job not yet done on every core, the biggest first so that
+ * the last to finish are small; false when out of memory. */
+static bool run_jobs(struct v_state *st)
+{
+	size_t n = 0;
+	size_t *order = malloc((st->n_jobs + 1) * sizeof *order);
+	if (!order)
+		return false;
+	uint64_t total = 0;
+	for (size_t k = 0; k < st->n_jobs; k++)
+		if (!st->jobs[k].done) {
+			order[n++] = k;
+			total += st->jobs[k].len;
+		}
+	sort_jobs = st->jobs;
+	qsort(order, n, sizeof *order, bigger_first);
+	struct cli_meter mt;
+	cli_meter_start(&mt, "verify", total);
+	struct v_pool p = {.jobs = st->jobs, .order = order, .n = n, .meter = &mt};
+	atomic_init(&p.next, 0);
+	if (n)
+		wf_pool_run(wf_pool_threads(0, n), worker, &p, 0);
+	cli_meter_stop(&mt);
+	free(order);
+	return true;
+}
+
+/* ---------------------------------------------------------------- the model's own checks */
+
+static int by_begin(const void *a, const void *b)
+{
+	return wf_span_cmp(a, b);
+}
+
+/* Whether bytes [off, off + n) of fd are all zero; -1 when unreadable. */
+static int zeros(int fd, uint64_t off, uint64_t n)
+{
+	uint8_t buf[4096];
+	while (n) {
+		size_t want = n < sizeof buf ? (size_t)n : sizeof buf;
+		ssize_t got = pread(fd, buf, want, (off_t)off);
+		if (got <= 0)
+			return -1;
+		for (ssize_t i = 0; i < got; i++)
+			if (buf[i])
+				return 0;
+		off += (uint64_t)got;
+		n -= (uint64_t)got;
+	}
+	return 1;
+}
+
+/* The bytes between tensor `prev` (or the data section's start) and
+ * `begin` of part pi, or after the last tensor (`begin` the file's end). */
+static void gap(struct v_run *r, int fd, uint32_t pi, const struct wf_tensor *prev, uint64_t end, uint64_t begin,
+		bool last)
+{
+	const struct wf_part *p = &r->m->parts[pi];
+	uint64_t n = begin - end, a = r->m->alignment;
+	struct wf_buf nm = {0};
+	cli_name(&nm, prev->name, prev->name_len);
+	const char *tn = nm.oom ? "?" : nm.data;
+	if (n >= a)
+		v_problem(&r->st, V_DIFFERS, "padding", p->name, prev->name, prev->name_len,
+			  "%s: %" PRIu64 " byte%s %s tensor %s, more than the padding to the alignment (%" PRIu64 ") can be",
+			  cli_path(p->name), n, n == 1 ? "" : "s", last ? "after the last" : "after", tn, a);
+	else if (n && zeros(fd, end, n) == 0)
+		v_problem(&r->st, V_DIFFERS, "padding", p->name, prev->name, prev->name_len,
+			  "%s: the %" PRIu64 " byte%s of padding after tensor %s %s not zeros", cli_path(p->name), n,
+			  n == 1 ? "" : "s", tn, n == 1 ? "is" : "are");
+	wf_buf_free(&nm);
+}
+
+/* A GGUF part's data section: between tensors and after the last, only
+ * the zeros that pad each tensor to the alignment, as llama.cpp and
+ * gguf-py write them. */
+static bool gguf_padding(struct v_run *r, uint32_t pi, struct wf_span *sp)
+{
+	const struct wf_part *p = &r->m->parts[pi];
+	size_t n = 0;
+	for (size_t i = 0; i < r->m->n_tensors; i++) {
+		const struct wf_tensor *t = &r->m->tensors[i];
+		if (t->part == pi && t->nbytes)
+			sp[n++] = (struct wf_span){t->offset, t->offset + t->nbytes, i};
+	}
+	if (!n)
+		return true;
+	qsort(sp, n, sizeof *sp, by_begin);
+	int fd = p->fd >= 0 ? p->fd : open(p->path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return true; /* the digests will say it cannot be read */
+	struct stat s;
+	uint64_t size = fstat(fd, &s) == 0 ? (uint64_t)s.st_size : p->len;
+	for (size_t k = 0; k < n && !r->st.oom; k++) {
+		uint64_t next = k + 1 < n ? sp[k + 1].begin : size;
+		if (next > sp[k].end)
+			gap(r, fd, pi, &r->m->tensors[sp[k].tensor], sp[k].end, next, k + 1 == n);
+	}
+	if (fd != p->fd)
+		close(fd);
+	return !r->st.oom;
+}
+
+static bool model_checks(struct v_run *r)
+{
+	if (r->m->format != WF_FMT_GGUF || r->m->alignment == 0)
+		return true; /* safetensors: the parser holds the header to the file exactly */
+	struct wf_span *sp = malloc((r->m->n_tensors + 1) * sizeof *sp);
+	bool ok = sp != NULL;
+	for (uint32_t pi = 0; ok && pi < r->m->n_parts; pi++)
+		ok = gguf_padding(r, pi, sp);
+	free(sp);
+	return ok;
+}
+
+/* ---------------------------------------------------------------- opening */
+
+static bool part_jobs(struct v_run *r)
+{
+	r->part_job = calloc(r->m->n_parts + 1, sizeof *r->part_job);
+	r->tensor_job = malloc((r->m->n_tensors + 1) * sizeof *r->tensor_job);
+	if (!r->part_job || !r->tensor_job)
+		return false;
+	for (size_t i = 0; i < r->m->n_tensors; i++)
+		r->tensor_job[i] = SIZE_MAX;
+	for (uint32_t pi = 0; pi < r->m->n_parts; pi++) {
+		const struct wf_part *p = &r->m->parts[pi];
+		const struct v_blob *b = r->is_hub ? v_hub_blob(&r->hub, p->path) : NULL;
+		/* a blob named by its SHA-256 is hashed once, for both */
+		if (b && b->job != SIZE_MAX && r->st.jobs[b->job].kind == V_FILE_SHA256)
+			r->part_job[pi] = b->job;
+		else
+			r->part_job[pi] = v_add_job(&r->st, V_FILE_SHA256, p->path, p->fd, 0, 0, pi);
+		if (r->part_job[pi] == SIZE_MAX)
+			return false;
+	}
+	return true;
+}
+
+/* Digest jobs for the tensors of part pi (every part: pi UINT32_MAX). */
+static bool tensor_jobs(struct v_run *r, uint32_t pi)
+{
+	for (size_t i = 0; i < r->m->n_tensors; i++) {
+		const struct wf_tensor *t = &r->m->tensors[i];
+		if ((pi != UINT32_MAX && t->part != pi) || r->tensor_job[i] != SIZE_MAX)
+			continue;
+		const struct wf_part *p = &r->m->parts[t->part];
+		r->tensor_job[i] = v_add_job(&r->st, V_RANGE_SHA256, p->path, p->fd, t->offset, t->nbytes, i);
+		if (r->tensor_job[i] == SIZE_MAX)
+			return false;
+		r->n_tensor_sums++;
+	}
+	return true;
+}
+
+/* Opens MODEL as the mount would; a model that does not open is the first
+ * problem (it differs from any intact file when a parser refused it). */
+static void open_model(struct v_run *r)
+{
+	char err[WF_ERRLEN];
+	enum wf_err rc = wf_set_open(&r->m, r->o.model, err);
+	if (rc == WF_OK)
+		return;
+	r->m = NULL;
+	bool explained = false; /* a hub cache's damage already seen explains the failure */
+	for (size_t i = 0; i < r->st.n_probs; i++)
+		explained |= r->st.probs[i].sev == V_DIFFERS;
+	v_problem(&r->st, rc == WF_ERR_FORMAT || explained ? V_DIFFERS : V_TROUBLE, "open", NULL, NULL, 0,
+		  "%s: %s", cli_path(r->o.model), err);
+}
+
+/* ---------------------------------------------------------------- manifests */
+
+static void hex_of(const struct v_job *j, char *hex)
+{
+	wf_sha_hex(j->sum, WF_SHA256_LEN, hex);
+}
+
+static void manifest_text(const struct v_run *r, struct wf_buf *b)
+{
+	char hex[2 * WF_SHA256_LEN + 1];
+	wf_buf_puts(b, "{\"format\": \"" MANIFEST_FORMAT "\", \"version\": 1,\n \"files\": [");
+	for (uint32_t pi = 0; pi < r->m->n_parts; pi++) {
+		const struct v_job *j = &r->st.jobs[r->part_job[pi]];
+		hex_of(j, hex);
+		wf_buf_puts(b, pi ? ",\n  {\"name\": " : "\n  {\"name\": ");
+		wf_buf_json_str(b, r->m->parts[pi].name, strlen(r->m->parts[pi].name));
+		wf_buf_printf(b, ", \"size\": %" PRIu64 ", \"sha256\": \"%s\"}", j->size, hex);
+	}
+	wf_buf_puts(b, "],\n \"tensors\": [");
+	for (size_t i = 0; i < r->m->n_tensors; i++) {
+		const struct wf_tensor *t = &r->m->tensors[i];
+		hex_of(&r->st.jobs[r->tensor_job[i]], hex);
+		wf_buf_puts(b, i ? ",\n  {\"name\": " : "\n  {\"name\": ");
+		wf_buf_json_str(b, t->name, t->name_len);
+		wf_buf_puts(b, ", \"file\": ");
+		wf_buf_json_str(b, r->m->parts[t->part].name, strlen(r->m->parts[t->part].name));
+		wf_buf_printf(b, ", \"offset\": %" PRIu64 ", \"nbytes\": %" PRIu64 ", \"sha256\": \"%s\"}", t->offset,
+			      t->nbytes, hex);
+	}
+	wf_buf_puts(b, "]}\n");
+}
+
+/* Writes the manifest to a temporary file beside `path`, then renames it
+ * into place, so a failed run leaves the old manifest whole. */
+static bool write_manifest(struct v_run *r)
+{
+	struct wf_buf b = {0};
+	manifest_text(r, &b);
+	size_t n = strlen(r->o.write) + 16;
+	char *tmp = malloc(n);
+	bool ok = false;
+	int fd = -1;
+	if (!b.oom && tmp) {
+		snprintf(tmp, n, "%s.tmp%ld", r->o.write, (long)getpid());
+		fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+		ok = fd >= 0 && cli_write_all(fd, b.data, b.len) == 0 && fsync(fd) == 0;
+		ok = fd >= 0 && close(fd) == 0 && ok && rename(tmp, r->o.write) == 0;
+		if (!ok)
+			v_problem(&r->st, V_TROUBLE, "manifest", r->o.write, NULL, 0, "%s: cannot be written: %s",
+				  cli_path(r->o.write), strerror(errno));
+		if (!ok)
+			unlink(tmp);
+	}
+	free(tmp);
+	wf_buf_free(&b);
+	return ok || !r->st.oom;
+}
+
+static bool read_manifest(struct v_run *r)
+{
+	int fd = open(r->o.against, O_RDONLY | O_CLOEXEC);
+	struct stat s;
+	char *text = NULL;
+	ssize_t got = -1;
+	if (fd >= 0 && fstat(fd, &s) == 0 && S_ISREG(s.st_mode) && s.st_size < MANIFEST_MAX &&
+	    (text = malloc((size_t)s.st_size + 1)))
+		got = read(fd, text, (size_t)s.st_size);
+	int e = errno;
+	if (fd >= 0)
+		close(fd);
+	if (got >= 0)
+		r->manifest = cJSON_ParseWithLength(text, (size_t)got);
+	free(text);
+	const cJSON *f = cJSON_GetObjectItemCaseSensitive(r->manifest, "format");
+	if (!cJSON_IsString(f) || strcmp(f->valuestring, MANIFEST_FORMAT) != 0 ||
+	    !cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(r->manifest, "files")) ||
+	    !cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(r->manifest, "tensors"))) {
+		v_problem(&r->st, V_TROUBLE, "manifest", r->o.against, NULL, 0, "%s: %s", cli_path(r->o.against),
+			  got < 0 ? strerror(e) : "not a manifest weightfs verify --write made");
+		cJSON_Delete(r->manifest);
+		r->manifest = NULL;
+		return false;
+	}
+	return true;
+}
+
+/* The manifest's entry of `key` ("files", "tensors") whose "name" is s[0..n). */
+static const cJSON *entry_named(const struct wf_names *ix, const cJSON *arr, const char *s, size_t n)
+{
+	uint32_t k = wf_names_get(ix, s, n);
+	return k == WF_NAMES_NONE ? NULL : cJSON_GetArrayItem(arr, (int)k);
+}
+
+static bool index_names(struct wf_names *ix, const cJSON *arr, bool **seen)
+{
+	int n = cJSON_GetArraySize(arr);
+	*seen = calloc((size_t)n + 1, sizeof **seen);
+	if (!*seen || !wf_names_init(ix, (size_t)n + 1))
+		return false;
+	for (int k = 0; k < n; k++) {
+		const cJSON *nm = cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(arr, k), "name");
+		if (cJSON_IsString(nm))
+			wf_names_put(ix, nm->valuestring, strlen(nm->valuestring), (uint32_t)k);
+	}
+	return true;
+}
+
+static bool digest_is(const cJSON *e, const struct v_job *j)
+{
+	const cJSON *d = cJSON_GetObjectItemCaseSensitive(e, "sha256");
+	uint8_t want[WF_SHA256_LEN];
+	return cJSON_IsString(d) && strlen(d->valuestring) == 2 * WF_SHA256_LEN &&
+	       wf_sha_unhex(d->valuestring, WF_SHA256_LEN, want) && memcmp(want, j->sum, sizeof want) == 0;
+}
+
+/* Names in the manifest the model does not have. */
+static void left_over(struct v_run *r, const cJSON *arr, const bool *seen, const char *what)
+{
+	int n = cJSON_GetArraySize(arr);
+	for (int k = 0; k < n; k++) {
+		const cJSON *nm = cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(arr, k), "name");
+		if (seen[k] || !cJSON_IsString(nm))
+			continue;
+		struct wf_buf b = {0};
+		cli_name(&b, nm->valuestring, strlen(nm->valuestring));
+		bool t = what[0] == 't';
+		v_problem(&r->st, V_DIFFERS, what, t ? NULL : nm->valuestring, t ? nm->valuestring : NULL,
+			  strlen(nm->valuestring), "%s %s: in the manifest, not in the model", what, b.oom ? "?" : b.data);
+		wf_buf_free(&b);
+	}
+}
+
+/* Each part's digest against the manifest's; differs[pi] 1 when it is
+ * not the same, 2 when the manifest has no such file: its tensors are
+ * then hashed and compared. */
+static bool compare_files(struct v_run *r, uint8_t *differs)
+{
+	const cJSON *arr = cJSON_GetObjectItemCaseSensitive(r->manifest, "files");
+	struct wf_names ix;
+	bool *seen;
+	if (!index_names(&ix, arr, &seen)) {
+		free(seen);
+		return false;
+	}
+	for (uint32_t pi = 0; pi < r->m->n_parts; pi++) {
+		const char *name = r->m->parts[pi].name;
+		const cJSON *e = entry_named(&ix, arr, name, strlen(name));
+		if (e)
+			seen[wf_names_get(&ix, name, strlen(name))] = true;
+		else if (r->m->n_parts == 1 && cJSON_GetArraySize(arr) == 1) /* one file, renamed: still the one */
+			seen[0] = (e = cJSON_GetArrayItem(arr, 0)) != NULL;
+		const struct v_job *j = &r->st.jobs[r->part_job[pi]];
+		differs[pi] = j->err_no ? 0 : !e ? 2 : !digest_is(e, j);
+		if (!e)
+			v_problem(&r->st, V_DIFFERS, "file", name, NULL, 0, "file %s: not in the manifest", cli_path(name));
+	}
+	left_over(r, arr, seen, "file");
+	wf_names_free(&ix);
+	free(seen);
+	return !r->st.oom;
+}
+
+static void tensor_differs(struct v_run *r, const struct wf_tensor *t, const char *why)
+{
+	struct wf_buf b = {0};
+	cli_name(&b, t->name, t->name_len);
+	const char *file = r->m->parts[t->part].name;
+	v_problem(&r->st, V_DIFFERS, "tensor", file, t->name, t->name_len, "tensor %s (in %s): %s", b.oom ? "?" : b.data,
+		  cli_path(file), why);
+	wf_buf_free(&b);
+}
+
+static bool compare_tensors(struct v_run *r, const uint8_t *differs, size_t *per_part)
+{
+	const cJSON *arr = cJSON_GetObjectItemCaseSensitive(r->manifest, "tensors");
+	struct wf_names ix;
+	bool *seen;
+	if (!index_names(&ix, arr, &seen)) {
+		free(seen);
+		return false;
+	}
+	for (size_t i = 0; i < r->m->n_tensors; i++) {
+		const struct wf_tensor *t = &r->m->tensors[i];
+		const cJSON *e = entry_named(&ix, arr, t->name, t->name_len);
+		if (!e) {
+			tensor_differs(r, t, "not in the manifest");
+			continue;
+		}
+		seen[wf_names_get(&ix, t->name, t->name_len)] = true;
+		if (!differs[t->part])
+			continue; /* its file is the manifest's, byte for byte */
+		const struct v_job *j = &r->st.jobs[r->tensor_job[i]];
+		const cJSON *nb = cJSON_GetObjectItemCaseSensitive(e, "nbytes");
+		if (j->err_no)
+			continue; /* said with the digests' read errors */
+		if (!cJSON_IsNumber(nb) || (uint64_t)nb->valuedouble != t->nbytes) {
+			tensor_differs(r, t, "its size differs from the manifest's");
+			per_part[t->part]++;
+		} else if (!digest_is(e, j)) {
+			tensor_differs(r, t, "its SHA-256 differs from the manifest's");
+			per_part[t->part]++;
+		}
+	}
+	left_over(r, arr, seen, "tensor");
+	wf_names_free(&ix);
+	free(seen);
+	return !r->st.oom;
+}
+
+/* --against: files first; the tensors of a file that differs are hashed
+ * only then, to name them. */
+static bool against(struct v_run *r)
+{
+	if (!read_manifest(r))
+		return true;
+	uint8_t *differs = calloc(r->m->n_parts + 1, sizeof *differs); /* 1: differs, 2: not in the manifest */
+	size_t *per_part = calloc(r->m->n_parts + 1, sizeof *per_part);
+	bool ok = differs && per_part && compare_files(r, differs);
+	for (uint32_t pi = 0; ok && pi < r->m->n_parts; pi++)
+		if (differs[pi])
+			ok = tensor_jobs(r, pi);
+	ok = ok && run_jobs(&r->st) && compare_tensors(r, differs, per_part);
+	for (uint32_t pi = 0; ok && pi < r->m->n_parts; pi++) {
+		const char *name = r->m->parts[pi].name;
+		if (differs[pi] == 2)
+			continue; /* not in the manifest: said */
+		if (differs[pi] && per_part[pi])
+			v_problem(&r->st, V_DIFFERS, "file", name, NULL, 0,
+				  "file %s: differs from the manifest (%zu tensor%s)", cli_path(name), per_part[pi],
+				  per_part[pi] == 1 ? "" : "s");
+		else if (differs[pi])
+			v_problem(&r->st, V_DIFFERS, "file", name, NULL, 0,
+				  "file %s: differs from the manifest outside its tensors' bytes (header or padding)",
+				  cli_path(name));
+	}
+	free(differs);
+	free(per_part);
+	return ok;
+}
+
+/* Read errors of the digests, one line each. */
+static void read_errors(struct v_run *r)
+{
+	for (size_t k = 0; k < r->st.n_jobs; k++) {
+		const struct v_job *j = &r->st.jobs[k];
+		const struct v_blob *b = r->is_hub ? v_hub_blob(&r->hub, j->path) : NULL;
+		if (!j->err_no || (b && b->job == k))
+			continue; /* a blob's: v_hub_judge says it */
+		if (j->kind == V_RANGE_SHA256) {
+			const struct wf_tensor *t = &r->m->tensors[j->ref];
+			tensor_differs(r, t, j->err_no == ENODATA ? "its bytes end early: the file is shorter than its header says"
+								 : strerror(j->err_no));
+			if (j->err_no != ENODATA)
+				r->st.probs[r->st.n_probs - 1].sev = V_TROUBLE;
+		} else {
+			v_problem(&r->st, V_TROUBLE, "file", j->path, NULL, 0, "%s: cannot be read: %s", cli_path(j->path),
+				  strerror(j->err_no));
+		}
+	}
+}
+
+/* ---------------------------------------------------------------- report */
+
+static int exit_code(const struct v_run *r)
+{
+	int worst = r->st.oom ? V_TROUBLE : 0;
+	for (size_t i = 0; i < r->st.n_probs; i++)
+		if ((int)r->st.probs[i].sev > worst)
+			worst = (int)r->st.probs[i].sev;
+	return worst;
+}
+
+static const char *verdict_of(int code)
+{
+	return code == 0 ? "intact" : code == 1 ? "differs" : "unchecked";
+}
+
+static void json_opt(struct wf_buf *b, const char *key, const char *s, size_t n)
+{
+	wf_buf_printf(b, ", \"%s\": ", key);
+	if (s)
+		wf_buf_json_str(b, s, n);
+	else
+		wf_buf_puts(b, "null");
+}
+
+static void json_report(const struct v_run *r, int code, struct wf_buf *b)
+{
+	char hex[2 * WF_SHA256_LEN + 1];
+	wf_buf_puts(b, "{\"model\": ");
+	wf_buf_json_str(b, r->o.model, strlen(r->o.model));
+	wf_buf_printf(b, ", \"verdict\": \"%s\", \"exit\": %d, \"hub\": ", verdict_of(code), code);
+	if (r->is_hub) {
+		wf_buf_puts(b, "{\"root\": ");
+		wf_buf_json_str(b, r->hub.root, strlen(r->hub.root));
+		wf_buf_printf(b, ", \"blobs\": %zu, \"links\": %zu, \"unfinished\": %zu}", r->hub.n_blobs, r->hub.n_links,
+			      r->hub.n_unfinished);
+	} else {
+		wf_buf_puts(b, "null");
+	}
+	wf_buf_puts(b, ", \"files\": [");
+	for (uint32_t pi = 0; r->m && pi < r->m->n_parts; pi++) {
+		const struct v_job *j = &r->st.jobs[r->part_job[pi]];
+		hex_of(j, hex);
+		wf_buf_puts(b, pi ? ", {\"name\": " : "{\"name\": ");
+		wf_buf_json_str(b, r->m->parts[pi].name, strlen(r->m->parts[pi].name));
+		wf_buf_puts(b, ", \"path\": ");
+		wf_buf_json_str(b, r->m->parts[pi].path, strlen(r->m->parts[pi].path));
+		wf_buf_printf(b, ", \"size\": %" PRIu64 ", \"sha256\": ", j->size);
+		if (j->err_no)
+			wf_buf_puts(b, "null}");
+		else
+			wf_buf_printf(b, "\"%s\"}", hex);
+	}
+	wf_buf_printf(b, "], \"tensors\": %zu, \"tensors_hashed\": %" PRIu64 ", \"problems\": [",
+		      r->m ? r->m->n_tensors : 0, r->n_tensor_sums);
+	for (size_t i = 0; i < r->st.n_probs; i++) {
+		const struct v_prob *p = &r->st.probs[i];
+		wf_buf_printf(b, "%s{\"kind\": \"%s\", \"exit\": %d", i ? ",\n  " : "\n  ", p->kind, (int)p->sev);
+		json_opt(b, "file", p->file, p->file ? strlen(p->file) : 0);
+		json_opt(b, "tensor", p->tensor, p->tensor_len);
+		json_opt(b, "message", p->msg, strlen(p->msg));
+		wf_buf_putc(b, '}');
+	}
+	wf_buf_puts(b, "]}\n");
+}
+
+static void text_report(const struct v_run *r, int code, struct wf_buf *b)
+{
+	char hex[2 * WF_SHA256_LEN + 1];
+	for (uint32_t pi = 0; r->m && pi < r->m->n_parts; pi++) {
+		const struct v_job *j = &r->st.jobs[r->part_job[pi]];
+		if (j->err_no)
+			continue;
+		hex_of(j, hex);
+		wf_buf_printf(b, "%s  %s\n", hex, cli_path(r->m->parts[pi].name)); /* as sha256sum prints it */
+	}
+	size_t n_bad = 0;
+	for (size_t i = 0; i < r->st.n_probs; i++)
+		if (r->st.probs[i].sev == V_DIFFERS) {
+			wf_buf_printf(b, "%s\n", r->st.probs[i].msg);
+			n_bad++;
+		} else {
+			fprintf(stderr, "weightfs: %s\n", r->st.probs[i].msg);
+		}
+	if (r->is_hub && r->hub.n_unfinished)
+		fprintf(stderr, "weightfs: note: %zu unfinished download%s in blobs/ (*.incomplete), not checked\n",
+			r->hub.n_unfinished, r->hub.n_unfinished == 1 ? "" : "s");
+	if (code == 0)
+		wf_buf_printf(b, "intact: %u file%s, %zu tensors", r->m->n_parts, r->m->n_parts == 1 ? "" : "s",
+			      r->m->n_tensors);
+	else if (code == 1)
+		wf_buf_printf(b, "DIFFERS: %zu problem%s", n_bad, n_bad == 1 ? "" : "s");
+	else
+		wf_buf_printf(b, "could not check: %zu problem%s", r->st.n_probs - n_bad,
+			      r->st.n_probs - n_bad == 1 ? "" : "s");
+	if (r->is_hub)
+		wf_buf_printf(b, "; hub cache: %zu blobs, %zu links", r->hub.n_blobs, r->hub.n_links);
+	if (r->o.against && code == 0)
+		wf_buf_printf(b, "; as the manifest %s says", cli_path(r->o.against));
+	wf_buf_putc(b, '\n');
+}
+
+static int report(const struct v_run *r)
+{
+	int code = exit_code(r);
+	struct wf_buf b = {0};
+	if (r->o.json)
+		json_report(r, code, &b);
+	else
+		text_report(r, code, &b);
+	if (b.oom || fwrite(b.data, 1, b.len, stdout) != b.len || fflush(stdout) != 0) {
+		fprintf(stderr, "weightfs: stdout: %s\n", b.oom ? "out of memory" : strerror(errno));
+		code = V_TROUBLE;
+	}
+	wf_buf_free(&b);
+	return code;
+}
+
+/* ---------------------------------------------------------------- the command */
+
+static int usage_err(const char *what, const char *arg)
+{
+	fprintf(stderr, "weightfs verify: %s%s%s (usage: " USAGE ")\n", arg ? cli_path(arg) : "", arg ? ": " : "",
+		what);
+	return V_TROUBLE;
+}
+
+/* An option's value: "--write=F" or "--write F"; NULL if a is not it. */
+static const char *value_of(int argc, char **argv, int *i, const char *name, bool *missing)
+{
+	size_t n = strlen(name);
+	const char *a = argv[*i];
+	if (strncmp(a, name, n) != 0 || (a[n] != '=' && a[n] != '\0'))
+		return NULL;
+	if (a[n] == '=')
+		return a + n + 1;
+	if (*i + 1 < argc)
+		return argv[++*i];
+	*missing = true;
+	return NULL;
+}
+
+static int parse(int argc, char **argv, struct v_opts *o)
+{
+	bool dd = false;
+	for (int i = 2; i < argc; i++) {
+		const char *a = argv[i], *v;
+		bool missing = false;
+		if (dd || a[0] != '-' || a[1] == '\0') {
+			if (o->model)
+				return usage_err("one argument too many", a);
+			o->model = a;
+		} else if (strcmp(a, "--") == 0) {
+			dd = true;
+		} else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+			printf("usage: " USAGE "\nSee weightfs(1), COMMANDS.\n");
+			return -1;
+		} else if (strcmp(a, "--json") == 0) {
+			o->json = true;
+		} else if ((v = value_of(argc, argv, &i, "--write", &missing)) != NULL) {
+			o->write = v;
+		} else if ((v = value_of(argc, argv, &i, "--against", &missing)) != NULL) {
+			o->against = v;
+		} else {
+			return usage_err(missing ? "needs a FILE" : "unknown option", a);
+		}
+	}
+	return o->model ? 0 : usage_err("MODEL is missing", NULL);
+}
+
+static bool verify(struct v_run *r)
+{
+	r->is_hub = v_hub_detect(r->o.model, &r->hub);
+	if (r->is_hub && !v_hub_scan(&r->hub, &r->st))
+		return false;
+	open_model(r);
+	if (r->m && (!model_checks(r) || !part_jobs(r) || (r->o.write && !tensor_jobs(r, UINT32_MAX))))
+		return false;
+	if (!run_jobs(&r->st))
+		return false;
+	if (r->is_hub)
+		v_hub_judge(&r->hub, &r->st);
+	if (r->m && r->o.against && !against(r))
+		return false;
+	if (r->m)
+		read_errors(r);
+	if (r->o.write && exit_code(r) != V_TROUBLE && r->m)
+		return write_manifest(r);
+	if (r->o.write)
+		v_problem(&r->st, V_TROUBLE, "manifest", r->o.write, NULL, 0, "%s: not written: the model %s",
+			  cli_path(r->o.write), r->m ? "could not be read whole" : "did not open");
+	return !r->st.oom;
+}
+
+int cli_verify(int argc, char **argv)
+{
+	struct v_run r = {0};
+	int ret = parse(argc, argv, &r.o);
+	if (ret != 0)
+		return ret < 0 ? 0 : ret;
+	if (!verify(&r))
+		r.st.oom = true;
+	if (r.st.oom)
+		fprintf(stderr, "weightfs: out of memory\n");
+	ret = report(&r);
+	for (size_t i = 0; i < r.st.n_probs; i++) {
+		free(r.st.probs[i].msg);
+		free(r.st.probs[i].file);
+		free(r.st.probs[i].tensor);
+	}
+	free(r.st.probs);
+	free(r.st.jobs);
+	free(r.part_job);
+	free(r.tensor_job);
+	cJSON_Delete(r.manifest);
+	v_hub_free(&r.hub);
+	wf_model_free(r.m);
+	return ret;
+}

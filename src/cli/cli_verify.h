@@ -1,0 +1,108 @@
+/* cli_verify.h - what weightfs verify's two files share (cli_verify.c:
+ * the command, its checks of the model, its digests and manifests;
+ * cli_hub.c: a Hugging Face hub cache's blobs and snapshot links).
+ * Private to src/cli. */
+#ifndef CLI_VERIFY_H
+#define CLI_VERIFY_H
+
+#include "base/wf_buf.h"
+#include "mount/wf_sha.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* How bad a problem is: the exit code it leads to (as cmp and
+ * sha256sum -c): the bytes differ from what they should be, or they could
+ * not be checked. */
+enum v_sev {
+	V_DIFFERS = 1,
+	V_TROUBLE = 2,
+};
+
+/* One thing found wrong, for the report. */
+struct v_prob {
+	enum v_sev sev;
+	const char *kind;     /* static: "blob", "link", "refs", "open", "padding", "file", "tensor", ... */
+	char *file;           /* the file it is in, or NULL; owned */
+	char *tensor;         /* the tensor it is in, or NULL; owned (name_len bytes, may hold NUL) */
+	size_t tensor_len;
+	char *msg;            /* one line, printable; owned */
+};
+
+/* One digest to make: of a whole file, or of bytes [off, off+len) of one. */
+enum v_job_kind {
+	V_FILE_SHA256,  /* the whole file as it is now, however long */
+	V_FILE_GIT,     /* git's blob id: SHA-1 of "blob SIZE\0" and the file */
+	V_RANGE_SHA256, /* [off, off+len): a tensor's stored bytes */
+};
+
+struct v_job {
+	enum v_job_kind kind;
+	const char *path;     /* what to open (not owned) */
+	int fd;               /* an open descriptor of it to pread, or -1 */
+	uint64_t off, len;    /* V_RANGE_SHA256; len also orders jobs, biggest first */
+	size_t ref;           /* the owner's index: a blob, a part or a tensor */
+	/* results */
+	uint8_t sum[WF_SHA256_LEN];
+	uint64_t size;        /* bytes hashed (a file's size) */
+	int err_no;           /* 0, or why it could not be read (EIO, or ENODATA: ends early) */
+	bool done;
+};
+
+/* The problems found so far and the digests asked for. */
+struct v_state {
+	struct v_prob *probs;
+	size_t n_probs, cap_probs;
+	struct v_job *jobs;
+	size_t n_jobs, cap_jobs;
+	bool oom;
+};
+
+/* Adds a problem (file and tensor may be NULL); the message as printf
+ * formats it.  A failed allocation sets st->oom. */
+__attribute__((format(printf, 7, 8)))
+void v_problem(struct v_state *st, enum v_sev sev, const char *kind, const char *file, const char *tensor,
+	       size_t tensor_len, const char *fmt, ...);
+
+/* Adds a job and returns its index, or SIZE_MAX when out of memory. */
+size_t v_add_job(struct v_state *st, enum v_job_kind kind, const char *path, int fd, uint64_t off, uint64_t len,
+		 size_t ref);
+
+/* A hub cache: its blobs and what links to them. */
+struct v_blob {
+	char *name;           /* the blob's file name: 64 hex digits (LFS, SHA-256) or 40 (git SHA-1) */
+	char *path;           /* root/blobs/name, resolved */
+	char *link;           /* the first snapshot link to it, "REV/PATH", or NULL */
+	size_t job;           /* its digest's job, or SIZE_MAX (no name a digest can be checked against) */
+};
+
+struct v_hub {
+	char *root;           /* the models--ORG--NAME folder, resolved */
+	char *snap;           /* the one snapshot checked (MODEL was a snapshot folder), or NULL: all */
+	struct v_blob *blobs;
+	size_t n_blobs, cap_blobs;
+	size_t n_links;       /* snapshot links seen */
+	size_t n_unfinished;  /* *.incomplete blobs: downloads that did not finish */
+};
+
+/* Whether MODEL `path` is a hub cache's models--ORG--NAME folder (with
+ * blobs/ and snapshots/ in it) or one of its snapshots/REV folders; if so
+ * fills h (root, snap) and returns true. */
+bool v_hub_detect(const char *path, struct v_hub *h);
+
+/* Walks the snapshot links (every snapshot, or h->snap's), noting a link
+ * that leads nowhere or out of blobs/ and a refs/main naming no snapshot,
+ * and adds a digest job for every blob (all of blobs/ for the whole cache,
+ * the linked ones for a snapshot).  Returns false when out of memory. */
+bool v_hub_scan(struct v_hub *h, struct v_state *st);
+
+/* After the jobs ran: each blob's digest against its name. */
+void v_hub_judge(const struct v_hub *h, struct v_state *st);
+
+/* The blob whose resolved path is `path`, or NULL. */
+const struct v_blob *v_hub_blob(const struct v_hub *h, const char *path);
+
+void v_hub_free(struct v_hub *h);
+
+#endif
