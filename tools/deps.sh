@@ -17,6 +17,7 @@ need_cmd fusermount3 fuse3
 need_pc fuse3 libfuse3-dev
 need_pc libcjson libcjson-dev
 need_pc zlib zlib1g-dev
+need_pc libcrypto libssl-dev
 if [ "$what" = test ]; then
 	need_pc check check
 	need_cmd getfattr attr

@@ -79,6 +79,8 @@ expect "weightfs cat -o dtype=f16 demo.gguf tok" token_embd.weight
 expect "weightfs convert -" --force -o
 expect "weightfs convert -o " dtype=bf16 '!npy'
 expect "weightfs convert demo.gguf " w.safetensors "models dir" '!demo.gguf'
+expect "weightfs verify -" --json --write --against '!--force'
+expect "weightfs verify " demo.gguf "models dir" '!verify'
 # every command `weightfs -h` lists completes
 for c in $(weightfs -h 2>&1 | sed -n -E 's/^(usage:)?[[:space:]]+[^[:space:]]*weightfs[[:space:]]+([a-z][a-z0-9-]*)([[:space:]].*)?$/\2/p'); do
 	expect "weightfs ${c:0:1}" "$c"
