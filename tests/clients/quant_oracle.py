@@ -222,6 +222,8 @@ def cmd_write(path):
                     "for each deterministic case of tests/clients/quant_oracle.py",
            "package": "%s@%s" % (PACKAGE, version),
            "cases": [{"name": n, "nrows": r, "n_per_row": p} for n, r, p in CASES],
+           "inputs": {n: hashlib.sha256(case_floats(i).tobytes()).hexdigest()
+                      for i, (n, _, _) in enumerate(CASES)},
            "digests": digests(lib)}
     os.makedirs(os.path.dirname(path), exist_ok=True)
     with open(path, "w") as f:
