@@ -63,6 +63,9 @@ measures, side by side in one run:
      of one mount and touching all of it: the sum of their Pss against one
      copy of the file, and N np.fromfile() readers as the contrast
      (tools/bench_share.py; --parts share).
+  19. `weightfs verify` of a hub cache against `sha256sum` of its blobs, one
+     core and all cores, and verify --write (tools/bench_verify.py; --parts
+     verify).
 Prints medians of several runs as tables with ratios and writes the same to
 --out as JSON.  Needs root only for --drop-caches / --read-ahead-kb; uses no
 third-party modules.
@@ -81,6 +84,7 @@ import time
 import bench_ggml
 import bench_gguf
 import bench_share
+import bench_verify
 
 TYPES = ["F32", "F16", "BF16", "Q4_0", "Q8_0", "Q4_K", "Q6_K", "IQ4_XS", "IQ2_XXS"]
 # Part 12: every ggml type with a decoder (F16 is the in-process reference,
@@ -1279,11 +1283,11 @@ def main():
     ap.add_argument("--runs", type=int)
     ap.add_argument("--mib", type=int, help="MiB of float32 output per tensor (default 256)")
     ap.add_argument("--rand-n", type=int, default=500, help="random reads per tensor per run")
-    ap.add_argument("--parts", default="decode,io,mount,whole,module,remote,convert,views,load,hfq,ggml,gguf,share",
+    ap.add_argument("--parts", default="decode,io,mount,whole,module,remote,convert,views,load,hfq,ggml,gguf,share,verify",
                     help="comma list of decode, io, mount, whole, module (a Python with numpy), remote "
                          "(needs rclone), convert, views, load, prev (needs --prev-weightfs), "
                          "ggml (needs --ggml-src), gguf (parts 15-17, model.gguf; needs the npm clients; "
-                         "or one of gguf-read, gguf-llama, gguf-convert), share (part 18)")
+                         "or one of gguf-read, gguf-llama, gguf-convert), share (part 18), verify (part 19)")
     ap.add_argument("--load-mib", type=int,
                     help="MiB of float32 output per tensor in the load part (default 128, quick 32)")
     ap.add_argument("--load-types", help="comma list of types for the load part (default: all; F16 always)")
@@ -1303,6 +1307,7 @@ def main():
                     help="allocate, fill and free GIB GiB before measuring (default 4; 0: don't)")
     bench_ggml.add_args(ap)
     bench_share.add_args(ap)
+    bench_verify.add_args(ap)
     args = ap.parse_args()
     if args.types:
         TYPES[:] = ["F32"] + [t for t in args.types.split(",") if t != "F32"]
@@ -1314,14 +1319,15 @@ def main():
     parts = set(args.parts.split(","))
     # the benchmark model is for every part but load and ggml (their own inputs)
     gguf_parts = bench_gguf.selected(parts)
-    need_model = bool(parts - {"load", "ggml", "gguf"} - set(bench_gguf.PARTS)) or bool(args.prev_weightfs)
+    need_model = bool(parts - {"load", "ggml", "gguf", "verify"} - set(bench_gguf.PARTS)) or bool(args.prev_weightfs)
 
     # the model, the tmpfs reference, and convert's output (the whole model)
     need = (args.mib * MiB * 4 if need_model else 0) + 64 * MiB \
         + (args.mib * MiB * (len(TYPES) + 2) if "convert" in parts else 0) \
         + (args.load_mib * MiB * 6 if "load" in parts else 0) \
         + (256 * MiB if "ggml" in parts and args.ggml_src else 0) \
-        + (2048 * MiB if gguf_parts else 0)
+        + (2048 * MiB if gguf_parts else 0) \
+        + (args.mib * MiB * (args.verify_files + 1) if "verify" in parts else 0)
     if not args.dir:
         base = "/dev/shm" if os.path.isdir("/dev/shm") and shutil.disk_usage("/dev/shm").free > need else "/tmp"
         args.dir = os.path.join(base, "weightfs-bench-%d" % os.getpid())
@@ -1407,6 +1413,10 @@ def main():
             res["share"] = bench_share.part_share(args, model, TYPES)
             if "note" in res["share"]:
                 log("bench: part 18 " + res["share"]["note"])
+        if "verify" in parts:
+            res["verify"] = bench_verify.part_verify(args)
+            if "note" in res["verify"]:
+                log("bench: part 19 " + res["verify"]["note"])
         if "mount" in parts:
             res["mount_cost"] = part_mount_cost(args, [
                 ("%d tensors, %d tokens" % (n_tensors, n_vocab), many),
@@ -1418,6 +1428,8 @@ def main():
             text += "\n" + "\n".join(res["gguf"]["text"]) + "\n"
         if "text" in res.get("share", {}):
             text += "\n" + "\n".join(res["share"]["text"]) + "\n"
+        if "text" in res.get("verify", {}):
+            text += "\n" + "\n".join(res["verify"]["text"]) + "\n"
         print(text)
         res["table"] = text
         os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
