@@ -51,7 +51,8 @@ from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
-__all__ = ["open", "safe_open", "Model", "SafeOpen", "Slice", "WeightfsError", "DTYPES"]
+__all__ = ["open", "safe_open", "quantize", "dequantize", "Model", "SafeOpen", "Slice", "WeightfsError",
+           "DTYPES"]
 
 # what a dtype= argument may be: a DTYPES name, or None for the default
 DType = Optional[str]
@@ -160,6 +161,16 @@ def _load():
     lib.weightfs_metadata_json.restype = ctypes.c_void_p
     lib.weightfs_version.argtypes = []
     lib.weightfs_version.restype = ctypes.c_char_p
+    lib.weightfs_type_parse.argtypes = [ctypes.c_char_p]
+    lib.weightfs_type_parse.restype = ctypes.c_int
+    I = ctypes.POINTER(ctypes.c_int)
+    U32 = ctypes.POINTER(ctypes.c_uint32)
+    lib.weightfs_type_info.argtypes = [ctypes.c_int, U32, U32, I, I]
+    lib.weightfs_type_info.restype = ctypes.c_int
+    lib.weightfs_quantize.argtypes = [ctypes.c_int, P, S, S, P, S, ctypes.POINTER(S), ERR, S]
+    lib.weightfs_quantize.restype = ctypes.c_int
+    lib.weightfs_dequantize.argtypes = [ctypes.c_int, P, S, P, S, ERR, S]
+    lib.weightfs_dequantize.restype = ctypes.c_int
     return lib
 
 
@@ -513,6 +524,78 @@ def open(path: PathLike, dtype: str = "f32") -> Model:  # noqa: A001 - the modul
     part, a safetensors index or shard, or a model folder); dtype is the
     default output dtype of its reads."""
     return Model(path, dtype)
+
+
+# --- the codec: float32 <-> ggml blocks -------------------------------------
+
+def _ggml_type(type):
+    """(id, name, values per block, bytes per block, can encode, can decode) of a ggml type
+    named as ggml spells it, in any case ("q4_k", "Q8_0", "iq4_xs", "bf16")."""
+    if not isinstance(type, str):
+        raise TypeError("weightfs: a type is a name such as \"q4_k\", not %s" % _builtin_type(type).__name__)
+    tid = _lib.weightfs_type_parse(type.encode("ascii", "replace"))
+    blck, nbytes, enc, dec = ctypes.c_uint32(), ctypes.c_uint32(), ctypes.c_int(), ctypes.c_int()
+    if tid < 0 or _lib.weightfs_type_info(tid, ctypes.byref(blck), ctypes.byref(nbytes), ctypes.byref(enc),
+                                          ctypes.byref(dec)) != 0:
+        raise ValueError("weightfs: unknown ggml type %r" % (type,))
+    return tid, type.upper(), blck.value, nbytes.value, bool(enc.value), bool(dec.value)
+
+
+_builtin_type = type
+
+
+def quantize(array: Any, type: str) -> bytes:
+    """The bytes ggml writes for array quantized as `type` ("q8_0", "q4_k", "q6_k", "iq4_xs",
+    "f16", ...): exactly ggml_quantize_chunk(type, ..., imatrix=NULL), i.e. what llama-quantize
+    writes without an imatrix.  array is converted to float32 (numpy's astype); its last
+    dimension is the row (a multiple of the type's block: 32 values, 256 for K-quants and
+    IQ4_XS), every other dimension counts rows.  Types: f32, f16, bf16, q4_0, q4_1, q5_0,
+    q5_1, q8_0, q2_k, q3_k, q4_k, q5_k, q6_k, iq4_nl, iq4_xs."""
+    tid, name, blck, nbytes, enc, _ = _ggml_type(type)
+    if not enc:
+        raise ValueError("weightfs: no encoder for %s" % name)
+    a = np.ascontiguousarray(array, dtype=np.float32)
+    if a.ndim == 0:
+        raise ValueError("weightfs: quantize takes an array of rows, not a scalar")
+    npr = a.shape[-1]
+    nrows = a.size // npr if npr else 0
+    size = nrows * (npr // blck) * nbytes
+    out = ctypes.create_string_buffer(max(size, 1))
+    got = ctypes.c_size_t()
+    err = ctypes.create_string_buffer(_ERRLEN)
+    rc = _lib.weightfs_quantize(tid, a.ctypes.data, nrows, npr, out, size, ctypes.byref(got), err, _ERRLEN)
+    if rc != 0:
+        if rc == _EUNSUP:
+            raise ValueError(err.value.decode("utf-8", "replace"))
+        _raise(rc, err)
+    return out.raw[:got.value]
+
+
+def dequantize(data: Any, type: str, shape: Any = None) -> np.ndarray:
+    """float32 values of ggml `type` blocks in data (bytes or any buffer), decoded as ggml's
+    to_float does, bit for bit; any type weightfs reads (all of ggml's but the removed
+    ones).  shape (an int or a tuple) is the array's; None: every value data holds, 1-D."""
+    tid, name, blck, nbytes, _, dec = _ggml_type(type)
+    if not dec:
+        raise ValueError("weightfs: no decoder for %s" % name)
+    buf = np.frombuffer(data, dtype=np.uint8)
+    if shape is None:
+        if buf.size % nbytes:
+            raise ValueError("weightfs: %d bytes are not whole %s blocks of %d bytes" % (buf.size, name, nbytes))
+        shape = (buf.size // nbytes * blck,)
+    elif not isinstance(shape, tuple):
+        shape = (operator.index(shape),)
+    n = 1
+    for d in shape:
+        n *= operator.index(d)
+    out = np.empty(shape, dtype=np.float32)
+    err = ctypes.create_string_buffer(_ERRLEN)
+    rc = _lib.weightfs_dequantize(tid, buf.ctypes.data, buf.size, out.ctypes.data, n, err, _ERRLEN)
+    if rc != 0:
+        if rc in (_EUNSUP, _ERANGE):
+            raise ValueError(err.value.decode("utf-8", "replace"))
+        _raise(rc, err)
+    return out
 
 
 # --- safetensors' safe_open ------------------------------------------------

@@ -185,6 +185,43 @@ WEIGHTFS_API const char *weightfs_metadata_json(const weightfs_model *m, size_t 
  * to a WEIGHTFS_F32.. value; -1 for anything else. */
 WEIGHTFS_API int weightfs_dtype_parse(const char *name);
 
+/* Tensor types for the codec calls below are ggml's type ids (enum
+ * ggml_type: 0 F32, 1 F16, 2 Q4_0, 8 Q8_0, 12 Q4_K, 30 BF16, ...).
+ * weightfs_type_parse maps a name as ggml spells it, in any case ("Q4_K",
+ * "q4_k", "iq4_xs", "bf16"), to its id; -1 for anything else. */
+WEIGHTFS_API int weightfs_type_parse(const char *name);
+
+/* The geometry of ggml type `type`: *blck values per block, *bytes bytes
+ * per block (a row of n values takes n / blck * bytes bytes); *can_encode
+ * is 1 when weightfs_quantize takes the type, *can_decode when
+ * weightfs_dequantize does (any pointer may be NULL).  WEIGHTFS_EINVAL for
+ * an unknown or removed id. */
+WEIGHTFS_API int weightfs_type_info(int type, uint32_t *blck, uint32_t *bytes, int *can_encode, int *can_decode);
+
+/* Quantizes nrows rows of n_per_row float32 values at src as ggml type
+ * `type` into dst[0..dst_len), byte for byte what ggml's
+ * ggml_quantize_chunk(type, src, dst, 0, nrows, n_per_row, NULL) writes
+ * (llama-quantize without an imatrix), and sets *written to the bytes
+ * written (nrows * n_per_row / blck * bytes).  Types: F32, F16, BF16,
+ * Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL,
+ * IQ4_XS.  Any float value is taken (infinities and NaNs give ggml's
+ * x86-64 bytes).  Blocks are independent: rows can be quantized in any
+ * pieces of whole rows, from any threads.  WEIGHTFS_EUNSUP for a type
+ * without an encoder or n_per_row not a multiple of its block;
+ * WEIGHTFS_ERANGE when dst_len is short; WEIGHTFS_EINVAL for NULL
+ * pointers.  Nothing is written on failure. */
+WEIGHTFS_API int weightfs_quantize(int type, const float *src, size_t nrows, size_t n_per_row, void *dst,
+				   size_t dst_len, size_t *written, char *err, size_t errlen);
+
+/* Decodes n values (a multiple of the type's block) of ggml type `type`
+ * from src[0..src_len) into dst, as ggml's to_float does, bit for bit
+ * (every type weightfs reads, not only those it encodes).
+ * WEIGHTFS_EUNSUP for a type without a decoder or n not whole blocks,
+ * WEIGHTFS_ERANGE when src_len holds fewer than n values,
+ * WEIGHTFS_EINVAL for NULL pointers. */
+WEIGHTFS_API int weightfs_dequantize(int type, const void *src, size_t src_len, float *dst, size_t n,
+				     char *err, size_t errlen);
+
 /* The library's version, WEIGHTFS_VERSION when it was built. */
 WEIGHTFS_API const char *weightfs_version(void);
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Python module tests: bash tests/python/run.sh LIBRARY
 #
-# Runs tests/python/test_module.py and test_safe_open.py against LIBRARY (libweightfs.so.0) with a
+# Runs tests/python/test_module.py, test_safe_open.py and test_quant.py against LIBRARY (libweightfs.so.0) with a
 # Python 3 that has numpy: Debian's /usr/bin/python3 first.  Without one the
 # suite is skipped (exit 0), unless CI is set: then that is a failure.
 set -u
@@ -39,7 +39,7 @@ fi
 # fail, unless the caller says it is known to be missing (WEIGHTFS_NO_TORCH=1,
 # as a Debian package build without python3-torch does).
 fail=0
-for t in test_module.py test_safe_open.py; do
+for t in test_module.py test_safe_open.py test_quant.py; do
 	WEIGHTFS_LIB=$lib LD_PRELOAD=$preload "$py" "$here/$t" || fail=1
 done
 exit $fail

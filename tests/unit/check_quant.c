@@ -25,6 +25,7 @@
 #include <cJSON.h>
 
 #include "codec/wf_types.h"
+#include "lib/weightfs.h"
 #include "sha256.h"
 
 #define ORACLE_DIR "tests/data/quant-oracle"
@@ -453,6 +454,49 @@ START_TEST(test_exact)
 }
 END_TEST
 
+/* The public calls (weightfs.h) over the same encoders and decoders. */
+START_TEST(test_public_api)
+{
+	float x[512], y[512];
+	uint8_t q[600];
+	size_t len = 0;
+	char err[128] = "";
+	uint32_t blck, bytes;
+	int enc, dec;
+
+	for (int i = 0; i < 512; i++)
+		x[i] = (float)((i * 7919) % 1001 - 500) / 64.0f;
+	ck_assert_int_eq(weightfs_type_parse("q4_k"), WF_T_Q4_K);
+	ck_assert_int_eq(weightfs_type_parse("IQ4_XS"), WF_T_IQ4_XS);
+	ck_assert_int_eq(weightfs_type_parse("bool"), -1); /* safetensors-only: no ggml type */
+	ck_assert_int_eq(weightfs_type_parse("q4_kk"), -1);
+	ck_assert_int_eq(weightfs_type_parse(NULL), -1);
+	ck_assert_int_eq(weightfs_type_info(4, &blck, &bytes, &enc, &dec), WEIGHTFS_EINVAL);
+	ck_assert_int_eq(weightfs_type_info(WF_T_Q4_K, &blck, &bytes, &enc, &dec), WEIGHTFS_OK);
+	ck_assert(blck == 256 && bytes == 144 && enc == 1 && dec == 1);
+	ck_assert_int_eq(weightfs_type_info(WF_T_IQ2_XXS, NULL, NULL, &enc, &dec), WEIGHTFS_OK);
+	ck_assert(enc == 0 && dec == 1);
+	ck_assert_int_eq(weightfs_type_info(WF_T_F32, NULL, NULL, &enc, &dec), WEIGHTFS_OK);
+	ck_assert(enc == 1 && dec == 1);
+	ck_assert_int_eq(weightfs_quantize(WF_T_Q4_K, NULL, 2, 256, q, sizeof q, &len, err, sizeof err),
+			 WEIGHTFS_EINVAL);
+	ck_assert_int_eq(weightfs_quantize(WF_T_BOOL, x, 2, 256, q, sizeof q, &len, err, sizeof err),
+			 WEIGHTFS_EUNSUP);
+	ck_assert_int_eq(weightfs_quantize(WF_T_Q4_K, x, 2, 256, q, 100, &len, err, sizeof err), WEIGHTFS_ERANGE);
+	ck_assert_msg(strstr(err, "do not fit") != NULL, "%s", err);
+	ck_assert_int_eq(weightfs_quantize(WF_T_Q4_K, x, 2, 256, q, sizeof q, &len, err, sizeof err), WEIGHTFS_OK);
+	ck_assert_uint_eq(len, 288);
+	ck_assert_int_eq(weightfs_dequantize(WF_T_Q4_K, q, 287, y, 512, err, sizeof err), WEIGHTFS_ERANGE);
+	ck_assert_int_eq(weightfs_dequantize(WF_T_Q4_K, q, 288, y, 500, err, sizeof err), WEIGHTFS_EUNSUP);
+	ck_assert_int_eq(weightfs_dequantize(WF_T_F6_E2M3, q, 288, y, 4, err, sizeof err), WEIGHTFS_EUNSUP);
+	ck_assert_int_eq(weightfs_dequantize(WF_T_Q4_K, q, 288, y, 512, err, sizeof err), WEIGHTFS_OK);
+	float z[512];
+	wf_type_get(WF_T_Q4_K)->decode(q, z, 2);
+	ck_assert_mem_eq(y, z, sizeof y);
+	ck_assert_int_eq(weightfs_quantize(WF_T_F32, x, 1, 512, q, sizeof q, &len, err, sizeof err), WEIGHTFS_ERANGE);
+}
+END_TEST
+
 static Suite *quant_suite(void)
 {
 	Suite *s = suite_create("quant");
@@ -471,6 +515,7 @@ static Suite *quant_suite(void)
 	tcase_add_test(tc, test_blockwise);
 	tcase_add_test(tc, test_round_trip);
 	tcase_add_test(tc, test_exact);
+	tcase_add_test(tc, test_public_api);
 	suite_add_tcase(s, tc);
 	return s;
 }
