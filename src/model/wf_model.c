@@ -54,12 +54,15 @@ void wf_model_free(struct wf_model *m)
 			close(p->fd);
 		free(p->name);
 		free(p->path);
+		free(p->link);
 	}
 	free(m->parts);
 	for (size_t i = 0; i < m->n_sidecars; i++) {
 		free(m->sidecars[i].name);
 		free(m->sidecars[i].data);
+		free(m->sidecars[i].path);
 	}
+	free(m->index_path);
 	free(m->sidecars);
 	free(m->parts_json);
 	free(m->hfq);

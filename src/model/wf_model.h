@@ -47,6 +47,7 @@ struct wf_sidecar {
 	char *data;
 	uint64_t len;
 	struct stat st;      /* of the file read (a symlink's target): its owner and mode */
+	char *path;          /* the path it was read by (a symlink, maybe), or NULL */
 };
 
 struct wf_model {
@@ -79,6 +80,7 @@ struct wf_model {
 	bool hfq_done;           /* wf_hfq_apply ran */
 	bool has_index_st;       /* the model came through a safetensors index: */
 	struct stat index_st;    /* its stat (its metadata is in metadata.json) */
+	char *index_path;        /* and the path it was read by */
 	struct wf_watch *watch;  /* inotify on the parts (wf_watch.h), or NULL */
 	struct wf_maps *maps;    /* more parts than live mappings: parts mapped on first read
 				  * (wf_maps.h; their data NULL); else NULL, every part mapped */

@@ -11,6 +11,8 @@
 struct wf_part {
 	char *name;          /* file name in its folder, as tensors.json gives it; NULL for a buffer */
 	char *path;          /* path to reopen it by (absolute); NULL for a buffer */
+	char *link;          /* the symlink it was opened through (a hub snapshot's: absolute), else
+			      * NULL; who may search its folders matters too (mount/wf_perm.h) */
 	const uint8_t *data; /* its bytes: the read-only mapping, or a caller's buffer */
 	uint64_t len;        /* bytes at data */
 	int fd;              /* open read-only; -1 for a buffer, or when closed to spare descriptors */

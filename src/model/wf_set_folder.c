@@ -326,8 +326,9 @@ static enum wf_err add_sidecars(struct wf_set_loader *L, struct folder *f, struc
 		if (rc != WF_OK)
 			return wf_fail(L->err, rc, "%s", why);
 		s->name = strdup(f->e[i].name);
+		s->path = wf_set_join(L->dir, f->e[i].name);
 		m->n_sidecars++;
-		if (!s->name)
+		if (!s->name || !s->path)
 			rc = WF_ERR_NOMEM;
 		total += s->len;
 	}

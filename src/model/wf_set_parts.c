@@ -85,10 +85,15 @@ enum wf_err wf_set_open_part(struct wf_set_loader *L, const char *name, struct w
 		return wf_fail(L->err, WF_ERR_IO, "%s: missing", wf_quote_path(qn, sizeof qn, name));
 	}
 	enum wf_err rc = wf_open_file_at(out, path, !link && !strchr(name, '/'), inner);
-	free(path);
-	if (rc != WF_OK)
+	if (rc != WF_OK) {
+		free(path);
 		return wf_fail(L->err, rc, "%s: %s", wf_quote_path(qn, sizeof qn, name), inner);
+	}
 	struct wf_part *p = &(*out)->parts[0];
+	if (link)
+		p->link = path; /* its folders are searched too (mount/wf_perm.h) */
+	else
+		free(path);
 	/* the header is parsed: its pages leave the process (the page cache
 	 * keeps them), else 20,000 tiny shards hold 80 MiB of mapped pages.
 	 * A part about to be unmapped in a batch of DROP_BATCH needs no madvise

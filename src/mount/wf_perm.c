@@ -1,12 +1,18 @@
 /* wf_perm.c - owner, group and mode of each node (wf_perm.h). */
 #include "mount/wf_perm.h"
 
+#include <errno.h>
+#include <limits.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/xattr.h>
+#include <unistd.h>
 
 struct wf_perm_side {
 	const char *data;
 	size_t i;
+	struct wf_perm perm;
 };
 
 struct wf_perm wf_perm_of(const struct stat *st)
@@ -14,25 +20,312 @@ struct wf_perm wf_perm_of(const struct stat *st)
 	return (struct wf_perm){.uid = st->st_uid, .gid = st->st_gid, .mode = st->st_mode & 0444};
 }
 
-struct wf_perm wf_perm_strictest(const struct stat *const *sts, size_t n)
+struct wf_perm wf_perm_search(const struct stat *st)
 {
-	struct wf_perm r = wf_perm_of(sts[0]);
+	return (struct wf_perm){.uid = st->st_uid, .gid = st->st_gid, .mode = (st->st_mode & 0111) << 2};
+}
+
+/* The read bits owner uid and group gid can carry: a bit only where
+ * whoever it covers is sure to pass every need. */
+static mode_t grant(uid_t uid, gid_t gid, const struct wf_perm *need, size_t n)
+{
 	bool u = true, g = true, o = true;
-	for (size_t i = 0; i < n; i++) {
-		const struct stat *s = sts[i];
-		bool su = s->st_mode & S_IRUSR, sg = s->st_mode & S_IRGRP, so = s->st_mode & S_IROTH;
-		bool own = s->st_uid == r.uid, grp = s->st_gid == r.gid;
-		/* our owner may or may not be in this file's group */
+	for (size_t i = 0; i < n && (u || g || o); i++) {
+		const struct wf_perm *s = &need[i];
+		bool su = s->mode & S_IRUSR, sg = s->mode & S_IRGRP, so = s->mode & S_IROTH;
+		bool own = s->uid == uid, grp = s->gid == gid;
+		/* our owner may or may not be in this need's group */
 		u = u && (own ? su : sg && so);
-		/* a member of our group (not our owner) may own this file, and
-		 * may or may not be in its group when it is not ours */
+		/* a member of our group (not our owner) may own this need's
+		 * object, and may or may not be in its group when it is not ours */
 		g = g && (own || su) && (grp ? sg : sg && so);
-		/* anyone else may own this file or be in its group */
+		/* anyone else may own it or be in its group */
 		o = o && so && (own || su) && (grp || sg);
 	}
-	r.mode = (u ? S_IRUSR : 0) | (g ? S_IRGRP : 0) | (o ? S_IROTH : 0);
-	return r;
+	return (u ? S_IRUSR : 0) | (g ? S_IRGRP : 0) | (o ? S_IROTH : 0);
 }
+
+static int n_bits(mode_t m)
+{
+	return !!(m & S_IRUSR) + !!(m & S_IRGRP) + !!(m & S_IROTH);
+}
+
+/* Owners and groups tried by wf_perm_all: the first few named (a set's
+ * files have one or two; more only costs some bits). */
+#define CANDIDATES 8
+
+struct wf_perm wf_perm_all(const struct wf_perm *need, size_t n)
+{
+	uid_t us[CANDIDATES];
+	gid_t gs[CANDIDATES];
+	size_t nu = 0, ng = 0;
+	for (size_t i = 0; i < n && (nu < CANDIDATES || ng < CANDIDATES); i++) {
+		size_t k;
+		for (k = 0; k < nu && us[k] != need[i].uid; k++)
+			;
+		if (k == nu && nu < CANDIDATES)
+			us[nu++] = need[i].uid;
+		for (k = 0; k < ng && gs[k] != need[i].gid; k++)
+			;
+		if (k == ng && ng < CANDIDATES)
+			gs[ng++] = need[i].gid;
+	}
+	struct wf_perm best = {.uid = need[0].uid, .gid = need[0].gid};
+	best.mode = grant(best.uid, best.gid, need, n);
+	for (size_t a = 0; a < nu && n_bits(best.mode) < 3; a++)
+		for (size_t b = 0; b < ng; b++) {
+			mode_t m = grant(us[a], gs[b], need, n);
+			if (n_bits(m) > n_bits(best.mode))
+				best = (struct wf_perm){.uid = us[a], .gid = gs[b], .mode = m};
+		}
+	return best;
+}
+
+/* ------------------------------------------------- the folders of a path */
+
+struct needs {
+	struct wf_perm *v;
+	size_t n, cap;
+};
+
+static bool needs_push(struct needs *s, struct wf_perm p)
+{
+	if (s->n == s->cap) {
+		size_t cap = s->cap ? 2 * s->cap : 16;
+		struct wf_perm *v = realloc(s->v, cap * sizeof *v);
+		if (!v)
+			return false;
+		s->v = v;
+		s->cap = cap;
+	}
+	s->v[s->n++] = p;
+	return true;
+}
+
+static int perm_cmp(const void *a, const void *b)
+{
+	const struct wf_perm *x = a, *y = b;
+	if (x->uid != y->uid)
+		return x->uid < y->uid ? -1 : 1;
+	if (x->gid != y->gid)
+		return x->gid < y->gid ? -1 : 1;
+	return (x->mode > y->mode) - (x->mode < y->mode);
+}
+
+/* Drops repeated needs, v[0] kept first (wf_perm_all prefers it). */
+static void needs_unique(struct needs *s)
+{
+	if (s->n < 3)
+		return;
+	qsort(s->v + 1, s->n - 1, sizeof *s->v, perm_cmp);
+	size_t k = 1;
+	for (size_t i = 1; i < s->n; i++)
+		if (perm_cmp(&s->v[i], &s->v[0]) != 0 && perm_cmp(&s->v[i], &s->v[k - 1]) != 0)
+			s->v[k++] = s->v[i];
+	s->n = k;
+}
+
+/* An access ACL's named entries may refuse a user what the mode bits
+ * show, or its group entry be narrower than the bits (then the mask):
+ * only the owner's bits still say what they get.  Any answer but "none"
+ * or "not supported here" counts as one. */
+static bool has_acl(const char *path)
+{
+	if (getxattr(path, "system.posix_acl_access", NULL, 0) >= 0)
+		return true;
+	return errno != ENODATA && errno != ENOTSUP;
+}
+
+/* Folders already examined, by the path they were named by: a set's
+ * 20,000 shards share one folder, a hub snapshot's links two. */
+#define DIR_SLOTS 8
+
+struct dir_slot {
+	char *key;
+	struct wf_perm *need;
+	size_t n;
+};
+
+struct walker {
+	struct dir_slot slot[DIR_SLOTS];
+	unsigned next;   /* the slot to reuse next */
+	struct needs cur; /* what the file being examined needs */
+};
+
+static void walker_free(struct walker *w)
+{
+	for (unsigned i = 0; i < DIR_SLOTS; i++) {
+		free(w->slot[i].key);
+		free(w->slot[i].need);
+	}
+	free(w->cur.v);
+}
+
+/* What searching resolved folder `dir` and each folder above it needs,
+ * into s; *sure false when one cannot be examined. */
+static bool dir_needs(char *dir, struct needs *s, bool *sure)
+{
+	size_t len = strlen(dir);
+	for (size_t i = 0; i < len && *sure; i++) {
+		if (dir[i] != '/' && i + 1 < len)
+			continue;
+		size_t end = dir[i] == '/' ? (i ? i : 1) : len;
+		char saved = dir[end];
+		dir[end] = '\0';
+		struct stat st;
+		if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
+			*sure = false;
+		} else {
+			struct wf_perm p = wf_perm_search(&st);
+			if (has_acl(dir))
+				p.mode &= S_IRUSR;
+			if (!needs_push(s, p)) {
+				dir[end] = saved;
+				return false;
+			}
+		}
+		dir[end] = saved;
+	}
+	return true;
+}
+
+/* Appends to w->cur what searching folder `dir` (as named) needs. */
+static enum wf_err add_dir(struct walker *w, const char *dir, bool *sure)
+{
+	for (unsigned i = 0; i < DIR_SLOTS; i++) {
+		struct dir_slot *sl = &w->slot[i];
+		if (sl->key && strcmp(sl->key, dir) == 0) {
+			for (size_t k = 0; k < sl->n; k++)
+				if (!needs_push(&w->cur, sl->need[k]))
+					return WF_ERR_NOMEM;
+			return WF_OK;
+		}
+	}
+	char *real = realpath(dir, NULL);
+	if (!real) {
+		*sure = false;
+		return errno == ENOMEM ? WF_ERR_NOMEM : WF_OK;
+	}
+	struct needs s = {0};
+	bool ok = dir_needs(real, &s, sure);
+	free(real);
+	if (!ok) {
+		free(s.v);
+		return WF_ERR_NOMEM;
+	}
+	if (!*sure) { /* not kept: examined again, and refused again, next time */
+		free(s.v);
+		return WF_OK;
+	}
+	struct dir_slot *sl = &w->slot[w->next];
+	w->next = (w->next + 1) % DIR_SLOTS;
+	free(sl->key);
+	free(sl->need);
+	*sl = (struct dir_slot){.key = strdup(dir), .need = s.v, .n = s.n};
+	if (!sl->key)
+		return WF_ERR_NOMEM;
+	return add_dir(w, dir, sure);
+}
+
+/* The next path of a symlink chain: link `cur`'s target, read from the
+ * folder `dir` it is in; NULL with *sure false when it cannot be read. */
+static char *follow(const char *cur, const char *dir, bool *sure)
+{
+	char t[PATH_MAX];
+	ssize_t n = readlink(cur, t, sizeof t - 1);
+	if (n <= 0 || (size_t)n >= sizeof t - 1) {
+		*sure = false;
+		return NULL;
+	}
+	t[n] = '\0';
+	if (t[0] == '/')
+		return strdup(t);
+	size_t a = strlen(dir);
+	char *p = malloc(a + 1 + (size_t)n + 1);
+	if (p) {
+		memcpy(p, dir, a);
+		p[a] = '/';
+		memcpy(p + a + 1, t, (size_t)n + 1);
+	}
+	return p;
+}
+
+/* Symlinks followed at most, as the kernel's limit (ELOOP past it). */
+#define MAX_HOPS 40
+
+/* Appends to w->cur the search of the folders opening `path` takes: the
+ * folder of each link of its chain and of the file at its end (each
+ * resolved, with the folders above it); *acl whether that file has an
+ * access ACL. */
+static enum wf_err walk(struct walker *w, const char *path, bool *acl, bool *sure)
+{
+	enum wf_err rc = WF_OK;
+	char *cur = strdup(path);
+	for (int hop = 0; cur && rc == WF_OK && *sure; hop++) {
+		char *slash = strrchr(cur, '/');
+		char *dir = slash ? strndup(cur, slash == cur ? 1 : (size_t)(slash - cur)) : strdup(".");
+		struct stat st;
+		char *next = NULL;
+		if (!dir)
+			rc = WF_ERR_NOMEM;
+		else if ((rc = add_dir(w, dir, sure)) != WF_OK || !*sure)
+			;
+		else if (lstat(cur, &st) != 0)
+			*sure = false;
+		else if (!S_ISLNK(st.st_mode))
+			*acl = has_acl(cur);
+		else if (hop == MAX_HOPS)
+			*sure = false;
+		else if (!(next = follow(cur, dir, sure)) && *sure)
+			rc = WF_ERR_NOMEM;
+		free(dir);
+		free(cur);
+		cur = next;
+		if (!next && rc == WF_OK && *sure)
+			return WF_OK; /* the end of the chain */
+	}
+	if (!cur && rc == WF_OK && *sure)
+		rc = WF_ERR_NOMEM;
+	free(cur);
+	return rc;
+}
+
+/* What reading the file of stat st, opened by path (NULL: a buffer, its
+ * own bits), needs, folded; also appended to `all`, unfolded. */
+static enum wf_err file_perm(struct walker *w, const char *path, const struct stat *st, struct wf_perm *out,
+			     struct needs *all)
+{
+	w->cur.n = 0;
+	bool acl = false, sure = true;
+	struct wf_perm self = wf_perm_of(st);
+	if (!needs_push(&w->cur, self))
+		return WF_ERR_NOMEM;
+	enum wf_err rc = path ? walk(w, path, &acl, &sure) : WF_OK;
+	if (rc != WF_OK)
+		return rc;
+	if (acl)
+		w->cur.v[0].mode &= S_IRUSR;
+	if (!sure) /* something on the way could not be examined: nobody */
+		w->cur.v[0].mode = 0;
+	needs_unique(&w->cur);
+	*out = wf_perm_all(w->cur.v, w->cur.n);
+	for (size_t i = 0; all && i < w->cur.n; i++)
+		if (!needs_push(all, w->cur.v[i]))
+			return WF_ERR_NOMEM;
+	if (all && all->n > 4096)
+		needs_unique(all);
+	return WF_OK;
+}
+
+enum wf_err wf_perm_path(const char *path, const struct stat *st, struct wf_perm *out, char *err)
+{
+	struct walker w = {0};
+	enum wf_err rc = file_perm(&w, path, st, out, NULL);
+	walker_free(&w);
+	return rc == WF_OK ? WF_OK : wf_fail(err, rc, "out of memory");
+}
+
+/* ------------------------------------------------------------ the nodes */
 
 static int side_cmp(const void *a, const void *b)
 {
@@ -41,39 +334,69 @@ static int side_cmp(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
+/* Each part's and the index's needs into gen, each sidecar's into side. */
+static enum wf_err all_files(struct wf_perms *p, struct walker *w, struct needs *gen, struct needs *side)
+{
+	const struct wf_model *m = p->m;
+	enum wf_err rc = WF_OK;
+	for (uint32_t i = 0; i < m->n_parts && rc == WF_OK; i++) {
+		const struct wf_part *pt = &m->parts[i];
+		rc = file_perm(w, pt->link ? pt->link : pt->path, &pt->st, &p->part[i], gen);
+	}
+	struct wf_perm ix;
+	if (rc == WF_OK && m->has_index_st)
+		rc = file_perm(w, m->index_path, &m->index_st, &ix, gen);
+	for (size_t i = 0; i < m->n_sidecars && rc == WF_OK; i++) {
+		const struct wf_sidecar *sc = &m->sidecars[i];
+		p->side[p->n_side] = (struct wf_perm_side){.data = sc->data, .i = i};
+		rc = file_perm(w, sc->path, &sc->st, &p->side[p->n_side++].perm, side);
+	}
+	return rc;
+}
+
 enum wf_err wf_perms_init(struct wf_perms *p, const struct wf_tree *t, const struct wf_model *m, char *err)
 {
 	*p = (struct wf_perms){.t = t, .m = m};
-	size_t n = (size_t)m->n_parts + (m->has_index_st ? 1 : 0);
-	const struct stat **sts = calloc(n ? n : 1, sizeof *sts);
+	p->part = calloc(m->n_parts ? m->n_parts : 1, sizeof *p->part);
 	p->side = calloc(m->n_sidecars ? m->n_sidecars : 1, sizeof *p->side);
-	if (!sts || !p->side) {
-		free(sts);
-		free(p->side);
-		p->side = NULL;
-		return wf_fail(err, WF_ERR_NOMEM, "out of memory");
+	struct walker w = {0};
+	struct needs gen = {0}, side = {0};
+	enum wf_err rc = p->part && p->side ? all_files(p, &w, &gen, &side) : WF_ERR_NOMEM;
+	walker_free(&w);
+	if (rc == WF_OK && !gen.n && !needs_push(&gen, (struct wf_perm){0}))
+		rc = WF_ERR_NOMEM; /* no file at all: nobody but root */
+	if (rc == WF_OK) {
+		needs_unique(&gen);
+		p->strict = wf_perm_all(gen.v, gen.n);
+		for (size_t i = 0; i < side.n && rc == WF_OK; i++)
+			if (!needs_push(&gen, side.v[i]))
+				rc = WF_ERR_NOMEM;
 	}
-	for (uint32_t i = 0; i < m->n_parts; i++)
-		sts[i] = &m->parts[i].st;
-	if (m->has_index_st)
-		sts[m->n_parts] = &m->index_st;
-	p->strict = wf_perm_strictest(sts, n);
-	free(sts);
-	for (size_t i = 0; i < m->n_sidecars; i++)
-		p->side[p->n_side++] = (struct wf_perm_side){.data = m->sidecars[i].data, .i = i};
-	qsort(p->side, p->n_side, sizeof *p->side, side_cmp);
+	if (rc == WF_OK) {
+		needs_unique(&gen);
+		p->gguf = wf_perm_all(gen.v, gen.n);
+		qsort(p->side, p->n_side, sizeof *p->side, side_cmp);
+	}
+	free(gen.v);
+	free(side.v);
+	if (rc != WF_OK) {
+		wf_perms_free(p);
+		return wf_fail(err, rc, "out of memory");
+	}
 	return WF_OK;
 }
 
 void wf_perms_free(struct wf_perms *p)
 {
+	free(p->part);
 	free(p->side);
+	p->part = NULL;
 	p->side = NULL;
 	p->n_side = 0;
 }
 
 /* The sidecar whose bytes node nd shows, or NULL. */
-static const struct wf_sidecar *sidecar_of(const struct wf_perms *p, const struct wf_node *nd)
+static const struct wf_perm_side *sidecar_of(const struct wf_perms *p, const struct wf_node *nd)
 {
 	size_t lo = 0, hi = p->n_side;
 	while (lo < hi) {
@@ -81,7 +404,7 @@ static const struct wf_sidecar *sidecar_of(const struct wf_perms *p, const struc
 		if (p->side[mid].data == nd->blob) {
 			const struct wf_sidecar *sc = &p->m->sidecars[p->side[mid].i];
 			/* only the root shows sidecars, with all their bytes */
-			return nd->parent == 0 && nd->blob_len == sc->len ? sc : NULL;
+			return nd->parent == 0 && nd->blob_len == sc->len ? &p->side[mid] : NULL;
 		}
 		if ((uintptr_t)p->side[mid].data < (uintptr_t)nd->blob)
 			lo = mid + 1;
@@ -95,11 +418,13 @@ struct wf_perm wf_perm_node(const struct wf_perms *p, uint32_t idx)
 {
 	const struct wf_node *nd = &p->t->nodes[idx];
 	struct wf_perm r = p->strict;
-	const struct wf_sidecar *sc;
+	const struct wf_perm_side *sc;
 	if (nd->kind == WF_NODE_TENSOR)
-		r = wf_perm_of(&p->m->parts[p->m->tensors[nd->tensor].part].st);
+		r = p->part[p->m->tensors[nd->tensor].part];
+	else if (nd->kind == WF_NODE_MODEL_GGUF)
+		r = p->gguf;
 	else if (nd->kind == WF_NODE_BLOB && nd->blob && (sc = sidecar_of(p, nd)) != NULL)
-		r = wf_perm_of(&sc->st);
+		r = sc->perm;
 	else if (nd->kind == WF_NODE_DIR)
 		r.mode |= (r.mode & 0444) >> 2;
 	return r;

@@ -2,16 +2,23 @@
  *
  * With allow_other, the kernel's default_permissions check is all that
  * stands between a local user and the model's bytes: so every node shows
- * the owner, group and read bits of the file its bytes come from, and a
- * user reads through the mount only what they could read directly.
- *  - a tensor: its part's;
- *  - a sidecar: the file read (a symlink's target);
- *  - everything weightfs makes from the headers (directories, tensors.json,
- *    metadata.json, metadata/, parts.json, model.safetensors,
- *    WEIGHTFS.txt): the strictest of the parts and the index
- *    (wf_perm_strictest).
+ * an owner, group and read bits that let a user read through the mount
+ * only what they could read directly, folders included.  To open a file a
+ * user needs search (x) permission on every folder of its path and read
+ * permission on the file; a node needs, for each file its bytes come from,
+ * the file's read and the search of each folder of its resolved path and
+ * of the folder of each symlink that led to it (a hub snapshot's link into
+ * blobs/):
+ *  - a tensor: its part;
+ *  - a sidecar: the file read (through its symlinks);
+ *  - model.gguf: the parts, the index and every sidecar (its vocabulary and
+ *    hyperparameters come from them);
+ *  - everything else weightfs makes from the headers (directories,
+ *    tensors.json, metadata.json, metadata/, parts.json, model.safetensors,
+ *    WEIGHTFS.txt): the parts and the index.
+ * wf_perm_all turns such a set of needs into one owner, group and mode.
  * Write bits are never shown (the mount is read-only); a directory gets x
- * wherever it has r.
+ * wherever it has r.  docs/security.md states the rule.
  */
 #ifndef WF_PERM_H
 #define WF_PERM_H
@@ -23,6 +30,9 @@
 #include <sys/stat.h>
 #include <sys/types.h>
 
+/* An owner, group and read bits: of a node, or of one thing a reader must
+ * pass (a file to read, a folder to search: then the bits that let its
+ * owner, its group and everyone else through, in the read positions). */
 struct wf_perm {
 	uid_t uid;
 	gid_t gid;
@@ -35,23 +45,39 @@ struct wf_perms {
 	const struct wf_tree *t;
 	const struct wf_model *m;
 	struct wf_perm strict;       /* the generated files' */
+	struct wf_perm gguf;         /* model.gguf's */
+	struct wf_perm *part;        /* [m->n_parts]: each part's, its tensors' */
 	struct wf_perm_side *side;   /* sidecars by their bytes' address, sorted */
 	size_t n_side;
 };
 
-/* The owner, group and read bits of one file's stat. */
+/* What reading the file of stat st needs: its owner, group and read bits. */
 struct wf_perm wf_perm_of(const struct stat *st);
 
-/* An owner, group and read bits that let no user read more than every
- * one of the n files allows them directly (n >= 1): the first file's
- * owner and group, and a read bit only where, for every file, whoever
- * that bit covers is sure to be able to read it, without knowing anyone's
- * group list (so a user whose membership matters and is unknown needs
- * both the group and the other bit).  Files all of one owner and group
- * give the bits they all share. */
-struct wf_perm wf_perm_strictest(const struct stat *const *sts, size_t n);
+/* What passing through the folder of stat st needs: its owner, group and
+ * search bits, moved to the read positions. */
+struct wf_perm wf_perm_search(const struct stat *st);
 
-/* Prepares the permissions of tree t of model m (both must outlive p). */
+/* One owner, group and read bits that let no user read unless they pass
+ * every one of the n needs (n >= 1), without knowing anyone's group list
+ * (so where a user's membership of a group matters and is unknown, both
+ * the group and the other bit must let them through).  Of the owners and
+ * groups the needs name, the pair that grants the most bits; on a tie
+ * need[0]'s.  One need gives its own bits; needs of one owner and group
+ * the bits they all share. */
+struct wf_perm wf_perm_all(const struct wf_perm *need, size_t n);
+
+/* What reading the file of stat st, opened by `path`, needs, folded by
+ * wf_perm_all: its read, the search of each folder of its resolved path
+ * and of the folder of each symlink on the way (path itself may be one).
+ * Conservative: a folder or file with an access ACL lets only its owner
+ * through (a named entry may refuse a user the bits show), and anything
+ * that cannot be examined (gone, not a folder, a symlink loop) lets nobody
+ * through, so the result is then mode 0. */
+enum wf_err wf_perm_path(const char *path, const struct stat *st, struct wf_perm *out, char *err);
+
+/* Prepares the permissions of tree t of model m (both must outlive p),
+ * examining the folders of every file now. */
 enum wf_err wf_perms_init(struct wf_perms *p, const struct wf_tree *t, const struct wf_model *m, char *err);
 
 void wf_perms_free(struct wf_perms *p);

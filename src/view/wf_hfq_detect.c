@@ -458,6 +458,7 @@ static void plain_sidecars(struct wf_model *m, const struct plan *pl)
 		if (strcmp(sc->name, "quantize_config.json") == 0) {
 			free(sc->name);
 			free(sc->data);
+			free(sc->path);
 			m->sidecars[i--] = m->sidecars[--m->n_sidecars];
 			continue;
 		}

@@ -1,7 +1,9 @@
 """Group perms: with -o allow_other, every node carries the owner, group and
 read bits of the file its bytes come from, and the kernel checks them
 (default_permissions): another local user reads through the mount exactly
-what they could read directly (issue 17, item 1).  Needs root, useradd,
+what they could read directly (issue 17, item 1), folders included: search
+permission on every folder on the way to each file, a hub snapshot's links
+and their blobs (issue 31, item 1).  Needs root, useradd,
 groupadd and runuser; two users are made for the run and removed after.
 """
 
@@ -12,7 +14,8 @@ import stat
 import subprocess
 
 from wf_harness import check, Errs, Fail, Mount, new_dir, skip_or_fail, TMP
-from wf_models import make_st_set, write_file
+from wf_models import make_st_set, SIDECARS, write_file
+from t_sets import make_hub
 
 USERS = ("wf17perma", "wf17permb")
 GROUP = "wf17permg"
@@ -194,13 +197,14 @@ def _group_perms():
                     errs.add("%s: mode %o gid %d, expected %o gid %d"
                              % (e["name"], st.st_mode, st.st_gid, want[0], want[1]))
             st = os.stat(m.mp)
-            # the strictest of a 0644 root:root and a 0640 root:GROUP file: only the owner
-            # is sure to read both
-            if stat.S_IMODE(st.st_mode) != 0o500:
-                errs.add("root dir mode %o, expected 500" % st.st_mode)
-            names = [m.path(e["path"]) for e in ents]
-            got = probe(ub, [m.mp] + names)
-            _expect(errs, got, m.mp, False, label=ub)
+            # the strictest of a 0644 root:root and a 0640 root:GROUP file: the owner and
+            # GROUP's members read both (the first by its other bit), others not the second
+            if (stat.S_IMODE(st.st_mode), st.st_gid) != (0o550, gid):
+                errs.add("root dir mode %o gid %d, expected 550 gid %d" % (st.st_mode, st.st_gid, gid))
+            got = probe(ub, [m.mp])
+            _expect(errs, got, m.mp, True, label=ub)
+            got = probe(ua, [m.mp])
+            _expect(errs, got, m.mp, False, label=ua)
         errs.raise_if_any()
     check("perms: generated files and directories take the strictest part's bits", set_strictest)
 
@@ -228,3 +232,196 @@ def _group_perms():
                 _expect(errs, got_a, p, False, label=ua)
         errs.raise_if_any()
     check("perms: a set readable by a group: its members read all, others nothing", set_group)
+    folders(gid)
+    acl_folder(gid)
+
+
+# ------------------------------------------------ folders (issue 31, item 1)
+
+FOLDER_SIDECARS = ("config.json", "tokenizer.json", "tokenizer_config.json", "README.md")
+GENERATED = ("tensors.json", "metadata.json", "model.safetensors", "WEIGHTFS.txt", "parts.json")
+
+
+def _model_dir(d, mode, gid=0, sidecars=FOLDER_SIDECARS):
+    """A set of 2 shards, its index and sidecars (all 0644) in d, then d made mode, group gid."""
+    make_st_set(d, n_shards=2, index=True)
+    for n in sidecars:
+        write_file(os.path.join(d, n), SIDECARS[n])
+    os.chown(d, 0, gid)
+    os.chmod(d, mode)
+
+
+def _pairs(m, src_dir, single=None):
+    """Each file of mount m with the source files reading it needs: a tensor its part, a
+    sidecar its file, the generated files every part and the index, model.gguf those and
+    every sidecar.  Every file of the mount also lies in the mount's folders, which
+    need what the generated files need.  src_dir holds the sources as the model was given
+    (a hub snapshot's links); single: the one file mounted, if so."""
+    tj = json.load(open(m.path("tensors.json")))
+    ents = tj["tensors"] if "tensors" in tj else [dict(v, name=k) for k, v in tj.items()]
+    src = (lambda f: single) if single else (lambda f: os.path.join(src_dir, f))
+    parts = sorted({src(e["file"]) for e in ents})
+    names = os.listdir(m.mp)
+    index = [os.path.join(src_dir, n) for n in os.listdir(src_dir) if n.endswith(".index.json")] \
+        if not single else []
+    gen = parts + index
+    side = [n for n in FOLDER_SIDECARS if n in names]
+    pairs = [(m.mp, gen)]
+    pairs += [(m.path(e["path"]), [src(e["file"])] + gen) for e in ents]
+    pairs += [(m.path(n), gen) for n in GENERATED if n in names]
+    pairs += [(m.path(n), [os.path.join(src_dir, n)] + gen) for n in side]
+    if "model.gguf" in names:
+        pairs.append((m.path("model.gguf"), gen + [os.path.join(src_dir, n) for n in side]))
+    return pairs, side
+
+
+def _compare(errs, label, users, pairs, exact=True):
+    """Each user reads each mount file iff they read every one of its sources directly
+    (exact); or, where the rule must be conservative (ACLs), never more."""
+    srcs = sorted({p for _, ss in pairs for p in ss})
+    n_ok = 0
+    for user in users:
+        mounted = probe(user, [mp for mp, _ in pairs])
+        direct_ = direct(user, srcs)
+        for mp, ss in pairs:
+            want = all(direct_[p].startswith("ok ") for p in ss)
+            got = mounted.get(mp, "missing")
+            rel = os.path.relpath(mp, pairs[0][0]) if mp != pairs[0][0] else "/"
+            if got.startswith("ok ") and not want:
+                errs.add("%s: %s reads %s through the mount, not directly" % (label, user, rel))
+            elif exact and want and not got.startswith("ok "):
+                errs.add("%s: %s reads %s directly, not through the mount (%s)" % (label, user, rel, got))
+            elif not got.startswith("ok ") and got != "err 13":
+                errs.add("%s: %s: %s %s, expected EACCES" % (label, user, rel, got))
+            n_ok += got.startswith("ok ")
+    return n_ok
+
+
+def folders(gid):
+    ua, ub = USERS
+
+    def mounts(d, model, label, single=None, src_dir=None, want_ok=None):
+        """Mounts model with allow_other, compares every file for both users; want_ok:
+        {user: whether they read the tensors directly} (the setup's premise)."""
+        errs = Errs()
+        with Mount(model, ["-o", "allow_other"]) as m:
+            _open_dirs(os.path.dirname(m.mp))
+            pairs, side = _pairs(m, src_dir or model, single)
+            if len(pairs) < 6:
+                errs.add("%s: only %d files" % (label, len(pairs)))
+            for user, ok in (want_ok or {}).items():
+                got = direct(user, [pairs[1][1][0]])
+                if got[pairs[1][1][0]].startswith("ok ") != ok:
+                    errs.add("%s: premise: %s reads the first part directly: %s" % (label, user, not ok))
+            n = _compare(errs, label, USERS, pairs)
+        errs.raise_if_any()
+        return "%d files, %d sidecars, %d readable (user, file) pairs" % (len(pairs), len(side), n)
+
+    def dir_0700():
+        d = new_dir("perm-")
+        _open_dirs(d)
+        md = os.path.join(d, "m")
+        os.makedirs(md)
+        _model_dir(md, 0o700)
+        r = mounts(d, md, "0700 folder", want_ok={ua: False, ub: False})
+        # the same folder's first shard mounted on its own
+        one = os.path.join(md, "model-00001-of-00002.safetensors")
+        r2 = mounts(d, one, "0700 folder, one file", src_dir=md, want_ok={ua: False, ub: False})
+        return r + "; " + r2
+    check("perms: a model in a 0700 folder (files 0644): nobody else reads it through the mount",
+          dir_0700)
+
+    def dir_0750():
+        d = new_dir("perm-")
+        _open_dirs(d)
+        md = os.path.join(d, "m")
+        os.makedirs(md)
+        _model_dir(md, 0o750, gid)
+        return mounts(d, md, "0750 folder of GROUP", want_ok={ua: False, ub: True})
+    check("perms: a model in a 0750 folder of a group: its members read it all, others nothing",
+          dir_0750)
+
+    def sidecar_0700():
+        # the model's folder open; config.json links into a 0700 folder, tokenizer.json
+        # into a 0750 folder of GROUP
+        d = new_dir("perm-")
+        _open_dirs(d)
+        md = os.path.join(d, "m")
+        os.makedirs(md)
+        _model_dir(md, 0o755, sidecars=("README.md", "tokenizer_config.json"))
+        for sub, mode, g, name in (("priv", 0o700, 0, "config.json"), ("grp", 0o750, gid, "tokenizer.json")):
+            p = os.path.join(d, sub)
+            os.makedirs(p)
+            write_file(os.path.join(p, name), SIDECARS[name])
+            os.chown(p, 0, g)
+            os.chmod(p, mode)
+            os.symlink(os.path.join("..", sub, name), os.path.join(md, name))
+        return mounts(d, md, "sidecars into closed folders", want_ok={ua: True, ub: True})
+    check("perms: sidecars linking into 0700 and 0750 folders: as their folders allow "
+          "(model.gguf as the strictest with them)", sidecar_0700)
+
+    def hub(blobs_mode, blobs_gid, snap_mode, label, want_ok):
+        def run():
+            d = new_dir("perm-")
+            _open_dirs(d)
+            src = os.path.join(d, "src")
+            os.makedirs(src)
+            _model_dir(src, 0o755)
+            repo, snap = make_hub(d, src)
+            for p in (repo, os.path.join(repo, "snapshots"), os.path.join(repo, "refs")):
+                os.chmod(p, 0o755)
+            blobs = os.path.join(repo, "blobs")
+            os.chown(blobs, 0, blobs_gid)
+            os.chmod(blobs, blobs_mode)
+            os.chmod(snap, snap_mode)
+            return mounts(d, repo, label, src_dir=snap, want_ok=want_ok)
+        return run
+    check("perms: a hub cache whose blobs folder is 0700: its snapshot's links read by nobody else",
+          hub(0o700, 0, 0o755, "hub, blobs 0700", {ua: False, ub: False}))
+    check("perms: a hub cache whose blobs folder is 0750 of a group: its members only",
+          hub(0o750, gid, 0o755, "hub, blobs 0750 GROUP", {ua: False, ub: True}))
+    check("perms: a hub cache whose snapshot folder is 0700 (blobs open): nobody else",
+          hub(0o755, 0, 0o700, "hub, snapshot 0700", {ua: False, ub: False}))
+    check("perms: a hub cache all open: everyone reads everything",
+          hub(0o755, 0, 0o755, "hub, open", {ua: True, ub: True}))
+
+
+def _acl_bytes(uid):
+    """An access ACL for a folder: user::rwx, user:UID:---, group::r-x, mask::r-x, other::r-x
+    (its mode still 0755)."""
+    import struct
+    ent = [(1, 7, 0xffffffff), (2, 0, uid), (4, 5, 0xffffffff), (0x10, 5, 0xffffffff), (0x20, 5, 0xffffffff)]
+    return struct.pack("<I", 2) + b"".join(struct.pack("<HHI", t, p, i) for t, p, i in ent)
+
+
+def acl_folder(gid):
+    ua, ub = USERS
+
+    def run():
+        errs = Errs()
+        d = new_dir("perm-")
+        _open_dirs(d)
+        md = os.path.join(d, "m")
+        os.makedirs(md)
+        _model_dir(md, 0o755)
+        uid_a = int(subprocess.run(["id", "-u", ua], stdout=subprocess.PIPE).stdout)
+        try:
+            os.setxattr(md, "system.posix_acl_access", _acl_bytes(uid_a))
+        except OSError as e:
+            raise Fail("cannot set an ACL on %s: %s" % (md, e))
+        if stat.S_IMODE(os.stat(md).st_mode) != 0o755:
+            errs.add("ACL folder mode %o, expected 755" % os.stat(md).st_mode)
+        with Mount(md, ["-o", "allow_other"]) as m:
+            _open_dirs(os.path.dirname(m.mp))
+            pairs, _ = _pairs(m, md)
+            # the premise: the bits say 0755, yet ua cannot search the folder
+            first = pairs[1][1][0]
+            if direct(ua, [first])[first] != "err 13" or not direct(ub, [first])[first].startswith("ok "):
+                errs.add("premise: ua refused, ub let through directly")
+            # with an ACL only the owner's bits are sure: never more than directly
+            n = _compare(errs, "ACL folder", USERS, pairs, exact=False)
+            if n:
+                errs.add("ACL folder: %d files readable through the mount, expected none" % n)
+        errs.raise_if_any()
+    check("perms: a folder whose ACL refuses a user its mode allows: nobody else through the mount",
+          run)
