@@ -10,45 +10,44 @@ bool wf_names_init(struct wf_names *set, size_t count)
 	size_t cap = 16;
 	while (cap < count * 2 + 1)
 		cap *= 2;
-	set->s = calloc(cap, sizeof *set->s);
-	set->n = calloc(cap, sizeof *set->n);
-	set->val = calloc(cap, sizeof *set->val);
+	set->slot = calloc(cap, sizeof *set->slot);
 	set->cap = cap;
 	wf_hash_key_init(&set->key);
-	return set->s && set->n && set->val;
+	return set->slot != NULL;
 }
 
-static size_t names_slot(const struct wf_names *set, const void *s, size_t n)
+static size_t names_slot(const struct wf_names *set, const void *s, size_t n, uint32_t *tag)
 {
-	size_t i = (size_t)wf_hash(&set->key, s, n) & (set->cap - 1);
-	while (set->s[i] && !(set->n[i] == n && memcmp(set->s[i], s, n) == 0))
+	uint64_t h = wf_hash(&set->key, s, n);
+	size_t i = (size_t)h & (set->cap - 1);
+	*tag = (uint32_t)(h >> 32);
+	for (const struct wf_name_slot *e = &set->slot[i]; e->s; e = &set->slot[i]) {
+		if (e->tag == *tag && e->n == n && memcmp(e->s, s, n) == 0)
+			break;
 		i = (i + 1) & (set->cap - 1);
+	}
 	return i;
 }
 
 uint32_t wf_names_put(struct wf_names *set, const void *s, size_t n, uint32_t v)
 {
-	size_t i = names_slot(set, s, n);
-	if (set->s[i])
-		return set->val[i];
-	set->s[i] = s;
-	set->n[i] = n;
-	set->val[i] = v;
+	uint32_t tag;
+	struct wf_name_slot *e = &set->slot[names_slot(set, s, n, &tag)];
+	if (e->s)
+		return e->val;
+	*e = (struct wf_name_slot){.s = s, .n = n, .val = v, .tag = tag};
 	return WF_NAMES_NONE;
 }
 
 uint32_t wf_names_get(const struct wf_names *set, const void *s, size_t n)
 {
-	size_t i = names_slot(set, s, n);
-	return set->s[i] ? set->val[i] : WF_NAMES_NONE;
+	uint32_t tag;
+	const struct wf_name_slot *e = &set->slot[names_slot(set, s, n, &tag)];
+	return e->s ? e->val : WF_NAMES_NONE;
 }
 
 void wf_names_free(struct wf_names *set)
 {
-	free(set->s);
-	free(set->n);
-	free(set->val);
-	set->s = NULL;
-	set->n = NULL;
-	set->val = NULL;
+	free(set->slot);
+	set->slot = NULL;
 }

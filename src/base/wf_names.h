@@ -12,10 +12,15 @@
 
 /* A fixed-capacity map from byte strings (not copied: they must outlive
  * it) to uint32_t values, under a random key. */
+struct wf_name_slot {
+	const uint8_t *s;         /* NULL: empty */
+	size_t n;
+	uint32_t val;
+	uint32_t tag;             /* high bits of the name's hash: most probes of another name stop here */
+};
+
 struct wf_names {
-	const uint8_t **s;
-	size_t *n;
-	uint32_t *val;
+	struct wf_name_slot *slot; /* [cap], one cache line or two per probe rather than three arrays */
 	size_t cap;               /* a power of two, more than twice the names it was made for */
 	struct wf_hash_key key;
 };
