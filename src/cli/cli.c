@@ -27,7 +27,8 @@ enum {
 	OPT_DTYPE = 1 << 3,   /* -o dtype=T */
 	OPT_GGUF = 1 << 7,    /* -o gguf=T */
 	OPT_NPY = 1 << 4,     /* -o npy */
-	OPT_O_IGNORED = 1 << 5, /* -o taken and ignored: the output is the same under every option */
+	OPT_O_IGNORED = 1 << 5, /* -o taken and ignored: the output is the same under every option (but those
+				 * the command also names: info's gguf=) */
 	OPT_PREVIEW = 1 << 6, /* -o preview */
 };
 
@@ -40,7 +41,7 @@ static const struct cli_cmd {
 	int (*main)(int argc, char **argv); /* a command that parses its own arguments */
 } commands[] = {
 	{"ls", "[--json] [-o dtype=T,npy] MODEL", 1, OPT_JSON | OPT_DTYPE | OPT_NPY, cli_ls, NULL},
-	{"info", "[--json] MODEL", 1, OPT_JSON | OPT_O_IGNORED, cli_info, NULL},
+	{"info", "[--json] [-o gguf=T] MODEL", 1, OPT_JSON | OPT_O_IGNORED | OPT_GGUF, cli_info, NULL},
 	{"cat", "[--offset N] [--length N] [--force] [-o dtype=T,npy,preview] MODEL TENSOR", 2,
 	 OPT_RANGE | OPT_FORCE | OPT_DTYPE | OPT_NPY | OPT_PREVIEW, cli_cat, NULL},
 	{"convert", "[--force] [-o dtype=T,gguf=T] MODEL OUT.safetensors|OUT.gguf", 2, OPT_FORCE | OPT_DTYPE | OPT_GGUF,
@@ -164,6 +165,8 @@ static int parse_o(struct cli_opts *o, const char *list)
 			o->npy = true;
 		} else if (strcmp(opt, "preview") == 0 && (cmd_of(o->cmd)->opts & OPT_PREVIEW)) {
 			o->preview = true;
+		} else if (cmd_of(o->cmd)->opts & OPT_O_IGNORED) {
+			continue; /* a mount's option: the output does not depend on it */
 		} else {
 			ret = cli_usage_error(o->cmd, "-o %s: not an option of this command", opt);
 			break;
@@ -210,7 +213,7 @@ static int parse_args(int argc, char **argv, struct cli_opts *o, const struct cl
 			const char *list = a[2] ? a + 2 : (i + 1 < argc ? argv[++i] : NULL);
 			if (!list)
 				return cli_usage_error(cmd, "%s: needs a value", a);
-			if (c->opts & OPT_O_IGNORED)
+			if ((c->opts & OPT_O_IGNORED) && !(c->opts & OPT_GGUF))
 				continue;
 			if ((rc = parse_o(o, list)) != 0)
 				return rc;
@@ -264,7 +267,7 @@ static int open_session(const struct cli_opts *o, struct cli_session *s)
 	if (o->gguf)
 		wf_arch_parse_ftype(o->gguf, &ft);
 	int ret = cli_open(&s->mt, o->pos[0], o->dtype,
-			   &(struct wf_tree_opts){.npy = o->npy, .preview = o->preview, .gguf_set = true, .gguf = ft});
+			   &(struct wf_tree_opts){.npy = o->npy, .preview = o->preview, .gguf_set = o->gguf != NULL, .gguf = ft});
 	if (ret != 0)
 		return ret;
 	if (wf_live_init(&s->lv, s->mt.m, wf_files_seg, s->mt.t, cli_notice, NULL) != WF_OK) {

@@ -134,7 +134,7 @@ static int conv_init(struct conv *c, const struct cli_opts *o)
 	c->node = gguf ? wf_tree_lookup(t, 0, "model.gguf", 10) : wf_tree_lookup(t, 0, "model.safetensors", 17);
 	if (gguf && (c->node == WF_NO_NODE || t->nodes[c->node].kind != WF_NODE_MODEL_GGUF)) {
 		fprintf(stderr, "weightfs: %s: model.gguf: %s\n", cli_path(model),
-			t->gguf_why ? t->gguf_why : "made only from a Hugging Face checkpoint");
+			t->gguf_why ? t->gguf_why : "a GGUF model has one only with -o gguf=TYPE (retyped)");
 		return EXIT_USAGE;
 	}
 	if (c->node == WF_NO_NODE || (t->nodes[c->node].kind != WF_NODE_MODEL_ST && !gguf)) {

@@ -4,6 +4,7 @@
 #include "cli/cli_int.h"
 #include "cli/cli_look.h"
 #include "base/wf_buf.h"
+#include "view/wf_gguf_file.h"
 #include "view/wf_view.h"
 
 #include <errno.h>
@@ -80,6 +81,32 @@ out:
 	return ret;
 }
 
+/* The last line of `info`: what model.gguf is, or why there is none (the
+ * line WEIGHTFS.txt has), for the models that have or could have one. */
+static void info_gguf(const struct wf_tree *t, struct wf_buf *line)
+{
+	line->len = 0;
+	if (t->gguf && t->gguf->plan.from_gguf)
+		wf_buf_printf(line, "\nmodel.gguf: this model retyped to %s (as llama-quantize --allow-requantize)\n",
+			      t->gguf->plan.arch);
+	else if (t->gguf && t->gguf->plan.generic)
+		wf_buf_puts(line, "\nmodel.gguf: every tensor as stored; llama.cpp cannot run it: ");
+	else if (t->gguf)
+		wf_buf_printf(line, "\nmodel.gguf: %s, %s, as convert_hf_to_gguf.py writes it\n", t->gguf->plan.arch,
+			      t->gguf->plan.ftype == WF_FTYPE_ALL_F32	  ? "F32"
+			      : t->gguf->plan.ftype == WF_FTYPE_MOSTLY_BF16 ? "BF16"
+									    : "F16");
+	else if (t->gguf_why)
+		wf_buf_puts(line, "\nmodel.gguf: none: ");
+	const char *why = t->gguf && t->gguf->plan.generic ? t->gguf->plan.why_generic : !t->gguf ? t->gguf_why : NULL;
+	if (why) {
+		cli_display(line, why, strlen(why), 300);
+		wf_buf_putc(line, '\n');
+	}
+	if (!line->oom && line->len)
+		fwrite(line->data, 1, line->len, stdout);
+}
+
 int cli_info(struct cli_session *s, const struct cli_opts *o)
 {
 	if (o->json)
@@ -90,6 +117,9 @@ int cli_info(struct cli_session *s, const struct cli_opts *o)
 		/* on a terminal, a word rather than nothing; a pipe gets no lines */
 		if (isatty(STDOUT_FILENO))
 			printf("%s: no metadata\n", o->pos[0]);
+		struct wf_buf g = {0};
+		info_gguf(t, &g);
+		wf_buf_free(&g);
 		return 0;
 	}
 	struct wf_buf line = {0};
@@ -115,6 +145,8 @@ int cli_info(struct cli_session *s, const struct cli_opts *o)
 		if (!line.oom)
 			fwrite(line.data, 1, line.len, stdout);
 	}
+	if (!line.oom)
+		info_gguf(t, &line);
 	bool oom = line.oom;
 	wf_buf_free(&line);
 	if (oom) {

@@ -474,7 +474,7 @@ static int load_model(const struct opts *o, const char *mountpoint, struct wf_mo
 	if (o->gguf)
 		wf_arch_parse_ftype(o->gguf, &ft);
 	return cli_open(mt, o->model, o->dtype, &(struct wf_tree_opts){.npy = o->npy, .suffix = o->suffix,
-								     .preview = o->preview, .gguf_set = true, .gguf = ft});
+								     .preview = o->preview, .gguf_set = o->gguf != NULL, .gguf = ft});
 }
 
 /* Serves the mounted session until it is unmounted or signalled; returns

@@ -94,6 +94,7 @@ struct wf_arch_tensor {
 	uint8_t add;                 /* enum wf_add */
 	float *gen;                  /* src -1: its values, [elements], owned */
 	uint8_t vk;                  /* the source view it is read through (enum wf_vk), or 0: the one of `type` */
+	bool ggml_nan;               /* F16 made from float32: every NaN as ggml's fp32_to_fp16 makes it (sign | 0x7E00) */
 };
 
 struct wf_arch_plan {
@@ -106,6 +107,7 @@ struct wf_arch_plan {
 	bool generic;                /* no architecture llama.cpp runs: every tensor as stored (wf_arch_plan_any) */
 	char arch_buf[64];           /* generic: general.architecture (config.json's model_type, or "unknown") */
 	char why_generic[WF_ERRLEN]; /* generic: why no architecture's rules apply */
+	bool from_gguf;              /* a GGUF source retyped (wf_arch_plan_gguf): no tokenizer to add */
 	bool has_attn_factor;        /* Phi-3 long-context rope: phi3.rope.scaling.attn_factor */
 	double attn_factor;
 };
@@ -146,6 +148,18 @@ enum wf_err wf_arch_plan(const struct wf_model *m, const struct wf_arch_in *in, 
  * no GGUF type (unsigned integers, bool). */
 enum wf_err wf_arch_plan_any(const struct wf_model *m, const struct wf_arch_in *in, struct wf_gguf_w *w,
 			     struct wf_arch_plan *plan, char *why);
+
+/* model.gguf of a GGUF model m with -o gguf=`ftype` (WF_FTYPE_AUTO: F16):
+ * what llama.cpp's llama-quantize --allow-requantize writes for that
+ * type: m's key/values (split.* and general.alignment left out) then
+ * general.quantization_version and general.file_type; the tensors in
+ * llama.cpp's loader order, those it quantizes (2-D or more, named
+ * *weight, not norms and the other exceptions of llama-quant.cpp) in the
+ * type, the rest as stored.  Returns WF_OK; WF_ERR_UNSUP with one line in
+ * why for a tensor ggml could not load or decode, or a key with a NUL
+ * byte; WF_ERR_NOMEM. */
+enum wf_err wf_arch_plan_gguf(const struct wf_model *m, uint32_t ftype, struct wf_gguf_w *w,
+			      struct wf_arch_plan *plan, char *why);
 
 /* Adds plan's tensor infos to w, in order. */
 void wf_arch_plan_infos(const struct wf_arch_plan *plan, struct wf_gguf_w *w);

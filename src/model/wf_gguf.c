@@ -526,3 +526,33 @@ enum wf_err wf_gguf_parse(struct wf_model **out, const uint8_t *buf, uint64_t le
 	*out = m;
 	return WF_OK;
 }
+
+enum wf_err wf_gguf_kvs(const uint8_t *buf, uint64_t len, enum wf_err (*fn)(void *ctx, const struct wf_gguf_kv *kv),
+			void *ctx, char *err)
+{
+	struct cur c = {.p = buf, .len = len, .pos = 16, .err = err, .what = "header"};
+	uint64_t n_kv;
+	enum wf_err rc = len >= 4 && wf_gguf_magic(buf, len) ? rd_u64(&c, &n_kv)
+							      : wf_fail(err, WF_ERR_FORMAT, "header: not a GGUF file");
+	for (uint64_t i = 0; rc == WF_OK && i < n_kv; i++) {
+		struct wf_gguf_kv kv;
+		uint32_t elem = 0;
+		uint64_t count = 0, start;
+		c.what = "metadata key";
+		if ((rc = rd_str(&c, &kv.key, &kv.key_len)) || (rc = rd_u32(&c, &kv.type)))
+			break;
+		if (kv.type >= GV_COUNT)
+			return wf_fail(err, WF_ERR_FORMAT, "metadata key %" PRIu64 ": unknown value type", i);
+		start = c.pos;
+		if (kv.type == GV_ARR && ((rc = rd_u32(&c, &elem)) || (rc = rd_u64(&c, &count))))
+			break;
+		if (kv.type == GV_ARR && (elem >= GV_COUNT || elem == GV_ARR))
+			return wf_fail(err, WF_ERR_FORMAT, "metadata key %" PRIu64 ": bad array element type", i);
+		if ((rc = skip_value(&c, kv.type, elem, count)))
+			break;
+		kv.val = buf + start;
+		kv.val_len = c.pos - start;
+		rc = fn(ctx, &kv);
+	}
+	return rc;
+}

@@ -16,4 +16,21 @@ bool wf_gguf_magic(const uint8_t *buf, uint64_t len);
  * for overlapping data), or WF_ERR_NOMEM when an allocation fails. */
 enum wf_err wf_gguf_parse(struct wf_model **out, const uint8_t *buf, uint64_t len, char *err);
 
+/* One key/value of a GGUF header, its value as the bytes that encode it. */
+struct wf_gguf_kv {
+	const uint8_t *key;  /* key bytes (not NUL-terminated) */
+	uint64_t key_len;
+	uint32_t type;       /* GGUF value type (gguf.h's enum gguf_type) */
+	const uint8_t *val;  /* the value's encoding after its type: for an array its element type, count and elements */
+	uint64_t val_len;
+};
+
+/* Calls fn(ctx, kv) for each key/value of the GGUF file buf[0..len), in
+ * file order, and stops at the first call that does not return WF_OK,
+ * returning what it returned.  Every length is checked again (buf may
+ * have been parsed by wf_gguf_parse, but the walk trusts nothing);
+ * WF_ERR_FORMAT with one line in err for a header that does not walk. */
+enum wf_err wf_gguf_kvs(const uint8_t *buf, uint64_t len, enum wf_err (*fn)(void *ctx, const struct wf_gguf_kv *kv),
+			void *ctx, char *err);
+
 #endif

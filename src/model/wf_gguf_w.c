@@ -169,6 +169,12 @@ void wf_gguf_w_str(struct wf_gguf_w *w, const char *k, const char *s, size_t n)
 		put_str(w, &w->kv, s, n);
 }
 
+void wf_gguf_w_raw(struct wf_gguf_w *w, const char *k, enum wf_gtype t, const void *val, size_t n)
+{
+	if (key(w, k, t))
+		wf_buf_put(&w->kv, val, n);
+}
+
 void wf_gguf_w_arr_begin(struct wf_gguf_w *w, const char *k, enum wf_gtype elem, uint64_t count)
 {
 	if (elem == WF_GT_ARRAY || (unsigned)elem > WF_GT_FLOAT64) {

@@ -75,6 +75,10 @@ void wf_gguf_w_bool(struct wf_gguf_w *w, const char *key, bool v);
 /* A string value of n bytes (stored as they are: GGUF strings are bytes). */
 void wf_gguf_w_str(struct wf_gguf_w *w, const char *key, const char *s, size_t n);
 
+/* A value already in GGUF's encoding (val[0..n): what follows the type
+ * field, as wf_gguf_kvs gives it), of type t, copied as it is. */
+void wf_gguf_w_raw(struct wf_gguf_w *w, const char *key, enum wf_gtype t, const void *val, size_t n);
+
 /* An array of `count` elements of type `elem` (not ARRAY): begin, then
  * exactly count calls of the matching element writer, then end.  An
  * empty array is allowed here; the caller leaves out keys the converter

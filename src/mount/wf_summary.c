@@ -693,13 +693,18 @@ static void put_gguf(struct wf_buf *b, const struct wf_tree *t)
 			       "  cannot run it: ");
 		put_clean(b, t->gguf->plan.why_generic, strlen(t->gguf->plan.why_generic), 300);
 		wf_buf_puts(b, ".\n");
+	} else if (t->gguf && t->gguf->plan.from_gguf) {
+		wf_buf_printf(b, "  model.gguf: this model retyped to %s as llama.cpp's llama-quantize\n"
+				 "  --allow-requantize writes it (-o gguf=), made on read.\n",
+			      t->gguf->plan.arch);
 	} else if (t->gguf) {
 		wf_buf_printf(b, "  model.gguf: the model as llama.cpp's convert_hf_to_gguf.py writes it (%s, %s),\n"
 				 "  made on read: llama.cpp runs it from here (-o gguf= picks its type).\n",
 			      t->gguf->plan.arch,
 			      t->gguf->plan.ftype == WF_FTYPE_ALL_F32 ? "F32" : t->gguf->plan.ftype == WF_FTYPE_MOSTLY_BF16 ? "BF16" : "F16");
 	} else if (t->gguf_why) {
-		wf_buf_puts(b, "  No model.gguf: llama.cpp's converter would not make it the same: ");
+		wf_buf_puts(b, t->m->format == WF_FMT_GGUF ? "  No model.gguf (-o gguf=): "
+							   : "  No model.gguf: llama.cpp's converter would not make it the same: ");
 		put_clean(b, t->gguf_why, strlen(t->gguf_why), 300);
 		wf_buf_puts(b, ".\n");
 	}

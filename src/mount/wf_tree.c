@@ -127,6 +127,7 @@ struct builder {
 	const struct wf_model *m;
 	uint32_t cap;        /* nodes allocated */
 	uint32_t gguf;       /* model.gguf's type (WF_FTYPE_*) */
+	bool gguf_set;       /* -o gguf= was given (a GGUF source has model.gguf only then) */
 	uint32_t *slots;     /* open addressing, WF_NO_NODE when empty */
 	size_t n_slots;      /* a power of two, at least twice cap */
 	struct wf_hash_key key; /* random per build: names cannot be chosen to collide */
@@ -355,13 +356,14 @@ static enum wf_err add_root_file(struct builder *b, const char *fname, enum wf_n
 	return *n == WF_NO_NODE ? wf_fail(err, WF_ERR_NOMEM, "out of memory building the tree") : WF_OK;
 }
 
-/* model.gguf, for a Hugging Face checkpoint: made here, or left out with
- * the reason kept for WEIGHTFS.txt.  Only running out of memory fails the
+/* model.gguf, for a Hugging Face checkpoint (and for a GGUF model with
+ * -o gguf=, retyped): made here, or left out with the reason kept for
+ * WEIGHTFS.txt.  Only running out of memory fails the
  * tree: a model llama.cpp cannot run is still a model to read. */
 static enum wf_err add_model_gguf(struct builder *b, char *err)
 {
 	struct wf_tree *t = b->t;
-	if (b->m->format != WF_FMT_SAFETENSORS)
+	if (b->m->format != WF_FMT_SAFETENSORS && !b->gguf_set)
 		return WF_OK;
 	char why[WF_ERRLEN] = "";
 	enum wf_err rc = wf_gguf_file_new(b->m, b->gguf, &t->gguf, why);
@@ -665,7 +667,8 @@ enum wf_err wf_tree_build_opts(struct wf_tree **out, const struct wf_model *m, c
 		wf_tree_free(t);
 		return wf_fail(err, rc, "metadata.json: cannot split it into files");
 	}
-	struct builder b = {.t = t, .m = m, .gguf = opts && opts->gguf_set ? opts->gguf : WF_FTYPE_AUTO};
+	struct builder b = {.t = t, .m = m, .gguf = opts && opts->gguf_set ? opts->gguf : WF_FTYPE_AUTO,
+			    .gguf_set = opts && opts->gguf_set};
 	struct wf_buf comp = {0}, name = {0};
 	uint64_t cap = node_cap(t, m);
 	if (cap > (1u << 30)) {

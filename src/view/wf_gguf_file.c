@@ -82,7 +82,8 @@ static enum wf_err lay_out(const struct wf_model *m, struct wf_gguf_file *g, cha
 			return wf_fail(why, WF_ERR_RANGE, "tensor %s: %" PRIu64 " bytes planned, %" PRIu64 " made", p->name,
 				       p->nbytes, g->shadow[i].size);
 		g->xf[i] = (struct wf_xform){.t = &g->shadow[i], .perm_heads = p->perm_heads, .add = p->add};
-		g->xf[i].quiet_bf16 = !g->plan.generic && p->type == WF_T_BF16 && m->tensors[p->src].type == WF_T_BF16 && !m->tensors[p->src].q;
+		g->xf[i].ggml_nan16 = p->ggml_nan;
+		g->xf[i].quiet_bf16 = !g->plan.generic && !g->plan.from_gguf && p->type == WF_T_BF16 && m->tensors[p->src].type == WF_T_BF16 && !m->tensors[p->src].q;
 	}
 	g->start[n] = g->size = at;
 	return WF_OK;
@@ -93,6 +94,16 @@ static enum wf_err make_header(const struct wf_model *m, uint32_t ftype, struct 
 {
 	struct wf_gguf_w w;
 	wf_gguf_w_init(&w);
+	if (m->format == WF_FMT_GGUF) {
+		/* a GGUF retyped: its own key/values, tokenizer included */
+		enum wf_err rc = wf_arch_plan_gguf(m, ftype, &w, &g->plan, why);
+		if (rc == WF_OK) {
+			wf_arch_plan_infos(&g->plan, &w);
+			rc = wf_gguf_w_finish(&w, &g->header, &g->header_len, why);
+		}
+		wf_gguf_w_free(&w);
+		return rc;
+	}
 	struct wf_arch_in in = {.name = folder_name(m)};
 	SIDE(m, "config.json", in.config, in.config_len);
 	SIDE(m, "generation_config.json", in.gen_config, in.gen_config_len);

@@ -188,6 +188,14 @@ static void xform_fix(const struct wf_xform *xf, uint8_t *p, size_t n)
 				memcpy(p + 2 * i, &h, 2);
 			}
 		}
+	} else if (xf->ggml_nan16) {
+		for (size_t i = 0; i < n; i++) {
+			uint16_t h = wf_le16(p + 2 * i);
+			if ((h & 0x7C00) == 0x7C00 && (h & 0x3FF)) {
+				h = (uint16_t)((h & 0x8000) | 0x7E00);
+				memcpy(p + 2 * i, &h, 2);
+			}
+		}
 	}
 }
 
@@ -223,7 +231,7 @@ static enum wf_err xform_rows(struct wf_live *lv, struct touched *tc, const stru
 static enum wf_err xform_piece(struct wf_live *lv, struct touched *tc, const struct wf_xform *xf, uint64_t off,
 			       size_t len, uint8_t *out, size_t *got)
 {
-	if (!xf->add && !xf->quiet_bf16)
+	if (!xf->add && !xf->quiet_bf16 && !xf->ggml_nan16)
 		return xform_rows(lv, tc, xf, off, len, out, got);
 	unsigned es = xf->add ? 4 : 2;
 	if (off % es == 0 && len % es == 0) {

@@ -35,6 +35,7 @@ struct wf_xform {
 				     * many heads: output row r is view row wf_qk_row(r, rows, heads, true) */
 	uint8_t add;                /* 0; 1: + 1 in float32; 2: + 1 in half, widened (a float32 view) */
 	bool quiet_bf16;            /* a bfloat16 view whose NaNs get the quiet bit, as gguf-py's rounding does */
+	bool ggml_nan16;            /* a half view whose NaNs become sign | 0x7E00, as ggml's fp32_to_fp16 makes them */
 };
 
 struct wf_seg {

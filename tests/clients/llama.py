@@ -124,6 +124,26 @@ class llama_context_params(C.Structure):
     ]
 
 
+class llama_model_quantize_params(C.Structure):
+    _fields_ = [
+        ("nthread", C.c_int32),
+        ("ftype", C.c_int),
+        ("output_tensor_type", C.c_int),
+        ("token_embedding_type", C.c_int),
+        ("allow_requantize", C.c_bool),
+        ("quantize_output_tensor", C.c_bool),
+        ("only_copy", C.c_bool),
+        ("pure", C.c_bool),
+        ("keep_split", C.c_bool),
+        ("dry_run", C.c_bool),
+        ("imatrix", C.c_void_p),
+        ("kv_overrides", C.c_void_p),
+        ("tt_overrides", C.c_void_p),
+        ("prune_layers", C.c_void_p),
+        ("max_buf_size", C.c_size_t),
+    ]
+
+
 class llama_batch(C.Structure):
     _fields_ = [
         ("n_tokens", C.c_int32),
@@ -203,6 +223,8 @@ def lib():
     f("llama_decode", I32, P, llama_batch)
     f("llama_get_logits_ith", C.POINTER(C.c_float), P, I32)
     f("llama_get_memory", P, P)
+    f("llama_model_quantize_default_params", llama_model_quantize_params)
+    f("llama_model_quantize", C.c_uint32, C.c_char_p, C.c_char_p, C.POINTER(llama_model_quantize_params))
     f("llama_memory_clear", None, P, B)
 
     if os.environ.get("LLAMA_PY_VERBOSE"):
@@ -413,6 +435,17 @@ def greedy(model, prompt_ids, n_new, n_threads=2, kv_f32=True):
 
 
 # ---------------------------------------------------------------- selfcheck
+def quantize(src, dst, ftype, allow_requantize=True, pure=False, nthread=1):
+    """llama-quantize: llama_model_quantize(src, dst) with the default parameters but
+    ftype (a llama_ftype number), allow_requantize, pure and nthread; raises on failure."""
+    L = lib()
+    p = L.llama_model_quantize_default_params()
+    p.ftype, p.allow_requantize, p.pure, p.nthread = ftype, allow_requantize, pure, nthread
+    rc = L.llama_model_quantize(src.encode(), dst.encode(), C.byref(p))
+    if rc != 0:
+        raise RuntimeError("llama_model_quantize(%s) failed: %d" % (src, rc))
+
+
 def header_dir():
     """include/ of the llama.cpp source matching the binaries, when around."""
     for d in (os.environ.get("WEIGHTFS_LLAMA_SRC"), os.path.join(npm_dir(), "llama-src"),
@@ -484,6 +517,9 @@ def main(argv):
     if cmd == "vocab":
         m = load(argv[1], vocab_only=True)
         print(json.dumps(vocab_info(m)))
+        return 0
+    if cmd == "quantize":
+        quantize(argv[1], argv[2], int(argv[3]), pure=len(argv) > 4 and argv[4] == "pure")
         return 0
     if cmd == "greedy":
         m = load(argv[1])

@@ -260,7 +260,11 @@ def broken_case(folder):
                 raise Fail("the rest of the mount is missing")
         finally:
             m.unmount()
-    return "%d broken folders" % len(cases)
+        rc, out, err, _ = run_cli(["info", d], timeout=60)
+        last = out.rstrip("\n").splitlines()[-1] if out else ""
+        if rc != 0 or not last.startswith("model.gguf: none: ") or says not in last:
+            raise Fail("%s broken: weightfs info exit %d, last line %r" % (name, rc, last[:200]))
+    return "%d broken folders; weightfs info's last line says why" % len(cases)
 
 
 def generic_case(folder):

@@ -28,7 +28,7 @@ import sys
 
 import numpy as np
 
-from wf_harness import TMP, Fail, Mount, check, new_dir, skip_or_fail
+from wf_harness import TMP, Fail, Mount, check, new_dir, run_cli, skip_or_fail
 from t_gguf import CLIENTS, client, compare_ref, gguf_read, npm_dir
 
 NORMAL, UNKNOWN, CONTROL, USER_DEFINED, UNUSED, BYTE = 1, 2, 3, 4, 5, 6
@@ -557,6 +557,115 @@ def st_raw(path):
             for k, v in h.items() if k != "__metadata__"}
 
 
+# ---------------------------------------------------------------- 6. a GGUF retyped
+FTYPES = {"f32": 0, "f16": 1, "bf16": 32}
+
+
+def retype_case(state):
+    """-o gguf=T over a GGUF model: model.gguf byte for byte what llama.cpp's own
+    llama_model_quantize (llama-quantize --allow-requantize) writes for T, for F32, F16 and
+    BF16 sources (GGUFs written by weightfs convert from a tiny llama with attention biases,
+    so that 1-D tensors stay as stored) and every target type; llama.cpp runs it."""
+    import real_tokenizers
+    tdir = real_tokenizers.folder("gpt2")
+    if not tdir:
+        skip_or_fail("tokenizer gpt2 not installed (tests/clients/npm.sh)")
+    folder = make_folder("llama_tied", tdir, "hfretype-")
+    d = new_dir("retype-")
+    srcs = {}
+    for st in ("f32", "f16", "bf16"):
+        srcs[st] = os.path.join(d, "src-%s.gguf" % st)
+        rc, _, err, _ = run_cli(["convert", "-o", "gguf=" + st, folder, srcs[st]], timeout=120)
+        if rc != 0:
+            raise Fail("convert -o gguf=%s: exit %d: %s" % (st, rc, err[-300:]))
+    done = []
+    for st, src in srcs.items():
+        for tt, ft in FTYPES.items():
+            ref = os.path.join(d, "ref-%s-%s.gguf" % (st, tt))
+            client(["quantize", src, ref, str(ft)])
+            m = Mount(src, ["-o", "gguf=" + tt])
+            try:
+                g = need_gguf(m)
+                with open(g, "rb") as f:
+                    got = f.read()
+            finally:
+                m.unmount()
+            with open(ref, "rb") as f:
+                want = f.read()
+            if got != want:
+                at = next((i for i in range(min(len(got), len(want))) if got[i] != want[i]), min(len(got), len(want)))
+                raise Fail("%s -> %s: model.gguf (%d bytes) differs from llama_model_quantize's (%d bytes) at byte %d"
+                           % (st, tt, len(got), len(want), at))
+            done.append("%s->%s" % (st, tt))
+    kv, infos, _, _ = kvmap(ref)
+    names = [n for n, _, _, _ in infos]
+    if not names[0].startswith(("output", "token_embd")) or kv.get("general.file_type") is None:
+        raise Fail("the reference's order or keys are not what the case expects: %r" % names[:3])
+    state["retype_src"] = srcs["f32"]
+    # NaNs: llama-quantize refuses a result holding one, so no oracle: ggml_fp32_to_fp16 makes
+    # every NaN sign | 0x7E00 (F16C would keep payload bits)
+    nan_src = os.path.join(d, "nan-f32.gguf")
+    _, infos32, b32, ds32 = kvmap(srcs["f32"])
+    off = next(o for n, _, _, o in infos32 if n == "blk.0.attn_q.weight")
+    buf = bytearray(b32)
+    struct.pack_into("<III", buf, ds32 + off, 0xFFC12345, 0x7F800001, 0x7FBFFFFF)
+    with open(nan_src, "wb") as f:
+        f.write(buf)
+    m = Mount(nan_src, ["-o", "gguf=f16"])
+    try:
+        _, infos16, b16, ds16 = kvmap(need_gguf(m))
+        o16 = next(o for n, _, _, o in infos16 if n == "blk.0.attn_q.weight")
+        got = struct.unpack_from("<HHH", b16, ds16 + o16)
+        if got != (0xFE00, 0x7E00, 0x7E00):
+            raise Fail("F32 NaNs to F16: %s, want fe00 7e00 7e00" % " ".join("%04x" % h for h in got))
+    finally:
+        m.unmount()
+    client(["greedy", ref, "3", "1", "2", "3"])
+    return "%d pairs byte-identical (%s); %d tensors, non-blk first" % (len(done), ", ".join(done), len(names))
+
+
+def retype_none_case(state):
+    """A GGUF model without -o gguf= has no model.gguf; with it, WEIGHTFS.txt says what it is."""
+    src = state.get("retype_src")
+    if not src:
+        raise Fail("the retype case made no source")
+    m = Mount(src)
+    try:
+        if os.path.exists(m.path("model.gguf")):
+            raise Fail("model.gguf without -o gguf=")
+    finally:
+        m.unmount()
+    m = Mount(src, ["-o", "gguf=bf16"])
+    try:
+        txt = open(m.path("WEIGHTFS.txt")).read()
+        if "retyped to BF16" not in txt:
+            raise Fail("WEIGHTFS.txt does not say model.gguf is retyped: %r" % txt[-300:])
+    finally:
+        m.unmount()
+    out = os.path.join(new_dir("retype-cv-"), "out.gguf")
+    rc, _, err, _ = run_cli(["convert", "-o", "gguf=f16", src, out], timeout=120)
+    if rc != 0:
+        raise Fail("convert -o gguf=f16 of a GGUF: exit %d: %s" % (rc, err[-300:]))
+    m = Mount(src, ["-o", "gguf=f16"])
+    try:
+        with open(m.path("model.gguf"), "rb") as f, open(out, "rb") as g:
+            if f.read() != g.read():
+                raise Fail("weightfs convert's OUT.gguf differs from the mount's model.gguf")
+    finally:
+        m.unmount()
+    rc, info, err, _ = run_cli(["info", "-o", "gguf=bf16", src], timeout=60)
+    if rc != 0 or not info.rstrip().endswith("model.gguf: this model retyped to BF16 (as llama-quantize --allow-requantize)"):
+        raise Fail("weightfs info -o gguf=bf16: exit %d, ends %r" % (rc, info[-120:]))
+    rc, info, err, _ = run_cli(["info", src], timeout=60)
+    if rc != 0 or "model.gguf" in info:
+        raise Fail("weightfs info of a GGUF without -o gguf= mentions model.gguf: %r" % info[-120:])
+    rc, _, err, _ = run_cli(["convert", src, out + "2.gguf"], timeout=120)
+    if rc == 0 or "-o gguf=" not in err:
+        raise Fail("convert GGUF OUT.gguf without -o gguf=: exit %d, %r" % (rc, err[-200:]))
+    return "none without -o gguf=; WEIGHTFS.txt and info say what it is; convert = the view; without -o: %s" % \
+        err.strip()[-80:]
+
+
 def group_gguf_more():
     npm_dir()
     sys.path.insert(0, CLIENTS)
@@ -576,3 +685,7 @@ def group_gguf_more():
     check("gguf_more: sharded checkpoint: parts by name, names sorted within each; data = unsharded", shard_case)
     check("gguf_more: BF16 checkpoint, -o gguf=auto: BF16 as stored (q/k permuted)", stored_case, "BF16")
     check("gguf_more: F16 checkpoint, -o gguf=auto: F16 as stored (q/k permuted)", stored_case, "F16")
+    check("gguf_more: GGUF -o gguf=T: model.gguf = llama_model_quantize's file, F32/F16/BF16 to each", retype_case,
+          state)
+    check("gguf_more: GGUF source: no model.gguf without -o gguf=; convert OUT.gguf = the view", retype_none_case,
+          state)

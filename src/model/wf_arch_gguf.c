@@ -1,0 +1,196 @@
+/* wf_arch_gguf.c - model.gguf of a GGUF model, retyped (-o gguf=TYPE,
+ * wf_arch.h's wf_arch_plan_gguf): the file llama.cpp's llama-quantize
+ * writes for --allow-requantize with that type, from llama-quant.cpp
+ * (llama_model_quantize_impl) at the version of the npm package the tests
+ * load (../shared/docs/gguf-to-hf-and-quantizers.md, B.8):
+ *
+ *   - key/values: the source's, in order, less general.quantization_version,
+ *     general.file_type and split.*; then general.quantization_version = 2
+ *     and general.file_type = the type (gguf_set_val_u32 removes a key and
+ *     appends it again);
+ *   - tensors: in the loader's weights_map order (weight_name_comparer:
+ *     names without a blk.N. prefix first, then by layer N, then by name);
+ *   - each tensor tensor_allows_quantization accepts becomes the type
+ *     (decoded to float32, then ggml_quantize_chunk's F16 / BF16 rounding);
+ *     the rest, and those already of the type, keep their stored bytes.
+ *
+ * One difference: ggml aligns the data to the source's general.alignment;
+ * model.gguf always uses GGUF's default 32 and drops that key. */
+#include "model/wf_arch.h"
+#include "codec/wf_types.h"
+#include "model/wf_gguf.h"
+
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Names llama-quantize never quantizes although they end in "weight"
+ * (tensor_allows_quantization): substrings, then whole names. */
+static const char *const keep_sub[] = {
+	"_norm.weight", "ffn_gate_inp.weight", "ffn_gate_tid2eid.weight", "altup", "laurel",
+	"per_layer_model_proj", "ssm_conv1d", "shortconv.conv.weight", "indexer.k_proj.weight",
+	"indexer.q_proj.weight", "time_mix_first.weight", "time_mix_w0.weight", "time_mix_w1.weight",
+	"time_mix_w2.weight", "time_mix_v0.weight", "time_mix_v1.weight", "time_mix_v2.weight",
+	"time_mix_a0.weight", "time_mix_a1.weight", "time_mix_a2.weight", "time_mix_g1.weight",
+	"time_mix_g2.weight", "time_mix_decay_w1.weight", "time_mix_decay_w2.weight",
+	"time_mix_lerp_fused.weight", "attn_rel_b.weight", ".position_embd", "sam.pos_embd", "sam.neck.",
+	"sam.net_", ".rel_pos", ".patch_embd", ".patch_merger", "a.rvq.codebook", "mm.a.code_embd",
+};
+static const char *const keep_name[] = {"position_embd.weight", "token_types.weight"};
+
+/* Whether llama-quantize would give tensor t (a GGUF tensor, ne counted
+ * as ggml does: trailing 1s are not dimensions) the file's type. */
+static bool allows_retype(const struct wf_tensor *t)
+{
+	uint32_t nd = t->ndim;
+	while (nd > 1 && t->shape[t->ndim - nd] <= 1) /* ggml_n_dims: outermost ne of 1 (or 0) do not count */
+		nd--;
+	size_t n = t->name_len;
+	if (nd < 2 || n < 6 || memcmp(t->name + n - 6, "weight", 6) != 0)
+		return false;
+	for (size_t i = 0; i < WF_ARRAY_LEN(keep_sub); i++)
+		if (strstr(t->name, keep_sub[i]))
+			return false;
+	for (size_t i = 0; i < WF_ARRAY_LEN(keep_name); i++)
+		if (strcmp(t->name, keep_name[i]) == 0)
+			return false;
+	return true;
+}
+
+/* The layer sscanf("blk.%d.") finds in a name, or -1. */
+static long name_layer(const char *s)
+{
+	if (strncmp(s, "blk.", 4) != 0)
+		return -1;
+	char *end;
+	long v = strtol(s + 4, &end, 10);
+	if (end == s + 4)
+		return -1;
+	/* %d into an int: what glibc keeps of a longer number */
+	return (long)(int)(unsigned int)(unsigned long)v;
+}
+
+struct ord {
+	size_t i;
+	long layer;
+	const struct wf_tensor *t;
+};
+
+static int cmp_ord(const void *a, const void *b)
+{
+	const struct ord *x = a, *y = b;
+	if (x->layer != y->layer)
+		return x->layer < y->layer ? -1 : 1;
+	size_t n = x->t->name_len < y->t->name_len ? x->t->name_len : y->t->name_len;
+	int c = memcmp(x->t->name, y->t->name, n);
+	if (c)
+		return c;
+	return x->t->name_len < y->t->name_len ? -1 : x->t->name_len > y->t->name_len;
+}
+
+struct kv_copy {
+	struct wf_gguf_w *w;
+	char *why;
+};
+
+static enum wf_err copy_kv(void *ctx, const struct wf_gguf_kv *kv)
+{
+	struct kv_copy *c = ctx;
+	char q[96];
+	if (memchr(kv->key, 0, (size_t)kv->key_len))
+		return wf_fail(c->why, WF_ERR_UNSUP, "metadata key %s: holds a NUL byte",
+			       wf_quote(q, sizeof q, kv->key, (size_t)kv->key_len));
+	char *k = strndup((const char *)kv->key, (size_t)kv->key_len);
+	if (!k)
+		return wf_fail(c->why, WF_ERR_NOMEM, "out of memory");
+	static const char *const drop[] = {"general.quantization_version", "general.file_type", "general.alignment",
+					   "split.no", "split.count", "split.tensors.count"};
+	bool skip = false;
+	for (size_t i = 0; i < WF_ARRAY_LEN(drop); i++)
+		skip |= strcmp(k, drop[i]) == 0;
+	if (!skip)
+		wf_gguf_w_raw(c->w, k, (enum wf_gtype)kv->type, kv->val, (size_t)kv->val_len);
+	free(k);
+	return c->w->rc == WF_OK ? WF_OK : wf_fail(c->why, c->w->rc, "%s", c->w->err);
+}
+
+/* Tensor t of the plan: the file's type, or its own bytes. */
+static enum wf_err retype_tensor(const struct wf_tensor *t, size_t src, uint32_t ftype, struct wf_arch_tensor *o,
+				 char *why)
+{
+	char q[96];
+	memset(o, 0, sizeof *o);
+	if (t->name_len >= WF_GGUF_NAME_MAX || strlen(t->name) != t->name_len || t->ndim > 4)
+		return wf_fail(why, WF_ERR_UNSUP, "tensor %s: not a name or shape ggml loads",
+			       wf_quote(q, sizeof q, t->name, t->name_len));
+	uint32_t want = ftype == WF_FTYPE_ALL_F32 ? WF_T_F32 : ftype == WF_FTYPE_MOSTLY_BF16 ? WF_T_BF16 : WF_T_F16;
+	const struct wf_type *ty = wf_type_get(t->type);
+	bool retype = allows_retype(t) && (uint32_t)t->type != want;
+	bool floats = t->type == WF_T_F32 || t->type == WF_T_F16 || t->type == WF_T_BF16 ||
+		      (ty && ty->vk == WF_VK_F32 && !ty->layer);
+	if (retype && !floats)
+		return wf_fail(why, WF_ERR_UNSUP, "tensor %s: its type %s has no float32 decoding to make %s from",
+			       wf_quote(q, sizeof q, t->name, t->name_len), ty && ty->name ? ty->name : "?",
+			       wf_type_get((int)want)->name);
+	memcpy(o->name, t->name, t->name_len + 1);
+	o->src = (int64_t)src;
+	o->ndim = t->ndim ? t->ndim : 1;
+	o->ne[0] = 1;
+	for (uint32_t d = 0; d < t->ndim; d++)
+		o->ne[d] = t->shape[t->ndim - 1 - d];
+	o->type = retype ? want : (uint32_t)t->type;
+	o->vk = retype ? 0 : WF_VK_RAW;
+	o->ggml_nan = retype && want == WF_T_F16;
+	if (!retype)
+		o->nbytes = t->nbytes;
+	else if (!wf_mul_ok(t->nelems, want == WF_T_F32 ? 4 : 2, &o->nbytes))
+		return wf_fail(why, WF_ERR_UNSUP, "tensor %s: too many bytes", wf_quote(q, sizeof q, t->name, t->name_len));
+	return WF_OK;
+}
+
+static enum wf_err plan_tensors(const struct wf_model *m, uint32_t ftype, struct wf_arch_plan *plan, char *why)
+{
+	size_t n = m->n_tensors;
+	struct ord *o = calloc(n ? n : 1, sizeof *o);
+	if (!(plan->t = calloc(n ? n : 1, sizeof *plan->t)) || !o) {
+		free(o);
+		return wf_fail(why, WF_ERR_NOMEM, "out of memory");
+	}
+	for (size_t i = 0; i < n; i++)
+		o[i] = (struct ord){.i = i, .layer = name_layer(m->tensors[i].name), .t = &m->tensors[i]};
+	qsort(o, n, sizeof *o, cmp_ord);
+	enum wf_err rc = WF_OK;
+	for (size_t k = 0; k < n && rc == WF_OK; k++)
+		if ((rc = retype_tensor(o[k].t, o[k].i, ftype, &plan->t[k], why)) == WF_OK)
+			plan->n++;
+	free(o);
+	return rc;
+}
+
+enum wf_err wf_arch_plan_gguf(const struct wf_model *m, uint32_t ftype, struct wf_gguf_w *w,
+			      struct wf_arch_plan *plan, char *why)
+{
+	memset(plan, 0, sizeof *plan);
+	plan->vocab_size = -1;
+	plan->from_gguf = true;
+	if (ftype == WF_FTYPE_AUTO)
+		ftype = WF_FTYPE_MOSTLY_F16;
+	plan->ftype = ftype;
+	enum wf_err rc = plan_tensors(m, ftype, plan, why);
+	struct kv_copy c = {.w = w, .why = why};
+	if (rc == WF_OK && m->n_parts && m->data)
+		rc = wf_gguf_kvs(m->data, m->data_len, copy_kv, &c, why);
+	if (rc == WF_OK) {
+		wf_gguf_w_u32(w, "general.quantization_version", 2);
+		wf_gguf_w_u32(w, "general.file_type", ftype);
+	}
+	if (rc != WF_OK) {
+		wf_arch_plan_free(plan);
+		return rc;
+	}
+	snprintf(plan->arch_buf, sizeof plan->arch_buf, "%s",
+		 ftype == WF_FTYPE_ALL_F32 ? "F32" : ftype == WF_FTYPE_MOSTLY_BF16 ? "BF16" : "F16");
+	plan->arch = plan->arch_buf;
+	return WF_OK;
+}
