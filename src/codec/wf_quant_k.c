@@ -110,7 +110,7 @@ static void q2_k_block(const float *x, uint8_t *y)
 	if (max_min > 0) {
 		float iscale = 15.0f / max_min;
 		for (int j = 0; j < 16; j++)
-			sc[j] = (uint8_t)(sc[j] | wf_nearest(iscale * mins[j]) << 4);
+			sc[j] = (uint8_t)(sc[j] | (unsigned)wf_nearest(iscale * mins[j]) << 4);
 	}
 	const float d0 = wf_f16_to_f32(wf_le16(y + WF_Q2_K_D));
 	const float m0 = wf_f16_to_f32(wf_le16(y + WF_Q2_K_DMIN));
