@@ -64,6 +64,9 @@ def init(bin_path):
     with open(BIN, "rb") as f:
         SANITIZED = b"__asan_init" in f.read()
     TMP = tempfile.mkdtemp(prefix="wf-mount-test-")
+    # searchable by all, as a model's folder usually is: a mount's modes follow its
+    # folders' (wf_perm.h), and most groups expect a 0644 file to show as 0444
+    os.chmod(TMP, 0o755)
     SANLOG = os.path.join(TMP, "sanlog")
     os.mkdir(SANLOG)
     MOUNT_TIMEOUT = 20.0 if SANITIZED else 10.0
