@@ -9,8 +9,7 @@ where weightfs/__init__.py and weightfs/__main__.py look first.  The wheel
 is therefore specific to the platform (linux_x86_64, ...), not to a Python
 version: the module has no compiled Python extension.
 
-Needs what `make` needs (build-essential, pkg-config, libfuse3-dev,
-libcjson-dev, zlib1g-dev: docs/install.md).  MAKE names another make;
+Needs what `make` needs (docs/install.md, "What is needed").  MAKE names another make;
 WEIGHTFS_MAKE_JOBS the parallel jobs (default: the number of cores).
 """
 import os
