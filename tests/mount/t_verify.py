@@ -1,5 +1,5 @@
 """Group verify: weightfs verify MODEL on intact models of every kind (a
-GGUF, a safetensors file, shards with an index, a model folder, a hub cache
+GGUF, a split GGUF, a safetensors file, shards with an index, a model folder, a hub cache
 and one of its snapshots, a GGUF weightfs convert wrote), damaged copies (a
 flipped byte in a tensor of a GGUF, of a safetensors file, of an LFS blob
 and of a small git blob of a hub cache; a truncated file; a dangling
@@ -19,6 +19,7 @@ import numpy as np
 
 from wf_harness import check, Errs, Fail, GGML, Mount, new_dir, STO
 from wf_models import GGML_MAN, make_hf_folder, make_st_set, SIDECARS, st_set_bytes, write_file
+from t_sets import write_gguf_split
 from t_stats import run
 
 LLAMA = os.path.join(GGML, "mixed_llama_tiny.gguf")
@@ -114,7 +115,8 @@ def intact():
         rc, _, err = run(["convert", a, b])
         if rc != 0:
             raise Fail("convert %s %s: exit %d: %s" % (a, b, rc, err))
-    models = [LLAMA, os.path.join(GGML, "align_64.gguf"), st_one, shards,
+    split = write_gguf_split(os.path.join(d, "split"), "m", 3, per=3)[1]
+    models = [LLAMA, os.path.join(GGML, "align_64.gguf"), split, st_one, shards,
               os.path.join(shards, "model.safetensors.index.json"), folder, repo, snap, conv, conv_st]
     for m in models:
         rc, out, err = expect(0, [m], errs, os.path.basename(m), ("intact",))
@@ -201,6 +203,20 @@ def damaged_files():
         expect(1, [long], errs, "32 bytes after the last tensor", ("more than the padding",))
     else:
         errs.add("the last tensor of %s does not end aligned: the padding cases need another file" % LLAMA)
+    # padding between two tensors of a part of a split GGUF (16-byte tensors, alignment 32)
+    parts = write_gguf_split(os.path.join(d, "split"), "m", 2, per=3)
+    man = os.path.join(d, "split.json")
+    verify("--write", man, parts[0])
+    ts = sorted((t for t in json.load(open(man))["tensors"] if t["file"] == os.path.basename(parts[1])),
+                key=lambda t: t["offset"])
+    if len(ts) != 3 or ts[1]["offset"] - ts[0]["offset"] - ts[0]["nbytes"] != 16:
+        errs.add("split part: not three tensors 16 bytes apart: %r" % ts)
+    else:
+        with open(parts[1], "r+b") as f:
+            f.seek(ts[0]["offset"] + ts[0]["nbytes"] + 3)
+            f.write(b"\x01")
+        expect(1, [parts[0]], errs, "nonzero padding between tensors",
+               (os.path.basename(parts[1]), ts[0]["name"], "not zeros"))
     expect(2, [os.path.join(d, "missing.gguf")], errs, "missing file")
     expect(2, [], errs, "no MODEL")
     errs.raise_if_any()
@@ -255,7 +271,20 @@ def manifests():
     files = {p["file"] for p in j["problems"] if p["kind"] == "file"}
     if rc != 1 or named != {name} or files != {"model-00003-of-00003.safetensors"}:
         errs.add("shards: exit %d, tensors %r files %r, expected %r in shard 3" % (rc, named, files, name))
-    # a tensor renamed away and a manifest that is no manifest
+    # one safetensors file, renamed in the copy: one tensor changed
+    st_one = os.path.join(STO, "dtype_bf16.safetensors")
+    man3 = os.path.join(d, "st.json")
+    if verify("--write", man3, st_one)[0] != 0:
+        raise Fail("--write safetensors failed")
+    st_copy = os.path.join(d, "renamed.safetensors")
+    shutil.copyfile(st_one, st_copy)
+    name, (off, n) = sorted(st_offsets(st_copy).items())[0]
+    flip(st_copy, off + n - 1)
+    rc, j, _ = verify_json("--against", man3, st_copy)
+    named = {p["tensor"] for p in j["problems"] if p["kind"] == "tensor"}
+    if rc != 1 or named != {name}:
+        errs.add("safetensors: exit %d, tensors named %r, expected %r" % (rc, sorted(named), name))
+    # a manifest that is no manifest, or none
     bad = write_file(os.path.join(d, "bad.json"), b'{"format": "other"}')
     expect(2, ["--against", bad, LLAMA], errs, "not a manifest", ("not a manifest",))
     expect(2, ["--against", os.path.join(d, "none.json"), LLAMA], errs, "no manifest")
@@ -306,8 +335,8 @@ def xattr_sha256():
 
 
 def group_verify():
-    check("verify: intact models of every kind exit 0 (GGUF, safetensors, shards, index, folder, hub cache, "
-          "snapshot, convert's output)", intact)
+    check("verify: intact models of every kind exit 0 (GGUF, split GGUF, safetensors, shards, index, folder, "
+          "hub cache, snapshot, convert's output)", intact)
     check("verify: hub cache damage (LFS and git blobs changed, dangling links, refs/main, truncated blob) "
           "exits 1 naming the file", hub_damage)
     check("verify: truncated files, GGUF padding, a missing MODEL (exit 1 or 2, a clear line)", damaged_files)
