@@ -240,30 +240,36 @@ def _group_perms():
 
 FOLDER_SIDECARS = ("config.json", "tokenizer.json", "tokenizer_config.json", "README.md")
 GENERATED = ("tensors.json", "metadata.json", "model.safetensors", "WEIGHTFS.txt", "parts.json")
+# an architecture model.gguf is made for generically, from any tensor names: so the mounts
+# have a model.gguf, whose vocabulary and key/values come from the sidecars
+CONFIG = json.dumps({"architectures": ["NoSuchForCausalLM"], "model_type": "nosuch"}).encode()
+
+
+def _sidecar(n):
+    return CONFIG if n == "config.json" else SIDECARS[n]
 
 
 def _model_dir(d, mode, gid=0, sidecars=FOLDER_SIDECARS):
     """A set of 2 shards, its index and sidecars (all 0644) in d, then d made mode, group gid."""
     make_st_set(d, n_shards=2, index=True)
     for n in sidecars:
-        write_file(os.path.join(d, n), SIDECARS[n])
+        write_file(os.path.join(d, n), _sidecar(n))
     os.chown(d, 0, gid)
     os.chmod(d, mode)
 
 
-def _pairs(m, src_dir, single=None):
+def _pairs(m, src_dir):
     """Each file of mount m with the source files reading it needs: a tensor its part, a
     sidecar its file, the generated files every part and the index, model.gguf those and
     every sidecar.  Every file of the mount also lies in the mount's folders, which
     need what the generated files need.  src_dir holds the sources as the model was given
-    (a hub snapshot's links); single: the one file mounted, if so."""
+    (a hub snapshot's links)."""
     tj = json.load(open(m.path("tensors.json")))
     ents = tj["tensors"] if "tensors" in tj else [dict(v, name=k) for k, v in tj.items()]
-    src = (lambda f: single) if single else (lambda f: os.path.join(src_dir, f))
+    src = lambda f: os.path.join(src_dir, f)  # noqa: E731
     parts = sorted({src(e["file"]) for e in ents})
     names = os.listdir(m.mp)
-    index = [os.path.join(src_dir, n) for n in os.listdir(src_dir) if n.endswith(".index.json")] \
-        if not single else []
+    index = [os.path.join(src_dir, n) for n in os.listdir(src_dir) if n.endswith(".index.json")]
     gen = parts + index
     side = [n for n in FOLDER_SIDECARS if n in names]
     pairs = [(m.mp, gen)]
@@ -300,15 +306,15 @@ def _compare(errs, label, users, pairs, exact=True):
 def folders(gid):
     ua, ub = USERS
 
-    def mounts(d, model, label, single=None, src_dir=None, want_ok=None):
+    def mounts(d, model, label, src_dir=None, want_ok=None, gguf=True):
         """Mounts model with allow_other, compares every file for both users; want_ok:
         {user: whether they read the tensors directly} (the setup's premise)."""
         errs = Errs()
         with Mount(model, ["-o", "allow_other"]) as m:
             _open_dirs(os.path.dirname(m.mp))
-            pairs, side = _pairs(m, src_dir or model, single)
-            if len(pairs) < 6:
-                errs.add("%s: only %d files" % (label, len(pairs)))
+            pairs, side = _pairs(m, src_dir or model)
+            if len(pairs) < 6 or gguf != os.path.exists(m.path("model.gguf")):
+                errs.add("%s: %d files, model.gguf %s" % (label, len(pairs), os.path.exists(m.path("model.gguf"))))
             for user, ok in (want_ok or {}).items():
                 got = direct(user, [pairs[1][1][0]])
                 if got[pairs[1][1][0]].startswith("ok ") != ok:
@@ -352,7 +358,7 @@ def folders(gid):
         for sub, mode, g, name in (("priv", 0o700, 0, "config.json"), ("grp", 0o750, gid, "tokenizer.json")):
             p = os.path.join(d, sub)
             os.makedirs(p)
-            write_file(os.path.join(p, name), SIDECARS[name])
+            write_file(os.path.join(p, name), _sidecar(name))
             os.chown(p, 0, g)
             os.chmod(p, mode)
             os.symlink(os.path.join("..", sub, name), os.path.join(md, name))
