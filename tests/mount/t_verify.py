@@ -192,6 +192,15 @@ def damaged_files():
     st_full = st_set_bytes([("a", np.arange(64, dtype=np.float32)), ("b", np.ones(32, np.float32))])
     write_file(st, st_full[:-5])
     expect({1, 2}, [st], errs, "truncated safetensors", ("cut.safetensors", "truncated"))
+    write_file(os.path.join(d, "long.safetensors"), st_full + b"\0" * 8)
+    expect(1, [os.path.join(d, "long.safetensors")], errs, "safetensors with trailing bytes", ("trailing bytes",))
+    sh = os.path.join(d, "shards")
+    make_st_set(sh)
+    ix = os.path.join(sh, "model.safetensors.index.json")
+    j = json.load(open(ix))
+    j["metadata"]["total_size"] += 1
+    write_file(ix, json.dumps(j).encode())
+    expect(1, [sh], errs, "index total_size", ("total_size",))
     last = max(llama_tensors(), key=lambda t: t["file_offset"])
     end = last["file_offset"] + last["nbytes"]
     if end % 32 == 0:
@@ -339,6 +348,7 @@ def group_verify():
           "hub cache, snapshot, convert's output)", intact)
     check("verify: hub cache damage (LFS and git blobs changed, dangling links, refs/main, truncated blob) "
           "exits 1 naming the file", hub_damage)
-    check("verify: truncated files, GGUF padding, a missing MODEL (exit 1 or 2, a clear line)", damaged_files)
+    check("verify: truncated files, trailing bytes, an index's total_size, GGUF padding, a missing MODEL "
+          "(exit 1 or 2, a clear line)", damaged_files)
     check("verify: --write then --against names exactly the changed tensors (GGUF, shards)", manifests)
     check("verify: user.weightfs.sha256 is hashlib's SHA-256 of the stored bytes", xattr_sha256)
