@@ -461,10 +461,10 @@ def part_hfq(args, model):
 
 def report_hfq(r):
     if "schemes" not in r:
-        return "\n(12) quantized safetensors: " + r.get("note", "")
+        return "\n(13) quantized safetensors: " + r.get("note", "")
     rows = [[k, f2(v["module_median"]), f2(v["ratio_median"]), f2(v["module_1thread_median"]),
              f2(v["ratio_1thread_median"])] for k, v in r["schemes"].items()]
-    return table("(12) quantized safetensors layers [%d, %d], loaded in-process (weightfs.open(MODEL)[name]) "
+    return table("(13) quantized safetensors layers [%d, %d], loaded in-process (weightfs.open(MODEL)[name]) "
                  "as GB/s of float32, and as a ratio to the Q4_K tensor's load in the same run (goal >= 0.5)"
                  % tuple(r["shape"]),
                  ["scheme", "GB/s", "x Q4_K", "1 thread GB/s", "x Q4_K 1 thread"], rows)
