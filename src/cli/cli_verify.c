@@ -631,6 +631,25 @@ static bool against(struct v_run *r)
 	return ok;
 }
 
+/* A part that is a hub cache's LFS blob (MODEL named a file or folder in
+ * a snapshot, not the cache): its SHA-256 against the blob's name too. */
+static void blob_names(struct v_run *r)
+{
+	for (uint32_t pi = 0; pi < r->m->n_parts; pi++) {
+		const char *path = r->m->parts[pi].path, *base = path ? strrchr(path, '/') : NULL;
+		const struct v_job *j = &r->st.jobs[r->part_job[pi]];
+		if (!base || base - path < 6 || strncmp(base - 6, "/blobs", 6) != 0 || strlen(base + 1) != 64 || j->err_no)
+			continue;
+		char hex[2 * WF_SHA256_LEN + 1];
+		uint8_t d[WF_SHA256_LEN];
+		hex_of(j, hex);
+		if (wf_sha_unhex(base + 1, WF_SHA256_LEN, d) && strcmp(hex, base + 1) != 0)
+			v_problem(&r->st, V_DIFFERS, "blob", r->m->parts[pi].name, NULL, 0,
+				  "%s (blobs/%.12s...): its SHA-256 is %s, but the blob's name says %s",
+				  cli_path(r->m->parts[pi].name), base + 1, hex, base + 1);
+	}
+}
+
 /* Read errors of the digests, one line each. */
 static void read_errors(struct v_run *r)
 {
@@ -834,6 +853,8 @@ static bool verify(struct v_run *r)
 		return false;
 	if (r->is_hub)
 		v_hub_judge(&r->hub, &r->st);
+	else if (r->m)
+		blob_names(r);
 	if (r->m && r->o.against && !against(r))
 		return false;
 	if (r->m)

@@ -153,8 +153,12 @@ def hub_damage():
     files = {p["file"] for p in j["problems"]}
     if rc != 1 or not any(shard in (f or "") for f in files):
         errs.add("lfs flip --json: problems %r" % j["problems"])
-    # the snapshot alone, given as MODEL
+    # the snapshot alone, given as MODEL; the index in it, and the shard itself
     expect(1, [snap], errs, "lfs flip, snapshot", (shard,))
+    expect(1, [os.path.join(snap, "model.safetensors.index.json")], errs, "lfs flip, index", (shard, "SHA-256"))
+    expect(1, [os.path.join(snap, shard)], errs, "lfs flip, the shard", (shard, "SHA-256"))
+    # another shard opens the whole set (the index beside it): the damaged shard is found
+    expect(1, [os.path.join(snap, "model-00001-of-00003.safetensors")], errs, "another shard of the set", (shard,))
     # a small file (git blob id) changed
     repo, snap, ids = make_hub(os.path.join(d, "b"), folder)
     blob = os.path.join(repo, "blobs", ids["config.json"])
