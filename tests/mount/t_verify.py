@@ -120,6 +120,8 @@ def intact():
               os.path.join(shards, "model.safetensors.index.json"), folder, repo, snap, conv, conv_st]
     for m in models:
         rc, out, err = expect(0, [m], errs, os.path.basename(m), ("intact",))
+        if err:  # no progress meter when stderr is no terminal, and nothing else to say
+            errs.add("%s: stderr %r" % (m, err[:200]))
         rc, j, err = verify_json(m)
         if j.get("verdict") != "intact" or j.get("exit") != 0 or j.get("problems"):
             errs.add("%s: --json %r" % (m, {k: j.get(k) for k in ("verdict", "exit", "problems")}))
