@@ -53,6 +53,7 @@ struct v_run {
 	size_t *part_job;     /* [n_parts]: the job of each part's file digest */
 	size_t *tensor_job;   /* [n_tensors]: the job of each tensor's digest, or SIZE_MAX */
 	uint64_t n_tensor_sums;
+	uint8_t (*side_sum)[WF_SHA256_LEN]; /* [n_sidecars]: the digests of a folder's other small files */
 	cJSON *manifest;
 };
 
@@ -391,6 +392,21 @@ static void open_model(struct v_run *r)
 		  "%s: %s", cli_path(r->o.model), err);
 }
 
+/* The digests of a folder's small files, which the model holds in memory
+ * (at most WF_SIDECARS_TOTAL_MAX bytes: hashed here, on one thread). */
+static bool sidecar_sums(struct v_run *r)
+{
+	if (!r->m->n_sidecars)
+		return true;
+	struct wf_sha *s = wf_sha_new(WF_SHA256);
+	r->side_sum = malloc(r->m->n_sidecars * sizeof *r->side_sum);
+	bool ok = s && r->side_sum;
+	for (size_t i = 0; ok && i < r->m->n_sidecars; i++)
+		ok = wf_sha_update(s, r->m->sidecars[i].data, r->m->sidecars[i].len) && wf_sha_final(s, r->side_sum[i]);
+	wf_sha_free(s);
+	return ok;
+}
+
 /* ---------------------------------------------------------------- manifests */
 
 static void hex_of(const struct v_job *j, char *hex)
@@ -408,6 +424,13 @@ static void manifest_text(const struct v_run *r, struct wf_buf *b)
 		wf_buf_puts(b, pi ? ",\n  {\"name\": " : "\n  {\"name\": ");
 		wf_buf_json_str(b, r->m->parts[pi].name, strlen(r->m->parts[pi].name));
 		wf_buf_printf(b, ", \"size\": %" PRIu64 ", \"sha256\": \"%s\"}", j->size, hex);
+	}
+	for (size_t i = 0; r->side_sum && i < r->m->n_sidecars; i++) {
+		const struct wf_sidecar *sc = &r->m->sidecars[i];
+		wf_sha_hex(r->side_sum[i], WF_SHA256_LEN, hex);
+		wf_buf_puts(b, r->m->n_parts || i ? ",\n  {\"name\": " : "\n  {\"name\": ");
+		wf_buf_json_str(b, sc->name, strlen(sc->name));
+		wf_buf_printf(b, ", \"size\": %" PRIu64 ", \"sha256\": \"%s\", \"sidecar\": true}", sc->len, hex);
 	}
 	wf_buf_puts(b, "],\n \"tensors\": [");
 	for (size_t i = 0; i < r->m->n_tensors; i++) {
@@ -498,12 +521,12 @@ static bool index_names(struct wf_names *ix, const cJSON *arr, bool **seen)
 	return true;
 }
 
-static bool digest_is(const cJSON *e, const struct v_job *j)
+static bool digest_is(const cJSON *e, const uint8_t *sum)
 {
 	const cJSON *d = cJSON_GetObjectItemCaseSensitive(e, "sha256");
 	uint8_t want[WF_SHA256_LEN];
 	return cJSON_IsString(d) && strlen(d->valuestring) == 2 * WF_SHA256_LEN &&
-	       wf_sha_unhex(d->valuestring, WF_SHA256_LEN, want) && memcmp(want, j->sum, sizeof want) == 0;
+	       wf_sha_unhex(d->valuestring, WF_SHA256_LEN, want) && memcmp(want, sum, sizeof want) == 0;
 }
 
 /* Names in the manifest the model does not have. */
@@ -523,6 +546,39 @@ static void left_over(struct v_run *r, const cJSON *arr, const bool *seen, const
 	}
 }
 
+/* The index of the manifest's one weight file (an entry not marked
+ * "sidecar") when it has exactly one, else -1. */
+static int only_weights(const cJSON *arr)
+{
+	int n = cJSON_GetArraySize(arr), found = -1;
+	for (int k = 0; k < n; k++) {
+		const cJSON *sc = cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(arr, k), "sidecar");
+		if (cJSON_IsTrue(sc))
+			continue;
+		if (found >= 0)
+			return -1;
+		found = k;
+	}
+	return found;
+}
+
+/* A folder's small files against the manifest's entries of the same name. */
+static void compare_sidecars(struct v_run *r, const struct wf_names *ix, const cJSON *arr, bool *seen)
+{
+	for (size_t i = 0; r->side_sum && i < r->m->n_sidecars; i++) {
+		const char *name = r->m->sidecars[i].name;
+		uint32_t k = wf_names_get(ix, name, strlen(name));
+		if (k == WF_NAMES_NONE) {
+			v_problem(&r->st, V_DIFFERS, "file", name, NULL, 0, "file %s: not in the manifest", cli_path(name));
+			continue;
+		}
+		seen[k] = true;
+		if (!digest_is(cJSON_GetArrayItem(arr, (int)k), r->side_sum[i]))
+			v_problem(&r->st, V_DIFFERS, "file", name, NULL, 0, "file %s: differs from the manifest",
+				  cli_path(name));
+	}
+}
+
 /* Each part's digest against the manifest's; differs[pi] 1 when it is
  * not the same, 2 when the manifest has no such file: its tensors are
  * then hashed and compared. */
@@ -538,15 +594,17 @@ static bool compare_files(struct v_run *r, uint8_t *differs)
 	for (uint32_t pi = 0; pi < r->m->n_parts; pi++) {
 		const char *name = r->m->parts[pi].name;
 		const cJSON *e = entry_named(&ix, arr, name, strlen(name));
+		int one;
 		if (e)
 			seen[wf_names_get(&ix, name, strlen(name))] = true;
-		else if (r->m->n_parts == 1 && cJSON_GetArraySize(arr) == 1) /* one file, renamed: still the one */
-			seen[0] = (e = cJSON_GetArrayItem(arr, 0)) != NULL;
+		else if (r->m->n_parts == 1 && (one = only_weights(arr)) >= 0) /* one file, renamed: still the one */
+			seen[one] = (e = cJSON_GetArrayItem(arr, one)) != NULL;
 		const struct v_job *j = &r->st.jobs[r->part_job[pi]];
-		differs[pi] = j->err_no ? 0 : !e ? 2 : !digest_is(e, j);
+		differs[pi] = j->err_no ? 0 : !e ? 2 : !digest_is(e, j->sum);
 		if (!e)
 			v_problem(&r->st, V_DIFFERS, "file", name, NULL, 0, "file %s: not in the manifest", cli_path(name));
 	}
+	compare_sidecars(r, &ix, arr, seen);
 	left_over(r, arr, seen, "file");
 	wf_names_free(&ix);
 	free(seen);
@@ -589,7 +647,7 @@ static bool compare_tensors(struct v_run *r, const uint8_t *differs, size_t *per
 		if (!cJSON_IsNumber(nb) || (uint64_t)nb->valuedouble != t->nbytes) {
 			tensor_differs(r, t, "its size differs from the manifest's");
 			per_part[t->part]++;
-		} else if (!digest_is(e, j)) {
+		} else if (!digest_is(e, j->sum)) {
 			tensor_differs(r, t, "its SHA-256 differs from the manifest's");
 			per_part[t->part]++;
 		}
@@ -847,6 +905,8 @@ static bool verify(struct v_run *r)
 	if (r->is_hub && !v_hub_scan(&r->hub, &r->st))
 		return false;
 	open_model(r);
+	if (r->m && !sidecar_sums(r))
+		return false;
 	if (r->m && (!model_checks(r) || !part_jobs(r) || (r->o.write && !tensor_jobs(r, UINT32_MAX))))
 		return false;
 	if (!run_jobs(&r->st))
@@ -887,6 +947,7 @@ int cli_verify(int argc, char **argv)
 	free(r.st.jobs);
 	free(r.part_job);
 	free(r.tensor_job);
+	free(r.side_sum);
 	cJSON_Delete(r.manifest);
 	v_hub_free(&r.hub);
 	wf_model_free(r.m);

@@ -286,6 +286,23 @@ def manifests():
     files = {p["file"] for p in j["problems"] if p["kind"] == "file"}
     if rc != 1 or named != {name} or files != {"model-00003-of-00003.safetensors"}:
         errs.add("shards: exit %d, tensors %r files %r, expected %r in shard 3" % (rc, named, files, name))
+    # a model folder: its small files are in the manifest too
+    fo = os.path.join(d, "folder")
+    make_hf_folder(fo)
+    man4 = os.path.join(d, "f.json")
+    if verify("--write", man4, fo)[0] != 0:
+        raise Fail("--write folder failed")
+    side = {f["name"] for f in json.load(open(man4))["files"] if f.get("sidecar")}
+    if "config.json" not in side:
+        errs.add("folder manifest: sidecars %r, no config.json" % sorted(side))
+    fo2 = os.path.join(d, "folder2")
+    shutil.copytree(fo, fo2)
+    write_file(os.path.join(fo2, "config.json"), b'{"model_type": "other"}\n')
+    rc, j, _ = verify_json("--against", man4, fo2)
+    files = {p["file"] for p in j["problems"]}
+    if rc != 1 or files != {"config.json"}:
+        errs.add("folder: exit %d, problems in %r, expected config.json alone" % (rc, files))
+    expect(0, ["--against", man4, fo], errs, "folder against its manifest")
     # one safetensors file, renamed in the copy: one tensor changed
     st_one = os.path.join(STO, "dtype_bf16.safetensors")
     man3 = os.path.join(d, "st.json")
