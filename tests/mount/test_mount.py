@@ -89,6 +89,7 @@ from t_memory import group_memory
 from t_gguf import group_gguf
 from t_gguf_more import group_gguf_more
 from t_verify import group_verify
+from t_hftok import group_hftok
 
 
 # ---------------------------------------------------------------- main
@@ -132,6 +133,7 @@ def main():
     groups.append(("gguf", group_gguf))
     groups.append(("gguf_more", group_gguf_more))
     groups.append(("verify", group_verify))
+    groups.append(("hftok", group_hftok))
     for gname, fn in groups:
         if not want(gname):
             continue
