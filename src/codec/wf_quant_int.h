@@ -7,6 +7,9 @@
 
 #include <stdint.h>
 #include <string.h>
+#if defined(__SSE__)
+#include <xmmintrin.h>
+#endif
 
 #include "codec/wf_decode.h"
 
@@ -37,9 +40,13 @@ static inline int wf_nearest(float f)
  * Narrower casts (int8_t, uint8_t) then keep the low byte, as GCC does. */
 static inline int32_t wf_cvtt(float f)
 {
+#if defined(__SSE__)
+	return _mm_cvtt_ss2si(_mm_set_ss(f)); /* the instruction itself: defined for every f */
+#else
 	if (f >= -2147483648.0f && f < 2147483648.0f)
 		return (int32_t)f;
 	return INT32_MIN;
+#endif
 }
 
 static inline void wf_put16(uint8_t *p, uint16_t v)

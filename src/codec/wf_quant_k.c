@@ -375,10 +375,12 @@ void wf_quant_q5_k(const float *src, uint8_t *dst, size_t nblocks)
 	}
 }
 
-/* The sums ggml's make_qx_quants scores a candidate iscale by (weights
- * x*x, levels clamped to -nmax..nmax-1); levels + nmax go to L if given. */
-static void qx_sums(int n, int nmax, const float *x, float iscale, int8_t *L,
-		    float *sumlx, float *suml2)
+/* The sums ggml's make_qx_quants scores a candidate iscale by, with its
+ * weights x*x: sumlx adds (w*x)*l and suml2 (w*l)*l, so w = x*x and
+ * wx = w*x can be computed once per group with the same roundings.  Levels
+ * + nmax (clamped to -nmax..nmax-1) go to L if given. */
+static void qx_sums(int n, int nmax, const float *x, const float *w, const float *wx, float iscale,
+		    int8_t *L, float *sumlx, float *suml2)
 {
 	float a = 0, b = 0;
 
@@ -387,32 +389,38 @@ static void qx_sums(int n, int nmax, const float *x, float iscale, int8_t *L,
 		l = WF_QMAX(-nmax, WF_QMIN(nmax - 1, l));
 		if (L)
 			L[i] = (int8_t)(l + nmax);
-		float w = x[i] * x[i];
-		a += w * x[i] * l;
-		b += w * l * l;
+		a += wx[i] * l;
+		b += w[i] * l * l;
 	}
 	*sumlx = a;
 	*suml2 = b;
 }
 
-/* ggml's make_qx_quants(n, nmax, x, L, rmse_type = 1, qw = NULL). */
+/* ggml's make_qx_quants(n <= 16, nmax, x, L, rmse_type = 1, qw = NULL). */
 static float qx_levels(int n, int nmax, const float *x, int8_t *L)
 {
-	float amax, max = absmax(x, n, &amax), sumlx, suml2;
+	float amax, max = absmax(x, n, &amax), sumlx, suml2, w[16], wx[16];
 
 	if (amax < WF_GROUP_EPS) {
 		memset(L, 0, (size_t)n);
 		return 0.0f;
 	}
-	qx_sums(n, nmax, x, -nmax / max, L, &sumlx, &suml2);
+	for (int i = 0; i < n; i++) {
+		w[i] = x[i] * x[i];
+		wx[i] = w[i] * x[i];
+	}
+	qx_sums(n, nmax, x, w, wx, -nmax / max, L, &sumlx, &suml2);
 	float scale = suml2 != 0 ? sumlx / suml2 : 0.0f, best = scale * sumlx;
 	for (int is = -9; is <= 9; is++) {
 		if (is == 0)
 			continue;
 		float iscale = -(nmax + 0.1f * is) / max;
-		qx_sums(n, nmax, x, iscale, NULL, &sumlx, &suml2);
+		qx_sums(n, nmax, x, w, wx, iscale, NULL, &sumlx, &suml2);
 		if (suml2 > 0 && sumlx * sumlx > best * suml2) {
-			qx_sums(n, nmax, x, iscale, L, &sumlx, &suml2);
+			for (int i = 0; i < n; i++) {
+				int l = wf_nearest(iscale * x[i]);
+				L[i] = (int8_t)(WF_QMAX(-nmax, WF_QMIN(nmax - 1, l)) + nmax);
+			}
 			scale = sumlx / suml2;
 			best = scale * sumlx;
 		}
@@ -469,24 +477,23 @@ void wf_quant_q6_k(const float *src, uint8_t *dst, size_t nblocks)
 }
 
 /* ggml's best_index_int8 over the 16 IQ4 values: the nearest, the lower
- * one unless the upper is strictly nearer. */
-static int iq4_index(float x)
+ * one unless the upper is strictly nearer.  ggml's binary search ends at
+ * the last value <= x; counting those values finds the same one without
+ * its unpredictable branches.  A NaN ends that search at 15. */
+static inline int iq4_index(float x)
 {
-	const int8_t *v = wf_kvalues_iq4nl;
+	/* wf_kvalues_iq4nl as floats (check_quant's digests would see a typo) */
+	static const float v[16] = { -127, -104, -83, -65, -49, -35, -22, -10,
+				     1, 13, 25, 38, 53, 69, 89, 113 };
+	int ml = 0;
 
 	if (x <= v[0])
 		return 0;
-	if (x >= v[15])
-		return 15;
-	int ml = 0, mu = 15;
-	while (mu - ml > 1) {
-		int mav = (ml + mu) / 2;
-		if (x < v[mav])
-			mu = mav;
-		else
-			ml = mav;
-	}
-	return x - v[mu - 1] < v[mu] - x ? mu - 1 : mu;
+	if (!(x < v[15]))
+		return 15; /* x >= v[15], or NaN */
+	for (int k = 1; k < 15; k++)
+		ml += x >= v[k];
+	return x - v[ml] < v[ml + 1] - x ? ml : ml + 1;
 }
 
 /* The sums an IQ4 scale candidate id is scored by (weights x*x). */
