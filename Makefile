@@ -75,7 +75,8 @@ MODEL_SRC := src/model/wf_model.c src/model/wf_gguf.c src/model/wf_st.c src/mode
              src/model/wf_set_parts.c src/model/wf_set_split.c src/model/wf_set_index.c \
              src/model/wf_set_folder.c src/model/wf_watch.c src/model/wf_json_scan.c \
              src/model/wf_maps.c src/model/wf_gguf_w.c src/model/wf_arch.c src/model/wf_arch_any.c src/model/wf_arch_gguf.c \
-             src/model/wf_spm.c src/model/wf_vocab.c src/model/wf_vocab_sp.c src/model/wf_vocab_bpe.c src/model/wf_vocab_spm.c
+             src/model/wf_spm.c src/model/wf_vocab.c src/model/wf_vocab_sp.c src/model/wf_vocab_bpe.c src/model/wf_vocab_spm.c \
+             src/model/wf_hf_tok.c src/model/wf_hf_tok_kv.c src/model/wf_hf_tok_pre.c src/model/wf_hf_tok_spm.c
 VIEW_SRC  := src/view/wf_view.c src/view/wf_live.c src/view/wf_prefetch.c src/view/wf_hfq.c src/view/wf_hfq_x86.c src/view/wf_hfq_detect.c src/view/wf_hfq_bnb8.c src/view/wf_stats.c src/view/wf_diff.c src/view/wf_gguf_file.c
 LIBAPI_SRC := src/lib/wf_api.c src/lib/wf_stack.c src/lib/wf_api_quant.c
 MOUNT_SRC := src/mount/wf_tree.c src/mount/wf_gen.c src/mount/wf_st_stream.c src/mount/wf_summary.c src/mount/wf_attr.c \
@@ -156,6 +157,10 @@ $(B)/tests/%.o: tests/unit/%.c
 $(B)/tests/check_%: $(B)/tests/check_%.o $(B)/libwfprog.a $(B)/libweightfs.a
 	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $^ $(CHECK_LIBS) $(CJSON_LIBS) $(ZLIB_LIBS) $(CRYPTO_LIBS) -lm -lpthread
 
+# hftok_dump MODEL.gguf OUTDIR: the hf/ tokenizer files (tests/mount/t_hftok.py).
+$(B)/hftok_dump: $(B)/tests/hftok_dump.o $(B)/libweightfs.a
+	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $^ $(CJSON_LIBS) -lm -lpthread
+
 # `make check` first installs what the tests need and is missing (apt, when
 # root or passwordless sudo; otherwise it says what to install), then runs
 # every suite.  tests/fuzz/fuzz.mk adds fuzz-check to CHECK_TARGETS.
@@ -181,7 +186,7 @@ unit-check: $(UNIT_BIN) $(B)/weightfs
 layers-check:
 	$(Q)$(PYTHON) tools/check_layers.py .
 
-mount-check: $(B)/weightfs
+mount-check: $(B)/weightfs $(B)/hftok_dump
 	$(Q)bash tests/mount/run.sh $(B)/weightfs
 
 # The shared library's exports are weightfs.h's functions and nothing else;
