@@ -25,6 +25,11 @@ import spm_model  # noqa: E402
 NPM = os.environ.get("WEIGHTFS_NPM") or os.path.join(os.path.expanduser("~"), ".cache", "weightfs-npm")
 MODELS = os.path.join(NPM, "llama-src", "models")
 CORPUS = os.path.join(CLIENTS, "corpus.json")
+# added to the corpus here: special tokens next to spaces and newlines (Phi-3's
+# rstrip, the SentencePiece prefix space after a special token), line breaks
+EXTRA = ["<|user|>  Hi", "<|end|>\n x", "<s>  a</s> b", " <|endoftext|>  b", "a\r\nb\n\n c\n",
+         "<\uff5cend\u2581of\u2581sentence\uff5c> x", "<|im_start|>user\nhi<|im_end|>\n", "<unk>x <0x0A>",
+         "<|begin_of_text|>Hello<|eot_id|>  "]
 
 # vocab -> strings of the corpus (by index) where the ids may differ, and why
 SUPPORTED = {
@@ -95,10 +100,12 @@ def one_vocab(vocab):
     for name in ("tokenizer_config.json", "special_tokens_map.json"):
         json.load(open(os.path.join(out, name), encoding="utf-8"))
     allowed = SUPPORTED[vocab]
-    corpus = json.load(open(CORPUS, encoding="utf-8"))
+    corpus = json.load(open(CORPUS, encoding="utf-8")) + EXTRA
+    cj = os.path.join(out, "corpus.json")
+    json.dump(corpus, open(cj, "w", encoding="utf-8"))
     notes = []
     for special, flags in ((True, []), (False, ["--no-special"])):
-        a, b = hf(tj, CORPUS, special), ll(g, CORPUS, flags)
+        a, b = hf(tj, cj, special), ll(g, cj, flags)
         bad = diff_at(a, b, allowed)
         if bad:
             i = bad[0]
