@@ -54,6 +54,8 @@ struct v_run {
 	size_t *tensor_job;   /* [n_tensors]: the job of each tensor's digest, or SIZE_MAX */
 	uint64_t n_tensor_sums;
 	uint8_t (*side_sum)[WF_SHA256_LEN]; /* [n_sidecars]: the digests of a folder's other small files */
+	enum wf_err open_rc;  /* why MODEL did not open, or WF_OK */
+	size_t open_prob;     /* the problem saying so */
 	cJSON *manifest;
 };
 
@@ -385,11 +387,31 @@ static void open_model(struct v_run *r)
 	if (rc == WF_OK)
 		return;
 	r->m = NULL;
-	bool explained = false; /* a hub cache's damage already seen explains the failure */
+	r->open_rc = rc;
+	r->open_prob = r->st.n_probs;
+	v_problem(&r->st, rc == WF_ERR_FORMAT ? V_DIFFERS : V_TROUBLE, "open", NULL, NULL, 0, "%s: %s",
+		  cli_path(r->o.model), err);
+}
+
+/* Once every check ran: a model that did not open because a hub cache's
+ * file is damaged is damage too; a hub cache whose every blob matches its
+ * name and that holds no model weightfs reads (a PyTorch checkpoint) is
+ * intact, the model's own checks skipped. */
+static void settle_open(struct v_run *r)
+{
+	if (r->open_rc == WF_OK || r->open_prob >= r->st.n_probs)
+		return;
+	struct v_prob *op = &r->st.probs[r->open_prob];
+	bool damage = false, other = false;
 	for (size_t i = 0; i < r->st.n_probs; i++)
-		explained |= r->st.probs[i].sev == V_DIFFERS;
-	v_problem(&r->st, rc == WF_ERR_FORMAT || explained ? V_DIFFERS : V_TROUBLE, "open", NULL, NULL, 0,
-		  "%s: %s", cli_path(r->o.model), err);
+		if (i != r->open_prob) {
+			damage |= r->st.probs[i].sev == V_DIFFERS;
+			other = true;
+		}
+	if (damage)
+		op->sev = V_DIFFERS;
+	else if (r->is_hub && r->open_rc == WF_ERR_IO && !other && !r->o.write && !r->o.against)
+		op->sev = V_NOTE;
 }
 
 /* The digests of a folder's small files, which the model holds in memory
@@ -805,25 +827,30 @@ static void text_report(const struct v_run *r, int code, struct wf_buf *b)
 		hex_of(j, hex);
 		wf_buf_printf(b, "%s  %s\n", hex, cli_path(r->m->parts[pi].name)); /* as sha256sum prints it */
 	}
-	size_t n_bad = 0;
+	size_t n_bad = 0, n_trouble = 0;
+	for (size_t i = 0; i < r->st.n_probs; i++)
+		if (r->st.probs[i].sev == V_TROUBLE)
+			n_trouble++;
 	for (size_t i = 0; i < r->st.n_probs; i++)
 		if (r->st.probs[i].sev == V_DIFFERS) {
 			wf_buf_printf(b, "%s\n", r->st.probs[i].msg);
 			n_bad++;
 		} else {
-			fprintf(stderr, "weightfs: %s\n", r->st.probs[i].msg);
+			fprintf(stderr, "weightfs: %s%s%s\n", r->st.probs[i].sev == V_NOTE ? "note: " : "",
+				r->st.probs[i].msg, r->st.probs[i].sev == V_NOTE ? " (the model's own checks skipped)" : "");
 		}
 	if (r->is_hub && r->hub.n_unfinished)
 		fprintf(stderr, "weightfs: note: %zu unfinished download%s in blobs/ (*.incomplete), not checked\n",
 			r->hub.n_unfinished, r->hub.n_unfinished == 1 ? "" : "s");
-	if (code == 0)
+	if (code == 0 && r->m)
 		wf_buf_printf(b, "intact: %u file%s, %zu tensors", r->m->n_parts, r->m->n_parts == 1 ? "" : "s",
 			      r->m->n_tensors);
+	else if (code == 0)
+		wf_buf_puts(b, "intact: every blob matches its name");
 	else if (code == 1)
 		wf_buf_printf(b, "DIFFERS: %zu problem%s", n_bad, n_bad == 1 ? "" : "s");
 	else
-		wf_buf_printf(b, "could not check: %zu problem%s", r->st.n_probs - n_bad,
-			      r->st.n_probs - n_bad == 1 ? "" : "s");
+		wf_buf_printf(b, "could not check: %zu problem%s", n_trouble, n_trouble == 1 ? "" : "s");
 	if (r->is_hub)
 		wf_buf_printf(b, "; hub cache: %zu blobs, %zu links", r->hub.n_blobs, r->hub.n_links);
 	if (r->o.against && code == 0)
@@ -919,6 +946,7 @@ static bool verify(struct v_run *r)
 		return false;
 	if (r->m)
 		read_errors(r);
+	settle_open(r);
 	if (r->o.write && exit_code(r) != V_TROUBLE && r->m)
 		return write_manifest(r);
 	if (r->o.write)

@@ -16,6 +16,7 @@
  * sha256sum -c): the bytes differ from what they should be, or they could
  * not be checked. */
 enum v_sev {
+	V_NOTE = 0,     /* said, but nothing wrong */
 	V_DIFFERS = 1,
 	V_TROUBLE = 2,
 };

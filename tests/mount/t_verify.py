@@ -178,6 +178,15 @@ def hub_damage():
     repo, snap, ids = make_hub(os.path.join(d, "e"), folder)
     write_file(os.path.join(repo, "refs", "main"), b"0" * 40)
     expect({1}, [repo], errs, "refs/main", ("refs/main",))
+    # a hub cache of a checkpoint weightfs does not read: intact by its blobs alone, then damaged
+    pt = os.path.join(d, "pt-src")
+    os.makedirs(pt)
+    write_file(os.path.join(pt, "pytorch_model.bin"), b"PK\3\4" + bytes(4000))
+    write_file(os.path.join(pt, "config.json"), SIDECARS["config.json"])
+    repo, snap, ids = make_hub(os.path.join(d, "pt"), pt)
+    rc, out, err = expect(0, [repo], errs, "hub of a PyTorch checkpoint", ("intact", "note:"))
+    flip(os.path.join(repo, "blobs", ids["pytorch_model.bin"]), 100)
+    expect(1, [repo], errs, "hub of a PyTorch checkpoint, damaged", ("pytorch_model.bin", "git blob id"))
     # a truncated LFS blob
     repo, snap, ids = make_hub(os.path.join(d, "f"), folder)
     blob = os.path.join(repo, "blobs", ids[shard])
