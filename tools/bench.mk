@@ -20,7 +20,7 @@ $(B)/bench/%.o: tools/%.c
 $(B)/bench/bench $(B)/bench/gen_model: $(B)/bench/%: $(B)/bench/%.o $(B)/libwfprog.a $(B)/libweightfs.a
 	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $^ $(CJSON_LIBS) $(ZLIB_LIBS) -lm -lpthread
 
-bench: $(B)/weightfs $(BENCH_TOOLS)
+bench: $(B)/weightfs $(B)/libweightfs.so $(BENCH_TOOLS)
 	$(Q)$(PYTHON) tools/bench.py --weightfs $(B)/weightfs --tools $(B)/bench \
 		--out $(B)/bench/results.json $(if $(filter 1,$(BENCH_QUICK)),--quick) \
 		$(if $(BENCH_DIR),--dir $(BENCH_DIR)) $(if $(GGML_SRC),--ggml-src $(GGML_SRC)) $(BENCH_ARGS)

@@ -66,6 +66,10 @@ measures, side by side in one run:
   19. `weightfs verify` of a hub cache against `sha256sum` of its blobs, one
      core and all cores, and verify --write (tools/bench_verify.py; --parts
      verify).
+  20. each encoder (weightfs_quantize: Q8_0, Q4_K, ...) against ggml's own
+     quantizer (ggml_quantize_chunk of the npm libggml-base.so), one thread,
+     the same input, the bytes compared too (tools/bench_quant.py; --parts
+     quant).
 Prints medians of several runs as tables with ratios and writes the same to
 --out as JSON.  Needs root only for --drop-caches / --read-ahead-kb; uses no
 third-party modules.
@@ -83,6 +87,7 @@ import time
 
 import bench_ggml
 import bench_gguf
+import bench_quant
 import bench_share
 import bench_verify
 
@@ -1283,11 +1288,11 @@ def main():
     ap.add_argument("--runs", type=int)
     ap.add_argument("--mib", type=int, help="MiB of float32 output per tensor (default 256)")
     ap.add_argument("--rand-n", type=int, default=500, help="random reads per tensor per run")
-    ap.add_argument("--parts", default="decode,io,mount,whole,module,remote,convert,views,load,hfq,ggml,gguf,share,verify",
+    ap.add_argument("--parts", default="decode,io,mount,whole,module,remote,convert,views,load,hfq,ggml,gguf,share,verify,quant",
                     help="comma list of decode, io, mount, whole, module (a Python with numpy), remote "
                          "(needs rclone), convert, views, load, prev (needs --prev-weightfs), "
                          "ggml (needs --ggml-src), gguf (parts 15-17, model.gguf; needs the npm clients; "
-                         "or one of gguf-read, gguf-llama, gguf-convert), share (part 18), verify (part 19)")
+                         "or one of gguf-read, gguf-llama, gguf-convert), share (part 18), verify (part 19), quant (part 20)")
     ap.add_argument("--load-mib", type=int,
                     help="MiB of float32 output per tensor in the load part (default 128, quick 32)")
     ap.add_argument("--load-types", help="comma list of types for the load part (default: all; F16 always)")
@@ -1319,7 +1324,7 @@ def main():
     parts = set(args.parts.split(","))
     # the benchmark model is for every part but load and ggml (their own inputs)
     gguf_parts = bench_gguf.selected(parts)
-    need_model = bool(parts - {"load", "ggml", "gguf", "verify"} - set(bench_gguf.PARTS)) or bool(args.prev_weightfs)
+    need_model = bool(parts - {"load", "ggml", "gguf", "verify", "quant"} - set(bench_gguf.PARTS)) or bool(args.prev_weightfs)
 
     # the model, the tmpfs reference, and convert's output (the whole model)
     need = (args.mib * MiB * 4 if need_model else 0) + 64 * MiB \
@@ -1417,6 +1422,10 @@ def main():
             res["verify"] = bench_verify.part_verify(args)
             if "note" in res["verify"]:
                 log("bench: part 19 " + res["verify"]["note"])
+        if "quant" in parts:
+            res["quant"] = bench_quant.part_quant(args)
+            if "note" in res["quant"]:
+                log("bench: part 20 " + res["quant"]["note"])
         if "mount" in parts:
             res["mount_cost"] = part_mount_cost(args, [
                 ("%d tensors, %d tokens" % (n_tensors, n_vocab), many),
@@ -1430,6 +1439,8 @@ def main():
             text += "\n" + "\n".join(res["share"]["text"]) + "\n"
         if "text" in res.get("verify", {}):
             text += "\n" + "\n".join(res["verify"]["text"]) + "\n"
+        if "text" in res.get("quant", {}):
+            text += "\n" + "\n".join(res["quant"]["text"]) + "\n"
         print(text)
         res["table"] = text
         os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
