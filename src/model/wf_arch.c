@@ -734,6 +734,83 @@ static enum wf_err kv_general(struct cfg *c, const struct wf_arch_in *in, struct
 	return rc != WF_OK ? rc : oom ? WF_ERR_NOMEM : WF_OK;
 }
 
+/* ---------------------------------------------------------------- GGUF -> HF (the hf/ view) */
+
+const struct wf_arch_info *wf_arch_info_of(const char *gguf_arch)
+{
+	static struct wf_arch_info info[WF_ARRAY_LEN(arch_rows)];
+	for (size_t i = 0; gguf_arch && i < WF_ARRAY_LEN(arch_rows); i++)
+		if (strcmp(gguf_arch, arch_rows[i].gguf) == 0) {
+			info[i] = (struct wf_arch_info){.hf_class = arch_rows[i].hf[0], .gguf = arch_rows[i].gguf,
+						       .permute_qk = arch_rows[i].permute_qk,
+						       .norm_plus_one = arch_rows[i].norm_plus_one,
+						       .no_lm_head = arch_rows[i].drop_lm_head};
+			return &info[i];
+		}
+	return NULL;
+}
+
+/* The HF layer part of GGUF part g[0..n) under row a, or NULL. */
+static const char *hf_part(const struct arch *a, const char *g, size_t n, char *qk)
+{
+	bool g23 = strcmp(a->gguf, "gemma2") == 0 || strcmp(a->gguf, "gemma3") == 0;
+	bool phi3 = strcmp(a->gguf, "phi3") == 0;
+	*qk = 0;
+	bool known = false;
+	for (const char *const *q = a->parts; *q && !known; q++)
+		known = eq(g, n, *q);
+	if (!known)
+		return NULL;
+	for (size_t i = 0; g23 && i < WF_ARRAY_LEN(gemma2_map); i++)
+		if (eq(g, n, gemma2_map[i].gguf))
+			return gemma2_map[i].hf;
+	if (phi3 && eq(g, n, "ffn_up"))
+		return "mlp.gate_up_proj"; /* gate and up fused, in that order */
+	for (size_t i = 0; i < WF_ARRAY_LEN(layer_map); i++)
+		if (eq(g, n, layer_map[i].gguf)) {
+			*qk = a->permute_qk ? layer_map[i].qk : 0;
+			return layer_map[i].hf;
+		}
+	return NULL;
+}
+
+bool wf_gguf_to_hf_name(const char *gguf_arch, const char *g, char *out, size_t outlen, char *qk, bool *norm)
+{
+	const struct arch *a = NULL;
+	for (size_t i = 0; gguf_arch && i < WF_ARRAY_LEN(arch_rows); i++)
+		if (strcmp(gguf_arch, arch_rows[i].gguf) == 0)
+			a = &arch_rows[i];
+	size_t n = strlen(g), stem;
+	const char *sfx = param_suffix(g, n, &stem);
+	*qk = 0;
+	*norm = false;
+	if (!a || !sfx)
+		return false;
+	const char *to = NULL, *part = NULL;
+	int len = -1;
+	for (size_t i = 0; i < WF_ARRAY_LEN(global_map); i++)
+		if (eq(g, stem, global_map[i].gguf) && !(a->drop_lm_head && strcmp(global_map[i].hf, "lm_head") == 0))
+			len = snprintf(out, outlen, "%s%s", (to = global_map[i].hf), sfx), part = global_map[i].gguf;
+	if (!to && starts(g, stem, "blk.")) {
+		const char *p = g + 4, *end = g + stem, *d = p;
+		unsigned long layer = 0;
+		while (d < end && *d >= '0' && *d <= '9' && d - p < 9)
+			layer = layer * 10 + (unsigned long)(*d++ - '0');
+		if (d == p || d >= end || *d != '.' || (*p == '0' && d - p > 1))
+			return false;
+		part = d + 1;
+		to = hf_part(a, part, (size_t)(end - part), qk);
+		if (to)
+			len = snprintf(out, outlen, "model.layers.%lu.%s%s", layer, to, sfx);
+	}
+	if (!to || len < 0 || (size_t)len >= outlen)
+		return false;
+	size_t pl = strlen(to);
+	*norm = strcmp(sfx, ".weight") == 0 && ((pl >= 4 && strcmp(to + pl - 4, "norm") == 0) ||
+						(pl >= 9 && strcmp(to + pl - 9, "layernorm") == 0));
+	return true;
+}
+
 /* ---------------------------------------------------------------- tensors */
 
 static bool has_part(const struct arch *a, const char *gguf_name)

@@ -62,6 +62,27 @@ enum wf_naming wf_name_naming(const char *name, size_t n);
 bool wf_hf_to_gguf_name(const char *arch, const char *hf, size_t n, char *out, size_t outlen, char *qk,
 			bool *norm);
 
+/* What the hf/ view needs of an architecture of the table. */
+struct wf_arch_info {
+	const char *hf_class;   /* config.json architectures[0]: "LlamaForCausalLM" */
+	const char *gguf;       /* general.architecture */
+	bool permute_qk;        /* llama.cpp's q/k rows are permuted (llama, mistral) */
+	bool norm_plus_one;     /* every norm weight is stored as 1 + w (Gemma) */
+	bool no_lm_head;        /* the HF model has no lm_head (Gemma 2: always tied) */
+};
+
+/* The row of GGUF general.architecture gguf_arch ("llama", "qwen2",
+ * "qwen3", "gemma2", "gemma3", "phi3"), or NULL. */
+const struct wf_arch_info *wf_arch_info_of(const char *gguf_arch);
+
+/* The HF name transformers gives GGUF tensor g under gguf_arch (the
+ * inverse of wf_hf_to_gguf_name, restricted to the tensors the
+ * architecture has) into out; false when it has none (rope_freqs.weight,
+ * Phi-3's rope factors, Gemma 2's output.weight: transformers drops
+ * them).  *qk gets 'q' or 'k' for rows to put back in HF's order, *norm
+ * whether it is a norm weight (Gemma's 1 + w). */
+bool wf_gguf_to_hf_name(const char *gguf_arch, const char *g, char *out, size_t outlen, char *qk, bool *norm);
+
 /* ---------------------------------------------------------------- model.gguf */
 
 /* general.file_type values (llama_ftype) of the types model.gguf has. */
@@ -80,6 +101,7 @@ enum wf_add {
 	WF_ADD_NONE = 0,
 	WF_ADD_F32,  /* + 1, in float32 (Gemma's norms from BF16 and F32 sources) */
 	WF_ADD_F16,  /* + 1 in half precision, then widened (from F16 sources, as torch does it) */
+	WF_ADD_SUB_F32, /* - 1, in float32 (hf/: Gemma's norms back to HF's w) */
 };
 
 /* One tensor of model.gguf, in the order the converter writes them. */
@@ -91,6 +113,7 @@ struct wf_arch_tensor {
 	uint64_t ne[4];              /* ggml order, ne[0] innermost */
 	uint64_t nbytes;             /* its data in model.gguf */
 	uint64_t perm_heads;         /* q/k rows permuted with this many heads (wf_qk_row), or 0 */
+	bool perm_to_hf;             /* ... put back from llama.cpp's order into HF's (hf/), not the reverse */
 	uint8_t add;                 /* enum wf_add */
 	float *gen;                  /* src -1: its values, [elements], owned */
 	uint8_t vk;                  /* the source view it is read through (enum wf_vk), or 0: the one of `type` */
@@ -165,5 +188,26 @@ enum wf_err wf_arch_plan_gguf(const struct wf_model *m, uint32_t ftype, struct w
 void wf_arch_plan_infos(const struct wf_arch_plan *plan, struct wf_gguf_w *w);
 
 void wf_arch_plan_free(struct wf_arch_plan *plan);
+
+/* ---------------------------------------------------------------- hf/ */
+
+/* The hf/ view of a GGUF model: the folder transformers builds from it. */
+struct wf_hf_plan {
+	char *config_json;          /* config.json's text */
+	size_t config_len;
+	char *gen_json;             /* generation_config.json's text */
+	size_t gen_len;
+	struct wf_arch_plan st;     /* model.safetensors' tensors, by HF name, in file order (names sorted) */
+};
+
+/* Plans hf/ for the GGUF model m, its tensors in dtype vk (WF_VK_F32,
+ * WF_VK_F16 or WF_VK_BF16; Gemma's norms are F32 whatever vk): names by
+ * wf_gguf_to_hf_name, q/k rows put back, Gemma's norms less 1.  Returns
+ * WF_OK; WF_ERR_UNSUP with one line in why (an architecture transformers
+ * has no model for here, a required key missing or of the wrong type,
+ * inconsistent head counts, a tensor of no float values); WF_ERR_NOMEM. */
+enum wf_err wf_arch_hf_plan(const struct wf_model *m, enum wf_vk vk, struct wf_hf_plan *out, char *why);
+
+void wf_hf_plan_free(struct wf_hf_plan *p);
 
 #endif

@@ -4,6 +4,7 @@
 #include "mount/wf_preview.h"
 #include "mount/wf_st_stream.h"
 #include "view/wf_gguf_file.h"
+#include "view/wf_hf_file.h"
 
 #include <pthread.h>
 
@@ -80,6 +81,8 @@ uint64_t wf_files_size(const struct wf_tree *t, uint32_t idx)
 		return t->st_header_len + t->st_offsets[t->m->n_tensors];
 	case WF_NODE_MODEL_GGUF:
 		return t->gguf ? t->gguf->size : 0;
+	case WF_NODE_HF_ST:
+		return t->hf ? t->hf->st->size : 0;
 	case WF_NODE_PREVIEW: {
 		uint32_t pw, ph;
 		return wf_preview_dims(&t->m->tensors[nd->tensor], &pw, &ph);
@@ -95,6 +98,9 @@ static void whole_seg(const struct wf_tree *t, const struct wf_node *nd, uint64_
 	if (nd->kind == WF_NODE_MODEL_GGUF) {
 		if (t->gguf)
 			wf_gguf_file_seg(t->gguf, off, seg);
+	} else if (nd->kind == WF_NODE_HF_ST) {
+		if (t->hf)
+			wf_gguf_file_seg(t->hf->st, off, seg);
 	} else if (off < nd->blob_len) {
 		seg->kind = WF_SEG_BYTES;
 		seg->len = nd->blob_len;
@@ -112,7 +118,7 @@ void wf_files_seg(const void *tree, uint32_t idx, uint64_t off, struct wf_seg *s
 	if (idx >= t->n_nodes)
 		return;
 	const struct wf_node *nd = &t->nodes[idx];
-	if (nd->kind == WF_NODE_BLOB || nd->kind == WF_NODE_MODEL_GGUF) {
+	if (nd->kind == WF_NODE_BLOB || nd->kind == WF_NODE_MODEL_GGUF || nd->kind == WF_NODE_HF_ST) {
 		whole_seg(t, nd, off, seg);
 		return;
 	}

@@ -710,6 +710,20 @@ static void put_gguf(struct wf_buf *b, const struct wf_tree *t)
 	}
 }
 
+/* hf/: what it is, or why a GGUF model has none. */
+static void put_hf(struct wf_buf *b, const struct wf_tree *t)
+{
+	if (t->hf) {
+		wf_buf_puts(b, "  hf/: the Hugging Face folder transformers builds from this GGUF, made on\n"
+			       "  read: config.json, generation_config.json, model.safetensors under HF names;\n"
+			       "  AutoModelForCausalLM.from_pretrained(\"MOUNT/hf\") loads it.\n");
+	} else if (t->hf_why) {
+		wf_buf_puts(b, "  No hf/: ");
+		put_clean(b, t->hf_why, strlen(t->hf_why), 300);
+		wf_buf_puts(b, ".\n");
+	}
+}
+
 /* How to read the files differs with -o npy and suffix, so it is told as
  * this mount has them. */
 static void put_files(struct wf_buf *b, const struct wf_tree *t, const struct type_sum *ts, size_t n_ts,
@@ -735,6 +749,7 @@ static void put_files(struct wf_buf *b, const struct wf_tree *t, const struct ty
 			 "  model.safetensors (the whole model as one safetensors file, in the files'\n"
 			 "  dtypes)%s.\n", meta_dir, t->m->parts_json ? ", parts.json (the model's files)" : "");
 	put_gguf(b, t);
+	put_hf(b, t);
 	if (t->m->left_out) {
 		/* one line each, as the loader said why */
 		wf_buf_puts(b, "  Left out of the model's folder (not part of the model, and unreadable):\n");

@@ -5,6 +5,7 @@
 #include "mount/wf_preview.h"
 #include "mount/wf_st_stream.h"
 #include "view/wf_gguf_file.h"
+#include "view/wf_hf_file.h"
 #include "base/wf_buf.h"
 #include "codec/wf_types.h"
 #include "view/wf_hfq.h"
@@ -382,6 +383,56 @@ static enum wf_err add_model_gguf(struct builder *b, char *err)
 }
 
 
+/* The dtype of hf/model.safetensors: the mount's, when it is one
+ * safetensors has and transformers loads (F16, BF16), else float32. */
+static enum wf_vk hf_dtype(const struct wf_model *m)
+{
+	for (size_t i = 0; i < m->n_tensors; i++)
+		if (m->tensors[i].vk == WF_VK_F16 || m->tensors[i].vk == WF_VK_BF16)
+			return (enum wf_vk)m->tensors[i].vk;
+	return WF_VK_F32;
+}
+
+static enum wf_err add_hf_blob(struct builder *b, uint32_t dir, const char *name, const char *data, size_t len,
+			       char *err)
+{
+	uint32_t n = add_node(b, dir, name, strlen(name), WF_NODE_BLOB);
+	if (n == WF_NO_NODE)
+		return wf_fail(err, WF_ERR_NOMEM, "out of memory building the tree");
+	b->t->nodes[n].blob = data;
+	b->t->nodes[n].blob_len = len;
+	return WF_OK;
+}
+
+/* hf/, for a GGUF model: the folder transformers builds from it
+ * (wf_hf_file.h), or the reason there is none, kept for WEIGHTFS.txt.  As
+ * with model.gguf, only running out of memory fails the tree. */
+static enum wf_err add_hf(struct builder *b, char *err)
+{
+	struct wf_tree *t = b->t;
+	if (b->m->format != WF_FMT_GGUF)
+		return WF_OK;
+	char why[WF_ERRLEN] = "";
+	enum wf_err rc = wf_hf_file_new(b->m, hf_dtype(b->m), &t->hf, why);
+	if (rc == WF_ERR_NOMEM)
+		return wf_fail(err, rc, "hf/: out of memory");
+	if (rc == WF_OK && find(b, 0, "hf", 2) != WF_NO_NODE) {
+		wf_hf_file_free(t->hf);
+		t->hf = NULL;
+		snprintf(why, sizeof why, "the model has a tensor named hf");
+	}
+	if (!t->hf)
+		return (t->hf_why = strdup(why)) ? WF_OK : wf_fail(err, WF_ERR_NOMEM, "out of memory");
+	uint32_t dir, n;
+	if ((rc = add_root_file(b, "hf", WF_NODE_DIR, &dir, err)) != WF_OK ||
+	    (rc = add_hf_blob(b, dir, "config.json", t->hf->config_json, t->hf->config_len, err)) != WF_OK ||
+	    (rc = add_hf_blob(b, dir, "generation_config.json", t->hf->gen_json, t->hf->gen_len, err)) != WF_OK)
+		return rc;
+	if ((n = add_node(b, dir, "model.safetensors", 17, WF_NODE_HF_ST)) == WF_NO_NODE)
+		return wf_fail(err, WF_ERR_NOMEM, "out of memory building the tree");
+	return WF_OK;
+}
+
 /* Adds the tensor files' neighbours at the root: parts.json, the summary,
  * the model folder's own files, model.safetensors and the metadata
  * folder. */
@@ -421,7 +472,7 @@ static enum wf_err add_extras(struct builder *b, const struct wf_model *m, struc
 		return wf_fail(err, rc, "model.safetensors: %s", rc == WF_ERR_NOMEM ? "out of memory" : "cannot build its header");
 	if ((rc = add_root_file(b, "model.safetensors", WF_NODE_MODEL_ST, &n, err)) != WF_OK)
 		return rc;
-	if ((rc = add_model_gguf(b, err)) != WF_OK)
+	if ((rc = add_model_gguf(b, err)) != WF_OK || (rc = add_hf(b, err)) != WF_OK)
 		return rc;
 
 	/* one file per metadata key, in a folder of its own */
@@ -463,7 +514,7 @@ enum wf_err wf_tree_build(struct wf_tree **out, const struct wf_model *m, char *
  * files, and per tensor its file and one directory per '.' up to the limit. */
 static uint64_t node_cap(const struct wf_tree *t, const struct wf_model *m)
 {
-	uint64_t cap = 8 + m->n_sidecars + t->n_meta + (t->preview_node ? m->n_tensors : 0);
+	uint64_t cap = 8 + 12 /* hf/ */ + m->n_sidecars + t->n_meta + (t->preview_node ? m->n_tensors : 0);
 	for (size_t i = 0; i < m->n_tensors; i++) {
 		const char *s = m->tensors[i].name, *e = s + m->tensors[i].name_len;
 		cap++;
@@ -751,6 +802,8 @@ void wf_tree_free(struct wf_tree *t)
 	wf_st_stream_free(t->st_stream);
 	wf_gguf_file_free(t->gguf);
 	free(t->gguf_why);
+	wf_hf_file_free(t->hf);
+	free(t->hf_why);
 	free(t->st_offsets);
 	free(t->summary);
 	for (size_t i = 0; i < t->n_meta; i++)

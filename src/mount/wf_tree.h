@@ -63,6 +63,7 @@ enum wf_node_kind {
 	WF_NODE_BLOB,    /* a file held in memory (metadata.json, tensors.json, a metadata key, a sidecar) */
 	WF_NODE_MODEL_ST, /* model.safetensors: its header, then every tensor's view in turn */
 	WF_NODE_MODEL_GGUF, /* model.gguf: a Hugging Face checkpoint as llama.cpp's converter writes it (wf_gguf_file.h) */
+	WF_NODE_HF_ST,   /* hf/model.safetensors: a GGUF model under HF names (wf_hf_file.h) */
 	WF_NODE_PREVIEW, /* -o preview: NAME.png of tensor `tensor` (wf_preview.h; read with wf_preview_read) */
 };
 
@@ -81,6 +82,7 @@ struct wf_previews;
 
 struct wf_st_stream;
 struct wf_gguf_file;
+struct wf_hf_file;
 
 /* One node is 32 bytes: a hostile model can make millions.  The unions
  * hold what only one kind needs; read a field only for its kind. */
@@ -129,6 +131,8 @@ struct wf_tree {
 	uint64_t *st_offsets;       /* [n_tensors + 1]: each view's start after the header, and the end */
 	struct wf_gguf_file *gguf;  /* model.gguf, or NULL when there is none: */
 	char *gguf_why;             /* why not (one line, for WEIGHTFS.txt), or NULL for a GGUF source */
+	struct wf_hf_file *hf;      /* hf/ of a GGUF model, or NULL: */
+	char *hf_why;               /* why not (one line), or NULL for a safetensors source */
 	struct wf_meta_file *meta;  /* one file per metadata key, in metadata.json's order */
 	size_t n_meta;
 	char *meta_text;            /* what the metadata files' texts point into */

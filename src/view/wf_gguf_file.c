@@ -57,8 +57,7 @@ static enum wf_vk out_vk(uint32_t type)
 	return type == WF_T_F16 ? WF_VK_F16 : type == WF_T_BF16 ? WF_VK_BF16 : WF_VK_F32;
 }
 
-/* Each planned tensor's view and transform, and where its data goes. */
-static enum wf_err lay_out(const struct wf_model *m, struct wf_gguf_file *g, char *why)
+enum wf_err wf_made_lay_out(const struct wf_model *m, struct wf_gguf_file *g, unsigned align, char *why)
 {
 	size_t n = g->plan.n;
 	g->shadow = calloc(n ? n : 1, sizeof *g->shadow);
@@ -70,7 +69,7 @@ static enum wf_err lay_out(const struct wf_model *m, struct wf_gguf_file *g, cha
 	for (size_t i = 0; i < n; i++) {
 		const struct wf_arch_tensor *p = &g->plan.t[i];
 		g->start[i] = at;
-		if (!wf_add_ok(at, p->nbytes + (WF_GGUF_ALIGN - p->nbytes % WF_GGUF_ALIGN) % WF_GGUF_ALIGN, &at))
+		if (!wf_add_ok(at, p->nbytes + (align - p->nbytes % align) % align, &at))
 			return wf_fail(why, WF_ERR_UNSUP, "model.gguf would pass 2^64 bytes");
 		if (p->src < 0)
 			continue;
@@ -81,7 +80,8 @@ static enum wf_err lay_out(const struct wf_model *m, struct wf_gguf_file *g, cha
 		if (g->shadow[i].size != p->nbytes)
 			return wf_fail(why, WF_ERR_RANGE, "tensor %s: %" PRIu64 " bytes planned, %" PRIu64 " made", p->name,
 				       p->nbytes, g->shadow[i].size);
-		g->xf[i] = (struct wf_xform){.t = &g->shadow[i], .perm_heads = p->perm_heads, .add = p->add};
+		g->xf[i] = (struct wf_xform){.t = &g->shadow[i], .perm_heads = p->perm_heads, .perm_to_hf = p->perm_to_hf,
+					     .add = p->add};
 		g->xf[i].ggml_nan16 = p->ggml_nan;
 		g->xf[i].quiet_bf16 = !g->plan.generic && !g->plan.from_gguf && p->type == WF_T_BF16 && m->tensors[p->src].type == WF_T_BF16 && !m->tensors[p->src].q;
 	}
@@ -147,7 +147,7 @@ enum wf_err wf_gguf_file_new(const struct wf_model *m, uint32_t ftype, struct wf
 		return wf_fail(why, WF_ERR_NOMEM, "out of memory");
 	enum wf_err rc = make_header(m, ftype, g, why);
 	if (rc == WF_OK)
-		rc = lay_out(m, g, why);
+		rc = wf_made_lay_out(m, g, WF_GGUF_ALIGN, why);
 	if (rc != WF_OK) {
 		wf_gguf_file_free(g);
 		return rc;

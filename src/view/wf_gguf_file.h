@@ -37,6 +37,14 @@ enum wf_err wf_gguf_file_new(const struct wf_model *m, uint32_t ftype, struct wf
 
 void wf_gguf_file_free(struct wf_gguf_file *g);
 
+/* Sets up g's tensors from g->plan, after a header of g->header_len
+ * bytes: each one's view of its source tensor and transform, and where its
+ * data starts, each padded to a multiple of align (WF_GGUF_ALIGN for GGUF,
+ * 1 for safetensors, which has no gaps).  For the files made like
+ * model.gguf (hf/model.safetensors, wf_hf_file.h).  Returns WF_OK, or an
+ * error with one line in why. */
+enum wf_err wf_made_lay_out(const struct wf_model *m, struct wf_gguf_file *g, unsigned align, char *why);
+
 /* The segment of model.gguf holding byte off (wf_live.h's wf_seg). */
 void wf_gguf_file_seg(const struct wf_gguf_file *g, uint64_t off, struct wf_seg *seg);
 

@@ -158,7 +158,7 @@ static void xform_fix(const struct wf_xform *xf, uint8_t *p, size_t n)
 		for (size_t i = 0; i < n; i++) {
 			float v;
 			memcpy(&v, p + 4 * i, 4);
-			v = v + 1.0f;
+			v = xf->add == 3 ? v - 1.0f : v + 1.0f;
 			if (xf->add == 2)
 				v = wf_f16_to_f32(wf_f32_to_f16(v));
 			memcpy(p + 4 * i, &v, 4);
@@ -214,7 +214,7 @@ static enum wf_err xform_rows(struct wf_live *lv, struct touched *tc, const stru
 	while (done < len && off + done < xf->t->size) {
 		uint64_t at = off + done, r = at / rb, in = at % rb;
 		size_t n = rb - in < len - done ? (size_t)(rb - in) : len - done, g;
-		uint64_t src = wf_qk_row(r, rows, xf->perm_heads, true);
+		uint64_t src = wf_qk_row(r, rows, xf->perm_heads, !xf->perm_to_hf);
 		enum wf_err rc = view_piece(lv, tc, xf->t, src * rb + in, n, out + done, &g);
 		if (rc != WF_OK)
 			return rc;

@@ -33,7 +33,10 @@ struct wf_xform {
 	const struct wf_tensor *t;  /* the view read */
 	uint64_t perm_heads;        /* 0; else the rows (t->shape[0]) are in llama.cpp's q/k order with this
 				     * many heads: output row r is view row wf_qk_row(r, rows, heads, true) */
-	uint8_t add;                /* 0; 1: + 1 in float32; 2: + 1 in half, widened (a float32 view) */
+	bool perm_to_hf;            /* the rows are put back from llama.cpp's order into HF's instead: output
+				     * row r is view row wf_qk_row(r, rows, heads, false) (hf/) */
+	uint8_t add;                /* 0; 1: + 1 in float32; 2: + 1 in half, widened; 3: - 1 in float32
+				     * (a float32 view) */
 	bool quiet_bf16;            /* a bfloat16 view whose NaNs get the quiet bit, as gguf-py's rounding does */
 	bool ggml_nan16;            /* a half view whose NaNs become sign | 0x7E00, as ggml's fp32_to_fp16 makes them */
 };

@@ -1,0 +1,579 @@
+/* wf_arch_hf.c - the hf/ view's plan (wf_arch.h, wf_arch_hf_plan): the
+ * Hugging Face folder transformers would build from a GGUF model, its
+ * config.json and generation_config.json, and the tensors of its
+ * model.safetensors under HF names (the architecture table read
+ * backwards).  Rules: ../shared/docs/gguf-to-hf-and-quantizers.md, Part A;
+ * where transformers' own GGUF loader drops what the GGUF says (rope
+ * scaling, head_dim of qwen2/phi3, Gemma's soft caps and query scale,
+ * attention biases), config.json says it, so that the model computes what
+ * llama.cpp computes (docs/hf.md). */
+#include "model/wf_arch.h"
+#include "base/wf_buf.h"
+#include "codec/wf_types.h"
+#include "model/wf_gguf.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The GGUF key/values, kept as pointers into the mapping. */
+struct kvs {
+	struct wf_gguf_kv *kv;
+	size_t n, cap;
+};
+
+static enum wf_err keep_kv(void *ctx, const struct wf_gguf_kv *kv)
+{
+	struct kvs *k = ctx;
+	if (k->n == k->cap) {
+		size_t cap = k->cap ? k->cap * 2 : 64;
+		struct wf_gguf_kv *p = realloc(k->kv, cap * sizeof *p);
+		if (!p)
+			return WF_ERR_NOMEM;
+		k->kv = p;
+		k->cap = cap;
+	}
+	k->kv[k->n++] = *kv;
+	return WF_OK;
+}
+
+static const struct wf_gguf_kv *kv_get(const struct kvs *k, const char *key)
+{
+	size_t n = strlen(key);
+	for (size_t i = 0; i < k->n; i++)
+		if (k->kv[i].key_len == n && memcmp(k->kv[i].key, key, n) == 0)
+			return &k->kv[i];
+	return NULL;
+}
+
+/* A whole-number scalar (any integer type, or a bool), or false. */
+static bool kv_int(const struct kvs *k, const char *key, int64_t *v)
+{
+	const struct wf_gguf_kv *kv = kv_get(k, key);
+	static const uint8_t size[] = {1, 1, 2, 2, 4, 4, 0, 1, 0, 0, 8, 8, 0};
+	if (!kv || kv->type >= sizeof size || !size[kv->type] || kv->val_len < size[kv->type])
+		return false;
+	uint64_t u = 0;
+	for (unsigned i = 0; i < size[kv->type]; i++)
+		u |= (uint64_t)kv->val[i] << (8 * i);
+	bool sign = kv->type == WF_GT_INT8 || kv->type == WF_GT_INT16 || kv->type == WF_GT_INT32 || kv->type == WF_GT_INT64;
+	unsigned bits = 8 * size[kv->type];
+	if (sign && bits < 64 && (u >> (bits - 1)) & 1)
+		u |= ~0ull << bits;
+	*v = (int64_t)u;
+	return !(kv->type == WF_GT_UINT64 && u > INT64_MAX);
+}
+
+/* A float scalar (FLOAT32 or FLOAT64), or false. */
+static bool kv_num(const struct kvs *k, const char *key, double *v)
+{
+	const struct wf_gguf_kv *kv = kv_get(k, key);
+	if (kv && kv->type == WF_GT_FLOAT32 && kv->val_len >= 4) {
+		float f;
+		uint32_t u = wf_le32(kv->val);
+		memcpy(&f, &u, 4);
+		*v = f;
+		return isfinite(f);
+	}
+	if (kv && kv->type == WF_GT_FLOAT64 && kv->val_len >= 8) {
+		uint64_t u = wf_le64(kv->val);
+		memcpy(v, &u, 8);
+		return isfinite(*v);
+	}
+	return false;
+}
+
+/* A string's bytes, or NULL. */
+static const uint8_t *kv_str(const struct kvs *k, const char *key, size_t *n)
+{
+	const struct wf_gguf_kv *kv = kv_get(k, key);
+	if (!kv || kv->type != WF_GT_STRING || kv->val_len < 8 || wf_le64(kv->val) != kv->val_len - 8)
+		return NULL;
+	*n = (size_t)(kv->val_len - 8);
+	return kv->val + 8;
+}
+
+/* What the plan reads, in one place. */
+struct hp {
+	struct kvs kv;
+	const struct wf_arch_info *a;
+	char arch[32];          /* general.architecture */
+	char key[96];
+	struct wf_buf *j;       /* config.json being written */
+	bool first;
+	char *why;
+};
+
+static const char *k_(struct hp *h, const char *rest)
+{
+	snprintf(h->key, sizeof h->key, "%s.%s", h->arch, rest);
+	return h->key;
+}
+
+static void field(struct hp *h, const char *name)
+{
+	wf_buf_puts(h->j, h->first ? "\n  " : ",\n  ");
+	h->first = false;
+	wf_buf_json_str(h->j, name, strlen(name));
+	wf_buf_puts(h->j, ": ");
+}
+
+static void put_int(struct hp *h, const char *name, int64_t v)
+{
+	field(h, name);
+	wf_buf_printf(h->j, "%lld", (long long)v);
+}
+
+static void put_num(struct hp *h, const char *name, double v, bool f32)
+{
+	field(h, name);
+	if (f32)
+		wf_buf_json_f32(h->j, (float)v);
+	else
+		wf_buf_json_f64(h->j, v);
+}
+
+static void put_str(struct hp *h, const char *name, const char *v)
+{
+	field(h, name);
+	wf_buf_json_str(h->j, v, strlen(v));
+}
+
+static void put_raw(struct hp *h, const char *name, const char *v)
+{
+	field(h, name);
+	wf_buf_puts(h->j, v);
+}
+
+/* A required whole number of the architecture, in [lo, hi]. */
+static enum wf_err need_int(struct hp *h, const char *rest, int64_t lo, int64_t hi, int64_t *v)
+{
+	const char *key = k_(h, rest);
+	if (!kv_int(&h->kv, key, v))
+		return wf_fail(h->why, WF_ERR_UNSUP, "metadata key %s: missing, or not a whole number", key);
+	if (*v < lo || *v > hi)
+		return wf_fail(h->why, WF_ERR_UNSUP, "metadata key %s: %lld is out of range", key, (long long)*v);
+	return WF_OK;
+}
+
+static bool has_tensor(const struct wf_model *m, const char *name)
+{
+	size_t n = strlen(name);
+	for (size_t i = 0; i < m->n_tensors; i++)
+		if (m->tensors[i].name_len == n && memcmp(m->tensors[i].name, name, n) == 0)
+			return true;
+	return false;
+}
+
+static const struct wf_tensor *tensor_of(const struct wf_model *m, const char *name)
+{
+	size_t n = strlen(name);
+	for (size_t i = 0; i < m->n_tensors; i++)
+		if (m->tensors[i].name_len == n && memcmp(m->tensors[i].name, name, n) == 0)
+			return &m->tensors[i];
+	return NULL;
+}
+
+/* The numbers every architecture has. */
+struct dims {
+	int64_t embd, ff, layers, heads, kv_heads, ctx, head_dim, rot, vocab;
+	double eps, theta;
+};
+
+static enum wf_err read_dims(struct hp *h, const struct wf_model *m, struct dims *d)
+{
+	enum wf_err rc;
+	if ((rc = need_int(h, "embedding_length", 1, 1 << 20, &d->embd)) ||
+	    (rc = need_int(h, "feed_forward_length", 1, 1 << 24, &d->ff)) ||
+	    (rc = need_int(h, "block_count", 1, 1 << 16, &d->layers)) ||
+	    (rc = need_int(h, "attention.head_count", 1, 1 << 16, &d->heads)))
+		return rc;
+	if (!kv_int(&h->kv, k_(h, "attention.head_count_kv"), &d->kv_heads))
+		d->kv_heads = d->heads;
+	if (d->kv_heads < 1 || d->heads % d->kv_heads)
+		return wf_fail(h->why, WF_ERR_UNSUP, "metadata key %s: %lld does not divide the %lld heads",
+			       k_(h, "attention.head_count_kv"), (long long)d->kv_heads, (long long)d->heads);
+	if (!kv_int(&h->kv, k_(h, "context_length"), &d->ctx) || d->ctx < 1)
+		d->ctx = 2048;
+	/* head_dim: attention.key_length, else what the q (Phi-3: qkv) rows say */
+	const struct wf_tensor *q = tensor_of(m, "blk.0.attn_q.weight"), *qkv = tensor_of(m, "blk.0.attn_qkv.weight");
+	uint64_t qrows = q && q->ndim == 2 ? q->shape[0] : 0, per = (uint64_t)d->heads;
+	if (!qrows && qkv && qkv->ndim == 2)
+		qrows = qkv->shape[0], per = (uint64_t)(d->heads + 2 * d->kv_heads);
+	if (kv_int(&h->kv, k_(h, "attention.key_length"), &d->head_dim) && d->head_dim >= 1) {
+		/* as llama.cpp reads it */
+	} else if (qrows && qrows % per == 0) {
+		d->head_dim = (int64_t)(qrows / per);
+	} else {
+		if (d->embd % d->heads)
+			return wf_fail(h->why, WF_ERR_UNSUP, "metadata: %lld heads do not divide embedding_length %lld",
+				       (long long)d->heads, (long long)d->embd);
+		d->head_dim = d->embd / d->heads;
+	}
+	if (!kv_int(&h->kv, k_(h, "rope.dimension_count"), &d->rot) || d->rot < 1 || d->rot > d->head_dim)
+		d->rot = d->head_dim;
+	if (!kv_num(&h->kv, k_(h, "attention.layer_norm_rms_epsilon"), &d->eps) || !(d->eps > 0))
+		return wf_fail(h->why, WF_ERR_UNSUP, "metadata key %s: missing, or not a positive number",
+			       k_(h, "attention.layer_norm_rms_epsilon"));
+	if (!kv_num(&h->kv, k_(h, "rope.freq_base"), &d->theta) || !(d->theta > 0))
+		d->theta = 10000.0;
+	const struct wf_tensor *emb = tensor_of(m, "token_embd.weight");
+	if (!emb || emb->ndim != 2 || (int64_t)emb->shape[1] != d->embd)
+		return wf_fail(h->why, WF_ERR_UNSUP, "tensor token_embd.weight: missing, or not [vocab, %lld]",
+			       (long long)d->embd);
+	d->vocab = (int64_t)emb->shape[0];
+	return WF_OK;
+}
+
+/* Llama 3's rope scaling, read back from the rope_freqs.weight llama.cpp
+ * made of it: factor is the largest factor; the band between the two
+ * wavelengths gives a line in 1/wavelength whose slope and intercept are
+ * old_context / (high - low) and -low / (high - low) (wf_arch.c,
+ * llama3_freqs); low_freq_factor is taken as 1, as in every Llama 3.x. */
+static void llama3_scaling(struct hp *h, const struct wf_model *m, const struct dims *d)
+{
+	const struct wf_tensor *t = tensor_of(m, "rope_freqs.weight");
+	if (!t || t->type != WF_T_F32 || t->nelems != (uint64_t)(d->rot / 2) || t->part >= m->n_parts ||
+	    !m->parts[t->part].data)
+		return;
+	const uint8_t *p = m->parts[t->part].data + t->offset;
+	double factor = 1, sx = 0, sy = 0, sxx = 0, sxy = 0;
+	size_t nb = 0;
+	for (uint64_t i = 0; i < t->nelems; i++) {
+		uint32_t u = wf_le32(p + 4 * i);
+		float v;
+		memcpy(&v, &u, 4);
+		if (isfinite(v) && v > factor)
+			factor = v;
+	}
+	for (uint64_t i = 0; factor > 1 && i < t->nelems; i++) {
+		uint32_t u = wf_le32(p + 4 * i);
+		float v;
+		memcpy(&v, &u, 4);
+		if (!(v > 1.0001 && v < factor * 0.9999))
+			continue;
+		double freq = 1.0 / pow(d->theta, (double)(2 * i) / (double)d->rot);
+		double x = freq / (2 * M_PI), s = (1.0 / v - 1.0 / factor) / (1.0 - 1.0 / factor);
+		sx += x, sy += s, sxx += x * x, sxy += x * s, nb++;
+	}
+	double low = 1, high = 4, old = 8192;
+	if (nb == 1 && sx > 0) /* one point: high_freq_factor taken as 4 too */
+		old = round((sy * (high - low) + low) / sx);
+	if (nb >= 2 && sxx * nb - sx * sx > 0) {
+		double slope = (nb * sxy - sx * sy) / (nb * sxx - sx * sx), icept = (sy - slope * sx) / nb;
+		if (icept < 0 && slope > 0) {
+			high = low - 1.0 / icept;
+			old = round(slope * (high - low));
+			high = round(high * 64) / 64;
+		}
+	}
+	if (factor <= 1)
+		return;
+	field(h, "rope_scaling");
+	wf_buf_puts(h->j, "{\"rope_type\": \"llama3\", \"factor\": ");
+	wf_buf_json_f32(h->j, (float)factor);
+	wf_buf_puts(h->j, ", \"low_freq_factor\": ");
+	wf_buf_json_f64(h->j, low);
+	wf_buf_puts(h->j, ", \"high_freq_factor\": ");
+	wf_buf_json_f64(h->j, high);
+	wf_buf_printf(h->j, ", \"original_max_position_embeddings\": %lld}", (long long)old);
+}
+
+/* rope.scaling.type linear or yarn, as the converter writes them. */
+static void kv_scaling(struct hp *h)
+{
+	size_t n;
+	const uint8_t *type = kv_str(&h->kv, k_(h, "rope.scaling.type"), &n);
+	double factor;
+	if (!type || !kv_num(&h->kv, k_(h, "rope.scaling.factor"), &factor))
+		return;
+	bool linear = n == 6 && memcmp(type, "linear", 6) == 0, yarn = n == 4 && memcmp(type, "yarn", 4) == 0;
+	if (!linear && !yarn)
+		return;
+	field(h, "rope_scaling");
+	wf_buf_printf(h->j, "{\"rope_type\": \"%s\", \"factor\": ", linear ? "linear" : "yarn");
+	wf_buf_json_f32(h->j, (float)factor);
+	int64_t old;
+	if (yarn && kv_int(&h->kv, k_(h, "rope.scaling.original_context_length"), &old))
+		wf_buf_printf(h->j, ", \"original_max_position_embeddings\": %lld", (long long)old);
+	wf_buf_putc(h->j, '}');
+}
+
+static void token_ids(struct hp *h)
+{
+	static const char *const ids[][2] = {{"tokenizer.ggml.bos_token_id", "bos_token_id"},
+					     {"tokenizer.ggml.eos_token_id", "eos_token_id"},
+					     {"tokenizer.ggml.padding_token_id", "pad_token_id"}};
+	for (size_t i = 0; i < WF_ARRAY_LEN(ids); i++) {
+		int64_t v;
+		if (kv_int(&h->kv, ids[i][0], &v) && v >= 0)
+			put_int(h, ids[i][1], v);
+	}
+}
+
+static const char *dtype_name(enum wf_vk vk)
+{
+	return vk == WF_VK_BF16 ? "bfloat16" : vk == WF_VK_F16 ? "float16" : "float32";
+}
+
+/* Gemma 2 and 3: llama.cpp's attention scale is 1/sqrt(head_dim) but for
+ * the 27B models (46 and 62 layers), 1/sqrt(hidden / heads). */
+static void gemma_fields(struct hp *h, const struct dims *d, bool g3)
+{
+	bool big = d->layers == (g3 ? 62 : 46);
+	put_int(h, "query_pre_attn_scalar", big ? d->embd / d->heads : d->head_dim);
+	put_str(h, "hidden_activation", "gelu_pytorch_tanh");
+	int64_t sw;
+	if (kv_int(&h->kv, k_(h, "attention.sliding_window"), &sw) && sw > 0)
+		put_int(h, "sliding_window", sw);
+	double cap;
+	if (!g3 && kv_num(&h->kv, k_(h, "attn_logit_softcapping"), &cap) && cap > 0)
+		put_num(h, "attn_logit_softcapping", cap, true);
+	else if (!g3)
+		put_raw(h, "attn_logit_softcapping", "null");
+	if (kv_num(&h->kv, k_(h, "final_logit_softcapping"), &cap) && cap > 0)
+		put_num(h, "final_logit_softcapping", cap, true);
+	else
+		put_raw(h, "final_logit_softcapping", "null");
+	if (g3) {
+		put_int(h, "sliding_window_pattern", 6); /* llama.cpp's set_swa_pattern(6) */
+		double local;
+		if (!kv_num(&h->kv, k_(h, "rope.freq_base_swa"), &local) || !(local > 0))
+			local = 10000.0; /* llama.cpp's default for the sliding layers */
+		put_num(h, "rope_local_base_freq", local, true);
+		if (!kv_get(&h->kv, k_(h, "rope.scaling.type")))
+			put_raw(h, "rope_scaling", "null");
+	}
+}
+
+static void phi3_fields(struct hp *h, const struct wf_model *m, const struct dims *d)
+{
+	put_num(h, "partial_rotary_factor", (double)d->rot / (double)d->head_dim, false);
+	int64_t v;
+	if (kv_int(&h->kv, k_(h, "rope.scaling.original_context_length"), &v) && v > 0)
+		put_int(h, "original_max_position_embeddings", v);
+	if (kv_int(&h->kv, k_(h, "attention.sliding_window"), &v) && v > 0)
+		put_int(h, "sliding_window", v);
+	const struct wf_tensor *fl = tensor_of(m, "rope_factors_long.weight"),
+			       *fs = tensor_of(m, "rope_factors_short.weight");
+	if (!fl || !fs || fl->type != WF_T_F32 || fs->type != WF_T_F32 || fl->nelems != fs->nelems ||
+	    fl->nelems > 4096 || !m->parts[fl->part].data || !m->parts[fs->part].data)
+		return;
+	field(h, "rope_scaling");
+	wf_buf_puts(h->j, "{\"type\": \"longrope\"");
+	const struct wf_tensor *ts[2] = {fl, fs};
+	for (int k = 0; k < 2; k++) {
+		wf_buf_puts(h->j, k ? ", \"short_factor\": [" : ", \"long_factor\": [");
+		const uint8_t *p = m->parts[ts[k]->part].data + ts[k]->offset;
+		for (uint64_t i = 0; i < ts[k]->nelems; i++) {
+			uint32_t u = wf_le32(p + 4 * i);
+			float f;
+			memcpy(&f, &u, 4);
+			if (i)
+				wf_buf_puts(h->j, ", ");
+			wf_buf_json_f32(h->j, f);
+		}
+		wf_buf_putc(h->j, ']');
+	}
+	wf_buf_putc(h->j, '}');
+}
+
+static enum wf_err write_config(struct hp *h, const struct wf_model *m, enum wf_vk vk)
+{
+	struct dims d;
+	enum wf_err rc = read_dims(h, m, &d);
+	if (rc != WF_OK)
+		return rc;
+	bool g2 = strcmp(h->arch, "gemma2") == 0, g3 = strcmp(h->arch, "gemma3") == 0;
+	bool phi3 = strcmp(h->arch, "phi3") == 0;
+	wf_buf_putc(h->j, '{');
+	field(h, "architectures");
+	wf_buf_puts(h->j, "[");
+	wf_buf_json_str(h->j, h->a->hf_class, strlen(h->a->hf_class));
+	wf_buf_puts(h->j, "]");
+	put_str(h, "model_type", g3 ? "gemma3_text" : h->arch);
+	put_int(h, "hidden_size", d.embd);
+	put_int(h, "intermediate_size", d.ff);
+	put_int(h, "num_hidden_layers", d.layers);
+	put_int(h, "num_attention_heads", d.heads);
+	put_int(h, "num_key_value_heads", d.kv_heads);
+	put_int(h, "head_dim", d.head_dim);
+	put_int(h, "max_position_embeddings", d.ctx);
+	put_num(h, "rms_norm_eps", d.eps, true);
+	put_num(h, "rope_theta", d.theta, true);
+	put_int(h, "vocab_size", d.vocab);
+	bool tied = !has_tensor(m, "output.weight") || h->a->no_lm_head;
+	put_raw(h, "tie_word_embeddings", tied ? "true" : "false");
+	if (!g2 && !g3)
+		put_str(h, "hidden_act", "silu");
+	else
+		put_str(h, "hidden_act", "gelu_pytorch_tanh");
+	if (strcmp(h->arch, "llama") == 0 || strcmp(h->arch, "qwen3") == 0)
+		put_raw(h, "attention_bias", has_tensor(m, "blk.0.attn_q.bias") ? "true" : "false");
+	if (strcmp(h->arch, "llama") == 0)
+		put_raw(h, "mlp_bias", "false");
+	token_ids(h);
+	if (g2 || g3)
+		gemma_fields(h, &d, g3);
+	if (phi3)
+		phi3_fields(h, m, &d);
+	else if (strcmp(h->arch, "llama") == 0 && has_tensor(m, "rope_freqs.weight"))
+		llama3_scaling(h, m, &d);
+	else if (!g2)
+		kv_scaling(h);
+	put_str(h, "torch_dtype", dtype_name(vk));
+	wf_buf_puts(h->j, "\n}\n");
+	return WF_OK;
+}
+
+/* generation_config.json: the special ids, and the sampling settings
+ * the converter keeps as general.sampling.* (wf_arch.c, kv_general). */
+static void write_gen(struct hp *h)
+{
+	struct wf_buf *j = h->j;
+	h->first = true;
+	wf_buf_putc(j, '{');
+	token_ids(h);
+	static const char *const f[][2] = {{"general.sampling.temp", "temperature"},
+					   {"general.sampling.top_p", "top_p"},
+					   {"general.sampling.min_p", "min_p"}};
+	bool sample = false;
+	for (size_t i = 0; i < WF_ARRAY_LEN(f); i++) {
+		double v;
+		if (kv_num(&h->kv, f[i][0], &v)) {
+			put_num(h, f[i][1], v, true);
+			sample = true;
+		}
+	}
+	int64_t k;
+	if (kv_int(&h->kv, "general.sampling.top_k", &k)) {
+		put_int(h, "top_k", k);
+		sample = true;
+	}
+	if (sample)
+		put_raw(h, "do_sample", "true");
+	wf_buf_puts(j, h->first ? "}\n" : "\n}\n");
+}
+
+static uint32_t out_type(enum wf_vk vk)
+{
+	return vk == WF_VK_BF16 ? WF_T_BF16 : vk == WF_VK_F16 ? WF_T_F16 : WF_T_F32;
+}
+
+/* One GGUF tensor as its HF tensor, or nothing (no HF counterpart). */
+static enum wf_err plan_tensor(struct hp *h, const struct wf_model *m, size_t i, const struct dims *d, enum wf_vk vk,
+			       struct wf_arch_plan *pl)
+{
+	const struct wf_tensor *t = &m->tensors[i];
+	struct wf_arch_tensor *o = &pl->t[pl->n];
+	char qk;
+	bool norm;
+	memset(o, 0, sizeof *o);
+	if (strlen(t->name) != t->name_len || !wf_gguf_to_hf_name(h->arch, t->name, o->name, sizeof o->name, &qk, &norm))
+		return WF_OK;
+	char q[96];
+	const struct wf_type *ty = wf_type_get(t->type);
+	bool floats = t->type == WF_T_F32 || t->type == WF_T_F16 || t->type == WF_T_BF16 ||
+		      (ty && ty->vk == WF_VK_F32 && !ty->layer);
+	if (!floats || t->ndim < 1 || t->ndim > 4)
+		return wf_fail(h->why, WF_ERR_UNSUP, "tensor %s: its type %s has no float values for model.safetensors",
+			       wf_quote(q, sizeof q, t->name, t->name_len), ty && ty->name ? ty->name : "?");
+	o->src = (int64_t)i;
+	o->ndim = t->ndim;
+	for (uint32_t k = 0; k < t->ndim; k++)
+		o->ne[k] = t->shape[t->ndim - 1 - k];
+	if (qk) {
+		o->perm_heads = (uint64_t)(qk == 'q' ? d->heads : d->kv_heads);
+		o->perm_to_hf = true;
+		if (!t->ndim || t->shape[0] % (2 * o->perm_heads))
+			return wf_fail(h->why, WF_ERR_UNSUP, "tensor %s: %llu rows do not split into %llu heads of pairs",
+				       t->name, (unsigned long long)(t->ndim ? t->shape[0] : 0),
+				       (unsigned long long)o->perm_heads);
+	}
+	bool minus = norm && h->a->norm_plus_one;
+	o->add = minus ? WF_ADD_SUB_F32 : WF_ADD_NONE;
+	o->type = minus ? WF_T_F32 : out_type(vk);
+	if (!wf_mul_ok(t->nelems, o->type == WF_T_F32 ? 4 : 2, &o->nbytes))
+		return wf_fail(h->why, WF_ERR_UNSUP, "tensor %s: too many bytes", t->name);
+	pl->n++;
+	return WF_OK;
+}
+
+static int by_name(const void *x, const void *y)
+{
+	return strcmp(((const struct wf_arch_tensor *)x)->name, ((const struct wf_arch_tensor *)y)->name);
+}
+
+static enum wf_err plan_all(struct hp *h, const struct wf_model *m, enum wf_vk vk, struct wf_hf_plan *out)
+{
+	struct wf_buf cfg = {0}, gen = {0};
+	struct dims d;
+	h->j = &cfg;
+	h->first = true;
+	enum wf_err rc = write_config(h, m, vk);
+	if (rc == WF_OK)
+		rc = read_dims(h, m, &d);
+	h->j = &gen;
+	if (rc == WF_OK)
+		write_gen(h);
+	struct wf_arch_plan *pl = &out->st;
+	pl->vocab_size = -1;
+	if (rc == WF_OK && !(pl->t = calloc(m->n_tensors ? m->n_tensors : 1, sizeof *pl->t)))
+		rc = WF_ERR_NOMEM;
+	for (size_t i = 0; rc == WF_OK && i < m->n_tensors; i++)
+		rc = plan_tensor(h, m, i, &d, vk, pl);
+	if (rc == WF_OK)
+		qsort(pl->t, pl->n, sizeof *pl->t, by_name);
+	for (size_t i = 1; rc == WF_OK && i < pl->n; i++)
+		if (strcmp(pl->t[i - 1].name, pl->t[i].name) == 0)
+			rc = wf_fail(h->why, WF_ERR_UNSUP, "tensor %s: two GGUF tensors map to it", pl->t[i].name);
+	if (rc == WF_OK && (cfg.oom || gen.oom || !wf_buf_finish(&cfg) || !wf_buf_finish(&gen)))
+		rc = WF_ERR_NOMEM;
+	if (rc == WF_OK) {
+		out->config_json = cfg.data, out->config_len = cfg.len;
+		out->gen_json = gen.data, out->gen_len = gen.len;
+	} else {
+		wf_buf_free(&cfg);
+		wf_buf_free(&gen);
+	}
+	return rc;
+}
+
+enum wf_err wf_arch_hf_plan(const struct wf_model *m, enum wf_vk vk, struct wf_hf_plan *out, char *why)
+{
+	memset(out, 0, sizeof *out);
+	struct hp h = {.why = why};
+	enum wf_err rc = m->format == WF_FMT_GGUF && m->n_parts && m->data
+				 ? wf_gguf_kvs(m->data, m->data_len, keep_kv, &h.kv, why)
+				 : wf_fail(why, WF_ERR_UNSUP, "not a GGUF model");
+	size_t n = 0;
+	const uint8_t *arch = rc == WF_OK ? kv_str(&h.kv, "general.architecture", &n) : NULL;
+	if (rc == WF_OK && (!arch || n >= sizeof h.arch || memchr(arch, 0, n)))
+		rc = wf_fail(why, WF_ERR_UNSUP, "metadata key general.architecture: missing, or not a short string");
+	if (rc == WF_OK) {
+		memcpy(h.arch, arch, n);
+		h.arch[n] = '\0';
+		if (!(h.a = wf_arch_info_of(h.arch))) {
+			char q[96];
+			rc = wf_fail(why, WF_ERR_UNSUP, "general.architecture %s: transformers has no model for it here",
+				     wf_quote(q, sizeof q, arch, n));
+		}
+	}
+	if (rc == WF_OK)
+		rc = plan_all(&h, m, vk, out);
+	free(h.kv.kv);
+	if (rc == WF_ERR_NOMEM)
+		wf_fail(why, rc, "out of memory");
+	if (rc != WF_OK)
+		wf_hf_plan_free(out);
+	return rc;
+}
+
+void wf_hf_plan_free(struct wf_hf_plan *p)
+{
+	free(p->config_json);
+	free(p->gen_json);
+	wf_arch_plan_free(&p->st);
+	memset(p, 0, sizeof *p);
+}

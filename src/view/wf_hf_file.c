@@ -1,0 +1,90 @@
+/* wf_hf_file.c - hf/ made on read (wf_hf_file.h). */
+#include "view/wf_hf_file.h"
+#include "base/wf_buf.h"
+#include "codec/wf_types.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static const char *st_dtype(uint32_t type)
+{
+	return type == WF_T_BF16 ? "BF16" : type == WF_T_F16 ? "F16" : "F32";
+}
+
+/* The safetensors header: its 8-byte length, then the JSON, padded with
+ * spaces to a multiple of 8 (as the safetensors library writes it) so
+ * that the data is aligned. */
+static enum wf_err st_header(struct wf_gguf_file *g, char *why)
+{
+	struct wf_buf j = {0};
+	uint64_t at = 0;
+	wf_buf_puts(&j, "{\"__metadata__\":{\"format\":\"pt\"}");
+	for (size_t i = 0; i < g->plan.n; i++) {
+		const struct wf_arch_tensor *t = &g->plan.t[i];
+		wf_buf_putc(&j, ',');
+		wf_buf_json_str(&j, t->name, strlen(t->name));
+		wf_buf_printf(&j, ":{\"dtype\":\"%s\",\"shape\":[", st_dtype(t->type));
+		for (uint32_t d = 0; d < t->ndim; d++)
+			wf_buf_printf(&j, "%s%" PRIu64, d ? "," : "", t->ne[t->ndim - 1 - d]);
+		wf_buf_printf(&j, "],\"data_offsets\":[%" PRIu64 ",%" PRIu64 "]}", at, at + t->nbytes);
+		at += t->nbytes;
+	}
+	wf_buf_putc(&j, '}');
+	while ((j.len + 8) % 8)
+		wf_buf_putc(&j, ' ');
+	struct wf_buf h = {0};
+	uint8_t len[8];
+	for (int i = 0; i < 8; i++)
+		len[i] = (uint8_t)((uint64_t)j.len >> (8 * i));
+	wf_buf_put(&h, len, 8);
+	wf_buf_put(&h, j.data, j.len);
+	bool oom = j.oom || h.oom;
+	wf_buf_free(&j);
+	if (oom) {
+		wf_buf_free(&h);
+		return wf_fail(why, WF_ERR_NOMEM, "out of memory");
+	}
+	g->header = h.data;
+	g->header_len = h.len;
+	return WF_OK;
+}
+
+enum wf_err wf_hf_file_new(const struct wf_model *m, enum wf_vk vk, struct wf_hf_file **out, char *why)
+{
+	*out = NULL;
+	struct wf_hf_plan p;
+	enum wf_err rc = wf_arch_hf_plan(m, vk, &p, why);
+	if (rc != WF_OK)
+		return rc;
+	struct wf_hf_file *h = calloc(1, sizeof *h);
+	struct wf_gguf_file *g = h ? calloc(1, sizeof *g) : NULL;
+	if (!g) {
+		free(h);
+		wf_hf_plan_free(&p);
+		return wf_fail(why, WF_ERR_NOMEM, "out of memory");
+	}
+	h->config_json = p.config_json, h->config_len = p.config_len;
+	h->gen_json = p.gen_json, h->gen_len = p.gen_len;
+	g->plan = p.st;
+	g->plan.from_gguf = true; /* no gguf-py NaN rule on the way back */
+	h->st = g;
+	rc = st_header(g, why);
+	if (rc == WF_OK)
+		rc = wf_made_lay_out(m, g, 1, why);
+	if (rc != WF_OK) {
+		wf_hf_file_free(h);
+		return rc;
+	}
+	*out = h;
+	return WF_OK;
+}
+
+void wf_hf_file_free(struct wf_hf_file *h)
+{
+	if (!h)
+		return;
+	free(h->config_json);
+	free(h->gen_json);
+	wf_gguf_file_free(h->st);
+	free(h);
+}

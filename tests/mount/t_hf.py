@@ -1,0 +1,225 @@
+"""Group hf: the hf/ folder of a GGUF mount (docs/hf.md), checked with the real clients.
+
+Each tiny random Hugging Face model of tests/clients/tiny_models.py (llama with Llama 3 rope
+scaling, llama with attention biases and tied embeddings, qwen2, qwen3, phi3, gemma2, gemma3)
+goes HF folder -> model.gguf (weightfs convert -o gguf=f32) -> a mount of that GGUF -> hf/:
+
+- hf/config.json gives back the original config's fields (the hparams, head_dim, tied
+  embeddings, biases, Llama 3's rope_scaling read back from rope_freqs.weight, Gemma's soft
+  caps, sliding window, query scale and local rope base, Phi-3's partial rotary factor);
+- hf/model.safetensors holds every original tensor under its own name with its own bytes
+  (q/k rows put back; Gemma's norms (1 + w) - 1 in float32), and nothing else;
+- a forward pass in torch (tests/clients/hf_forward.py) over hf/ gives llama.cpp's logits on
+  the GGUF, with a negative control for each model's own features;
+- -o dtype=bf16 and f16: model.safetensors and torch_dtype in that dtype;
+- a GGUF of an architecture transformers has no model for here: no hf/, WEIGHTFS.txt says why.
+"""
+
+import json
+import os
+import struct
+import sys
+
+import numpy as np
+
+from wf_harness import TMP, Fail, Mount, check, new_dir, run_cli, skip_or_fail
+from t_gguf import CLIENTS, client, npm_dir
+
+KINDS = ("llama", "llama_tied", "qwen2", "qwen3", "phi3", "gemma2", "gemma3")
+CFG_KEYS = ("hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads",
+            "num_key_value_heads", "max_position_embeddings", "vocab_size", "rope_theta", "rms_norm_eps",
+            "bos_token_id", "eos_token_id")
+
+
+def st_load(path):
+    """{name: (dtype, shape, bytes)} of a safetensors file."""
+    with open(path, "rb") as f:
+        b = f.read()
+    n = struct.unpack_from("<Q", b)[0]
+    h = json.loads(b[8:8 + n])
+    return {k: (v["dtype"], v["shape"], b[8 + n + v["data_offsets"][0]:8 + n + v["data_offsets"][1]])
+            for k, v in h.items() if k != "__metadata__"}, h
+
+
+def tokenizer_for(kind):
+    import real_tokenizers
+    if kind.startswith("gemma"):
+        from t_gguf_more import tok_dir
+        return tok_dir("plain")
+    d = real_tokenizers.folder("gpt2")
+    if not d:
+        skip_or_fail("tokenizer gpt2 not installed (tests/clients/npm.sh)")
+    return d
+
+
+def make_gguf(kind, state):
+    import tiny_models
+    # not "phi3" in the folder's name (general.name): llama.cpp then wants Phi-3's own tokens
+    # (llama-vocab.cpp, _set_token_attr("</s>")) and the gpt2 vocab has none
+    folder = tiny_models.make(os.path.join(new_dir("hfsrc-"), "tiny-" + kind.replace("phi3", "phi-mini")), kind,
+                              tokenizer_for(kind))
+    g = os.path.join(new_dir("hfgguf-"), kind + ".gguf")
+    rc, _, err, _ = run_cli(["convert", "-o", "gguf=f32", folder, g], timeout=120)
+    if rc != 0:
+        raise Fail("convert %s to GGUF: exit %d: %s" % (kind, rc, err[-300:]))
+    state[kind] = (folder, g)
+    return folder, g
+
+
+def same(a, b):
+    if isinstance(a, float) or isinstance(b, float):
+        return a is not None and b is not None and np.float32(a) == np.float32(b)
+    return a == b
+
+
+def config_case(kind, state):
+    folder, g = make_gguf(kind, state)
+    with open(os.path.join(folder, "config.json")) as f:
+        orig = json.load(f)
+    m = Mount(g)
+    try:
+        with open(m.path("hf/config.json")) as f:
+            cfg = json.load(f)
+    finally:
+        m.unmount()
+    keys = list(CFG_KEYS) + ["architectures", "model_type"]
+    keys += {"llama": ["rope_scaling", "attention_bias"], "llama_tied": ["tie_word_embeddings", "attention_bias"],
+             "qwen2": ["tie_word_embeddings"], "qwen3": ["head_dim"], "phi3": ["partial_rotary_factor", "original_max_position_embeddings"],
+             "gemma2": ["head_dim", "query_pre_attn_scalar", "attn_logit_softcapping", "final_logit_softcapping",
+                        "sliding_window"],
+             "gemma3": ["head_dim", "query_pre_attn_scalar", "sliding_window", "rope_local_base_freq",
+                        "sliding_window_pattern"]}[kind]
+    bad = []
+    for k in keys:
+        want = orig.get(k)
+        if k == "rope_scaling":
+            got = {kk: cfg.get(k, {}).get(kk) for kk in ("rope_type", "factor", "low_freq_factor", "high_freq_factor",
+                                                          "original_max_position_embeddings")}
+            want = {kk: (orig[k] or {}).get(kk) for kk in got}
+            if any(not same(got[kk], want[kk]) for kk in got):
+                bad.append((k, got, want))
+            continue
+        if k == "model_type" and kind == "gemma3":
+            want = "gemma3_text"
+        if k in ("bos_token_id", "eos_token_id", "head_dim") and k not in orig:
+            continue  # the tokenizer's ids (gguf-py's SpecialVocab), and head_dim from the shapes
+        if k == "attention_bias" and want is None:
+            want = False  # LlamaConfig's default
+        if not same(cfg.get(k), want):
+            bad.append((k, cfg.get(k), want))
+    if bad:
+        raise Fail("%s: hf/config.json differs from the original: %r" % (kind, bad[:4]))
+    return "%d fields equal" % len(keys)
+
+
+def tensors_case(kind, state):
+    import st_io
+    folder, g = state[kind]
+    orig = st_io.load(os.path.join(folder, "model.safetensors"))
+    want = {k: v for k, v in orig.items() if not k.endswith("rotary_emb.inv_freq")
+            and not (kind == "gemma2" and k == "lm_head.weight")}
+    m = Mount(g)
+    try:
+        got, hdr = st_load(m.path("hf/model.safetensors"))
+    finally:
+        m.unmount()
+    if sorted(got) != sorted(want):
+        raise Fail("%s: names %r, want %r" % (kind, sorted(set(got) ^ set(want))[:4], []))
+    gemma = kind.startswith("gemma")
+    nperm = 0
+    for k, a in want.items():
+        dt, shape, b = got[k]
+        a = np.asarray(a, np.float32)
+        if dt != "F32" or list(shape) != list(a.shape):
+            raise Fail("%s: %s %s, want F32 %s" % (k, dt, shape, list(a.shape)))
+        x = np.frombuffer(b, "<f4").reshape(a.shape)
+        exp = (np.float32(1) + a) - np.float32(1) if gemma and k.endswith("norm.weight") else a
+        if not np.array_equal(x.view(np.uint32), exp.view(np.uint32)):
+            raise Fail("%s: %s differs from the original" % (kind, k))
+        nperm += ("q_proj" in k or "k_proj" in k) and kind.startswith("llama")
+    return "%d tensors equal bit for bit (%d q/k put back)" % (len(want), nperm)
+
+
+def forward_case(kind, state):
+    import hf_forward
+    folder, g = state[kind]
+    with open(os.path.join(folder, "config.json")) as f:
+        cfg = json.load(f)
+    ids = [1] + [int(x) for x in np.random.default_rng(11).integers(3, cfg["vocab_size"], 23)]
+    out = os.path.join(TMP, "hf-lg.npy")
+    client(["logits", g, out] + [str(i) for i in ids])
+    a = np.load(out)
+    gelu = "ggml" if kind.startswith("gemma") else "exact"
+    m = Mount(g)
+    try:
+        b = np.asarray(hf_forward.logits(m.path("hf"), ids, gelu=gelu))
+        ctl = {"llama": {"rope_scaling": None}, "llama_tied": {"rms_norm_eps": 0.1},
+               "qwen2": {"rope_theta": 10000.0}, "qwen3": {"rope_theta": 1000.0},
+               "phi3": {"partial_rotary_factor": 1.0}, "gemma2": {"final_logit_softcapping": None},
+               "gemma3": {"rope_local_base_freq": 1000000.0}}[kind]
+        c = np.asarray(hf_forward.logits(m.path("hf"), ids, gelu=gelu, config=ctl))
+    finally:
+        m.unmount()
+    rel = float(np.abs(a - b).max() / np.abs(b).max())
+    top = float((a.argmax(-1) == b.argmax(-1)).mean())
+    rel_ctl = float(np.abs(a - c).max() / np.abs(c).max())
+    if rel > 1e-4 or top < 1:
+        raise Fail("%s: logits over hf/ against llama.cpp's: rel %.2g, top-1 %.2f" % (kind, rel, top))
+    if rel_ctl < 100 * max(rel, 1e-6):
+        raise Fail("%s: the control %r is as close (%.2g)" % (kind, ctl, rel_ctl))
+    return "rel %.1e, top-1 %.2f over %d positions; control %s %.1e" % (rel, top, len(ids), ",".join(ctl), rel_ctl)
+
+
+def dtype_case(state):
+    folder, g = state["qwen2"]
+    res = []
+    for dt, st, torch_dt in (("bf16", "BF16", "bfloat16"), ("f16", "F16", "float16")):
+        m = Mount(g, ["-o", "dtype=" + dt])
+        try:
+            got, _ = st_load(m.path("hf/model.safetensors"))
+            cfg = json.load(open(m.path("hf/config.json")))
+            tf = m.path("model/embed_tokens/weight") if os.path.exists(m.path("model")) else None
+            emb = got["model.embed_tokens.weight"]
+            with open(m.path("token_embd/weight"), "rb") as f:
+                direct = f.read()
+        finally:
+            m.unmount()
+        if {v[0] for v in got.values()} != {st} or cfg.get("torch_dtype") != torch_dt:
+            raise Fail("-o dtype=%s: dtypes %r, torch_dtype %r" % (dt, {v[0] for v in got.values()},
+                                                                 cfg.get("torch_dtype")))
+        if emb[2] != direct:
+            raise Fail("-o dtype=%s: model.embed_tokens.weight differs from the mount's token_embd/weight" % dt)
+        res.append(dt)
+    return "%s: every tensor in that dtype, = the tensor files" % ", ".join(res)
+
+
+def unknown_case(state):
+    """An architecture transformers has no model for here: no hf/, WEIGHTFS.txt says why."""
+    src = os.path.join(os.path.dirname(__file__), "..", "data", "ggml-oracle", "type_q8_0.gguf")
+    m = Mount(os.path.abspath(src))
+    try:
+        if os.path.exists(m.path("hf")):
+            raise Fail("hf/ for general.architecture 'oracle'")
+        txt = open(m.path("WEIGHTFS.txt")).read()
+        line = [ln for ln in txt.splitlines() if "No hf/" in ln]
+        if not line or "oracle" not in line[0]:
+            raise Fail("WEIGHTFS.txt: %r" % line)
+    finally:
+        m.unmount()
+    return line[0].strip()[:100]
+
+
+def group_hf():
+    npm_dir()
+    sys.path.insert(0, CLIENTS)
+    state = {}
+    for kind in KINDS:
+        check("hf: %s: hf/config.json gives back the original config" % kind, config_case, kind, state)
+        if kind not in state:
+            continue
+        check("hf: %s: hf/model.safetensors = the original tensors, bit for bit" % kind, tensors_case, kind, state)
+        check("hf: %s: a torch forward pass over hf/ = llama.cpp's logits on the GGUF" % kind, forward_case, kind,
+              state)
+    if "qwen2" in state:
+        check("hf: -o dtype=bf16 and f16: hf/model.safetensors and torch_dtype follow", dtype_case, state)
+    check("hf: a GGUF of no architecture transformers has here: no hf/, WEIGHTFS.txt says why", unknown_case, state)
