@@ -150,10 +150,10 @@ bool ht_arr_strs(const struct ht_raw *r, const char *key, size_t want, struct ht
 	uint32_t et;
 	uint64_t cnt;
 	*out = NULL;
+	if (r->type == HT_ARR && r->len >= 12 && rd32(r->val) != HT_STR)
+		return wf_fail(why, WF_ERR_UNSUP, "%s: an array of GGUF type %u, not of strings", key, rd32(r->val)), false;
 	if (arr_head(r, key, &et, &cnt, 8, want ? want : MAX_MERGES, why) != WF_OK)
 		return false;
-	if (et != HT_STR)
-		return wf_fail(why, WF_ERR_UNSUP, "%s: an array of GGUF type %u, not of strings", key, et), false;
 	struct ht_str *s = calloc(cnt ? cnt : 1, sizeof *s);
 	if (!s)
 		return wf_fail(why, WF_ERR_NOMEM, "%s: out of memory", key), false;
