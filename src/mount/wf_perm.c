@@ -25,60 +25,152 @@ struct wf_perm wf_perm_search(const struct stat *st)
 	return (struct wf_perm){.uid = st->st_uid, .gid = st->st_gid, .mode = (st->st_mode & 0111) << 2};
 }
 
+/* Whether need s (no ACL) lets through owner uid (*u), the members of
+ * group gid but uid (*g), and everyone else (*o). */
+static void pass_plain(const struct wf_perm *s, uid_t uid, gid_t gid, bool *u, bool *g, bool *o)
+{
+	bool su = s->mode & S_IRUSR, sg = s->mode & S_IRGRP, so = s->mode & S_IROTH;
+	bool own = s->uid == uid, grp = s->gid == gid;
+	/* our owner may or may not be in this need's group */
+	*u = *u && (own ? su : sg && so);
+	/* a member of our group (not our owner) may own this need's object,
+	 * and may or may not be in its group when it is not ours */
+	*g = *g && (own || su) && (grp ? sg : sg && so);
+	/* anyone else may own it or be in its group */
+	*o = *o && so && (own || su) && (grp || sg);
+}
+
+/* The same for a need with an ACL, as the kernel checks one: the owner's
+ * entry, else a named user's, else any matching group's entry that
+ * grants (none granting: refused), else other's.  A class whose
+ * memberships are unknown must pass every entry it may meet. */
+static void pass_acl(const struct wf_perm *s, uid_t uid, gid_t gid, bool *u, bool *g, bool *o)
+{
+	const struct wf_perm_acl *a = s->acl;
+	bool su = s->mode & S_IRUSR, so = s->mode & S_IROTH, own = s->uid == uid;
+	bool users = true;             /* every named user's entry but uid's */
+	bool groups = so && a->group_obj; /* every group's entry, and other's */
+	bool others = so;              /* the same but gid's */
+	int u_entry = -1, g_entry = -1; /* uid's and gid's entries: -1 none */
+	if (s->gid == gid)
+		g_entry = a->group_obj;
+	else
+		others = others && a->group_obj;
+	for (uint32_t i = 0; i < a->n; i++) {
+		bool ok = a->e[i].ok, me = a->e[i].group ? a->e[i].id == gid : a->e[i].id == uid;
+		if (!a->e[i].group && me) /* one entry a user, unless an odd ACL */
+			u_entry = u_entry < 0 ? ok : u_entry && ok;
+		else if (!a->e[i].group)
+			users = users && ok;
+		else if (me)
+			g_entry = g_entry < 0 ? ok : g_entry && ok;
+		else
+			others = others && ok;
+		groups = groups && (!a->e[i].group || ok);
+	}
+	*u = *u && (own ? su : u_entry >= 0 ? u_entry : groups);
+	*g = *g && (own || su) && users && (g_entry >= 0 ? g_entry : groups);
+	*o = *o && (own || su) && users && others;
+}
+
 /* The read bits owner uid and group gid can carry: a bit only where
  * whoever it covers is sure to pass every need. */
 static mode_t grant(uid_t uid, gid_t gid, const struct wf_perm *need, size_t n)
 {
 	bool u = true, g = true, o = true;
-	for (size_t i = 0; i < n && (u || g || o); i++) {
-		const struct wf_perm *s = &need[i];
-		bool su = s->mode & S_IRUSR, sg = s->mode & S_IRGRP, so = s->mode & S_IROTH;
-		bool own = s->uid == uid, grp = s->gid == gid;
-		/* our owner may or may not be in this need's group */
-		u = u && (own ? su : sg && so);
-		/* a member of our group (not our owner) may own this need's
-		 * object, and may or may not be in its group when it is not ours */
-		g = g && (own || su) && (grp ? sg : sg && so);
-		/* anyone else may own it or be in its group */
-		o = o && so && (own || su) && (grp || sg);
-	}
+	for (size_t i = 0; i < n && (u || g || o); i++)
+		(need[i].acl ? pass_acl : pass_plain)(&need[i], uid, gid, &u, &g, &o);
 	return (u ? S_IRUSR : 0) | (g ? S_IRGRP : 0) | (o ? S_IROTH : 0);
 }
 
-static int n_bits(mode_t m)
+/* How much owner uid with bits m lets through: root reads whatever the
+ * bits say, so root's own bit counts for nothing. */
+static int n_bits(uid_t uid, mode_t m)
 {
-	return !!(m & S_IRUSR) + !!(m & S_IRGRP) + !!(m & S_IROTH);
+	return (uid != 0 && (m & S_IRUSR)) + !!(m & S_IRGRP) + !!(m & S_IROTH);
 }
 
 /* Owners and groups tried by wf_perm_all: the first few named (a set's
  * files have one or two; more only costs some bits). */
 #define CANDIDATES 8
 
+static void candidate(uint32_t *v, size_t *n, uint32_t id)
+{
+	size_t k;
+	for (k = 0; k < *n && v[k] != id; k++)
+		;
+	if (k == *n && *n < CANDIDATES)
+		v[(*n)++] = id;
+}
+
 struct wf_perm wf_perm_all(const struct wf_perm *need, size_t n)
 {
-	uid_t us[CANDIDATES];
-	gid_t gs[CANDIDATES];
+	uint32_t us[CANDIDATES], gs[CANDIDATES];
 	size_t nu = 0, ng = 0;
 	for (size_t i = 0; i < n && (nu < CANDIDATES || ng < CANDIDATES); i++) {
-		size_t k;
-		for (k = 0; k < nu && us[k] != need[i].uid; k++)
-			;
-		if (k == nu && nu < CANDIDATES)
-			us[nu++] = need[i].uid;
-		for (k = 0; k < ng && gs[k] != need[i].gid; k++)
-			;
-		if (k == ng && ng < CANDIDATES)
-			gs[ng++] = need[i].gid;
+		candidate(us, &nu, need[i].uid);
+		candidate(gs, &ng, need[i].gid);
+		/* a named user or group of an ACL may be the only one let through */
+		for (uint32_t k = 0; need[i].acl && k < need[i].acl->n; k++)
+			candidate(need[i].acl->e[k].group ? gs : us, need[i].acl->e[k].group ? &ng : &nu,
+				  need[i].acl->e[k].id);
 	}
 	struct wf_perm best = {.uid = need[0].uid, .gid = need[0].gid};
 	best.mode = grant(best.uid, best.gid, need, n);
-	for (size_t a = 0; a < nu && n_bits(best.mode) < 3; a++)
+	for (size_t a = 0; a < nu && n_bits(best.uid, best.mode) < 3; a++)
 		for (size_t b = 0; b < ng; b++) {
 			mode_t m = grant(us[a], gs[b], need, n);
-			if (n_bits(m) > n_bits(best.mode))
+			if (n_bits(us[a], m) > n_bits(best.uid, best.mode))
 				best = (struct wf_perm){.uid = us[a], .gid = gs[b], .mode = m};
 		}
 	return best;
+}
+
+static uint32_t le16(const uint8_t *b)
+{
+	return (uint32_t)b[0] | (uint32_t)b[1] << 8;
+}
+
+static uint32_t le32(const uint8_t *b)
+{
+	return le16(b) | le16(b + 2) << 16;
+}
+
+/* The kernel's ACL tags (linux/posix_acl_xattr.h). */
+enum { ACL_USER_OBJ = 1, ACL_USER = 2, ACL_GROUP_OBJ = 4, ACL_GROUP = 8, ACL_MASK = 0x10, ACL_OTHER = 0x20 };
+
+bool wf_perm_acl_parse(struct wf_perm_acl *a, const void *v, size_t n, unsigned want)
+{
+	const uint8_t *b = v;
+	memset(a, 0, sizeof *a);
+	if (n < 4 || (n - 4) % 8 || le32(b) != 2)
+		return false;
+	bool mask = true, have_mask = false, have_group = false;
+	for (size_t off = 4; off < n; off += 8) {
+		uint32_t tag = le16(b + off), id = le32(b + off + 4);
+		bool ok = le16(b + off + 2) & want;
+		if (tag == ACL_USER || tag == ACL_GROUP) {
+			if (a->n == WF_PERM_ACL_MAX)
+				return false;
+			a->e[a->n].group = tag == ACL_GROUP;
+			a->e[a->n].ok = ok;
+			a->e[a->n++].id = id;
+		} else if (tag == ACL_GROUP_OBJ) {
+			a->group_obj = ok;
+			have_group = true;
+		} else if (tag == ACL_MASK) {
+			mask = ok;
+			have_mask = true;
+		} else if (tag != ACL_USER_OBJ && tag != ACL_OTHER) {
+			return false; /* the owner's and other's are the mode's bits */
+		}
+	}
+	if (!have_group || (a->n && !have_mask))
+		return false;
+	a->group_obj = a->group_obj && mask;
+	for (uint32_t i = 0; i < a->n; i++)
+		a->e[i].ok = a->e[i].ok && mask;
+	return true;
 }
 
 /* ------------------------------------------------- the folders of a path */
@@ -109,7 +201,9 @@ static int perm_cmp(const void *a, const void *b)
 		return x->uid < y->uid ? -1 : 1;
 	if (x->gid != y->gid)
 		return x->gid < y->gid ? -1 : 1;
-	return (x->mode > y->mode) - (x->mode < y->mode);
+	if (x->mode != y->mode)
+		return x->mode < y->mode ? -1 : 1;
+	return (x->acl > y->acl) - (x->acl < y->acl);
 }
 
 /* Drops repeated needs, v[0] kept first (wf_perm_all prefers it). */
@@ -125,17 +219,12 @@ static void needs_unique(struct needs *s)
 	s->n = k;
 }
 
-/* An access ACL's named entries may refuse a user what the mode bits
- * show, or its group entry be narrower than the bits (then the mask):
- * only the owner's bits still say what they get.  Any answer but "none"
- * or "not supported here" counts as one. */
-static bool has_acl(const char *path, int fd)
-{
-	if ((fd >= 0 ? fgetxattr(fd, "system.posix_acl_access", NULL, 0)
-		     : getxattr(path, "system.posix_acl_access", NULL, 0)) >= 0)
-		return true;
-	return errno != ENODATA && errno != ENOTSUP;
-}
+#define ACL_XATTR "system.posix_acl_access"
+
+struct acl_node {
+	struct acl_node *next;
+	struct wf_perm_acl a;
+};
 
 /* Folders already examined, by the path they were named by: a set's
  * 20,000 shards share one folder, a hub snapshot's links two. */
@@ -151,6 +240,7 @@ struct walker {
 	struct dir_slot slot[DIR_SLOTS];
 	unsigned next;   /* the slot to reuse next */
 	struct needs cur; /* what the file being examined needs */
+	struct acl_node *acls; /* every ACL the needs point to */
 };
 
 static void walker_free(struct walker *w)
@@ -160,14 +250,44 @@ static void walker_free(struct walker *w)
 		free(w->slot[i].need);
 	}
 	free(w->cur.v);
+	while (w->acls) {
+		struct acl_node *n = w->acls->next;
+		free(w->acls);
+		w->acls = n;
+	}
+}
+
+/* Need p of path (or of descriptor fd >= 0) with its access ACL, if it
+ * has one, for access bit want.  One that cannot be read or is not
+ * understood leaves only the owner's bit: its named entries may refuse a
+ * user what the bits show, and its group bits are only the mask. */
+static enum wf_err with_acl(struct walker *w, const char *path, int fd, unsigned want, struct wf_perm *p)
+{
+	uint8_t buf[4 + 8 * (WF_PERM_ACL_MAX + 4)];
+	ssize_t n = fd >= 0 ? fgetxattr(fd, ACL_XATTR, buf, sizeof buf) : getxattr(path, ACL_XATTR, buf, sizeof buf);
+	if (n < 0 && (errno == ENODATA || errno == ENOTSUP))
+		return WF_OK;
+	struct acl_node *an = malloc(sizeof *an);
+	if (!an)
+		return WF_ERR_NOMEM;
+	if (n < 0 || !wf_perm_acl_parse(&an->a, buf, (size_t)n, want)) {
+		free(an);
+		p->mode &= S_IRUSR;
+		return WF_OK;
+	}
+	an->next = w->acls;
+	w->acls = an;
+	p->acl = &an->a;
+	return WF_OK;
 }
 
 /* What searching resolved folder `dir` and each folder above it needs,
  * into s; *sure false when one cannot be examined. */
-static bool dir_needs(char *dir, struct needs *s, bool *sure)
+static enum wf_err dir_needs(struct walker *w, char *dir, struct needs *s, bool *sure)
 {
 	size_t len = strlen(dir);
-	for (size_t i = 0; i < len && *sure; i++) {
+	enum wf_err rc = WF_OK;
+	for (size_t i = 0; i < len && *sure && rc == WF_OK; i++) {
 		if (dir[i] != '/' && i + 1 < len)
 			continue;
 		size_t end = dir[i] == '/' ? (i ? i : 1) : len;
@@ -178,16 +298,12 @@ static bool dir_needs(char *dir, struct needs *s, bool *sure)
 			*sure = false;
 		} else {
 			struct wf_perm p = wf_perm_search(&st);
-			if (has_acl(dir, -1))
-				p.mode &= S_IRUSR;
-			if (!needs_push(s, p)) {
-				dir[end] = saved;
-				return false;
-			}
+			if ((rc = with_acl(w, dir, -1, 1, &p)) == WF_OK && !needs_push(s, p))
+				rc = WF_ERR_NOMEM;
 		}
 		dir[end] = saved;
 	}
-	return true;
+	return rc;
 }
 
 /* Appends to w->cur what searching folder `dir` (as named) needs. */
@@ -208,11 +324,11 @@ static enum wf_err add_dir(struct walker *w, const char *dir, bool *sure)
 		return errno == ENOMEM ? WF_ERR_NOMEM : WF_OK;
 	}
 	struct needs s = {0};
-	bool ok = dir_needs(real, &s, sure);
+	enum wf_err rc = dir_needs(w, real, &s, sure);
 	free(real);
-	if (!ok) {
+	if (rc != WF_OK) {
 		free(s.v);
-		return WF_ERR_NOMEM;
+		return rc;
 	}
 	if (!*sure) { /* not kept: examined again, and refused again, next time */
 		free(s.v);
@@ -256,9 +372,9 @@ static char *follow(const char *cur, const char *dir, bool *sure)
 
 /* Appends to w->cur the search of the folders opening `path` takes: the
  * folder of each link of its chain and of the file at its end (each
- * resolved, with the folders above it); *acl whether that file has an
- * access ACL. */
-static enum wf_err walk(struct walker *w, const char *path, bool *acl, bool *sure)
+ * resolved, with the folders above it); *self, the file's need, gets the
+ * file's access ACL. */
+static enum wf_err walk(struct walker *w, const char *path, struct wf_perm *self, bool *sure)
 {
 	enum wf_err rc = WF_OK;
 	char *cur = strdup(path);
@@ -274,7 +390,7 @@ static enum wf_err walk(struct walker *w, const char *path, bool *acl, bool *sur
 		else if (lstat(cur, &st) != 0)
 			*sure = false;
 		else if (!S_ISLNK(st.st_mode))
-			*acl = has_acl(cur, -1);
+			rc = with_acl(w, cur, -1, 4, self);
 		else if (hop == MAX_HOPS)
 			*sure = false;
 		else if (!(next = follow(cur, dir, sure)) && *sure)
@@ -294,7 +410,7 @@ static enum wf_err walk(struct walker *w, const char *path, bool *acl, bool *sur
 /* The same for a path known to be resolved (no symlink in it: a part not
  * opened through one), its file open as fd if fd >= 0: its folder only,
  * with no lookup of the file by name (20,000 shards: 85 ms down to 20). */
-static enum wf_err walk_resolved(struct walker *w, const char *path, int fd, bool *acl, bool *sure)
+static enum wf_err walk_resolved(struct walker *w, const char *path, int fd, struct wf_perm *self, bool *sure)
 {
 	const char *slash = strrchr(path, '/');
 	char *dir = slash ? strndup(path, slash == path ? 1 : (size_t)(slash - path)) : strdup(".");
@@ -303,7 +419,7 @@ static enum wf_err walk_resolved(struct walker *w, const char *path, int fd, boo
 	enum wf_err rc = add_dir(w, dir, sure);
 	free(dir);
 	if (rc == WF_OK && *sure)
-		*acl = has_acl(path, fd);
+		rc = with_acl(w, path, fd, 4, self);
 	return rc;
 }
 
@@ -314,19 +430,18 @@ static enum wf_err file_perm(struct walker *w, const char *path, bool resolved, 
 			     struct wf_perm *out, struct needs *all)
 {
 	w->cur.n = 0;
-	bool acl = false, sure = true;
+	bool sure = true;
 	struct wf_perm self = wf_perm_of(st);
 	if (!needs_push(&w->cur, self))
 		return WF_ERR_NOMEM;
 	enum wf_err rc = !path	   ? WF_OK
-			 : resolved ? walk_resolved(w, path, fd, &acl, &sure)
-				    : walk(w, path, &acl, &sure);
+			 : resolved ? walk_resolved(w, path, fd, &self, &sure)
+				    : walk(w, path, &self, &sure);
 	if (rc != WF_OK)
 		return rc;
-	if (acl)
-		w->cur.v[0].mode &= S_IRUSR;
+	w->cur.v[0] = self;
 	if (!sure) /* something on the way could not be examined: nobody */
-		w->cur.v[0].mode = 0;
+		w->cur.v[0] = (struct wf_perm){.uid = self.uid, .gid = self.gid};
 	needs_unique(&w->cur);
 	*out = wf_perm_all(w->cur.v, w->cur.n);
 	for (size_t i = 0; all && i < w->cur.n; i++)
@@ -384,7 +499,6 @@ enum wf_err wf_perms_init(struct wf_perms *p, const struct wf_tree *t, const str
 	struct walker w = {0};
 	struct needs gen = {0}, side = {0};
 	enum wf_err rc = p->part && p->side ? all_files(p, &w, &gen, &side) : WF_ERR_NOMEM;
-	walker_free(&w);
 	if (rc == WF_OK && !gen.n && !needs_push(&gen, (struct wf_perm){0}))
 		rc = WF_ERR_NOMEM; /* no file at all: nobody but root */
 	if (rc == WF_OK) {
@@ -399,6 +513,7 @@ enum wf_err wf_perms_init(struct wf_perms *p, const struct wf_tree *t, const str
 		p->gguf = wf_perm_all(gen.v, gen.n);
 		qsort(p->side, p->n_side, sizeof *p->side, side_cmp);
 	}
+	walker_free(&w); /* the needs' ACLs with it */
 	free(gen.v);
 	free(side.v);
 	if (rc != WF_OK) {

@@ -30,14 +30,37 @@
 #include <sys/stat.h>
 #include <sys/types.h>
 
+/* The entries of an access ACL that can let a user through, each reduced
+ * to whether it grants the access a need is for (the mask applied to the
+ * named entries and the owning group's). */
+#define WF_PERM_ACL_MAX 32
+
+struct wf_perm_acl {
+	bool group_obj;   /* the owning group's entry */
+	uint32_t n;       /* named entries */
+	struct {
+		bool group;   /* a named group (else a named user) */
+		bool ok;
+		uint32_t id;
+	} e[WF_PERM_ACL_MAX];
+};
+
 /* An owner, group and read bits: of a node, or of one thing a reader must
  * pass (a file to read, a folder to search: then the bits that let its
- * owner, its group and everyone else through, in the read positions). */
+ * owner, its group and everyone else through, in the read positions; the
+ * owner's and everyone else's entries of an ACL are those bits). */
 struct wf_perm {
 	uid_t uid;
 	gid_t gid;
 	mode_t mode;  /* permission bits only (no file type) */
+	const struct wf_perm_acl *acl; /* a need's access ACL, or NULL; never a node's */
 };
+
+/* Parses access ACL xattr value v (n bytes, the kernel's
+ * system.posix_acl_access form) for the access of permission bit `want`
+ * (4 read, 1 search).  False when it is not one this reads (then only its
+ * owner's bits are sure). */
+bool wf_perm_acl_parse(struct wf_perm_acl *a, const void *v, size_t n, unsigned want);
 
 struct wf_perm_side;
 
@@ -62,18 +85,19 @@ struct wf_perm wf_perm_search(const struct stat *st);
  * every one of the n needs (n >= 1), without knowing anyone's group list
  * (so where a user's membership of a group matters and is unknown, both
  * the group and the other bit must let them through).  Of the owners and
- * groups the needs name, the pair that grants the most bits; on a tie
- * need[0]'s.  One need gives its own bits; needs of one owner and group
- * the bits they all share. */
+ * groups the needs name, the pair that grants the most bits (root's own
+ * bit not counted: root reads regardless); on a tie need[0]'s.  One need gives its own bits; needs of one owner and group
+ * the bits they all share.  A need with an ACL lets a user through as the
+ * kernel would (its named users and groups are tried as owners and groups
+ * too). */
 struct wf_perm wf_perm_all(const struct wf_perm *need, size_t n);
 
 /* What reading the file of stat st, opened by `path`, needs, folded by
  * wf_perm_all: its read, the search of each folder of its resolved path
  * and of the folder of each symlink on the way (path itself may be one).
- * Conservative: a folder or file with an access ACL lets only its owner
- * through (a named entry may refuse a user the bits show), and anything
- * that cannot be examined (gone, not a folder, a symlink loop) lets nobody
- * through, so the result is then mode 0. */
+ * An access ACL counts by its entries (one not understood: by its owner's
+ * bits alone); anything that cannot be examined (gone, not a folder, a
+ * symlink loop) lets nobody through, so the result is then mode 0. */
 enum wf_err wf_perm_path(const char *path, const struct stat *st, struct wf_perm *out, char *err);
 
 /* Prepares the permissions of tree t of model m (both must outlive p),

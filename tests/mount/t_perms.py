@@ -392,42 +392,48 @@ def folders(gid):
           hub(0o755, 0, 0o755, "hub, open", {ua: True, ub: True}))
 
 
-def _acl_bytes(uid):
-    """An access ACL for a folder: user::rwx, user:UID:---, group::r-x, mask::r-x, other::r-x
-    (its mode still 0755)."""
+def _acl_bytes(uid, perm, group=5, other=5):
+    """An access ACL for a folder: user::rwx, user:UID:PERM, group::GROUP, mask::r-x,
+    other::OTHER."""
     import struct
-    ent = [(1, 7, 0xffffffff), (2, 0, uid), (4, 5, 0xffffffff), (0x10, 5, 0xffffffff), (0x20, 5, 0xffffffff)]
+    ent = [(1, 7, 0xffffffff), (2, perm, uid), (4, group, 0xffffffff), (0x10, 5, 0xffffffff),
+           (0x20, other, 0xffffffff)]
     return struct.pack("<I", 2) + b"".join(struct.pack("<HHI", t, p, i) for t, p, i in ent)
 
 
 def acl_folder(gid):
     ua, ub = USERS
 
-    def run():
-        errs = Errs()
-        d = new_dir("perm-")
-        _open_dirs(d)
-        md = os.path.join(d, "m")
-        os.makedirs(md)
-        _model_dir(md, 0o755)
-        uid_a = int(subprocess.run(["id", "-u", ua], stdout=subprocess.PIPE).stdout)
-        try:
-            os.setxattr(md, "system.posix_acl_access", _acl_bytes(uid_a))
-        except OSError as e:
-            raise Fail("cannot set an ACL on %s: %s" % (md, e))
-        if stat.S_IMODE(os.stat(md).st_mode) != 0o755:
-            errs.add("ACL folder mode %o, expected 755" % os.stat(md).st_mode)
-        with Mount(md, ["-o", "allow_other"]) as m:
-            _open_dirs(os.path.dirname(m.mp))
-            pairs, _ = _pairs(m, md)
-            # the premise: the bits say 0755, yet ua cannot search the folder
-            first = pairs[1][1][0]
-            if direct(ua, [first])[first] != "err 13" or not direct(ub, [first])[first].startswith("ok "):
-                errs.add("premise: ua refused, ub let through directly")
-            # with an ACL only the owner's bits are sure: never more than directly
-            n = _compare(errs, "ACL folder", USERS, pairs, exact=False)
-            if n:
-                errs.add("ACL folder: %d files readable through the mount, expected none" % n)
-        errs.raise_if_any()
-    check("perms: a folder whose ACL refuses a user its mode allows: nobody else through the mount",
-          run)
+    def case(label, user, perm, group, other, want):
+        """A model folder whose ACL names `user` (PERM for them, GROUP and OTHER for the owning
+        group and everyone else); want: {user: reads directly} (the premise)."""
+        def run():
+            errs = Errs()
+            d = new_dir("perm-")
+            _open_dirs(d)
+            md = os.path.join(d, "m")
+            os.makedirs(md)
+            _model_dir(md, 0o755)
+            uid = int(subprocess.run(["id", "-u", user], stdout=subprocess.PIPE).stdout)
+            try:
+                os.setxattr(md, "system.posix_acl_access", _acl_bytes(uid, perm, group, other))
+            except OSError as e:
+                raise Fail("cannot set an ACL on %s: %s" % (md, e))
+            with Mount(md, ["-o", "allow_other"]) as m:
+                _open_dirs(os.path.dirname(m.mp))
+                pairs, _ = _pairs(m, md)
+                first = pairs[1][1][0]
+                for u, ok in want.items():
+                    if direct(u, [first])[first].startswith("ok ") != ok:
+                        errs.add("%s: premise: %s reads directly: %s" % (label, u, not ok))
+                n = _compare(errs, label, USERS, pairs)
+            errs.raise_if_any()
+            return "mode %o; %d readable (user, file) pairs of %d" % (
+                stat.S_IMODE(os.stat(md).st_mode), n, 2 * len(pairs))
+        return run
+    # the mode says 0755, yet the ACL refuses ua: shown as ua's, ua's bit clear
+    check("perms: a folder whose ACL refuses one user its mode allows: everyone else reads",
+          case("ACL user:ua:---", ua, 0, 5, 5, {ua: False, ub: True}))
+    # the mode says 0750 of root's group, yet the ACL lets ub through: shown as ub's
+    check("perms: a folder whose ACL lets one user through its mode refuses: that user alone",
+          case("ACL user:ub:r-x", ub, 5, 0, 0, {ua: False, ub: True}))

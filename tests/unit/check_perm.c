@@ -142,6 +142,139 @@ START_TEST(test_all_folders)
 }
 END_TEST
 
+/* The kernel's check of an ACL'd need for user u (not root): the owner's
+ * entry, a named user's, else any matching group entry that grants (one
+ * matching but none granting: refused), else other's. */
+static bool can_pass_acl(unsigned u, const struct wf_perm *s)
+{
+	const struct wf_perm_acl *a = s->acl;
+	if (u == s->uid)
+		return s->mode & S_IRUSR;
+	for (uint32_t i = 0; i < a->n; i++)
+		if (!a->e[i].group && a->e[i].id == u)
+			return a->e[i].ok;
+	bool matched = false, ok = false;
+	if (s->gid < NG && member[u][s->gid]) {
+		matched = true;
+		ok = a->group_obj;
+	}
+	for (uint32_t i = 0; i < a->n; i++)
+		if (a->e[i].group && a->e[i].id < NG && member[u][a->e[i].id]) {
+			matched = true;
+			ok = ok || a->e[i].ok;
+		}
+	return matched ? ok : (s->mode & S_IROTH) != 0;
+}
+
+static bool can_pass(unsigned u, const struct wf_perm *s)
+{
+	return s->acl ? can_pass_acl(u, s) : can_read(u, s->uid, s->gid, s->mode);
+}
+
+static void print_need(size_t i, const struct wf_perm *s)
+{
+	fprintf(stderr, "need %zu: %u:%u %o", i, (unsigned)s->uid, (unsigned)s->gid, (unsigned)s->mode);
+	for (uint32_t k = 0; s->acl && k < s->acl->n; k++)
+		fprintf(stderr, " %s%c%u=%d", k ? "" : "acl: ", s->acl->e[k].group ? 'g' : 'u', (unsigned)s->acl->e[k].id,
+			s->acl->e[k].ok);
+	fprintf(stderr, s->acl ? " group_obj=%d\n" : "\n", s->acl ? s->acl->group_obj : 0);
+}
+
+/* Random needs, some with ACLs of random named users and groups: nobody
+ * passes the fold who does not pass every need as the kernel checks it. */
+START_TEST(test_all_acl_never_widens)
+{
+	static struct wf_perm_acl acls[4];
+	unsigned granted = 0, named_owner = 0;
+	for (int iter = 0; iter < 200000; iter++) {
+		struct wf_perm need[4];
+		size_t n = 1 + rnd(4);
+		for (size_t i = 0; i < n; i++) {
+			unsigned b = rnd(8);
+			need[i] = (struct wf_perm){.uid = 1 + rnd(NU - 1), .gid = 1 + rnd(NG - 1),
+						   .mode = (b & 4 ? S_IRUSR : 0) | (b & 2 ? S_IRGRP : 0) | (b & 1 ? S_IROTH : 0)};
+			if (rnd(2))
+				continue;
+			struct wf_perm_acl *a = &acls[i];
+			memset(a, 0, sizeof *a);
+			a->group_obj = rnd(2);
+			a->n = rnd(4);
+			for (uint32_t k = 0; k < a->n; k++) {
+				a->e[k].group = rnd(2);
+				a->e[k].id = 1 + rnd(a->e[k].group ? NG - 1 : NU - 1);
+				a->e[k].ok = rnd(2);
+			}
+			need[i].acl = a;
+		}
+		struct wf_perm p = wf_perm_all(need, n);
+		ck_assert_ptr_null(p.acl);
+		for (unsigned u = 1; u < NU; u++) {
+			bool all = true;
+			for (size_t i = 0; i < n; i++)
+				all = all && can_pass(u, &need[i]);
+			bool gets = can_read(u, p.uid, p.gid, p.mode);
+			if (gets && !all) {
+				for (size_t i = 0; i < n; i++)
+					print_need(i, &need[i]);
+				ck_abort_msg("iter %d: user %u reads the result (%o %u:%u) but not every need", iter, u,
+					     (unsigned)p.mode, (unsigned)p.uid, (unsigned)p.gid);
+			}
+			granted += gets;
+		}
+		bool named = true;
+		for (size_t i = 0; i < n; i++)
+			named = named && p.uid != need[i].uid;
+		named_owner += named && p.mode;
+	}
+	ck_assert_uint_gt(granted, 10000);
+	ck_assert_uint_gt(named_owner, 0); /* a named user shown as the owner, sometimes */
+}
+END_TEST
+
+/* A folder's ACL as the kernel stores it: named user 7 may search, the
+ * owning group not; what wf_perm_all makes of it; ACLs not understood. */
+START_TEST(test_acl_parse)
+{
+	/* user::rwx user:7:r-x group::r-- mask::r-x other::--- */
+	uint8_t v[] = {2, 0, 0, 0, 1, 0, 7, 0, 0xff, 0xff, 0xff, 0xff, 2, 0, 5, 0, 7, 0, 0, 0,
+		       4, 0, 4, 0, 0xff, 0xff, 0xff, 0xff, 0x10, 0, 5, 0, 0xff, 0xff, 0xff, 0xff,
+		       0x20, 0, 0, 0, 0xff, 0xff, 0xff, 0xff};
+	struct wf_perm_acl a;
+	ck_assert(wf_perm_acl_parse(&a, v, sizeof v, 1));
+	ck_assert_uint_eq(a.n, 1);
+	ck_assert(!a.group_obj);
+	ck_assert(a.e[0].ok && !a.e[0].group && a.e[0].id == 7);
+	/* read access: group::r-- and the mask grant it */
+	ck_assert(wf_perm_acl_parse(&a, v, sizeof v, 4));
+	ck_assert(a.group_obj);
+	/* a mask without x: user 7 refused after all */
+	v[30] = 4;
+	ck_assert(wf_perm_acl_parse(&a, v, sizeof v, 1));
+	ck_assert(!a.e[0].ok);
+	v[30] = 5;
+	/* the folder (root's, mode 0750 as the ACL shows it) and a 0644 file
+	 * in it: user 7 alone, shown as its owner */
+	ck_assert(wf_perm_acl_parse(&a, v, sizeof v, 1));
+	struct wf_perm need[2] = {need_file(0, 0, 0644), need_dir(0, 0, 0750)};
+	need[1].acl = &a;
+	struct wf_perm r = wf_perm_all(need, 2);
+	ck_assert_int_eq(r.uid, 7);
+	ck_assert_int_eq(r.mode, 0400);
+	/* not understood: a bad version, a ragged size, an unknown tag, named
+	 * entries without a mask, no owning group's entry */
+	v[0] = 3;
+	ck_assert(!wf_perm_acl_parse(&a, v, sizeof v, 1));
+	v[0] = 2;
+	ck_assert(!wf_perm_acl_parse(&a, v, sizeof v - 1, 1));
+	v[36] = 0x40;
+	ck_assert(!wf_perm_acl_parse(&a, v, sizeof v, 1));
+	v[36] = 0x20;
+	ck_assert(!wf_perm_acl_parse(&a, v, 28, 1));
+	ck_assert(!wf_perm_acl_parse(&a, v, 12, 1));
+	ck_assert(wf_perm_acl_parse(&a, v, sizeof v, 1));
+}
+END_TEST
+
 /* ------------------------------------------- real folders (wf_perm_path) */
 
 static char base[64];
@@ -236,10 +369,14 @@ START_TEST(test_path_folders)
 	mk("acl/f", 0644, false);
 	mk("open/acl_f", 0644, false);
 	if (set_acl("acl", true) && set_acl("open/acl_f", false)) {
-		/* the bits alone would let everyone through */
-		ck_assert_int_eq(path_perm("acl/f").mode, 0400);
-		ck_assert_int_eq(path_perm("acl").mode, 0400);
-		ck_assert_int_eq(path_perm("open/acl_f").mode, 0400);
+		/* the bits alone would let everyone through; the ACL refuses user
+		 * 12345: shown as 12345's, their bit clear, everyone else's set */
+		r = path_perm("acl/f");
+		ck_assert_int_eq(r.mode, 0044);
+		ck_assert_int_eq(r.uid, 12345);
+		r = path_perm("open/acl_f");
+		ck_assert_int_eq(r.mode, 0044);
+		ck_assert_int_eq(r.uid, 12345);
 	}
 	char cmd[128];
 	snprintf(cmd, sizeof cmd, "rm -rf '%s'", base);
@@ -404,6 +541,8 @@ int main(void)
 	tcase_add_test(tc, test_all_never_widens);
 	tcase_add_test(tc, test_all_same_owner);
 	tcase_add_test(tc, test_all_folders);
+	tcase_add_test(tc, test_all_acl_never_widens);
+	tcase_add_test(tc, test_acl_parse);
 	tcase_add_test(tc, test_path_folders);
 	tcase_add_test(tc, test_node_folders);
 	tcase_add_test(tc, test_node_perms);
