@@ -1,6 +1,7 @@
 /* wf_summary.c - the text of WEIGHTFS.txt (see wf_summary.h). */
 #include "mount/wf_summary.h"
 #include "view/wf_gguf_file.h"
+#include "view/wf_hf_file.h"
 #include "base/wf_hash.h"
 #include "base/wf_buf.h"
 #include "mount/wf_gen.h"
@@ -713,11 +714,23 @@ static void put_gguf(struct wf_buf *b, const struct wf_tree *t)
 /* hf/: what it is, or why a GGUF model has none. */
 static void put_hf(struct wf_buf *b, const struct wf_tree *t)
 {
-	if (t->hf) {
+	if (t->hf && t->hf->st) {
 		wf_buf_puts(b, "  hf/: the Hugging Face folder transformers builds from this GGUF, made on\n"
-			       "  read: config.json, generation_config.json, model.safetensors under HF names;\n"
-			       "  AutoModelForCausalLM.from_pretrained(\"MOUNT/hf\") loads it.\n");
-	} else if (t->hf_why) {
+			       "  read: config.json, generation_config.json, model.safetensors under HF names");
+		wf_buf_puts(b, t->hf->has_tok ? ", the\n  tokenizer files; AutoModelForCausalLM.from_pretrained(\"MOUNT/hf\") loads it.\n"
+					      : ";\n  AutoModelForCausalLM.from_pretrained(\"MOUNT/hf\") loads it.\n");
+	}
+	if (t->hf && t->hf->st && !t->hf->has_tok) {
+		wf_buf_puts(b, "  No tokenizer files in hf/: ");
+		put_clean(b, t->hf->tok_why, strlen(t->hf->tok_why), 300);
+		wf_buf_puts(b, ".\n");
+	}
+	if (t->hf && !t->hf->st) {
+		wf_buf_puts(b, "  hf/ holds the tokenizer files only (AutoTokenizer loads them); no config.json or\n"
+			       "  model.safetensors: ");
+		put_clean(b, t->hf->model_why, strlen(t->hf->model_why), 300);
+		wf_buf_puts(b, ".\n");
+	} else if (!t->hf && t->hf_why) {
 		wf_buf_puts(b, "  No hf/: ");
 		put_clean(b, t->hf_why, strlen(t->hf_why), 300);
 		wf_buf_puts(b, ".\n");

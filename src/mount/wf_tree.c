@@ -423,13 +423,25 @@ static enum wf_err add_hf(struct builder *b, char *err)
 	}
 	if (!t->hf)
 		return (t->hf_why = strdup(why)) ? WF_OK : wf_fail(err, WF_ERR_NOMEM, "out of memory");
-	uint32_t dir, n;
-	if ((rc = add_root_file(b, "hf", WF_NODE_DIR, &dir, err)) != WF_OK ||
-	    (rc = add_hf_blob(b, dir, "config.json", t->hf->config_json, t->hf->config_len, err)) != WF_OK ||
-	    (rc = add_hf_blob(b, dir, "generation_config.json", t->hf->gen_json, t->hf->gen_len, err)) != WF_OK)
+	uint32_t dir;
+	const struct wf_hf_file *h = t->hf;
+	if ((rc = add_root_file(b, "hf", WF_NODE_DIR, &dir, err)) != WF_OK)
 		return rc;
-	if ((n = add_node(b, dir, "model.safetensors", 17, WF_NODE_HF_ST)) == WF_NO_NODE)
+	if (h->st && ((rc = add_hf_blob(b, dir, "config.json", h->config_json, h->config_len, err)) != WF_OK ||
+		      (rc = add_hf_blob(b, dir, "generation_config.json", h->gen_json, h->gen_len, err)) != WF_OK))
+		return rc;
+	if (h->st && add_node(b, dir, "model.safetensors", 17, WF_NODE_HF_ST) == WF_NO_NODE)
 		return wf_fail(err, WF_ERR_NOMEM, "out of memory building the tree");
+	const struct wf_hf_tok *k = &h->tok;
+	if (h->has_tok &&
+	    ((rc = add_hf_blob(b, dir, "tokenizer.json", k->tokenizer_json, k->tokenizer_json_len, err)) != WF_OK ||
+	     (rc = add_hf_blob(b, dir, "tokenizer_config.json", k->tokenizer_config_json, k->tokenizer_config_json_len,
+			       err)) != WF_OK ||
+	     (rc = add_hf_blob(b, dir, "special_tokens_map.json", k->special_tokens_map_json,
+			       k->special_tokens_map_json_len, err)) != WF_OK ||
+	     (k->tokenizer_model &&
+	      (rc = add_hf_blob(b, dir, "tokenizer.model", k->tokenizer_model, k->tokenizer_model_len, err)) != WF_OK)))
+		return rc;
 	return WF_OK;
 }
 

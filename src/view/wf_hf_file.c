@@ -49,31 +49,54 @@ static enum wf_err st_header(struct wf_gguf_file *g, char *why)
 	return WF_OK;
 }
 
-enum wf_err wf_hf_file_new(const struct wf_model *m, enum wf_vk vk, struct wf_hf_file **out, char *why)
+/* The model's part of hf/: config.json, generation_config.json and
+ * model.safetensors; WF_ERR_UNSUP (with h->model_why) leaves them out. */
+static enum wf_err make_model(const struct wf_model *m, enum wf_vk vk, struct wf_hf_file *h)
 {
-	*out = NULL;
 	struct wf_hf_plan p;
-	enum wf_err rc = wf_arch_hf_plan(m, vk, &p, why);
+	enum wf_err rc = wf_arch_hf_plan(m, vk, &p, h->model_why);
 	if (rc != WF_OK)
 		return rc;
-	struct wf_hf_file *h = calloc(1, sizeof *h);
-	struct wf_gguf_file *g = h ? calloc(1, sizeof *g) : NULL;
+	struct wf_gguf_file *g = calloc(1, sizeof *g);
 	if (!g) {
-		free(h);
 		wf_hf_plan_free(&p);
-		return wf_fail(why, WF_ERR_NOMEM, "out of memory");
+		return wf_fail(h->model_why, WF_ERR_NOMEM, "out of memory");
 	}
 	h->config_json = p.config_json, h->config_len = p.config_len;
 	h->gen_json = p.gen_json, h->gen_len = p.gen_len;
 	g->plan = p.st;
 	g->plan.from_gguf = true; /* no gguf-py NaN rule on the way back */
 	h->st = g;
-	rc = st_header(g, why);
+	rc = st_header(g, h->model_why);
 	if (rc == WF_OK)
-		rc = wf_made_lay_out(m, g, 1, why);
+		rc = wf_made_lay_out(m, g, 1, h->model_why);
 	if (rc != WF_OK) {
+		free(h->config_json);
+		free(h->gen_json);
+		wf_gguf_file_free(g);
+		h->config_json = h->gen_json = NULL;
+		h->st = NULL;
+	}
+	return rc;
+}
+
+enum wf_err wf_hf_file_new(const struct wf_model *m, enum wf_vk vk, struct wf_hf_file **out, char *why)
+{
+	*out = NULL;
+	struct wf_hf_file *h = calloc(1, sizeof *h);
+	if (!h)
+		return wf_fail(why, WF_ERR_NOMEM, "out of memory");
+	enum wf_err rm = make_model(m, vk, h);
+	enum wf_err rt = rm == WF_ERR_NOMEM ? rm : wf_hf_tok_make(m, &h->tok, h->tok_why);
+	h->has_tok = rt == WF_OK;
+	if (rm == WF_ERR_NOMEM || rt == WF_ERR_NOMEM) {
 		wf_hf_file_free(h);
-		return rc;
+		return wf_fail(why, WF_ERR_NOMEM, "out of memory");
+	}
+	if (!h->st && !h->has_tok) {
+		wf_fail(why, WF_ERR_UNSUP, "%s; and no tokenizer files: %s", h->model_why, h->tok_why);
+		wf_hf_file_free(h);
+		return WF_ERR_UNSUP;
 	}
 	*out = h;
 	return WF_OK;
@@ -86,5 +109,6 @@ void wf_hf_file_free(struct wf_hf_file *h)
 	free(h->config_json);
 	free(h->gen_json);
 	wf_gguf_file_free(h->st);
+	wf_hf_tok_free(&h->tok);
 	free(h);
 }

@@ -11,21 +11,30 @@
 
 #include "base/wf_common.h"
 #include "model/wf_arch.h"
+#include "model/wf_hf_tok.h"
 #include "model/wf_model.h"
 #include "view/wf_gguf_file.h"
 
 struct wf_hf_file {
+	/* the model, or none (model_why says why) */
 	char *config_json;          /* config.json */
 	size_t config_len;
 	char *gen_json;             /* generation_config.json */
 	size_t gen_len;
 	struct wf_gguf_file *st;    /* model.safetensors: header and tensors, laid out back to back */
+	char model_why[WF_ERRLEN];
+	/* the tokenizer files (wf_hf_tok.h), or none (tok_why says why) */
+	struct wf_hf_tok tok;
+	bool has_tok;
+	char tok_why[WF_ERRLEN];
 };
 
 /* Makes hf/ for the GGUF model m, tensors in dtype vk (WF_VK_F32, F16 or
- * BF16).  Returns WF_OK with *out set; WF_ERR_UNSUP with one line in why
- * when transformers would have no model for it (wf_arch_hf_plan);
- * WF_ERR_NOMEM. */
+ * BF16): the model's files when transformers has a model for it
+ * (wf_arch_hf_plan), the tokenizer's when it maps (wf_hf_tok_make), each
+ * part with the reason when it is absent.  Returns WF_OK with *out set
+ * when there is at least one of the two; WF_ERR_UNSUP with both reasons in
+ * why when there is neither; WF_ERR_NOMEM. */
 enum wf_err wf_hf_file_new(const struct wf_model *m, enum wf_vk vk, struct wf_hf_file **out, char *why);
 
 void wf_hf_file_free(struct wf_hf_file *h);

@@ -170,6 +170,54 @@ def forward_case(kind, state):
     return "rel %.1e, top-1 %.2f over %d positions; control %s %.1e" % (rel, top, len(ids), ",".join(ctl), rel_ctl)
 
 
+def tokenizer_case(kind, state):
+    """hf/tokenizer.json under HF tokenizers = llama.cpp on the GGUF, over corpus.json, with
+    and without the special tokens; the tokenizer files parse as JSON."""
+    from t_hftok import hf as hf_ids, ll as ll_ids
+    folder, g = state[kind]
+    corpus = os.path.join(CLIENTS, "corpus.json")
+    m = Mount(g)
+    try:
+        names = sorted(os.listdir(m.path("hf")))
+        for n in ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json"):
+            if n not in names:
+                raise Fail("%s: no hf/%s (%r); WEIGHTFS.txt: %r" % (kind, n, names, [
+                    ln for ln in open(m.path("WEIGHTFS.txt")).read().splitlines() if "hf/" in ln or "okenizer" in ln]))
+            json.load(open(m.path("hf/" + n), encoding="utf-8"))
+        tj = os.path.join(new_dir("hftj-"), "tokenizer.json")
+        with open(m.path("hf/tokenizer.json"), "rb") as f, open(tj, "wb") as o:
+            o.write(f.read())
+    finally:
+        m.unmount()
+    texts = json.load(open(corpus, encoding="utf-8"))
+    for special, flags in ((True, []), (False, ["--no-special"])):
+        a, b = hf_ids(tj, corpus, special), ll_ids(g, corpus, flags)
+        bad = [i for i in range(len(texts)) if a[i] != b[i]]
+        if bad:
+            raise Fail("%s: %d of %d strings differ (special %s), first %r: HF %s llama.cpp %s" % (
+                kind, len(bad), len(texts), special, texts[bad[0]][:40], a[bad[0]][:12], b[bad[0]][:12]))
+    return "%d strings x2 equal; %s" % (len(texts), ", ".join(names))
+
+
+def vocab_only_case(state):
+    """A GGUF with a tokenizer and no weights (llama.cpp's vocab files): hf/ holds the
+    tokenizer files only, and WEIGHTFS.txt says why there is no config.json."""
+    g = os.path.join(npm_dir(), "llama-src", "models", "ggml-vocab-llama-bpe.gguf")
+    if not os.path.exists(g):
+        skip_or_fail("%s missing (tests/clients/npm.sh)" % g)
+    m = Mount(g)
+    try:
+        names = sorted(os.listdir(m.path("hf")))
+        line = [ln for ln in open(m.path("WEIGHTFS.txt")).read().splitlines() if "hf/" in ln or "model.safetensors:" in ln]
+    finally:
+        m.unmount()
+    if names != ["special_tokens_map.json", "tokenizer.json", "tokenizer_config.json"]:
+        raise Fail("hf/ of a vocab-only GGUF holds %r" % names)
+    if not any("tokenizer files only" in ln for ln in line):
+        raise Fail("WEIGHTFS.txt: %r" % line)
+    return "; ".join(names) + " | " + " ".join(ln.strip() for ln in line)[:160]
+
+
 def dtype_case(state):
     folder, g = state["qwen2"]
     res = []
@@ -220,6 +268,9 @@ def group_hf():
         check("hf: %s: hf/model.safetensors = the original tensors, bit for bit" % kind, tensors_case, kind, state)
         check("hf: %s: a torch forward pass over hf/ = llama.cpp's logits on the GGUF" % kind, forward_case, kind,
               state)
+        check("hf: %s: HF tokenizers on hf/tokenizer.json = llama.cpp on the GGUF" % kind, tokenizer_case, kind,
+              state)
     if "qwen2" in state:
         check("hf: -o dtype=bf16 and f16: hf/model.safetensors and torch_dtype follow", dtype_case, state)
+    check("hf: a vocab-only GGUF: hf/ holds the tokenizer files only, WEIGHTFS.txt says why", vocab_only_case, state)
     check("hf: a GGUF of no architecture transformers has here: no hf/, WEIGHTFS.txt says why", unknown_case, state)
