@@ -26,6 +26,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "codec/wf_decode.h" /* WF_HAVE_X86_SIMD */
+
 /* ggml's fp32 -> fp16 (ggml_compute_fp32_to_fp16): round to nearest even,
  * overflow to infinity, every NaN to 0x7E00 with its sign. */
 uint16_t wf_quant_f16(float f);
@@ -45,5 +47,11 @@ void wf_quant_q5_k(const float *src, uint8_t *dst, size_t nblocks);
 void wf_quant_q6_k(const float *src, uint8_t *dst, size_t nblocks);
 void wf_quant_iq4_nl(const float *src, uint8_t *dst, size_t nblocks);
 void wf_quant_iq4_xs(const float *src, uint8_t *dst, size_t nblocks);
+
+/* AVX2 twins (same bytes; wf_quant_x86.c), for CPUs wf_cpu_has_simd() accepts. */
+#ifdef WF_HAVE_X86_SIMD
+void wf_quant_q4_k_avx2(const float *src, uint8_t *dst, size_t nblocks);
+void wf_quant_q5_k_avx2(const float *src, uint8_t *dst, size_t nblocks);
+#endif
 
 #endif

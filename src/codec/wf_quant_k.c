@@ -19,9 +19,10 @@
 
 /* ggml's make_qkx2_quants: levels 0..nmax with a min for n values x under
  * weights w (L gets the levels, *the_min the negated min); use_mad scores
- * absolute rather than squared errors.  Returns the scale. */
+ * absolute rather than squared errors; simd runs the search with AVX2
+ * (the same result).  Returns the scale. */
 static float qkx2(int n, int nmax, const float *x, const float *w, uint8_t *L, float *the_min,
-		  float rmin, float rdelta, int nstep, int use_mad)
+		  float rmin, float rdelta, int nstep, int use_mad, int simd)
 {
 	float min = x[0], max = x[0], sum_w = w[0], sum_x = sum_w * x[0];
 	uint8_t aux[32];
@@ -48,6 +49,16 @@ static float qkx2(int n, int nmax, const float *x, const float *w, uint8_t *L, f
 		float diff = scale * L[i] + min - x[i];
 		best += w[i] * (use_mad ? fabsf(diff) : diff * diff);
 	}
+#ifdef WF_HAVE_X86_SIMD
+	if (simd && !use_mad && n <= 32 && nstep < 24) {
+		const struct wf_qkx2 q = { n, nmax, nstep, x, w, max, rmin, rdelta, sum_w, sum_x };
+		scale = wf_qkx2_search_avx2(&q, L, &min, scale, best);
+		*the_min = -min;
+		return scale;
+	}
+#else
+	(void)simd;
+#endif
 	for (int is = 0; is <= nstep; is++) {
 		float sum_l = 0, sum_l2 = 0, sum_xl = 0;
 
@@ -93,7 +104,7 @@ static void q2_k_block(const float *x, uint8_t *y)
 	for (int j = 0; j < 16; j++) {
 		for (int l = 0; l < 16; l++)
 			w[l] = fabsf(x[16 * j + l]);
-		scales[j] = qkx2(16, 3, x + 16 * j, w, L + 16 * j, &mins[j], -0.5f, 0.1f, 15, 1);
+		scales[j] = qkx2(16, 3, x + 16 * j, w, L + 16 * j, &mins[j], -0.5f, 0.1f, 15, 1, 0);
 		if (scales[j] > max_scale)
 			max_scale = scales[j];
 		if (mins[j] > max_min)
@@ -275,7 +286,7 @@ void wf_quant_q3_k(const float *src, uint8_t *dst, size_t nblocks)
 /* Q4_K and Q5_K (nmax 15 or 31): the shared front half.  Fits the 8
  * sub-blocks, writes d, dmin and the 12 scale bytes at y (both types keep
  * them at the same offsets) and the final levels into L. */
-static void k45_levels(const float *x, uint8_t *y, uint8_t *L, int nmax)
+static void k45_levels(const float *x, uint8_t *y, uint8_t *L, int nmax, int simd)
 {
 	float w[32], mins[8], scales[8], max_scale = 0, max_min = 0;
 	uint8_t *s = y + WF_Q4_K_SCALES;
@@ -288,8 +299,8 @@ static void k45_levels(const float *x, uint8_t *y, uint8_t *L, int nmax)
 		float av_x = sqrtf(sum_x2 / 32);
 		for (int l = 0; l < 32; l++)
 			w[l] = av_x + fabsf(xb[l]);
-		scales[j] = nmax == 15 ? qkx2(32, 15, xb, w, L + 32 * j, &mins[j], -1.0f, 0.1f, 20, 0)
-				       : qkx2(32, 31, xb, w, L + 32 * j, &mins[j], -0.5f, 0.1f, 15, 0);
+		scales[j] = nmax == 15 ? qkx2(32, 15, xb, w, L + 32 * j, &mins[j], -1.0f, 0.1f, 20, 0, simd)
+				       : qkx2(32, 31, xb, w, L + 32 * j, &mins[j], -0.5f, 0.1f, 15, 0, simd);
 		if (scales[j] > max_scale)
 			max_scale = scales[j];
 		if (mins[j] > max_min)
@@ -332,21 +343,21 @@ static void k45_levels(const float *x, uint8_t *y, uint8_t *L, int nmax)
 _Static_assert(WF_Q4_K_D == WF_Q5_K_D && WF_Q4_K_DMIN == WF_Q5_K_DMIN &&
 	       WF_Q4_K_SCALES == WF_Q5_K_SCALES, "Q4_K and Q5_K share their scale fields");
 
-void wf_quant_q4_k(const float *src, uint8_t *dst, size_t nblocks)
+static void q4_k_run(const float *src, uint8_t *dst, size_t nblocks, int simd)
 {
 	uint8_t L[WF_QK_K];
 
 	for (size_t b = 0; b < nblocks; b++) {
 		uint8_t *y = dst + b * WF_Q4_K_BYTES, *q = y + WF_Q4_K_QS;
 
-		k45_levels(src + b * WF_QK_K, y, L, 15);
+		k45_levels(src + b * WF_QK_K, y, L, 15, simd);
 		for (int j = 0; j < WF_QK_K; j += 64, q += 32)
 			for (int l = 0; l < 32; l++)
 				q[l] = (uint8_t)(L[j + l] | L[j + l + 32] << 4);
 	}
 }
 
-void wf_quant_q5_k(const float *src, uint8_t *dst, size_t nblocks)
+static void q5_k_run(const float *src, uint8_t *dst, size_t nblocks, int simd)
 {
 	uint8_t L[WF_QK_K];
 
@@ -354,7 +365,7 @@ void wf_quant_q5_k(const float *src, uint8_t *dst, size_t nblocks)
 		uint8_t *y = dst + b * WF_Q5_K_BYTES, *qh = y + WF_Q5_K_QH, *ql = y + WF_Q5_K_QS;
 		uint8_t m1 = 1, m2 = 2;
 
-		k45_levels(src + b * WF_QK_K, y, L, 31);
+		k45_levels(src + b * WF_QK_K, y, L, 31, simd);
 		memset(qh, 0, WF_QK_K / 8);
 		for (int n = 0; n < WF_QK_K; n += 64, ql += 32) {
 			for (int j = 0; j < 32; j++) {
@@ -374,6 +385,28 @@ void wf_quant_q5_k(const float *src, uint8_t *dst, size_t nblocks)
 		}
 	}
 }
+
+void wf_quant_q4_k(const float *src, uint8_t *dst, size_t nblocks)
+{
+	q4_k_run(src, dst, nblocks, 0);
+}
+
+void wf_quant_q5_k(const float *src, uint8_t *dst, size_t nblocks)
+{
+	q5_k_run(src, dst, nblocks, 0);
+}
+
+#ifdef WF_HAVE_X86_SIMD
+void wf_quant_q4_k_avx2(const float *src, uint8_t *dst, size_t nblocks)
+{
+	q4_k_run(src, dst, nblocks, 1);
+}
+
+void wf_quant_q5_k_avx2(const float *src, uint8_t *dst, size_t nblocks)
+{
+	q5_k_run(src, dst, nblocks, 1);
+}
+#endif
 
 /* The sums ggml's make_qx_quants scores a candidate iscale by, with its
  * weights x*x: sumlx adds (w*x)*l and suml2 (w*l)*l, so w = x*x and

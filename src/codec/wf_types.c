@@ -43,6 +43,12 @@
 	{ .name = (n), .dtype = "float32", .blck = (bl), .bytes = (by), \
 	  .vk = WF_VK_F32, .decode = (fn), .decode_simd = SIMD(fn), .quantize = (qfn) }
 
+/* The same with an AVX2 twin of qfn too. */
+#define DECSQS(n, bl, by, fn, qfn) \
+	{ .name = (n), .dtype = "float32", .blck = (bl), .bytes = (by), \
+	  .vk = WF_VK_F32, .decode = (fn), .decode_simd = SIMD(fn), .quantize = (qfn), \
+	  .quantize_simd = SIMD(qfn) }
+
 /* One element per block, decoded to float32, stored as the element type
  * el (numpy or ml_dtypes name). */
 #define DECE(n, by, fn, el) \
@@ -77,8 +83,8 @@ static const struct wf_type wf_types[WF_T_COUNT] = {
 	[WF_T_Q8_1]     = DECS("Q8_1", WF_Q8_1_BLCK, WF_Q8_1_BYTES, wf_decode_q8_1),
 	[WF_T_Q2_K]     = DECSQ("Q2_K", WF_Q2_K_BLCK, WF_Q2_K_BYTES, wf_decode_q2_k, wf_quant_q2_k),
 	[WF_T_Q3_K]     = DECSQ("Q3_K", WF_Q3_K_BLCK, WF_Q3_K_BYTES, wf_decode_q3_k, wf_quant_q3_k),
-	[WF_T_Q4_K]     = DECSQ("Q4_K", WF_Q4_K_BLCK, WF_Q4_K_BYTES, wf_decode_q4_k, wf_quant_q4_k),
-	[WF_T_Q5_K]     = DECSQ("Q5_K", WF_Q5_K_BLCK, WF_Q5_K_BYTES, wf_decode_q5_k, wf_quant_q5_k),
+	[WF_T_Q4_K]     = DECSQS("Q4_K", WF_Q4_K_BLCK, WF_Q4_K_BYTES, wf_decode_q4_k, wf_quant_q4_k),
+	[WF_T_Q5_K]     = DECSQS("Q5_K", WF_Q5_K_BLCK, WF_Q5_K_BYTES, wf_decode_q5_k, wf_quant_q5_k),
 	[WF_T_Q6_K]     = DECSQ("Q6_K", WF_Q6_K_BLCK, WF_Q6_K_BYTES, wf_decode_q6_k, wf_quant_q6_k),
 	/* Not ggml's registered to_float; follows dequantize_row_q8_K. */
 	[WF_T_Q8_K]     = DECS("Q8_K", WF_Q8_K_BLCK, WF_Q8_K_BYTES, wf_decode_q8_k),
@@ -241,8 +247,10 @@ enum wf_err wf_quantize_rows(int type, const float *src, size_t nrows, size_t n_
 	if (bytes > dst_len)
 		return wf_fail(err, WF_ERR_RANGE, "%s: %llu bytes do not fit in %zu", ty->name,
 			       (unsigned long long)bytes, dst_len);
-	if (n > 0)
-		ty->quantize(src, dst, (size_t)(n / ty->blck));
+	if (n > 0) {
+		wf_quant_fn q = ty->quantize_simd && wf_simd_active() ? ty->quantize_simd : ty->quantize;
+		q(src, dst, (size_t)(n / ty->blck));
+	}
 	*written = (size_t)bytes;
 	return WF_OK;
 }

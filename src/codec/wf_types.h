@@ -128,6 +128,7 @@ struct wf_type {
 	wf_decode_fn decode_simd; /* optional AVX2 twin, bit-identical to decode; NULL if none */
 	wf_quant_fn quantize; /* float32 -> this type as ggml_quantize_chunk writes it (wf_quant.h);
 			       * NULL where weightfs has no encoder */
+	wf_quant_fn quantize_simd; /* optional AVX2 twin, byte-identical to quantize; NULL if none */
 	const char *stored;   /* numpy (or ml_dtypes) name of one stored element, for -o dtype=stored;
 			       * NULL when elements are packed in blocks (served as uint8 bytes) */
 };
@@ -165,7 +166,8 @@ int wf_type_from_st(const char *s, size_t len);
 /* Encodes nrows rows of n_per_row float32 values at src as ggml type
  * `type` (a wf_type_id with a quantize column) into dst (dst_len bytes),
  * exactly as ggml_quantize_chunk(type, src, dst, 0, nrows, n_per_row, NULL)
- * does, and sets *written to nrows * row size.  Fails with WF_ERR_UNSUP for
+ * does, and sets *written to nrows * row size (with the type's AVX2 twin
+ * when it has one and wf_simd_active()).  Fails with WF_ERR_UNSUP for
  * a type without an encoder or n_per_row not a multiple of the block, and
  * WF_ERR_RANGE when dst_len is too small or the sizes overflow; dst is
  * untouched then.  Every float value is accepted: infinities, NaNs and

@@ -11,7 +11,9 @@
  *  - the type table: exactly the oracle's types have a quantize column;
  *  - wf_quantize_rows' errors (no encoder, partial blocks, short buffer,
  *    overflow) leave dst untouched;
- *  - encoding blocks one call at a time gives the bytes of one call;
+ *  - encoding blocks one call at a time gives the bytes of one call; the
+ *    AVX2 twins (Q4_K, Q5_K) give the scalar bytes on every case, and the
+ *    digests are checked with SIMD off and on;
  *  - round trips through the type's decoder: zeros stay zeros, F32 is
  *    exact, F16/BF16 exact on representable values, and the quantization
  *    error on the normal case is within each type's expected bound.
@@ -24,6 +26,7 @@
 
 #include <cJSON.h>
 
+#include "codec/wf_decode.h"
 #include "codec/wf_types.h"
 #include "lib/weightfs.h"
 #include "sha256.h"
@@ -263,13 +266,19 @@ START_TEST(test_inputs_match_oracle)
 }
 END_TEST
 
-/* Every (type, case) digest of ggml's output. */
+/* Every (type, case) digest of ggml's output, through the scalar encoders
+ * (_i = 0) and with the AVX2 twins on (_i = 1; skipped, and said, on a CPU
+ * without AVX2). */
 START_TEST(test_digests)
 {
 	cJSON *dg = cJSON_GetObjectItem(oracle, "digests"), *t;
 	int bad = 0, checked = 0;
 	char hex[65];
 
+	if (wf_simd_set(_i) != _i) {
+		fprintf(stderr, "check_quant: no AVX2: the SIMD digests are not checked\n");
+		return;
+	}
 	for (size_t ci = 0; ci < NCASES; ci++) {
 		float *x = case_floats(ci);
 		cJSON_ArrayForEach(t, dg) {
@@ -291,8 +300,9 @@ START_TEST(test_digests)
 		}
 		free(x);
 	}
+	wf_simd_set(1);
 	ck_assert_int_ge(checked, 15 * (int)NCASES);
-	ck_assert_msg(bad == 0, "%d of %d (type, case) outputs differ from ggml's", bad, checked);
+	ck_assert_msg(bad == 0, "%d of %d (type, case) outputs differ from ggml's (simd %d)", bad, checked, _i);
 }
 END_TEST
 
@@ -497,6 +507,46 @@ START_TEST(test_public_api)
 }
 END_TEST
 
+/* Every AVX2 twin gives its scalar encoder's bytes on every case, and
+ * Q4_K and Q5_K have one (the searches that gain most from it). */
+START_TEST(test_simd_twins)
+{
+#ifdef WF_HAVE_X86_SIMD
+	int twins = 0;
+
+	ck_assert_ptr_nonnull(wf_type_get(WF_T_Q4_K)->quantize_simd);
+	ck_assert_ptr_nonnull(wf_type_get(WF_T_Q5_K)->quantize_simd);
+	if (!wf_cpu_has_simd()) {
+		fprintf(stderr, "check_quant: no AVX2: the SIMD twins are not run\n");
+		return;
+	}
+	for (size_t ci = 0; ci < NCASES; ci++) {
+		float *x = case_floats(ci);
+		size_t n = cases[ci].nrows * cases[ci].npr;
+		for (int id = 0; id < WF_T_COUNT; id++) {
+			const struct wf_type *ty = wf_type_get(id);
+			if (ty == NULL || ty->quantize_simd == NULL)
+				continue;
+			size_t nb = n / ty->blck, len = nb * ty->bytes;
+			uint8_t *a = malloc(len), *b = malloc(len);
+			ck_assert_ptr_nonnull(a);
+			ck_assert_ptr_nonnull(b);
+			ty->quantize(x, a, nb);
+			ty->quantize_simd(x, b, nb);
+			ck_assert_msg(memcmp(a, b, len) == 0, "%s %s: the AVX2 twin differs", ty->name, cases[ci].name);
+			free(a);
+			free(b);
+			twins++;
+		}
+		free(x);
+	}
+	ck_assert_int_eq(twins, 2 * (int)NCASES);
+#else
+	fprintf(stderr, "check_quant: not an x86 build: no SIMD twins\n");
+#endif
+}
+END_TEST
+
 static Suite *quant_suite(void)
 {
 	Suite *s = suite_create("quant");
@@ -506,7 +556,7 @@ static Suite *quant_suite(void)
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, test_cases_match_oracle_shapes);
 	tcase_add_test(tc, test_inputs_match_oracle);
-	tcase_add_test(tc, test_digests);
+	tcase_add_loop_test(tc, test_digests, 0, 2);
 	tcase_add_test(tc, test_table);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("encoders");
@@ -516,6 +566,7 @@ static Suite *quant_suite(void)
 	tcase_add_test(tc, test_round_trip);
 	tcase_add_test(tc, test_exact);
 	tcase_add_test(tc, test_public_api);
+	tcase_add_test(tc, test_simd_twins);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -1,0 +1,123 @@
+/* wf_quant_x86.c - the AVX2 twin of make_qkx2_quants' scale search (Q4_K,
+ * Q5_K), byte-identical with the scalar one (wf_quant_k.c).
+ *
+ * ggml tries nstep + 1 scales one after the other, each a sequential sum
+ * over the sub-block's values: the order of those sums must stay, so the
+ * vector lanes are not values but *tries*: lane s runs try s's own sums in
+ * ggml's order, with ggml's roundings (no FMA: this file is built with
+ * -ffp-contract=off and only "avx2" as target).  The tries depend on each
+ * other only through `min`, which an accepted try replaces: all tries are
+ * computed with the current min, scanned in order as ggml would accept
+ * them, and after an accepted try that changed min the later tries are
+ * computed again with the new one.
+ */
+#include "codec/wf_quant_int.h"
+
+#ifdef WF_HAVE_X86_SIMD
+
+#include <immintrin.h>
+#include <string.h>
+
+#define TGT __attribute__((target("avx2")))
+#define NV 3          /* vectors of 8 tries: up to 24 (ggml's Q4_K has 21, Q5_K 16) */
+#define NT (8 * NV)
+
+/* One pass: every try's levels (lev[i][s]), its fit and its error, with
+ * the given min; ok[s] says whether ggml would look at try s (D > 0). */
+struct qk_pass {
+	int32_t lev[32][NT];
+	float cur[NT], scale[NT], min[NT];
+	int32_t ok[NT];
+};
+
+TGT static void qk_pass(int n, int nmax, const float *x, const float *w, float min, float max, float rmin,
+			float rdelta, float sum_w, float sum_x, struct qk_pass *p)
+{
+	float isc[NT];
+	__m256 vis[NV], sl[NV], sl2[NV], sxl[NV], tsc[NV], tmn[NV], cur[NV];
+	const __m256i mask = _mm256_set1_epi32(0x007fffff), off = _mm256_set1_epi32(0x00400000);
+	const __m256i hi = _mm256_set1_epi32(nmax), zero = _mm256_setzero_si256();
+
+	for (int s = 0; s < NT; s++)
+		isc[s] = (rmin + rdelta * s + nmax) / (max - min);
+	for (int v = 0; v < NV; v++) {
+		vis[v] = _mm256_loadu_ps(isc + 8 * v);
+		sl[v] = sl2[v] = sxl[v] = cur[v] = _mm256_setzero_ps();
+	}
+	for (int i = 0; i < n; i++) {
+		const __m256 xm = _mm256_set1_ps(x[i] - min), vw = _mm256_set1_ps(w[i]), vx = _mm256_set1_ps(x[i]);
+		for (int v = 0; v < NV; v++) {
+			__m256 t = _mm256_add_ps(_mm256_mul_ps(vis[v], xm), _mm256_set1_ps(12582912.0f));
+			__m256i l = _mm256_sub_epi32(_mm256_and_si256(_mm256_castps_si256(t), mask), off);
+			l = _mm256_max_epi32(zero, _mm256_min_epi32(hi, l));
+			_mm256_storeu_si256((__m256i *)(p->lev[i] + 8 * v), l);
+			__m256 lf = _mm256_cvtepi32_ps(l), wl = _mm256_mul_ps(vw, lf);
+			sl[v] = _mm256_add_ps(sl[v], wl);
+			sl2[v] = _mm256_add_ps(sl2[v], _mm256_mul_ps(wl, lf));
+			sxl[v] = _mm256_add_ps(sxl[v], _mm256_mul_ps(wl, vx));
+		}
+	}
+	const __m256 vsw = _mm256_set1_ps(sum_w), vsx = _mm256_set1_ps(sum_x), z = _mm256_setzero_ps();
+	for (int v = 0; v < NV; v++) {
+		__m256 D = _mm256_sub_ps(_mm256_mul_ps(vsw, sl2[v]), _mm256_mul_ps(sl[v], sl[v]));
+		__m256 sc = _mm256_div_ps(_mm256_sub_ps(_mm256_mul_ps(vsw, sxl[v]), _mm256_mul_ps(vsx, sl[v])), D);
+		__m256 mn = _mm256_div_ps(_mm256_sub_ps(_mm256_mul_ps(sl2[v], vsx), _mm256_mul_ps(sl[v], sxl[v])), D);
+		__m256 pos = _mm256_cmp_ps(mn, z, _CMP_GT_OQ);
+		tmn[v] = _mm256_blendv_ps(mn, z, pos);
+		tsc[v] = _mm256_blendv_ps(sc, _mm256_div_ps(sxl[v], sl2[v]), pos);
+		_mm256_storeu_si256((__m256i *)(p->ok + 8 * v), _mm256_castps_si256(_mm256_cmp_ps(D, z, _CMP_GT_OQ)));
+	}
+	for (int i = 0; i < n; i++) {
+		const __m256 vw = _mm256_set1_ps(w[i]), vx = _mm256_set1_ps(x[i]);
+		for (int v = 0; v < NV; v++) {
+			__m256 lf = _mm256_cvtepi32_ps(_mm256_loadu_si256((const __m256i *)(p->lev[i] + 8 * v)));
+			__m256 diff = _mm256_sub_ps(_mm256_add_ps(_mm256_mul_ps(tsc[v], lf), tmn[v]), vx);
+			cur[v] = _mm256_add_ps(cur[v], _mm256_mul_ps(vw, _mm256_mul_ps(diff, diff)));
+		}
+	}
+	for (int v = 0; v < NV; v++) {
+		_mm256_storeu_ps(p->cur + 8 * v, cur[v]);
+		_mm256_storeu_ps(p->scale + 8 * v, tsc[v]);
+		_mm256_storeu_ps(p->min + 8 * v, tmn[v]);
+	}
+}
+
+static uint32_t bits(float f)
+{
+	uint32_t u;
+
+	memcpy(&u, &f, sizeof u);
+	return u;
+}
+
+TGT float wf_qkx2_search_avx2(const struct wf_qkx2 *q, uint8_t *L, float *min_io, float scale, float best)
+{
+	struct qk_pass p;
+	float min = *min_io;
+	int s0 = 0, ns = q->nstep + 1;
+
+	while (s0 < ns) {
+		int next = ns;
+
+		qk_pass(q->n, q->nmax, q->x, q->w, min, q->max, q->rmin, q->rdelta, q->sum_w, q->sum_x, &p);
+		for (int s = s0; s < ns; s++) {
+			if (!p.ok[s] || !(p.cur[s] < best))
+				continue;
+			for (int i = 0; i < q->n; i++)
+				L[i] = (uint8_t)p.lev[i][s];
+			best = p.cur[s];
+			scale = p.scale[s];
+			float old = min;
+			min = p.min[s];
+			if (bits(min) != bits(old)) {
+				next = s + 1;
+				break;
+			}
+		}
+		s0 = next;
+	}
+	*min_io = min;
+	return scale;
+}
+
+#endif /* WF_HAVE_X86_SIMD */
