@@ -420,9 +420,9 @@ static enum wf_err prepare(const struct wf_model *m, struct ht_in *in, char *why
 		uint64_t n = 0;
 		if (r->type == HT_STR && r->len >= 8)
 			memcpy(&n, r->val, 8);
-		if (r->type != HT_STR || r->len < 8 || n > r->len - 8 || !ht_utf8(r->val + 8, (size_t)n))
-			return wf_fail(why, WF_ERR_UNSUP, "tokenizer.chat_template.%.*s: not a UTF-8 string", (int)(in->tpl_name[i].n > 40 ? 40 : in->tpl_name[i].n),
-				       (const char *)in->tpl_name[i].p);
+		if (r->type != HT_STR || r->len < 8 || n > r->len - 8 || !ht_utf8(r->val + 8, (size_t)n) ||
+		    !ht_utf8(in->tpl_name[i].p, in->tpl_name[i].n))
+			return wf_fail(why, WF_ERR_UNSUP, "tokenizer.chat_template.NAME (the %zu-th): name or value not a UTF-8 string", i + 1);
 	}
 	return in->spm ? ht_spm_merges(in, why) : bl_merges(in, why);
 }

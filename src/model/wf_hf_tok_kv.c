@@ -298,9 +298,11 @@ static enum wf_err get_model(struct ht_in *in, char *why)
 		return e;
 	if (s.n == 5 && !memcmp(s.p, "llama", 5))
 		in->spm = true;
-	else if (!(s.n == 4 && !memcmp(s.p, "gpt2", 4)))
-		return wf_fail(why, WF_ERR_UNSUP, "tokenizer.ggml.model: \"%.*s\" is not one weightfs maps (llama, gpt2)",
-			       (int)(s.n > 40 ? 40 : s.n), (const char *)s.p);
+	else if (!(s.n == 4 && !memcmp(s.p, "gpt2", 4))) {
+		char q[96];
+		return wf_fail(why, WF_ERR_UNSUP, "tokenizer.ggml.model: %s is not one weightfs maps (llama, gpt2)",
+			       wf_quote(q, sizeof q, s.p, s.n));
+	}
 	if (in->pre.set && (e = get_str(&in->pre, "tokenizer.ggml.pre", &in->pre_s, why)) != WF_OK)
 		return e;
 	if (in->chat.set && (e = get_str(&in->chat, "tokenizer.chat_template", &in->chat_s, why)) != WF_OK)
@@ -340,6 +342,9 @@ static enum wf_err get_flags(struct ht_in *in, char *why)
 
 enum wf_err ht_read(const uint8_t *buf, uint64_t len, struct ht_in *in, char *why)
 {
+	/* wf_gguf_kvs starts at byte 16 without checking that the file has it */
+	if (len < 24)
+		return wf_fail(why, WF_ERR_UNSUP, "header: %llu bytes, too short for GGUF", (unsigned long long)len);
 	enum wf_err e = wf_gguf_kvs(buf, len, on_kv, in, why);
 	if (e != WF_OK)
 		return e == WF_ERR_NOMEM ? e : WF_ERR_UNSUP;

@@ -84,6 +84,6 @@ enum wf_err ht_pre(struct ht_in *in, char *why)
 			in->clean_spaces = rows[i].clean_spaces;
 			return WF_OK;
 		}
-	return wf_fail(why, WF_ERR_UNSUP, "tokenizer.ggml.pre: \"%.*s\" is not a pre-tokenizer weightfs maps", (int)(n > 40 ? 40 : n),
-		       (const char *)s);
+	char q[96];
+	return wf_fail(why, WF_ERR_UNSUP, "tokenizer.ggml.pre: %s is not a pre-tokenizer weightfs maps", wf_quote(q, sizeof q, s, n));
 }

@@ -17,7 +17,7 @@
 
 FUZZ_CC      ?= clang
 FUZZ_B       := build/fuzz
-FUZZ_TARGETS ?= gguf st read tree hfq vocab
+FUZZ_TARGETS ?= gguf st read tree hfq vocab hftok
 FUZZ_TIME    ?= 60
 FUZZ_RUNS    ?=
 # fuzz-check: whichever limit comes first

@@ -38,9 +38,9 @@ SUPPORTED = {
     "command-r": {}, "falcon": {}, "deepseek-llm": {}, "deepseek-coder": {}, "aquila": {}, "gpt-neox": {},
 }
 REFUSED = {  # vocab -> what the one line must say
-    "bert-bge": 'tokenizer.ggml.model: "bert"',
-    "nomic-bert-moe": 'tokenizer.ggml.model: "t5"',
-    "gemma-4": 'tokenizer.ggml.model: "gemma4"',
+    "bert-bge": "tokenizer.ggml.model: 'bert'",
+    "nomic-bert-moe": "tokenizer.ggml.model: 't5'",
+    "gemma-4": "tokenizer.ggml.model: 'gemma4'",
 }
 
 

@@ -167,7 +167,7 @@ static const struct {
 	const char *why;
 } hostile[] = {
 	{F_NO_MODEL, "tokenizer.ggml.model: absent"},
-	{F_MODEL_FOO, "tokenizer.ggml.model: \"foo\""},
+	{F_MODEL_FOO, "tokenizer.ggml.model: 'foo'"},
 	{F_NO_SCORES, "tokenizer.ggml.scores: absent"},
 	{F_SHORT_SCORES, "10 scores for 11 tokens"},
 	{F_BAD_UTF8, "tokenizer.ggml.tokens[6]: not valid UTF-8"},
