@@ -52,6 +52,7 @@ void wf_quant_iq4_xs(const float *src, uint8_t *dst, size_t nblocks);
 #ifdef WF_HAVE_X86_SIMD
 void wf_quant_q4_k_avx2(const float *src, uint8_t *dst, size_t nblocks);
 void wf_quant_q5_k_avx2(const float *src, uint8_t *dst, size_t nblocks);
+void wf_quant_q6_k_avx2(const float *src, uint8_t *dst, size_t nblocks);
 #endif
 
 #endif

@@ -74,6 +74,11 @@ struct wf_qkx2 {
  * error best and min *min_io: L and *min_io get what ggml's tries leave,
  * the scale is returned (wf_quant_x86.c).  Needs an AVX2 CPU. */
 float wf_qkx2_search_avx2(const struct wf_qkx2 *q, uint8_t *L, float *min_io, float scale, float best);
+
+/* make_qx_quants(n <= 16, nmax, x, L, rmse_type = 1) after its zero-group
+ * test, with AVX2; w = x*x, wx = w*x; max is the signed largest |x|. */
+float wf_qx_levels_avx2(int n, int nmax, const float *x, const float *w, const float *wx, float max,
+			int8_t *L);
 #endif
 
 #endif

@@ -429,8 +429,9 @@ static void qx_sums(int n, int nmax, const float *x, const float *w, const float
 	*suml2 = b;
 }
 
-/* ggml's make_qx_quants(n <= 16, nmax, x, L, rmse_type = 1, qw = NULL). */
-static float qx_levels(int n, int nmax, const float *x, int8_t *L)
+/* ggml's make_qx_quants(n <= 16, nmax, x, L, rmse_type = 1, qw = NULL);
+ * simd: its AVX2 twin (the same result). */
+static float qx_levels(int n, int nmax, const float *x, int8_t *L, int simd)
 {
 	float amax, max = absmax(x, n, &amax), sumlx, suml2, w[16], wx[16];
 
@@ -442,6 +443,12 @@ static float qx_levels(int n, int nmax, const float *x, int8_t *L)
 		w[i] = x[i] * x[i];
 		wx[i] = w[i] * x[i];
 	}
+#ifdef WF_HAVE_X86_SIMD
+	if (simd)
+		return wf_qx_levels_avx2(n, nmax, x, w, wx, max, L);
+#else
+	(void)simd;
+#endif
 	qx_sums(n, nmax, x, w, wx, -nmax / max, L, &sumlx, &suml2);
 	float scale = suml2 != 0 ? sumlx / suml2 : 0.0f, best = scale * sumlx;
 	for (int is = -9; is <= 9; is++) {
@@ -461,13 +468,13 @@ static float qx_levels(int n, int nmax, const float *x, int8_t *L)
 	return scale;
 }
 
-static void q6_k_block(const float *x, uint8_t *y)
+static void q6_k_block(const float *x, uint8_t *y, int simd)
 {
 	int8_t L[WF_QK_K];
 	float scales[16], max_scale = 0, max_abs = 0;
 
 	for (int ib = 0; ib < 16; ib++) {
-		scales[ib] = qx_levels(16, 32, x + 16 * ib, L + 16 * ib);
+		scales[ib] = qx_levels(16, 32, x + 16 * ib, L + 16 * ib, simd);
 		if (fabsf(scales[ib]) > max_abs) {
 			max_abs = fabsf(scales[ib]);
 			max_scale = scales[ib];
@@ -506,8 +513,16 @@ static void q6_k_block(const float *x, uint8_t *y)
 void wf_quant_q6_k(const float *src, uint8_t *dst, size_t nblocks)
 {
 	for (size_t b = 0; b < nblocks; b++)
-		q6_k_block(src + b * WF_QK_K, dst + b * WF_Q6_K_BYTES);
+		q6_k_block(src + b * WF_QK_K, dst + b * WF_Q6_K_BYTES, 0);
 }
+
+#ifdef WF_HAVE_X86_SIMD
+void wf_quant_q6_k_avx2(const float *src, uint8_t *dst, size_t nblocks)
+{
+	for (size_t b = 0; b < nblocks; b++)
+		q6_k_block(src + b * WF_QK_K, dst + b * WF_Q6_K_BYTES, 1);
+}
+#endif
 
 /* ggml's best_index_int8 over the 16 IQ4 values: the nearest, the lower
  * one unless the upper is strictly nearer.  ggml's binary search ends at

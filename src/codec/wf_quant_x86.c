@@ -120,4 +120,55 @@ TGT float wf_qkx2_search_avx2(const struct wf_qkx2 *q, uint8_t *L, float *min_io
 	return scale;
 }
 
+/* make_qx_quants(n <= 16, nmax, x, L, rmse_type = 1) for Q6_K, with its 19
+ * candidate scales (ggml's first guess, then is = -9..9 but 0) in lanes:
+ * unlike qkx2's tries they are independent, so one pass computes every
+ * candidate's sums (each in ggml's order, weights w = x*x and wx = w*x as
+ * the scalar code has them) and the scan takes them in ggml's order. */
+TGT float wf_qx_levels_avx2(int n, int nmax, const float *x, const float *w, const float *wx, float max,
+			    int8_t *L)
+{
+	float isc[NT], slx[NT], sl2[NT];
+	__m256 vis[NV], a[NV], b[NV];
+	const __m256i lo = _mm256_set1_epi32(-nmax), hi = _mm256_set1_epi32(nmax - 1);
+	const __m256i mask = _mm256_set1_epi32(0x007fffff), off = _mm256_set1_epi32(0x00400000);
+
+	isc[0] = -nmax / max;
+	for (int k = 1; k < NT; k++) {
+		int is = k <= 9 ? k - 10 : k - 9; /* -9..-1, 1..9, then unused lanes */
+		isc[k] = -(nmax + 0.1f * is) / max;
+	}
+	for (int v = 0; v < NV; v++) {
+		vis[v] = _mm256_loadu_ps(isc + 8 * v);
+		a[v] = b[v] = _mm256_setzero_ps();
+	}
+	for (int i = 0; i < n; i++) {
+		const __m256 vx = _mm256_set1_ps(x[i]), vw = _mm256_set1_ps(w[i]), vwx = _mm256_set1_ps(wx[i]);
+		for (int v = 0; v < NV; v++) {
+			__m256 t = _mm256_add_ps(_mm256_mul_ps(vis[v], vx), _mm256_set1_ps(12582912.0f));
+			__m256i l = _mm256_sub_epi32(_mm256_and_si256(_mm256_castps_si256(t), mask), off);
+			__m256 lf = _mm256_cvtepi32_ps(_mm256_max_epi32(lo, _mm256_min_epi32(hi, l)));
+			a[v] = _mm256_add_ps(a[v], _mm256_mul_ps(vwx, lf));
+			b[v] = _mm256_add_ps(b[v], _mm256_mul_ps(_mm256_mul_ps(vw, lf), lf));
+		}
+	}
+	for (int v = 0; v < NV; v++) {
+		_mm256_storeu_ps(slx + 8 * v, a[v]);
+		_mm256_storeu_ps(sl2 + 8 * v, b[v]);
+	}
+	float scale = sl2[0] != 0 ? slx[0] / sl2[0] : 0.0f, best = scale * slx[0], iscale = isc[0];
+	for (int k = 1; k <= 18; k++) {
+		if (sl2[k] > 0 && slx[k] * slx[k] > best * sl2[k]) {
+			scale = slx[k] / sl2[k];
+			best = scale * slx[k];
+			iscale = isc[k];
+		}
+	}
+	for (int i = 0; i < n; i++) {
+		int l = wf_nearest(iscale * x[i]);
+		L[i] = (int8_t)(WF_QMAX(-nmax, WF_QMIN(nmax - 1, l)) + nmax);
+	}
+	return scale;
+}
+
 #endif /* WF_HAVE_X86_SIMD */

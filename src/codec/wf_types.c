@@ -85,7 +85,7 @@ static const struct wf_type wf_types[WF_T_COUNT] = {
 	[WF_T_Q3_K]     = DECSQ("Q3_K", WF_Q3_K_BLCK, WF_Q3_K_BYTES, wf_decode_q3_k, wf_quant_q3_k),
 	[WF_T_Q4_K]     = DECSQS("Q4_K", WF_Q4_K_BLCK, WF_Q4_K_BYTES, wf_decode_q4_k, wf_quant_q4_k),
 	[WF_T_Q5_K]     = DECSQS("Q5_K", WF_Q5_K_BLCK, WF_Q5_K_BYTES, wf_decode_q5_k, wf_quant_q5_k),
-	[WF_T_Q6_K]     = DECSQ("Q6_K", WF_Q6_K_BLCK, WF_Q6_K_BYTES, wf_decode_q6_k, wf_quant_q6_k),
+	[WF_T_Q6_K]     = DECSQS("Q6_K", WF_Q6_K_BLCK, WF_Q6_K_BYTES, wf_decode_q6_k, wf_quant_q6_k),
 	/* Not ggml's registered to_float; follows dequantize_row_q8_K. */
 	[WF_T_Q8_K]     = DECS("Q8_K", WF_Q8_K_BLCK, WF_Q8_K_BYTES, wf_decode_q8_k),
 	[WF_T_IQ2_XXS]  = DECS("IQ2_XXS", WF_IQ2_XXS_BLCK, WF_IQ2_XXS_BYTES, wf_decode_iq2_xxs),
