@@ -159,6 +159,10 @@ def _load():
     lib.weightfs_stats.restype = ctypes.c_int
     lib.weightfs_metadata_json.argtypes = [P, ctypes.POINTER(S)]
     lib.weightfs_metadata_json.restype = ctypes.c_void_p
+    lib.weightfs_hf_size.argtypes = [P, ctypes.c_int, ctypes.c_int, ctypes.POINTER(U64), ERR, S]
+    lib.weightfs_hf_size.restype = ctypes.c_int
+    lib.weightfs_hf_read.argtypes = [P, ctypes.c_int, U64, S, P, ctypes.POINTER(S), ERR, S]
+    lib.weightfs_hf_read.restype = ctypes.c_int
     lib.weightfs_version.argtypes = []
     lib.weightfs_version.restype = ctypes.c_char_p
     lib.weightfs_type_parse.argtypes = [ctypes.c_char_p]
@@ -313,6 +317,48 @@ class Model:
                 self._busy -= 1
                 if not self._busy:
                     cv.notify_all()
+
+    # -- the hf/ view of a GGUF model --
+    HF_FILES = ("model.safetensors", "config.json", "generation_config.json", "tokenizer.json",
+                "tokenizer_config.json", "special_tokens_map.json", "tokenizer.model")
+
+    def hf_size(self, name: str, dtype: str = "f32") -> int:
+        """Bytes of file `name` of the model's hf/ view (a GGUF model as the Hugging
+        Face folder transformers builds from it: docs/hf.md), model.safetensors'
+        tensors in dtype ("f32", "f16", "bf16").  WeightfsError when there is none."""
+        if name not in self.HF_FILES:
+            raise ValueError("weightfs: hf/ has no file %r (%s)" % (name, ", ".join(self.HF_FILES)))
+        if dtype not in ("f32", "f16", "bf16"):
+            raise ValueError("weightfs: hf/ dtype %r: f32, f16 or bf16" % (dtype,))
+        size = ctypes.c_uint64()
+        err = ctypes.create_string_buffer(_ERRLEN)
+        with self._handle() as h:
+            rc = _lib.weightfs_hf_size(h, DTYPES[dtype], self.HF_FILES.index(name), ctypes.byref(size), err,
+                                       _ERRLEN)
+        if rc != 0:
+            _raise(rc, err)
+        return size.value
+
+    def hf_read(self, name: str, offset: int = 0, length: Optional[int] = None, dtype: str = "f32",
+                out: Optional[np.ndarray] = None) -> bytes:
+        """Bytes [offset, offset + length) of hf/ file `name` (all of it from offset when
+        length is None), or into the writable buffer out."""
+        size = self.hf_size(name, dtype)
+        offset = max(0, min(int(offset), size))
+        n = size - offset if length is None else max(0, min(int(length), size - offset))
+        buf = out if out is not None else bytearray(n)
+        view = memoryview(buf).cast("B")
+        if view.nbytes < n or view.readonly:
+            raise ValueError("weightfs: hf_read: out is read-only or smaller than %d bytes" % n)
+        got = ctypes.c_size_t()
+        err = ctypes.create_string_buffer(_ERRLEN)
+        addr = ctypes.addressof((ctypes.c_char * max(1, view.nbytes)).from_buffer(view)) if n else None
+        with self._handle() as h:
+            rc = _lib.weightfs_hf_read(h, self.HF_FILES.index(name), offset, n, addr, ctypes.byref(got), err,
+                                       _ERRLEN)
+        if rc != 0:
+            _raise(rc, err)
+        return bytes(buf[:got.value]) if out is None else buf
 
     # -- listing --
     def _info(self, i, code):
@@ -636,8 +682,12 @@ class SafeOpen:
     (framework="np") or torch tensors (framework="pt")."""
 
     def __init__(self, path: PathLike, framework: str = "np", dtype: Any = None,
-                 device: str = "cpu") -> None:
+                 device: str = "cpu", names: str = "model") -> None:
         self._model: Optional[Model] = None
+        if names not in ("model", "hf"):
+            raise ValueError("weightfs: names=%r: \"model\" (the model's own) or \"hf\"" % (names,))
+        self.names = names
+        self._hf: Optional[Dict[str, Any]] = None
         if framework not in FRAMEWORKS:
             raise ValueError("weightfs: unknown framework %r (np or pt)" % (framework,))
         self.framework = "pt" if framework in ("pt", "torch") else "np"
@@ -649,6 +699,22 @@ class SafeOpen:
         self.device = device
         self._model = Model(path)
         self.path = self._model.path
+        if names == "hf":
+            self._hf_open()
+
+    def _hf_open(self) -> None:
+        """names="hf": the tensors of the hf/ view's model.safetensors, read from its
+        header (made by the library: HF names, q/k rows as HF has them)."""
+        d = self.dtype or "f32"
+        if d not in ("f32", "f16", "bf16"):
+            raise ValueError("weightfs: names=\"hf\" reads f32, f16 or bf16, not %r" % (d,))
+        m = self._model
+        head = m.hf_read("model.safetensors", 0, 8, dtype=d)
+        n = int.from_bytes(head, "little")
+        hdr = json.loads(m.hf_read("model.safetensors", 8, n, dtype=d))
+        hdr.pop("__metadata__", None)
+        self._hf = {"dtype": d, "base": 8 + n, "tensors": hdr,
+                    "order": sorted(hdr, key=lambda k: hdr[k]["data_offsets"][0])}
 
     # -- lifetime --
     def close(self) -> None:
@@ -671,12 +737,13 @@ class SafeOpen:
 
     # -- listing --
     def keys(self) -> List[str]:
-        """Tensor names in the order the model's files list them."""
-        return self.model.keys()
+        """Tensor names in the order the model's files list them (names="hf": the hf/
+        view's model.safetensors)."""
+        return list(self._hf["order"]) if self._hf else self.model.keys()
 
     def offset_keys(self) -> List[str]:
         """The same (safetensors lists them in file order under this name)."""
-        return self.model.keys()
+        return self.keys()
 
     def metadata(self) -> Dict[str, Any]:
         """The model's metadata: the safetensors __metadata__ (strings) or
@@ -684,10 +751,10 @@ class SafeOpen:
         return self.model.metadata
 
     def __len__(self) -> int:
-        return len(self.model)
+        return len(self._hf["order"]) if self._hf else len(self.model)
 
     def __contains__(self, name: object) -> bool:
-        return name in self.model
+        return name in self._hf["tensors"] if self._hf else name in self.model
 
     def __iter__(self) -> Iterator[str]:
         return iter(self.keys())
@@ -727,8 +794,32 @@ class SafeOpen:
                                 % (name, a.dtype, e)) from None
         return t if self.device == "cpu" else t.to(self.device)
 
+    def _hf_tensor(self, name: str) -> Any:
+        hf = self._hf
+        t = hf["tensors"].get(name)
+        if t is None:
+            raise KeyError("weightfs: hf/model.safetensors has no tensor %r" % (name,))
+        lo, hi = t["data_offsets"]
+        np_dt = {"F32": np.float32, "F16": np.float16, "BF16": np.uint16}[t["dtype"]]
+        a = np.empty(t["shape"], dtype=np_dt)
+        if a.nbytes != hi - lo:
+            raise WeightfsError(_EFORMAT, "weightfs: hf/ %s: %d bytes for shape %r" % (name, hi - lo,
+                                                                                         t["shape"]))
+        self.model.hf_read("model.safetensors", hf["base"] + lo, hi - lo, dtype=hf["dtype"], out=a)
+        if self.framework == "np":
+            return a
+        torch = _torch()
+        x = torch.from_numpy(a.view(np.int16)).view(torch.bfloat16) if t["dtype"] == "BF16" else torch.from_numpy(a)
+        return x if self.device == "cpu" else x.to(self.device)
+
+    def hf_file(self, name: str) -> bytes:
+        """A file of the hf/ view (config.json, tokenizer.json, ...), whole."""
+        return self.model.hf_read(name, dtype=self._hf["dtype"] if self._hf else "f32")
+
     def get_tensor(self, name: str) -> Any:
         """Tensor `name` whole, as a numpy array or torch tensor."""
+        if self._hf:
+            return self._hf_tensor(name)
         d = self._read_dtype(name)
         return self._convert(name, self.model.get(name, dtype=d), d)
 
@@ -806,7 +897,8 @@ class Slice:
         return own._convert(self.name, np.ascontiguousarray(a), d)
 
 
-def safe_open(path: PathLike, framework: str = "np", dtype: Any = None, device: str = "cpu") -> SafeOpen:
+def safe_open(path: PathLike, framework: str = "np", dtype: Any = None, device: str = "cpu",
+              names: str = "model") -> SafeOpen:
     """Opens a model as safetensors' safe_open does a file, for code that
     already loads weights that way; any MODEL form (GGUF, safetensors, a
     split GGUF part, an index, a folder).  framework "np" (numpy arrays)
@@ -817,5 +909,9 @@ def safe_open(path: PathLike, framework: str = "np", dtype: Any = None, device: 
     "stored", or torch.float16 and the like) picks one for all of them
     ("bf16" under "np" gives uint16 arrays of the bits).  Integer and bool
     tensors are always themselves.  device= (pt only) moves each tensor
-    there after reading."""
-    return SafeOpen(path, framework, dtype, device)
+    there after reading.  names="hf" (a GGUF model): the names and tensors
+    of the hf/ view's model.safetensors (docs/hf.md), so that
+    model.load_state_dict({k: f.get_tensor(k) for k in f.keys()}) works;
+    dtype f32 (default), f16 or bf16; f.hf_file("config.json") gives that
+    view's other files."""
+    return SafeOpen(path, framework, dtype, device, names)

@@ -177,6 +177,40 @@ struct weightfs_stats {
 WEIGHTFS_API int weightfs_stats(weightfs_model *m, size_t i, int dtype, unsigned nthreads, struct weightfs_stats *st,
 				char *err, size_t errlen);
 
+/* The files of the hf/ view of a GGUF model (docs/hf.md): the Hugging
+ * Face folder transformers builds from it, made on read as the mount's
+ * hf/ is. */
+enum weightfs_hf_file {
+	WEIGHTFS_HF_SAFETENSORS,        /* model.safetensors: HF names, q/k rows and norms as HF has them */
+	WEIGHTFS_HF_CONFIG,             /* config.json */
+	WEIGHTFS_HF_GENERATION_CONFIG,  /* generation_config.json */
+	WEIGHTFS_HF_TOKENIZER,          /* tokenizer.json */
+	WEIGHTFS_HF_TOKENIZER_CONFIG,   /* tokenizer_config.json */
+	WEIGHTFS_HF_SPECIAL_TOKENS_MAP, /* special_tokens_map.json */
+	WEIGHTFS_HF_TOKENIZER_MODEL,    /* tokenizer.model (SentencePiece vocabularies only) */
+	WEIGHTFS_HF_FILES
+};
+
+/* The name of hf/ file `file` ("model.safetensors"), or NULL. */
+WEIGHTFS_API const char *weightfs_hf_file_name(int file);
+
+/* The size of hf/ file `file` of m, with model.safetensors' tensors in
+ * dtype (WEIGHTFS_F32, F16 or BF16; WEIGHTFS_DEFAULT: the one m was
+ * opened with, F32 for STORED).  The view is made on the first call and
+ * again when dtype changes (not concurrently with reads of it).
+ * WEIGHTFS_EUNSUP with the reason in err when m has no such file (not a
+ * GGUF, an architecture transformers has no model for, no tokenizer,
+ * tokenizer.model of a byte-level vocabulary). */
+WEIGHTFS_API int weightfs_hf_size(weightfs_model *m, int dtype, int file, uint64_t *size, char *err,
+				  size_t errlen);
+
+/* Reads len bytes at offset of hf/ file `file` (made by weightfs_hf_size
+ * first) into buf; *got gets the bytes read (fewer only at the file's
+ * end).  Safe from several threads at once.  WEIGHTFS_ECHANGED when a
+ * file of the model changed; WEIGHTFS_EINVAL before weightfs_hf_size. */
+WEIGHTFS_API int weightfs_hf_read(weightfs_model *m, int file, uint64_t offset, size_t len, void *buf, size_t *got,
+				  char *err, size_t errlen);
+
 /* The model's metadata as a JSON object (GGUF key/values, or the
  * safetensors __metadata__), *len bytes, NUL-terminated; lives as long as m. */
 WEIGHTFS_API const char *weightfs_metadata_json(const weightfs_model *m, size_t *len);

@@ -6,6 +6,7 @@
 #include "base/wf_buf.h"
 #include "base/wf_pool.h"
 #include "base/wf_names.h"
+#include "view/wf_hf_file.h"
 #include "view/wf_live.h"
 #include "model/wf_set.h"
 #include "codec/wf_types.h"
@@ -36,6 +37,11 @@ struct weightfs_model {
 	uint32_t *stored_of;   /* [n_tensors]: the hidden part a decoded layer's name is stored under, or
 				* WF_NAMES_NONE (GPTQ, AWQ: PREFIX.weight is no stored tensor) */
 	int dtype;             /* WEIGHTFS_F32..STORED: what WEIGHTFS_DEFAULT stands for */
+	/* the hf/ view (weightfs_hf_size), made on first use */
+	struct wf_hf_file *hf;
+	int hf_dtype;
+	struct wf_live hf_lv;  /* reads of its files (hf_seg) */
+	bool hf_lv_ok;
 };
 
 /* The view a public dtype asks for (WEIGHTFS_F32..WEIGHTFS_STORED). */
@@ -118,10 +124,20 @@ WEIGHTFS_API int weightfs_open(const char *path, int dtype, weightfs_model **out
 	return WEIGHTFS_OK;
 }
 
+static void hf_drop(weightfs_model *h)
+{
+	if (h->hf_lv_ok)
+		wf_live_free(&h->hf_lv);
+	h->hf_lv_ok = false;
+	wf_hf_file_free(h->hf);
+	h->hf = NULL;
+}
+
 WEIGHTFS_API void weightfs_close(weightfs_model *h)
 {
 	if (!h)
 		return;
+	hf_drop(h);
 	wf_names_free(&h->names);
 	free(h->stored_of);
 	wf_live_free(&h->lv);
@@ -363,6 +379,101 @@ WEIGHTFS_API int weightfs_stats(weightfs_model *h, size_t i, int dtype, unsigned
 	*st = (struct weightfs_stats){.count = ws.count, .finite = ws.finite, .min = ws.min, .max = ws.max,
 				      .mean = ws.mean, .std = ws.std, .absmax = ws.absmax, .zeros = ws.zeros,
 				      .nan = ws.nan, .inf = ws.inf};
+	return WEIGHTFS_OK;
+}
+
+static const char *const hf_names[WEIGHTFS_HF_FILES] = {
+	"model.safetensors", "config.json", "generation_config.json", "tokenizer.json",
+	"tokenizer_config.json", "special_tokens_map.json", "tokenizer.model",
+};
+
+WEIGHTFS_API const char *weightfs_hf_file_name(int file)
+{
+	return file >= 0 && file < WEIGHTFS_HF_FILES ? hf_names[file] : NULL;
+}
+
+/* The bytes of an hf/ file held in memory (all but model.safetensors), or NULL. */
+static const char *hf_blob(const struct wf_hf_file *f, int file, size_t *len)
+{
+	const char *p[WEIGHTFS_HF_FILES] = {NULL, f->config_json, f->gen_json};
+	size_t n[WEIGHTFS_HF_FILES] = {0, f->config_len, f->gen_len};
+	if (f->has_tok) {
+		p[3] = f->tok.tokenizer_json, n[3] = f->tok.tokenizer_json_len;
+		p[4] = f->tok.tokenizer_config_json, n[4] = f->tok.tokenizer_config_json_len;
+		p[5] = f->tok.special_tokens_map_json, n[5] = f->tok.special_tokens_map_json_len;
+		p[6] = f->tok.tokenizer_model, n[6] = f->tok.tokenizer_model_len;
+	}
+	*len = n[file];
+	return p[file];
+}
+
+static void hf_seg(const void *files, uint32_t file, uint64_t off, struct wf_seg *seg)
+{
+	const struct wf_hf_file *f = files;
+	memset(seg, 0, sizeof *seg);
+	seg->kind = WF_SEG_NONE;
+	size_t len;
+	const char *b;
+	if (file == WEIGHTFS_HF_SAFETENSORS && f->st) {
+		wf_gguf_file_seg(f->st, off, seg);
+	} else if (file < WEIGHTFS_HF_FILES && file != WEIGHTFS_HF_SAFETENSORS && (b = hf_blob(f, (int)file, &len)) &&
+		   off < len) {
+		seg->kind = WF_SEG_BYTES;
+		seg->len = len;
+		seg->bytes = b;
+	}
+}
+
+WEIGHTFS_API int weightfs_hf_size(weightfs_model *h, int dtype, int file, uint64_t *size, char *err, size_t errlen)
+{
+	if (!h || !size || file < 0 || file >= WEIGHTFS_HF_FILES ||
+	    (dtype != WEIGHTFS_DEFAULT && (dtype < WEIGHTFS_F32 || dtype > WEIGHTFS_BF16)))
+		return wf_api_fail(err, errlen, WEIGHTFS_EINVAL, "weightfs_hf_size: bad argument");
+	if (dtype == WEIGHTFS_DEFAULT)
+		dtype = h->dtype == WEIGHTFS_STORED ? WEIGHTFS_F32 : h->dtype;
+	char msg[WF_ERRLEN];
+	if (h->hf && h->hf_dtype != dtype)
+		hf_drop(h);
+	if (!h->hf) {
+		enum wf_err rc = wf_hf_file_new(h->m, dtype_view(dtype), &h->hf, msg);
+		if (rc != WF_OK)
+			return wf_api_fail(err, errlen, (int)rc, "hf/: %s", msg);
+		if (wf_live_init(&h->hf_lv, h->m, hf_seg, h->hf, NULL, NULL) != WF_OK) {
+			hf_drop(h);
+			return wf_api_fail(err, errlen, WEIGHTFS_ENOMEM, "hf/: out of memory");
+		}
+		h->hf_lv_ok = true;
+		h->hf_dtype = dtype;
+	}
+	size_t len = 0;
+	if (file == WEIGHTFS_HF_SAFETENSORS && h->hf->st) {
+		*size = h->hf->st->size;
+		return WEIGHTFS_OK;
+	}
+	if (file != WEIGHTFS_HF_SAFETENSORS && hf_blob(h->hf, file, &len)) {
+		*size = len;
+		return WEIGHTFS_OK;
+	}
+	return wf_api_fail(err, errlen, WEIGHTFS_EUNSUP, "hf/%s: none: %s", hf_names[file],
+			   file <= WEIGHTFS_HF_GENERATION_CONFIG ? h->hf->model_why
+			   : !h->hf->has_tok			 ? h->hf->tok_why
+								 : "a byte-level vocabulary has no tokenizer.model");
+}
+
+WEIGHTFS_API int weightfs_hf_read(weightfs_model *h, int file, uint64_t offset, size_t len, void *buf, size_t *got,
+				  char *err, size_t errlen)
+{
+	size_t n = 0;
+	if (got)
+		*got = 0;
+	if (!h || !h->hf || !h->hf_lv_ok || file < 0 || file >= WEIGHTFS_HF_FILES || (!buf && len))
+		return wf_api_fail(err, errlen, WEIGHTFS_EINVAL, "weightfs_hf_read: bad argument, or no weightfs_hf_size first");
+	enum wf_err rc = wf_live_read(&h->hf_lv, (uint32_t)file, offset, len, buf, &n);
+	if (got)
+		*got = n;
+	if (rc != WF_OK)
+		return wf_api_fail(err, errlen, (int)rc, "hf/%s: %s", hf_names[file],
+				   rc == WF_ERR_CHANGED ? "a file of the model changed" : "cannot be read");
 	return WEIGHTFS_OK;
 }
 

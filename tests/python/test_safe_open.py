@@ -333,6 +333,73 @@ def typed_for_editors():
     check(typing.get_type_hints(weightfs.safe_open)["return"] is weightfs.SafeOpen, "safe_open -> SafeOpen")
 
 
+HF_NAMES = {"token_embd": "model.embed_tokens", "output_norm": "model.norm", "output": "lm_head"}
+HF_LAYER = {"attn_norm": "input_layernorm", "attn_q": "self_attn.q_proj", "attn_k": "self_attn.k_proj",
+            "attn_v": "self_attn.v_proj", "attn_output": "self_attn.o_proj", "ffn_norm": "post_attention_layernorm",
+            "ffn_gate": "mlp.gate_proj", "ffn_up": "mlp.up_proj", "ffn_down": "mlp.down_proj"}
+
+
+def hf_name(g):
+    stem, sfx = g.rsplit(".", 1)
+    if stem in HF_NAMES:
+        return HF_NAMES[stem] + "." + sfx
+    if stem.startswith("blk."):
+        _, n, part = stem.split(".", 2)
+        return "model.layers.%s.%s.%s" % (n, HF_LAYER[part], sfx) if part in HF_LAYER else None
+    return None
+
+
+@test
+@needs_torch
+def test_safe_open_names_hf():
+    """names="hf" over the demo llama GGUF: transformers' names (written out here
+    independently of the library's table), q/k rows put back from llama.cpp's order with
+    numpy (head h, pair i, half j), every tensor float32 and bit-equal to Model.get's
+    decode; rope_freqs.weight left out; bf16 reads are the rounding of those; config.json
+    from hf_file; a safetensors model has no hf/ (WeightfsError); names= other values fail."""
+    import json
+    torch = torch_or_none()
+    m = weightfs.open(DEMO)
+    meta = m.metadata
+    H, KV = meta["llama.attention.head_count"], meta["llama.attention.head_count_kv"]
+    want = {}
+    for g in m.keys():
+        h = hf_name(g)
+        if h is None:
+            continue
+        a = m.get(g, dtype="f32")
+        if ".attn_q." in g or ".attn_k." in g:
+            heads = H if ".attn_q." in g else KV
+            r = a.shape[0]
+            a = a.reshape(heads, r // heads // 2, 2, *a.shape[1:]).swapaxes(1, 2).reshape(a.shape)
+        want[h] = a
+    with weightfs.safe_open(DEMO, framework="pt", names="hf") as f:
+        check(sorted(f.keys()) == sorted(want), "keys %r, want %r" % (sorted(set(f.keys()) ^ set(want)), []))
+        check(len(f) == len(want) and "lm_head.weight" in f and "rope_freqs.weight" not in f, "len / contains")
+        for k, a in want.items():
+            t = f.get_tensor(k)
+            check(t.dtype == torch.float32 and list(t.shape) == list(a.shape), "%s: %s %s" % (k, t.dtype, t.shape))
+            check(same_bits(t.numpy(), a), "%s differs from the decode with q/k rows put back" % k)
+        cfg = json.loads(f.hf_file("config.json"))
+        check(cfg["architectures"] == ["LlamaForCausalLM"] and cfg["num_key_value_heads"] == KV, "config %r" % cfg)
+    with weightfs.safe_open(DEMO, framework="pt", names="hf", dtype="bf16") as f:
+        t = f.get_tensor("lm_head.weight")
+        ref = torch.from_numpy(want["lm_head.weight"]).to(torch.bfloat16)
+        check(t.dtype == torch.bfloat16 and torch.equal(t.view(torch.int16), ref.view(torch.int16))
+              or bool(torch.isnan(ref).any()), "bf16 is not the rounding of the float32 decode")
+    st = os.path.join(ST_ORACLE, sorted(x for x in os.listdir(ST_ORACLE) if x.endswith(".safetensors"))[0])
+    try:
+        weightfs.safe_open(st, names="hf")
+        check(False, "names=\"hf\" of a safetensors model did not fail")
+    except weightfs.WeightfsError as e:
+        check("hf/" in str(e), "message %r" % str(e))
+    try:
+        weightfs.safe_open(DEMO, names="gguf")
+        check(False, "names=\"gguf\" accepted")
+    except ValueError:
+        pass
+
+
 def main():
     passed = failed = skipped = 0
     no_torch = torch_or_none() is None
