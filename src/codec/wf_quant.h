@@ -50,6 +50,7 @@ void wf_quant_iq4_xs(const float *src, uint8_t *dst, size_t nblocks);
 
 /* AVX2 twins (same bytes; wf_quant_x86.c), for CPUs wf_cpu_has_simd() accepts. */
 #ifdef WF_HAVE_X86_SIMD
+void wf_quant_q2_k_avx2(const float *src, uint8_t *dst, size_t nblocks);
 void wf_quant_q4_k_avx2(const float *src, uint8_t *dst, size_t nblocks);
 void wf_quant_q5_k_avx2(const float *src, uint8_t *dst, size_t nblocks);
 void wf_quant_q6_k_avx2(const float *src, uint8_t *dst, size_t nblocks);

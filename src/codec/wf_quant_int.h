@@ -65,12 +65,12 @@ static inline float wf_f16_round(float f)
 /* The state make_qkx2_quants' search starts from (wf_quant_k.c's qkx2):
  * n <= 32 values x with weights w, levels 0..nmax, tries 0..nstep < 24. */
 struct wf_qkx2 {
-	int n, nmax, nstep;
+	int n, nmax, nstep, use_mad;
 	const float *x, *w;
 	float max, rmin, rdelta, sum_w, sum_x;
 };
 
-/* That search (use_mad = false) with AVX2, from the first fit's scale and
+/* That search with AVX2, from the first fit's scale and
  * error best and min *min_io: L and *min_io get what ggml's tries leave,
  * the scale is returned (wf_quant_x86.c).  Needs an AVX2 CPU. */
 float wf_qkx2_search_avx2(const struct wf_qkx2 *q, uint8_t *L, float *min_io, float scale, float best);

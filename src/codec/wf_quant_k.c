@@ -50,8 +50,8 @@ static float qkx2(int n, int nmax, const float *x, const float *w, uint8_t *L, f
 		best += w[i] * (use_mad ? fabsf(diff) : diff * diff);
 	}
 #ifdef WF_HAVE_X86_SIMD
-	if (simd && !use_mad && n <= 32 && nstep < 24) {
-		const struct wf_qkx2 q = { n, nmax, nstep, x, w, max, rmin, rdelta, sum_w, sum_x };
+	if (simd && n <= 32 && nstep < 24) {
+		const struct wf_qkx2 q = { n, nmax, nstep, use_mad, x, w, max, rmin, rdelta, sum_w, sum_x };
 		scale = wf_qkx2_search_avx2(&q, L, &min, scale, best);
 		*the_min = -min;
 		return scale;
@@ -96,7 +96,7 @@ static float qkx2(int n, int nmax, const float *x, const float *w, uint8_t *L, f
 	return scale;
 }
 
-static void q2_k_block(const float *x, uint8_t *y)
+static void q2_k_block(const float *x, uint8_t *y, int simd)
 {
 	uint8_t L[WF_QK_K], *sc = y + WF_Q2_K_SCALES;
 	float w[16], mins[16], scales[16], max_scale = 0, max_min = 0;
@@ -104,7 +104,7 @@ static void q2_k_block(const float *x, uint8_t *y)
 	for (int j = 0; j < 16; j++) {
 		for (int l = 0; l < 16; l++)
 			w[l] = fabsf(x[16 * j + l]);
-		scales[j] = qkx2(16, 3, x + 16 * j, w, L + 16 * j, &mins[j], -0.5f, 0.1f, 15, 1, 0);
+		scales[j] = qkx2(16, 3, x + 16 * j, w, L + 16 * j, &mins[j], -0.5f, 0.1f, 15, 1, simd);
 		if (scales[j] > max_scale)
 			max_scale = scales[j];
 		if (mins[j] > max_min)
@@ -144,8 +144,16 @@ static void q2_k_block(const float *x, uint8_t *y)
 void wf_quant_q2_k(const float *src, uint8_t *dst, size_t nblocks)
 {
 	for (size_t b = 0; b < nblocks; b++)
-		q2_k_block(src + b * WF_QK_K, dst + b * WF_Q2_K_BYTES);
+		q2_k_block(src + b * WF_QK_K, dst + b * WF_Q2_K_BYTES, 0);
 }
+
+#ifdef WF_HAVE_X86_SIMD
+void wf_quant_q2_k_avx2(const float *src, uint8_t *dst, size_t nblocks)
+{
+	for (size_t b = 0; b < nblocks; b++)
+		q2_k_block(src + b * WF_QK_K, dst + b * WF_Q2_K_BYTES, 1);
+}
+#endif
 
 /* The signed value of the first largest |x| of n values and that |x|. */
 static float absmax(const float *x, int n, float *amax_out)

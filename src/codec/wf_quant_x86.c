@@ -1,5 +1,6 @@
-/* wf_quant_x86.c - the AVX2 twin of make_qkx2_quants' scale search (Q4_K,
- * Q5_K), byte-identical with the scalar one (wf_quant_k.c).
+/* wf_quant_x86.c - AVX2 twins of ggml's scale searches: make_qkx2_quants
+ * (Q2_K, Q4_K, Q5_K) and make_qx_quants (Q6_K), byte-identical with the
+ * scalar ones (wf_quant_k.c).
  *
  * ggml tries nstep + 1 scales one after the other, each a sequential sum
  * over the sub-block's values: the order of those sums must stay, so the
@@ -30,9 +31,12 @@ struct qk_pass {
 	int32_t ok[NT];
 };
 
-TGT static void qk_pass(int n, int nmax, const float *x, const float *w, float min, float max, float rmin,
-			float rdelta, float sum_w, float sum_x, struct qk_pass *p)
+TGT static void qk_pass(const struct wf_qkx2 *q, float min, struct qk_pass *p)
 {
+	const int n = q->n, nmax = q->nmax;
+	const float *x = q->x, *w = q->w, max = q->max, rmin = q->rmin, rdelta = q->rdelta;
+	const float sum_w = q->sum_w, sum_x = q->sum_x;
+	const __m256 absmask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
 	float isc[NT];
 	__m256 vis[NV], sl[NV], sl2[NV], sxl[NV], tsc[NV], tmn[NV], cur[NV];
 	const __m256i mask = _mm256_set1_epi32(0x007fffff), off = _mm256_set1_epi32(0x00400000);
@@ -72,7 +76,8 @@ TGT static void qk_pass(int n, int nmax, const float *x, const float *w, float m
 		for (int v = 0; v < NV; v++) {
 			__m256 lf = _mm256_cvtepi32_ps(_mm256_loadu_si256((const __m256i *)(p->lev[i] + 8 * v)));
 			__m256 diff = _mm256_sub_ps(_mm256_add_ps(_mm256_mul_ps(tsc[v], lf), tmn[v]), vx);
-			cur[v] = _mm256_add_ps(cur[v], _mm256_mul_ps(vw, _mm256_mul_ps(diff, diff)));
+			__m256 e = q->use_mad ? _mm256_and_ps(diff, absmask) : _mm256_mul_ps(diff, diff);
+			cur[v] = _mm256_add_ps(cur[v], _mm256_mul_ps(vw, e));
 		}
 	}
 	for (int v = 0; v < NV; v++) {
@@ -99,7 +104,7 @@ TGT float wf_qkx2_search_avx2(const struct wf_qkx2 *q, uint8_t *L, float *min_io
 	while (s0 < ns) {
 		int next = ns;
 
-		qk_pass(q->n, q->nmax, q->x, q->w, min, q->max, q->rmin, q->rdelta, q->sum_w, q->sum_x, &p);
+		qk_pass(q, min, &p);
 		for (int s = s0; s < ns; s++) {
 			if (!p.ok[s] || !(p.cur[s] < best))
 				continue;

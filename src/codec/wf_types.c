@@ -81,7 +81,7 @@ static const struct wf_type wf_types[WF_T_COUNT] = {
 	[WF_T_Q8_0]     = DECSQ("Q8_0", WF_Q8_0_BLCK, WF_Q8_0_BYTES, wf_decode_q8_0, wf_quant_q8_0),
 	/* ggml's activation format: ggml has no to_float; qs * d as Q8_0. */
 	[WF_T_Q8_1]     = DECS("Q8_1", WF_Q8_1_BLCK, WF_Q8_1_BYTES, wf_decode_q8_1),
-	[WF_T_Q2_K]     = DECSQ("Q2_K", WF_Q2_K_BLCK, WF_Q2_K_BYTES, wf_decode_q2_k, wf_quant_q2_k),
+	[WF_T_Q2_K]     = DECSQS("Q2_K", WF_Q2_K_BLCK, WF_Q2_K_BYTES, wf_decode_q2_k, wf_quant_q2_k),
 	[WF_T_Q3_K]     = DECSQ("Q3_K", WF_Q3_K_BLCK, WF_Q3_K_BYTES, wf_decode_q3_k, wf_quant_q3_k),
 	[WF_T_Q4_K]     = DECSQS("Q4_K", WF_Q4_K_BLCK, WF_Q4_K_BYTES, wf_decode_q4_k, wf_quant_q4_k),
 	[WF_T_Q5_K]     = DECSQS("Q5_K", WF_Q5_K_BLCK, WF_Q5_K_BYTES, wf_decode_q5_k, wf_quant_q5_k),
