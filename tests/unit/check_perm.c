@@ -434,6 +434,10 @@ START_TEST(test_node_folders)
 	mk("snap", 0755, true);
 	ln("../blobs/b", "snap/b");
 	ln("../open/cfg", "snap/config.json");
+	ln("b", "snap/chain");          /* a link to the link */
+	mk("closed2", 0700, true);
+	ln("../blobs/b", "closed2/hop");
+	ln("../closed2/hop", "snap/via"); /* through a link in a 0700 folder */
 	struct wf_model *m = two_part_model();
 	char p0[256];
 	snprintf(p0, sizeof p0, "%s/open/a", base);
@@ -467,6 +471,21 @@ START_TEST(test_node_folders)
 	ck_assert_int_eq(wf_perm_node(&p, 0).mode, 0555);
 	ck_assert_int_eq(wf_perm_node(&p, tj).mode, 0444);
 	wf_perms_free(&p);
+	/* the same blob through a chain of links: open; through a link in a
+	 * 0700 folder: its owner's */
+	const char *via[] = {"snap/chain", "snap/via"};
+	const mode_t via_mode[] = {0444, 0400};
+	for (int i = 0; i < 2; i++) {
+		free(m->parts[1].link);
+		snprintf(p0, sizeof p0, "%s/%s", base, via[i]);
+		m->parts[1].link = strdup(p0);
+		ck_assert_int_eq(wf_perms_init(&p, t, m, err), WF_OK);
+		ck_assert_int_eq(wf_perm_node(&p, t->tensor_node[1]).mode, via_mode[i]);
+		wf_perms_free(&p);
+	}
+	free(m->parts[1].link);
+	snprintf(p0, sizeof p0, "%s/snap/b", base);
+	m->parts[1].link = strdup(p0);
 	/* config.json's folder closed: config.json, and model.gguf if any */
 	snprintf(p0, sizeof p0, "%s/open", base);
 	ck_assert_int_eq(chmod(p0, 0711), 0);
