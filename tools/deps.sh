@@ -44,6 +44,8 @@ if [ "$what" = test ]; then
 	# the mount suite's bfloat16 oracle (views group); without it a numpy
 	# reimplementation of the rounding stands in
 	/usr/bin/python3 -c 'import torch' >/dev/null 2>&1 || missing+=(python3-torch)
+	# SentencePiece loads the hf/ tokenizer.model (hftok group)
+	/usr/bin/python3 -c 'import sentencepiece' >/dev/null 2>&1 || missing+=(python3-sentencepiece)
 	# libFuzzer's runtime ships apart from clang
 	if command -v clang >/dev/null 2>&1; then
 		echo 'int LLVMFuzzerTestOneInput(const char *d, unsigned long n){(void)d;(void)n;return 0;}' |

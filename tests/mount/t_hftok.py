@@ -5,7 +5,9 @@ tokenizers@0.23.2, tests/clients/hf_tokenize.js) on the tokenizer.json must
 give the ids llama.cpp (tests/clients/llama.py) gives on the GGUF, for every
 string of tests/clients/corpus.json with and without the special tokens
 added, and for llama.cpp's test vectors (.inp/.out); tokenizer.model must
-parse back to the GGUF's pieces; vocabularies weightfs does not map are
+parse back to the GGUF's pieces and SentencePiece (python3-sentencepiece) must
+give llama.cpp's ids with it (special tokens not parsed: SentencePiece has no
+such step); vocabularies weightfs does not map are
 refused with one line naming the key.
 """
 
@@ -129,7 +131,19 @@ def one_vocab(vocab):
         want = [(t, struct.unpack("<f", struct.pack("<f", s))[0], ty) for t, s, ty in zip(toks, scores, types)]
         if mtype != 2 or [(p, struct.unpack("<f", struct.pack("<f", s))[0], ty) for p, s, ty in pieces] != want:
             raise Fail("tokenizer.model: model_type %s, pieces differ from the GGUF's" % mtype)
-        notes.append("tokenizer.model %d pieces" % len(pieces))
+        try:
+            import sentencepiece
+        except ImportError:
+            skip_or_fail("no python3-sentencepiece to load tokenizer.model")
+        sp = sentencepiece.SentencePieceProcessor(model_file=tm)
+        plain = ll(g, cj, ["--no-special", "--no-parse-special"])
+        bad = [i for i, s in enumerate(corpus) if sp.encode(s) != plain[i]]
+        if bad or (sp.bos_id(), sp.eos_id(), sp.unk_id()) != (kv["tokenizer.ggml.bos_token_id"],
+                                                          kv["tokenizer.ggml.eos_token_id"], types.index(2)):
+            raise Fail("SentencePiece on tokenizer.model: %d strings differ from llama.cpp (parse_special off), "
+                       "first %r; bos/eos/unk %s" % (len(bad), corpus[bad[0]][:40] if bad else None,
+                                                     (sp.bos_id(), sp.eos_id(), sp.unk_id())))
+        notes.append("tokenizer.model %d pieces, SentencePiece ids == llama.cpp's" % len(pieces))
     return "%d strings x2%s" % (len(corpus), "; " + ", ".join(notes) if notes else "")
 
 
