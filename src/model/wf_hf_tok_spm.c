@@ -8,10 +8,9 @@
 #include <string.h>
 
 struct cand {
+	float st, sl, sr;    /* the scores of t, l, r (qsort has no context argument) */
 	uint32_t l, r, t, k; /* left, right, merged token; k the split offset */
 };
-
-static const float *g_score; /* qsort has no context argument */
 
 /* transformers' order (GGUFTokenizerSkeleton): the merged token's score
  * descending, ties in vocabulary order, then each token's splits by the
@@ -19,15 +18,14 @@ static const float *g_score; /* qsort has no context argument */
 static int cand_cmp(const void *pa, const void *pb)
 {
 	const struct cand *a = pa, *b = pb;
-	const float *s = g_score;
-	if (s[a->t] != s[b->t])
-		return s[a->t] > s[b->t] ? -1 : 1;
+	if (a->st != b->st)
+		return a->st > b->st ? -1 : 1;
 	if (a->t != b->t)
 		return a->t < b->t ? -1 : 1;
-	if (s[a->l] != s[b->l])
-		return s[a->l] > s[b->l] ? -1 : 1;
-	if (s[a->r] != s[b->r])
-		return s[a->r] > s[b->r] ? -1 : 1;
+	if (a->sl != b->sl)
+		return a->sl > b->sl ? -1 : 1;
+	if (a->sr != b->sr)
+		return a->sr > b->sr ? -1 : 1;
 	return a->k < b->k ? -1 : a->k > b->k;
 }
 
@@ -57,10 +55,9 @@ enum wf_err ht_spm_merges(struct ht_in *in, char *why)
 				}
 				c = g, cap = nc;
 			}
-			c[n_c++] = (struct cand){(uint32_t)l, (uint32_t)r, (uint32_t)i, k};
+			c[n_c++] = (struct cand){in->score[i], in->score[l], in->score[r], (uint32_t)l, (uint32_t)r, (uint32_t)i, k};
 		}
 	}
-	g_score = in->score;
 	if (n_c)
 		qsort(c, n_c, sizeof *c, cand_cmp);
 	in->merge = malloc((n_c ? n_c : 1) * sizeof *in->merge);
