@@ -266,7 +266,8 @@ def _pairs(m, src_dir):
     (a hub snapshot's links)."""
     tj = json.load(open(m.path("tensors.json")))
     ents = tj["tensors"] if "tensors" in tj else [dict(v, name=k) for k, v in tj.items()]
-    src = lambda f: os.path.join(src_dir, f)  # noqa: E731
+    def src(f):
+        return os.path.join(src_dir, f)
     parts = sorted({src(e["file"]) for e in ents})
     names = os.listdir(m.mp)
     index = [os.path.join(src_dir, n) for n in os.listdir(src_dir) if n.endswith(".index.json")]
