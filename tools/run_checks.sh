@@ -26,9 +26,10 @@ max_named=20
 # "file.c:LINE:F:suite:test:..." (E for an error, a crash included), the
 # mount tests' "FAIL - name: reason" ("not ok - name" in TAP form), the
 # Python tests' "FAIL name", readme/install's "X-check: FAIL: why", the
-# fuzzers' "fuzz: X FAILED".  Each cut to one short line.
+# fuzzers' "fuzz: X FAILED", a sanitizer's closing "SUMMARY:" line.  Each
+# cut to one short line.
 failing_tests() {
-	grep -aE '^[^ :]+:[0-9]+:[EF]:|^(not ok|FAIL) |^[a-z-]+: FAIL|^fuzz: .* FAILED' "$1" |
+	grep -aE '^[^ :]+:[0-9]+:[EF]:|^(not ok|FAIL) |^[a-z-]+: FAIL|^fuzz: .* FAILED|^SUMMARY: [A-Za-z]+Sanitizer' "$1" |
 		cut -c1-200
 }
 
