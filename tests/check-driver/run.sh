@@ -24,6 +24,7 @@ good-check)
 	echo "layers fine"; echo "good-check: 3 passed, 0 failed"; exit 0 ;;
 unit-fake)
 	echo "Running suite(s): perm"
+	echo "SUMMARY: AddressSanitizer: heap-use-after-free wf_zz.c:12 in zz_free"
 	echo "66%: Checks: 3, Failures: 1, Errors: 0"
 	echo "tests/unit/check_perm.c:120:F:perm:test_zz_dir_bits:0: Assertion 'r.mode == 0400' failed: r.mode == 292"
 	exit 1 ;;
@@ -58,7 +59,7 @@ last=$(tail -n 1 "$tmp/out")
 # what comes after the last line of any target's own output
 tail_part=$(sed -n '/^make[[:space:]]*\[1\]: \*\*\* \[Makefile:9: crash-fake\]/,$p' "$tmp/out" | sed 1d)
 before=$(printf '%s\n' "$tail_part" | sed '/^make check, by target:/,$d')
-for want in "unit-fake: log $tmp/logs/unit-fake.log" "test_zz_dir_bits" \
+for want in "unit-fake: log $tmp/logs/unit-fake.log" "test_zz_dir_bits" "heap-use-after-free wf_zz.c:12" \
 	"mount-fake: log $tmp/logs/mount-fake.log" "FAIL - perms: a model in a 0700 folder" \
 	"py-fake: log $tmp/logs/py-fake.log" "FAIL test_threads_minus_one" \
 	"crash-fake: log $tmp/logs/crash-fake.log" "zzcrash: Segmentation fault"; do
