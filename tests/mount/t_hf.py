@@ -218,6 +218,36 @@ def vocab_only_case(state):
     return "; ".join(names) + " | " + " ".join(ln.strip() for ln in line)[:160]
 
 
+def quant_case(state, kind, ftype, label):
+    """A quantized GGUF (llama.cpp's own llama_model_quantize of the F32 one): hf/ holds
+    the decoded weights; a torch forward pass over them agrees with llama.cpp on the
+    quantized GGUF (which also quantizes its activations: close, not equal)."""
+    import hf_forward
+    folder, g = state[kind]
+    q = os.path.join(new_dir("hfq-"), "%s-%s.gguf" % (kind, label))
+    client(["quantize", g, q, str(ftype)])
+    with open(os.path.join(folder, "config.json")) as f:
+        cfg = json.load(f)
+    ids = [1] + [int(x) for x in np.random.default_rng(5).integers(3, cfg["vocab_size"], 23)]
+    out = os.path.join(TMP, "hfq-lg.npy")
+    client(["logits", q, out] + [str(i) for i in ids])
+    a = np.load(out)
+    m = Mount(q)
+    try:
+        got, _ = st_load(m.path("hf/model.safetensors"))
+        b = np.asarray(hf_forward.logits(m.path("hf"), ids))
+    finally:
+        m.unmount()
+    orig = np.asarray(hf_forward.logits(folder, ids))
+    rel = float(np.abs(a - b).max() / np.abs(b).max())
+    rel_orig = float(np.abs(a - orig).max() / np.abs(orig).max())
+    top = float((a.argmax(-1) == b.argmax(-1)).mean())
+    if rel > 0.05 or top < 0.9 or rel >= rel_orig:
+        raise Fail("%s %s: logits over hf/ vs llama.cpp on the quantized GGUF: rel %.2g (the F32 original: %.2g), "
+                   "top-1 %.2f" % (kind, label, rel, rel_orig, top))
+    return "rel %.1e (against the unquantized weights %.1e), top-1 %.2f, %d tensors" % (rel, rel_orig, top, len(got))
+
+
 def dtype_case(state):
     folder, g = state["qwen2"]
     res = []
@@ -270,6 +300,10 @@ def group_hf():
               state)
         check("hf: %s: HF tokenizers on hf/tokenizer.json = llama.cpp on the GGUF" % kind, tokenizer_case, kind,
               state)
+    for kind, ftype, label in (("llama", 7, "Q8_0"), ("qwen2", 15, "Q4_K_M")):
+        if kind in state:
+            check("hf: %s quantized to %s by llama.cpp: torch over hf/ agrees with llama.cpp" % (kind, label),
+                  quant_case, state, kind, ftype, label)
     if "qwen2" in state:
         check("hf: -o dtype=bf16 and f16: hf/model.safetensors and torch_dtype follow", dtype_case, state)
     check("hf: a vocab-only GGUF: hf/ holds the tokenizer files only, WEIGHTFS.txt says why", vocab_only_case, state)

@@ -85,8 +85,16 @@ def check_set_mount(m, exp, errs, label, sidecars=None, n_parts=None):
             if "No model.gguf: " not in f.read():
                 errs.add("%s: no model.gguf, and WEIGHTFS.txt does not say why" % label)
         gguf = set()
+    # a GGUF set has hf/ when transformers has its architecture (docs/hf.md), else
+    # WEIGHTFS.txt says why not
+    hf = set()
+    if any(f.endswith(".gguf") for f in files):
+        if os.path.isdir(m.path("hf")):
+            hf = {"hf"}
+        elif "No hf/: " not in open(m.path("WEIGHTFS.txt")).read():
+            errs.add("%s: no hf/, and WEIGHTFS.txt does not say why" % label)
     want_root = tops | {"metadata.json", "tensors.json", "parts.json", "model.safetensors",
-                        "WEIGHTFS.txt", meta_dir(m.mp)} | set(sidecars or {}) | gguf
+                        "WEIGHTFS.txt", meta_dir(m.mp)} | set(sidecars or {}) | gguf | hf
     root = set(os.listdir(m.mp))
     if root != want_root:
         errs.add("%s: root holds %r, expected %r" % (label, sorted(root), sorted(want_root)))

@@ -61,17 +61,19 @@ def n_generated(m):
     safetensors model (docs/gguf.md) and one per metadata key."""
     with open(m.path("metadata.json"), "rb") as f:
         n = 4 + len(json.loads(f.read().decode("utf-8")))
-    # model.gguf is left out of a model GGUF cannot hold (names of 64 bytes or more): its
-    # own tests say when it must be there
-    return n + (1 if os.path.exists(m.path("model.gguf")) else 0)
+    # model.gguf is left out of a model GGUF cannot hold (names of 64 bytes or more), and a
+    # GGUF model's hf/ (docs/hf.md) of one of no architecture or tokenizer transformers has:
+    # their own tests say when they must be there
+    hf = m.path("hf")
+    return n + (1 if os.path.exists(m.path("model.gguf")) else 0) + (len(os.listdir(hf)) if os.path.isdir(hf) else 0)
 
 
 def walk_files(m, extras=False):
     """Relative paths of the files under the mount: the tensors and the
-    JSON files, without model.safetensors, model.gguf, WEIGHTFS.txt and the
+    JSON files, without model.safetensors, model.gguf, hf/, WEIGHTFS.txt and the
     metadata folder unless extras is set."""
     root = m.mp.encode()
-    skip = {b"model.safetensors", b"model.gguf", b"WEIGHTFS.txt", meta_dir(m.mp).encode()}
+    skip = {b"model.safetensors", b"model.gguf", b"hf", b"WEIGHTFS.txt", meta_dir(m.mp).encode()}
     found = set()
     for d, dirs, files in os.walk(root):
         if d == root and not extras:
