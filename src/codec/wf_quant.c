@@ -20,6 +20,34 @@
 #include "codec/wf_blocks.h"
 #include "codec/wf_quant_int.h"
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+
+/* Q4_0/Q4_1's 16 quant bytes from v = ((x - sub) * id) + add for the 32
+ * values x, four at a time: cvttps2dq gives cvttss2si's results (0x80000000
+ * for NaN and out of range), the low byte of each is ggml's int8_t cast,
+ * then MIN(15, q), and byte j is q[j] | q[j + 16] << 4, truncated. */
+static void nibbles_sse2(const float *x, float sub, float id, float add, uint8_t *qs)
+{
+	const __m128 vs = _mm_set1_ps(sub), vi = _mm_set1_ps(id), va = _mm_set1_ps(add);
+	const __m128i h = _mm_set1_epi32(15), lo8 = _mm_set1_epi32(0xff), lo4 = _mm_set1_epi32(0x0f);
+	__m128i r[4];
+
+	for (int k = 0; k < 4; k++) {
+		__m128i q[2];
+		for (int half = 0; half < 2; half++) {
+			__m128 f = _mm_loadu_ps(x + 16 * half + 4 * k);
+			f = _mm_add_ps(_mm_mul_ps(_mm_sub_ps(f, vs), vi), va);
+			__m128i v = _mm_srai_epi32(_mm_slli_epi32(_mm_cvttps_epi32(f), 24), 24);
+			__m128i gt = _mm_cmpgt_epi32(v, h);
+			q[half] = _mm_or_si128(_mm_and_si128(gt, h), _mm_andnot_si128(gt, v));
+		}
+		r[k] = _mm_or_si128(_mm_and_si128(q[0], lo8), _mm_slli_epi32(_mm_and_si128(q[1], lo4), 4));
+	}
+	_mm_storeu_si128((__m128i *)qs, _mm_packus_epi16(_mm_packs_epi32(r[0], r[1]), _mm_packs_epi32(r[2], r[3])));
+}
+#endif
+
 uint16_t wf_quant_f16(float f)
 {
 	uint32_t u, a;
@@ -95,6 +123,10 @@ void wf_quant_q4_0(const float *src, uint8_t *dst, size_t nblocks)
 		const float id = d != 0.0f ? 1.0f / d : 0.0f;
 
 		wf_put16(y + WF_Q4_0_D, wf_quant_f16(d));
+#if defined(__SSE2__)
+		/* x - 0 is x, -0 and NaN included: the scalar loop's bytes */
+		nibbles_sse2(x, 0.0f, id, 8.5f, y + WF_Q4_0_QS);
+#else
 		for (int j = 0; j < 16; j++) {
 			int8_t a = (int8_t)wf_cvtt(x[j] * id + 8.5f);
 			int8_t c = (int8_t)wf_cvtt(x[j + 16] * id + 8.5f);
@@ -102,6 +134,7 @@ void wf_quant_q4_0(const float *src, uint8_t *dst, size_t nblocks)
 
 			y[WF_Q4_0_QS + j] = (uint8_t)(q0 | q1 << 4);
 		}
+#endif
 	}
 }
 
@@ -129,17 +162,50 @@ void wf_quant_q5_0(const float *src, uint8_t *dst, size_t nblocks)
 	}
 }
 
-/* Q4_1/Q5_1's range: min and max, both strict, from +-FLT_MAX. */
+/* Q4_1/Q5_1's range: min and max, both strict, from +-FLT_MAX, so NaNs
+ * are passed over and the first of equal values wins. */
 static void range_of(const float *x, int n, float *mn, float *mx)
 {
 	float min = FLT_MAX, max = -FLT_MAX;
 
+#if defined(__SSE2__)
+	/* minps(v, m) is v < m ? v : m, the scalar step, lane by lane; lanes
+	 * and their merge only change which of several equal values wins,
+	 * which shows only for +-0: then the first zero is the answer. */
+	__m128 vmn = _mm_set1_ps(FLT_MAX), vmx = _mm_set1_ps(-FLT_MAX);
+	for (int j = 0; j + 4 <= n; j += 4) {
+		__m128 v = _mm_loadu_ps(x + j);
+		vmn = _mm_min_ps(v, vmn);
+		vmx = _mm_max_ps(v, vmx);
+	}
+	float a[4], b[4];
+	_mm_storeu_ps(a, vmn);
+	_mm_storeu_ps(b, vmx);
+	for (int k = 0; k < 4; k++) {
+		min = a[k] < min ? a[k] : min;
+		max = b[k] > max ? b[k] : max;
+	}
+	for (int j = n & ~3; j < n; j++) {
+		min = x[j] < min ? x[j] : min;
+		max = x[j] > max ? x[j] : max;
+	}
+	for (int j = 0; (min == 0 || max == 0) && j < n; j++) {
+		if (x[j] == 0) {
+			if (min == 0)
+				min = x[j];
+			if (max == 0)
+				max = x[j];
+			break;
+		}
+	}
+#else
 	for (int j = 0; j < n; j++) {
 		if (x[j] < min)
 			min = x[j];
 		if (x[j] > max)
 			max = x[j];
 	}
+#endif
 	*mn = min;
 	*mx = max;
 }
@@ -156,6 +222,9 @@ void wf_quant_q4_1(const float *src, uint8_t *dst, size_t nblocks)
 		const float id = d != 0.0f ? 1.0f / d : 0.0f;
 		wf_put16(y + WF_Q4_1_D, wf_quant_f16(d));
 		wf_put16(y + WF_Q4_1_M, wf_quant_f16(min));
+#if defined(__SSE2__)
+		nibbles_sse2(x, min, id, 0.5f, y + WF_Q4_1_QS);
+#else
 		for (int j = 0; j < 16; j++) {
 			int8_t a = (int8_t)wf_cvtt((x[j] - min) * id + 0.5f);
 			int8_t c = (int8_t)wf_cvtt((x[j + 16] - min) * id + 0.5f);
@@ -163,6 +232,7 @@ void wf_quant_q4_1(const float *src, uint8_t *dst, size_t nblocks)
 
 			y[WF_Q4_1_QS + j] = (uint8_t)(q0 | q1 << 4);
 		}
+#endif
 	}
 }
 

@@ -73,7 +73,7 @@ CASES = [
     ("sparse", 4, 1024), ("one_hot", 4, 1024), ("blockscale", 4, 1024), ("bits", 4, 1024),
     ("positive", 4, 1024), ("negative", 4, 1024), ("rows_3x768", 3, 768),
     ("one_row", 1, 4096), ("outliers", 4, 1024), ("nonfinite", 4, 1024),
-    ("nonfinite_rare", 4, 1024), ("nan_block", 2, 512),
+    ("nonfinite_rare", 4, 1024), ("nan_block", 2, 512), ("zeros_one_sign", 4, 1024),
 ]
 
 
@@ -147,6 +147,14 @@ def case_bits(index, name, n):
         elif name == "nonfinite_rare":
             z = r.next()
             b = (PINF, NINF, QNAN, QNAN | SIGN)[z % 4] if z % 1024 < 2 else f32_bits(r.gauss(), -21)
+        elif name == "zeros_one_sign":
+            # blocks of one sign with +-0 among them: which zero is the min or max
+            z = r.next()
+            if z % 5 == 0:
+                b = SIGN if z >> 63 else 0
+            else:
+                v = abs(r.gauss())
+                b = f32_bits(-v if (i // 32) % 2 else v, -21)
         elif name == "nan_block":
             b = QNAN if (i // 32) % 2 == 0 else f32_bits(r.gauss(), -21)
         else:

@@ -79,7 +79,7 @@ static const struct qcase cases[] = {
 	{ "one_hot", 4, 1024 }, { "blockscale", 4, 1024 }, { "bits", 4, 1024 },
 	{ "positive", 4, 1024 }, { "negative", 4, 1024 }, { "rows_3x768", 3, 768 },
 	{ "one_row", 1, 4096 }, { "outliers", 4, 1024 }, { "nonfinite", 4, 1024 },
-	{ "nonfinite_rare", 4, 1024 }, { "nan_block", 2, 512 },
+	{ "nonfinite_rare", 4, 1024 }, { "nan_block", 2, 512 }, { "zeros_one_sign", 4, 1024 },
 };
 #define NCASES (sizeof cases / sizeof cases[0])
 
@@ -143,6 +143,13 @@ static uint32_t case_elem(struct rng *r, const char *nm, size_t i, int64_t blk)
 		if (z % (is(nm, "nonfinite") ? 64 : 1024) < (is(nm, "nonfinite") ? 4u : 2u))
 			return nonfinite[z % 4];
 		return bits_of(rng_gauss(r), -21);
+	}
+	if (is(nm, "zeros_one_sign")) {
+		z = rng_next(r);
+		if (z % 5 == 0)
+			return z >> 63 ? SIGN : 0;
+		int64_t v = llabs(rng_gauss(r));
+		return bits_of((i / 32) % 2 ? -v : v, -21);
 	}
 	if (is(nm, "nan_block"))
 		return (i / 32) % 2 == 0 ? 0x7FC00000u : bits_of(rng_gauss(r), -21);
