@@ -338,6 +338,33 @@ def folders(gid):
     check("perms: a model in a 0700 folder (files 0644): nobody else reads it through the mount",
           dir_0700)
 
+    def lone_files():
+        # a lone file in a 0700 folder; a link from an open folder to it; a link in a 0700
+        # folder to a file in an open one (the link's folder counts too)
+        d = new_dir("perm-")
+        _open_dirs(d)
+        made = {}
+        for sub, mode in (("solo", 0o700), ("open", 0o755), ("closed", 0o700), ("target", 0o755)):
+            made[sub] = os.path.join(d, sub)
+            os.makedirs(made[sub])
+        for sub in ("solo", "target"):
+            make_st_set(made[sub], n_shards=1, index=False)
+        name = "model-00001-of-00001.safetensors"
+        os.symlink(os.path.join("..", "solo", name), os.path.join(made["open"], name))
+        os.symlink(os.path.join("..", "target", name), os.path.join(made["closed"], name))
+        for sub, mode in (("solo", 0o700), ("open", 0o755), ("closed", 0o700), ("target", 0o755)):
+            os.chmod(made[sub], mode)
+        out = []
+        for sub, label in (("solo", "lone file, 0700 folder"), ("open", "link to it from an open folder"),
+                           ("closed", "link in a 0700 folder to an open file"),
+                           ("target", "that open file itself")):
+            nobody = sub != "target"
+            out.append(mounts(d, os.path.join(made[sub], name), label, src_dir=made[sub],
+                              want_ok={ua: not nobody, ub: not nobody}))
+        return "; ".join(out)
+    check("perms: a lone file in a 0700 folder, mounted directly or through links: as its folders allow",
+          lone_files)
+
     def dir_0750():
         d = new_dir("perm-")
         _open_dirs(d)
