@@ -50,6 +50,25 @@ static bool name_is_phi3(const struct ht_in *in)
 	return false;
 }
 
+static int64_t find_text(const struct ht_in *in, const char *s)
+{
+	return ht_lookup(in, (const uint8_t *)s, strlen(s));
+}
+
+/* llama.cpp's end-of-generation workarounds that change a token's kind:
+ * <|end|> is user-defined next to <|return|> and <|call|> (gpt-oss) or
+ * <|calls|> and <|flush|> (solar-open); </s> is a normal token next to
+ * <|tool_response> (Gemma 4). */
+static void eog_fixups(struct ht_in *in)
+{
+	int64_t end = find_text(in, "<|end|>"), s = find_text(in, "</s>");
+	if (end >= 0 && ((find_text(in, "<|return|>") >= 0 && find_text(in, "<|call|>") >= 0) ||
+			 (find_text(in, "<|calls|>") >= 0 && find_text(in, "<|flush|>") >= 0)))
+		in->added[end] = 1;
+	if (s >= 0 && find_text(in, "<|tool_response>") >= 0)
+		in->added[s] = 0;
+}
+
 /* added[i]: 2 special (control, unknown), 1 not special (user-defined);
  * rstrip[i] as llama.cpp sets it for a model named Phi-3. */
 static enum wf_err mark_added(struct ht_in *in, char *why)
@@ -68,6 +87,7 @@ static enum wf_err mark_added(struct ht_in *in, char *why)
 			if (tok_is(&in->tok[i], *c))
 				in->added[i] = 1;
 	}
+	eog_fixups(in);
 	if (!name_is_phi3(in))
 		return WF_OK;
 	for (size_t i = 0; i < in->n; i++) {
@@ -223,7 +243,7 @@ static void j_post(struct wf_buf *b, const struct ht_in *in)
 {
 	wf_buf_puts(b, "  \"post_processor\": ");
 	if (!in->add_bos && !in->add_eos) {
-		wf_buf_puts(b, in->spm ? "null,\n"
+		wf_buf_puts(b, in->spm || in->gemma4 ? "null,\n"
 				       : "{\"type\":\"ByteLevel\",\"add_prefix_space\":true,\"trim_offsets\":false,\"use_regex\":true},\n");
 		return;
 	}
@@ -244,6 +264,17 @@ static void j_post(struct wf_buf *b, const struct ht_in *in)
 
 static void j_pipeline(struct wf_buf *b, const struct ht_in *in)
 {
+	if (in->gemma4) {
+		/* llama.cpp: spaces escaped, the text split at newline runs, BPE over raw UTF-8 */
+		wf_buf_puts(b, "  \"normalizer\": {\"type\":\"Replace\",\"pattern\":{\"String\":\" \"},\"content\":\"\xe2\x96\x81\"},\n"
+			       "  \"pre_tokenizer\": {\"type\":\"Split\",\"pattern\":{\"Regex\":\"[^\\n]+|[\\n]+\"},"
+			       "\"behavior\":\"Isolated\",\"invert\":false},\n");
+		j_post(b, in);
+		wf_buf_puts(b, "  \"decoder\": {\"type\":\"Sequence\",\"decoders\":["
+			       "{\"type\":\"Replace\",\"pattern\":{\"String\":\"\xe2\x96\x81\"},\"content\":\" \"},"
+			       "{\"type\":\"ByteFallback\"},{\"type\":\"Fuse\"}]},\n");
+		return;
+	}
 	if (in->spm) {
 		wf_buf_puts(b, "  \"normalizer\": {\"type\":\"Sequence\",\"normalizers\":[");
 		if (in->add_space_prefix)
@@ -279,7 +310,7 @@ static void j_model(struct wf_buf *b, const struct ht_in *in)
 		wf_buf_puts(b, "null");
 	wf_buf_printf(b, ",\n    \"continuing_subword_prefix\": null,\n    \"end_of_word_suffix\": null,\n"
 			 "    \"fuse_unk\": %s,\n    \"byte_fallback\": %s,\n    \"ignore_merges\": %s,\n    \"vocab\": {",
-		      in->spm ? "true" : "false", in->spm ? "true" : "false", in->ignore_merges ? "true" : "false");
+		      in->spm ? "true" : "false", in->spm || in->gemma4 ? "true" : "false", in->ignore_merges ? "true" : "false");
 	bool first = true;
 	for (size_t i = 0; i < in->n; i++) {
 		if (ht_lookup(in, in->tok[i].p, in->tok[i].n) != (int64_t)i)
@@ -411,7 +442,7 @@ static enum wf_err prepare(const struct wf_model *m, struct ht_in *in, char *why
 		return wf_fail(why, WF_ERR_UNSUP, "not a GGUF model: no tokenizer key/values");
 	if ((e = ht_read(m->data, m->data_len, in, why)))
 		return e;
-	if (!in->spm && (e = ht_pre(in, why)))
+	if (!in->spm && !in->gemma4 && (e = ht_pre(in, why)))
 		return e;
 	if ((e = ht_read_flags(in, why)) || (e = mark_added(in, why)))
 		return e;

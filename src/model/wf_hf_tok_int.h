@@ -41,7 +41,8 @@ struct ht_in {
 	struct ht_raw tpl[HT_MAX_TEMPLATES];
 	size_t n_tpl;
 	/* decoded */
-	bool spm;                 /* tokenizer.ggml.model "llama", else "gpt2" */
+	bool spm;                 /* tokenizer.ggml.model "llama" */
+	bool gemma4;              /* "gemma4": BPE with merges over raw UTF-8, spaces as U+2581 (else "gpt2") */
 	struct ht_str pre_s;      /* tokenizer.ggml.pre, or empty */
 	size_t n;                 /* tokens */
 	struct ht_str *tok;       /* [n] token texts (valid UTF-8, "[EMPTY_i]" for empty ones as llama.cpp) */

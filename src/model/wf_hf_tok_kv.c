@@ -298,9 +298,11 @@ static enum wf_err get_model(struct ht_in *in, char *why)
 		return e;
 	if (s.n == 5 && !memcmp(s.p, "llama", 5))
 		in->spm = true;
+	else if (s.n == 6 && !memcmp(s.p, "gemma4", 6))
+		in->gemma4 = true;
 	else if (!(s.n == 4 && !memcmp(s.p, "gpt2", 4))) {
 		char q[96];
-		return wf_fail(why, WF_ERR_UNSUP, "tokenizer.ggml.model: %s is not one weightfs maps (llama, gpt2)",
+		return wf_fail(why, WF_ERR_UNSUP, "tokenizer.ggml.model: %s is not one weightfs maps (llama, gpt2, gemma4)",
 			       wf_quote(q, sizeof q, s.p, s.n));
 	}
 	if (in->pre.set && (e = get_str(&in->pre, "tokenizer.ggml.pre", &in->pre_s, why)) != WF_OK)
@@ -324,6 +326,8 @@ static enum wf_err get_flags(struct ht_in *in, char *why)
 	if (in->spm) {
 		in->bos = 1, in->eos = 2, in->unk = 0;
 		in->add_bos = true, in->add_space_prefix = true;
+	} else if (in->gemma4) {
+		in->clean_spaces = true;
 	} else {
 		in->bos = 11, in->eos = 11; /* llama.cpp's default for gpt2 vocabularies (Falcon's) */
 		in->clean_spaces = true;
@@ -366,6 +370,8 @@ enum wf_err ht_read_flags(struct ht_in *in, char *why)
 	    (e = get_bool(&in->add_eos_kv, "tokenizer.ggml.add_eos_token", &in->add_eos, why)) ||
 	    (e = get_bool(&in->add_space, "tokenizer.ggml.add_space_prefix", &in->add_space_prefix, why)))
 		return e;
+	if (in->gemma4)
+		in->add_bos = true; /* llama.cpp overrides add_bos_token false for Gemma 4 */
 	if (in->add_bos && in->bos < 0)
 		return wf_fail(why, WF_ERR_UNSUP, "tokenizer.ggml.add_bos_token: true, but there is no BOS token");
 	if (in->add_eos && in->eos < 0)

@@ -38,11 +38,11 @@ SUPPORTED = {
     "llama-spm": {}, "phi-3": {}, "baichuan": {},
     "llama-bpe": {}, "qwen2": {}, "qwen35": {}, "gpt-2": {}, "mpt": {}, "starcoder": {}, "refact": {},
     "command-r": {}, "falcon": {}, "deepseek-llm": {}, "deepseek-coder": {}, "aquila": {}, "gpt-neox": {},
+    "gemma-4": {},
 }
 REFUSED = {  # vocab -> what the one line must say
     "bert-bge": "tokenizer.ggml.model: 'bert'",
     "nomic-bert-moe": "tokenizer.ggml.model: 't5'",
-    "gemma-4": "tokenizer.ggml.model: 'gemma4'",
 }
 
 
