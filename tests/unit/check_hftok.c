@@ -315,6 +315,50 @@ START_TEST(test_bytelevel_refused)
 }
 END_TEST
 
+/* gemma4: raw UTF-8 BPE with byte fallback, BOS added even when the key says not */
+START_TEST(test_gemma4)
+{
+	static const char *const tok[] = {"<pad>", "</s>", "<bos>", "<unk>", "\xe2\x96\x81", "a", "\xe2\x96\x81" "a",
+					  "<|tool_response>"};
+	struct wf_gguf_w w;
+	char err[WF_ERRLEN], *g = NULL, why[WF_ERRLEN];
+	size_t len;
+	wf_gguf_w_init(&w);
+	wf_gguf_w_str(&w, "tokenizer.ggml.model", "gemma4", 6);
+	wf_gguf_w_arr_begin(&w, "tokenizer.ggml.tokens", WF_GT_STRING, 8);
+	for (int i = 0; i < 8; i++)
+		wf_gguf_w_arr_str(&w, tok[i], strlen(tok[i]));
+	wf_gguf_w_arr_end(&w);
+	wf_gguf_w_arr_begin(&w, "tokenizer.ggml.token_type", WF_GT_INT32, 8);
+	for (int i = 0; i < 8; i++)
+		wf_gguf_w_arr_i32(&w, i < 3 || i == 7 ? 3 : i == 3 ? 2 : 1);
+	wf_gguf_w_arr_end(&w);
+	wf_gguf_w_arr_begin(&w, "tokenizer.ggml.merges", WF_GT_STRING, 1);
+	wf_gguf_w_arr_str(&w, "\xe2\x96\x81 a", 5);
+	wf_gguf_w_arr_end(&w);
+	wf_gguf_w_u32(&w, "tokenizer.ggml.bos_token_id", 2);
+	wf_gguf_w_bool(&w, "tokenizer.ggml.add_bos_token", false);
+	ck_assert_int_eq(wf_gguf_w_finish(&w, &g, &len, err), WF_OK);
+	wf_gguf_w_free(&w);
+	struct wf_hf_tok t;
+	ck_assert_int_eq(make_raw(g, len, &t, why), WF_OK);
+	cJSON *j = cJSON_Parse(t.tokenizer_json);
+	ck_assert_ptr_nonnull(j);
+	ck_assert(cJSON_IsTrue(jget(j, "model.byte_fallback")));
+	ck_assert_int_eq(cJSON_GetArraySize(jget(j, "model.merges")), 1);
+	ck_assert_str_eq(jget(j, "pre_tokenizer.type")->valuestring, "Split");
+	ck_assert_str_eq(jget(j, "normalizer.content")->valuestring, "\xe2\x96\x81");
+	ck_assert_str_eq(jget(jget(j, "post_processor.single")->child, "SpecialToken.id")->valuestring, "<bos>");
+	/* </s> is not an added token next to <|tool_response> (llama.cpp makes it normal) */
+	for (cJSON *a = jget(j, "added_tokens")->child; a; a = a->next)
+		ck_assert_str_ne(jget(a, "content")->valuestring, "</s>");
+	ck_assert_int_eq(cJSON_GetArraySize(jget(j, "added_tokens")), 4);
+	cJSON_Delete(j);
+	wf_hf_tok_free(&t);
+	free(g);
+}
+END_TEST
+
 static Suite *hftok_suite(void)
 {
 	Suite *s = suite_create("hftok");
@@ -324,6 +368,7 @@ static Suite *hftok_suite(void)
 	tcase_add_test(tc, test_huge_claims);
 	tcase_add_test(tc, test_bytelevel);
 	tcase_add_test(tc, test_bytelevel_refused);
+	tcase_add_test(tc, test_gemma4);
 	suite_add_tcase(s, tc);
 	return s;
 }
