@@ -19,6 +19,12 @@
  *   F32 F16 BF16              memcpy, ggml_fp32_to_fp16_row, ggml_fp32_to_bf16_row_ref
  * The files are built with -ffp-contract=off: ggml's results depend on
  * each float operation rounding on its own.
+ *
+ * Callers use the type table (wf_types.h), not these names: a row's
+ * `quantize` (scalar, the reference) and `quantize_simd` (AVX2 twin or
+ * NULL), wf_type_quantizer(ty) to pick one, wf_quantize_rows() for a
+ * checked nrows x n_per_row call.  Each encoder is pure (no state, any
+ * thread); its stack use is a few KiB.
  */
 #ifndef WF_QUANT_H
 #define WF_QUANT_H

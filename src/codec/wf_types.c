@@ -229,6 +229,13 @@ wf_decode_fn wf_type_decoder(const struct wf_type *ty)
 	return ty->decode;
 }
 
+wf_quant_fn wf_type_quantizer(const struct wf_type *ty)
+{
+	if (ty->quantize_simd && wf_simd_active())
+		return ty->quantize_simd;
+	return ty->quantize;
+}
+
 enum wf_err wf_quantize_rows(int type, const float *src, size_t nrows, size_t n_per_row,
 			     void *dst, size_t dst_len, size_t *written, char *err)
 {
@@ -247,10 +254,8 @@ enum wf_err wf_quantize_rows(int type, const float *src, size_t nrows, size_t n_
 	if (bytes > dst_len)
 		return wf_fail(err, WF_ERR_RANGE, "%s: %llu bytes do not fit in %zu", ty->name,
 			       (unsigned long long)bytes, dst_len);
-	if (n > 0) {
-		wf_quant_fn q = ty->quantize_simd && wf_simd_active() ? ty->quantize_simd : ty->quantize;
-		q(src, dst, (size_t)(n / ty->blck));
-	}
+	if (n > 0)
+		wf_type_quantizer(ty)(src, dst, (size_t)(n / ty->blck));
 	*written = (size_t)bytes;
 	return WF_OK;
 }

@@ -147,6 +147,12 @@ unsigned wf_vk_elem_size(const struct wf_type *ty, enum wf_vk vk);
  * has one and SIMD is on (wf_simd_active), else the scalar one. */
 wf_decode_fn wf_type_decoder(const struct wf_type *ty);
 
+/* The encoder to call for ty (NULL when it has none): its AVX2 twin when
+ * it has one and SIMD is on, else the scalar one; both give the same
+ * bytes.  For encoding a run of whole blocks (a page of a quantized file)
+ * without wf_quantize_rows' checks. */
+wf_quant_fn wf_type_quantizer(const struct wf_type *ty);
+
 /* SIMD is on when the CPU has AVX2 and F16C and the environment variable
  * WEIGHTFS_NO_SIMD is unset, empty or "0"; decided on first use.
  * wf_simd_set overrides that for the whole process (tests, benchmarks):
