@@ -60,6 +60,8 @@ void wf_quant_q2_k_avx2(const float *src, uint8_t *dst, size_t nblocks);
 void wf_quant_q4_k_avx2(const float *src, uint8_t *dst, size_t nblocks);
 void wf_quant_q5_k_avx2(const float *src, uint8_t *dst, size_t nblocks);
 void wf_quant_q6_k_avx2(const float *src, uint8_t *dst, size_t nblocks);
+void wf_quant_iq4_nl_avx2(const float *src, uint8_t *dst, size_t nblocks);
+void wf_quant_iq4_xs_avx2(const float *src, uint8_t *dst, size_t nblocks);
 #endif
 
 #endif

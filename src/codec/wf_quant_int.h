@@ -79,6 +79,10 @@ float wf_qkx2_search_avx2(const struct wf_qkx2 *q, uint8_t *L, float *min_io, fl
  * test, with AVX2; w = x*x, wx = w*x; max is the signed largest |x|. */
 float wf_qx_levels_avx2(int n, int nmax, const float *x, const float *w, const float *wx, float max,
 			int8_t *L);
+
+/* IQ4's scale for 32 values x (not all below the zero threshold; max the
+ * signed largest |x|) over the 16 IQ4 values v as floats, with AVX2. */
+float wf_iq4_scale_avx2(const float *x, float max, const float *v);
 #endif
 
 #endif

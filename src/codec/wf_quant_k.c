@@ -536,11 +536,13 @@ void wf_quant_q6_k_avx2(const float *src, uint8_t *dst, size_t nblocks)
  * one unless the upper is strictly nearer.  ggml's binary search ends at
  * the last value <= x; counting those values finds the same one without
  * its unpredictable branches.  A NaN ends that search at 15. */
+/* wf_kvalues_iq4nl as floats (check_quant's digests would see a typo) */
+static const float iq4_v[16] = { -127, -104, -83, -65, -49, -35, -22, -10,
+				 1, 13, 25, 38, 53, 69, 89, 113 };
+
 static inline int iq4_index(float x)
 {
-	/* wf_kvalues_iq4nl as floats (check_quant's digests would see a typo) */
-	static const float v[16] = { -127, -104, -83, -65, -49, -35, -22, -10,
-				     1, 13, 25, 38, 53, 69, 89, 113 };
+	const float *v = iq4_v;
 	int ml = 0;
 
 	if (x <= v[0])
@@ -568,12 +570,18 @@ static void iq4_sums(const float *x, float id, float *sumqx, float *sumq2)
 
 /* The scale of one 32-value IQ4 group (quantize_row_iq4_nl_impl's first
  * pass with ntry = 7, no importance weights); 0 for a zero group. */
-static float iq4_scale(const float *x)
+static float iq4_scale(const float *x, int simd)
 {
 	float amax, max = absmax(x, 32, &amax), sumqx, sumq2;
 
 	if (amax < WF_GROUP_EPS)
 		return 0.0f;
+#ifdef WF_HAVE_X86_SIMD
+	if (simd)
+		return wf_iq4_scale_avx2(x, max, iq4_v);
+#else
+	(void)simd;
+#endif
 	float d = -max / wf_kvalues_iq4nl[0];
 	iq4_sums(x, 1 / d, &sumqx, &sumq2);
 	d = sumq2 > 0 ? sumqx / sumq2 : 0.0f;
@@ -597,26 +605,26 @@ static void iq4_pack(const float *x, float id, uint8_t *q)
 		q[j] = (uint8_t)(iq4_index(id * x[j]) | iq4_index(id * x[j + 16]) << 4);
 }
 
-void wf_quant_iq4_nl(const float *src, uint8_t *dst, size_t nblocks)
+static void iq4_nl_run(const float *src, uint8_t *dst, size_t nblocks, int simd)
 {
 	for (size_t b = 0; b < nblocks; b++) {
 		const float *x = src + b * WF_IQ4_NL_BLCK;
 		uint8_t *y = dst + b * WF_IQ4_NL_BYTES;
-		float d = iq4_scale(x);
+		float d = iq4_scale(x, simd);
 
 		wf_put16(y + WF_IQ4_NL_D, wf_quant_f16(d));
 		iq4_pack(x, d != 0 ? 1 / d : 0, y + WF_IQ4_NL_QS);
 	}
 }
 
-static void iq4_xs_block(const float *x, uint8_t *y)
+static void iq4_xs_block(const float *x, uint8_t *y, int simd)
 {
 	float scales[8], max_scale = 0, amax = 0;
 	uint8_t *sl = y + WF_IQ4_XS_SCALES_L;
 	unsigned sh = 0;
 
 	for (int ib = 0; ib < 8; ib++) {
-		scales[ib] = iq4_scale(x + 32 * ib);
+		scales[ib] = iq4_scale(x + 32 * ib, simd);
 		if (fabsf(scales[ib]) > amax) {
 			amax = fabsf(scales[ib]);
 			max_scale = scales[ib];
@@ -640,8 +648,26 @@ static void iq4_xs_block(const float *x, uint8_t *y)
 	wf_put16(y + WF_IQ4_XS_SCALES_H, (uint16_t)sh);
 }
 
+void wf_quant_iq4_nl(const float *src, uint8_t *dst, size_t nblocks)
+{
+	iq4_nl_run(src, dst, nblocks, 0);
+}
+
 void wf_quant_iq4_xs(const float *src, uint8_t *dst, size_t nblocks)
 {
 	for (size_t b = 0; b < nblocks; b++)
-		iq4_xs_block(src + b * WF_QK_K, dst + b * WF_IQ4_XS_BYTES);
+		iq4_xs_block(src + b * WF_QK_K, dst + b * WF_IQ4_XS_BYTES, 0);
 }
+
+#ifdef WF_HAVE_X86_SIMD
+void wf_quant_iq4_nl_avx2(const float *src, uint8_t *dst, size_t nblocks)
+{
+	iq4_nl_run(src, dst, nblocks, 1);
+}
+
+void wf_quant_iq4_xs_avx2(const float *src, uint8_t *dst, size_t nblocks)
+{
+	for (size_t b = 0; b < nblocks; b++)
+		iq4_xs_block(src + b * WF_QK_K, dst + b * WF_IQ4_XS_BYTES, 1);
+}
+#endif

@@ -1,6 +1,6 @@
 /* wf_quant_x86.c - AVX2 twins of ggml's scale searches: make_qkx2_quants
- * (Q2_K, Q4_K, Q5_K) and make_qx_quants (Q6_K), byte-identical with the
- * scalar ones (wf_quant_k.c).
+ * (Q2_K, Q4_K, Q5_K), make_qx_quants (Q6_K) and IQ4's scale tries (IQ4_NL,
+ * IQ4_XS), byte-identical with the scalar ones (wf_quant_k.c).
  *
  * ggml tries nstep + 1 scales one after the other, each a sequential sum
  * over the sub-block's values: the order of those sums must stay, so the
@@ -174,6 +174,69 @@ TGT float wf_qx_levels_avx2(int n, int nmax, const float *x, const float *w, con
 		L[i] = (int8_t)(WF_QMAX(-nmax, WF_QMIN(nmax - 1, l)) + nmax);
 	}
 	return scale;
+}
+
+/* v[idx] for 8 indices 0..15 of the 16-entry table t. */
+TGT static inline __m256 lookup16(__m256 t0, __m256 t1, __m256i idx)
+{
+	__m256 a = _mm256_permutevar8x32_ps(t0, idx), b = _mm256_permutevar8x32_ps(t1, idx);
+	return _mm256_blendv_ps(a, b, _mm256_castsi256_ps(_mm256_cmpgt_epi32(idx, _mm256_set1_epi32(7))));
+}
+
+/* The IQ4 value best_index_int8 picks for each lane of al (wf_quant_k.c's
+ * iq4_index, lane by lane: the count of table values <= al, then the
+ * nearer neighbour; <= v[0] gives v[0], NaN and >= v[15] give v[15]). */
+TGT static inline __m256 iq4_value(__m256 al, __m256 t0, __m256 t1, const float *v)
+{
+	__m256i ml = _mm256_setzero_si256();
+
+	for (int k = 1; k < 15; k++)
+		ml = _mm256_sub_epi32(ml, _mm256_castps_si256(_mm256_cmp_ps(al, _mm256_set1_ps(v[k]), _CMP_GE_OQ)));
+	__m256 lo = lookup16(t0, t1, ml), hi = lookup16(t0, t1, _mm256_add_epi32(ml, _mm256_set1_epi32(1)));
+	__m256 nearer_lo = _mm256_cmp_ps(_mm256_sub_ps(al, lo), _mm256_sub_ps(hi, al), _CMP_LT_OQ);
+	__m256 q = _mm256_blendv_ps(hi, lo, nearer_lo);
+	q = _mm256_blendv_ps(q, _mm256_set1_ps(v[15]), _mm256_cmp_ps(al, _mm256_set1_ps(v[15]), _CMP_NLT_UQ));
+	return _mm256_blendv_ps(q, _mm256_set1_ps(v[0]), _mm256_cmp_ps(al, _mm256_set1_ps(v[0]), _CMP_LE_OQ));
+}
+
+/* The scale of one 32-value IQ4 group (wf_quant_k.c's iq4_scale after its
+ * zero-group test), its 16 candidates in lanes: ggml's first guess 1/d,
+ * then itry = -7..7, each summing (w*q)*x and (w*q)*q in ggml's order. */
+TGT float wf_iq4_scale_avx2(const float *x, float max, const float *v)
+{
+	float ids[16], sqx[16], sq2[16];
+	const __m256 t0 = _mm256_loadu_ps(v), t1 = _mm256_loadu_ps(v + 8);
+	__m256 vid[2], a[2], b[2];
+	float d = -max / v[0];
+
+	ids[0] = 1 / d;
+	for (int k = 1; k < 16; k++)
+		ids[k] = (float)(k - 8 + (int)v[0]) / max;
+	for (int h = 0; h < 2; h++) {
+		vid[h] = _mm256_loadu_ps(ids + 8 * h);
+		a[h] = b[h] = _mm256_setzero_ps();
+	}
+	for (int j = 0; j < 32; j++) {
+		const __m256 vx = _mm256_set1_ps(x[j]), vw = _mm256_set1_ps(x[j] * x[j]);
+		for (int h = 0; h < 2; h++) {
+			__m256 q = iq4_value(_mm256_mul_ps(vid[h], vx), t0, t1, v), wq = _mm256_mul_ps(vw, q);
+			a[h] = _mm256_add_ps(a[h], _mm256_mul_ps(wq, vx));
+			b[h] = _mm256_add_ps(b[h], _mm256_mul_ps(wq, q));
+		}
+	}
+	for (int h = 0; h < 2; h++) {
+		_mm256_storeu_ps(sqx + 8 * h, a[h]);
+		_mm256_storeu_ps(sq2 + 8 * h, b[h]);
+	}
+	d = sq2[0] > 0 ? sqx[0] / sq2[0] : 0.0f;
+	float best = d * sqx[0];
+	for (int k = 1; k < 16; k++) {
+		if (sq2[k] > 0 && sqx[k] * sqx[k] > best * sq2[k]) {
+			d = sqx[k] / sq2[k];
+			best = d * sqx[k];
+		}
+	}
+	return d;
 }
 
 #endif /* WF_HAVE_X86_SIMD */

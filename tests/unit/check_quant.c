@@ -12,7 +12,7 @@
  *  - wf_quantize_rows' errors (no encoder, partial blocks, short buffer,
  *    overflow) leave dst untouched;
  *  - encoding blocks one call at a time gives the bytes of one call; the
- *    AVX2 twins (Q2_K, Q4_K, Q5_K, Q6_K) give the scalar bytes on every case, and the
+ *    AVX2 twins (Q2_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS) give the scalar bytes on every case, and the
  *    digests are checked with SIMD off and on;
  *  - round trips through the type's decoder: zeros stay zeros, F32 is
  *    exact, F16/BF16 exact on representable values, and the quantization
@@ -515,7 +515,7 @@ START_TEST(test_public_api)
 END_TEST
 
 /* Every AVX2 twin gives its scalar encoder's bytes on every case, and
- * Q2_K, Q4_K, Q5_K and Q6_K have one (the searches that gain most from it). */
+ * Q2_K, Q4_K, Q5_K, Q6_K, IQ4_NL and IQ4_XS have one (the searches that gain most from it). */
 START_TEST(test_simd_twins)
 {
 #ifdef WF_HAVE_X86_SIMD
@@ -525,6 +525,8 @@ START_TEST(test_simd_twins)
 	ck_assert_ptr_nonnull(wf_type_get(WF_T_Q4_K)->quantize_simd);
 	ck_assert_ptr_nonnull(wf_type_get(WF_T_Q5_K)->quantize_simd);
 	ck_assert_ptr_nonnull(wf_type_get(WF_T_Q6_K)->quantize_simd);
+	ck_assert_ptr_nonnull(wf_type_get(WF_T_IQ4_NL)->quantize_simd);
+	ck_assert_ptr_nonnull(wf_type_get(WF_T_IQ4_XS)->quantize_simd);
 	if (!wf_cpu_has_simd()) {
 		fprintf(stderr, "check_quant: no AVX2: the SIMD twins are not run\n");
 		return;
@@ -549,7 +551,7 @@ START_TEST(test_simd_twins)
 		}
 		free(x);
 	}
-	ck_assert_int_eq(twins, 4 * (int)NCASES);
+	ck_assert_int_eq(twins, 6 * (int)NCASES);
 #else
 	fprintf(stderr, "check_quant: not an x86 build: no SIMD twins\n");
 #endif
