@@ -17,7 +17,7 @@ import struct
 import subprocess
 import sys
 
-from wf_harness import BIN, check, Fail, new_dir, skip_or_fail
+from wf_harness import check, Fail, new_dir, skip_or_fail
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 CLIENTS = os.path.join(HERE, "..", "clients")
