@@ -46,6 +46,60 @@ static void nibbles_sse2(const float *x, float sub, float id, float add, uint8_t
 	}
 	_mm_storeu_si128((__m128i *)qs, _mm_packus_epi16(_mm_packs_epi32(r[0], r[1]), _mm_packs_epi32(r[2], r[3])));
 }
+
+/* Q8_0's amax, ggml's MAX(amax, |x|) fold: lane by lane it is maxps, and
+ * without NaNs (|x| >= 0, so no -0 either) the lanes' merge changes
+ * nothing; with a NaN ggml's fold restarts after it, so the scalar fold
+ * runs then. */
+static float q8_amax_sse2(const float *x)
+{
+	const __m128 absm = _mm_castsi128_ps(_mm_set1_epi32(0x7fffffff));
+	__m128 m = _mm_setzero_ps(), nan = _mm_setzero_ps();
+	float a[4], amax = 0.0f;
+
+	for (int j = 0; j < WF_Q8_0_BLCK; j += 4) {
+		__m128 v = _mm_loadu_ps(x + j);
+		nan = _mm_or_ps(nan, _mm_cmpunord_ps(v, v));
+		m = _mm_max_ps(m, _mm_and_ps(v, absm));
+	}
+	if (_mm_movemask_ps(nan)) {
+		for (int j = 0; j < WF_Q8_0_BLCK; j++)
+			amax = WF_QMAX(amax, fabsf(x[j]));
+		return amax;
+	}
+	_mm_storeu_ps(a, m);
+	for (int k = 0; k < 4; k++)
+		amax = WF_QMAX(amax, a[k]);
+	return amax;
+}
+
+/* Q8_0's 32 quants (int8_t)roundf(x * id), four at a time.  roundf (ties
+ * away from zero) is trunc(|v|) + (|v| - trunc(|v|) >= 0.5), both steps
+ * exact, with v's sign, for |v| < 2^31; beyond, and for NaN, the scalar
+ * cast gives 0x80000000, whose low byte is 0. */
+static void q8_sse2(const float *x, float id, uint8_t *qs)
+{
+	const __m128 vid = _mm_set1_ps(id), half = _mm_set1_ps(0.5f), lim = _mm_set1_ps(2147483648.0f);
+	const __m128 absm = _mm_castsi128_ps(_mm_set1_epi32(0x7fffffff));
+	const __m128i imin = _mm_set1_epi32(INT32_MIN), lo8 = _mm_set1_epi32(0xff);
+	__m128i r[8];
+
+	for (int k = 0; k < 8; k++) {
+		__m128 v = _mm_mul_ps(_mm_loadu_ps(x + 4 * k), vid), a = _mm_and_ps(v, absm);
+		__m128i t = _mm_cvttps_epi32(a);
+		__m128 fr = _mm_sub_ps(a, _mm_cvtepi32_ps(t));
+		t = _mm_sub_epi32(t, _mm_castps_si128(_mm_cmpge_ps(fr, half)));
+		__m128i neg = _mm_srai_epi32(_mm_castps_si128(v), 31);
+		t = _mm_sub_epi32(_mm_xor_si128(t, neg), neg);
+		__m128i big = _mm_castps_si128(_mm_cmpnlt_ps(a, lim));
+		t = _mm_or_si128(_mm_andnot_si128(big, t), _mm_and_si128(big, imin));
+		r[k] = _mm_and_si128(t, lo8);
+	}
+	for (int h = 0; h < 2; h++)
+		_mm_storeu_si128((__m128i *)(qs + 16 * h),
+				 _mm_packus_epi16(_mm_packs_epi32(r[4 * h], r[4 * h + 1]),
+						  _mm_packs_epi32(r[4 * h + 2], r[4 * h + 3])));
+}
 #endif
 
 uint16_t wf_quant_f16(float f)
@@ -268,14 +322,22 @@ void wf_quant_q8_0(const float *src, uint8_t *dst, size_t nblocks)
 	for (size_t b = 0; b < nblocks; b++) {
 		const float *x = src + b * WF_Q8_0_BLCK;
 		uint8_t *y = dst + b * WF_Q8_0_BYTES;
+#if defined(__SSE2__)
+		const float amax = q8_amax_sse2(x);
+#else
 		float amax = 0.0f;
 
 		for (int j = 0; j < WF_Q8_0_BLCK; j++)
 			amax = WF_QMAX(amax, fabsf(x[j]));
+#endif
 		const float d = amax / 127.0f;
 		const float id = d != 0.0f ? 1.0f / d : 0.0f;
 		wf_put16(y + WF_Q8_0_D, wf_quant_f16(d));
+#if defined(__SSE2__)
+		q8_sse2(x, id, y + WF_Q8_0_QS);
+#else
 		for (int j = 0; j < WF_Q8_0_BLCK; j++)
 			y[WF_Q8_0_QS + j] = (uint8_t)(int8_t)wf_cvtt(roundf(x[j] * id));
+#endif
 	}
 }
