@@ -152,7 +152,7 @@ static int parse_o(struct cli_opts *o, const char *list)
 			uint32_t ft;
 			if (!wf_arch_parse_ftype(opt + 5, &ft) || (o->gguf && strcmp(o->gguf, opt + 5) != 0)) {
 				char q[WF_QPATH];
-				ret = cli_usage_error(o->cmd, "-o gguf=%s: not a type model.gguf is made in (auto, f32, f16, bf16)%s",
+				ret = cli_usage_error(o->cmd, "-o gguf=%s: not a type model.gguf is made in (auto, f32, f16, bf16, or a llama-quantize type: q8_0, q4_k_m, ...)%s",
 						  wf_quote_path(q, sizeof q, opt + 5), o->gguf ? ", or it contradicts another" : "");
 				break;
 			}

@@ -93,9 +93,7 @@ static void info_gguf(const struct wf_tree *t, struct wf_buf *line)
 		wf_buf_puts(line, "\nmodel.gguf: every tensor as stored; llama.cpp cannot run it: ");
 	else if (t->gguf)
 		wf_buf_printf(line, "\nmodel.gguf: %s, %s, as convert_hf_to_gguf.py writes it\n", t->gguf->plan.arch,
-			      t->gguf->plan.ftype == WF_FTYPE_ALL_F32	  ? "F32"
-			      : t->gguf->plan.ftype == WF_FTYPE_MOSTLY_BF16 ? "BF16"
-									    : "F16");
+			      wf_ftype_name(t->gguf->plan.ftype));
 	else if (t->gguf_why)
 		wf_buf_puts(line, "\nmodel.gguf: none: ");
 	const char *why = t->gguf && t->gguf->plan.generic ? t->gguf->plan.why_generic : !t->gguf ? t->gguf_why : NULL;

@@ -117,7 +117,7 @@ static int opt_proc(void *data, const char *arg, int key, struct fuse_args *outa
 		const char *v = arg + strlen("gguf=");
 		uint32_t ft;
 		if (!wf_arch_parse_ftype(v, &ft)) {
-			fprintf(stderr, "weightfs: -o gguf=%s: not a type model.gguf is made in (auto, f32, f16, bf16)\n",
+			fprintf(stderr, "weightfs: -o gguf=%s: not a type model.gguf is made in (auto, f32, f16, bf16, or a llama-quantize type: q8_0, q4_k_m, ...)\n",
 				cli_path(v));
 			return -1;
 		}

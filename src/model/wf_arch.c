@@ -1196,7 +1196,7 @@ bool wf_arch_parse_ftype(const char *s, uint32_t *ftype)
 			*ftype = f[i].v;
 			return true;
 		}
-	return false;
+	return wf_arch_parse_qftype(s, ftype);
 }
 
 void wf_arch_plan_free(struct wf_arch_plan *plan)

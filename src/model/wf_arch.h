@@ -91,9 +91,54 @@ bool wf_gguf_to_hf_name(const char *gguf_arch, const char *g, char *out, size_t 
 #define WF_FTYPE_MOSTLY_BF16 32u
 /* -o gguf= absent: the converter's --outtype auto */
 #define WF_FTYPE_AUTO UINT32_MAX
+/* with a quantized file type: llama-quantize --pure (every tensor it
+ * quantizes in the default type, no mixture rules) */
+#define WF_FTYPE_PURE 0x10000u
 
-/* Parses a -o gguf= value ("f32", "f16", "bf16", "auto"); false for any
- * other. */
+/* Parses a llama-quantize file type as -o gguf= names it: "q8_0",
+ * "q4_k_m", ..., "iq4_xs"; NAME-pure for --pure, and "q3_k", "q4_k",
+ * "q5_k" for the pure K types.  Sets *ftype to its llama_ftype (with
+ * WF_FTYPE_PURE); false for any other string. */
+bool wf_arch_parse_qftype(const char *s, uint32_t *ftype);
+
+/* Whether ftype (a WF_FTYPE_* or parsed by wf_arch_parse_qftype) is a
+ * quantized file type; its default tensor type (wf_types.h id), or -1. */
+bool wf_ftype_quantized(uint32_t ftype);
+int wf_ftype_default_type(uint32_t ftype);
+
+/* The file type as llama-quantize prints it ("Q4_K_M", "Q8_0 (pure)",
+ * "F32", "F16", "BF16"); static. */
+const char *wf_ftype_name(uint32_t ftype);
+
+struct wf_arch_plan;
+
+/* What llama-quantize's rules read of a model's hyperparameters. */
+struct wf_quant_hp {
+	char arch[32];          /* general.architecture */
+	uint32_t n_layer, n_head, n_head_kv, n_expert;
+};
+
+/* Reads *hp from the key/values of the GGUF header at gguf[0..len) (a
+ * whole file or a header made in memory).  WF_ERR_UNSUP with one line in
+ * why when block_count or head_count is missing. */
+enum wf_err wf_quant_hp_read(const uint8_t *gguf, uint64_t len, struct wf_quant_hp *hp, char *why);
+
+/* Whether llama-quantize quantizes a tensor named `name` of ne[0..ndim)
+ * (ggml order): 2 dims or more as ggml_n_dims counts them, a name ending
+ * in "weight", not a norm or one of llama-quant.cpp's exceptions. */
+bool wf_arch_quantizes(const char *name, const uint64_t *ne, uint32_t ndim);
+
+/* Applies llama-quantize's file type ftype to plan (its tensors as the
+ * F32 GGUF llama-quantize reads, or a GGUF model's as stored): puts them
+ * in llama.cpp's loader order and gives each tensor it quantizes its type
+ * (the mixture's rules, no imatrix; WF_FTYPE_PURE: the default type),
+ * with the shape fallbacks, setting quant (or ggml_nan for an F16
+ * fallback), vk and nbytes; sets plan->ftype.  WF_ERR_UNSUP for a file
+ * type with no default type. */
+enum wf_err wf_arch_quantize(struct wf_arch_plan *plan, uint32_t ftype, const struct wf_quant_hp *hp, char *why);
+
+/* Parses a -o gguf= value ("f32", "f16", "bf16", "auto", or a quantized
+ * file type: wf_arch_parse_qftype); false for any other. */
 bool wf_arch_parse_ftype(const char *s, uint32_t *ftype);
 
 /* How a tensor's values are changed on the way. */
@@ -118,6 +163,8 @@ struct wf_arch_tensor {
 	float *gen;                  /* src -1: its values, [elements], owned */
 	uint8_t vk;                  /* the source view it is read through (enum wf_vk), or 0: the one of `type` */
 	bool ggml_nan;               /* F16 made from float32: every NaN as ggml's fp32_to_fp16 makes it (sign | 0x7E00) */
+	bool quant;                  /* encoded on read from the float32 view (vk WF_VK_F32) into `type`
+				      * (wf_quant.h), as ggml_quantize_chunk does */
 };
 
 struct wf_arch_plan {

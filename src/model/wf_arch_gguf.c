@@ -39,23 +39,32 @@ static const char *const keep_sub[] = {
 };
 static const char *const keep_name[] = {"position_embd.weight", "token_types.weight"};
 
-/* Whether llama-quantize would give tensor t (a GGUF tensor, ne counted
- * as ggml does: trailing 1s are not dimensions) the file's type. */
-static bool allows_retype(const struct wf_tensor *t)
+bool wf_arch_quantizes(const char *name, const uint64_t *ne, uint32_t ndim)
 {
-	uint32_t nd = t->ndim;
-	while (nd > 1 && t->shape[t->ndim - nd] <= 1) /* ggml_n_dims: outermost ne of 1 (or 0) do not count */
+	uint32_t nd = ndim;
+	while (nd > 1 && ne[nd - 1] <= 1) /* ggml_n_dims: outermost ne of 1 (or 0) do not count */
 		nd--;
-	size_t n = t->name_len;
-	if (nd < 2 || n < 6 || memcmp(t->name + n - 6, "weight", 6) != 0)
+	size_t n = strlen(name);
+	if (nd < 2 || n < 6 || memcmp(name + n - 6, "weight", 6) != 0)
 		return false;
 	for (size_t i = 0; i < WF_ARRAY_LEN(keep_sub); i++)
-		if (strstr(t->name, keep_sub[i]))
+		if (strstr(name, keep_sub[i]))
 			return false;
 	for (size_t i = 0; i < WF_ARRAY_LEN(keep_name); i++)
-		if (strcmp(t->name, keep_name[i]) == 0)
+		if (strcmp(name, keep_name[i]) == 0)
 			return false;
 	return true;
+}
+
+/* Whether llama-quantize would give tensor t (a GGUF tensor) the file's type. */
+static bool allows_retype(const struct wf_tensor *t)
+{
+	uint64_t ne[4] = {1, 1, 1, 1};
+	if (t->ndim > 4)
+		return false;
+	for (uint32_t d = 0; d < t->ndim; d++)
+		ne[d] = t->shape[t->ndim - 1 - d];
+	return wf_arch_quantizes(t->name, ne, t->ndim ? t->ndim : 1);
 }
 
 /* The layer sscanf("blk.%d.") finds in a name, or -1. */
@@ -126,7 +135,8 @@ static enum wf_err retype_tensor(const struct wf_tensor *t, size_t src, uint32_t
 			       wf_quote(q, sizeof q, t->name, t->name_len));
 	uint32_t want = ftype == WF_FTYPE_ALL_F32 ? WF_T_F32 : ftype == WF_FTYPE_MOSTLY_BF16 ? WF_T_BF16 : WF_T_F16;
 	const struct wf_type *ty = wf_type_get(t->type);
-	bool retype = allows_retype(t) && (uint32_t)t->type != want;
+	/* WF_FTYPE_AUTO here: every tensor as stored (a quantized file type decides after) */
+	bool retype = ftype != WF_FTYPE_AUTO && allows_retype(t) && (uint32_t)t->type != want;
 	bool floats = t->type == WF_T_F32 || t->type == WF_T_F16 || t->type == WF_T_BF16 ||
 		      (ty && ty->vk == WF_VK_F32 && !ty->layer);
 	if (retype && !floats)
@@ -149,6 +159,31 @@ static enum wf_err retype_tensor(const struct wf_tensor *t, size_t src, uint32_t
 	return WF_OK;
 }
 
+/* A quantized file type: every tensor as stored first, then
+ * llama-quantize's choices (wf_arch_quantize); those it changes must
+ * decode to float32. */
+static enum wf_err plan_quantized(const struct wf_model *m, uint32_t ftype, struct wf_arch_plan *plan, char *why)
+{
+	struct wf_quant_hp hp;
+	enum wf_err rc = wf_quant_hp_read(m->data, m->data_len, &hp, why);
+	for (size_t i = 0; rc == WF_OK && i < m->n_tensors; i++)
+		if ((rc = retype_tensor(&m->tensors[i], i, WF_FTYPE_AUTO, &plan->t[i], why)) == WF_OK)
+			plan->n++;
+	if (rc == WF_OK)
+		rc = wf_arch_quantize(plan, ftype, &hp, why);
+	for (size_t i = 0; rc == WF_OK && i < plan->n; i++) {
+		const struct wf_arch_tensor *p = &plan->t[i];
+		const struct wf_tensor *t = &m->tensors[p->src];
+		const struct wf_type *ty = wf_type_get(t->type);
+		bool floats = t->type == WF_T_F32 || t->type == WF_T_F16 || t->type == WF_T_BF16 ||
+			      (ty && ty->vk == WF_VK_F32 && !ty->layer);
+		if (p->vk != WF_VK_RAW && !floats)
+			rc = wf_fail(why, WF_ERR_UNSUP, "tensor %s: its type %s has no float32 decoding to quantize from",
+				     p->name, ty && ty->name ? ty->name : "?");
+	}
+	return rc;
+}
+
 static enum wf_err plan_tensors(const struct wf_model *m, uint32_t ftype, struct wf_arch_plan *plan, char *why)
 {
 	size_t n = m->n_tensors;
@@ -156,6 +191,10 @@ static enum wf_err plan_tensors(const struct wf_model *m, uint32_t ftype, struct
 	if (!(plan->t = calloc(n ? n : 1, sizeof *plan->t)) || !o) {
 		free(o);
 		return wf_fail(why, WF_ERR_NOMEM, "out of memory");
+	}
+	if (wf_ftype_quantized(ftype)) {
+		free(o);
+		return plan_quantized(m, ftype, plan, why);
 	}
 	for (size_t i = 0; i < n; i++)
 		o[i] = (struct ord){.i = i, .layer = name_layer(m->tensors[i].name), .t = &m->tensors[i]};
@@ -183,14 +222,13 @@ enum wf_err wf_arch_plan_gguf(const struct wf_model *m, uint32_t ftype, struct w
 		rc = wf_gguf_kvs(m->data, m->data_len, copy_kv, &c, why);
 	if (rc == WF_OK) {
 		wf_gguf_w_u32(w, "general.quantization_version", 2);
-		wf_gguf_w_u32(w, "general.file_type", ftype);
+		wf_gguf_w_u32(w, "general.file_type", ftype & ~WF_FTYPE_PURE);
 	}
 	if (rc != WF_OK) {
 		wf_arch_plan_free(plan);
 		return rc;
 	}
-	snprintf(plan->arch_buf, sizeof plan->arch_buf, "%s",
-		 ftype == WF_FTYPE_ALL_F32 ? "F32" : ftype == WF_FTYPE_MOSTLY_BF16 ? "BF16" : "F16");
+	snprintf(plan->arch_buf, sizeof plan->arch_buf, "%s", wf_ftype_name(ftype));
 	plan->arch = plan->arch_buf;
 	return WF_OK;
 }

@@ -532,8 +532,8 @@ enum wf_err wf_gguf_kvs(const uint8_t *buf, uint64_t len, enum wf_err (*fn)(void
 {
 	struct cur c = {.p = buf, .len = len, .pos = 16, .err = err, .what = "header"};
 	uint64_t n_kv;
-	enum wf_err rc = len >= 4 && wf_gguf_magic(buf, len) ? rd_u64(&c, &n_kv)
-							      : wf_fail(err, WF_ERR_FORMAT, "header: not a GGUF file");
+	enum wf_err rc = len >= 24 && wf_gguf_magic(buf, len) ? rd_u64(&c, &n_kv)
+							       : wf_fail(err, WF_ERR_FORMAT, "header: not a GGUF file, or shorter than its 24 bytes");
 	for (uint64_t i = 0; rc == WF_OK && i < n_kv; i++) {
 		struct wf_gguf_kv kv;
 		uint32_t elem = 0;

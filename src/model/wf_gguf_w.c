@@ -112,6 +112,9 @@ static bool key(struct wf_gguf_w *w, const char *k, enum wf_gtype t)
 		fail(w, WF_ERR_RANGE, "key %s: inside an unfinished array", k);
 		return false;
 	}
+	for (const char *const *d = w->drop; d && *d && t != WF_GT_ARRAY; d++)
+		if (strcmp(*d, k) == 0)
+			return false; /* skipped, not failed */
 	if (!*k || wf_gguf_w_has(w, k)) {
 		fail(w, WF_ERR_RANGE, *k ? "key %s written twice" : "an empty key%s", k);
 		return false;

@@ -54,6 +54,8 @@ struct wf_gguf_w {
 	uint64_t arr_left;
 	enum wf_gtype arr_type;
 	bool in_arr;
+	const char *const *drop; /* NULL-terminated keys whose scalar writes are skipped (the caller writes them
+				  * later, elsewhere: llama-quantize's order), or NULL */
 	enum wf_err rc;         /* the first failure, sticky; WF_OK while none */
 	char err[WF_ERRLEN];    /* what it was */
 };

@@ -698,11 +698,15 @@ static void put_gguf(struct wf_buf *b, const struct wf_tree *t)
 		wf_buf_printf(b, "  model.gguf: this model retyped to %s as llama.cpp's llama-quantize\n"
 				 "  --allow-requantize writes it (-o gguf=), made on read.\n",
 			      t->gguf->plan.arch);
+	} else if (t->gguf && wf_ftype_quantized(t->gguf->plan.ftype)) {
+		wf_buf_printf(b, "  model.gguf: the model as llama.cpp's convert_hf_to_gguf.py and then llama-quantize\n"
+				 "  write it (%s, %s), made on read: llama.cpp runs it from here.\n",
+			      t->gguf->plan.arch, wf_ftype_name(t->gguf->plan.ftype));
 	} else if (t->gguf) {
 		wf_buf_printf(b, "  model.gguf: the model as llama.cpp's convert_hf_to_gguf.py writes it (%s, %s),\n"
 				 "  made on read: llama.cpp runs it from here (-o gguf= picks its type).\n",
 			      t->gguf->plan.arch,
-			      t->gguf->plan.ftype == WF_FTYPE_ALL_F32 ? "F32" : t->gguf->plan.ftype == WF_FTYPE_MOSTLY_BF16 ? "BF16" : "F16");
+			      wf_ftype_name(t->gguf->plan.ftype));
 	} else if (t->gguf_why) {
 		wf_buf_puts(b, t->m->format == WF_FMT_GGUF ? "  No model.gguf (-o gguf=): "
 							   : "  No model.gguf: llama.cpp's converter would not make it the same: ");

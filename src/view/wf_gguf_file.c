@@ -77,16 +77,39 @@ enum wf_err wf_made_lay_out(const struct wf_model *m, struct wf_gguf_file *g, un
 		enum wf_err rc = wf_tensor_set_view(&g->shadow[i], p->vk ? (enum wf_vk)p->vk : out_vk(p->type), why);
 		if (rc != WF_OK)
 			return rc;
-		if (g->shadow[i].size != p->nbytes)
+		if (!p->quant && g->shadow[i].size != p->nbytes)
 			return wf_fail(why, WF_ERR_RANGE, "tensor %s: %" PRIu64 " bytes planned, %" PRIu64 " made", p->name,
 				       p->nbytes, g->shadow[i].size);
 		g->xf[i] = (struct wf_xform){.t = &g->shadow[i], .perm_heads = p->perm_heads, .perm_to_hf = p->perm_to_hf,
 					     .add = p->add};
 		g->xf[i].ggml_nan16 = p->ggml_nan;
+		g->xf[i].quant = p->quant ? (uint8_t)p->type : 0;
 		g->xf[i].quiet_bf16 = !g->plan.generic && !g->plan.from_gguf && p->type == WF_T_BF16 && m->tensors[p->src].type == WF_T_BF16 && !m->tensors[p->src].q;
 	}
 	g->start[n] = g->size = at;
 	return WF_OK;
+}
+
+/* llama-quantize's types over the F32 plan, with the hyperparameters its
+ * rules read taken from the key/values written so far (general.* and the
+ * architecture's, before the tokenizer's). */
+static enum wf_err quantize_plan(const struct wf_gguf_w *w, uint32_t ftype, struct wf_gguf_file *g, char *why)
+{
+	struct wf_buf b = {0};
+	static const uint8_t head[24] = {'G', 'G', 'U', 'F', 3};
+	wf_buf_put(&b, head, sizeof head);
+	uint64_t n = w->n_kv;
+	for (int i = 0; i < 8 && b.data; i++)
+		b.data[16 + i] = (char)(n >> (8 * i));
+	wf_buf_put(&b, w->kv.data, w->kv.len);
+	if (b.oom) {
+		wf_buf_free(&b);
+		return wf_fail(why, WF_ERR_NOMEM, "out of memory");
+	}
+	struct wf_quant_hp hp;
+	enum wf_err rc = wf_quant_hp_read((const uint8_t *)b.data, b.len, &hp, why);
+	wf_buf_free(&b);
+	return rc == WF_OK ? wf_arch_quantize(&g->plan, ftype, &hp, why) : rc;
 }
 
 /* The header: the plan's key/values, the tokenizer's, the tensor infos. */
@@ -107,10 +130,23 @@ static enum wf_err make_header(const struct wf_model *m, uint32_t ftype, struct 
 	struct wf_arch_in in = {.name = folder_name(m)};
 	SIDE(m, "config.json", in.config, in.config_len);
 	SIDE(m, "generation_config.json", in.gen_config, in.gen_config_len);
-	enum wf_err rc = wf_arch_plan(m, &in, ftype, &w, &g->plan, why);
+	/* a quantized file type: the F32 GGUF llama-quantize would read, whose
+	 * general.quantization_version and file_type it moves to the end */
+	static const char *const deferred[] = {"general.quantization_version", "general.file_type", NULL};
+	bool q = wf_ftype_quantized(ftype);
+	if (q)
+		w.drop = deferred;
+	enum wf_err rc = wf_arch_plan(m, &in, q ? WF_FTYPE_ALL_F32 : ftype, &w, &g->plan, why);
+	if (rc == WF_OK && q)
+		rc = quantize_plan(&w, ftype, g, why);
 	struct wf_vocab_files f;
 	vocab_files(m, &f);
-	if (rc != WF_OK && g->plan.generic) {
+	if (rc != WF_OK && g->plan.generic && q) {
+		char no_arch[WF_ERRLEN];
+		snprintf(no_arch, sizeof no_arch, "%s", why);
+		rc = wf_fail(why, WF_ERR_UNSUP, "-o gguf=%s: llama-quantize runs only on an architecture llama.cpp "
+						 "has (%s)", wf_ftype_name(ftype), no_arch);
+	} else if (rc != WF_OK && g->plan.generic) {
 		/* no architecture to follow: every tensor as stored, and the
 		 * tokenizer only if it maps (tried on a writer of its own first) */
 		char no_arch[WF_ERRLEN];
@@ -129,6 +165,11 @@ static enum wf_err make_header(const struct wf_model *m, uint32_t ftype, struct 
 			snprintf(g->plan.why_generic, sizeof g->plan.why_generic, "%s", no_arch);
 	} else if (rc == WF_OK) {
 		rc = wf_vocab_write(&f, g->plan.tok, g->plan.vocab_size, &w, why);
+	}
+	if (rc == WF_OK && q) {
+		w.drop = NULL;
+		wf_gguf_w_u32(&w, "general.quantization_version", 2);
+		wf_gguf_w_u32(&w, "general.file_type", ftype & ~WF_FTYPE_PURE);
 	}
 	free((char *)in.name);
 	if (rc == WF_OK) {

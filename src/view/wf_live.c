@@ -226,9 +226,66 @@ static enum wf_err xform_rows(struct wf_live *lv, struct touched *tc, const stru
 	return WF_OK;
 }
 
+static enum wf_err xform_floats(struct wf_live *lv, struct touched *tc, const struct wf_xform *xf, uint64_t off,
+				size_t len, uint8_t *out, size_t *got);
+
+/* Blocks of a tensor quantized on read: the float32 values of whole
+ * blocks (xform_floats), encoded, and the bytes asked for copied out; a
+ * piece at a time so that the floats stay in the cache. */
+static enum wf_err quant_piece(struct wf_live *lv, struct touched *tc, const struct wf_xform *xf, uint64_t off,
+			       size_t len, uint8_t *out, size_t *got)
+{
+	const struct wf_type *ty = wf_type_get(xf->quant);
+	*got = 0;
+	if (!ty || !ty->quantize || !ty->blck || xf->t->nelems % ty->blck)
+		return WF_ERR_RANGE;
+	uint64_t nblk = xf->t->nelems / ty->blck, total = nblk * ty->bytes;
+	if (off >= total)
+		return WF_OK;
+	if (len > total - off)
+		len = (size_t)(total - off);
+	size_t per = ty->blck >= XFORM_CHUNK / 4 ? 1 : XFORM_CHUNK / 4 / ty->blck; /* blocks a piece */
+	uint8_t *tmp = malloc(per * ty->blck * 4 + per * ty->bytes);
+	if (!tmp)
+		return WF_ERR_NOMEM;
+	xform_tmp = tmp; /* freed by after_sigbus should the copy fault */
+	struct wf_xform fx = *xf;
+	fx.quant = 0;
+	enum wf_err rc = WF_OK;
+	size_t done = 0;
+	while (rc == WF_OK && done < len) {
+		uint64_t at = off + done, b0 = at / ty->bytes, n = nblk - b0 < per ? nblk - b0 : per, g;
+		size_t fg = 0, w = 0;
+		char err[WF_ERRLEN];
+		rc = xform_floats(lv, tc, &fx, b0 * ty->blck * 4, (size_t)(n * ty->blck * 4), tmp, &fg);
+		if (rc == WF_OK && fg != n * ty->blck * 4)
+			rc = WF_ERR_RANGE;
+		uint8_t *blocks = tmp + per * ty->blck * 4;
+		if (rc == WF_OK)
+			rc = wf_quantize_rows(xf->quant, (const float *)(const void *)tmp, 1, (size_t)(n * ty->blck), blocks,
+					      per * ty->bytes, &w, err);
+		if (rc != WF_OK)
+			break;
+		uint64_t skip = at - b0 * ty->bytes;
+		g = w - skip < len - done ? w - skip : len - done;
+		memcpy(out + done, blocks + skip, (size_t)g);
+		done += (size_t)g;
+	}
+	xform_tmp = NULL;
+	free(tmp);
+	*got = rc == WF_OK ? done : 0;
+	return rc;
+}
+
+static enum wf_err xform_piece(struct wf_live *lv, struct touched *tc, const struct wf_xform *xf, uint64_t off,
+			       size_t len, uint8_t *out, size_t *got)
+{
+	return xf->quant ? quant_piece(lv, tc, xf, off, len, out, got) : xform_floats(lv, tc, xf, off, len, out, got);
+}
+
 /* A made tensor's bytes: its rows, then the fix-ups on whole elements
  * (through a buffer when the range cuts an element). */
-static enum wf_err xform_piece(struct wf_live *lv, struct touched *tc, const struct wf_xform *xf, uint64_t off,
+static enum wf_err xform_floats(struct wf_live *lv, struct touched *tc, const struct wf_xform *xf, uint64_t off,
 			       size_t len, uint8_t *out, size_t *got)
 {
 	if (!xf->add && !xf->quiet_bf16 && !xf->ggml_nan16)

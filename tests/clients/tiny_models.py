@@ -18,7 +18,8 @@ tokenizer_config.json and added_tokens.json are copied, vocab_size is the number
 unless given.
 
 Options of make(): vocab_size= (config and embedding rows), dtype= "F32" (default), "F16"
-or "BF16" (every tensor stored so; BF16 by truncation of the float32 draw), shards=N
+or "BF16" (every tensor stored so; BF16 by truncation of the float32 draw), dims=(n_embd,
+n_head, n_head_kv, n_ff, n_layer) in place of the defaults, shards=N
 (model-0000i-of-0000N.safetensors plus model.safetensors.index.json, tensors dealt out
 by shard_of(name) or round-robin over the sorted names), config= {extra config.json keys}.
 """
@@ -49,13 +50,13 @@ def n_vocab_of(tokenizer_dir):
 
 
 def make(folder, kind, tokenizer_dir, seed=0, vocab_size=None, dtype="F32", shards=None, shard_of=None,
-         config=None):
+         config=None, dims=None):
     os.makedirs(folder, exist_ok=True)
     for fn in ("tokenizer.json", "tokenizer_config.json", "tokenizer.model", "added_tokens.json"):
         if os.path.exists(os.path.join(tokenizer_dir, fn)):
             shutil.copy(os.path.join(tokenizer_dir, fn), os.path.join(folder, fn))
     V = vocab_size or n_vocab_of(tokenizer_dir)
-    E, H, KV, FF, L = 64, 4, 2, 128, (6 if kind == "gemma3" else 2)
+    E, H, KV, FF, L = dims or (64, 4, 2, 128, (6 if kind == "gemma3" else 2))
     hd = 32 if kind == "qwen3" else E // H
     cfg = {"architectures": [ARCHS[kind]], "model_type": ARCHS[kind][:-len("ForCausalLM")].lower(),
            "hidden_size": E, "intermediate_size": FF, "num_hidden_layers": L,

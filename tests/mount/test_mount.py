@@ -89,6 +89,7 @@ from t_memory import group_memory
 from t_gguf import group_gguf
 from t_gguf_more import group_gguf_more
 from t_hf import group_hf
+from t_gguf_quant import group_gguf_quant
 from t_verify import group_verify
 from t_hftok import group_hftok
 
@@ -134,6 +135,7 @@ def main():
     groups.append(("gguf", group_gguf))
     groups.append(("gguf_more", group_gguf_more))
     groups.append(("hf", group_hf))
+    groups.append(("gguf_quant", group_gguf_quant))
     groups.append(("verify", group_verify))
     groups.append(("hftok", group_hftok))
     for gname, fn in groups:

@@ -1,0 +1,141 @@
+"""Group gguf_quant: model.gguf quantized on read (-o gguf=q4_k_m and the other llama-quantize
+file types; docs/gguf.md "Quantized types"), byte for byte what llama.cpp's own
+llama_model_quantize writes (libllama of the npm package, tests/clients/llama.py quantize):
+
+- a Hugging Face folder (a random llama of hidden 256 and 8 layers, so that the K types need
+  no fallback and use_more_bits picks some layers, with a SentencePiece vocab of 32000) with
+  -o gguf=TYPE for every file type = llama_model_quantize(the F32 GGUF weightfs convert writes
+  of it, TYPE); the pure forms (-o gguf=q4_k, TYPE-pure) = --pure;
+- the same with the tiny 64-wide models (llama, qwen2, gemma2: every K type's shape fallback);
+- a GGUF source: the F32 GGUF itself, and a Q8_0 GGUF requantized (--allow-requantize);
+- weightfs convert MODEL OUT.gguf -o gguf=q4_k_m = the view; llama.cpp runs the Q4_K_M file
+  from the mount and makes the same tokens as from the llama-quantize file.
+"""
+
+import os
+import sys
+
+from wf_harness import Fail, Mount, check, new_dir, run_cli, skip_or_fail
+from t_gguf import CLIENTS, client, npm_dir
+
+# -o gguf= name -> llama_ftype
+FTYPES = {"q8_0": 7, "q6_k": 18, "q5_k_m": 17, "q5_k_s": 16, "q4_k_m": 15, "q4_k_s": 14, "q3_k_m": 12,
+          "q3_k_l": 13, "q3_k_s": 11, "q2_k": 10, "q4_0": 2, "q4_1": 3, "q5_0": 8, "q5_1": 9, "iq4_nl": 25,
+          "iq4_xs": 30}
+
+
+def first_diff(a, b):
+    n = min(len(a), len(b))
+    return next((i for i in range(n) if a[i] != b[i]), n)
+
+
+def same_as_llama(model, f32_gguf, name, ftype, pure=False, d=None):
+    """model.gguf of a mount of model with -o gguf=name against llama_model_quantize."""
+    ref = os.path.join(d or new_dir("qref-"), "ref-%s.gguf" % name)
+    client(["quantize", f32_gguf, ref, str(ftype)] + (["pure"] if pure else []))
+    m = Mount(model, ["-o", "gguf=" + name])
+    try:
+        p = m.path("model.gguf")
+        if not os.path.exists(p):
+            raise Fail("-o gguf=%s: no model.gguf: %s" % (name, [ln for ln in open(m.path("WEIGHTFS.txt"))
+                                                              if "gguf" in ln]))
+        with open(p, "rb") as f:
+            got = f.read()
+    finally:
+        m.unmount()
+    with open(ref, "rb") as f:
+        want = f.read()
+    if got != want:
+        raise Fail("-o gguf=%s: model.gguf (%d bytes) differs from llama_model_quantize's (%d bytes) at byte %d"
+                   % (name, len(got), len(want), first_diff(got, want)))
+    return ref
+
+
+def make_f32(folder, d):
+    g = os.path.join(d, "f32.gguf")
+    rc, _, err, _ = run_cli(["convert", "-o", "gguf=f32", folder, g], timeout=300)
+    if rc != 0:
+        raise Fail("convert -o gguf=f32: exit %d: %s" % (rc, err[-300:]))
+    return g
+
+
+def wide_case(state):
+    import tiny_models
+    from t_gguf_more import tok_dir
+    d = new_dir("qwide-")
+    folder = tiny_models.make(os.path.join(d, "wide-llama"), "llama", tok_dir("plain"), dims=(256, 8, 2, 512, 8),
+                              config={"bos_token_id": 1, "eos_token_id": 2})
+    g = make_f32(folder, d)
+    state["wide"] = (folder, g, d)
+    for name, ft in FTYPES.items():
+        same_as_llama(folder, g, name, ft, d=d)
+    for name, ft in (("q4_k", 15), ("q8_0-pure", 7), ("q3_k_l-pure", 13)):
+        same_as_llama(folder, g, name, ft, pure=True, d=d)
+    return "%d file types and 3 pure forms byte-identical" % len(FTYPES)
+
+
+def narrow_case(kind):
+    import real_tokenizers
+    import tiny_models
+    tdir = real_tokenizers.folder("gpt2")
+    if kind.startswith("gemma"):
+        from t_gguf_more import tok_dir
+        tdir = tok_dir("plain")
+    if not tdir:
+        skip_or_fail("tokenizer gpt2 not installed (tests/clients/npm.sh)")
+    d = new_dir("qnarrow-")
+    folder = tiny_models.make(os.path.join(d, "tiny-" + kind), kind, tdir)
+    g = make_f32(folder, d)
+    names = ("q8_0", "q4_k_m", "q6_k", "q2_k", "iq4_xs", "q5_1")
+    for name in names:
+        same_as_llama(folder, g, name, FTYPES[name], d=d)
+    return "%s: %s byte-identical (every K type through its shape fallback)" % (kind, ", ".join(names))
+
+
+def gguf_source_case(state):
+    folder, g, _ = state["wide"]
+    d = new_dir("qsrc-")  # refs of its own: convert_run_case compares with the folder's
+    for name in ("q4_k_m", "q8_0", "iq4_xs"):
+        same_as_llama(g, g, name, FTYPES[name], d=d)
+    # requantize: a Q8_0 GGUF made by llama.cpp, to Q4_K_M and Q6_K
+    q8 = os.path.join(d, "q8.gguf")
+    client(["quantize", g, q8, "7"])
+    for name in ("q4_k_m", "q6_k"):
+        same_as_llama(q8, q8, name, FTYPES[name], d=d)
+    return "F32 GGUF -> q4_k_m, q8_0, iq4_xs; Q8_0 GGUF -> q4_k_m, q6_k: byte-identical"
+
+
+def convert_run_case(state):
+    folder, g, d = state["wide"]
+    out = os.path.join(d, "conv-q4km.gguf")
+    rc, _, err, _ = run_cli(["convert", "-o", "gguf=q4_k_m", folder, out], timeout=300)
+    if rc != 0:
+        raise Fail("convert -o gguf=q4_k_m: exit %d: %s" % (rc, err[-300:]))
+    ref = os.path.join(d, "ref-q4_k_m.gguf")
+    with open(out, "rb") as a, open(ref, "rb") as b:
+        if a.read() != b.read():
+            raise Fail("weightfs convert -o gguf=q4_k_m differs from llama_model_quantize's file")
+    m = Mount(folder, ["-o", "gguf=q4_k_m"])
+    try:
+        toks = client(["greedy", m.path("model.gguf"), "6", "1", "450", "4996"]).split()
+    finally:
+        m.unmount()
+    want = client(["greedy", ref, "6", "1", "450", "4996"]).split()
+    if toks != want or len(toks) < 6:
+        raise Fail("greedy tokens from the mount %r, from llama-quantize's file %r" % (toks, want))
+    return "convert = llama-quantize's bytes; llama.cpp from the mount: %s" % " ".join(toks)
+
+
+def group_gguf_quant():
+    npm_dir()
+    sys.path.insert(0, CLIENTS)
+    state = {}
+    check("gguf_quant: HF folder -o gguf=TYPE = llama_model_quantize of its F32 GGUF, every file type", wide_case,
+          state)
+    for kind in ("llama", "qwen2", "gemma2"):
+        check("gguf_quant: tiny %s (64 wide): model.gguf = llama_model_quantize's" % kind, narrow_case, kind)
+    if "wide" in state:
+        check("gguf_quant: GGUF source, and requantizing a Q8_0 GGUF: = llama_model_quantize's", gguf_source_case,
+              state)
+        check("gguf_quant: convert OUT.gguf -o gguf=q4_k_m = the view; llama.cpp runs it from the mount",
+              convert_run_case, state)
