@@ -38,7 +38,7 @@ static size_t stored_span(const struct cli_span_out *o, uint64_t off, size_t len
 		return 0;
 	/* a tensor of model.gguf is its source's bytes only when nothing
 	 * changes them on the way */
-	if (sg.xf && (sg.xf->perm_heads || sg.xf->add || sg.xf->quiet_bf16 || sg.xf->ggml_nan16 || sg.xf->quant ||
+	if (sg.xf && (sg.xf->perm_heads || sg.xf->add || sg.xf->quiet_bf16 || sg.xf->validate || sg.xf->quant ||
 		      sg.xf->perm_to_hf))
 		return 0;
 	const struct wf_tensor *t = sg.xf ? sg.xf->t : &m->tensors[sg.tensor];

@@ -259,3 +259,46 @@ enum wf_err wf_quantize_rows(int type, const float *src, size_t nrows, size_t n_
 	*written = (size_t)bytes;
 	return WF_OK;
 }
+
+/* Where a block keeps its half-float scales (ggml-common.h): d, and the
+ * second one (dmin or m) or -1. */
+static const struct {
+	int type;
+	int d, d2;
+} scale_at[] = {
+	{WF_T_Q4_0, WF_Q4_0_D, -1},     {WF_T_Q4_1, WF_Q4_1_D, WF_Q4_1_M},   {WF_T_Q5_0, WF_Q5_0_D, -1},
+	{WF_T_Q5_1, WF_Q5_1_D, WF_Q5_1_M}, {WF_T_Q8_0, WF_Q8_0_D, -1},     {WF_T_Q2_K, WF_Q2_K_D, WF_Q2_K_DMIN},
+	{WF_T_Q3_K, WF_Q3_K_D, -1},     {WF_T_Q4_K, WF_Q4_K_D, WF_Q4_K_DMIN}, {WF_T_Q5_K, WF_Q5_K_D, WF_Q5_K_DMIN},
+	{WF_T_Q6_K, WF_Q6_K_D, -1},     {WF_T_IQ4_NL, WF_IQ4_NL_D, -1},     {WF_T_IQ4_XS, WF_IQ4_XS_D, -1},
+};
+
+static bool f16_finite(const uint8_t *p)
+{
+	return (wf_le16(p) & 0x7C00) != 0x7C00;
+}
+
+bool wf_blocks_valid(int type, const uint8_t *data, size_t nbytes)
+{
+	if (type == WF_T_F32) {
+		for (size_t i = 0; i + 4 <= nbytes; i += 4)
+			if ((wf_le32(data + i) & 0x7F800000u) == 0x7F800000u)
+				return false;
+		return true;
+	}
+	if (type == WF_T_F16 || type == WF_T_BF16) {
+		uint16_t e = type == WF_T_F16 ? 0x7C00 : 0x7F80;
+		for (size_t i = 0; i + 2 <= nbytes; i += 2)
+			if ((wf_le16(data + i) & e) == e)
+				return false;
+		return true;
+	}
+	const struct wf_type *ty = wf_type_get(type);
+	for (size_t k = 0; ty && k < WF_ARRAY_LEN(scale_at); k++) {
+		if (scale_at[k].type != type)
+			continue;
+		for (size_t b = 0; b + ty->bytes <= nbytes; b += ty->bytes)
+			if (!f16_finite(data + b + scale_at[k].d) || (scale_at[k].d2 >= 0 && !f16_finite(data + b + scale_at[k].d2)))
+				return false;
+	}
+	return true;
+}

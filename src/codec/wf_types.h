@@ -182,4 +182,11 @@ int wf_type_from_st(const char *s, size_t len);
 enum wf_err wf_quantize_rows(int type, const float *src, size_t nrows, size_t n_per_row,
 			     void *dst, size_t dst_len, size_t *written, char *err);
 
+/* Whether whole blocks data[0..nbytes) of ggml type `type` pass ggml's
+ * ggml_validate_row_data, as llama-quantize checks what it wrote: no
+ * infinity or NaN among F32, F16 and BF16 values, nor in the half-float
+ * scales (d, and dmin or m) of the quantized blocks weightfs encodes.
+ * Other types are taken as valid. */
+bool wf_blocks_valid(int type, const uint8_t *data, size_t nbytes);
+
 #endif

@@ -132,8 +132,8 @@ bool wf_arch_quantizes(const char *name, const uint64_t *ne, uint32_t ndim);
  * F32 GGUF llama-quantize reads, or a GGUF model's as stored): puts them
  * in llama.cpp's loader order and gives each tensor it quantizes its type
  * (the mixture's rules, no imatrix; WF_FTYPE_PURE: the default type),
- * with the shape fallbacks, setting quant (or ggml_nan for an F16
- * fallback), vk and nbytes; sets plan->ftype.  WF_ERR_UNSUP for a file
+ * with the shape fallbacks, setting quant (an F16 fallback: vk F16),
+ * validate, vk and nbytes; sets plan->ftype.  WF_ERR_UNSUP for a file
  * type with no default type. */
 enum wf_err wf_arch_quantize(struct wf_arch_plan *plan, uint32_t ftype, const struct wf_quant_hp *hp, char *why);
 
@@ -162,7 +162,8 @@ struct wf_arch_tensor {
 	uint8_t add;                 /* enum wf_add */
 	float *gen;                  /* src -1: its values, [elements], owned */
 	uint8_t vk;                  /* the source view it is read through (enum wf_vk), or 0: the one of `type` */
-	bool ggml_nan;               /* F16 made from float32: every NaN as ggml's fp32_to_fp16 makes it (sign | 0x7E00) */
+	bool validate;               /* llama-quantize checks what it made (ggml_validate_row_data): a read
+				      * of a block or value that fails the check fails (EIO) */
 	bool quant;                  /* encoded on read from the float32 view (vk WF_VK_F32) into `type`
 				      * (wf_quant.h), as ggml_quantize_chunk does */
 };

@@ -151,7 +151,7 @@ static enum wf_err retype_tensor(const struct wf_tensor *t, size_t src, uint32_t
 		o->ne[d] = t->shape[t->ndim - 1 - d];
 	o->type = retype ? want : (uint32_t)t->type;
 	o->vk = retype ? 0 : WF_VK_RAW;
-	o->ggml_nan = retype && want == WF_T_F16;
+	o->validate = retype;
 	if (!retype)
 		o->nbytes = t->nbytes;
 	else if (!wf_mul_ok(t->nelems, want == WF_T_F32 ? 4 : 2, &o->nbytes))

@@ -388,8 +388,8 @@ enum wf_err wf_arch_quantize(struct wf_arch_plan *plan, uint32_t ftype, const st
 			rows *= t->ne[d];
 		t->type = (uint32_t)nt;
 		t->quant = nt != WF_T_F16;
-		t->ggml_nan = nt == WF_T_F16;
 		t->vk = nt == WF_T_F16 ? WF_VK_F16 : WF_VK_F32;
+		t->validate = true;
 		if (!wf_mul_ok(rows, row_bytes(nt, t->ne[0]), &t->nbytes))
 			return wf_fail(why, WF_ERR_UNSUP, "tensor %s: too many bytes", t->name);
 	}

@@ -82,8 +82,8 @@ enum wf_err wf_made_lay_out(const struct wf_model *m, struct wf_gguf_file *g, un
 				       p->nbytes, g->shadow[i].size);
 		g->xf[i] = (struct wf_xform){.t = &g->shadow[i], .perm_heads = p->perm_heads, .perm_to_hf = p->perm_to_hf,
 					     .add = p->add};
-		g->xf[i].ggml_nan16 = p->ggml_nan;
 		g->xf[i].quant = p->quant ? (uint8_t)p->type : 0;
+		g->xf[i].validate = p->validate;
 		g->xf[i].quiet_bf16 = !g->plan.generic && !g->plan.from_gguf && p->type == WF_T_BF16 && m->tensors[p->src].type == WF_T_BF16 && !m->tensors[p->src].q;
 	}
 	g->start[n] = g->size = at;

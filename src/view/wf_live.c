@@ -188,14 +188,6 @@ static void xform_fix(const struct wf_xform *xf, uint8_t *p, size_t n)
 				memcpy(p + 2 * i, &h, 2);
 			}
 		}
-	} else if (xf->ggml_nan16) {
-		for (size_t i = 0; i < n; i++) {
-			uint16_t h = wf_le16(p + 2 * i);
-			if ((h & 0x7C00) == 0x7C00 && (h & 0x3FF)) {
-				h = (uint16_t)((h & 0x8000) | 0x7E00);
-				memcpy(p + 2 * i, &h, 2);
-			}
-		}
 	}
 }
 
@@ -264,6 +256,8 @@ static enum wf_err quant_piece(struct wf_live *lv, struct touched *tc, const str
 		if (rc == WF_OK)
 			rc = wf_quantize_rows(xf->quant, (const float *)(const void *)tmp, 1, (size_t)(n * ty->blck), blocks,
 					      per * ty->bytes, &w, err);
+		if (rc == WF_OK && xf->validate && !wf_blocks_valid(xf->quant, blocks, w))
+			rc = WF_ERR_RANGE; /* llama-quantize refuses a row whose scales are not finite */
 		if (rc != WF_OK)
 			break;
 		uint64_t skip = at - b0 * ty->bytes;
@@ -288,9 +282,11 @@ static enum wf_err xform_piece(struct wf_live *lv, struct touched *tc, const str
 static enum wf_err xform_floats(struct wf_live *lv, struct touched *tc, const struct wf_xform *xf, uint64_t off,
 			       size_t len, uint8_t *out, size_t *got)
 {
-	if (!xf->add && !xf->quiet_bf16 && !xf->ggml_nan16)
+	if (!xf->add && !xf->quiet_bf16 && !xf->validate)
 		return xform_rows(lv, tc, xf, off, len, out, got);
-	unsigned es = xf->add ? 4 : 2;
+	bool half = xf->t->vk == WF_VK_F16 || xf->t->vk == WF_VK_BF16;
+	unsigned es = half ? 2 : 4;
+	int vt = !half ? WF_T_F32 : xf->t->vk == WF_VK_BF16 ? WF_T_BF16 : WF_T_F16; /* what is checked */
 	if (off % es == 0 && len % es == 0) {
 		/* in pieces that stay in the cache between the copy and the fix:
 		 * a second pass over a whole reply (up to 1 MiB) went to memory
@@ -303,6 +299,8 @@ static enum wf_err xform_floats(struct wf_live *lv, struct touched *tc, const st
 			if (rc != WF_OK)
 				return rc;
 			xform_fix(xf, out + done, g / es);
+			if (xf->validate && !wf_blocks_valid(vt, out + done, g))
+				return WF_ERR_RANGE; /* llama-quantize refuses an infinity or NaN it made */
 			done += g;
 			*got = done;
 			if (g < n)
@@ -320,6 +318,10 @@ static enum wf_err xform_floats(struct wf_live *lv, struct touched *tc, const st
 	enum wf_err rc = xform_rows(lv, tc, xf, lo, n, tmp, &g);
 	if (rc == WF_OK) {
 		xform_fix(xf, tmp, g / es);
+		if (xf->validate && !wf_blocks_valid(vt, tmp, g))
+			rc = WF_ERR_RANGE;
+	}
+	if (rc == WF_OK) {
 		size_t skip = (size_t)(off - lo);
 		*got = g > skip ? (g - skip < len ? g - skip : len) : 0;
 		memcpy(out, tmp + skip, *got);

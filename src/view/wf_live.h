@@ -38,7 +38,7 @@ struct wf_xform {
 	uint8_t add;                /* 0; 1: + 1 in float32; 2: + 1 in half, widened; 3: - 1 in float32
 				     * (a float32 view) */
 	bool quiet_bf16;            /* a bfloat16 view whose NaNs get the quiet bit, as gguf-py's rounding does */
-	bool ggml_nan16;            /* a half view whose NaNs become sign | 0x7E00, as ggml's fp32_to_fp16 makes them */
+	bool validate;              /* what is made must pass ggml_validate_row_data (wf_blocks_valid): else EIO */
 	uint8_t quant;              /* 0; else a float32 view (after the rows and fix-ups above) encoded into this
 				     * ggml type, whole blocks at a time (wf_types.h's quantize column) */
 };

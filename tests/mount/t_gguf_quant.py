@@ -126,6 +126,51 @@ def convert_run_case(state):
     return "convert = llama-quantize's bytes; llama.cpp from the mount: %s" % " ".join(toks)
 
 
+def refuse_case(state):
+    """A weight whose Q8_0 scale overflows half precision (|w| = 1e38): llama_model_quantize
+    refuses the file (ggml_validate_row_data), and the mount's reads of that block fail with EIO
+    while the rest is served."""
+    import struct
+    from t_gguf_more import gguf_read_header
+    _, g, _ = state["wide"]
+    d = new_dir("qbad-")
+    _, infos, _, ds = gguf_read_header(g)
+    off = next(o for n, _, _, o in infos if n == "blk.3.ffn_up.weight")
+    with open(g, "rb") as f:
+        buf = bytearray(f.read())
+    struct.pack_into("<f", buf, ds + off + 4 * 5, 1e38)
+    bad = os.path.join(d, "bad.gguf")
+    with open(bad, "wb") as f:
+        f.write(buf)
+    try:
+        client(["quantize", bad, os.path.join(d, "ref.gguf"), "7"])
+        raise Fail("llama_model_quantize wrote a Q8_0 file with an infinite scale: the case tests nothing")
+    except Fail as e:
+        if "failed" not in str(e):
+            raise
+    m = Mount(bad, ["-o", "gguf=q8_0"])
+    try:
+        _, q8, _, qds = gguf_read_header(m.path("model.gguf"))
+        qo = next(o for n, _, _, o in q8 if n == "blk.3.ffn_up.weight")
+        fd = os.open(m.path("model.gguf"), os.O_RDONLY)
+        try:
+            try:
+                os.pread(fd, 34, qds + qo)
+                raise Fail("the block with the infinite scale was served")
+            except OSError as e:
+                if e.errno != 5:
+                    raise
+            # a later page (reads are by page: the bad block's page fails as a whole)
+            ok = os.pread(fd, 34, (qds + qo) // 4096 * 4096 + 8192)
+        finally:
+            os.close(fd)
+    finally:
+        m.unmount()
+    if len(ok) != 34:
+        raise Fail("a later page could not be read")
+    return "llama_model_quantize refuses; the block's read fails with EIO, later pages are served"
+
+
 def group_gguf_quant():
     npm_dir()
     sys.path.insert(0, CLIENTS)
@@ -139,3 +184,4 @@ def group_gguf_quant():
               state)
         check("gguf_quant: convert OUT.gguf -o gguf=q4_k_m = the view; llama.cpp runs it from the mount",
               convert_run_case, state)
+        check("gguf_quant: a block llama-quantize refuses (infinite scale) reads as EIO", refuse_case, state)
