@@ -2,7 +2,7 @@
  * tokenizer.json, tokenizer_config.json, special_tokens_map.json and, for
  * a SentencePiece vocabulary, tokenizer.model, made from the GGUF's
  * tokenizer.* key/values so that Hugging Face tokenizers gives the same
- * ids as llama.cpp on the GGUF (docs/hf.md, "hf/: tokenizer files").
+ * ids as llama.cpp on the GGUF (docs/hf.md, "Tokenizer files").
  *
  * What cannot be mapped exactly is refused, never approximated.
  */
