@@ -70,6 +70,13 @@ measures, side by side in one run:
      quantizer (ggml_quantize_chunk of the npm libggml-base.so), one thread,
      the same input, the bytes compared too (tools/bench_quant.py; --parts
      quant).
+  21-24. on part 15's llama folder (tools/bench_hf.py): 21 a GGUF mount's
+     hf/model.safetensors read end to end vs its tensor files; 22
+     weightfs.safe_open(names="hf") vs names="model"; 23 model.gguf under -o
+     gguf=q4_k_m read end to end vs llama_model_quantize on all cores; 24
+     llama.cpp first token from that model.gguf, cold and warm, vs the
+     llama-quantize file on /dev/shm (--parts hf, q4, or hf-read, hf-module,
+     q4-read, q4-llama).
 Prints medians of several runs as tables with ratios and writes the same to
 --out as JSON.  Needs root only for --drop-caches / --read-ahead-kb; uses no
 third-party modules.
@@ -1288,11 +1295,12 @@ def main():
     ap.add_argument("--runs", type=int)
     ap.add_argument("--mib", type=int, help="MiB of float32 output per tensor (default 256)")
     ap.add_argument("--rand-n", type=int, default=500, help="random reads per tensor per run")
-    ap.add_argument("--parts", default="decode,io,mount,whole,module,remote,convert,views,load,hfq,ggml,gguf,share,verify,quant",
+    ap.add_argument("--parts", default="decode,io,mount,whole,module,remote,convert,views,load,hfq,ggml,gguf,share,verify,quant,hf,q4",
                     help="comma list of decode, io, mount, whole, module (a Python with numpy), remote "
                          "(needs rclone), convert, views, load, prev (needs --prev-weightfs), "
                          "ggml (needs --ggml-src), gguf (parts 15-17, model.gguf; needs the npm clients; "
-                         "or one of gguf-read, gguf-llama, gguf-convert), share (part 18), verify (part 19), quant (part 20)")
+                         "or one of gguf-read, gguf-llama, gguf-convert), share (part 18), verify (part 19), quant (part 20), "
+                         "hf (parts 21-22: hf-read, hf-module), q4 (parts 23-24: q4-read, q4-llama)")
     ap.add_argument("--load-mib", type=int,
                     help="MiB of float32 output per tensor in the load part (default 128, quick 32)")
     ap.add_argument("--load-types", help="comma list of types for the load part (default: all; F16 always)")
@@ -1324,7 +1332,7 @@ def main():
     parts = set(args.parts.split(","))
     # the benchmark model is for every part but load and ggml (their own inputs)
     gguf_parts = bench_gguf.selected(parts)
-    need_model = bool(parts - {"load", "ggml", "gguf", "verify", "quant"} - set(bench_gguf.PARTS)) or bool(args.prev_weightfs)
+    need_model = bool(parts - {"load", "ggml", "gguf", "verify", "quant"} - bench_gguf.all_names()) or bool(args.prev_weightfs)
 
     # the model, the tmpfs reference, and convert's output (the whole model)
     need = (args.mib * MiB * 4 if need_model else 0) + 64 * MiB \
@@ -1332,6 +1340,7 @@ def main():
         + (args.load_mib * MiB * 6 if "load" in parts else 0) \
         + (256 * MiB if "ggml" in parts and args.ggml_src else 0) \
         + (2048 * MiB if gguf_parts else 0) \
+        + (3584 * MiB if gguf_parts - set(bench_gguf.PARTS) else 0) \
         + (args.mib * MiB * (args.verify_files + 1) if "verify" in parts else 0)
     if not args.dir:
         base = "/dev/shm" if os.path.isdir("/dev/shm") and shutil.disk_usage("/dev/shm").free > need else "/tmp"

@@ -47,6 +47,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 CLIENTS = os.path.join(os.path.dirname(HERE), "tests", "clients")
 MiB = 1 << 20
 PARTS = ("gguf-read", "gguf-llama", "gguf-convert")
+# parts 21-24 (tools/bench_hf.py) run on the same folder
+MORE = {"hf": ("hf-read", "hf-module"), "q4": ("q4-read", "q4-llama")}
 # hidden, layers, ffn, heads, kv heads (vocab: Llama 3.1's 128256)
 SHAPE = {"full": (1024, 8, 2816, 16, 4), "quick": (512, 4, 1408, 8, 4)}
 PROMPT = [128000, 9906]  # <|begin_of_text|> "Hello"
@@ -64,10 +66,16 @@ def median(v):
 
 
 def selected(parts):
-    """The gguf parts asked for in the set of --parts names."""
-    if "gguf" in parts:
-        return set(PARTS)
-    return set(parts) & set(PARTS)
+    """The parts of this file and of bench_hf.py asked for in the set of --parts names."""
+    out = set(PARTS) if "gguf" in parts else set(parts) & set(PARTS)
+    for group, names in MORE.items():
+        out |= set(names) if group in parts else set(parts) & set(names)
+    return out
+
+
+def all_names():
+    """Every --parts name this file answers (groups too)."""
+    return set(PARTS) | {"gguf"} | set(MORE) | {n for v in MORE.values() for n in v}
 
 
 # --- the model (run in a Python with numpy) -------------------------------------
@@ -388,6 +396,8 @@ def part_gguf(args, parts):
             res["llama"] = part_llama(args, folder, mnt, runs, py)
         if "gguf-convert" in parts:
             res["convert"] = part_convert(args, folder, runs)
+        import bench_hf
+        res.update(bench_hf.run_parts(args, parts, folder, mnt, runs, py))
     finally:
         if not args.keep:
             for f in os.listdir(folder):
@@ -435,7 +445,8 @@ def report(res):
             r = s["median"]
             out.append("  -o gguf=%-4s  %.0f MB  convert %.2f GB/s  floor %.2f GB/s  %.2fx floor" % (
                 label, s["bytes"] / 1e6, r["convert"], r["floor"], r["x_floor"]))
-    return out
+    import bench_hf
+    return out + bench_hf.report(res)
 
 
 if __name__ == "__main__":

@@ -519,7 +519,11 @@ def main(argv):
         print(json.dumps(vocab_info(m)))
         return 0
     if cmd == "quantize":
-        quantize(argv[1], argv[2], int(argv[3]), pure=len(argv) > 4 and argv[4] == "pure")
+        # quantize SRC DST FTYPE [pure] [nthread=N] (N = 0: every core)
+        opts = argv[4:]
+        nthread = [int(a.split("=", 1)[1]) for a in opts if a.startswith("nthread=")]
+        nthread = (nthread[-1] or os.cpu_count() or 1) if nthread else 1
+        quantize(argv[1], argv[2], int(argv[3]), pure="pure" in opts, nthread=nthread)
         return 0
     if cmd == "greedy":
         m = load(argv[1])
