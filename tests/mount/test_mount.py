@@ -26,7 +26,7 @@ groups in order and prints the tally.  The rest lives next to it:
                   (malformed), t_remote (remote), t_sets (sets), t_parts (parts), t_desktop
                   (desktop), t_cmds (cmds), t_views (views), t_perms (perms),
                   t_stats (stats), t_diff (diff), t_preview (preview),
-                  t_memory (memory), t_verify (verify)
+                  t_memory (memory), t_verify (verify), t_demo (demo)
 
 Environment:
   WF_TEST_SEED    seed for the random ranges (default 20240601)
@@ -92,6 +92,7 @@ from t_hf import group_hf
 from t_gguf_quant import group_gguf_quant
 from t_verify import group_verify
 from t_hftok import group_hftok
+from t_demo import group_demo
 
 
 # ---------------------------------------------------------------- main
@@ -138,6 +139,7 @@ def main():
     groups.append(("gguf_quant", group_gguf_quant))
     groups.append(("verify", group_verify))
     groups.append(("hftok", group_hftok))
+    groups.append(("demo", group_demo))
     for gname, fn in groups:
         if not want(gname):
             continue
