@@ -230,6 +230,19 @@ def _offset(offset):
     return offset
 
 
+def _length(length):
+    """A byte count: an int in [0, 2**64)."""
+    try:
+        length = operator.index(length)
+    except TypeError:
+        raise TypeError("weightfs: length must be an int or None, not %s" % type(length).__name__) from None
+    if length < 0:
+        raise ValueError("weightfs: length %d is negative" % length)
+    if length > _U64_MAX:
+        raise OverflowError("weightfs: length %d does not fit in 64 bits" % length)
+    return length
+
+
 def _threads(threads):
     try:
         threads = operator.index(threads)
@@ -343,9 +356,12 @@ class Model:
                 out: Optional[np.ndarray] = None) -> bytes:
         """Bytes [offset, offset + length) of hf/ file `name` (all of it from offset when
         length is None), or into the writable buffer out."""
+        offset = _offset(offset)
+        if length is not None:
+            length = _length(length)
         size = self.hf_size(name, dtype)
-        offset = max(0, min(int(offset), size))
-        n = size - offset if length is None else max(0, min(int(length), size - offset))
+        offset = min(offset, size)
+        n = size - offset if length is None else min(length, size - offset)
         buf = out if out is not None else bytearray(n)
         view = memoryview(buf).cast("B")
         if view.nbytes < n or view.readonly:
@@ -518,6 +534,7 @@ class Model:
         of same-shaped tensors, with no copy.  A ValueError when the shapes
         or dtypes differ; threads as in get()."""
         names = list(names)
+        threads = _threads(threads)
         code = _dtype_code(dtype if dtype is not None else self.dtype)
         idx = (ctypes.c_size_t * max(1, len(names)))(*[self._index(n) for n in names])
         if not names:
@@ -633,6 +650,8 @@ def dequantize(data: Any, type: str, shape: Any = None) -> np.ndarray:
         shape = (operator.index(shape),)
     n = 1
     for d in shape:
+        if operator.index(d) < 0:
+            raise ValueError("weightfs: shape %r has a negative dimension" % (shape,))
         n *= operator.index(d)
     out = np.empty(shape, dtype=np.float32)
     err = ctypes.create_string_buffer(_ERRLEN)

@@ -482,6 +482,66 @@ def fifo_refs_main_does_not_block():
 
 
 @test
+def every_count_argument_checked():
+    """threads=, offset=, length=, rows=, dtype= and shape= misuse raises a
+    ValueError (a value out of range), TypeError (not an int) or
+    OverflowError (past 64 bits) before the library is called, on every
+    call that takes one (issue 31 item 5; stack() passed threads=-1 on as
+    2**32-1, hf_read() clamped a negative offset or length to 0)."""
+    def raises(exc, what, call):
+        try:
+            call()
+        except exc as e:
+            check(str(e).startswith("weightfs: "), "%s: message %r" % (what, str(e)))
+            return
+        except Exception as e:  # noqa: BLE001 - the wrong kind is the failure
+            check(False, "%s raised %s (%s), not %s" % (what, type(e).__name__, e, exc.__name__))
+            return
+        check(False, "%s accepted" % what)
+
+    with weightfs.open(os.path.join(ORACLE, "type_q4_0.gguf")) as m:
+        n = m.keys()[0]
+        for th, exc in ((-1, ValueError), (2**32, ValueError), (1.5, TypeError), ("2", TypeError)):
+            raises(exc, "get threads=%r" % (th,), lambda: m.get(n, threads=th))
+            raises(exc, "stack threads=%r" % (th,), lambda: m.stack([n], threads=th))
+            raises(exc, "read_into threads=%r" % (th,), lambda: m.read_into(n, bytearray(4), threads=th))
+            raises(exc, "stats threads=%r" % (th,), lambda: m.stats(n, threads=th))
+        for d in ("f64", "F32", ""):
+            for what, call in (("get", lambda: m.get(n, dtype=d)), ("info", lambda: m.info(n, dtype=d)),
+                               ("stack", lambda: m.stack([n], dtype=d)), ("stats", lambda: m.stats(n, dtype=d)),
+                               ("read_into", lambda: m.read_into(n, bytearray(4), dtype=d))):
+                raises(ValueError, "%s dtype=%r" % (what, d), call)
+        raises(ValueError, "rows step 2", lambda: m.get(n, rows=slice(0, 4, 2)))
+        raises(TypeError, "rows a list", lambda: m.get(n, rows=[0, 1]))
+        raises(ValueError, "stack of none", lambda: m.stack([]))
+        for call in (lambda: m.get("nope"), lambda: m.stack([n, "nope"]), lambda: m.info("nope")):
+            try:
+                call()
+                check(False, "a missing tensor read")
+            except KeyError:
+                pass
+        check(m.stack([n], threads=1).shape[0] == 1, "threads=1 reads")
+    with weightfs.open(os.path.join(ORACLE, "mixed_llama_tiny.gguf")) as m:
+        size = m.hf_size("config.json")
+        for kw, exc in (({"offset": -1}, ValueError), ({"length": -1}, ValueError), ({"offset": 1.5}, TypeError),
+                        ({"length": "3"}, TypeError), ({"offset": 2**64}, OverflowError)):
+            raises(exc, "hf_read %r" % (kw,), lambda: m.hf_read("config.json", **kw))
+        check(len(m.hf_read("config.json", offset=size + 5)) == 0, "hf_read past the end reads nothing")
+        check(len(m.hf_read("config.json", offset=1, length=2**64 - 1)) == size - 1, "hf_read's length is cut")
+        raises(ValueError, "hf_size of no such file", lambda: m.hf_size("vocab.txt"))
+        raises(ValueError, "hf_size dtype stored", lambda: m.hf_size("config.json", dtype="stored"))
+    raises(ValueError, "dequantize shape=-1", lambda: weightfs.dequantize(b"\0" * 34, "q8_0", shape=-1))
+    raises(ValueError, "dequantize 33 bytes", lambda: weightfs.dequantize(b"\0" * 33, "q8_0"))
+    raises(ValueError, "quantize q9", lambda: weightfs.quantize(np.zeros(32), "q9"))
+    raises(ValueError, "open dtype f64", lambda: weightfs.open(os.path.join(ORACLE, "type_q4_0.gguf"), dtype="f64"))
+    try:
+        weightfs.open("/nonexistent.gguf")
+        check(False, "a missing file opened")
+    except weightfs.WeightfsError as e:
+        check("No such file" in str(e), str(e))
+
+
+@test
 def misuse_raises_clear_errors():
     path = os.path.join(ORACLE, "type_q4_0.gguf")
     with weightfs.open(path) as m:
