@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-model=tests/data/ggml-oracle/mixed_llama_tiny.gguf
+model=tests/data/demo/demo-llama.gguf
 mnt=$PWD/mnt
 bash tools/deps.sh build
 
@@ -19,9 +19,8 @@ build/weightfs "$model" "$mnt"
 
 echo
 echo "== $model mounted at ./mnt"
-echo "   (a test model: its values are synthetic, not trained weights, and reach float32's"
-echo "   extremes, up to 2.9e38 - statistics over them overflow to inf and NaN: that is the"
-echo "   data, not a decoding error)"
+echo "   (a small llama made by tools/make_demo_model.py: a byte-level BPE tokenizer and"
+echo "   bigram weights taken from weightfs's own docs, in F16, Q8_0, Q4_K and Q6_K; not trained)"
 if command -v tree >/dev/null 2>&1; then
 	tree --noreport -h mnt | head -40
 else
@@ -41,8 +40,14 @@ if command -v getfattr >/dev/null 2>&1; then
 	getfattr -d "$t"
 fi
 echo
-echo "== the first 16 float32 values of $t (decoded from its quantized blocks)"
+echo "== the first 16 float32 values of $t (decoded from its Q4_K blocks)"
 od -A d -t f4 -N 64 -w16 "$t"
+echo
+echo "== weightfs stats $model blk.0."
+build/weightfs stats "$model" blk.0.
+echo
+echo "== ./mnt/hf: the same model as a Hugging Face folder, for transformers"
+ls mnt/hf
 echo
 # The python3 first on PATH (a venv, pyenv, conda) may lack numpy: name one
 # that has it, as tests/mount/run.sh picks one.
