@@ -29,8 +29,10 @@ no third-party modules.
 
 --hwm measures peak memory (VmHWM) instead: the daemon's after reading all
 of model.safetensors and tensors.json (and their sha256, to compare builds
-byte for byte), and that of `weightfs ls`, `ls --json` and `convert`, each
-against the bound 10 x header + 64 MiB (header: for a set, every shard's
+byte for byte), and that of `weightfs ls`, `ls --json`, `info`, `info --json`,
+`stats`, `verify`, `diff MODEL MODEL`, `cat` (case boolarr), `convert` (and for
+a GGUF `convert -o gguf=f16` to .gguf), each against the bound 10 x header
++ 64 MiB (diff: 10 x both headers + 64 MiB) (header: for a set, every shard's
 header and the index; --slack replaces the 64 MiB, so that a scaled-down
 run, as the mount group `memory` makes, still tells a header kept or
 copied whole from one that is not).  --check then exits 1 if any is over the bound, or if
@@ -302,6 +304,28 @@ def run_daemon_hwm(args, model, d, res):
             raise SystemExit("%s: still mounted; leaving %s in place" % (mp, d))
 
 
+# --hwm's commands besides the daemon; a case named in CAT also has `cat`
+# of that tensor, and every GGUF case `convert -o gguf=f16` to a .gguf.
+# `diff` holds two models: its bound counts the header twice (BOUND_HEADERS).
+CAT = {"boolarr": "w"}
+BOUND_HEADERS = {"diff": 2}
+OK_EXIT = {"verify": (0, 1)}  # a made-up hub-less model: "differs" is an answer, not a failure
+COLS = ("daemon", "ls", "ls_json", "info", "info_json", "stats", "verify", "diff", "cat", "convert",
+        "convert_gguf")
+
+
+def commands(name, model, out):
+    cmds = [("ls", ["ls", model]), ("ls_json", ["ls", "--json", model]), ("info", ["info", model]),
+            ("info_json", ["info", "--json", model]), ("stats", ["stats", model]),
+            ("verify", ["verify", model]), ("diff", ["diff", model, model])]
+    if name in CAT:
+        cmds.append(("cat", ["cat", model, CAT[name]]))
+    cmds.append(("convert", ["convert", "--force", model, out]))
+    if CASES[name][1] == "gguf":
+        cmds.append(("convert_gguf", ["convert", "--force", "-o", "gguf=f16", model, out + ".gguf"]))
+    return cmds
+
+
 def run_hwm(args, name, d):
     gen, ext = CASES[name]
     model = os.path.join(d, name + EXT[ext])
@@ -313,15 +337,18 @@ def run_hwm(args, name, d):
     if "error" in res:
         return res
     out = os.path.join(d, "out.safetensors")
-    for what, cmd in (("ls", ["ls", model]), ("ls_json", ["ls", "--json", model]),
-                      ("convert", ["convert", "--force", model, out])):
+    for what, cmd in commands(name, model, out):
+        if args.commands and what not in args.commands:
+            continue
         rc, hwm, err = wait_hwm([args.weightfs] + cmd)
         res[what] = hwm
-        if rc != 0:
+        if rc not in OK_EXIT.get(what, (0,)):
             res["error"] = "%s: exit %d: %s" % (what, rc, err)
     if os.path.exists(out):
         res["sha_convert"] = read_hash(out)
         os.remove(out)
+    if os.path.exists(out + ".gguf"):
+        os.remove(out + ".gguf")
     return res
 
 
@@ -333,12 +360,16 @@ def report_hwm(args, r):
         return ["%s: %s" % (name, r.get("error"))]
     bad = []
     cols = []
-    for what in ("daemon", "ls", "ls_json", "convert"):
-        over = r[what] > r["bound"]
+    for what in COLS:
+        if what not in r:
+            continue
+        k = BOUND_HEADERS.get(what, 1)
+        bound = r["bound"] + (k - 1) * 10 * r["header"]
+        over = r[what] > bound
         cols.append("%s %6.1f%s" % (what, r[what] / MiB, " OVER" if over else ""))
         if over:
             bad.append("%s: %s VmHWM %.1f MiB over the bound %.1f MiB" % (name, what, r[what] / MiB,
-                                                                          r["bound"] / MiB))
+                                                                          bound / MiB))
     growth = r["daemon"] - r["daemon_mounted"]
     if growth > args.read_growth * MiB:
         bad.append("%s: reading model.safetensors raised the daemon's VmHWM by %.1f MiB" % (name, growth / MiB))
@@ -365,6 +396,8 @@ def main():
                     help="with --hwm: the bound is 10 x header + SLACK MiB (docs/security.md: 64)")
     ap.add_argument("--read-growth", type=float, default=16,
                     help="with --check: MiB reading model.safetensors may add to the daemon's VmHWM")
+    ap.add_argument("--commands", type=lambda v: v.split(","), default=None,
+                    help="with --hwm: only these of " + ",".join(COLS[1:]) + " (default: all)")
     ap.add_argument("cases", nargs="*")
     args = ap.parse_args()
     args.weightfs = os.path.abspath(args.weightfs)
