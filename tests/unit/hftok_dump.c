@@ -55,6 +55,9 @@ int main(int argc, char **argv)
 	enum wf_err e = wf_hf_tok_make(m, &t, err);
 	if (e != WF_OK) {
 		fprintf(stderr, "%s: %s\n", argv[1], err);
+		wf_model_free(m);
+		munmap(p, (size_t)st.st_size);
+		close(fd);
 		return e == WF_ERR_UNSUP ? 3 : 1;
 	}
 	mkdir(argv[2], 0755);
