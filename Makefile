@@ -187,7 +187,7 @@ unit-check: $(UNIT_BIN) $(B)/weightfs
 layers-check:
 	$(Q)$(PYTHON) tools/check_layers.py .
 
-mount-check: $(B)/weightfs $(B)/hftok_dump
+mount-check: $(B)/weightfs $(B)/hftok_dump $(B)/libweightfs.so
 	$(Q)bash tests/mount/run.sh $(B)/weightfs
 
 # The shared library's exports are weightfs.h's functions and nothing else;

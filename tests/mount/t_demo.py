@@ -24,6 +24,14 @@ def module_env():
         skip_or_fail("no %s beside the binary (the Python module needs it)" % lib)
     env = dict(os.environ, WEIGHTFS_LIB=lib, PYTHONPATH=os.path.join(ROOT, "python"),
                PYTHONDONTWRITEBYTECODE="1")
+    with open(lib, "rb") as f:
+        asan = b"__asan_init" in f.read()
+    if asan:
+        # as tests/python/run.sh: the runtime first; Python leaks by design
+        cc = os.environ.get("CC", "cc")
+        env["LD_PRELOAD"] = subprocess.run([cc, "-print-file-name=libasan.so"], capture_output=True,
+                                           text=True).stdout.strip()
+        env["ASAN_OPTIONS"] = (env.get("ASAN_OPTIONS", "") + ":detect_leaks=0").lstrip(":")
     return env
 
 
@@ -123,6 +131,7 @@ def llama_runs(tj):
     # llama.cpp's tokenizer (pre "gpt-2") = HF tokenizers on the mount's tokenizer.json
     texts = ["weightfs mounts a GGUF file as a folder of tensors.",
              "Unmount with:  fusermount3 -u ./mnt", "\u00e9t\u00e9 \U0001f600 x=1+2;\n\n  done"]
+    texts += json.load(open(os.path.join(CLIENTS, "corpus.json"), encoding="utf-8"))
     corpus = os.path.join(new_dir("democ-"), "corpus.json")
     json.dump(texts, open(corpus, "w"))
     from t_hftok import hf as hf_ids
