@@ -102,15 +102,16 @@ def mount_views():
         diff = {k: cfg.get(k) for k in want if cfg.get(k) != want[k]}
         if diff:
             raise Fail("hf/config.json: %r" % diff)
-        tj = os.path.join(new_dir("demotj-"), "tokenizer.json")
-        with open(m.path("hf/tokenizer.json"), "rb") as f, open(tj, "wb") as o:
-            o.write(f.read())
+        hf = new_dir("demohf-")
+        for n in ("tokenizer.json", "config.json", "model.safetensors"):
+            with open(m.path("hf/" + n), "rb") as f, open(os.path.join(hf, n), "wb") as o:
+                o.write(f.read())
         png = open(m.path("token_embd/weight.png"), "rb").read()
         if png[:8] != b"\x89PNG\r\n\x1a\n":
             raise Fail("token_embd/weight.png: not a PNG: %r" % png[:8])
     finally:
         m.unmount()
-    return tj, "hf/: %s; token_embd/weight.png %d bytes" % (" ".join(names), len(png))
+    return hf, "hf/: %s; token_embd/weight.png %d bytes" % (" ".join(names), len(png))
 
 
 def llama_json(args, timeout=300):
@@ -121,7 +122,8 @@ def llama_json(args, timeout=300):
     return json.loads(r.stdout) if args[0] != "logits" else None
 
 
-def llama_runs(tj):
+def llama_runs(hf):
+    tj = os.path.join(hf, "tokenizer.json")
     sys.path.insert(0, CLIENTS)
     from t_gguf import npm_dir
     npm_dir()
@@ -154,8 +156,24 @@ def llama_runs(tj):
     g = llama_json(["greedy", DEMO, "8", str(BOS)])
     if len(g) != 8 or not all(0 <= t < N_VOCAB for t in g):
         raise Fail("greedy: %r" % g)
-    return "tokenizers agree on %d strings; next-token accuracy %.2f over %d tokens; greedy %r" % (
-        len(texts), acc, len(ids), g)
+    torch_info = torch_agrees(hf, ids[:64], lg[:64])
+    return "tokenizers agree on %d strings; next-token accuracy %.2f over %d tokens; greedy %r; %s" % (
+        len(texts), acc, len(ids), g, torch_info)
+
+
+def torch_agrees(hf, ids, want):
+    """A torch forward pass over the mount's hf/ gives llama.cpp's logits on the GGUF (the
+    same weights, decoded; llama.cpp's own rounding of activations aside)."""
+    try:
+        import hf_forward
+    except ImportError as e:
+        skip_or_fail("no torch for tests/clients/hf_forward.py: %s" % e)
+    got = np.asarray(hf_forward.logits(hf, ids))
+    rel = float(np.linalg.norm(got - want) / np.linalg.norm(want))
+    top = float((got.argmax(1) == want.argmax(1)).mean())
+    if rel > 0.05 or top < 0.9:
+        raise Fail("torch over hf/ against llama.cpp: rel %.2g, top-1 %.2f" % (rel, top))
+    return "torch over hf/: rel %.1e, top-1 %.2f" % (rel, top)
 
 
 def group_demo():
@@ -164,7 +182,8 @@ def group_demo():
     got = {}
 
     def views():
-        got["tj"], info = mount_views()
+        got["hf"], info = mount_views()
         return info
     if check("demo: the mount shows hf/ (config.json, tokenizer, model.safetensors) and previews", views):
-        check("demo: llama.cpp loads it, tokenizes as HF does on hf/, predicts the docs", llama_runs, got["tj"])
+        check("demo: llama.cpp loads it, tokenizes as HF does on hf/, predicts the docs, torch on hf/ agrees",
+              llama_runs, got["hf"])
