@@ -243,6 +243,7 @@ static enum wf_err quant_piece(struct wf_live *lv, struct touched *tc, const str
 	xform_tmp = tmp; /* freed by after_sigbus should the copy fault */
 	struct wf_xform fx = *xf;
 	fx.quant = 0;
+	fx.validate = false; /* llama-quantize checks what it wrote, not what it read */
 	enum wf_err rc = WF_OK;
 	size_t done = 0;
 	while (rc == WF_OK && done < len) {

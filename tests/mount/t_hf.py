@@ -248,6 +248,55 @@ def quant_case(state, kind, ftype, label):
     return "rel %.1e (against the unquantized weights %.1e), top-1 %.2f, %d tensors" % (rel, rel_orig, top, len(got))
 
 
+def bad_case(state):
+    """Hostile or inconsistent key/values: hf/ loses its model part (tokenizer files stay when
+    they map) and WEIGHTFS.txt names the key; never a crash, never a wrong tensor."""
+    from gguf_write import GGUFWriter, U32, F32, STRING
+    V, E = 260, 64
+    rng = np.random.default_rng(3)
+    base = [("general.architecture", "llama", None), ("llama.block_count", 1, U32),
+            ("llama.embedding_length", E, U32), ("llama.feed_forward_length", 128, U32),
+            ("llama.attention.head_count", 4, U32), ("llama.attention.head_count_kv", 2, U32),
+            ("llama.attention.layer_norm_rms_epsilon", 1e-5, F32), ("llama.context_length", 256, U32),
+            ("tokenizer.ggml.model", "gpt2", None), ("tokenizer.ggml.pre", "gpt-2", None),
+            ("tokenizer.ggml.tokens", ["t%d" % i for i in range(V)], None)]
+    cases = {
+        "embedding_length a string": ("llama.embedding_length", "sixty-four", STRING, "embedding_length"),
+        "head_count_kv 3 of 4 heads": ("llama.attention.head_count_kv", 3, U32, "head_count_kv"),
+        "head_count 0": ("llama.attention.head_count", 0, U32, "head_count"),
+        "block_count 2^31": ("llama.block_count", 1 << 31, U32, "block_count"),
+        "epsilon missing": ("llama.attention.layer_norm_rms_epsilon", None, None, "layer_norm_rms_epsilon"),
+    }
+    d = new_dir("hfbad-")
+    done = []
+    for label, (key, val, typ, says) in cases.items():
+        w = GGUFWriter()
+        for k, v, t in base:
+            if k == key:
+                if val is not None:
+                    w.kv(k, val, typ)
+            else:
+                w.kv(k, v, t) if t is not None else w.kv(k, v)
+        w.tensor("token_embd.weight", rng.standard_normal((V, E)).astype(np.float32))
+        w.tensor("blk.0.attn_q.weight", rng.standard_normal((E, E)).astype(np.float32))
+        w.tensor("blk.0.attn_k.weight", rng.standard_normal((E // 2, E)).astype(np.float32))
+        g = os.path.join(d, "bad%d.gguf" % len(done))
+        w.write(g)
+        m = Mount(g)
+        try:
+            txt = open(m.path("WEIGHTFS.txt")).read()
+            names = sorted(os.listdir(m.path("hf"))) if os.path.isdir(m.path("hf")) else []
+        finally:
+            m.unmount()
+        if "model.safetensors" in names or "config.json" in names:
+            raise Fail("%s: hf/ still has the model's files: %r" % (label, names))
+        line = [ln for ln in txt.splitlines() if "hf/" in ln or "model.safetensors:" in ln]
+        if not any(says in ln for ln in line):
+            raise Fail("%s: WEIGHTFS.txt does not name %s: %r" % (label, says, line))
+        done.append(label)
+    return "%d cases: no model files, the key named" % len(done)
+
+
 def dtype_case(state):
     folder, g = state["qwen2"]
     res = []
@@ -306,5 +355,7 @@ def group_hf():
                   quant_case, state, kind, ftype, label)
     if "qwen2" in state:
         check("hf: -o dtype=bf16 and f16: hf/model.safetensors and torch_dtype follow", dtype_case, state)
+    check("hf: key/values of the wrong type, inconsistent head counts: no model files, WEIGHTFS.txt says which",
+          bad_case, state)
     check("hf: a vocab-only GGUF: hf/ holds the tokenizer files only, WEIGHTFS.txt says why", vocab_only_case, state)
     check("hf: a GGUF of no architecture transformers has here: no hf/, WEIGHTFS.txt says why", unknown_case, state)
