@@ -179,6 +179,48 @@ static void add_cell(struct cli_table *tb, size_t off, size_t width)
 	tb->n_cells++;
 }
 
+/* Pads and prints one cell of text s (width w) as cli_table_print does. */
+static void put_cell(const struct cli_table *tb, unsigned col, const char *s, size_t have, bool last)
+{
+	bool right = tb->right_mask >> col & 1;
+	if (col)
+		fputs("  ", stdout);
+	for (size_t k = have; right && k < tb->w[col]; k++)
+		putchar(' ');
+	fputs(s, stdout);
+	for (size_t k = have; !right && !last && k < tb->w[col]; k++)
+		putchar(' ');
+	if (last)
+		putchar('\n');
+}
+
+/* A cell in two-pass mode: measured, or printed. */
+static void pass_cell(struct cli_table *tb, const char *s, size_t width)
+{
+	unsigned col = (unsigned)(tb->col % tb->ncols);
+	tb->col++;
+	if (col >= WF_ARRAY_LEN(tb->w))
+		return;
+	if (tb->pass == 1 && width > tb->w[col])
+		tb->w[col] = width;
+	else if (tb->pass == 2)
+		put_cell(tb, col, s, width, col + 1 == tb->ncols);
+}
+
+void cli_table_two_pass(struct cli_table *tb)
+{
+	tb->pass = 1;
+}
+
+bool cli_table_two_pass_print(struct cli_table *tb)
+{
+	if (tb->ncols > WF_ARRAY_LEN(tb->w))
+		return false;
+	tb->pass = 2;
+	tb->col = 0;
+	return true;
+}
+
 void cli_table_cell(struct cli_table *tb, const char *fmt, ...)
 {
 	char s[256];
@@ -186,6 +228,10 @@ void cli_table_cell(struct cli_table *tb, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(s, sizeof s, fmt, ap);
 	va_end(ap);
+	if (tb->pass) {
+		pass_cell(tb, s, strlen(s));
+		return;
+	}
 	size_t off = tb->text.len;
 	wf_buf_puts(&tb->text, s);
 	wf_buf_putc(&tb->text, '\0');
@@ -194,6 +240,13 @@ void cli_table_cell(struct cli_table *tb, const char *fmt, ...)
 
 void cli_table_name(struct cli_table *tb, const char *name, size_t n)
 {
+	if (tb->pass) { /* one name's text at a time */
+		tb->text.len = 0;
+		size_t w = cli_name(&tb->text, name, n);
+		wf_buf_putc(&tb->text, '\0');
+		pass_cell(tb, tb->text.oom ? "?" : tb->text.data, tb->text.oom ? 1 : w);
+		return;
+	}
 	size_t off = tb->text.len;
 	size_t w = cli_name(&tb->text, name, n);
 	wf_buf_putc(&tb->text, '\0');
@@ -216,19 +269,11 @@ bool cli_table_print(struct cli_table *tb)
 	for (size_t i = 0; i < tb->n_cells; i++)
 		if (tb->cells[2 * i + 1] > w[i % tb->ncols])
 			w[i % tb->ncols] = tb->cells[2 * i + 1];
+	memcpy(tb->w, w, sizeof w);
 	for (size_t i = 0; i < tb->n_cells; i++) {
 		unsigned col = (unsigned)(i % tb->ncols);
-		size_t have = tb->cells[2 * i + 1];
-		bool right = tb->right_mask >> col & 1, last = col + 1 == tb->ncols || i + 1 == tb->n_cells;
-		if (col)
-			fputs("  ", stdout);
-		for (size_t k = have; right && k < w[col]; k++)
-			putchar(' ');
-		fputs(tb->text.data + tb->cells[2 * i], stdout);
-		for (size_t k = have; !right && !last && k < w[col]; k++)
-			putchar(' ');
-		if (last)
-			putchar('\n');
+		put_cell(tb, col, tb->text.data + tb->cells[2 * i], tb->cells[2 * i + 1],
+			 col + 1 == tb->ncols || i + 1 == tb->n_cells);
 	}
 	return true;
 }

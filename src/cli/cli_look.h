@@ -67,6 +67,11 @@ struct cli_table {
 	size_t *cells;           /* per cell: offset in text, then its width */
 	size_t n_cells, cap;
 	bool oom;
+	/* two-pass mode (cli_table_two_pass): nothing is kept but each
+	 * column's width; the caller adds every cell twice */
+	int pass;                /* 0: kept; 1: measuring; 2: printing */
+	size_t w[32];
+	size_t col;              /* the next cell's column in two-pass mode */
 };
 
 void cli_table_init(struct cli_table *tb, unsigned ncols, unsigned right_mask);
@@ -79,6 +84,15 @@ void cli_table_name(struct cli_table *tb, const char *name, size_t n);
  * (nothing printed). */
 bool cli_table_print(struct cli_table *tb);
 void cli_table_free(struct cli_table *tb);
+
+/* Two-pass mode, for tables too big to keep (a row per tensor of a
+ * 1,000,000-tensor model held 250 MB of cells): after cli_table_init, the
+ * caller adds every cell once to measure the columns, calls
+ * cli_table_two_pass_print, then adds the same cells again, each printed
+ * as it comes; cli_table_print is then not called.  False from
+ * cli_table_two_pass_print when there are more than 32 columns. */
+void cli_table_two_pass(struct cli_table *tb);
+bool cli_table_two_pass_print(struct cli_table *tb);
 
 /* A double for the table: %.6g, "-" for NaN. */
 void cli_table_num(struct cli_table *tb, double v);

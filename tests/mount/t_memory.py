@@ -4,7 +4,8 @@
 docs/security.md, through tools/memcheck.py --hwm on scaled-down models
 (issue 17 item 7), and on the 20,000,000-element bool array at full size
 against the bound itself, 10 x header + 64 MiB (issue 31 item 3: `diff`
-made a cJSON tree of its metadata, 1.8 GB).
+made a cJSON tree of its metadata, 1.8 GB; `stats` kept a table of 12
+cells a tensor, over the bound for 1,000,000 tensors).
 
 The models are a tenth or a fifth of memcheck's full size, so the bound is
 10 x header + 16 MiB instead of + 64 MiB: what a run costs besides the
@@ -24,11 +25,11 @@ from wf_harness import BIN, check, Fail, ROOT, SANITIZED, TMP
 MEMCHECK = os.path.join(ROOT, "tools", "memcheck.py")
 
 # (case, scale, slack MiB, commands): full size / scale; the scaled-down
-# runs' 16 MiB of slack leave no room for the per-core buffers of stats and
-# convert to .gguf, nor for diff's second copy of the program, so they keep
-# to the commands whose cost besides the header is small; the full-size run
-# has them all.
-FEW = "ls,ls_json,info,info_json,verify,cat,convert"
+# runs' 16 MiB of slack leave no room for diff's second model and program,
+# nor for convert to .gguf's plan (about 300 bytes a tensor over the bound
+# for 1,000,000 tensors: not fixed, docs/security.md), so they keep to the
+# other commands; the full-size run has them all.
+FEW = "ls,ls_json,info,info_json,stats,verify,cat,convert"
 CASES = [("boolarr", 5, 16, FEW), ("many_gguf", 10, 16, FEW), ("shards", 10, 16, FEW),
          ("boolarr", 1, 64, None)]
 
