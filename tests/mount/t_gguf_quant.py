@@ -171,6 +171,36 @@ def refuse_case(state):
     return "llama_model_quantize refuses; the block's read fails with EIO, later pages are served"
 
 
+def status_kib(pid, key):
+    with open("/proc/%d/status" % pid) as f:
+        for ln in f:
+            if ln.startswith(key + ":"):
+                return int(ln.split()[1])
+    return 0
+
+
+def memory_case(state):
+    """The daemon holds no quantized tensor beyond one read: reading the whole q4_k_m
+    model.gguf (and again) grows its anonymous memory (RssAnon: not the source's mapped
+    pages, which are the page cache's) by far less than the file's size."""
+    folder, _, _ = state["wide"]
+    m = Mount(folder, ["-o", "gguf=q4_k_m"])
+    try:
+        pid = m.proc.pid
+        size = os.path.getsize(m.path("model.gguf"))
+        before = status_kib(pid, "RssAnon")
+        for _ in range(2):
+            with open(m.path("model.gguf"), "rb", buffering=0) as f:
+                while f.read(1 << 20):
+                    pass
+        grew = status_kib(pid, "RssAnon") - before
+    finally:
+        m.unmount()
+    if grew * 1024 > min(12 << 20, size // 2):
+        raise Fail("RssAnon grew by %d KiB reading a %d-byte model.gguf" % (grew, size))
+    return "model.gguf %.1f MB read twice: RssAnon +%d KiB" % (size / 1e6, grew)
+
+
 def group_gguf_quant():
     npm_dir()
     sys.path.insert(0, CLIENTS)
@@ -184,4 +214,6 @@ def group_gguf_quant():
               state)
         check("gguf_quant: convert OUT.gguf -o gguf=q4_k_m = the view; llama.cpp runs it from the mount",
               convert_run_case, state)
+        check("gguf_quant: reading a q4_k_m model.gguf: the daemon's memory does not grow with it", memory_case,
+              state)
         check("gguf_quant: a block llama-quantize refuses (infinite scale) reads as EIO", refuse_case, state)
