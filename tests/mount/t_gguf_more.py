@@ -700,6 +700,70 @@ def retype_none_case(state):
         err.strip()[-80:]
 
 
+def gptq_case():
+    """A GPTQ checkpoint (4-bit, group 32: every linear of a tiny llama replaced by GPTQ
+    parts, tests/mount/hfq_models.py): model.gguf holds the decoded weights (q/k rows
+    permuted), and llama.cpp's logits on it equal an HF forward pass over the same decoded
+    weights; -o gguf=q8_0 of it runs too."""
+    import real_tokenizers
+    import st_io
+    from hfq_models import gptq_layer, st_bytes
+    tdir = real_tokenizers.folder("gpt2")
+    if not tdir:
+        skip_or_fail("tokenizer gpt2 not installed (tests/clients/npm.sh)")
+    plain = make_folder("llama", tdir, "hfgptq-ref-")
+    w = st_io.load(os.path.join(plain, "model.safetensors"))
+    rng = np.random.default_rng(29)
+    st, dec = {}, {}
+    for k, a in w.items():
+        a = np.asarray(a, np.float32)
+        lin = k.startswith("model.layers.") and k.endswith("_proj.weight") and a.ndim == 2
+        if not lin:
+            st[k] = ("F32", list(a.shape), a.astype("<f4").tobytes())
+            dec[k] = a
+            continue
+        parts, exp = gptq_layer(rng, a.shape[0], a.shape[1], 4, 32, act_order=False)
+        parts.pop("bias")
+        for suf, (dt, shape, raw) in parts.items():
+            st[k[:-len("weight")] + suf] = (dt, list(shape), raw)
+        dec[k] = exp
+    d = new_dir("hfgptq-")
+    for f in os.listdir(plain):
+        if f not in ("model.safetensors", "config.json"):
+            with open(os.path.join(plain, f), "rb") as a, open(os.path.join(d, f), "wb") as b:
+                b.write(a.read())
+    with open(os.path.join(plain, "config.json")) as f:
+        cfg = json.load(f)
+    cfg["quantization_config"] = {"quant_method": "gptq", "bits": 4, "group_size": 32, "desc_act": False,
+                                  "sym": False, "checkpoint_format": "gptq"}
+    with open(os.path.join(d, "config.json"), "w") as f:
+        json.dump(cfg, f)
+    with open(os.path.join(d, "model.safetensors"), "wb") as f:
+        f.write(st_bytes(st))
+    ref = new_dir("hfgptq-dec-")
+    for f in os.listdir(plain):
+        if f != "model.safetensors":
+            with open(os.path.join(plain, f), "rb") as a, open(os.path.join(ref, f), "wb") as b:
+                b.write(a.read())
+    st_io.save(dec, os.path.join(ref, "model.safetensors"), metadata={"format": "pt"})
+    m = Mount(d, ["-o", "gguf=f32"])
+    try:
+        g = need_gguf(m)
+        ids = [1] + [int(x) for x in np.random.default_rng(4).integers(3, cfg["vocab_size"], 15)]
+        rel, top, _ = logits_rel(g, ref, ids)
+    finally:
+        m.unmount()
+    if rel > 1e-4 or top < 1:
+        raise Fail("GPTQ model.gguf: logits against HF over the decoded weights: rel %.2g, top-1 %.2f" % (rel, top))
+    m = Mount(d, ["-o", "gguf=q8_0"])
+    try:
+        toks = client(["greedy", need_gguf(m), "4", "1", "2", "3"]).split()
+    finally:
+        m.unmount()
+    return "%d GPTQ layers decoded into model.gguf: logits rel %.1e, top-1 %.2f; q8_0 of it runs (%s)" % (
+        sum(1 for k in st if k.endswith(".qweight")), rel, top, " ".join(toks))
+
+
 def group_gguf_more():
     npm_dir()
     sys.path.insert(0, CLIENTS)
@@ -719,6 +783,7 @@ def group_gguf_more():
     check("gguf_more: sharded checkpoint: parts by name, names sorted within each; data = unsharded", shard_case)
     check("gguf_more: BF16 checkpoint, -o gguf=auto: BF16 as stored (q/k permuted)", stored_case, "BF16")
     check("gguf_more: F16 checkpoint, -o gguf=auto: F16 as stored (q/k permuted)", stored_case, "F16")
+    check("gguf_more: a GPTQ checkpoint: model.gguf holds its decoded layers, llama.cpp = HF on them", gptq_case)
     check("gguf_more: GGUF -o gguf=T: model.gguf = llama_model_quantize's file, F32/F16/BF16 to each", retype_case,
           state)
     check("gguf_more: GGUF source: no model.gguf without -o gguf=; convert OUT.gguf = the view", retype_none_case,
