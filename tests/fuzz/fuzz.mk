@@ -17,7 +17,7 @@
 
 FUZZ_CC      ?= clang
 FUZZ_B       := build/fuzz
-FUZZ_TARGETS ?= gguf st read tree hfq vocab hftok
+FUZZ_TARGETS ?= gguf st read tree hfq vocab hftok hfview gguf_retype
 FUZZ_TIME    ?= 60
 FUZZ_RUNS    ?=
 # fuzz-check: whichever limit comes first
@@ -60,7 +60,7 @@ $(FUZZ_B)/obj/%.o: src/%.c
 # as in the top Makefile: decoders round exactly as ggml does
 $(FUZZ_B)/obj/codec/%.o: FUZZ_CFLAGS += -ffp-contract=off
 
-$(FUZZ_B)/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz_common.h $(FUZZ_LIB_OBJ)
+$(FUZZ_B)/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz_common.h tests/fuzz/fuzz_made.h $(FUZZ_LIB_OBJ)
 	@mkdir -p $(@D)
 	$(Q)$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $< $(FUZZ_LIB_OBJ) $(CJSON_LIBS) $(ZLIB_LIBS) $(CRYPTO_LIBS) -lm
 

@@ -381,3 +381,36 @@ g2 = gguf(split_kvs(1), [("c", [256], 12)])
 write("hfq", "split_gguf_folder", hfq_input([("config.json", {"architectures": ["LlamaForCausalLM"]}),
                                              (HFQ_NAMES[6], g1), (HFQ_NAMES[7], g2)]))
 write("hfq", "split_gguf_part", hfq_input([(HFQ_NAMES[6], g1), (HFQ_NAMES[7], g2)], flags=(4 << 2) | 32))
+
+
+# --- hfview and gguf_retype: GGUFs an architecture's rules apply to -------
+def tiny_arch(arch, emb=32, ff=64, heads=4, kv=2, vocab=8, ty=0, extra_kvs=(), extra_t=()):
+    kvs = [kv_str("general.architecture", arch), kv_u32(arch + ".context_length", 64),
+           kv_u32(arch + ".embedding_length", emb), kv_u32(arch + ".feed_forward_length", ff),
+           kv_u32(arch + ".block_count", 1), kv_u32(arch + ".attention.head_count", heads),
+           kv_u32(arch + ".attention.head_count_kv", kv), kv_u32(arch + ".rope.dimension_count", emb // heads),
+           (arch + ".rope.freq_base", 6, struct.pack("<f", 10000.0)),
+           (arch + ".attention.layer_norm_rms_epsilon", 6, struct.pack("<f", 1e-6)),
+           kv_str("tokenizer.ggml.model", "llama"),
+           kv_arr("tokenizer.ggml.tokens", 8, ["<unk>", "<s>", "</s>"] + ["t%d" % i for i in range(vocab - 3)]),
+           kv_arr("tokenizer.ggml.scores", 6, [0.0] * vocab), kv_arr("tokenizer.ggml.token_type", 5, [2, 3, 3] + [1] * (vocab - 3)),
+           kv_u32("tokenizer.ggml.bos_token_id", 1), kv_u32("tokenizer.ggml.eos_token_id", 2)] + list(extra_kvs)
+    hd = emb // heads
+    t = [("token_embd.weight", [emb, vocab], ty), ("output_norm.weight", [emb], 0),
+         ("output.weight", [emb, vocab], ty), ("blk.0.attn_norm.weight", [emb], 0),
+         ("blk.0.attn_q.weight", [emb, emb], ty), ("blk.0.attn_k.weight", [emb, kv * hd], ty),
+         ("blk.0.attn_v.weight", [emb, kv * hd], ty), ("blk.0.attn_output.weight", [emb, emb], ty),
+         ("blk.0.ffn_norm.weight", [emb], 0), ("blk.0.ffn_gate.weight", [emb, ff], ty),
+         ("blk.0.ffn_up.weight", [emb, ff], ty), ("blk.0.ffn_down.weight", [ff, emb], ty)] + list(extra_t)
+    return gguf(kvs, t)
+
+
+for sub in ("hfview", "gguf_retype"):
+    write(sub, "llama_f32.gguf", tiny_arch("llama", emb=16, ff=32, heads=2, kv=1))
+    write(sub, "llama_q8_0.gguf", tiny_arch("llama", ty=8))
+    write(sub, "llama_f16_mqa.gguf", tiny_arch("llama", heads=4, kv=1, ty=1))
+    write(sub, "qwen2_bias.gguf", tiny_arch("qwen2", emb=16, ff=32, heads=2, kv=1,
+                                            extra_t=[("blk.0.attn_q.bias", [16], 0), ("blk.0.attn_k.bias", [8], 0),
+                                                     ("blk.0.attn_v.bias", [8], 0)]))
+    write(sub, "gemma2_f16.gguf", tiny_arch("gemma2", ty=1, extra_kvs=[kv_u32("gemma2.attention.key_length", 8),
+                                                                      kv_u32("gemma2.attention.value_length", 8)]))
