@@ -414,3 +414,22 @@ for sub in ("hfview", "gguf_retype"):
                                                      ("blk.0.attn_v.bias", [8], 0)]))
     write(sub, "gemma2_f16.gguf", tiny_arch("gemma2", ty=1, extra_kvs=[kv_u32("gemma2.attention.key_length", 8),
                                                                       kv_u32("gemma2.attention.value_length", 8)]))
+
+
+def finite_f32(b, data_bytes):
+    """b with its last data_bytes (an all-F32 model's data) replaced by finite
+    values in [-1, 1), so that quantizing them is not refused for a NaN."""
+    vals = b"".join(struct.pack("<f", rng.uniform(-1, 1)) for _ in range(data_bytes // 4))
+    return b[:len(b) - data_bytes] + vals
+
+
+f32_llama = tiny_arch("llama", emb=16, ff=32, heads=2, kv=1)
+f32_data = 4 * (16 * 8 * 2 + 16 * 3 + 16 * 16 * 2 + 16 * 8 * 2 + 16 * 32 * 3)
+write("gguf_retype", "llama_f32_finite.gguf", finite_f32(f32_llama, f32_data))
+write("hfview", "llama_f32_finite.gguf", finite_f32(f32_llama, f32_data))
+# rows of 256: the K-quants and IQ4_XS encode them instead of falling back
+w256 = gguf([kv_str("general.architecture", "llama"), kv_u32("llama.block_count", 1),
+             kv_u32("llama.attention.head_count", 1), kv_u32("llama.embedding_length", 256)],
+            [("token_embd.weight", [256, 2], 0), ("blk.0.attn_q.weight", [256, 2], 0),
+             ("blk.0.ffn_down.weight", [256, 2], 0), ("blk.0.attn_norm.weight", [256], 0)])
+write("gguf_retype", "rows256_finite.gguf", finite_f32(w256, 4 * (512 * 3 + 256)))
