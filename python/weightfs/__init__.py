@@ -824,12 +824,42 @@ class SafeOpen:
         if a.nbytes != hi - lo:
             raise WeightfsError(_EFORMAT, "weightfs: hf/ %s: %d bytes for shape %r" % (name, hi - lo,
                                                                                          t["shape"]))
-        self.model.hf_read("model.safetensors", hf["base"] + lo, hi - lo, dtype=hf["dtype"], out=a)
+        self._hf_read_parallel(hf["base"] + lo, hi - lo, a)
         if self.framework == "np":
             return a
         torch = _torch()
         x = torch.from_numpy(a.view(np.int16)).view(torch.bfloat16) if t["dtype"] == "BF16" else torch.from_numpy(a)
         return x if self.device == "cpu" else x.to(self.device)
+
+    def _hf_read_parallel(self, off: int, n: int, a: np.ndarray) -> None:
+        """n bytes at off of hf/model.safetensors into a, one share per core (as get()
+        decodes on every core; weightfs_hf_read is safe from several threads, and
+        ctypes lets go of the GIL): 1 MiB-aligned shares, at least 1 MiB each."""
+        piece = 1 << 20
+        k = max(1, min(os.cpu_count() or 1, n // piece))
+        share = -(-n // k // piece) * piece
+        view = memoryview(a).cast("B")
+        d = self._hf["dtype"]
+        if k == 1:
+            self.model.hf_read("model.safetensors", off, n, dtype=d, out=view)
+            return
+        errs: List[BaseException] = []
+
+        def one(lo: int) -> None:
+            try:
+                hi = min(n, lo + share)
+                self.model.hf_read("model.safetensors", off + lo, hi - lo, dtype=d, out=view[lo:hi])
+            except BaseException as e:  # noqa: BLE001 - raised again in the caller
+                errs.append(e)
+
+        th = [threading.Thread(target=one, args=(lo,)) for lo in range(share, n, share)]
+        for t in th:
+            t.start()
+        one(0)
+        for t in th:
+            t.join()
+        if errs:
+            raise errs[0]
 
     def hf_file(self, name: str) -> bytes:
         """A file of the hf/ view (config.json, tokenizer.json, ...), whole."""
