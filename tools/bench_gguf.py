@@ -411,7 +411,7 @@ def part_gguf(args, parts):
 
 
 def report(res):
-    out = ["Parts 15-17: model.gguf of a random BF16 llama folder (hidden %d, %d layers, vocab %d: "
+    out = ["Parts 15-17, 21-24: model.gguf and hf/ of a random BF16 llama folder (hidden %d, %d layers, vocab %d: "
            "model.safetensors %.0f MB on %s), medians of %d runs, ratios medians of per-run pairs; "
            "load average %.1f at the start, %.1f at the end" % (
                res["shape"]["hidden"], res["shape"]["layers"], res["shape"]["vocab"], res["src_bytes"] / 1e6,
