@@ -434,8 +434,11 @@ WEIGHTFS_API int weightfs_hf_size(weightfs_model *h, int dtype, int file, uint64
 	char msg[WF_ERRLEN];
 	if (h->hf && h->hf_dtype != dtype)
 		hf_drop(h);
+	bool tok = file >= WEIGHTFS_HF_TOKENIZER; /* the tokenizer files only when asked for: they cost most */
+	if (h->hf && tok && !h->hf->tok_tried && wf_hf_file_add_tok(h->hf, h->m) != WF_OK)
+		return wf_api_fail(err, errlen, WEIGHTFS_ENOMEM, "hf/: out of memory");
 	if (!h->hf) {
-		enum wf_err rc = wf_hf_file_new(h->m, dtype_view(dtype), &h->hf, msg);
+		enum wf_err rc = wf_hf_file_make(h->m, dtype_view(dtype), tok, &h->hf, msg);
 		if (rc != WF_OK)
 			return wf_api_fail(err, errlen, (int)rc, "hf/: %s", msg);
 		if (wf_live_init(&h->hf_lv, h->m, hf_seg, h->hf, NULL, NULL) != WF_OK) {

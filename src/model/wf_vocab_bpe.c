@@ -256,15 +256,21 @@ static enum wf_err check_merges(struct voc *v)
 	for (size_t i = 0; i < v->n_tok; i++)
 		if (v->tok[i].s)
 			wf_names_put(&set, v->tok[i].s, v->tok[i].n, (uint32_t)i);
+	char *ab = NULL; /* the joined pair, one buffer for every merge */
+	size_t cap = 0;
 	for (size_t i = 0; i < v->n_mg && rc == WF_OK; i++) {
 		const char *s = v->mg[i].s, *sp = v->mg[i].n > 1 ? memchr(s + 1, ' ', v->mg[i].n - 1) : NULL;
 		size_t n = v->mg[i].n, a = sp ? (size_t)(sp - s) : 0;
-		char *ab = sp ? malloc(n) : NULL;
-		if (sp && !ab) {
-			rc = voc_nomem(v);
-			break;
+		if (sp && n > cap) {
+			char *g = realloc(ab, n * 2);
+			if (!g) {
+				rc = voc_nomem(v);
+				break;
+			}
+			ab = g;
+			cap = n * 2;
 		}
-		if (ab) {
+		if (sp) {
 			memcpy(ab, s, a);
 			memcpy(ab + a, sp + 1, n - a - 1);
 		}
@@ -273,8 +279,8 @@ static enum wf_err check_merges(struct voc *v)
 		    wf_names_get(&set, ab, n - 1) == WF_NAMES_NONE)
 			rc = wf_fail(v->err, WF_ERR_FORMAT, "%s[%zu]: %s is not two tokens whose join is one", v->mg_src, i,
 				     wf_quote(q, sizeof q, s, n));
-		free(ab);
 	}
+	free(ab);
 	wf_names_free(&set);
 	return rc;
 }

@@ -80,21 +80,38 @@ static enum wf_err make_model(const struct wf_model *m, enum wf_vk vk, struct wf
 	return rc;
 }
 
+enum wf_err wf_hf_file_add_tok(struct wf_hf_file *h, const struct wf_model *m)
+{
+	if (h->tok_tried)
+		return WF_OK;
+	enum wf_err rt = wf_hf_tok_make(m, &h->tok, h->tok_why);
+	h->tok_tried = rt != WF_ERR_NOMEM;
+	h->has_tok = rt == WF_OK;
+	return rt == WF_ERR_NOMEM ? rt : WF_OK;
+}
+
 enum wf_err wf_hf_file_new(const struct wf_model *m, enum wf_vk vk, struct wf_hf_file **out, char *why)
+{
+	return wf_hf_file_make(m, vk, true, out, why);
+}
+
+enum wf_err wf_hf_file_make(const struct wf_model *m, enum wf_vk vk, bool tok, struct wf_hf_file **out, char *why)
 {
 	*out = NULL;
 	struct wf_hf_file *h = calloc(1, sizeof *h);
 	if (!h)
 		return wf_fail(why, WF_ERR_NOMEM, "out of memory");
 	enum wf_err rm = make_model(m, vk, h);
-	enum wf_err rt = rm == WF_ERR_NOMEM ? rm : wf_hf_tok_make(m, &h->tok, h->tok_why);
-	h->has_tok = rt == WF_OK;
+	enum wf_err rt = rm == WF_ERR_NOMEM ? rm : !tok ? WF_OK : wf_hf_file_add_tok(h, m);
 	if (rm == WF_ERR_NOMEM || rt == WF_ERR_NOMEM) {
 		wf_hf_file_free(h);
 		return wf_fail(why, WF_ERR_NOMEM, "out of memory");
 	}
-	if (!h->st && !h->has_tok) {
-		wf_fail(why, WF_ERR_UNSUP, "%s; and no tokenizer files: %s", h->model_why, h->tok_why);
+	if (!h->st && (!h->has_tok || !tok)) {
+		if (tok)
+			wf_fail(why, WF_ERR_UNSUP, "%s; and no tokenizer files: %s", h->model_why, h->tok_why);
+		else
+			wf_fail(why, WF_ERR_UNSUP, "%s", h->model_why);
 		wf_hf_file_free(h);
 		return WF_ERR_UNSUP;
 	}

@@ -26,6 +26,7 @@ struct wf_hf_file {
 	/* the tokenizer files (wf_hf_tok.h), or none (tok_why says why) */
 	struct wf_hf_tok tok;
 	bool has_tok;
+	bool tok_tried;             /* the tokenizer files were asked for (made, or tok_why says why not) */
 	char tok_why[WF_ERRLEN];
 };
 
@@ -36,6 +37,16 @@ struct wf_hf_file {
  * when there is at least one of the two; WF_ERR_UNSUP with both reasons in
  * why when there is neither; WF_ERR_NOMEM. */
 enum wf_err wf_hf_file_new(const struct wf_model *m, enum wf_vk vk, struct wf_hf_file **out, char *why);
+
+/* The same, with the tokenizer files only when tok is set (a reader of
+ * the tensors alone skips their cost: most of the time of opening a
+ * model of a large vocabulary); wf_hf_file_add_tok makes them later. */
+enum wf_err wf_hf_file_make(const struct wf_model *m, enum wf_vk vk, bool tok, struct wf_hf_file **out, char *why);
+
+/* Makes h's tokenizer files if they were not asked for yet; WF_OK (with
+ * h->has_tok false and h->tok_why when they cannot be made) or
+ * WF_ERR_NOMEM. */
+enum wf_err wf_hf_file_add_tok(struct wf_hf_file *h, const struct wf_model *m);
 
 void wf_hf_file_free(struct wf_hf_file *h);
 
