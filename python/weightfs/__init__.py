@@ -65,6 +65,7 @@ _ERRLEN = 512
 
 # error codes (weightfs.h enum weightfs_status)
 _ENOMEM, _EIO, _EFORMAT, _EUNSUP, _ERANGE, _ECHANGED, _EINVAL = range(1, 8)
+_HF_SAFETENSORS = 0  # weightfs.h WEIGHTFS_HF_SAFETENSORS, Model.HF_FILES[0]
 
 
 class WeightfsError(OSError):
@@ -163,6 +164,8 @@ def _load():
     lib.weightfs_hf_size.restype = ctypes.c_int
     lib.weightfs_hf_read.argtypes = [P, ctypes.c_int, U64, S, P, ctypes.POINTER(S), ERR, S]
     lib.weightfs_hf_read.restype = ctypes.c_int
+    lib.weightfs_hf_read_parallel.argtypes = [P, ctypes.c_int, U64, S, P, ctypes.POINTER(S), ctypes.c_uint, ERR, S]
+    lib.weightfs_hf_read_parallel.restype = ctypes.c_int
     lib.weightfs_version.argtypes = []
     lib.weightfs_version.restype = ctypes.c_char_p
     lib.weightfs_type_parse.argtypes = [ctypes.c_char_p]
@@ -335,30 +338,54 @@ class Model:
     HF_FILES = ("model.safetensors", "config.json", "generation_config.json", "tokenizer.json",
                 "tokenizer_config.json", "special_tokens_map.json", "tokenizer.model")
 
-    def hf_size(self, name: str, dtype: str = "f32") -> int:
-        """Bytes of file `name` of the model's hf/ view (a GGUF model as the Hugging
-        Face folder transformers builds from it: docs/hf.md), model.safetensors'
-        tensors in dtype ("f32", "f16", "bf16").  WeightfsError when there is none."""
+    def _hf_file(self, name: str, dtype: str) -> Tuple[int, int]:
+        """(file index, DTYPES code) of hf/ file `name` read in dtype."""
         if name not in self.HF_FILES:
             raise ValueError("weightfs: hf/ has no file %r (%s)" % (name, ", ".join(self.HF_FILES)))
         if dtype not in ("f32", "f16", "bf16"):
             raise ValueError("weightfs: hf/ dtype %r: f32, f16 or bf16" % (dtype,))
+        return self.HF_FILES.index(name), DTYPES[dtype]
+
+    def hf_size(self, name: str, dtype: str = "f32") -> int:
+        """Bytes of file `name` of the model's hf/ view (a GGUF model as the Hugging
+        Face folder transformers builds from it: docs/hf.md), model.safetensors'
+        tensors in dtype ("f32", "f16", "bf16").  WeightfsError when there is none."""
+        file, code = self._hf_file(name, dtype)
         size = ctypes.c_uint64()
         err = ctypes.create_string_buffer(_ERRLEN)
         with self._handle() as h:
-            rc = _lib.weightfs_hf_size(h, DTYPES[dtype], self.HF_FILES.index(name), ctypes.byref(size), err,
-                                       _ERRLEN)
+            rc = _lib.weightfs_hf_size(h, code, file, ctypes.byref(size), err, _ERRLEN)
         if rc != 0:
             _raise(rc, err)
         return size.value
 
+    def _hf_into(self, file: int, code: int, offset: int, n: int, addr: int, threads: int) -> int:
+        """Reads n bytes at offset of hf/ file `file` (index) in dtype code to address addr
+        on `threads` threads: the view made (or kept) and read under one hold of the
+        handle, one library call each, so a caller reading many tensors pays no more per
+        call than get() does.  Returns the bytes read."""
+        size = ctypes.c_uint64()
+        got = ctypes.c_size_t()
+        err = ctypes.create_string_buffer(_ERRLEN)
+        with self._handle() as h:
+            rc = _lib.weightfs_hf_size(h, code, file, ctypes.byref(size), err, _ERRLEN)
+            if rc == 0:
+                rc = _lib.weightfs_hf_read_parallel(h, file, offset, n, addr, ctypes.byref(got), threads, err,
+                                                    _ERRLEN)
+        if rc != 0:
+            _raise(rc, err)
+        return got.value
+
     def hf_read(self, name: str, offset: int = 0, length: Optional[int] = None, dtype: str = "f32",
-                out: Optional[np.ndarray] = None) -> bytes:
+                out: Optional[Any] = None, threads: int = 0) -> Any:
         """Bytes [offset, offset + length) of hf/ file `name` (all of it from offset when
-        length is None), or into the writable buffer out."""
+        length is None), or into the writable buffer out (returned).  threads=0 decodes
+        on every core (each a share of whole MiBs), 1 on the calling thread only."""
         offset = _offset(offset)
         if length is not None:
             length = _length(length)
+        threads = _threads(threads)
+        file, code = self._hf_file(name, dtype)
         size = self.hf_size(name, dtype)
         offset = min(offset, size)
         n = size - offset if length is None else min(length, size - offset)
@@ -366,15 +393,12 @@ class Model:
         view = memoryview(buf).cast("B")
         if view.nbytes < n or view.readonly:
             raise ValueError("weightfs: hf_read: out is read-only or smaller than %d bytes" % n)
-        got = ctypes.c_size_t()
-        err = ctypes.create_string_buffer(_ERRLEN)
-        addr = ctypes.addressof((ctypes.c_char * max(1, view.nbytes)).from_buffer(view)) if n else None
-        with self._handle() as h:
-            rc = _lib.weightfs_hf_read(h, self.HF_FILES.index(name), offset, n, addr, ctypes.byref(got), err,
-                                       _ERRLEN)
-        if rc != 0:
-            _raise(rc, err)
-        return bytes(buf[:got.value]) if out is None else buf
+        got = 0
+        if n:
+            c = (ctypes.c_char * view.nbytes).from_buffer(view)
+            got = self._hf_into(file, code, offset, n, ctypes.addressof(c), threads)
+            del c
+        return bytes(buf[:got]) if out is None else buf
 
     # -- listing --
     def _info(self, i, code):
@@ -824,42 +848,21 @@ class SafeOpen:
         if a.nbytes != hi - lo:
             raise WeightfsError(_EFORMAT, "weightfs: hf/ %s: %d bytes for shape %r" % (name, hi - lo,
                                                                                          t["shape"]))
-        self._hf_read_parallel(hf["base"] + lo, hi - lo, a)
+        if hi > lo:
+            self._hf_read_whole(name, hf["base"] + lo, hi - lo, a)
         if self.framework == "np":
             return a
         torch = _torch()
         x = torch.from_numpy(a.view(np.int16)).view(torch.bfloat16) if t["dtype"] == "BF16" else torch.from_numpy(a)
         return x if self.device == "cpu" else x.to(self.device)
 
-    def _hf_read_parallel(self, off: int, n: int, a: np.ndarray) -> None:
-        """n bytes at off of hf/model.safetensors into a, one share per core (as get()
-        decodes on every core; weightfs_hf_read is safe from several threads, and
-        ctypes lets go of the GIL): 1 MiB-aligned shares, at least 1 MiB each."""
-        piece = 1 << 20
-        k = max(1, min(os.cpu_count() or 1, n // piece))
-        share = -(-n // k // piece) * piece
-        view = memoryview(a).cast("B")
-        d = self._hf["dtype"]
-        if k == 1:
-            self.model.hf_read("model.safetensors", off, n, dtype=d, out=view)
-            return
-        errs: List[BaseException] = []
-
-        def one(lo: int) -> None:
-            try:
-                hi = min(n, lo + share)
-                self.model.hf_read("model.safetensors", off + lo, hi - lo, dtype=d, out=view[lo:hi])
-            except BaseException as e:  # noqa: BLE001 - raised again in the caller
-                errs.append(e)
-
-        th = [threading.Thread(target=one, args=(lo,)) for lo in range(share, n, share)]
-        for t in th:
-            t.start()
-        one(0)
-        for t in th:
-            t.join()
-        if errs:
-            raise errs[0]
+    def _hf_read_whole(self, name: str, off: int, n: int, a: np.ndarray) -> None:
+        """n bytes at off of hf/model.safetensors into the new array a, on every core in
+        the library (weightfs_hf_read_parallel, as get() reads with
+        weightfs_read_parallel): one call, no Python thread."""
+        got = self.model._hf_into(_HF_SAFETENSORS, DTYPES[self._hf["dtype"]], off, n, a.ctypes.data, 0)
+        if got != n:
+            raise WeightfsError(_ERANGE, "weightfs: hf/ %s: read %d of %d bytes" % (name, got, n))
 
     def hf_file(self, name: str) -> bytes:
         """A file of the hf/ view (config.json, tokenizer.json, ...), whole."""

@@ -211,6 +211,14 @@ WEIGHTFS_API int weightfs_hf_size(weightfs_model *m, int dtype, int file, uint64
 WEIGHTFS_API int weightfs_hf_read(weightfs_model *m, int file, uint64_t offset, size_t len, void *buf, size_t *got,
 				  char *err, size_t errlen);
 
+/* weightfs_hf_read on nthreads threads at once (0: one per online CPU;
+ * fewer when each would get less than 1 MiB), each a contiguous share of
+ * whole MiBs from offset, so a read of a whole tensor of
+ * model.safetensors decodes no block twice.  Same results as
+ * weightfs_hf_read; returns when every share is read. */
+WEIGHTFS_API int weightfs_hf_read_parallel(weightfs_model *m, int file, uint64_t offset, size_t len, void *buf,
+					   size_t *got, unsigned nthreads, char *err, size_t errlen);
+
 /* The model's metadata as a JSON object (GGUF key/values, or the
  * safetensors __metadata__), *len bytes, NUL-terminated; lives as long as m. */
 WEIGHTFS_API const char *weightfs_metadata_json(const weightfs_model *m, size_t *len);

@@ -463,6 +463,13 @@ WEIGHTFS_API int weightfs_hf_size(weightfs_model *h, int dtype, int file, uint64
 								 : "a byte-level vocabulary has no tokenizer.model");
 }
 
+/* The failure of a read of hf/ file `file`. */
+static int hf_read_fail(int file, enum wf_err rc, char *err, size_t errlen)
+{
+	return wf_api_fail(err, errlen, (int)rc, "hf/%s: %s", hf_names[file],
+			   rc == WF_ERR_CHANGED ? "a file of the model changed" : "cannot be read");
+}
+
 WEIGHTFS_API int weightfs_hf_read(weightfs_model *h, int file, uint64_t offset, size_t len, void *buf, size_t *got,
 				  char *err, size_t errlen)
 {
@@ -475,8 +482,74 @@ WEIGHTFS_API int weightfs_hf_read(weightfs_model *h, int file, uint64_t offset, 
 	if (got)
 		*got = n;
 	if (rc != WF_OK)
-		return wf_api_fail(err, errlen, (int)rc, "hf/%s: %s", hf_names[file],
-				   rc == WF_ERR_CHANGED ? "a file of the model changed" : "cannot be read");
+		return hf_read_fail(file, rc, err, errlen);
+	return WEIGHTFS_OK;
+}
+
+/* One thread's share of weightfs_hf_read_parallel. */
+struct hf_piece {
+	weightfs_model *h;
+	uint32_t file;
+	uint64_t off;
+	size_t len;
+	uint8_t *out;
+	size_t got;
+	enum wf_err rc;
+};
+
+static void *run_hf_piece(void *arg)
+{
+	struct hf_piece *p = arg;
+	p->rc = wf_live_read(&p->h->hf_lv, p->file, p->off, p->len, p->out, &p->got);
+	return NULL;
+}
+
+/* Bytes of hf/ file `file` as made (0 when it has none): where a read is
+ * clipped before it is cut in shares. */
+static uint64_t hf_file_size(const weightfs_model *h, int file)
+{
+	size_t len = 0;
+	if (file == WEIGHTFS_HF_SAFETENSORS)
+		return h->hf->st ? h->hf->st->size : 0;
+	return hf_blob(h->hf, file, &len) ? len : 0;
+}
+
+WEIGHTFS_API int weightfs_hf_read_parallel(weightfs_model *h, int file, uint64_t offset, size_t len, void *buf,
+					   size_t *got, unsigned nthreads, char *err, size_t errlen)
+{
+	if (got)
+		*got = 0;
+	if (!h || !h->hf || !h->hf_lv_ok || file < 0 || file >= WEIGHTFS_HF_FILES || (!buf && len))
+		return wf_api_fail(err, errlen, WEIGHTFS_EINVAL,
+				   "weightfs_hf_read_parallel: bad argument, or no weightfs_hf_size first");
+	uint64_t size = hf_file_size(h, file);
+	len = offset >= size ? 0 : len > size - offset ? (size_t)(size - offset) : len;
+	nthreads = wf_pool_threads(nthreads, len / PAR_MIN_BYTES);
+	if (nthreads <= 1)
+		return weightfs_hf_read(h, file, offset, len, buf, got, err, errlen);
+	/* whole MiBs from offset: a read of a whole tensor (offset at its start,
+	 * as get_tensor reads) is cut between blocks, elements and (for the
+	 * rows of 1 MiB's divisors) rows, so no share decodes a block twice */
+	uint64_t per = (len / nthreads + PAR_MIN_BYTES - 1) / PAR_MIN_BYTES * PAR_MIN_BYTES;
+	struct hf_piece pc[WF_POOL_MAX];
+	unsigned n = 0;
+	for (uint64_t done = 0; done < len && n < nthreads; n++) {
+		uint64_t end = n + 1 == nthreads || len - done <= per ? len : done + per;
+		pc[n] = (struct hf_piece){.h = h, .file = (uint32_t)file, .off = offset + done,
+					  .len = (size_t)(end - done), .out = (uint8_t *)buf + done, .rc = WF_OK};
+		done = end;
+	}
+	wf_pool_run(n, run_hf_piece, pc, sizeof pc[0]);
+	size_t total = 0;
+	for (unsigned k = 0; k < n; k++) {
+		if (pc[k].rc != WF_OK)
+			return hf_read_fail(file, pc[k].rc, err, errlen);
+		total += pc[k].got;
+		if (pc[k].got < pc[k].len)
+			break; /* the bytes after a short share are not where they belong */
+	}
+	if (got)
+		*got = total;
 	return WEIGHTFS_OK;
 }
 

@@ -400,6 +400,77 @@ def test_safe_open_names_hf():
         pass
 
 
+def big_llama_gguf(path, rng):
+    """A one-layer llama GGUF (no tokenizer) of Q8_0 tensors whose hf/model.safetensors
+    is 19 MiB: q (8 heads of 128 rows of 4 KiB, 4 MiB as float32) and k big enough
+    that reads of them are cut in shares and whole heads.  Returns the GGUF's heads."""
+    sys.path.insert(0, os.path.join(tm.ROOT, "tests", "mount"))
+    from wf_models import f32_tensor, gguf_bytes, gkv
+    H, FF, NH, KV, V = 1024, 256, 8, 4, 520
+    kvs = [gkv("general.architecture", "str", "llama"), gkv("llama.block_count", "u32", 1),
+           gkv("llama.context_length", "u32", 2048), gkv("llama.embedding_length", "u32", H),
+           gkv("llama.feed_forward_length", "u32", FF), gkv("llama.attention.head_count", "u32", NH),
+           gkv("llama.attention.head_count_kv", "u32", KV), gkv("llama.rope.freq_base", "f32", 10000.0),
+           gkv("llama.attention.layer_norm_rms_epsilon", "f32", 1e-5), gkv("llama.vocab_size", "u32", V)]
+
+    def q8(name, rows, cols):
+        a = rng.standard_normal((rows, cols)).astype(np.float32)
+        return (name.encode(), 8, [cols, rows], weightfs.quantize(a, "q8_0"))
+
+    t = [q8("token_embd.weight", V, H), f32_tensor(b"output_norm.weight", rng.standard_normal(H)),
+         f32_tensor(b"blk.0.attn_norm.weight", rng.standard_normal(H)), q8("blk.0.attn_q.weight", H, H),
+         q8("blk.0.attn_k.weight", H // NH * KV, H), q8("blk.0.attn_v.weight", H // NH * KV, H),
+         q8("blk.0.attn_output.weight", H, H), f32_tensor(b"blk.0.ffn_norm.weight", rng.standard_normal(H)),
+         q8("blk.0.ffn_gate.weight", FF, H), q8("blk.0.ffn_up.weight", FF, H), q8("blk.0.ffn_down.weight", H, FF),
+         q8("output.weight", V, H)]
+    with open(path, "wb") as f:
+        f.write(gguf_bytes(t, kvs))
+    return NH, KV
+
+
+@test
+def hf_reads_in_shares():
+    """names="hf" reads cut in shares on several threads (weightfs_hf_read_parallel) and
+    q/k heads read a source row at a time: get_tensor of a 19 MiB hf/ view is bit-equal to
+    Model.get's decode with the q/k rows put back by numpy; hf_read of the whole file on 2,
+    3 and 5 threads, and of ranges starting and ending inside heads, rows and elements,
+    equal the one-thread read; f16 and bf16 the same."""
+    rng = np.random.default_rng(29)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "big.gguf")
+        NH, KV = big_llama_gguf(path, rng)
+        m = weightfs.open(path)
+        with weightfs.safe_open(path, names="hf") as f:
+            for g in m.keys():
+                a = m.get(g)
+                if ".attn_q." in g or ".attn_k." in g:
+                    heads = NH if ".attn_q." in g else KV
+                    a = a.reshape(heads, a.shape[0] // heads // 2, 2, -1).swapaxes(1, 2).reshape(a.shape)
+                t = f.get_tensor(hf_name(g))
+                check(t.shape == a.shape and same_bits(t, a), "%s differs from the numpy reference" % g)
+            hf = f._hf
+            q = hf["base"] + hf["tensors"]["model.layers.0.self_attn.q_proj.weight"]["data_offsets"][0]
+        for dt in ("f32", "f16", "bf16"):
+            whole = m.hf_read("model.safetensors", dtype=dt, threads=1)
+            check(len(whole) == m.hf_size("model.safetensors", dtype=dt), "%s: size" % dt)
+            for th in (2, 3, 5):
+                check(m.hf_read("model.safetensors", dtype=dt, threads=th) == whole, "%s: %d threads" % (dt, th))
+        whole = m.hf_read("model.safetensors", threads=1)
+        ranges = [(q + 4096 * 100 + 6, (3 << 20) + 1234), (q + 1, 4 << 20), (q - 7, (2 << 20) + 3),
+                  (q + (512 << 10), 1 << 20), (3, len(whole)), (len(whole) - (2 << 20) - 5, 4 << 20)]
+        for _ in range(6):
+            lo = int(rng.integers(0, len(whole)))
+            ranges.append((lo, int(rng.integers(0, 5 << 20))))
+        for lo, n in ranges:
+            for th in (1, 2, 4):
+                got = m.hf_read("model.safetensors", lo, n, threads=th)
+                check(got == whole[lo:lo + n], "hf_read(%d, %d, threads=%d)" % (lo, n, th))
+        buf = np.zeros(5 << 20, dtype=np.uint8)
+        m.hf_read("model.safetensors", q, 4 << 20, out=buf)
+        check(bytes(buf[:4 << 20]) == whole[q:q + (4 << 20)] and not buf[4 << 20:].any(), "hf_read into out")
+        m.close()
+
+
 def main():
     passed = failed = skipped = 0
     no_torch = torch_or_none() is None
