@@ -191,6 +191,27 @@ static void xform_fix(const struct wf_xform *xf, uint8_t *p, size_t n)
 	}
 }
 
+/* The rows of the head starting at row h0 of a q/k tensor whose rows are
+ * permuted, to out: each source row in turn, decoded to where it goes.  In
+ * the output's order the reads jump between the head's two halves a row
+ * at a time, which the hardware prefetcher does not follow: 2-8x slower
+ * than an unpermuted tensor of the same shape. */
+static enum wf_err head_rows(struct wf_live *lv, struct touched *tc, const struct wf_xform *xf, uint64_t h0,
+			     uint64_t rows, uint64_t rb, uint8_t *out)
+{
+	uint64_t d = rows / xf->perm_heads;
+	for (uint64_t s = h0; s < h0 + d; s++) {
+		uint64_t r = wf_qk_row(s, rows, xf->perm_heads, xf->perm_to_hf);
+		size_t g;
+		enum wf_err rc = view_piece(lv, tc, xf->t, s * rb, (size_t)rb, out + (r - h0) * rb, &g);
+		if (rc != WF_OK)
+			return rc;
+		if (g != rb)
+			return WF_ERR_RANGE;
+	}
+	return WF_OK;
+}
+
 /* View bytes [off, off+len) of a made tensor, rows in its order. */
 static enum wf_err xform_rows(struct wf_live *lv, struct touched *tc, const struct wf_xform *xf, uint64_t off,
 			      size_t len, uint8_t *out, size_t *got)
@@ -203,9 +224,17 @@ static enum wf_err xform_rows(struct wf_live *lv, struct touched *tc, const stru
 	*got = 0;
 	if (!rb || rows % (2 * xf->perm_heads))
 		return WF_ERR_RANGE;
+	uint64_t hb = rows / xf->perm_heads * rb; /* bytes of a head's rows */
 	while (done < len && off + done < xf->t->size) {
 		uint64_t at = off + done, r = at / rb, in = at % rb;
 		size_t n = rb - in < len - done ? (size_t)(rb - in) : len - done, g;
+		if (at % hb == 0 && len - done >= hb) {
+			enum wf_err rc = head_rows(lv, tc, xf, r, rows, rb, out + done);
+			if (rc != WF_OK)
+				return rc;
+			done += (size_t)hb;
+			continue;
+		}
 		uint64_t src = wf_qk_row(r, rows, xf->perm_heads, !xf->perm_to_hf);
 		enum wf_err rc = view_piece(lv, tc, xf->t, src * rb + in, n, out + done, &g);
 		if (rc != WF_OK)
