@@ -61,7 +61,15 @@ static void put_str(struct wf_gguf_w *w, struct wf_buf *b, const char *s, size_t
 		fail(w, WF_ERR_UNSUP, "a string of %zu bytes is longer than GGUF allows", n);
 		return;
 	}
-	put_u64(b, n);
+	uint8_t t[64]; /* length and a short string in one append: Llama 3's 408,000 tokens and merges */
+	for (int i = 0; i < 8; i++)
+		t[i] = (uint8_t)((uint64_t)n >> (8 * i));
+	if (n <= sizeof t - 8) {
+		memcpy(t + 8, s, n);
+		wf_buf_put(b, t, 8 + n);
+		return;
+	}
+	wf_buf_put(b, t, 8);
 	wf_buf_put(b, s, n);
 }
 

@@ -10,6 +10,7 @@
 #ifndef WF_JSON_SCAN_H
 #define WF_JSON_SCAN_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 /* One entry: key s[key0, key1) (with its quotes), value s[val0, val1). */
@@ -23,5 +24,54 @@ struct wf_json_entry {
  * object's structure.  Work is linear in the bytes walked; nothing is
  * allocated. */
 int wf_json_next(const uint8_t *s, uint64_t n, uint64_t *pos, struct wf_json_entry *e);
+
+/* wf_json_next in two halves, for a caller that finds a value's end
+ * itself: wf_json_key fills e's key and val0 (*pos there) and returns 1,
+ * or 0 / -1 as wf_json_next; wf_json_end, given e->val1, checks what
+ * follows and returns 1 (*pos as wf_json_next leaves it) or -1. */
+int wf_json_key(const uint8_t *s, uint64_t n, uint64_t *pos, struct wf_json_entry *e);
+/* The end of the value at s[i] as wf_json_next finds it (no check of its
+ * grammar), or n + 1 when its brackets or quotes do not close. */
+uint64_t wf_json_value_end(const uint8_t *s, uint64_t n, uint64_t i);
+int wf_json_end(const uint8_t *s, uint64_t n, uint64_t *pos, const struct wf_json_entry *e);
+
+/* A cursor for reading JSON values whole, with cJSON 1.7's grammar and
+ * string semantics (tokenizer.json's big members are read this way
+ * instead of through a cJSON tree: wf_vocab_tj.c). */
+struct wf_jcur {
+	const uint8_t *s;
+	uint64_t n, pos;  /* the next byte to read */
+	const char *why;  /* after a failure: what was wrong (pos is there) */
+};
+
+/* cJSON's CJSON_NESTING_LIMIT: a container opened with this many others
+ * open around it is refused. */
+#define WF_JSON_DEPTH 1000
+
+/* Moves c->pos past JSON whitespace. */
+void wf_jcur_ws(struct wf_jcur *c);
+/* (cJSON's whitespace is every byte up to ' ', as here; wf_json_next's
+ * is JSON's four, so it refuses some files cJSON reads: its callers fall
+ * back to cJSON then.) */
+
+/* Reads the string at c->pos (which must be '"'), decoded as cJSON does:
+ * the escapes \" \\ \/ \b \f \n \r \t and \uXXXX, a high surrogate
+ * only with a low one after it.  Returns 1 when it holds no escape (its
+ * bytes are s[start + 1, + *len), start the old c->pos), 2 when decoded
+ * into out[0..*len) (out needs room for the string's raw length; NULL
+ * only checks it), -1 on a failure (why set): no closing quote, an
+ * unknown escape, bad hex, a lone surrogate, or a NUL (raw or \u0000,
+ * which cJSON's NUL-terminated strings would cut short).  c->pos ends
+ * after the closing quote.  Linear in the bytes read. */
+int wf_json_string(struct wf_jcur *c, uint8_t *out, uint64_t *len);
+
+/* Reads the number at c->pos as cJSON does (at most 63 of the bytes
+ * [0-9+-eE.], then strtod); false (why set) when none is read. */
+bool wf_json_number(struct wf_jcur *c, double *out);
+
+/* Checks and skips the value at c->pos (no leading whitespace), inside
+ * `depth` open containers: false (why set) where cJSON would refuse it.
+ * Recursion is bounded by WF_JSON_DEPTH. */
+bool wf_json_skip(struct wf_jcur *c, unsigned depth);
 
 #endif

@@ -121,12 +121,64 @@ bool jint(const cJSON *j, int64_t *out)
 
 bool utf8_ok(const char *s, size_t n)
 {
-	for (size_t o = 0; o < n;) {
-		size_t k = wf_utf8_seq((const uint8_t *)s + o, n - o);
+	const uint8_t *p = (const uint8_t *)s;
+	size_t o = 0;
+	while (o < n) {
+		uint64_t w;
+		if (p[o] < 0x80) {
+			/* an ASCII run, 8 bytes at a time where it is long */
+			while (o + 8 <= n && (memcpy(&w, p + o, 8), (w & 0x8080808080808080ull) == 0))
+				o += 8;
+			while (o < n && p[o] < 0x80)
+				o++;
+			continue;
+		}
+		/* the two-byte forms (Llama 3's "Ġ") without a call */
+		if (p[o] >= 0xc2 && p[o] <= 0xdf && o + 1 < n && (p[o + 1] & 0xc0) == 0x80) {
+			o += 2;
+			continue;
+		}
+		size_t k = wf_utf8_seq(p + o, n - o);
 		if (!k)
 			return false;
 		o += k;
 	}
+	return true;
+}
+
+const void *voc_pool_at(const void *ctx, uint32_t i, size_t *n)
+{
+	const struct vpool *p = ctx;
+	*n = p->pos[2 * (size_t)i + 1];
+	return p->s + p->pos[2 * (size_t)i];
+}
+
+static const void *tok_at(const void *ctx, uint32_t i, size_t *n)
+{
+	const struct vtok *t = ctx;
+	*n = t[i].n;
+	return t[i].s;
+}
+
+bool voc_ts_exact(const struct voc *v)
+{
+	if (!v->ts_on)
+		return false;
+	for (size_t i = 0; i < v->n_tok || i < v->ts_n; i++) {
+		const char *s = i < v->ts_n ? v->ts_s[i].s : NULL, *t = i < v->n_tok ? v->tok[i].s : NULL;
+		if (s != t || (s && v->tok[i].n != v->ts_s[i].n))
+			return false;
+	}
+	return true;
+}
+
+bool voc_tok_idset(const struct voc *v, struct wf_idset *set)
+{
+	if (!wf_idset_init(set, v->n_tok, tok_at, v->tok))
+		return false;
+	for (size_t i = 0; i < v->n_tok; i++)
+		if (v->tok[i].s)
+			wf_idset_put(set, v->tok[i].s, v->tok[i].n, (uint32_t)i);
 	return true;
 }
 
@@ -178,14 +230,19 @@ const char *replace_u2581(struct voc *v, const char *s, size_t n, size_t *out_n)
  * inside strings in valid JSON, each escaping the next character. */
 static bool has_nul_escape(const char *t, size_t n)
 {
-	for (size_t i = 0; i + 1 < n; i++) {
-		if (t[i] != '\\')
-			continue;
-		if (t[i + 1] == 'u' && i + 6 <= n && memcmp(t + i + 2, "0000", 4) == 0)
+	for (const char *p = t, *e = t + n; (p = memchr(p, '\\', (size_t)(e - p))) && p + 1 < e; p += 2)
+		if (p[1] == 'u' && e - p >= 6 && memcmp(p + 2, "0000", 4) == 0)
 			return true;
-		i++;
-	}
 	return false;
+}
+
+enum wf_err voc_json_ok(struct voc *v, const char *name, const char *t, size_t n)
+{
+	if (!utf8_ok(t, n))
+		return wf_fail(v->err, WF_ERR_FORMAT, "%s: not valid UTF-8", name);
+	if (has_nul_escape(t, n))
+		return wf_fail(v->err, WF_ERR_UNSUP, "%s: a string holds \\u0000", name);
+	return WF_OK;
 }
 
 /* json.load of one file: valid UTF-8, one value and only whitespace after
@@ -195,12 +252,11 @@ enum wf_err voc_parse_json(struct voc *v, const char *name, const char *t, size_
 {
 	const char *end = NULL;
 	*out = NULL;
+	enum wf_err rc;
 	if (!t)
 		return WF_OK;
-	if (!utf8_ok(t, n))
-		return wf_fail(v->err, WF_ERR_FORMAT, "%s: not valid UTF-8", name);
-	if (has_nul_escape(t, n))
-		return wf_fail(v->err, WF_ERR_UNSUP, "%s: a string holds \\u0000", name);
+	if ((rc = voc_json_ok(v, name, t, n)) != WF_OK)
+		return rc;
 	*out = cJSON_ParseWithLengthOpts(t, n, &end, false);
 	if (!*out)
 		return wf_fail(v->err, WF_ERR_FORMAT, "%s: not valid JSON (or nested too deeply)", name);
@@ -381,24 +437,27 @@ static bool pad_index(const char *s, size_t n, size_t *i)
  * refused here instead. */
 static enum wf_err check_unique(struct voc *v, const char *src)
 {
-	struct wf_names set;
+	struct wf_idset set;
 	char q[96];
 	enum wf_err rc = WF_OK;
-	if (!wf_names_init(&set, v->n_tok))
+	/* tokenizer.json's set has each string once already: only the fillers to check */
+	bool exact = voc_ts_exact(v);
+	if (!exact && !wf_idset_init(&set, v->n_tok, tok_at, v->tok))
 		return voc_nomem(v);
 	for (size_t i = 0; i < v->n_tok && rc == WF_OK; i++) {
 		const struct vtok *t = &v->tok[i];
 		size_t p;
 		if (!t->s)
 			continue;
-		uint32_t o = wf_names_put(&set, t->s, t->n, (uint32_t)i);
+		uint32_t o = exact ? WF_NAMES_NONE : wf_idset_put(&set, t->s, t->n, (uint32_t)i);
 		if (o == WF_NAMES_NONE && pad_index(t->s, t->n, &p) && p < v->n_tok && !v->tok[p].s)
 			o = (uint32_t)p;
 		if (o != WF_NAMES_NONE)
 			rc = wf_fail(v->err, WF_ERR_UNSUP, "%s: tokens %" PRIu32 " and %zu are both %s (llama.cpp needs unique tokens)",
 				     src, o, i, wf_quote(q, sizeof q, t->s, t->n));
 	}
-	wf_names_free(&set);
+	if (!exact)
+		wf_idset_free(&set);
 	return rc;
 }
 
@@ -529,7 +588,7 @@ static enum wf_err route(struct voc *v, enum wf_vocab_route r)
 static enum wf_err parse_files(struct voc *v)
 {
 	const struct wf_vocab_files *f = v->f;
-	enum wf_err rc = voc_parse_json(v, "tokenizer.json", f->tokenizer_json, f->tokenizer_json_len, &v->tj);
+	enum wf_err rc = f->tokenizer_json ? voc_parse_tj(v, f->tokenizer_json, f->tokenizer_json_len) : WF_OK;
 	if (rc == WF_OK)
 		rc = voc_parse_json(v, "tokenizer_config.json", f->tokenizer_config_json, f->tokenizer_config_json_len,
 				    &v->tc);
@@ -562,6 +621,8 @@ enum wf_err wf_vocab_write(const struct wf_vocab_files *f, enum wf_vocab_route r
 		if (w->rc != WF_OK)
 			rc = wf_fail(err, w->rc, "tokenizer: %s", w->err);
 	}
+	if (v.ts_on)
+		wf_idset_free(&v.ts);
 	cJSON_Delete(v.tj);
 	cJSON_Delete(v.tc);
 	cJSON_Delete(v.cfg);

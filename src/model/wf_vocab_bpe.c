@@ -13,26 +13,25 @@
 /* The tokenizer.json vocabulary by id: model.vocab plus added_tokens, as
  * AutoTokenizer's get_vocab() holds them. */
 struct hfv {
-	const char **s;       /* by id, NULL where no token has that id */
+	struct vstr *s;       /* by id, .s NULL where no token has that id */
 	const cJSON **added;  /* by id: the added_tokens entry, or NULL */
 	size_t n;             /* largest id + 1 */
 	size_t n_base;        /* entries in model.vocab */
-	struct wf_names names;/* every string -> id */
+	struct wf_idset names;/* every string -> id; v->ts once loaded */
 	bool names_ok;
 };
 
 static void hfv_free(struct hfv *h)
 {
-	free(h->s);
 	free(h->added);
 	if (h->names_ok)
-		wf_names_free(&h->names);
+		wf_idset_free(&h->names);
 }
 
-static enum wf_err id_of(struct voc *v, const cJSON *j, const char *what, size_t i, size_t *id)
+/* x: an id, or TJ_NOT_INT */
+static enum wf_err id_of(struct voc *v, int64_t x, const char *what, size_t i, size_t *id)
 {
-	int64_t x;
-	if (!jint(j, &x) || cJSON_IsBool(j))
+	if (x == TJ_NOT_INT)
 		return wf_fail(v->err, WF_ERR_FORMAT, "tokenizer.json: %s[%zu]: id not an integer", what, i);
 	if (x < 0 || x >= WF_VOCAB_MAX_TOKENS)
 		return wf_fail(v->err, WF_ERR_UNSUP, "tokenizer.json: %s[%zu]: id %" PRId64 " out of range (0 to %" PRId64 ")",
@@ -41,67 +40,119 @@ static enum wf_err id_of(struct voc *v, const cJSON *j, const char *what, size_t
 	return WF_OK;
 }
 
-/* First pass: the largest id, so the tables can be made once. */
-static enum wf_err hfv_size(struct voc *v, const cJSON *vocab, const cJSON *added, struct hfv *h)
+/* An added token's id as id_of takes it */
+static int64_t added_id(const cJSON *c)
 {
-	size_t i = 0, id;
+	int64_t x;
+	const cJSON *j = jget(c, "id");
+	return jint(j, &x) && !cJSON_IsBool(j) ? x : TJ_NOT_INT;
+}
+
+/* First pass: the largest id, so the tables can be made once. */
+static enum wf_err hfv_size(struct voc *v, const cJSON *added, struct hfv *h)
+{
+	const struct tjbig *b = &v->big;
+	size_t i = 0, id = 0, bytes = 0;
 	enum wf_err rc = WF_OK;
-	for (const cJSON *c = vocab->child; c && rc == WF_OK; c = c->next, i++) {
-		rc = id_of(v, c, "model.vocab", i, &id);
+	for (; i < b->n_vocab && rc == WF_OK; i++) {
+		rc = id_of(v, b->vid[i], "model.vocab", i, &id);
 		h->n = id + 1 > h->n ? id + 1 : h->n;
+		bytes += b->vkey[i].n;
 	}
 	h->n_base = i;
 	i = 0;
 	for (const cJSON *c = added ? added->child : NULL; c && rc == WF_OK; c = c->next, i++) {
 		if (!cJSON_IsObject(c) || !cJSON_IsString(jget(c, "content")))
 			return wf_fail(v->err, WF_ERR_FORMAT, "tokenizer.json: added_tokens[%zu]: no content", i);
-		rc = id_of(v, jget(c, "id"), "added_tokens", i, &id);
+		rc = id_of(v, added_id(c), "added_tokens", i, &id);
 		h->n = id + 1 > h->n ? id + 1 : h->n;
+		bytes += strlen(jget(c, "content")->valuestring);
 	}
 	if (rc != WF_OK)
 		return rc;
-	h->s = calloc(h->n ? h->n : 1, sizeof *h->s);
-	h->added = calloc(h->n ? h->n : 1, sizeof *h->added);
-	h->names_ok = wf_names_init(&h->names, h->n_base + i + 1);
-	if (!h->s || !h->added || !h->names_ok)
+	if (bytes > UINT32_MAX)
+		return wf_fail(v->err, WF_ERR_UNSUP, "tokenizer.json: model.vocab: more than 4 GiB of tokens");
+	/* each string put goes to the pool once: bytes bounds them all */
+	v->tsp = (struct vpool){voc_alloc(v, bytes), voc_alloc(v, h->n * 2 * sizeof(uint32_t) + 1), 0, bytes};
+	if (!v->tsp.s || !v->tsp.pos)
 		return voc_nomem(v);
-	return WF_OK;
+	/* in the arena: v->ts indexes these strings until the end */
+	h->s = voc_alloc(v, (h->n ? h->n : 1) * sizeof *h->s);
+	h->added = calloc(h->n ? h->n : 1, sizeof *h->added);
+	if (!h->s || !h->added)
+		return voc_nomem(v);
+	memset(h->s, 0, (h->n ? h->n : 1) * sizeof *h->s);
+	h->names_ok = wf_idset_init(&h->names, h->n_base + i + 1, voc_pool_at, &v->tsp);
+	return h->names_ok ? WF_OK : voc_nomem(v);
 }
 
 /* One string with its id; two ids for a string or two strings for an id
  * would make the converter's id -> token map depend on dict order. */
-static enum wf_err hfv_put(struct voc *v, struct hfv *h, const char *s, size_t id, const cJSON *added)
+static enum wf_err hfv_put(struct voc *v, struct hfv *h, const char *s, size_t n, size_t id, const cJSON *added,
+			   uint64_t hash)
 {
 	char q[96];
-	size_t n = strlen(s);
-	uint32_t o = wf_names_put(&h->names, s, n, (uint32_t)id);
+	struct vpool *p = &v->tsp;
+	uint32_t o = wf_idset_put_h(&h->names, s, n, (uint32_t)id, hash);
+	if (o == WF_NAMES_NONE) {
+		if (n > p->cap - p->used)
+			return wf_fail(v->err, WF_ERR_RANGE, "tokenizer.json: token %zu: past the token bytes counted", id);
+		memcpy(p->s + p->used, s, n);
+		p->pos[2 * id] = (uint32_t)p->used;
+		p->pos[2 * id + 1] = (uint32_t)n;
+		p->used += n;
+	}
 	if (!utf8_ok(s, n))
 		return wf_fail(v->err, WF_ERR_FORMAT, "tokenizer.json: token %zu: not valid UTF-8", id);
-	if ((o != WF_NAMES_NONE && o != id) || (h->s[id] && strcmp(h->s[id], s) != 0) || (added && h->added[id]))
+	if ((o != WF_NAMES_NONE && o != id) || (h->s[id].s && (h->s[id].n != n || memcmp(h->s[id].s, s, n) != 0)) || (added && h->added[id]))
 		return wf_fail(v->err, WF_ERR_UNSUP, "tokenizer.json: token %zu %s: its id or its text is given twice", id,
 			       wf_quote(q, sizeof q, s, n));
-	if (o != WF_NAMES_NONE && !added && h->s[id])
+	if (o != WF_NAMES_NONE && !added && h->s[id].s)
 		return wf_fail(v->err, WF_ERR_FORMAT, "tokenizer.json: model.vocab: %s given twice", wf_quote(q, sizeof q, s, n));
-	h->s[id] = s;
+	h->s[id] = (struct vstr){s, n};
 	if (added)
 		h->added[id] = added;
 	return WF_OK;
 }
 
+#define HFV_AHEAD 8
 static enum wf_err hfv_load(struct voc *v, struct hfv *h)
 {
 	const cJSON *model = jget(v->tj, "model"), *vocab = jget(model, "vocab"), *added = jget(v->tj, "added_tokens");
 	enum wf_err rc;
 	memset(h, 0, sizeof *h);
-	if (!cJSON_IsObject(vocab))
+	if (!cJSON_IsObject(vocab) || !v->big.vocab_on)
 		return wf_fail(v->err, WF_ERR_FORMAT, "tokenizer.json: model.vocab: not an object");
 	if (added && !cJSON_IsArray(added))
 		return wf_fail(v->err, WF_ERR_FORMAT, "tokenizer.json: added_tokens: not a list");
-	rc = hfv_size(v, vocab, added, h);
-	for (const cJSON *c = vocab->child; c && rc == WF_OK; c = c->next)
-		rc = hfv_put(v, h, c->string, (size_t)c->valuedouble, NULL);
-	for (const cJSON *c = added ? added->child : NULL; c && rc == WF_OK; c = c->next)
-		rc = hfv_put(v, h, jget(c, "content")->valuestring, (size_t)jget(c, "id")->valuedouble, c);
+	rc = hfv_size(v, added, h);
+	/* in order, each hashed HFV_AHEAD entries before (its slot fetched meanwhile) */
+	const struct vstr *k = v->big.vkey;
+	uint64_t hh[HFV_AHEAD];
+	for (size_t i = 0; i < v->big.n_vocab + HFV_AHEAD && rc == WF_OK; i++) {
+		/* entry j = i - HFV_AHEAD is put before entry i takes its place in hh */
+		if (i >= HFV_AHEAD) {
+			size_t j = i - HFV_AHEAD;
+			rc = hfv_put(v, h, k[j].s, k[j].n, (size_t)v->big.vid[j], NULL, hh[j % HFV_AHEAD]);
+		}
+		if (i < v->big.n_vocab)
+			hh[i % HFV_AHEAD] = wf_idset_hash(&h->names, k[i].s, k[i].n);
+	}
+	for (const cJSON *c = added ? added->child : NULL; c && rc == WF_OK; c = c->next) {
+		const char *s = jget(c, "content")->valuestring;
+		rc = hfv_put(v, h, s, strlen(s), (size_t)added_id(c), c, wf_idset_hash(&h->names, s, strlen(s)));
+	}
+	if (rc == WF_OK) {
+		/* each string once, by id: the token set check_merges and
+		 * check_unique use while the tokens are these strings */
+		if (v->ts_on)
+			wf_idset_free(&v->ts);
+		v->ts = h->names;
+		v->ts_on = true;
+		v->ts_s = h->s;
+		v->ts_n = h->n;
+		h->names_ok = false;
+	}
 	return rc;
 }
 
@@ -215,12 +266,12 @@ static enum wf_err gpt2_tokens(struct voc *v, const struct hfv *h)
 	for (size_t i = 0; i < v->n_tok; i++) {
 		struct vtok *t = &v->tok[i];
 		const cJSON *a = i < h->n ? h->added[i] : NULL;
-		if (i >= h->n || !h->s[i]) {
+		if (i >= h->n || !h->s[i].s) {
 			t->type = TT_UNUSED;
 			continue;
 		}
-		t->s = h->s[i];
-		size_t n = strlen(t->s);
+		t->s = h->s[i].s;
+		size_t n = h->s[i].n;
 		t->type = TT_NORMAL;
 		if (a) {
 			if (!cJSON_IsTrue(jget(a, "normalized")) && !decode_is_identity(t->s, n))
@@ -242,46 +293,74 @@ static enum wf_err gpt2_tokens(struct voc *v, const struct hfv *h)
 	return WF_OK;
 }
 
+/* A merge's three lookups (a, b and their join), hashed ahead. */
+#define MG_AHEAD 8
+struct mg_look {
+	const char *s[3];
+	size_t n[3];
+	uint64_t h[3];
+	bool ok;              /* "a b" with one space, both sides non-empty */
+};
+
+/* Splits merge i at the first space from index 1 (as llama.cpp does),
+ * joins it into ab and hashes the three strings. */
+static void mg_prepare(const struct voc *v, const struct wf_idset *set, size_t i, char *ab, struct mg_look *l)
+{
+	const char *s = v->mg[i].s, *sp = v->mg[i].n > 1 ? memchr(s + 1, ' ', v->mg[i].n - 1) : NULL;
+	size_t n = v->mg[i].n, a = sp ? (size_t)(sp - s) : 0;
+	l->ok = sp && a + 1 != n && !memchr(sp + 1, ' ', n - a - 1);
+	if (!l->ok)
+		return;
+	memcpy(ab, s, a);
+	memcpy(ab + a, sp + 1, n - a - 1);
+	l->s[0] = s, l->n[0] = a;
+	l->s[1] = sp + 1, l->n[1] = n - a - 1;
+	l->s[2] = ab, l->n[2] = n - 1;
+	for (int k = 0; k < 3; k++)
+		l->h[k] = wf_idset_hash(set, l->s[k], l->n[k]);
+}
+
 /* Each merge "a b": a, b and ab tokens of the vocabulary, as HF's BPE
- * model requires to load; llama.cpp splits at the first space from index 1. */
+ * model requires to load; llama.cpp splits at the first space from index
+ * 1.  840,000 lookups for Llama 3, MG_AHEAD merges in flight. */
 static enum wf_err check_merges(struct voc *v)
 {
-	struct wf_names set;
+	struct wf_idset own;
+	struct mg_look look[MG_AHEAD];
 	enum wf_err rc = WF_OK;
+	size_t maxn = 1;
 	char q[96];
 	if (!v->n_mg)
 		return wf_fail(v->err, WF_ERR_FORMAT, "tokenizer.json: model.merges: none (llama.cpp needs them)");
-	if (!wf_names_init(&set, v->n_tok))
+	for (size_t i = 0; i < v->n_mg; i++)
+		maxn = v->mg[i].n > maxn ? v->mg[i].n : maxn;
+	/* tokenizer.json's set when the tokens are its strings (a user-defined
+	 * token's U+2581 made ' ' is not), else one of v->tok's */
+	bool exact = voc_ts_exact(v);
+	const struct wf_idset *set = exact ? &v->ts : &own;
+	char *ab = maxn <= SIZE_MAX / MG_AHEAD ? malloc(maxn * MG_AHEAD) : NULL; /* the joins in flight */
+	if (!ab || (!exact && !voc_tok_idset(v, &own))) {
+		free(ab);
 		return voc_nomem(v);
-	for (size_t i = 0; i < v->n_tok; i++)
-		if (v->tok[i].s)
-			wf_names_put(&set, v->tok[i].s, v->tok[i].n, (uint32_t)i);
-	char *ab = NULL; /* the joined pair, one buffer for every merge */
-	size_t cap = 0;
-	for (size_t i = 0; i < v->n_mg && rc == WF_OK; i++) {
-		const char *s = v->mg[i].s, *sp = v->mg[i].n > 1 ? memchr(s + 1, ' ', v->mg[i].n - 1) : NULL;
-		size_t n = v->mg[i].n, a = sp ? (size_t)(sp - s) : 0;
-		if (sp && n > cap) {
-			char *g = realloc(ab, n * 2);
-			if (!g) {
-				rc = voc_nomem(v);
-				break;
-			}
-			ab = g;
-			cap = n * 2;
+	}
+	for (size_t i = 0; i < v->n_mg + MG_AHEAD && rc == WF_OK; i++) {
+		/* merge j = i - MG_AHEAD is checked before merge i takes its place in look and ab */
+		if (i >= MG_AHEAD) {
+			size_t j = i - MG_AHEAD;
+			const struct mg_look *l = &look[j % MG_AHEAD];
+			bool ok = l->ok;
+			for (int k = 0; k < 3 && ok; k++)
+				ok = wf_idset_get_h(set, l->s[k], l->n[k], l->h[k]) != WF_NAMES_NONE;
+			if (!ok)
+				rc = wf_fail(v->err, WF_ERR_FORMAT, "%s[%zu]: %s is not two tokens whose join is one", v->mg_src,
+					     j, wf_quote(q, sizeof q, v->mg[j].s, v->mg[j].n));
 		}
-		if (sp) {
-			memcpy(ab, s, a);
-			memcpy(ab + a, sp + 1, n - a - 1);
-		}
-		if (!sp || a + 1 == n || memchr(sp + 1, ' ', n - a - 1) ||
-		    wf_names_get(&set, s, a) == WF_NAMES_NONE || wf_names_get(&set, sp + 1, n - a - 1) == WF_NAMES_NONE ||
-		    wf_names_get(&set, ab, n - 1) == WF_NAMES_NONE)
-			rc = wf_fail(v->err, WF_ERR_FORMAT, "%s[%zu]: %s is not two tokens whose join is one", v->mg_src, i,
-				     wf_quote(q, sizeof q, s, n));
+		if (i < v->n_mg)
+			mg_prepare(v, set, i, ab + i % MG_AHEAD * maxn, &look[i % MG_AHEAD]);
 	}
 	free(ab);
-	wf_names_free(&set);
+	if (!exact)
+		wf_idset_free(&own);
 	return rc;
 }
 
@@ -304,7 +383,7 @@ enum wf_err voc_gpt2(struct voc *v)
 	if (rc == WF_OK) {
 		size_t distinct = 0;
 		for (size_t i = 0; i < h.n; i++)
-			distinct += h.s[i] != NULL;
+			distinct += h.s[i].s != NULL;
 		rc = voc_tokens(v, v->vocab_size >= 0 ? (size_t)v->vocab_size : distinct);
 	}
 	if (rc == WF_OK && v->vocab_size < 0 && v->n_tok < h.n)
@@ -327,70 +406,33 @@ enum wf_err voc_gpt2(struct voc *v)
 	return rc;
 }
 
-/* ' '.join(parts), every space inside a part written U+0120 */
-static enum wf_err merge_pair(struct voc *v, const cJSON *pair, size_t i, struct vstr *out)
-{
-	size_t n = 0, k = 0;
-	for (const cJSON *p = cJSON_IsArray(pair) ? pair->child : NULL; p; p = p->next) {
-		if (!cJSON_IsString(p))
-			return wf_fail(v->err, WF_ERR_FORMAT, "tokenizer.json: model.merges[%zu]: not a list of strings", i);
-		n += strlen(p->valuestring) * 2 + 1;
-	}
-	if (!cJSON_IsArray(pair))
-		return wf_fail(v->err, WF_ERR_FORMAT, "tokenizer.json: model.merges[%zu]: not a pair", i);
-	char *o = voc_alloc(v, n + 1);
-	if (!o)
-		return voc_nomem(v);
-	for (const cJSON *p = pair->child; p; p = p->next) {
-		if (p != pair->child)
-			o[k++] = ' ';
-		for (const char *c = p->valuestring; *c; c++) {
-			if (*c == ' ') {
-				o[k++] = (char)0xc4;
-				o[k++] = (char)0xa0;
-			} else {
-				o[k++] = *c;
-			}
-		}
-	}
-	o[k] = 0;
-	out->s = o;
-	out->n = k;
-	return WF_OK;
-}
-
-/* SpecialVocab's merges from tokenizer.json model.merges: a list of
- * "a b" strings as they are, or (transformers >= 4.45) of [a, b] pairs. */
+/* SpecialVocab's merges from tokenizer.json model.merges (v->big): a
+ * list of "a b" strings as they are, or (transformers >= 4.45) of [a, b]
+ * pairs, joined with each space inside a part written U+0120. */
 enum wf_err voc_merges(struct voc *v)
 {
 	const cJSON *m = jget(v->tj, "model"), *mg;
-	size_t n, i = 0;
-	enum wf_err rc = WF_OK;
+	const struct tjbig *b = &v->big;
 	if (m && !cJSON_IsObject(m))
 		return wf_fail(v->err, WF_ERR_FORMAT, "tokenizer.json: model: not an object");
 	mg = jget(m, "merges");
-	if (!cJSON_IsArray(mg) || !mg->child)
+	if (!cJSON_IsArray(mg) || !b->merges_on || !b->n_merges)
 		return WF_OK;
-	bool strs = cJSON_IsString(mg->child);
-	if (!strs && !(cJSON_IsArray(mg->child) && cJSON_GetArraySize(mg->child) == 2 && cJSON_IsString(mg->child->child)))
+	bool strs = b->mkind[0] == TJM_STR;
+	if (!strs && !(b->mkind[0] != TJM_OTHER && b->m0_len == 2 && b->m0_first_str))
 		return wf_fail(v->err, WF_ERR_FORMAT, "tokenizer.json: model.merges: unknown format");
-	n = (size_t)cJSON_GetArraySize(mg);
-	v->mg = voc_alloc(v, n * sizeof *v->mg);
-	if (!v->mg)
-		return voc_nomem(v);
-	for (const cJSON *c = mg->child; c && rc == WF_OK; c = c->next, i++) {
-		if (!strs) {
-			rc = merge_pair(v, c, i, &v->mg[i]);
-		} else if (!cJSON_IsString(c)) {
-			rc = wf_fail(v->err, WF_ERR_FORMAT, "tokenizer.json: model.merges[%zu]: not a string", i);
-		} else {
-			v->mg[i].s = c->valuestring;
-			v->mg[i].n = strlen(c->valuestring);
-		}
+	for (size_t i = 0; i < b->n_merges; i++) {
+		if (strs && b->mkind[i] != TJM_STR)
+			return wf_fail(v->err, WF_ERR_FORMAT, "tokenizer.json: model.merges[%zu]: not a string", i);
+		if (!strs && b->mkind[i] == TJM_BADLIST)
+			return wf_fail(v->err, WF_ERR_FORMAT, "tokenizer.json: model.merges[%zu]: not a list of strings", i);
+		if (!strs && b->mkind[i] != TJM_LIST)
+			return wf_fail(v->err, WF_ERR_FORMAT, "tokenizer.json: model.merges[%zu]: not a pair", i);
 	}
-	v->n_mg = rc == WF_OK ? n : 0;
+	v->mg = b->mg;
+	v->n_mg = b->n_merges;
 	v->mg_src = "tokenizer.json: model.merges";
-	return rc;
+	return WF_OK;
 }
 
 /* Python's str.isspace() for one code point */
@@ -492,7 +534,8 @@ static bool is_special_id(const struct voc *v, const struct hfv *h, size_t id)
 		for (const cJSON *c = i < WF_ARRAY_LEN(keys) ? e : (cJSON_IsArray(extra) ? extra->child : NULL); c;
 		     c = i < WF_ARRAY_LEN(keys) ? NULL : c->next) {
 			const cJSON *s = cJSON_IsObject(c) ? jget(c, "content") : c;
-			if (cJSON_IsString(s) && h->s[id] && strcmp(s->valuestring, h->s[id]) == 0)
+			if (cJSON_IsString(s) && h->s[id].s && strlen(s->valuestring) == h->s[id].n &&
+			    memcmp(s->valuestring, h->s[id].s, h->s[id].n) == 0)
 				return true;
 		}
 	}
@@ -500,10 +543,10 @@ static bool is_special_id(const struct voc *v, const struct hfv *h, size_t id)
 }
 
 /* "<0x[0-9A-Fa-f]{2}>" */
-static bool byte_token(const char *s)
+static bool byte_token(const char *s, size_t n)
 {
 	static const char hex[] = "0123456789abcdefABCDEF";
-	return strlen(s) == 6 && memcmp(s, "<0x", 3) == 0 && s[5] == '>' && strchr(hex, s[3]) && strchr(hex, s[4]);
+	return n == 6 && memcmp(s, "<0x", 3) == 0 && s[5] == '>' && strchr(hex, s[3]) && strchr(hex, s[4]);
 }
 
 /* LlamaHfVocab's qualification test: WF_ERR_RANGE when the converter
@@ -535,19 +578,19 @@ static enum wf_err llama_hf_tokens(struct voc *v, const struct hfv *h)
 {
 	size_t n = h->n_base;
 	for (size_t i = n; i < h->n; i++)
-		if (!h->s[i])
+		if (!h->s[i].s)
 			return wf_fail(v->err, WF_ERR_UNSUP, "tokenizer.json: added_tokens: id %zu missing (ids must follow the vocab)", i);
 	enum wf_err rc = voc_tokens(v, h->n > n ? h->n : n);
 	for (size_t i = 0; i < v->n_tok && rc == WF_OK; i++) {
 		struct vtok *t = &v->tok[i];
-		if (i >= h->n || !h->s[i])
+		if (i >= h->n || !h->s[i].s)
 			return wf_fail(v->err, WF_ERR_FORMAT, "tokenizer.json: model.vocab: id %zu missing", i);
-		t->s = h->s[i];
-		t->n = (uint32_t)strlen(t->s);
+		t->s = h->s[i].s;
+		t->n = (uint32_t)h->s[i].n;
 		t->score = -1000.0f;
 		if (i >= n)
 			t->type = is_special_id(v, h, i) ? TT_CONTROL : TT_USER_DEFINED;
-		else if (byte_token(t->s))
+		else if (byte_token(t->s, t->n))
 			t->type = TT_BYTE;
 		else
 			t->type = is_special_id(v, h, i) ? TT_CONTROL : TT_NORMAL;

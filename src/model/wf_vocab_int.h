@@ -5,6 +5,7 @@
 #define WF_VOCAB_INT_H
 
 #include "base/wf_common.h"
+#include "base/wf_names.h"
 
 #include <cjson/cJSON.h>
 #include <stdbool.h>
@@ -25,6 +26,34 @@ struct vtok {
 struct vstr {
 	const char *s;
 	size_t n;
+};
+
+/* tokenizer.json's two big members, model.vocab and model.merges, read
+ * by wf_vocab_tj.c without a cJSON tree (v->tj holds {} and [] in their
+ * place), or copied from the tree when it has them.  Strings point into
+ * tokenizer.json where they hold no escape, else into the arena; none is
+ * NUL-terminated. */
+#define TJ_NOT_INT INT64_MIN
+enum { TJM_STR, TJM_LIST, TJM_BADLIST, TJM_OTHER };
+struct tjbig {
+	bool vocab_on, merges_on; /* the members below stand for model.vocab / model.merges */
+	struct vstr *vkey;        /* model.vocab's keys, in the file's order */
+	int64_t *vid;             /* their ids: TJ_NOT_INT where jint() would refuse, or a boolean */
+	size_t n_vocab;
+	struct vstr *mg;          /* each merge: a string as it is, a list of strings joined as the converter does */
+	uint8_t *mkind;           /* TJM_*: a string, a list of strings, a list of something else, anything else */
+	size_t n_merges;
+	size_t m0_len;            /* the first merge's list length, and whether its first item is a string */
+	bool m0_first_str;
+};
+
+/* Strings packed one after another, string i at s[pos[2i], + pos[2i+1]):
+ * a lookup's compare reads 2.2 MB for Llama 3's tokens rather than the
+ * 9 MB file they lie scattered in. */
+struct vpool {
+	char *s;
+	uint32_t *pos;
+	size_t used, cap;
 };
 
 /* A key/value as gguf-py's writer holds it: a dict, so setting a key
@@ -59,6 +88,12 @@ struct voc {
 	size_t n_tpl;
 	struct vkv kv[VKV_MAX];
 	size_t n_kv;
+	struct tjbig big;
+	struct wf_idset ts;     /* tokenizer.json's strings by id (hfv_load), when ts_on */
+	bool ts_on;
+	const struct vstr *ts_s;/* the strings ts stands for: ts_n of them, .s NULL where no id */
+	size_t ts_n;
+	struct vpool tsp;       /* the same strings packed, which ts compares with */
 	void **blk;             /* the arena's blocks */
 	size_t n_blk, cap_blk;
 	char *err;
@@ -77,11 +112,28 @@ bool jtruthy(const cJSON *j);
 bool jstr_is(const cJSON *j, const char *s);
 bool jint(const cJSON *j, int64_t *out);
 bool utf8_ok(const char *s, size_t n);
+/* wf_idset's string function over a struct vpool (ctx) */
+const void *voc_pool_at(const void *ctx, uint32_t i, size_t *n);
+/* Whether v->ts is the set of v->tok's strings, each at its token's
+ * index (so it answers for them without another table) */
+bool voc_ts_exact(const struct voc *v);
+/* A set of v->tok's strings (at the first index of each); false when out
+ * of memory (set freed). */
+bool voc_tok_idset(const struct voc *v, struct wf_idset *set);
 bool looks_special(const char *s, size_t n);
 const char *replace_u2581(struct voc *v, const char *s, size_t n, size_t *out_n);
 enum wf_err voc_chat_template_load(struct voc *v);
 enum wf_err voc_chat_template_write(struct voc *v);
 enum wf_err voc_parse_json(struct voc *v, const char *name, const char *t, size_t n, cJSON **out);
+/* json.load's checks before any parsing: valid UTF-8, no \u0000 */
+enum wf_err voc_json_ok(struct voc *v, const char *name, const char *t, size_t n);
+
+/* wf_vocab_tj.c: tokenizer.json into v->tj and v->big */
+enum wf_err voc_parse_tj(struct voc *v, const char *t, size_t n);
+/* ' '.join(parts) as the converter writes a merge given as a list: each
+ * space inside a part written U+0120.  Appends part p[0..n) to o (2n bytes
+ * at most), returns the bytes written. */
+size_t voc_merge_part(char *o, const char *p, size_t n);
 
 /* wf_vocab_sp.c: gguf.SpecialVocab(dir, load_merges, types, n_vocab).add_to_gguf; ids_preset are set
  * after loading (llama's CodeLlama ids), n_preset of them */

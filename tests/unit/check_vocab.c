@@ -9,7 +9,10 @@
 #include <string.h>
 #include <time.h>
 
+#include <cjson/cJSON.h>
+
 #include "base/wf_buf.h"
+#include "model/wf_json_scan.h"
 #include "model/wf_gguf_w.h"
 #include "model/wf_spm.h"
 #include "model/wf_vocab.h"
@@ -699,6 +702,280 @@ START_TEST(test_vocab_size_huge)
 }
 END_TEST
 
+/* ---- tokenizer.json's model.vocab and model.merges read without cJSON
+ * (wf_vocab_tj.c, wf_json_scan.c): the same values cJSON gives. */
+
+/* wf_json_string against cJSON on one string literal: both refuse it, or
+ * both give the same bytes.  cJSON reads \uXXXX with bad hex, \u0000 and
+ * a raw NUL as a NUL that cuts the string short: refused here instead
+ * (allowed_strict), and json.load refuses all three. */
+static void string_as_cjson(const char *lit, size_t n, bool allowed_strict)
+{
+	uint8_t out[256];
+	uint64_t len;
+	struct wf_jcur c = {(const uint8_t *)lit, n, 0, NULL};
+	ck_assert(n < sizeof out);
+	int r = wf_json_string(&c, out, &len);
+	const char *end = NULL;
+	cJSON *j = cJSON_ParseWithLengthOpts(lit, n, &end, false);
+	bool cj_ok = j && cJSON_IsString(j) && end == lit + n;
+	if (r > 0 && c.pos < n)
+		r = -1, c.why = "bytes after the string"; /* the literal is more than one string */
+	if (r > 0 && !cj_ok)
+		ck_abort_msg("accepted what cJSON refuses: %.*s", (int)n, lit);
+	if (r < 0) {
+		bool nul = strstr(c.why, "hex") || strstr(c.why, "\\u0000") || strstr(c.why, "NUL");
+		ck_assert_msg(!cj_ok || (allowed_strict && nul), "refused what cJSON reads (%s): %.*s", c.why, (int)n, lit);
+	} else {
+		const uint8_t *got = r == 1 ? (const uint8_t *)lit + 1 : out;
+		ck_assert_msg(len == strlen(j->valuestring) && memcmp(got, j->valuestring, len) == 0, "bytes differ: %.*s",
+			      (int)n, lit);
+	}
+	cJSON_Delete(j);
+}
+
+START_TEST(test_json_string)
+{
+	static const char *const lits[] = {
+		"\"\"", "\"abc\"", "\"\\\"\\\\\\/\\b\\f\\n\\r\\t\"", "\"\\u0041\\u00e9\\u20AC\"", "\"\\ud83d\\ude00x\"",
+		"\"\\uD83D\\uDE00\"", "\"\xc4\xa0the\"", "\"a\\u0020b\"", "\"\\ud800\"", "\"\\udc00\"", "\"\\ud800\\u0041\"",
+		"\"\\ud800x\"", "\"\\ud83d\\ude0\"", "\"\\u12\"", "\"\\x\"", "\"\\\"", "\"abc", "\"\\", "\"\\u00e", "\"\\ud83d\\",
+		"\"\\ud83d\\u\"", "\"tab\there\"", "\"\\'\"", "\"\\U0041\"",
+	};
+	for (size_t i = 0; i < sizeof lits / sizeof lits[0]; i++)
+		string_as_cjson(lits[i], strlen(lits[i]), false);
+	string_as_cjson("\"\\u+041\"", 9, true);
+	/* cJSON's NUL readings */
+	string_as_cjson("\"\\u0000\"", 8, true);
+	string_as_cjson("\"\\uzzzz\"", 8, true);
+	string_as_cjson("\"a\0b\"", 5, true);
+	/* every string of up to 7 bytes over an alphabet of escape pieces */
+	static const char alpha[] = "\\\"u0dD8cAe/n";
+	char lit[16];
+	for (unsigned long k = 0; k < 12UL * 12 * 12 * 12 * 12; k++) {
+		size_t n = 0;
+		lit[n++] = '"';
+		for (unsigned long x = k; n < 6; x /= 12)
+			lit[n++] = alpha[x % 12];
+		lit[n++] = '"';
+		string_as_cjson(lit, n, strstr(lit, "\\u") != NULL);
+	}
+}
+END_TEST
+
+/* A tokenizer.json whose vocab and merges hold escapes */
+static const char tj_esc[] =
+	"{\"model\":{\"type\":\"BPE\",\"vocab\":{\"\\u0061\":0,\"b\":1,\"a\\u0062\":2,\"\\u00e9\":3,\"\\ud83d\\ude00\":4,"
+	"\"\\\"q\":5,\"x\\\\y\":6,\"\\n\":7},\"merges\":[\"a \\u0062\"]},\"decoder\":{\"type\":\"ByteLevel\"},"
+	"\"pre_tokenizer\":{\"type\":\"ByteLevel\",\"add_prefix_space\":false},"
+	"\"added_tokens\":[{\"id\":8,\"content\":\"<s>\",\"special\":true}]}";
+
+START_TEST(test_tj_escapes)
+{
+	struct wf_vocab_files f = {0};
+	SET(&f, tokenizer_json, tj_esc);
+	expect(&f, WF_VOCAB_QWEN, -1,
+	       "tokenizer.ggml.model:str=gpt2\n"
+	       "tokenizer.ggml.pre:str=gpt-2\n"
+	       "tokenizer.ggml.tokens:[str]=a,b,ab,\xc3\xa9,\xf0\x9f\x98\x80,\"q,x\\y,\n,<s>\n"
+	       "tokenizer.ggml.token_type:[i32]=1,1,1,1,1,1,1,1,3\n"
+	       "tokenizer.ggml.merges:[str]=a b\n");
+	/* pairs, escaped, a space inside a part written U+0120 */
+	SET(&f, tokenizer_json, J("{`model`:{`type`:`BPE`,`vocab`:{`a`:0,`b`:1,`ab`:2,`\xc4\xa0`:3,`\xc4\xa0" "a`:4},"
+				  "`merges`:[[`\\u0061`,`b`],[` `,`a`]]},`decoder`:{`type`:`ByteLevel`},"
+				  "`pre_tokenizer`:{`type`:`ByteLevel`,`add_prefix_space`:false}}"));
+	expect(&f, WF_VOCAB_QWEN, -1,
+	       "tokenizer.ggml.model:str=gpt2\n"
+	       "tokenizer.ggml.pre:str=gpt-2\n"
+	       "tokenizer.ggml.tokens:[str]=a,b,ab,\xc4\xa0,\xc4\xa0" "a\n"
+	       "tokenizer.ggml.token_type:[i32]=1,1,1,1,1\n"
+	       "tokenizer.ggml.merges:[str]=a b,\xc4\xa0 a\n");
+	free((char *)f.tokenizer_json);
+}
+END_TEST
+
+/* ids, duplicate members, lone surrogates, nesting: as the cJSON tree read them */
+#define TJ_HEAD "{`decoder`:{`type`:`ByteLevel`},`pre_tokenizer`:{`type`:`ByteLevel`,`add_prefix_space`:false},"
+static const struct {
+	const char *tj;  /* ` for " */
+	int rc;          /* WF_OK, or the error */
+	const char *want; /* a line of the key/values, or a piece of the message */
+} tj_cases[] = {
+	{TJ_HEAD "`model`:{`type`:`BPE`,`vocab`:{`a`:0,`b`:1.0,`ab`:2e0},`merges`:[`a b`]}}", WF_OK, "tokens:[str]=a,b,ab\n"},
+	{TJ_HEAD "`model`:{`type`:`BPE`,`vocab`:{`a`:0,`b`:1.5,`ab`:2},`merges`:[`a b`]}}", WF_ERR_FORMAT, "model.vocab[1]: id not an integer"},
+	{TJ_HEAD "`model`:{`type`:`BPE`,`vocab`:{`a`:0,`b`:true,`ab`:2},`merges`:[`a b`]}}", WF_ERR_FORMAT, "model.vocab[1]: id not an integer"},
+	{TJ_HEAD "`model`:{`type`:`BPE`,`vocab`:{`a`:0,`b`:`1`,`ab`:2},`merges`:[`a b`]}}", WF_ERR_FORMAT, "model.vocab[1]: id not an integer"},
+	{TJ_HEAD "`model`:{`type`:`BPE`,`vocab`:{`a`:0,`b`:[1,{`x`:null}],`ab`:2},`merges`:[`a b`]}}", WF_ERR_FORMAT, "model.vocab[1]: id not an integer"},
+	{TJ_HEAD "`model`:{`type`:`BPE`,`vocab`:{`a`:0,`b`:-0,`ab`:2},`merges`:[`a b`]}}", WF_ERR_UNSUP, "given twice"},
+	{TJ_HEAD "`model`:{`type`:`BPE`,`vocab`:{`a`:0,`b`:1e400,`ab`:2},`merges`:[`a b`]}}", WF_ERR_FORMAT, "id not an integer"},
+	{TJ_HEAD "`model`:{`type`:`BPE`,`vocab`:{`a`:0,`b`:01,`ab`:2},`merges`:[`a b`]}}", WF_OK, "tokens:[str]=a,b,ab\n"},
+	/* the last of each duplicate member is the one */
+	{TJ_HEAD "`model`:{`vocab`:{`q`:0},`type`:`BPE`,`vocab`:{`a`:0,`b`:1,`ab`:2},`merges`:[`x y`],`merges`:[`a b`]}}", WF_OK,
+	 "tokens:[str]=a,b,ab\n"},
+	{TJ_HEAD "`model`:{`type`:`BPE`,`vocab`:{`a`:0,`b`:1,`ab`:2},`merges`:[`a b`],`merges`:5}}", WF_ERR_FORMAT, "model.merges: none"},
+	{TJ_HEAD "`model`:{`type`:`BPE`,`vocab`:{`a`:0,`b`:1,`ab`:2},`merges`:[`a b`],`vocab`:[]}}", WF_ERR_FORMAT, "model.vocab: not an object"},
+	{TJ_HEAD "`model`:{`type`:`BPE`,`vocab`:{`z`:0},`merges`:[`a b`]},`model`:{`type`:`BPE`,`vocab`:{`a`:0,`b`:1,`ab`:2},`merges`:[`a b`]}}",
+	 WF_OK, "merges:[str]=a b\n"},
+	{TJ_HEAD "`model`:{`type`:`BPE`,`vocab`:{`a`:0,`b`:1,`ab`:2},`merges`:[`a b`]},`model`:7}", WF_ERR_UNSUP, "model.type"},
+	{TJ_HEAD "`model`:{`type`:`BPE`,`vocab`:{`a`:0,`b`:1,`ab`:2},`merges`:[`a b`]},`mod\\u0065l`:{`type`:`BPE`,`vocab`:{`a`:0,`b`:1,`ab`:2,`c`:3},`merges`:[`a b`]}}",
+	 WF_OK, "tokens:[str]=a,b,ab,c\n"},
+	{TJ_HEAD "`model`:{`type`:`BPE`,`vocab`:{`a`:0,`b`:1,`ab`:2,`\\ud800`:3},`merges`:[`a b`]}}", WF_ERR_FORMAT, "tokenizer.json: model.vocab: a high surrogate"},
+	{TJ_HEAD "`model`:{`type`:`BPE`,`vocab`:{`a`:0,`b`:1,`ab`:2},`merges`:[`a b`,`\\udfff x`]}}", WF_ERR_FORMAT, "tokenizer.json: model.merges: a lone low surrogate"},
+	{TJ_HEAD "`model`:{`type`:`BPE`,`vocab`:{`a`:0,`b`:1,`ab`:2},`merges`:[[`a`,`b`],[`a`,5]]}}", WF_ERR_FORMAT, "model.merges[1]: not a list of strings"},
+	{TJ_HEAD "`model`:{`type`:`BPE`,`vocab`:{`a`:0,`b`:1,`ab`:2},`merges`:[[`a`,`b`],`a b`]}}", WF_ERR_FORMAT, "model.merges[1]: not a pair"},
+	{TJ_HEAD "`model`:{`type`:`BPE`,`vocab`:{`a`:0,`b`:1,`ab`:2},`merges`:[[`a`,`b`,`c`]]}}", WF_ERR_FORMAT, "model.merges: unknown format"},
+	{TJ_HEAD "`model`:{`type`:`BPE`,`vocab`:{`a`:0,`b`:1,`ab`:2},`merges`:[{`a`:`b`}]}}", WF_ERR_FORMAT, "model.merges: unknown format"},
+	{TJ_HEAD "`model`:{`type`:`BPE`,`vocab`:{`a`:0,`b`:1,`ab`:2},`merges`:[`a b`,[`a`,`b`]]}}", WF_ERR_FORMAT, "model.merges[1]: not a string"},
+	{TJ_HEAD "`model`:{`type`:`BPE`,`vocab`:{`a`:0,`b`:1,`ab`:2},`merges`:[`a b`,]}}", WF_ERR_FORMAT, "tokenizer.json: model.merges: "},
+	{TJ_HEAD "`model`:{`type`:`BPE`,`vocab`:{`a`:0,`b`:1,`ab`:2,},`merges`:[`a b`]}}", WF_ERR_FORMAT, "tokenizer.json: model.vocab: "},
+	/* whitespace cJSON takes (any byte up to ' '): read whole by cJSON */
+	{TJ_HEAD "`model`:{`type`:`BPE`,\f`vocab`:{`a`:0,\f`b`:1,`ab`:2},`merges`:[`a b`\f]}}", WF_OK, "merges:[str]=a b\n"},
+};
+
+START_TEST(test_tj_cases)
+{
+	struct wf_vocab_files f = {0};
+	char err[WF_ERRLEN], *got;
+	SET(&f, tokenizer_json, J(tj_cases[_i].tj));
+	enum wf_err rc = run(&f, WF_VOCAB_QWEN, -1, &got, err);
+	ck_assert_msg((int)rc == tj_cases[_i].rc, "case %d: rc %d: %s", _i, (int)rc, err);
+	ck_assert_msg(strstr(rc == WF_OK ? got : err, tj_cases[_i].want), "case %d: %s lacks %s", _i, rc == WF_OK ? got : err,
+		      tj_cases[_i].want);
+	free(got);
+	free((char *)f.tokenizer_json);
+}
+END_TEST
+
+/* A vocab value nested d deep inside the file's object, model and vocab:
+ * refused exactly where cJSON's nesting limit refuses the file. */
+START_TEST(test_tj_nesting)
+{
+	for (int d = 995; d <= 1001; d++) {
+		struct wf_buf b = {0};
+		struct wf_vocab_files f = {0};
+		char err[WF_ERRLEN], *got;
+		wf_buf_puts(&b, "{\"decoder\":{\"type\":\"ByteLevel\"},\"pre_tokenizer\":{\"type\":\"ByteLevel\","
+				"\"add_prefix_space\":false},\"model\":{\"type\":\"BPE\",\"vocab\":{\"a\":0,\"b\":");
+		for (int i = 0; i < d; i++)
+			wf_buf_putc(&b, '[');
+		for (int i = 0; i < d; i++)
+			wf_buf_putc(&b, ']');
+		wf_buf_puts(&b, "},\"merges\":[\"a b\"]}}");
+		ck_assert(wf_buf_finish(&b));
+		cJSON *j = cJSON_ParseWithLength(b.data, b.len);
+		f.tokenizer_json = b.data;
+		f.tokenizer_json_len = b.len;
+		ck_assert_int_ne(run(&f, WF_VOCAB_QWEN, -1, &got, err), WF_OK);
+		if (j)
+			ck_assert_msg(strstr(err, "id not an integer"), "depth %d: %s", d, err);
+		else
+			ck_assert_msg(strstr(err, "nested too deeply"), "depth %d: %s", d, err);
+		cJSON_Delete(j);
+		wf_buf_free(&b);
+	}
+}
+END_TEST
+
+/* Every prefix of a tokenizer.json (each in a buffer of its own size, so
+ * a sanitizer build sees any read past it) and every byte of it replaced
+ * by each of a few: refused when cJSON refuses the text, else the same
+ * key/values as cJSON's own rendering of it (decoded values written with
+ * no escape beyond what JSON needs) gives. */
+START_TEST(test_tj_mutations)
+{
+	static const char subst[] = {'"', '\\', '{', '}', '[', ']', ',', ':', ' ', '\f', 'u', '0', 'x', '1'};
+	size_t n = strlen(tj_esc);
+	char err[WF_ERRLEN], err2[WF_ERRLEN], *got, *got2;
+	for (size_t len = 0; len < n; len++) {
+		struct wf_vocab_files f = {0};
+		char *p = malloc(len ? len : 1);
+		ck_assert_ptr_nonnull(p);
+		memcpy(p, tj_esc, len);
+		f.tokenizer_json = p;
+		f.tokenizer_json_len = len;
+		ck_assert_msg(run(&f, WF_VOCAB_QWEN, -1, &got, err) != WF_OK, "prefix %zu accepted", len);
+		ck_assert_msg(strncmp(err, "tokenizer.json: ", 16) == 0, "prefix %zu: %s", len, err);
+		free(p);
+	}
+	for (size_t at = 0; at < n; at++)
+		for (size_t k = 0; k < sizeof subst; k++) {
+			struct wf_vocab_files f = {0};
+			char *p = malloc(n);
+			ck_assert_ptr_nonnull(p);
+			memcpy(p, tj_esc, n);
+			p[at] = subst[k];
+			f.tokenizer_json = p;
+			f.tokenizer_json_len = n;
+			const char *end = NULL;
+			cJSON *j = cJSON_ParseWithLengthOpts(p, n, &end, false);
+			enum wf_err rc = run(&f, WF_VOCAB_QWEN, -1, &got, err);
+			if (!j || end != p + n) {
+				ck_assert_msg(rc != WF_OK, "%zu=%c: accepted what cJSON refuses", at, subst[k]);
+			} else if (!strstr(err, "hex") && !strstr(err, "\\u0000")) { /* cJSON's NUL readings */
+				char *r = cJSON_PrintUnformatted(j);
+				ck_assert_ptr_nonnull(r);
+				SET(&f, tokenizer_json, r);
+				enum wf_err rc2 = run(&f, WF_VOCAB_QWEN, -1, &got2, err2);
+				ck_assert_msg(rc == rc2, "%zu=%c: %d (%s) but %d (%s) for %s", at, subst[k], (int)rc, err,
+					      (int)rc2, err2, r);
+				if (rc == WF_OK)
+					ck_assert_msg(strcmp(got, got2) == 0, "%zu=%c:\n%s\n%s", at, subst[k], got, got2);
+				free(got2);
+				free(r);
+			}
+			free(got);
+			cJSON_Delete(j);
+			free(p);
+		}
+}
+END_TEST
+
+/* 126 tokens and 100 merges (more than the lookups kept in flight): all
+ * found; a merge that is no join refused by its own index; a string given
+ * two ids far apart refused. */
+static void big_tj(struct wf_buf *b, int bad_merge, int dup_at)
+{
+	int id = 0;
+	wf_buf_puts(b, "{\"decoder\":{\"type\":\"ByteLevel\"},\"pre_tokenizer\":{\"type\":\"ByteLevel\",\"add_prefix_space\":false},"
+		       "\"model\":{\"type\":\"BPE\",\"vocab\":{");
+	for (char c = 'a'; c <= 'z'; c++)
+		wf_buf_printf(b, "%s\"%c\":%d", id ? "," : "", c, id), id++;
+	for (char x = 'a'; x <= 'j'; x++)
+		for (char y = 'a'; y <= 'j'; y++, id++)
+			wf_buf_printf(b, ",\"%c%c\":%d", x, id == dup_at ? 'q' : y, id == dup_at ? 0 : id);
+	wf_buf_puts(b, "},\"merges\":[");
+	for (int m = 0; m < 100; m++)
+		wf_buf_printf(b, "%s\"%c %c\"", m ? "," : "", 'a' + m / 10, m == bad_merge ? 'z' : 'a' + m % 10);
+	wf_buf_puts(b, "]}}");
+	ck_assert(wf_buf_finish(b));
+}
+
+START_TEST(test_tj_many)
+{
+	struct wf_vocab_files f = {0};
+	char err[WF_ERRLEN], *got;
+	struct wf_buf b = {0};
+	big_tj(&b, -1, -1);
+	f.tokenizer_json = b.data;
+	f.tokenizer_json_len = b.len;
+	ck_assert_msg(run(&f, WF_VOCAB_QWEN, -1, &got, err) == WF_OK, "%s", err);
+	ck_assert(strstr(got, "tokenizer.ggml.merges:[str]=a a,a b,a c,"));
+	ck_assert(strstr(got, ",j i,j j\n"));
+	free(got);
+	wf_buf_free(&b);
+	big_tj(&b, 57, -1);
+	f.tokenizer_json = b.data;
+	f.tokenizer_json_len = b.len;
+	expect_fail(&f, WF_VOCAB_QWEN, -1, WF_ERR_FORMAT, "model.merges[57]: 'f z' is not two tokens");
+	wf_buf_free(&b);
+	big_tj(&b, -1, 99);
+	f.tokenizer_json = b.data;
+	f.tokenizer_json_len = b.len;
+	expect_fail(&f, WF_VOCAB_QWEN, -1, WF_ERR_UNSUP, "token 0 'hq': its id or its text is given twice");
+	wf_buf_free(&b);
+}
+END_TEST
+
 static Suite *vocab_suite(void)
 {
 	Suite *s = suite_create("vocab");
@@ -723,6 +1000,15 @@ static Suite *vocab_suite(void)
 	tcase_add_test(tc, test_many_added);
 	tcase_add_test(tc, test_vocab_size_huge);
 	tcase_set_timeout(tc, 60);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("scan");
+	tcase_add_test(tc, test_json_string);
+	tcase_add_test(tc, test_tj_escapes);
+	tcase_add_test(tc, test_tj_many);
+	tcase_add_loop_test(tc, test_tj_cases, 0, (int)(sizeof tj_cases / sizeof tj_cases[0]));
+	tcase_add_test(tc, test_tj_nesting);
+	tcase_add_test(tc, test_tj_mutations);
+	tcase_set_timeout(tc, 120);
 	suite_add_tcase(s, tc);
 	return s;
 }

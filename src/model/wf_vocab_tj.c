@@ -1,0 +1,375 @@
+/* wf_vocab_tj.c - tokenizer.json with its two big members read outside
+ * cJSON.  Llama 3's file is 9 MB, nearly all of it model.vocab (128,256
+ * entries) and model.merges (280,147): cJSON's tree of those was a node
+ * of ~64 bytes per string, 80 MB in all, and most of the time to open a
+ * folder went to faulting that memory in.  Here the last "model" entry's
+ * last "vocab" object and last "merges" list (the ones jget() returns)
+ * are read with wf_json_scan's cJSON-exact grammar into compact arrays
+ * (v->big), and cJSON parses the rest of the file with {} and [] in their
+ * place, so everything else keeps its cJSON access. */
+#include "model/wf_vocab.h"
+#include "model/wf_vocab_int.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "model/wf_json_scan.h"
+
+size_t voc_merge_part(char *o, const char *p, size_t n)
+{
+	size_t k = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (p[i] == ' ') {
+			o[k++] = (char)0xc4;
+			o[k++] = (char)0xa0;
+		} else {
+			o[k++] = p[i];
+		}
+	}
+	return k;
+}
+
+static enum wf_err bad(struct voc *v, const char *field, const struct wf_jcur *c)
+{
+	return wf_fail(v->err, WF_ERR_FORMAT, "tokenizer.json: %s: %s (byte %" PRIu64 ")", field, c->why, c->pos);
+}
+
+/* A value of model.vocab: its id as jint() gives one, TJ_NOT_INT for any
+ * other value (checked whole all the same).  depth: containers open. */
+static bool read_id(struct wf_jcur *c, int64_t *id)
+{
+	double d;
+	uint8_t b = c->pos < c->n ? c->s[c->pos] : 0;
+	*id = TJ_NOT_INT;
+	if (b != '-' && !(b >= '0' && b <= '9'))
+		return wf_json_skip(c, 3);
+	if (!wf_json_number(c, &d))
+		return false;
+	if (isfinite(d) && d == floor(d) && fabs(d) <= 9007199254740992.0)
+		*id = (int64_t)d;
+	return true;
+}
+
+/* After a member's value: true at ',' (moved past it), false at the
+ * closing byte (moved past it); why set when neither. */
+static bool next_item(struct wf_jcur *c, uint8_t close, bool *more)
+{
+	wf_jcur_ws(c);
+	*more = c->pos < c->n && c->s[c->pos] == ',';
+	if (*more || (c->pos < c->n && c->s[c->pos] == close)) {
+		c->pos++;
+		return true;
+	}
+	c->why = close == '}' ? "no ',' or '}' after a value" : "no ',' or ']' after a value";
+	return false;
+}
+
+/* model.vocab, the object s[v0, v1): cJSON parses it with 2 containers
+ * open (the file's object and model). */
+static enum wf_err read_vocab(struct voc *v, const uint8_t *s, uint64_t v0, uint64_t v1)
+{
+	struct tjbig *b = &v->big;
+	struct wf_jcur c = {s, v1, v0 + 1, NULL};
+	size_t max = (size_t)(v1 - v0) / 5 + 1, used = 0, i = 0; /* an entry is at least `"":0,` */
+	char *arena = voc_alloc(v, (size_t)(v1 - v0));
+	bool more = true;
+	b->vkey = voc_alloc(v, max * sizeof *b->vkey);
+	b->vid = voc_alloc(v, max * sizeof *b->vid);
+	if (!arena || !b->vkey || !b->vid)
+		return voc_nomem(v);
+	wf_jcur_ws(&c);
+	if (c.pos < c.n && s[c.pos] == '}') {
+		c.pos++;
+		more = false;
+	}
+	for (; more; i++) {
+		uint64_t st, len;
+		wf_jcur_ws(&c);
+		if (c.pos >= c.n || s[c.pos] != '"' || i >= max)
+			return c.why = "a key is not a string", bad(v, "model.vocab", &c);
+		st = c.pos;
+		int r = wf_json_string(&c, (uint8_t *)arena + used, &len);
+		if (r < 0)
+			return bad(v, "model.vocab", &c);
+		b->vkey[i] = (struct vstr){r == 1 ? (const char *)s + st + 1 : arena + used, (size_t)len};
+		used += r == 2 ? (size_t)len : 0;
+		wf_jcur_ws(&c);
+		if (c.pos >= c.n || s[c.pos] != ':')
+			return c.why = "no ':' after a key", bad(v, "model.vocab", &c);
+		c.pos++;
+		wf_jcur_ws(&c);
+		if (!read_id(&c, &b->vid[i]) || !next_item(&c, '}', &more))
+			return bad(v, "model.vocab", &c);
+	}
+	if (c.pos != v1)
+		return c.why = "bytes after the object", bad(v, "model.vocab", &c);
+	b->n_vocab = i;
+	b->vocab_on = true;
+	return WF_OK;
+}
+
+/* The merges being read: the arena their strings go to (used bytes of
+ * it), and scratch room for a list item's escaped string. */
+struct mread {
+	struct voc *v;
+	char *arena, *scratch;
+	size_t used;
+};
+
+/* One merge given as a list (c at its '['): its strings joined into the
+ * arena (TJM_LIST), or TJM_BADLIST when an item is not a string. */
+static bool read_list(struct mread *m, struct wf_jcur *c, size_t i)
+{
+	struct tjbig *b = &m->v->big;
+	size_t k = 0, items = 0;
+	bool more = true, first_str = false;
+	char *o = m->arena + m->used;
+	b->mkind[i] = TJM_LIST;
+	c->pos++;
+	wf_jcur_ws(c);
+	if (c->pos < c->n && c->s[c->pos] == ']') {
+		c->pos++;
+		more = false;
+	}
+	for (; more; items++) {
+		uint64_t st, len;
+		wf_jcur_ws(c);
+		if (c->pos >= c->n || c->s[c->pos] != '"') {
+			b->mkind[i] = TJM_BADLIST;
+			if (!wf_json_skip(c, 4))
+				return false;
+		} else {
+			st = c->pos;
+			int r = wf_json_string(c, (uint8_t *)m->scratch, &len);
+			if (r < 0)
+				return false;
+			first_str |= items == 0;
+			if (items)
+				o[k++] = ' ';
+			k += voc_merge_part(o + k, r == 1 ? (const char *)c->s + st + 1 : m->scratch, (size_t)len);
+		}
+		if (!next_item(c, ']', &more))
+			return false;
+	}
+	if (i == 0) {
+		b->m0_len = items;
+		b->m0_first_str = first_str;
+	}
+	b->mg[i] = (struct vstr){o, b->mkind[i] == TJM_LIST ? k : 0};
+	m->used += b->mkind[i] == TJM_LIST ? k : 0;
+	return true;
+}
+
+/* One merge (c at its first byte). */
+static bool read_merge(struct mread *m, struct wf_jcur *c, size_t i)
+{
+	struct tjbig *b = &m->v->big;
+	uint64_t st = c->pos, len;
+	if (c->pos < c->n && c->s[c->pos] == '[')
+		return read_list(m, c, i);
+	if (c->pos >= c->n || c->s[c->pos] != '"') {
+		b->mkind[i] = TJM_OTHER;
+		b->mg[i] = (struct vstr){"", 0};
+		return wf_json_skip(c, 3);
+	}
+	int r = wf_json_string(c, (uint8_t *)m->arena + m->used, &len);
+	if (r < 0)
+		return false;
+	b->mkind[i] = TJM_STR;
+	b->mg[i] = (struct vstr){r == 1 ? (const char *)c->s + st + 1 : m->arena + m->used, (size_t)len};
+	m->used += r == 2 ? (size_t)len : 0;
+	return true;
+}
+
+/* model.merges, the list s[m0, m1).  A list item's joined form is at most
+ * twice its raw bytes, a string's at most its raw bytes: the arena of
+ * twice the member's bytes holds them all (untouched pages cost nothing). */
+static enum wf_err read_merges(struct voc *v, const uint8_t *s, uint64_t m0, uint64_t m1)
+{
+	struct tjbig *b = &v->big;
+	struct wf_jcur c = {s, m1, m0 + 1, NULL};
+	size_t span = (size_t)(m1 - m0), max = span / 3 + 1, i = 0; /* an item is at least `"",` */
+	struct mread m = {v, voc_alloc(v, 2 * span + 16), voc_alloc(v, span), 0};
+	bool more = true;
+	b->mg = voc_alloc(v, max * sizeof *b->mg);
+	b->mkind = voc_alloc(v, max);
+	if (!m.arena || !m.scratch || !b->mg || !b->mkind)
+		return voc_nomem(v);
+	wf_jcur_ws(&c);
+	if (c.pos < c.n && s[c.pos] == ']') {
+		c.pos++;
+		more = false;
+	}
+	for (; more; i++) {
+		wf_jcur_ws(&c);
+		if (i >= max)
+			return c.why = "too many items", bad(v, "model.merges", &c);
+		if (!read_merge(&m, &c, i) || !next_item(&c, ']', &more))
+			return bad(v, "model.merges", &c);
+	}
+	if (c.pos != m1)
+		return c.why = "bytes after the list", bad(v, "model.merges", &c);
+	b->n_merges = i;
+	b->merges_on = true;
+	return WF_OK;
+}
+
+/* Whether the key at s[e->key0, e->key1) decodes to name. */
+static bool key_is(const uint8_t *s, const struct wf_json_entry *e, const char *name)
+{
+	uint8_t buf[64];
+	uint64_t len;
+	struct wf_jcur c = {s, e->key1, e->key0, NULL};
+	size_t nl = strlen(name);
+	if (e->key1 - e->key0 > 6 * nl + 2) /* longer than every escaped spelling */
+		return false;
+	int r = wf_json_string(&c, buf, &len);
+	return r > 0 && len == nl && memcmp(r == 1 ? s + e->key0 + 1 : buf, name, nl) == 0;
+}
+
+/* The entries of model, whose '{' is at s[open]: the spans of the last
+ * "vocab" when it is an object and the last "merges" when a list (the
+ * ones jget() gives), and *end after the '}'; false when the object's
+ * structure is broken. */
+static bool model_members(const uint8_t *s, uint64_t n, uint64_t open, uint64_t span[2][2], uint64_t *end)
+{
+	struct wf_json_entry e;
+	uint64_t pos = open + 1;
+	int r;
+	while ((r = wf_json_next(s, n, &pos, &e)) == 1) {
+		int k = key_is(s, &e, "vocab") ? 0 : key_is(s, &e, "merges") ? 1 : -1;
+		if (k >= 0) {
+			bool fit = s[e.val0] == (k == 0 ? '{' : '[');
+			span[k][0] = fit ? e.val0 : 0;
+			span[k][1] = fit ? e.val1 : 0;
+		}
+	}
+	*end = pos;
+	return r == 0;
+}
+
+/* The spans of the last model's model.vocab and model.merges, each [0, 0)
+ * when it is not there as an object / a list or the file's structure
+ * (as wf_json_next sees it) is broken: cJSON reads the file whole then.
+ * Each byte of the file is walked once. */
+static void find_big(const uint8_t *s, uint64_t n, uint64_t span[2][2])
+{
+	struct wf_json_entry e;
+	uint64_t pos = n >= 3 && memcmp(s, "\xef\xbb\xbf", 3) == 0 ? 3 : 0; /* cJSON skips a BOM */
+	struct wf_jcur c = {s, n, pos, NULL};
+	int r;
+	memset(span, 0, 4 * sizeof span[0][0]);
+	wf_jcur_ws(&c);
+	if (c.pos >= n || s[c.pos] != '{')
+		return;
+	pos = c.pos + 1;
+	while ((r = wf_json_key(s, n, &pos, &e)) == 1) {
+		bool model = key_is(s, &e, "model");
+		if (model)
+			memset(span, 0, 4 * sizeof span[0][0]); /* a later "model" is the one */
+		if (model && s[e.val0] == '{') {
+			if (!model_members(s, n, e.val0, span, &e.val1))
+				break;
+		} else {
+			e.val1 = wf_json_value_end(s, n, e.val0);
+		}
+		if (wf_json_end(s, n, &pos, &e) != 1)
+			break;
+	}
+	if (r != 0)
+		memset(span, 0, 4 * sizeof span[0][0]);
+}
+
+/* model.vocab and model.merges copied from the tree, when it has them
+ * (the scanner did not find them, and cJSON did). */
+static enum wf_err big_from_tree(struct voc *v)
+{
+	struct tjbig *b = &v->big;
+	const cJSON *m = jget(v->tj, "model"), *vo = jget(m, "vocab"), *mg = jget(m, "merges");
+	size_t i = 0;
+	if (!b->vocab_on && cJSON_IsObject(vo)) {
+		size_t n = (size_t)cJSON_GetArraySize(vo);
+		b->vkey = voc_alloc(v, (n + 1) * sizeof *b->vkey);
+		b->vid = voc_alloc(v, (n + 1) * sizeof *b->vid);
+		if (!b->vkey || !b->vid)
+			return voc_nomem(v);
+		for (const cJSON *c = vo->child; c; c = c->next, i++) {
+			b->vkey[i] = (struct vstr){c->string, strlen(c->string)};
+			if (cJSON_IsBool(c) || !jint(c, &b->vid[i]))
+				b->vid[i] = TJ_NOT_INT;
+		}
+		b->n_vocab = i;
+		b->vocab_on = true;
+	}
+	if (b->merges_on || !cJSON_IsArray(mg))
+		return WF_OK;
+	size_t n = (size_t)cJSON_GetArraySize(mg);
+	b->mg = voc_alloc(v, (n + 1) * sizeof *b->mg);
+	b->mkind = voc_alloc(v, n + 1);
+	if (!b->mg || !b->mkind)
+		return voc_nomem(v);
+	i = 0;
+	for (const cJSON *c = mg->child; c; c = c->next, i++) {
+		size_t len = 0, k = 0, items = 0;
+		uint8_t kind = cJSON_IsString(c) ? TJM_STR : cJSON_IsArray(c) ? TJM_LIST : TJM_OTHER;
+		for (const cJSON *p = kind == TJM_LIST ? c->child : NULL; p; p = p->next, items++) {
+			kind = cJSON_IsString(p) ? kind : TJM_BADLIST;
+			len += kind == TJM_LIST ? strlen(p->valuestring) * 2 + 1 : 0;
+		}
+		char *o = kind == TJM_LIST ? voc_alloc(v, len + 1) : NULL;
+		if (kind == TJM_LIST && !o)
+			return voc_nomem(v);
+		for (const cJSON *p = o ? c->child : NULL; p; p = p->next) {
+			if (p != c->child)
+				o[k++] = ' ';
+			k += voc_merge_part(o + k, p->valuestring, strlen(p->valuestring));
+		}
+		b->mkind[i] = kind;
+		b->mg[i] = kind == TJM_STR ? (struct vstr){c->valuestring, strlen(c->valuestring)} : (struct vstr){o ? o : "", k};
+		if (i == 0) {
+			b->m0_len = items;
+			b->m0_first_str = cJSON_IsArray(c) && cJSON_IsString(c->child);
+		}
+	}
+	b->n_merges = i;
+	b->merges_on = true;
+	return WF_OK;
+}
+
+enum wf_err voc_parse_tj(struct voc *v, const char *t, size_t n)
+{
+	const uint8_t *s = (const uint8_t *)t;
+	uint64_t span[2][2];
+	enum wf_err rc = voc_json_ok(v, "tokenizer.json", t, n);
+	if (rc != WF_OK)
+		return rc;
+	find_big(s, n, span);
+	if (span[0][1])
+		rc = read_vocab(v, s, span[0][0], span[0][1]);
+	if (rc == WF_OK && span[1][1])
+		rc = read_merges(v, s, span[1][0], span[1][1]);
+	if (rc != WF_OK)
+		return rc;
+	/* the rest, with {} and [] for what was read: spans in file order */
+	int first = span[0][1] && span[1][1] && span[1][0] < span[0][0];
+	uint64_t cut = (span[0][1] - span[0][0]) + (span[1][1] - span[1][0]), at = 0;
+	char *rest = malloc(n - cut + 5), *o = rest;
+	if (!rest)
+		return voc_nomem(v);
+	for (int k = 0; k < 2; k++) {
+		int w = k ^ first;
+		if (!span[w][1])
+			continue;
+		memcpy(o, t + at, span[w][0] - at);
+		o += span[w][0] - at;
+		memcpy(o, w == 0 ? "{}" : "[]", 2);
+		o += 2;
+		at = span[w][1];
+	}
+	memcpy(o, t + at, n - at);
+	o += n - at;
+	rc = voc_parse_json(v, "tokenizer.json", rest, (size_t)(o - rest), &v->tj);
+	free(rest);
+	return rc == WF_OK ? big_from_tree(v) : rc;
+}
