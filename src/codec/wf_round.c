@@ -120,3 +120,46 @@ void wf_f32_to_bf16_n(const float *src, uint16_t *dst, size_t n)
 		dst[i] = (u & 0x7fffffff) > 0x7f800000 ? qn : r;
 	}
 }
+
+/* bfloat16 NaNs in place: h & 0x7fff above 0x7f80, as signed 16-bit
+ * numbers (the top bit cleared); a branch per 32 values, taken only where
+ * one is a NaN (almost never in a model). */
+#ifdef HAVE_F16C_PATH
+__attribute__((target("avx2")))
+static size_t bf16_quiet_avx2(uint16_t *p, size_t n)
+{
+	const __m256i abs = _mm256_set1_epi16(0x7fff), inf = _mm256_set1_epi16(0x7f80);
+	const __m256i quiet = _mm256_set1_epi16(0x0040);
+	size_t i = 0;
+	for (; i + 32 <= n; i += 32) {
+		__m256i a = _mm256_loadu_si256((const __m256i *)(p + i));
+		__m256i b = _mm256_loadu_si256((const __m256i *)(p + i + 16));
+		__m256i na = _mm256_cmpgt_epi16(_mm256_and_si256(a, abs), inf);
+		__m256i nb = _mm256_cmpgt_epi16(_mm256_and_si256(b, abs), inf);
+		if (_mm256_testz_si256(_mm256_or_si256(na, nb), _mm256_or_si256(na, nb)))
+			continue;
+		_mm256_storeu_si256((__m256i *)(p + i), _mm256_or_si256(a, _mm256_and_si256(na, quiet)));
+		_mm256_storeu_si256((__m256i *)(p + i + 16), _mm256_or_si256(b, _mm256_and_si256(nb, quiet)));
+	}
+	return i;
+}
+#endif
+
+void wf_bf16_quiet_n(void *bytes, size_t n)
+{
+	uint8_t *p = bytes;
+	size_t i = 0;
+#ifdef HAVE_F16C_PATH
+	/* lanes of 16 bits read as the bytes' little-endian values */
+	if (wf_simd_active() && ((uintptr_t)p & 1) == 0)
+		i = bf16_quiet_avx2((uint16_t *)bytes, n);
+#endif
+	for (; i < n; i++) {
+		uint16_t h = (uint16_t)(p[2 * i] | p[2 * i + 1] << 8);
+		if ((h & 0x7fff) > 0x7f80) {
+			h |= 0x40;
+			p[2 * i] = (uint8_t)h;
+			p[2 * i + 1] = (uint8_t)(h >> 8);
+		}
+	}
+}

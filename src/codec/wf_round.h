@@ -19,4 +19,10 @@ uint16_t wf_f32_to_bf16(float f);
 void wf_f32_to_f16_n(const float *src, uint16_t *dst, size_t n);
 void wf_f32_to_bf16_n(const float *src, uint16_t *dst, size_t n);
 
+/* Sets the quiet bit (0x0040) of every NaN among the n little-endian
+ * bfloat16 values at bytes, as gguf-py's float32 -> bfloat16 rounding
+ * does; other values are left as they are (SIMD where the CPU has AVX2;
+ * bit-identical). */
+void wf_bf16_quiet_n(void *bytes, size_t n);
+
 #endif

@@ -114,6 +114,28 @@ static enum wf_err note_part(struct wf_live *lv, struct touched *tc, uint32_t pa
 	return check_part(lv, part);
 }
 
+/* Source bytes a decoded view reads by pread at a time (on the stack). */
+#define WF_LIVE_BOUNCE (32u << 10)
+
+/* -1 until decided: 1 read source bytes with pread, 0 through the mapping. */
+static atomic_int pread_mode = -1;
+
+void wf_live_set_pread(int on)
+{
+	atomic_store(&pread_mode, on ? 1 : 0);
+}
+
+static bool use_pread(void)
+{
+	int m = atomic_load_explicit(&pread_mode, memory_order_relaxed);
+	if (m < 0) {
+		const char *e = getenv("WEIGHTFS_NO_PREAD");
+		m = e && *e && strcmp(e, "0") != 0 ? 0 : 1;
+		atomic_store(&pread_mode, m);
+	}
+	return m == 1;
+}
+
 /* Copies view bytes of one tensor, noting its part (every part of a layer
  * made of several stored tensors, which may lie in several files). */
 static enum wf_err view_piece(struct wf_live *lv, struct touched *tc, const struct wf_tensor *t, uint64_t off,
@@ -135,7 +157,18 @@ static enum wf_err view_piece(struct wf_live *lv, struct touched *tc, const stru
 		return rc;
 	if (!t->q)
 		wf_prefetch_read(t, p->fd, off, len); /* network storage: one reader, ahead */
-	rc = wf_view_read(t, data, p->len, off, len, out, got);
+	if (!t->q && !pooled && p->fd >= 0 && use_pread()) {
+		/* pread, not the mapping: a page's first touch through the
+		 * mapping is a fault, several times the copy on a VM
+		 * (docs/performance.md, "Source bytes by pread") */
+		uint8_t bounce[WF_LIVE_BOUNCE];
+		rc = wf_view_pread(t, p->fd, p->len, off, len, out, got, bounce, sizeof bounce);
+		/* the file ended early: what the mapping's SIGBUS would have said */
+		if (rc == WF_ERR_CHANGED && check_part(lv, t->part) == WF_OK)
+			changed(lv, t->part, "shorter than when it was opened");
+	} else {
+		rc = wf_view_read(t, data, p->len, off, len, out, got);
+	}
 	if (rc == WF_OK && wf_live_test_hook)
 		wf_live_test_hook(lv, t->part);
 	if (pooled)
@@ -164,30 +197,7 @@ static void xform_fix(const struct wf_xform *xf, uint8_t *p, size_t n)
 			memcpy(p + 4 * i, &v, 4);
 		}
 	} else if (xf->quiet_bf16) {
-		/* four at a time: a word with no exponent of all ones holds no NaN
-		 * (the common case: a test and a branch per 8 bytes) */
-		size_t i = 0;
-		for (; i + 4 <= n; i += 4) {
-			uint64_t x;
-			memcpy(&x, p + 2 * i, 8);
-			uint64_t t = (x & 0x7F807F807F807F80ull) ^ 0x7F807F807F807F80ull;
-			if (!((t - 0x0001000100010001ull) & ~t & 0x8000800080008000ull))
-				continue;
-			for (size_t k = i; k < i + 4; k++) {
-				uint16_t h = wf_le16(p + 2 * k);
-				if ((h & 0x7F80) == 0x7F80 && (h & 0x7F)) {
-					h |= 0x40;
-					memcpy(p + 2 * k, &h, 2);
-				}
-			}
-		}
-		for (; i < n; i++) {
-			uint16_t h = wf_le16(p + 2 * i);
-			if ((h & 0x7F80) == 0x7F80 && (h & 0x7F)) {
-				h |= 0x40;
-				memcpy(p + 2 * i, &h, 2);
-			}
-		}
+		wf_bf16_quiet_n(p, n);
 	}
 }
 

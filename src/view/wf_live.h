@@ -82,6 +82,13 @@ void wf_live_free(struct wf_live *lv);
  * its default action.  Returns 0, or -1 with errno set. */
 int wf_live_catch_sigbus(void);
 
+/* How reads get a file-backed tensor's source bytes: by pread() (1, the
+ * default) or through the model's mapping (0; also the default when
+ * WEIGHTFS_NO_PREAD is set to anything but "" or "0").  A layer of several
+ * stored tensors, a caller's buffer and a part mapped from the pool are
+ * always read through the mapping.  For tests and benchmarks. */
+void wf_live_set_pread(int on);
+
 /* For tests only: when set, called by every read on the reading thread
  * right after it copied bytes of part `part` and before it checks that
  * part, so a test can change the file in the middle of a read. */

@@ -4,7 +4,9 @@
 #include "codec/wf_round.h"
 #include "view/wf_hfq.h"
 
+#include <errno.h>
 #include <string.h>
+#include <unistd.h>
 
 /* Blocks decoded per step when the output cannot take them directly:
  * 4096 floats (16 KiB) of scratch, a whole number of blocks of any type. */
@@ -131,6 +133,72 @@ enum wf_err wf_view_read(const struct wf_tensor *t, const uint8_t *src, uint64_t
 		blk += n;
 	}
 	*n_out = done;
+	return WF_OK;
+}
+
+/* n bytes of the file at fd from pos, all of them: WF_ERR_CHANGED when the
+ * file ends first (it shrank since it was opened), WF_ERR_IO when the OS
+ * refuses. */
+static enum wf_err pread_all(int fd, uint8_t *to, size_t n, uint64_t pos)
+{
+	while (n) {
+		ssize_t k = pread(fd, to, n, (off_t)pos);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k < 0)
+			return WF_ERR_IO;
+		if (k == 0)
+			return WF_ERR_CHANGED;
+		to += k;
+		n -= (size_t)k;
+		pos += (uint64_t)k;
+	}
+	return WF_OK;
+}
+
+enum wf_err wf_view_pread(const struct wf_tensor *t, int fd, uint64_t src_len, uint64_t off, size_t len,
+			  void *outv, size_t *n_out, uint8_t *bounce, size_t cap)
+{
+	uint8_t *out = outv;
+	const struct wf_type *ty = wf_type_get(t->type);
+	*n_out = 0;
+	if (t->q || !ty)
+		return WF_ERR_RANGE;
+	enum wf_err rc = check_range(t, ty, (enum wf_vk)t->vk, src_len, off, &len);
+	if (rc != WF_OK || len == 0)
+		return rc;
+	if (t->vk == WF_VK_RAW) {
+		rc = pread_all(fd, out, len, t->offset + off);
+		*n_out = rc == WF_OK ? len : 0;
+		return rc;
+	}
+	/* a run of whole source blocks into the bounce buffer, then viewed
+	 * as a tensor of those blocks alone: views are block by block */
+	uint64_t bsz = wf_view_block_bytes(t), per = cap / ty->bytes, done = 0;
+	if (!per)
+		return WF_ERR_RANGE;
+	while (done < len) {
+		uint64_t pos = off + done, b0 = pos / bsz, nb = (pos - b0 * bsz + (len - done) + bsz - 1) / bsz;
+		if (nb > per)
+			nb = per;
+		struct wf_tensor run = *t;
+		run.offset = 0;
+		run.nbytes = nb * ty->bytes;
+		run.nelems = nb * ty->blck;
+		run.size = nb * bsz;
+		run.ndim = 1;
+		run.shape = &run.nelems;
+		size_t want = len - done, got = 0;
+		rc = pread_all(fd, bounce, (size_t)run.nbytes, t->offset + b0 * ty->bytes);
+		if (rc == WF_OK)
+			rc = wf_view_read(&run, bounce, run.nbytes, pos - b0 * bsz, want, out + done, &got);
+		if (rc != WF_OK)
+			return rc;
+		if (!got)
+			return WF_ERR_RANGE;
+		done += got;
+	}
+	*n_out = (size_t)done;
 	return WF_OK;
 }
 

@@ -85,4 +85,16 @@ void wf_view_span(const struct wf_tensor *t, uint64_t off, uint64_t len, uint64_
 enum wf_err wf_view_read(const struct wf_tensor *t, const uint8_t *src, uint64_t src_len,
 			 uint64_t off, size_t len, void *out, size_t *n_out);
 
+/* wf_view_read with the source bytes read by pread() from fd (t's file,
+ * src_len bytes when opened) instead of a mapping: a first read of a page
+ * through a fresh mapping costs a page fault, several times the copy on a
+ * VM.  Bytes of a raw view go straight into out; others through bounce
+ * (cap bytes, at least one source block: a whole number of blocks is read
+ * and decoded at a time).  Not for a layer of several stored tensors
+ * (t->q: WF_ERR_RANGE).  Returns what wf_view_read returns, or
+ * WF_ERR_CHANGED when the file ends before the bytes the read needs (it
+ * shrank), WF_ERR_IO when pread fails. */
+enum wf_err wf_view_pread(const struct wf_tensor *t, int fd, uint64_t src_len, uint64_t off, size_t len,
+			  void *out, size_t *n_out, uint8_t *bounce, size_t cap);
+
 #endif

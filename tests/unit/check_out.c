@@ -111,6 +111,40 @@ START_TEST(test_arrays_match_scalar)
 }
 END_TEST
 
+/* wf_bf16_quiet_n over every 16-bit pattern, at every start offset
+ * within a SIMD lane and with SIMD on and off: only NaNs change, each by
+ * the quiet bit alone. */
+START_TEST(test_bf16_quiet)
+{
+	enum { N = 1 << 16 };
+	uint8_t *buf = malloc(2 * N + 64);
+	ck_assert(buf);
+	for (int simd = 0; simd < 2; simd++) {
+		wf_simd_set(simd);
+		for (size_t lead = 0; lead < 33; lead += 2) {
+			for (size_t i = 0; i < N; i++) {
+				buf[lead + 2 * i] = (uint8_t)i;
+				buf[lead + 2 * i + 1] = (uint8_t)(i >> 8);
+			}
+			wf_bf16_quiet_n(buf + lead, N);
+			for (uint32_t i = 0; i < N; i++) {
+				uint16_t h = (uint16_t)(buf[lead + 2 * i] | buf[lead + 2 * i + 1] << 8);
+				bool nan = (i & 0x7f80) == 0x7f80 && (i & 0x7f);
+				ck_assert_msg(h == (nan ? (i | 0x40) : i), "0x%04x -> 0x%04x (lead %zu, simd %d)", i, h,
+					      lead, simd);
+			}
+		}
+	}
+	/* an odd address takes the scalar path: the same answer */
+	buf[1] = 0x81;
+	buf[2] = 0x7f;
+	wf_bf16_quiet_n(buf + 1, 1);
+	ck_assert_uint_eq(buf[1], 0xc1);
+	wf_simd_set(1);
+	free(buf);
+}
+END_TEST
+
 static struct wf_tensor tensor(int type, uint32_t ndim, const uint64_t *shape)
 {
 	static uint64_t dims[4];
@@ -320,6 +354,7 @@ static Suite *out_suite(void)
 	tcase_add_test(tc, test_f16_edges);
 	tcase_add_test(tc, test_bf16_edges);
 	tcase_add_test(tc, test_arrays_match_scalar);
+	tcase_add_test(tc, test_bf16_quiet);
 	tcase_set_timeout(tc, 120);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("gen");

@@ -5,6 +5,7 @@
 #include <check.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "model/wf_model.h"
 #include "codec/wf_types.h"
@@ -187,6 +188,65 @@ START_TEST(test_read_type)
 }
 END_TEST
 
+/* wf_view_pread gives wf_view_read's bytes for every type, in every
+ * output dtype it has, through bounce buffers of one block up to many,
+ * at random offsets and lengths; a file that ends early is WF_ERR_CHANGED
+ * and a bounce buffer smaller than a block WF_ERR_RANGE. */
+START_TEST(test_pread_type)
+{
+	const struct wf_type *ty = wf_type_get(_i);
+	if (!ty || ty->layer)
+		return;
+	rng_state = 3000 + (uint64_t)_i;
+	uint64_t nblocks = 3000 / ty->blck + 5, pre = 13;
+	struct wf_tensor t0 = tensor_of(_i, nblocks, pre);
+	uint64_t shape0 = t0.nelems;
+	t0.shape = &shape0; /* wf_tensor_set_view reads it */
+	uint64_t src_len = pre + t0.nbytes;
+	uint8_t *src = random_src(src_len);
+	char path[] = "/tmp/check_view_XXXXXX";
+	int fd = mkstemp(path);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(write(fd, src, src_len), (ssize_t)src_len);
+	static const enum wf_vk vks[] = {WF_VK_F32, WF_VK_F16, WF_VK_BF16, WF_VK_RAW};
+	char err[WF_ERRLEN];
+	for (size_t v = 0; v < WF_ARRAY_LEN(vks); v++) {
+		struct wf_tensor t = t0;
+		if (wf_tensor_set_view(&t, vks[v], err) != WF_OK)
+			continue;
+		uint8_t *a = malloc(t.size + 1), *b = malloc(t.size + 1), *bounce = malloc(64 * ty->bytes);
+		ck_assert(a && b && bounce);
+		size_t caps[] = {ty->bytes, 3 * ty->bytes + 1, 64 * ty->bytes};
+		for (int k = 0; k < 300; k++) {
+			uint64_t off = rnd(t.size + 4);
+			size_t len = (size_t)(rnd(2) ? rnd(3 * ty->bytes + 40) : rnd(t.size + 4)), na = 7, nb = 9;
+			ck_assert_int_eq(wf_view_read(&t, src, src_len, off, len, a, &na), WF_OK);
+			ck_assert_int_eq(wf_view_pread(&t, fd, src_len, off, len, b, &nb, bounce, caps[k % 3]), WF_OK);
+			ck_assert_msg(na == nb && memcmp(a, b, na) == 0, "%s vk %d off %" PRIu64 " len %zu", ty->name,
+				      (int)vks[v], off, len);
+		}
+		size_t n = 5;
+		if (ty->bytes > 1 && t.vk != WF_VK_RAW)
+			ck_assert_int_eq(wf_view_pread(&t, fd, src_len, 0, t.size, b, &n, bounce, ty->bytes - 1),
+					 WF_ERR_RANGE);
+		/* the file shorter than when it was opened: the bytes past its end are refused */
+		ck_assert_int_eq(ftruncate(fd, (off_t)(src_len - 1)), 0);
+		ck_assert_int_eq(wf_view_pread(&t, fd, src_len, 0, t.size, b, &n, bounce, 64 * ty->bytes),
+				 WF_ERR_CHANGED);
+		ck_assert_int_eq(pwrite(fd, src + src_len - 1, 1, (off_t)(src_len - 1)), 1);
+		/* past what the caller says the file holds: refused before any read */
+		ck_assert_int_eq(wf_view_pread(&t, fd, src_len - 1, 0, t.size, b, &n, bounce, 64 * ty->bytes),
+				 WF_ERR_RANGE);
+		free(a);
+		free(b);
+		free(bounce);
+	}
+	close(fd);
+	unlink(path);
+	free(src);
+}
+END_TEST
+
 /* Types without a decoder are served as their stored bytes, whole, under
  * every output dtype, so that every file of a healthy model reads. */
 START_TEST(test_read_nodecoder)
@@ -304,6 +364,7 @@ static Suite *view_suite(void)
 	tc = tcase_create("read");
 	tcase_add_loop_test(tc, test_read_type, 0, WF_T_COUNT);
 	tcase_add_test(tc, test_read_nodecoder);
+	tcase_add_loop_test(tc, test_pread_type, 0, WF_T_COUNT);
 	tcase_add_loop_test(tc, test_read_outside, 0, 4);
 	tcase_add_loop_test(tc, test_read_end, 0, 4);
 	tcase_set_timeout(tc, 120);
