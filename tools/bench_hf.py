@@ -9,7 +9,14 @@ quantized on read (issue 30), on the random BF16 llama folder of tools/bench_ggu
                    `weightfs convert` makes it (BF16) and its -o gguf=q8_0 GGUF.
   22 (hf-module)   the Python module in-process: weightfs.safe_open(GGUF, framework="np",
                    names="hf").get_tensor of every tensor against safe_open(names="model")
-                   .get_tensor of every tensor (float32 both), the same two sources.
+                   .get_tensor of every tensor (float32 both: np.empty arrays, each dropped
+                   before the next), the same two sources, at least 9 runs; in a child that
+                   first touches and frees --touch-mem GiB (as bench.py does) and reads each
+                   way once untimed.  A run opens both (fresh mappings; timed apart) and
+                   reads the tensors in pairs of one size, one of each way, the pair's order
+                   alternating, so that the machine's load lands on both; the figure: each
+                   way's sum of its tensors' median times (and the median of per-run ratios).
+                   Then one whole pass of each way in turn, as a user sees it (noisier).
   23 (q4-read)     model.gguf of a fresh -o gguf=q4_k_m mount of the folder read end to
                    end (quantized on read), by one reader (as part 15) and by one reader per
                    core (each a contiguous share of the file), against llama.cpp's
@@ -145,31 +152,98 @@ def part_hf_read(args, srcs, mnt, runs):
 
 def part_hf_module(args, srcs, runs, py):
     """Part 22."""
+    runs = max(9, runs)
     G.log("bench: part 22, safe_open(names=\"hf\") vs names=\"model\", every tensor (%d runs)" % runs)
-    return {label: _child(py, args, "module", src, runs) for label, src in srcs.items()}
+    return {label: _child(py, args, "module", src, runs, getattr(args, "touch_mem", 4))
+            for label, src in srcs.items()}
 
 
-def _module_child(src, runs):
+def _touch(gib):
+    """bench.py's --touch-mem in this process: GiB allocated, filled and freed, so that
+    neither way is the first to take memory from the kernel."""
+    if gib > 0:
+        b = bytearray(gib << 30)
+        for i in range(0, len(b), G.MiB):
+            b[i:i + 1] = b"\xa5"
+        del b
+
+
+def _pairs(hf_keys, hf_size, model_keys, model_size):
+    """The two ways' tensors in pairs of one size (each the same float32 array), in
+    hf/'s order; a tensor without a partner is paired with None."""
+    spare = {}
+    for k in model_keys:
+        spare.setdefault(model_size(k), []).append(k)
+    out = [(k, spare.get(hf_size(k), [None]).pop(0) if spare.get(hf_size(k)) else None) for k in hf_keys]
+    return out + [(None, k) for ks in spare.values() for k in ks]
+
+
+def _module_child(src, runs, touch_gib):
     sys.path.insert(0, PYDIR)
     import weightfs
-    r = {"hf": [], "model": [], "x_model": [], "bytes": {}}
+    _touch(touch_gib)
+    r = {"hf": [], "model": [], "x_model": [], "open_s": {"hf": [], "model": []}, "x_model_open": [],
+         "pass": {"hf": [], "model": [], "x_model": []}, "bytes": {}, "loadavg_start": os.getloadavg()}
 
-    def one(names):
-        n = 0
+    def opened(names):
         t0 = time.perf_counter()
-        with weightfs.safe_open(src, framework="np", names=names) as f:
-            for k in f.keys():
-                n += f.get_tensor(k).nbytes
-        return n / (time.perf_counter() - t0) / 1e9, n
+        f = weightfs.safe_open(src, framework="np", names=names)
+        return f, time.perf_counter() - t0
 
-    one("hf")
+    def whole(names):
+        """get_tensor s of one pass of every tensor, each result dropped at once."""
+        with weightfs.safe_open(src, framework="np", names=names) as f:
+            t0 = time.perf_counter()
+            for k in f.keys():
+                f.get_tensor(k)
+            return time.perf_counter() - t0
+
+    for names in ("hf", "model"):
+        whole(names)
+    per = {}  # (way, tensor): its get_tensor s in each run
     for run in range(runs):
-        pair = {}
+        # the two ways tensor by tensor, the pair's order alternating: a change of load
+        # (other work on the machine) lands on both
+        fo = {}
         for name in G._rotate(["hf", "model"], run):
-            pair[name], r["bytes"][name] = one(name)
-            r[name].append(pair[name])
-        r["x_model"].append(pair["hf"] / pair["model"])
-    r["median"] = {k: G.median(r[k]) for k in ("hf", "model", "x_model")}
+            fo[name] = opened(name)
+            r["open_s"][name].append(fo[name][1])
+        f = {k: v[0] for k, v in fo.items()}
+        hfh = f["hf"]._hf["tensors"]
+        pairs = _pairs(f["hf"].keys(), lambda k: hfh[k]["data_offsets"][1] - hfh[k]["data_offsets"][0],
+                       f["model"].keys(), lambda k: f["model"].model.info(k)["size"])
+        t = {"hf": 0.0, "model": 0.0}
+        n = {"hf": 0, "model": 0}
+        for i, pair in enumerate(pairs):
+            for name, k in (zip(("hf", "model"), pair) if (run + i) % 2 == 0 else zip(("model", "hf"), pair[::-1])):
+                if k is None:
+                    continue
+                t0 = time.perf_counter()
+                n[name] += f[name].get_tensor(k).nbytes
+                dt = time.perf_counter() - t0
+                t[name] += dt
+                per.setdefault((name, k), []).append(dt)
+        for v in f.values():
+            v.close()
+        r["bytes"] = n
+        for name in t:
+            r[name].append(n[name] / t[name] / 1e9)
+        r["x_model"].append(t["model"] / t["hf"])
+        r["x_model_open"].append((t["model"] + r["open_s"]["model"][-1]) / (t["hf"] + r["open_s"]["hf"][-1]))
+        # and as a user sees it: one way's whole pass, then the other's
+        w = {name: whole(name) for name in G._rotate(["hf", "model"], run)}
+        for name in w:
+            r["pass"][name].append(n[name] / w[name] / 1e9)
+        r["pass"]["x_model"].append(w["model"] / w["hf"])
+    r["median"] = {k: G.median(r[k]) for k in ("x_model", "x_model_open")}
+    # each way's pass as the sum of its tensors' median times: one run's burst of load
+    # on one big tensor moves it no more than it moves that tensor's median
+    tm = {name: sum(G.median(v) for (w, _), v in per.items() if w == name) for name in ("hf", "model")}
+    r["median"].update({name: r["bytes"][name] / tm[name] / 1e9 for name in tm})
+    r["median"]["x_model_sum"] = tm["model"] / tm["hf"]
+    r["median"].update({"open_" + k: G.median(v) for k, v in r["open_s"].items()})
+    r["median"].update({"pass_" + k: G.median(v) for k, v in r["pass"].items()})
+    r["loadavg_end"] = os.getloadavg()
     print(json.dumps(r))
 
 
@@ -306,10 +380,17 @@ def report(res):
                 label, r["bytes"]["hf"] / 1e6, m["hf"], r["files"], r["bytes"]["tensors"] / 1e6, m["tensors"],
                 m["x_tensors"]))
     if "hf_module" in res:
-        out.append("(22) safe_open(names=\"hf\") vs names=\"model\", get_tensor of every tensor (goal: same rate)")
+        out.append("(22) safe_open(names=\"hf\") vs names=\"model\", get_tensor of every tensor, in pairs "
+                   "(goal: same rate); open apart; whole passes in turn")
         for label, r in res["hf_module"].items():
             m = r["median"]
-            out.append("  %-5s hf %5.2f GB/s  model %5.2f GB/s  %.2fx" % (label, m["hf"], m["model"], m["x_model"]))
+            out.append("  %-5s hf %5.2f GB/s  model %5.2f GB/s (sums of per-tensor medians)  %.2fx; per-run pairs %.2fx "
+                       "(%.2f-%.2f, %d runs, load %.1f-%.1f); open %.3f / %.3f s, with it %.2fx; whole passes %.2fx "
+                       "(%.2f-%.2f)" % (
+                           label, m["hf"], m["model"], m["x_model_sum"], m["x_model"], min(r["x_model"]), max(r["x_model"]),
+                           len(r["x_model"]), r["loadavg_start"][0], r["loadavg_end"][0], m["open_hf"],
+                           m["open_model"], m["x_model_open"], m["pass_x_model"], min(r["pass"]["x_model"]),
+                           max(r["pass"]["x_model"])))
     if "q4_read" in res:
         r = res["q4_read"]
         m = r["median"]
@@ -330,8 +411,8 @@ def report(res):
 
 
 if __name__ == "__main__":
-    if len(sys.argv) == 4 and sys.argv[1] == "module":
-        _module_child(sys.argv[2], int(sys.argv[3]))
+    if len(sys.argv) == 5 and sys.argv[1] == "module":
+        _module_child(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]))
         sys.exit(0)
     if len(sys.argv) == 5 and sys.argv[1] == "quantize":
         _quantize_child(sys.argv[2], sys.argv[3], int(sys.argv[4]))
