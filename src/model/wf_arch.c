@@ -892,7 +892,8 @@ static enum wf_err add_tensor(struct wf_arch_plan *pl, size_t cap, const char *n
 	memset(t, 0, sizeof *t);
 	if (ndim < 1 || ndim > 4)
 		return wf_fail(why, WF_ERR_UNSUP, "tensor %s: %u dims do not fit GGUF", name, ndim);
-	snprintf(t->name, sizeof t->name, "%s", name);
+	if (!(t->name = wf_arch_name_add(pl, name, strlen(name))))
+		return wf_fail(why, WF_ERR_NOMEM, "out of memory");
 	t->src = src;
 	t->ndim = ndim;
 	uint64_t el = 1;
@@ -1199,10 +1200,43 @@ bool wf_arch_parse_ftype(const char *s, uint32_t *ftype)
 	return wf_arch_parse_qftype(s, ftype);
 }
 
+/* Names are small (GGUF's are under 64 bytes): one malloc per chunk of
+ * many, so the allocator's overhead is not paid per name. */
+#define NAMES_CHUNK ((size_t)64 << 10)
+
+struct wf_arch_names {
+	struct wf_arch_names *next;
+	size_t used, cap;
+	char s[];
+};
+
+const char *wf_arch_name_add(struct wf_arch_plan *plan, const char *s, size_t n)
+{
+	struct wf_arch_names *c = plan->names;
+	if (n >= SIZE_MAX - sizeof *c - NAMES_CHUNK)
+		return NULL;
+	if (!c || c->cap - c->used < n + 1) {
+		size_t cap = n + 1 > NAMES_CHUNK ? n + 1 : NAMES_CHUNK;
+		if (!(c = malloc(sizeof *c + cap)))
+			return NULL;
+		*c = (struct wf_arch_names){.next = plan->names, .cap = cap};
+		plan->names = c;
+	}
+	char *at = c->s + c->used;
+	memcpy(at, s, n);
+	at[n] = 0;
+	c->used += n + 1;
+	return at;
+}
+
 void wf_arch_plan_free(struct wf_arch_plan *plan)
 {
 	for (size_t i = 0; plan->t && i < plan->n; i++)
 		free(plan->t[i].gen);
 	free(plan->t);
+	for (struct wf_arch_names *c = plan->names, *next; c; c = next) {
+		next = c->next;
+		free(c);
+	}
 	memset(plan, 0, sizeof *plan);
 }

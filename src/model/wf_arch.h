@@ -149,24 +149,31 @@ enum wf_add {
 	WF_ADD_SUB_F32, /* - 1, in float32 (hf/: Gemma's norms back to HF's w) */
 };
 
-/* One tensor of model.gguf, in the order the converter writes them. */
+/* One tensor of model.gguf, in the order the converter writes them.  A
+ * plan holds one per tensor of the model, so it is kept compact (88 bytes:
+ * a model of 1,000,000 tensors must stay within docs/security.md's bound):
+ * the name is a pointer, not a buffer. */
 struct wf_arch_tensor {
-	char name[WF_GGUF_NAME_MAX]; /* its GGUF name */
+	const char *name;            /* its GGUF name, NUL-terminated: the source tensor's own name when
+				      * the same (the model outlives the plan), else in the plan's names */
 	int64_t src;                 /* index into m->tensors, or -1: generated (gen) */
-	uint32_t type;               /* ggml type: WF_T_F32, WF_T_F16 or WF_T_BF16 */
-	uint32_t ndim;               /* 1..4 */
 	uint64_t ne[4];              /* ggml order, ne[0] innermost */
 	uint64_t nbytes;             /* its data in model.gguf */
 	uint64_t perm_heads;         /* q/k rows permuted with this many heads (wf_qk_row), or 0 */
+	float *gen;                  /* src -1: its values, [elements], owned */
+	uint32_t type;               /* ggml type: WF_T_F32, WF_T_F16 or WF_T_BF16 */
+	uint32_t ndim;               /* 1..4 */
 	bool perm_to_hf;             /* ... put back from llama.cpp's order into HF's (hf/), not the reverse */
 	uint8_t add;                 /* enum wf_add */
-	float *gen;                  /* src -1: its values, [elements], owned */
 	uint8_t vk;                  /* the source view it is read through (enum wf_vk), or 0: the one of `type` */
 	bool validate;               /* llama-quantize checks what it made (ggml_validate_row_data): a read
 				      * of a block or value that fails the check fails (EIO) */
 	bool quant;                  /* encoded on read from the float32 view (vk WF_VK_F32) into `type`
 				      * (wf_quant.h), as ggml_quantize_chunk does */
 };
+
+/* Chunks of the names a plan makes (wf_arch_name_add). */
+struct wf_arch_names;
 
 struct wf_arch_plan {
 	const char *arch;            /* general.architecture (static) */
@@ -175,6 +182,7 @@ struct wf_arch_plan {
 	uint32_t ftype;              /* general.file_type */
 	struct wf_arch_tensor *t;    /* [n] */
 	size_t n;
+	struct wf_arch_names *names; /* the names t points at that are not the source's, owned */
 	bool generic;                /* no architecture llama.cpp runs: every tensor as stored (wf_arch_plan_any) */
 	char arch_buf[64];           /* generic: general.architecture (config.json's model_type, or "unknown") */
 	char why_generic[WF_ERRLEN]; /* generic: why no architecture's rules apply */
@@ -182,6 +190,12 @@ struct wf_arch_plan {
 	bool has_attn_factor;        /* Phi-3 long-context rope: phi3.rope.scaling.attn_factor */
 	double attn_factor;
 };
+
+/* A copy of s[0..n) and a NUL in plan's names, kept until
+ * wf_arch_plan_free; NULL when out of memory.  The names are packed in
+ * chunks that never move (plan->t's pointers stay valid), rather than
+ * each tensor holding a buffer of GGML_MAX_NAME bytes. */
+const char *wf_arch_name_add(struct wf_arch_plan *plan, const char *s, size_t n);
 
 /* The text inputs of the plan: the model folder's small files. */
 struct wf_arch_in {

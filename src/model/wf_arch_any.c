@@ -57,7 +57,7 @@ static enum wf_err any_tensor(const struct wf_model *m, size_t i, struct wf_arch
 		return wf_fail(why, WF_ERR_UNSUP, "tensor %s: GGUF has no type for its dtype %s",
 			       wf_quote(q, sizeof q, t->name, t->name_len),
 			       wf_type_get(t->type) ? wf_type_get(t->type)->name : "?");
-	memcpy(o->name, t->name, t->name_len + 1);
+	o->name = t->name; /* the same name: the model outlives the plan */
 	o->src = (int64_t)i;
 	o->ndim = t->ndim ? t->ndim : 1;
 	o->ne[0] = 1;

@@ -143,7 +143,7 @@ static enum wf_err retype_tensor(const struct wf_tensor *t, size_t src, uint32_t
 		return wf_fail(why, WF_ERR_UNSUP, "tensor %s: its type %s has no float32 decoding to make %s from",
 			       wf_quote(q, sizeof q, t->name, t->name_len), ty && ty->name ? ty->name : "?",
 			       wf_type_get((int)want)->name);
-	memcpy(o->name, t->name, t->name_len + 1);
+	o->name = t->name; /* the same name: the model outlives the plan */
 	o->src = (int64_t)src;
 	o->ndim = t->ndim ? t->ndim : 1;
 	o->ne[0] = 1;

@@ -467,10 +467,10 @@ static enum wf_err plan_tensor(struct hp *h, const struct wf_model *m, size_t i,
 {
 	const struct wf_tensor *t = &m->tensors[i];
 	struct wf_arch_tensor *o = &pl->t[pl->n];
-	char qk;
+	char qk, hn[WF_GGUF_NAME_MAX];
 	bool norm;
 	memset(o, 0, sizeof *o);
-	if (strlen(t->name) != t->name_len || !wf_gguf_to_hf_name(h->arch, t->name, o->name, sizeof o->name, &qk, &norm))
+	if (strlen(t->name) != t->name_len || !wf_gguf_to_hf_name(h->arch, t->name, hn, sizeof hn, &qk, &norm))
 		return WF_OK;
 	char q[96];
 	const struct wf_type *ty = wf_type_get(t->type);
@@ -496,6 +496,8 @@ static enum wf_err plan_tensor(struct hp *h, const struct wf_model *m, size_t i,
 	o->type = minus ? WF_T_F32 : out_type(vk);
 	if (!wf_mul_ok(t->nelems, o->type == WF_T_F32 ? 4 : 2, &o->nbytes))
 		return wf_fail(h->why, WF_ERR_UNSUP, "tensor %s: too many bytes", t->name);
+	if (!(o->name = wf_arch_name_add(pl, hn, strlen(hn))))
+		return wf_fail(h->why, WF_ERR_NOMEM, "out of memory");
 	pl->n++;
 	return WF_OK;
 }

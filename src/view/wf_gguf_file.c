@@ -60,10 +60,9 @@ static enum wf_vk out_vk(uint32_t type)
 enum wf_err wf_made_lay_out(const struct wf_model *m, struct wf_gguf_file *g, unsigned align, char *why)
 {
 	size_t n = g->plan.n;
-	g->shadow = calloc(n ? n : 1, sizeof *g->shadow);
 	g->xf = calloc(n ? n : 1, sizeof *g->xf);
 	g->start = calloc(n + 1, sizeof *g->start);
-	if (!g->shadow || !g->xf || !g->start)
+	if (!g->xf || !g->start)
 		return wf_fail(why, WF_ERR_NOMEM, "out of memory");
 	uint64_t at = g->header_len;
 	for (size_t i = 0; i < n; i++) {
@@ -73,18 +72,23 @@ enum wf_err wf_made_lay_out(const struct wf_model *m, struct wf_gguf_file *g, un
 			return wf_fail(why, WF_ERR_UNSUP, "model.gguf would pass 2^64 bytes");
 		if (p->src < 0)
 			continue;
-		g->shadow[i] = m->tensors[p->src];
-		enum wf_err rc = wf_tensor_set_view(&g->shadow[i], p->vk ? (enum wf_vk)p->vk : out_vk(p->type), why);
+		/* the view is set on a copy here to check its size, and again on
+		 * each read (wf_xform.vk): no copy of the tensor is kept */
+		const struct wf_tensor *src = &m->tensors[p->src];
+		struct wf_tensor view = *src;
+		enum wf_vk vk = p->vk ? (enum wf_vk)p->vk : out_vk(p->type);
+		enum wf_err rc = wf_tensor_set_view(&view, vk, why);
 		if (rc != WF_OK)
 			return rc;
-		if (!p->quant && g->shadow[i].size != p->nbytes)
+		if (!p->quant && view.size != p->nbytes)
 			return wf_fail(why, WF_ERR_RANGE, "tensor %s: %" PRIu64 " bytes planned, %" PRIu64 " made", p->name,
-				       p->nbytes, g->shadow[i].size);
-		g->xf[i] = (struct wf_xform){.t = &g->shadow[i], .perm_heads = p->perm_heads, .perm_to_hf = p->perm_to_hf,
-					     .add = p->add};
+				       p->nbytes, view.size);
+		g->xf[i] = (struct wf_xform){.t = src, .vk = (uint8_t)vk, .perm_heads = p->perm_heads,
+					     .perm_to_hf = p->perm_to_hf, .add = p->add};
 		g->xf[i].quant = p->quant ? (uint8_t)p->type : 0;
 		g->xf[i].validate = p->validate;
-		g->xf[i].quiet_bf16 = !g->plan.generic && !g->plan.from_gguf && p->type == WF_T_BF16 && m->tensors[p->src].type == WF_T_BF16 && !m->tensors[p->src].q;
+		g->xf[i].quiet_bf16 = !g->plan.generic && !g->plan.from_gguf && p->type == WF_T_BF16 &&
+				      src->type == WF_T_BF16 && !src->q;
 	}
 	g->start[n] = g->size = at;
 	return WF_OK;
@@ -203,7 +207,6 @@ void wf_gguf_file_free(struct wf_gguf_file *g)
 		return;
 	free(g->header);
 	wf_arch_plan_free(&g->plan);
-	free(g->shadow);
 	free(g->xf);
 	free(g->start);
 	free(g);

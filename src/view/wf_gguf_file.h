@@ -21,8 +21,9 @@ struct wf_gguf_file {
 	char *header;              /* the header, data section alignment included */
 	size_t header_len;
 	struct wf_arch_plan plan;  /* the tensors, in file order */
-	struct wf_tensor *shadow;  /* [plan.n]: each source tensor with its view set for its output type */
-	struct wf_xform *xf;       /* [plan.n]: how each is read */
+	struct wf_xform *xf;       /* [plan.n]: how each is read: its source tensor, the view set for its
+				    * output type on each read (a copy of each tensor kept was 80 bytes
+				    * a tensor of a model's memory) */
 	uint64_t *start;           /* [plan.n + 1]: where each tensor's data starts in the file; the file's size last */
 	uint64_t size;             /* bytes of model.gguf */
 };

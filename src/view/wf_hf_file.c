@@ -18,6 +18,9 @@ static enum wf_err st_header(struct wf_gguf_file *g, char *why)
 {
 	struct wf_buf j = {0};
 	uint64_t at = 0;
+	/* made in one buffer, its length filled in last (two copies would
+	 * hold the text twice at the peak) */
+	wf_buf_put(&j, "\0\0\0\0\0\0\0\0", 8);
 	wf_buf_puts(&j, "{\"__metadata__\":{\"format\":\"pt\"}");
 	for (size_t i = 0; i < g->plan.n; i++) {
 		const struct wf_arch_tensor *t = &g->plan.t[i];
@@ -30,22 +33,16 @@ static enum wf_err st_header(struct wf_gguf_file *g, char *why)
 		at += t->nbytes;
 	}
 	wf_buf_putc(&j, '}');
-	while ((j.len + 8) % 8)
+	while (j.len % 8)
 		wf_buf_putc(&j, ' ');
-	struct wf_buf h = {0};
-	uint8_t len[8];
-	for (int i = 0; i < 8; i++)
-		len[i] = (uint8_t)((uint64_t)j.len >> (8 * i));
-	wf_buf_put(&h, len, 8);
-	wf_buf_put(&h, j.data, j.len);
-	bool oom = j.oom || h.oom;
-	wf_buf_free(&j);
-	if (oom) {
-		wf_buf_free(&h);
+	if (j.oom || !wf_buf_finish(&j)) {
+		wf_buf_free(&j);
 		return wf_fail(why, WF_ERR_NOMEM, "out of memory");
 	}
-	g->header = h.data;
-	g->header_len = h.len;
+	for (int i = 0; i < 8; i++)
+		j.data[i] = (char)((uint64_t)(j.len - 8) >> (8 * i));
+	g->header = j.data;
+	g->header_len = j.len;
 	return WF_OK;
 }
 

@@ -314,6 +314,19 @@ static enum wf_err quant_piece(struct wf_live *lv, struct touched *tc, const str
 static enum wf_err xform_piece(struct wf_live *lv, struct touched *tc, const struct wf_xform *xf, uint64_t off,
 			       size_t len, uint8_t *out, size_t *got)
 {
+	struct wf_tensor vt;
+	struct wf_xform fx;
+	if (xf->vk) {
+		/* the view of the output type, on a copy made per read */
+		char err[WF_ERRLEN];
+		vt = *xf->t;
+		if (wf_tensor_set_view(&vt, (enum wf_vk)xf->vk, err) != WF_OK)
+			return WF_ERR_RANGE;
+		fx = *xf;
+		fx.t = &vt;
+		fx.vk = 0;
+		xf = &fx;
+	}
 	return xf->quant ? quant_piece(lv, tc, xf, off, len, out, got) : xform_floats(lv, tc, xf, off, len, out, got);
 }
 

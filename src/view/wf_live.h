@@ -27,10 +27,11 @@ enum wf_seg_kind {
 };
 
 /* A tensor of a file made from another model's tensor (model.gguf): the
- * view `t` (a copy of a model tensor whose view was set for the output
- * dtype), its rows reordered and its values changed on the way. */
+ * view `t` (a model tensor, or a copy of one whose view was set for the
+ * output dtype), its view set to vk, its rows reordered and its values
+ * changed on the way. */
 struct wf_xform {
-	const struct wf_tensor *t;  /* the view read */
+	const struct wf_tensor *t;  /* the tensor read */
 	uint64_t perm_heads;        /* 0; else the rows (t->shape[0]) are in llama.cpp's q/k order with this
 				     * many heads: output row r is view row wf_qk_row(r, rows, heads, true) */
 	bool perm_to_hf;            /* the rows are put back from llama.cpp's order into HF's instead: output
@@ -41,6 +42,9 @@ struct wf_xform {
 	bool validate;              /* what is made must pass ggml_validate_row_data (wf_blocks_valid): else EIO */
 	uint8_t quant;              /* 0; else a float32 view (after the rows and fix-ups above) encoded into this
 				     * ggml type, whole blocks at a time (wf_types.h's quantize column) */
+	uint8_t vk;                 /* 0: t's view; else t read through this view (enum wf_vk), set on a copy
+				     * of t for each read (wf_tensor_set_view): a plan keeps no copy of
+				     * each tensor */
 };
 
 struct wf_seg {
