@@ -80,7 +80,7 @@ MODEL_SRC := src/model/wf_model.c src/model/wf_gguf.c src/model/wf_st.c src/mode
              src/model/wf_hf_tok.c src/model/wf_hf_tok_kv.c src/model/wf_hf_tok_pre.c src/model/wf_hf_tok_spm.c
 VIEW_SRC  := src/view/wf_view.c src/view/wf_live.c src/view/wf_prefetch.c src/view/wf_hfq.c src/view/wf_hfq_x86.c src/view/wf_hfq_detect.c src/view/wf_hfq_bnb8.c src/view/wf_stats.c src/view/wf_diff.c src/view/wf_gguf_file.c src/view/wf_hf_file.c
 LIBAPI_SRC := src/lib/wf_api.c src/lib/wf_stack.c src/lib/wf_api_quant.c
-MOUNT_SRC := src/mount/wf_tree.c src/mount/wf_gen.c src/mount/wf_st_stream.c src/mount/wf_summary.c src/mount/wf_attr.c \
+MOUNT_SRC := src/mount/wf_tree.c src/mount/wf_gen.c src/mount/wf_st_stream.c src/mount/wf_tj.c src/mount/wf_summary.c src/mount/wf_attr.c \
              src/mount/wf_files.c src/mount/wf_mount.c \
              src/mount/wf_usage.c src/mount/wf_perm.c src/mount/wf_preview.c src/mount/wf_sha.c
 FUSE_SRC  := src/fuse/main.c src/fuse/wf_fuse.c src/fuse/wf_mnt.c src/fuse/wf_limiter.c

@@ -3,6 +3,7 @@
 #include "mount/wf_gen.h"
 #include "mount/wf_preview.h"
 #include "mount/wf_st_stream.h"
+#include "mount/wf_tj.h"
 #include "view/wf_gguf_file.h"
 #include "view/wf_hf_file.h"
 
@@ -11,9 +12,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* model.safetensors' header is not kept (wf_st_stream.h): each reading
- * thread keeps the last window of it it made, freed when the thread ends. */
+/* model.safetensors' header and tensors.json are not kept (wf_st_stream.h,
+ * wf_tj.h): each reading thread keeps the last window of each it made,
+ * freed when the thread ends. */
 #define WIN ((size_t)256 << 10)
+
+enum { W_ST, W_TJ, N_WIN };
 
 struct st_win {
 	uint64_t id;     /* the stream it is from; 0: none */
@@ -29,7 +33,8 @@ static bool win_ok;
 static void win_free(void *p)
 {
 	struct st_win *w = p;
-	free(w->buf);
+	for (int i = 0; i < N_WIN; i++)
+		free(w[i].buf);
 	free(w);
 }
 
@@ -38,35 +43,62 @@ static void win_init(void)
 	win_ok = pthread_key_create(&win_key, win_free) == 0;
 }
 
-/* The calling thread's window of the header holding byte off; NULL when
- * out of memory. */
-static const struct st_win *st_window(const struct wf_tree *t, uint64_t off)
+/* The calling thread's window `which` (W_ST, W_TJ), its buffer made; NULL
+ * when out of memory. */
+static struct st_win *thread_win(int which)
 {
 	pthread_once(&win_once, win_init);
 	if (!win_ok)
 		return NULL;
 	struct st_win *w = pthread_getspecific(win_key);
 	if (!w) {
-		if (!(w = calloc(1, sizeof *w)) || !(w->buf = malloc(WIN)) || pthread_setspecific(win_key, w) != 0) {
-			if (w)
-				free(w->buf);
+		if (!(w = calloc(N_WIN, sizeof *w)) || pthread_setspecific(win_key, w) != 0) {
 			free(w);
 			return NULL;
 		}
 	}
-	uint64_t id = wf_st_stream_id(t->st_stream);
+	if (!w[which].buf && !(w[which].buf = malloc(WIN)))
+		return NULL;
+	return &w[which];
+}
+
+/* The calling thread's window of model.safetensors' header (W_ST) or of
+ * tensors.json (W_TJ) holding byte off; NULL when out of memory. */
+static const struct st_win *window(const struct wf_tree *t, int which, uint64_t off)
+{
+	struct st_win *w = thread_win(which);
+	if (!w)
+		return NULL;
+	uint64_t id = which == W_ST ? wf_st_stream_id(t->st_stream) : wf_tj_id(t->tj);
 	if (w->id == id && off >= w->lo && off - w->lo < w->len)
 		return w;
-	uint64_t lo = off - off % WIN, n = t->st_header_len - lo;
+	uint64_t total = which == W_ST ? t->st_header_len : t->tj_len;
+	uint64_t lo = off - off % WIN, n = total - lo;
 	w->id = 0;
 	if (n > WIN)
 		n = WIN;
-	if (wf_st_stream_read(t->st_stream, lo, (size_t)n, w->buf) != WF_OK)
+	enum wf_err rc = which == W_ST ? wf_st_stream_read(t->st_stream, lo, (size_t)n, w->buf)
+				       : wf_tj_read(t->tj, lo, (size_t)n, w->buf);
+	if (rc != WF_OK)
 		return NULL;
 	w->id = id;
 	w->lo = lo;
 	w->len = (size_t)n;
 	return w;
+}
+
+/* A window's bytes as the segment holding off. */
+static void window_seg(const struct wf_tree *t, int which, uint64_t off, struct wf_seg *seg)
+{
+	const struct st_win *w = window(t, which, off);
+	if (!w) {
+		seg->kind = WF_SEG_NOMEM;
+		return;
+	}
+	seg->kind = WF_SEG_BYTES;
+	seg->start = w->lo;
+	seg->len = w->len;
+	seg->bytes = w->buf;
 }
 
 uint64_t wf_files_size(const struct wf_tree *t, uint32_t idx)
@@ -77,6 +109,8 @@ uint64_t wf_files_size(const struct wf_tree *t, uint32_t idx)
 		return nd->npy_len + t->m->tensors[nd->tensor].size;
 	case WF_NODE_BLOB:
 		return nd->blob_len;
+	case WF_NODE_TJSON:
+		return t->tj_len;
 	case WF_NODE_MODEL_ST:
 		return t->st_header_len + t->st_offsets[t->m->n_tensors];
 	case WF_NODE_MODEL_GGUF:
@@ -135,15 +169,7 @@ void wf_files_seg(const void *tree, uint32_t idx, uint64_t off, struct wf_seg *s
 	} else if (nd->kind == WF_NODE_MODEL_ST) {
 		head = t->st_header_len;
 		if (off < head) {
-			const struct st_win *w = st_window(t, off);
-			if (!w) {
-				seg->kind = WF_SEG_NOMEM;
-				return;
-			}
-			seg->kind = WF_SEG_BYTES;
-			seg->start = w->lo;
-			seg->len = w->len;
-			seg->bytes = w->buf;
+			window_seg(t, W_ST, off, seg);
 			return;
 		}
 		/* the tensor whose view holds off: the last start at or before it,
@@ -162,6 +188,8 @@ void wf_files_seg(const void *tree, uint32_t idx, uint64_t off, struct wf_seg *s
 			lo++;
 		tensor = lo;
 	} else {
+		if (nd->kind == WF_NODE_TJSON && off < t->tj_len)
+			window_seg(t, W_TJ, off, seg);
 		return;
 	}
 	if (off < head) {

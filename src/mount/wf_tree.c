@@ -4,6 +4,7 @@
 #include "view/wf_view.h"
 #include "mount/wf_preview.h"
 #include "mount/wf_st_stream.h"
+#include "mount/wf_tj.h"
 #include "view/wf_gguf_file.h"
 #include "view/wf_hf_file.h"
 #include "base/wf_buf.h"
@@ -270,54 +271,6 @@ static int child_cmp(const void *a, const void *b, void *ctx)
 	return name_order(x->name, x->name_len, y->name, y->name_len);
 }
 
-static void tensors_json(struct wf_tree *t, const struct wf_model *m, struct wf_buf *b)
-{
-	if (m->format == WF_FMT_GGUF)
-		wf_buf_printf(b, "{\"format\":\"gguf\",\"version\":%u,\"alignment\":%u,\"data_offset\":%" PRIu64
-			      ",\"metadata_count\":%" PRIu64 ",\n\"tensors\":[",
-			      m->version, m->alignment, m->data_offset, m->n_kv);
-	else
-		wf_buf_printf(b, "{\"format\":\"safetensors\",\"data_offset\":%" PRIu64
-			      ",\"metadata_count\":%" PRIu64 ",\n\"tensors\":[",
-			      m->data_offset, m->n_kv);
-	for (size_t i = 0; i < m->n_tensors && !b->oom; i++) {
-		const struct wf_tensor *tn = &m->tensors[i];
-		const struct wf_type *ty = wf_type_get(tn->type);
-		wf_buf_puts(b, i ? ",\n{\"name\":" : "\n{\"name\":");
-		wf_buf_json_str(b, tn->name, tn->name_len);
-		wf_buf_puts(b, ",\"path\":\"");
-		size_t at = b->len;
-		wf_tree_path(t, t->tensor_node[i], b);
-		/* paths are ASCII-safe except '"' and '\\', which need escaping */
-		if (!b->oom && memchr(b->data + at, '"', b->len - at) == NULL &&
-		    memchr(b->data + at, '\\', b->len - at) == NULL) {
-			wf_buf_putc(b, '"');
-		} else if (!b->oom) {
-			struct wf_buf p = {0};
-			wf_buf_put(&p, b->data + at, b->len - at);
-			b->len = at - 1;
-			wf_buf_json_str(b, p.data, p.len);
-			wf_buf_free(&p);
-		}
-		wf_buf_printf(b, ",\"type\":\"%s\",\"dtype\":\"%s\",\"shape\":", ty->name, wf_view_dtype(tn));
-		wf_view_shape_json(tn, b);
-		wf_buf_printf(b, ",\"size\":%" PRIu64 ",", tn->size);
-		const char *file = m->parts[tn->part].name;
-		if (file) {
-			wf_buf_puts(b, "\"file\":");
-			wf_buf_json_str(b, file, strlen(file));
-			wf_buf_putc(b, ',');
-		}
-		wf_buf_printf(b, "\"offset\":%" PRIu64 ",\"nbytes\":%" PRIu64, tn->offset, tn->nbytes);
-		if (tn->q) { /* a decoded layer: its scheme and parameters */
-			wf_buf_puts(b, ",\"quant\":");
-			wf_hfq_params_json(tn->q, b);
-		}
-		wf_buf_putc(b, '}');
-	}
-	wf_buf_puts(b, m->n_tensors ? "\n]}\n" : "]}\n");
-}
-
 void wf_tree_path(const struct wf_tree *t, uint32_t idx, struct wf_buf *out)
 {
 	size_t depth = 0;
@@ -555,7 +508,7 @@ static bool add_all_dirs(struct builder *b, struct wf_buf *comp, unsigned *max_d
 		memset(b->slots, 0xFF, b->n_slots * sizeof *b->slots);
 		if (add_node(b, 0, "", 0, WF_NODE_DIR) != 0 ||
 		    add_node(b, 0, "metadata.json", 13, WF_NODE_BLOB) == WF_NO_NODE ||
-		    add_node(b, 0, "tensors.json", 12, WF_NODE_BLOB) == WF_NO_NODE)
+		    add_node(b, 0, "tensors.json", 12, WF_NODE_TJSON) == WF_NO_NODE)
 			return false;
 		if (!add_dirs(b, *max_dirs, comp, per_depth))
 			return false;
@@ -688,22 +641,17 @@ static bool link_children(struct wf_tree *t)
 	return true;
 }
 
-/* tensors.json, made once the paths are known; false when out of memory. */
-static bool set_tensors_json(struct wf_tree *t, const struct wf_model *m)
+/* tensors.json, measured once the paths are known (made on read,
+ * wf_tj.h); false when out of memory. */
+static void tensor_path(const void *tree, size_t i, struct wf_buf *out)
 {
-	struct wf_buf json = {0};
-	tensors_json(t, m, &json);
-	if (!wf_buf_finish(&json)) {
-		wf_buf_free(&json);
-		return false;
-	}
-	/* the buffer grew by doubling: keep only what it holds */
-	char *fit = realloc(json.data, json.len + 1);
-	t->tensors_json = fit ? fit : json.data;
-	t->tensors_json_len = json.len;
-	t->nodes[2].blob = t->tensors_json;
-	t->nodes[2].blob_len = t->tensors_json_len;
-	return true;
+	const struct wf_tree *t = tree;
+	wf_tree_path(t, t->tensor_node[i], out);
+}
+
+static bool set_tensors_json(struct wf_tree *t)
+{
+	return wf_tj_new(t->m, tensor_path, t, &t->tj, &t->tj_len) == WF_OK;
 }
 
 enum wf_err wf_tree_build_opts(struct wf_tree **out, const struct wf_model *m, const struct wf_tree_opts *opts,
@@ -771,7 +719,7 @@ enum wf_err wf_tree_build_opts(struct wf_tree **out, const struct wf_model *m, c
 	if (!link_children(t))
 		goto nomem;
 
-	if (!set_tensors_json(t, m))
+	if (!set_tensors_json(t))
 		goto nomem;
 #ifdef __GLIBC__
 	/* Parsing and building freed far more than the tree keeps (cJSON's
@@ -810,7 +758,7 @@ void wf_tree_free(struct wf_tree *t)
 	free(t->tensor_node);
 	wf_previews_free(t->previews);
 	free(t->preview_node);
-	free(t->tensors_json);
+	wf_tj_free(t->tj);
 	wf_st_stream_free(t->st_stream);
 	wf_gguf_file_free(t->gguf);
 	free(t->gguf_why);

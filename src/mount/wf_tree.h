@@ -60,11 +60,12 @@
 enum wf_node_kind {
 	WF_NODE_DIR,
 	WF_NODE_TENSOR,  /* a tensor's view (behind its .npy header with -o npy) */
-	WF_NODE_BLOB,    /* a file held in memory (metadata.json, tensors.json, a metadata key, a sidecar) */
+	WF_NODE_BLOB,    /* a file held in memory (metadata.json, a metadata key, a sidecar) */
 	WF_NODE_MODEL_ST, /* model.safetensors: its header, then every tensor's view in turn */
 	WF_NODE_MODEL_GGUF, /* model.gguf: a Hugging Face checkpoint as llama.cpp's converter writes it (wf_gguf_file.h) */
 	WF_NODE_HF_ST,   /* hf/model.safetensors: a GGUF model under HF names (wf_hf_file.h) */
 	WF_NODE_PREVIEW, /* -o preview: NAME.png of tensor `tensor` (wf_preview.h; read with wf_preview_read) */
+	WF_NODE_TJSON,   /* tensors.json: made a window at a time on read (wf_tj.h) */
 };
 
 /* What the tree holds besides the tensors' own files. */
@@ -81,6 +82,7 @@ struct wf_chunk;
 struct wf_previews;
 
 struct wf_st_stream;
+struct wf_tj;
 struct wf_gguf_file;
 struct wf_hf_file;
 
@@ -112,8 +114,8 @@ struct wf_tree {
 	struct wf_node *nodes;      /* [n_nodes]; nodes[0] is the root */
 	uint32_t n_nodes;
 	uint32_t *tensor_node;      /* [model->n_tensors]: the node of each tensor */
-	char *tensors_json;         /* contents of tensors.json */
-	size_t tensors_json_len;
+	struct wf_tj *tj;           /* tensors.json: made a window at a time on read (wf_tj.h), never kept */
+	uint64_t tj_len;            /* its bytes */
 	unsigned max_dirs;          /* the limit on directories per tensor this model got */
 	bool npy;                   /* tensor files carry .npy headers */
 	bool suffix;                /* tensor file names end in their dtype's suffix */

@@ -14,6 +14,7 @@
 #include "model/wf_gguf.h"
 #include "model/wf_model.h"
 #include "model/wf_st.h"
+#include "mount/wf_tj.h"
 #include "mount/wf_tree.h"
 #include "codec/wf_types.h"
 #include "view/wf_view.h"
@@ -231,7 +232,14 @@ static inline void fuzz_check_tree(const struct wf_model *m, const struct wf_tre
 {
 	FUZZ_CHECK(tr->n_nodes >= 3 && tr->nodes[0].kind == WF_NODE_DIR && tr->nodes[0].parent == 0,
 		   "root");
-	fuzz_check_json("tensors.json", tr->tensors_json, tr->tensors_json_len);
+	struct wf_buf tj = {0};
+	wf_tj_text(tr->tj, &tj); /* the text the mount makes a window at a time */
+	if (!tj.oom) {
+		FUZZ_CHECK(tj.len == tr->tj_len, "tensors.json: %zu bytes made, %llu measured", tj.len,
+			   (unsigned long long)tr->tj_len);
+		fuzz_check_json("tensors.json", tj.data, tj.len);
+	}
+	wf_buf_free(&tj);
 	struct wf_buf path = {0};
 	uint32_t seen_children = 0;
 	for (uint32_t i = 0; i < tr->n_nodes; i++) {

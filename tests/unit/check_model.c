@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "json_bytes.h"
+#include "tj_text.h"
 #include "base/wf_buf.h"
 #include "model/wf_gguf.h"
 #include "model/wf_model.h"
@@ -698,9 +699,12 @@ START_TEST(test_gguf_invalid_utf8_distinct)
 	struct wf_tree *t;
 	char err[WF_ERRLEN];
 	ck_assert_int_eq(wf_tree_build(&t, p.m, err), WF_OK);
-	ck_assert_ptr_nonnull(strstr(t->tensors_json, "\"name\":\"t\\udcff\""));
-	ck_assert_ptr_nonnull(strstr(t->tensors_json, "\"name\":\"t\\udcfe\""));
-	j = json_bytes_parse(t->tensors_json, t->tensors_json_len);
+	size_t tj_len;
+	char *tj = tj_text(t, &tj_len);
+	ck_assert_ptr_nonnull(strstr(tj, "\"name\":\"t\\udcff\""));
+	ck_assert_ptr_nonnull(strstr(tj, "\"name\":\"t\\udcfe\""));
+	j = json_bytes_parse(tj, tj_len);
+	free(tj);
 	ck_assert_ptr_nonnull(j);
 	const cJSON *ts = cJSON_GetObjectItemCaseSensitive(j, "tensors");
 	ck_assert_int_eq(cJSON_GetArraySize(ts), 2);

@@ -10,6 +10,7 @@
 
 #include "fixture.h"
 #include "json_bytes.h"
+#include "tj_text.h"
 #include "base/wf_buf.h"
 #include "base/wf_hash.h"
 #include "model/wf_model.h"
@@ -90,9 +91,8 @@ static void check_invariants(const struct wf_tree *t, const struct wf_model *m)
 	ck_assert_uint_eq(wf_tree_lookup(t, 0, "metadata.json", 13), 1);
 	ck_assert_uint_eq(wf_tree_lookup(t, 0, "tensors.json", 12), 2);
 	ck_assert_int_eq(t->nodes[1].kind, WF_NODE_BLOB);
-	ck_assert_int_eq(t->nodes[2].kind, WF_NODE_BLOB);
+	ck_assert_int_eq(t->nodes[2].kind, WF_NODE_TJSON);
 	ck_assert_ptr_eq(t->nodes[1].blob, m->metadata_json);
-	ck_assert_ptr_eq(t->nodes[2].blob, t->tensors_json);
 	ck_assert_uint_eq(wf_tree_lookup(t, 1, "x", 1), WF_NO_NODE);       /* not a directory */
 	ck_assert_uint_eq(wf_tree_lookup(t, t->n_nodes, "x", 1), WF_NO_NODE); /* no such node */
 
@@ -193,7 +193,10 @@ static void check_invariants(const struct wf_tree *t, const struct wf_model *m)
 	free(rp);
 
 	/* tensors.json is JSON and names each tensor's path */
-	cJSON *j = json_bytes_parse(t->tensors_json, t->tensors_json_len);
+	size_t tj_len;
+	char *tj = tj_text(t, &tj_len);
+	cJSON *j = json_bytes_parse(tj, tj_len);
+	free(tj);
 	ck_assert_msg(j != NULL, "tensors.json is not JSON");
 	const cJSON *ts = cJSON_GetObjectItemCaseSensitive(j, "tensors");
 	ck_assert_int_eq(cJSON_GetArraySize(ts), (int)m->n_tensors);
@@ -674,8 +677,12 @@ START_TEST(test_random_names)
 		ck_assert_str_eq(t->nodes[i].name, t2->nodes[i].name);
 		ck_assert_uint_eq(t->nodes[i].parent, t2->nodes[i].parent);
 	}
-	ck_assert_uint_eq(t->tensors_json_len, t2->tensors_json_len);
-	ck_assert_mem_eq(t->tensors_json, t2->tensors_json, t->tensors_json_len);
+	size_t l1, l2;
+	char *j1 = tj_text(t, &l1), *j2 = tj_text(t2, &l2);
+	ck_assert_uint_eq(l1, l2);
+	ck_assert_mem_eq(j1, j2, l1);
+	free(j1);
+	free(j2);
 	wf_tree_free(t2);
 
 	/* the names in another order: each keeps its path (only hash
@@ -721,8 +728,11 @@ START_TEST(test_tensors_json_quotes)
 	struct wf_model *m = model_of(names, 2);
 	struct wf_tree *t = tree_of(m);
 	check_invariants(t, m);
-	ck_assert_ptr_nonnull(strstr(t->tensors_json, "\"path\":\"q\\\"uote/back\\\\slash\""));
-	ck_assert_ptr_nonnull(strstr(t->tensors_json, "\"path\":\"plain\""));
+	size_t len;
+	char *tj = tj_text(t, &len);
+	ck_assert_ptr_nonnull(strstr(tj, "\"path\":\"q\\\"uote/back\\\\slash\""));
+	ck_assert_ptr_nonnull(strstr(tj, "\"path\":\"plain\""));
+	free(tj);
 	wf_tree_free(t);
 	wf_model_free(m);
 }
