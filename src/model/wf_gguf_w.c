@@ -295,21 +295,33 @@ enum wf_err wf_gguf_w_finish(struct wf_gguf_w *w, char **out, size_t *len, char 
 		fail(w, WF_ERR_RANGE, "an array was not ended");
 	if (failed(w))
 		return wf_fail(err, w->rc, "%s", w->err);
-	/* The header is made in the tensor infos' buffer, grown in place and
-	 * its infos moved up behind the key/values: a copy of both would
-	 * hold the infos twice at the peak (39 MB of them for 1,000,000
-	 * tensors, docs/security.md's bound). */
+	/* The header is made in the larger of the two buffers, grown in place
+	 * (realloc remaps a big block) with its bytes moved up, the other
+	 * copied in: a copy of both would hold the larger twice at the peak
+	 * (39 MB of tensor infos for 1,000,000 tensors, docs/security.md's
+	 * bound; Llama 3's 8 MB of tokenizer key/values, whose copy into
+	 * fresh pages cost 2,000 page faults). */
 	size_t head = 24 + w->kv.len, total, pad;
 	if (w->kv.len > SIZE_MAX - 24 || w->ti.len > SIZE_MAX - head - WF_GGUF_ALIGN)
 		return wf_fail(err, WF_ERR_NOMEM, "out of memory");
 	total = head + w->ti.len;
 	pad = (WF_GGUF_ALIGN - total % WF_GGUF_ALIGN) % WF_GGUF_ALIGN;
-	char *p = realloc(w->ti.data, total + pad);
+	bool in_kv = w->kv.len > w->ti.len;
+	struct wf_buf *grown = in_kv ? &w->kv : &w->ti;
+	char *p = realloc(grown->data, total + pad);
 	if (!p)
 		return wf_fail(err, WF_ERR_NOMEM, "out of memory");
-	size_t ti_len = w->ti.len;
-	w->ti = (struct wf_buf){0}; /* the header owns it now */
-	memmove(p + head, p, ti_len);
+	size_t kv_len = w->kv.len, ti_len = w->ti.len;
+	*grown = (struct wf_buf){0}; /* the header owns it now */
+	if (in_kv) {
+		memmove(p + 24, p, kv_len);
+		if (ti_len)
+			memcpy(p + head, w->ti.data, ti_len);
+	} else {
+		memmove(p + head, p, ti_len);
+		if (kv_len)
+			memcpy(p + 24, w->kv.data, kv_len);
+	}
 	struct wf_buf pre = {0};
 	put_u32(&pre, 0x46554747u); /* "GGUF" */
 	put_u32(&pre, 3);
@@ -321,8 +333,6 @@ enum wf_err wf_gguf_w_finish(struct wf_gguf_w *w, char **out, size_t *len, char 
 	}
 	memcpy(p, pre.data, 24);
 	wf_buf_free(&pre);
-	if (w->kv.len)
-		memcpy(p + 24, w->kv.data, w->kv.len);
 	memset(p + total, 0, pad);
 	*out = p;
 	*len = total + pad;
