@@ -189,7 +189,7 @@ static enum wf_err read_merges(struct voc *v, const uint8_t *s, uint64_t m0, uin
 {
 	struct tjbig *b = &v->big;
 	struct wf_jcur c = {s, m1, m0 + 1, NULL};
-	size_t span = (size_t)(m1 - m0), max = span / 3 + 1, i = 0; /* an item is at least `"",` */
+	size_t span = (size_t)(m1 - m0), max = span / 2 + 1, i = 0; /* an item is at least `1,` */
 	struct mread m = {v, voc_alloc(v, 2 * span + 16), voc_alloc(v, span), 0};
 	bool more = true;
 	b->mg = voc_alloc(v, max * sizeof *b->mg);

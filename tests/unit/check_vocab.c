@@ -825,6 +825,7 @@ static const struct {
 	{TJ_HEAD "`model`:{`type`:`BPE`,`vocab`:{`a`:0,`b`:1,`ab`:2},`merges`:[[`a`,`b`],`a b`]}}", WF_ERR_FORMAT, "model.merges[1]: not a pair"},
 	{TJ_HEAD "`model`:{`type`:`BPE`,`vocab`:{`a`:0,`b`:1,`ab`:2},`merges`:[[`a`,`b`,`c`]]}}", WF_ERR_FORMAT, "model.merges: unknown format"},
 	{TJ_HEAD "`model`:{`type`:`BPE`,`vocab`:{`a`:0,`b`:1,`ab`:2},`merges`:[{`a`:`b`}]}}", WF_ERR_FORMAT, "model.merges: unknown format"},
+	{TJ_HEAD "`model`:{`type`:`BPE`,`vocab`:{`a`:0,`b`:1,`ab`:2},`merges`:[1,1,1,1,1,1,1,1,1,1,1,1]}}", WF_ERR_FORMAT, "model.merges: unknown format"},
 	{TJ_HEAD "`model`:{`type`:`BPE`,`vocab`:{`a`:0,`b`:1,`ab`:2},`merges`:[`a b`,[`a`,`b`]]}}", WF_ERR_FORMAT, "model.merges[1]: not a string"},
 	{TJ_HEAD "`model`:{`type`:`BPE`,`vocab`:{`a`:0,`b`:1,`ab`:2},`merges`:[`a b`,]}}", WF_ERR_FORMAT, "tokenizer.json: model.merges: "},
 	{TJ_HEAD "`model`:{`type`:`BPE`,`vocab`:{`a`:0,`b`:1,`ab`:2,},`merges`:[`a b`]}}", WF_ERR_FORMAT, "tokenizer.json: model.vocab: "},
