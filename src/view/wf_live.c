@@ -201,25 +201,45 @@ static void xform_fix(const struct wf_xform *xf, uint8_t *p, size_t n)
 	}
 }
 
+/* Output bytes of a permuted q/k head decoded at a time by head_rows. */
+#define HEAD_CHUNK (64u << 10)
+
+/* head_rows' buffer, for after_sigbus to free (xform_tmp may be the
+ * caller's at the same time). */
+static __thread void *head_tmp;
+
 /* The rows of the head starting at row h0 of a q/k tensor whose rows are
- * permuted, to out: each source row in turn, decoded to where it goes.  In
- * the output's order the reads jump between the head's two halves a row
- * at a time, which the hardware prefetcher does not follow: 2-8x slower
- * than an unpermuted tensor of the same shape. */
+ * permuted, to out: runs of source rows in turn, each run read at once
+ * into a buffer and its rows copied to where they go.  In the output's
+ * order the reads jump between the head's two halves a row at a time,
+ * which the prefetcher does not follow (8 Q8_0 q tensors of 4 MiB: 6.2 ms
+ * against 0.6 unpermuted), and with source bytes by pread a row is a
+ * system call (27 ms).  Rows of HEAD_CHUNK or more go straight to out. */
 static enum wf_err head_rows(struct wf_live *lv, struct touched *tc, const struct wf_xform *xf, uint64_t h0,
 			     uint64_t rows, uint64_t rb, uint8_t *out)
 {
-	uint64_t d = rows / xf->perm_heads;
-	for (uint64_t s = h0; s < h0 + d; s++) {
-		uint64_t r = wf_qk_row(s, rows, xf->perm_heads, xf->perm_to_hf);
+	uint64_t d = rows / xf->perm_heads, per = rb < HEAD_CHUNK ? HEAD_CHUNK / rb : 1;
+	if (per > d)
+		per = d;
+	uint8_t *tmp = per > 1 ? malloc((size_t)(per * rb)) : NULL;
+	if (per > 1 && !tmp)
+		return WF_ERR_NOMEM;
+	head_tmp = tmp;
+	enum wf_err rc = WF_OK;
+	for (uint64_t s = h0; s < h0 + d && rc == WF_OK; s += per) {
+		uint64_t k = h0 + d - s < per ? h0 + d - s : per;
 		size_t g;
-		enum wf_err rc = view_piece(lv, tc, xf->t, s * rb, (size_t)rb, out + (r - h0) * rb, &g);
-		if (rc != WF_OK)
-			return rc;
-		if (g != rb)
-			return WF_ERR_RANGE;
+		uint8_t *to = tmp ? tmp : out + (wf_qk_row(s, rows, xf->perm_heads, xf->perm_to_hf) - h0) * rb;
+		rc = view_piece(lv, tc, xf->t, s * rb, (size_t)(k * rb), to, &g);
+		if (rc == WF_OK && g != k * rb)
+			rc = WF_ERR_RANGE;
+		for (uint64_t i = 0; tmp && rc == WF_OK && i < k; i++)
+			memcpy(out + (wf_qk_row(s + i, rows, xf->perm_heads, xf->perm_to_hf) - h0) * rb, tmp + i * rb,
+			       (size_t)rb);
 	}
-	return WF_OK;
+	head_tmp = NULL;
+	free(tmp);
+	return rc;
 }
 
 /* View bytes [off, off+len) of a made tensor, rows in its order. */
@@ -402,6 +422,8 @@ static enum wf_err after_sigbus(struct wf_live *lv)
 {
 	free(xform_tmp);
 	xform_tmp = NULL;
+	free(head_tmp);
+	head_tmp = NULL;
 	uint32_t held = held_part;
 	if (held != NO_PART) {
 		release_part(lv);
