@@ -228,9 +228,13 @@ static enum wf_err run_chunk(struct job *j, uint64_t c, uint8_t *raw, float *tmp
 static void *worker(void *arg)
 {
 	struct job *j = arg;
-	uint8_t *raw = malloc((size_t)WF_STATS_CHUNK * 8);
-	float *tmp = malloc((size_t)WF_STATS_CHUNK * sizeof(float));
-	double *dbl = malloc((size_t)WF_STATS_CHUNK * sizeof(double));
+	/* a chunk's worth, or the tensor's when it is smaller: 5 MiB for each
+	 * one-float tensor of a model of a million was 0.3 ms a tensor (a
+	 * fresh mapping each time under ASan: 7.5 ms) */
+	size_t n = j->t->nelems < WF_STATS_CHUNK ? (size_t)j->t->nelems : WF_STATS_CHUNK;
+	uint8_t *raw = malloc(n * 8);
+	float *tmp = malloc(n * sizeof(float));
+	double *dbl = malloc(n * sizeof(double));
 	if (!raw || !tmp || !dbl) {
 		int ok = WF_OK;
 		atomic_compare_exchange_strong(&j->rc, &ok, WF_ERR_NOMEM);
