@@ -159,10 +159,13 @@ enum wf_err wf_quant_hp_read(const uint8_t *gguf, uint64_t len, struct wf_quant_
 		return rc;
 	if (!hp->n_head_kv)
 		hp->n_head_kv = hp->n_head;
-	if (!hp->n_layer || !hp->n_head)
+	if (!hp->n_layer || !hp->n_head) {
+		/* the architecture is the file's bytes: quoted, never raw */
+		char q[80];
+		const char *a = *hp->arch ? wf_quote(q, sizeof q, hp->arch, strlen(hp->arch)) : "ARCH";
 		return wf_fail(why, WF_ERR_UNSUP, "metadata: %s.block_count and %s.attention.head_count are needed "
-						  "to choose the types (llama-quantize reads them)", *hp->arch ? hp->arch : "ARCH",
-			       *hp->arch ? hp->arch : "ARCH");
+						  "to choose the types (llama-quantize reads them)", a, a);
+	}
 	return WF_OK;
 }
 
