@@ -30,7 +30,9 @@ ratios (--runs, at least 5; 3 with --quick):
   17 (gguf-convert) `weightfs convert FOLDER OUT.gguf` (default -o gguf, and -o gguf=f16)
                     into the scratch directory against part 9's write floor: one thread's
                     1 MiB pwrite loop of as many bytes into the same directory, fsynced as
-                    convert syncs; order rotated between runs.
+                    convert syncs; beside them `dd bs=1M conv=fsync` of the source file to
+                    the same place (nothing converted: the most a program that reads its
+                    input reaches); order rotated between runs.
 
 Selection: --parts gguf (all three) or any of gguf-read, gguf-llama, gguf-convert.
 Needs the npm clients (WEIGHTFS_NPM, or bash tests/clients/npm.sh) and a Python with numpy;
@@ -331,8 +333,17 @@ def part_convert(args, folder, runs):
     log("bench: part 17, weightfs convert FOLDER OUT.gguf vs the write floor (%d runs)" % runs)
     try:
         for label, opts in (("auto", []), ("f16", ["-o", "gguf=f16"])):
-            r = {"convert": [], "floor": [], "x_floor": []}
+            r = {"convert": [], "floor": [], "x_floor": [], "cp": [], "cp_x_floor": []}
             size = [0]
+            src = os.path.join(folder, "model.safetensors")
+            src_size = os.path.getsize(src)
+
+            def cp():
+                # the same source bytes copied, nothing converted: what a program that reads
+                # its input (page cache to user memory to the output) reaches here
+                t0 = time.perf_counter()
+                subprocess.run(["dd", "if=" + src, "of=" + out, "bs=1M", "conv=fsync", "status=none"], check=True)
+                return time.perf_counter() - t0
 
             def conv():
                 t0 = time.perf_counter()
@@ -346,14 +357,15 @@ def part_convert(args, folder, runs):
             conv()  # the size, and a first run not counted
             for run in range(runs):
                 pair = {}
-                for name, fn in _rotate([("convert", conv), ("floor", lambda: _floor(out, size[0]))], run):
+                for name, fn in _rotate([("convert", conv), ("floor", lambda: _floor(out, size[0])), ("cp", cp)], run):
                     if os.path.exists(out):
                         os.unlink(out)
-                    pair[name] = size[0] / fn() / 1e9
+                    pair[name] = (src_size if name == "cp" else size[0]) / fn() / 1e9
                     r[name].append(pair[name])
                 r["x_floor"].append(pair["convert"] / pair["floor"])
+                r["cp_x_floor"].append(pair["cp"] / pair["floor"])
             r["bytes"] = size[0]
-            r["median"] = {k: median(r[k]) for k in ("convert", "floor", "x_floor")}
+            r["median"] = {k: median(r[k]) for k in ("convert", "floor", "x_floor", "cp", "cp_x_floor")}
             res["sides"][label] = r
     finally:
         if os.path.exists(out):
@@ -443,8 +455,10 @@ def report(res):
                    "goal >= 0.9x)" % res["convert"]["dir"])
         for label, s in res["convert"]["sides"].items():
             r = s["median"]
-            out.append("  -o gguf=%-4s  %.0f MB  convert %.2f GB/s  floor %.2f GB/s  %.2fx floor" % (
-                label, s["bytes"] / 1e6, r["convert"], r["floor"], r["x_floor"]))
+            out.append("  -o gguf=%-4s  %.0f MB  convert %.2f GB/s  floor %.2f GB/s  %.2fx floor;"
+                       "  dd of the source (nothing converted) %.2f GB/s, %.2fx floor" % (
+                           label, s["bytes"] / 1e6, r["convert"], r["floor"], r["x_floor"], r["cp"],
+                           r["cp_x_floor"]))
     import bench_hf
     return out + bench_hf.report(res)
 

@@ -290,6 +290,11 @@ class Model:
         self.dtype = dtype
         self._names = None
         self._metadata = None
+        # hf/: the library remakes the view when the dtype changes, which frees the one
+        # a read in flight uses; calls in one dtype run together, another waits
+        self._hf_cv = threading.Condition(threading.Lock())
+        self._hf_code = None  # the dtype of the calls in flight
+        self._hf_calls = 0
 
     # -- lifetime --
     def close(self) -> None:
@@ -334,6 +339,25 @@ class Model:
                 if not self._busy:
                     cv.notify_all()
 
+    @contextlib.contextmanager
+    def _hf_handle(self, code: int):
+        """The library handle for hf/ calls in dtype code: held with other calls in the
+        same dtype, never while one in another dtype is in flight (weightfs_hf_size)."""
+        cv = self._hf_cv
+        with cv:
+            while self._hf_calls and self._hf_code != code:
+                cv.wait()
+            self._hf_code = code
+            self._hf_calls += 1
+        try:
+            with self._handle() as h:
+                yield h
+        finally:
+            with cv:
+                self._hf_calls -= 1
+                if not self._hf_calls:
+                    cv.notify_all()
+
     # -- the hf/ view of a GGUF model --
     HF_FILES = ("model.safetensors", "config.json", "generation_config.json", "tokenizer.json",
                 "tokenizer_config.json", "special_tokens_map.json", "tokenizer.model")
@@ -353,7 +377,7 @@ class Model:
         file, code = self._hf_file(name, dtype)
         size = ctypes.c_uint64()
         err = ctypes.create_string_buffer(_ERRLEN)
-        with self._handle() as h:
+        with self._hf_handle(code) as h:
             rc = _lib.weightfs_hf_size(h, code, file, ctypes.byref(size), err, _ERRLEN)
         if rc != 0:
             _raise(rc, err)
@@ -367,7 +391,7 @@ class Model:
         size = ctypes.c_uint64()
         got = ctypes.c_size_t()
         err = ctypes.create_string_buffer(_ERRLEN)
-        with self._handle() as h:
+        with self._hf_handle(code) as h:
             rc = _lib.weightfs_hf_size(h, code, file, ctypes.byref(size), err, _ERRLEN)
             if rc == 0:
                 rc = _lib.weightfs_hf_read_parallel(h, file, offset, n, addr, ctypes.byref(got), threads, err,

@@ -42,17 +42,9 @@ static size_t stored_span(const struct cli_span_out *o, uint64_t off, size_t len
 	if (sg.xf && (sg.xf->perm_heads || sg.xf->add || sg.xf->quiet_bf16 || sg.xf->validate || sg.xf->quant ||
 		      sg.xf->perm_to_hf))
 		return 0;
-	const struct wf_tensor *t = sg.xf ? sg.xf->t : &m->tensors[sg.tensor];
 	struct wf_tensor vt;
-	char err[WF_ERRLEN];
-	if (sg.xf && sg.xf->vk) {
-		/* the view model.gguf reads it through (wf_xform.vk) */
-		vt = *t;
-		if (wf_tensor_set_view(&vt, (enum wf_vk)sg.xf->vk, err) != WF_OK)
-			return 0;
-		t = &vt;
-	}
-	if (t->vk != WF_VK_RAW || t->q || t->part >= m->n_parts || m->parts[t->part].fd < 0)
+	const struct wf_tensor *t = sg.xf ? wf_xform_tensor(sg.xf, &vt) : &m->tensors[sg.tensor];
+	if (!t || t->vk != WF_VK_RAW || t->q || t->part >= m->n_parts || m->parts[t->part].fd < 0)
 		return 0;
 	uint64_t in = off - sg.start, n = sg.len - in < len ? sg.len - in : len;
 	/* the view of a stored tensor is its bytes: the same bounds a read checks */

@@ -160,7 +160,7 @@ static enum wf_err view_piece(struct wf_live *lv, struct touched *tc, const stru
 	if (!t->q && !pooled && p->fd >= 0 && use_pread()) {
 		/* pread, not the mapping: a page's first touch through the
 		 * mapping is a fault, several times the copy on a VM
-		 * (docs/performance.md, "Source bytes by pread") */
+		 * (docs/performance.md, model.gguf) */
 		uint8_t bounce[WF_LIVE_BOUNCE];
 		rc = wf_view_pread(t, p->fd, p->len, off, len, out, got, bounce, sizeof bounce);
 		/* the file ended early: what the mapping's SIGBUS would have said */
@@ -180,6 +180,10 @@ static enum wf_err view_piece(struct wf_live *lv, struct touched *tc, const stru
 
 /* Bytes xform_piece copies before it fixes them: well inside L1/L2. */
 #define XFORM_CHUNK (32u << 10)
+
+#ifndef FIX_CHUNK
+#define FIX_CHUNK (256u << 10)
+#endif
 
 /* A buffer xform_piece holds while it copies, for after_sigbus to free. */
 static __thread void *xform_tmp;
@@ -201,44 +205,53 @@ static void xform_fix(const struct wf_xform *xf, uint8_t *p, size_t n)
 	}
 }
 
-/* Output bytes of a permuted q/k head decoded at a time by head_rows. */
-#define HEAD_CHUNK (64u << 10)
+/* Source rows of a permuted q/k tensor read at once by perm_rows. */
+#define PERM_CHUNK (64u << 10)
 
-/* head_rows' buffer, for after_sigbus to free (xform_tmp may be the
- * caller's at the same time). */
-static __thread void *head_tmp;
-
-/* The rows of the head starting at row h0 of a q/k tensor whose rows are
- * permuted, to out: runs of source rows in turn, each run read at once
- * into a buffer and its rows copied to where they go.  In the output's
- * order the reads jump between the head's two halves a row at a time,
- * which the prefetcher does not follow (8 Q8_0 q tensors of 4 MiB: 6.2 ms
- * against 0.6 unpermuted), and with source bytes by pread a row is a
- * system call (27 ms).  Rows of HEAD_CHUNK or more go straight to out. */
-static enum wf_err head_rows(struct wf_live *lv, struct touched *tc, const struct wf_xform *xf, uint64_t h0,
-			     uint64_t rows, uint64_t rb, uint8_t *out)
+/* Whether source row h0 + j of a head of d rows holds one of the output
+ * rows [a, b), and which: wf_qk_row within one head, without dividing. */
+static bool perm_wanted(bool to_hf, uint64_t h0, uint64_t d, uint64_t j, uint64_t a, uint64_t b, uint64_t *o)
 {
-	uint64_t d = rows / xf->perm_heads, per = rb < HEAD_CHUNK ? HEAD_CHUNK / rb : 1;
-	if (per > d)
-		per = d;
-	uint8_t *tmp = per > 1 ? malloc((size_t)(per * rb)) : NULL;
-	if (per > 1 && !tmp)
-		return WF_ERR_NOMEM;
-	head_tmp = tmp;
+	uint64_t half = d / 2;
+	*o = h0 + (to_hf ? (j & 1) * half + j / 2 : (j < half ? 2 * j : 2 * (j - half) + 1));
+	return *o >= a && *o < b;
+}
+
+/* Whole output rows [a, b) of a q/k tensor whose rows are permuted, all in
+ * one head, to out: the source rows they come from are read in runs (at
+ * most PERM_CHUNK, skipping rows not wanted) and each copied to where it
+ * goes.  Row by row, the reads jump between the head's two halves, which
+ * the prefetcher does not follow (8 Q8_0 q tensors of 4 MiB: 6.2 ms
+ * against 0.6 unpermuted), and with source bytes by pread each row is a
+ * system call (27 ms).  A range inside a head still makes at most two
+ * runs: replies seldom start on a head.  Rows of PERM_CHUNK or more go
+ * straight to out. */
+static enum wf_err perm_rows(struct wf_live *lv, struct touched *tc, const struct wf_xform *xf, uint64_t a,
+			     uint64_t b, uint64_t rows, uint64_t rb, uint8_t *out)
+{
+	uint8_t tmp[PERM_CHUNK];
+	uint64_t d = rows / xf->perm_heads, h0 = a - a % d, per = rb < PERM_CHUNK ? PERM_CHUNK / rb : 1, o;
 	enum wf_err rc = WF_OK;
-	for (uint64_t s = h0; s < h0 + d && rc == WF_OK; s += per) {
-		uint64_t k = h0 + d - s < per ? h0 + d - s : per;
+	bool to_hf = xf->perm_to_hf;
+	for (uint64_t s = h0; s < h0 + d && rc == WF_OK;) {
+		if (!perm_wanted(to_hf, h0, d, s - h0, a, b, &o)) {
+			s++;
+			continue;
+		}
+		uint64_t k = 1, last = h0 + d - s < per ? h0 + d : s + per, o2; /* the run: s to its last wanted row */
+		for (uint64_t u = s + 1; u < last; u++)
+			if (perm_wanted(to_hf, h0, d, u - h0, a, b, &o2))
+				k = u - s + 1;
+		uint8_t *dst = per > 1 ? tmp : out + (o - a) * rb;
 		size_t g;
-		uint8_t *to = tmp ? tmp : out + (wf_qk_row(s, rows, xf->perm_heads, xf->perm_to_hf) - h0) * rb;
-		rc = view_piece(lv, tc, xf->t, s * rb, (size_t)(k * rb), to, &g);
+		rc = view_piece(lv, tc, xf->t, s * rb, (size_t)(k * rb), dst, &g);
 		if (rc == WF_OK && g != k * rb)
 			rc = WF_ERR_RANGE;
-		for (uint64_t i = 0; tmp && rc == WF_OK && i < k; i++)
-			memcpy(out + (wf_qk_row(s + i, rows, xf->perm_heads, xf->perm_to_hf) - h0) * rb, tmp + i * rb,
-			       (size_t)rb);
+		for (uint64_t i = 0; per > 1 && rc == WF_OK && i < k; i++)
+			if (perm_wanted(to_hf, h0, d, s + i - h0, a, b, &o))
+				memcpy(out + (o - a) * rb, tmp + i * rb, (size_t)rb);
+		s += k;
 	}
-	head_tmp = NULL;
-	free(tmp);
 	return rc;
 }
 
@@ -254,15 +267,19 @@ static enum wf_err xform_rows(struct wf_live *lv, struct touched *tc, const stru
 	*got = 0;
 	if (!rb || rows % (2 * xf->perm_heads))
 		return WF_ERR_RANGE;
-	uint64_t hb = rows / xf->perm_heads * rb; /* bytes of a head's rows */
+	uint64_t d = rows / xf->perm_heads; /* rows of a head */
 	while (done < len && off + done < xf->t->size) {
 		uint64_t at = off + done, r = at / rb, in = at % rb;
 		size_t n = rb - in < len - done ? (size_t)(rb - in) : len - done, g;
-		if (at % hb == 0 && len - done >= hb) {
-			enum wf_err rc = head_rows(lv, tc, xf, r, rows, rb, out + done);
+		if (in == 0 && len - done >= rb) {
+			/* whole rows, up to the end of r's head */
+			uint64_t nr = (len - done) / rb, end = r - r % d + d;
+			if (nr > end - r)
+				nr = end - r;
+			enum wf_err rc = perm_rows(lv, tc, xf, r, r + nr, rows, rb, out + done);
 			if (rc != WF_OK)
 				return rc;
-			done += (size_t)hb;
+			done += (size_t)(nr * rb);
 			continue;
 		}
 		uint64_t src = wf_qk_row(r, rows, xf->perm_heads, !xf->perm_to_hf);
@@ -331,19 +348,24 @@ static enum wf_err quant_piece(struct wf_live *lv, struct touched *tc, const str
 	return rc;
 }
 
+const struct wf_tensor *wf_xform_tensor(const struct wf_xform *xf, struct wf_tensor *tmp)
+{
+	if (!xf->vk)
+		return xf->t;
+	char err[WF_ERRLEN];
+	*tmp = *xf->t;
+	return wf_tensor_set_view(tmp, (enum wf_vk)xf->vk, err) == WF_OK ? tmp : NULL;
+}
+
 static enum wf_err xform_piece(struct wf_live *lv, struct touched *tc, const struct wf_xform *xf, uint64_t off,
 			       size_t len, uint8_t *out, size_t *got)
 {
 	struct wf_tensor vt;
 	struct wf_xform fx;
 	if (xf->vk) {
-		/* the view of the output type, on a copy made per read */
-		char err[WF_ERRLEN];
-		vt = *xf->t;
-		if (wf_tensor_set_view(&vt, (enum wf_vk)xf->vk, err) != WF_OK)
-			return WF_ERR_RANGE;
 		fx = *xf;
-		fx.t = &vt;
+		if (!(fx.t = wf_xform_tensor(xf, &vt)))
+			return WF_ERR_RANGE;
 		fx.vk = 0;
 		xf = &fx;
 	}
@@ -367,7 +389,7 @@ static enum wf_err xform_floats(struct wf_live *lv, struct touched *tc, const st
 		size_t done = 0, g = 0;
 		*got = 0;
 		while (done < len) {
-			size_t n = len - done < XFORM_CHUNK ? len - done : XFORM_CHUNK;
+			size_t n = len - done < FIX_CHUNK ? len - done : FIX_CHUNK;
 			enum wf_err rc = xform_rows(lv, tc, xf, off + done, n, out + done, &g);
 			if (rc != WF_OK)
 				return rc;
@@ -422,8 +444,6 @@ static enum wf_err after_sigbus(struct wf_live *lv)
 {
 	free(xform_tmp);
 	xform_tmp = NULL;
-	free(head_tmp);
-	head_tmp = NULL;
 	uint32_t held = held_part;
 	if (held != NO_PART) {
 		release_part(lv);

@@ -47,6 +47,11 @@ struct wf_xform {
 				     * each tensor */
 };
 
+/* The tensor xf reads: xf->t, or with vk set a copy of it in *tmp with
+ * that view (a plan keeps no copy).  NULL if the view cannot be set,
+ * which the plan ruled out when it was made. */
+const struct wf_tensor *wf_xform_tensor(const struct wf_xform *xf, struct wf_tensor *tmp);
+
 struct wf_seg {
 	enum wf_seg_kind kind;
 	uint64_t start;      /* where the segment starts in its file */

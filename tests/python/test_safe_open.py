@@ -471,6 +471,39 @@ def hf_reads_in_shares():
         m.close()
 
 
+@test
+def hf_dtypes_from_threads():
+    """Threads reading hf/model.safetensors of one Model in different dtypes at once: the
+    library remakes the view when the dtype changes (freeing the one a read in flight
+    uses), so calls in another dtype wait for those in flight: every read equals the
+    one-thread read of its dtype."""
+    import threading
+    rng = np.random.default_rng(31)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "big.gguf")
+        big_llama_gguf(path, rng)
+        m = weightfs.open(path)
+        whole = {dt: m.hf_read("model.safetensors", dtype=dt, threads=1) for dt in ("f32", "f16", "bf16")}
+        bad = []
+
+        def reader(k):
+            r = np.random.default_rng(k)
+            for i in range(12):
+                dt = ("f32", "f16", "bf16")[(k + i) % 3]
+                lo = int(r.integers(0, len(whole[dt])))
+                n = int(r.integers(1, 3 << 20))
+                if m.hf_read("model.safetensors", lo, n, dtype=dt, threads=1 + i % 2) != whole[dt][lo:lo + n]:
+                    bad.append((k, i, dt, lo, n))
+
+        ts = [threading.Thread(target=reader, args=(k,)) for k in range(4)]
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join()
+        m.close()
+        check(not bad, "reads in mixed dtypes differ: %r" % bad[:3])
+
+
 def main():
     passed = failed = skipped = 0
     no_torch = torch_or_none() is None

@@ -516,6 +516,129 @@ START_TEST(test_long_line)
 }
 END_TEST
 
+/* ------------------------------------------------------ permuted q/k rows */
+
+/* One file, the tensor whose rows xform_piece permutes: a segment that
+ * is the whole tensor read through perm_xf. */
+static struct wf_xform perm_xf;
+
+static void perm_seg(const void *files, uint32_t file, uint64_t off, struct wf_seg *seg)
+{
+	(void)files;
+	memset(seg, 0, sizeof *seg);
+	seg->kind = WF_SEG_NONE;
+	if (file != 0 || off >= perm_xf.t->size)
+		return;
+	seg->kind = WF_SEG_VIEW;
+	seg->len = perm_xf.t->size;
+	seg->xf = &perm_xf;
+}
+
+/* Source row of output row r, written from llama.cpp's permute
+ * (reshape(heads, 2, d/2, cols).swapaxes(1, 2)) rather than wf_qk_row. */
+static uint64_t perm_src(uint64_t r, uint64_t rows, uint64_t heads, bool to_hf)
+{
+	uint64_t d = rows / heads, half = d / 2, h = r / d, j = r % d;
+	if (!to_hf)
+		return h * d + (j % 2) * half + j / 2; /* GGUF row j = 2i + k holds HF row k * half + i */
+	return h * d + (j < half ? 2 * j : 2 * (j - half) + 1);
+}
+
+/* A safetensors file of one float32 tensor [rows, cols] whose element i
+ * is i, opened as a model. */
+static struct wf_model *open_rows(uint64_t rows, uint64_t cols)
+{
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	snprintf(path, sizeof path, "%s/model.safetensors", dir);
+	char hdr[256];
+	uint64_t n = rows * cols;
+	int hl = snprintf(hdr, sizeof hdr,
+			  "{\"q\":{\"dtype\":\"F32\",\"shape\":[%llu,%llu],\"data_offsets\":[0,%llu]}}",
+			  (unsigned long long)rows, (unsigned long long)cols, (unsigned long long)(n * 4));
+	while (hl % 8)
+		hdr[hl++] = ' ';
+	FILE *f = fopen(path, "wb");
+	ck_assert_ptr_nonnull(f);
+	uint64_t len = (uint64_t)hl;
+	uint8_t le[8];
+	for (int i = 0; i < 8; i++)
+		le[i] = (uint8_t)(len >> (8 * i));
+	ck_assert_uint_eq(fwrite(le, 1, 8, f), 8);
+	ck_assert_uint_eq(fwrite(hdr, 1, (size_t)hl, f), (size_t)hl);
+	for (uint64_t i = 0; i < n; i++) {
+		float v = (float)i;
+		ck_assert_uint_eq(fwrite(&v, 4, 1, f), 1);
+	}
+	ck_assert_int_eq(fclose(f), 0);
+	struct wf_model *m;
+	char err[WF_ERRLEN];
+	ck_assert_int_eq(wf_open_file(&m, path, err), WF_OK);
+	ck_assert_uint_eq(m->n_tensors, 1);
+	return m;
+}
+
+/* Every range kind a reader makes (one byte, cut rows, inside a head,
+ * across heads, the whole tensor) of the permuted tensor, in both
+ * directions, by pread and through the mapping, against perm_src. */
+START_TEST(test_perm_rows)
+{
+	static const uint64_t shapes[][3] = {
+		{64, 8, 4},      /* rows of 32 bytes, heads of 16 rows */
+		{48, 100, 3},    /* rows of 400 bytes: 163 to a run */
+		{8, 16384, 2},   /* rows of 64 KiB: each row straight to out */
+		{256, 96, 1},    /* one head of 256 rows */
+	};
+	uint64_t rows = shapes[_i][0], cols = shapes[_i][1], heads = shapes[_i][2];
+	struct wf_model *m = open_rows(rows, cols);
+	struct wf_live lv;
+	ck_assert_int_eq(wf_live_init(&lv, m, perm_seg, NULL, count_notice, NULL), WF_OK);
+	uint64_t rb = cols * 4, size = rows * rb;
+	float *want = malloc(size), *got = malloc(size + 64);
+	ck_assert_ptr_nonnull(want);
+	ck_assert_ptr_nonnull(got);
+	unsigned seed = 7;
+	for (int to_hf = 0; to_hf < 2; to_hf++) {
+		memset(&perm_xf, 0, sizeof perm_xf);
+		perm_xf.t = &m->tensors[0];
+		perm_xf.perm_heads = heads;
+		perm_xf.perm_to_hf = to_hf;
+		for (uint64_t r = 0; r < rows; r++)
+			for (uint64_t c = 0; c < cols; c++)
+				want[r * cols + c] = (float)(perm_src(r, rows, heads, to_hf) * cols + c);
+		for (int pr = 0; pr < 2; pr++) {
+			wf_live_set_pread(pr);
+			for (int k = 0; k < 400; k++) {
+				uint64_t off, len;
+				if (k == 0) {
+					off = 0, len = size;
+				} else if (k < 40) { /* from a row or head boundary, give or take */
+					uint64_t at = (uint64_t)(rand_r(&seed) % rows) * (k % 2 ? rb : rb * (rows / heads) / 2);
+					off = (at % size + (uint64_t)(k % 3) - 1) % size;
+					len = (uint64_t)(k % 5 == 0 ? rb * (rows / heads) : rb * (uint64_t)(1 + rand_r(&seed) % 5));
+				} else {
+					off = (uint64_t)rand_r(&seed) % size;
+					len = k % 4 == 0 ? 1 : 1 + (uint64_t)rand_r(&seed) % (size - off + 16);
+				}
+				size_t g = 0;
+				memset(got, 0xa5, size + 64);
+				ck_assert_int_eq(wf_live_read(&lv, 0, off, (size_t)len, got, &g), WF_OK);
+				uint64_t exp = size - off < len ? size - off : len;
+				ck_assert_uint_eq(g, exp);
+				ck_assert_msg(memcmp(got, (uint8_t *)want + off, (size_t)exp) == 0,
+					      "rows %llu cols %llu heads %llu to_hf %d pread %d: [%llu, +%llu) differs",
+					      (unsigned long long)rows, (unsigned long long)cols, (unsigned long long)heads,
+					      to_hf, pr, (unsigned long long)off, (unsigned long long)len);
+			}
+		}
+	}
+	wf_live_set_pread(1);
+	free(want);
+	free(got);
+	wf_live_free(&lv);
+	close_copy(m);
+}
+END_TEST
+
 static Suite *live_suite(void)
 {
 	Suite *s = suite_create("live");
@@ -530,6 +653,7 @@ static Suite *live_suite(void)
 	tcase_add_test(tc, test_link_write_utime_unlinked);
 	tcase_add_test(tc, test_no_watch_is_strict);
 	tcase_add_test(tc, test_live_reads);
+	tcase_add_loop_test(tc, test_perm_rows, 0, 4);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("moments");
 	tcase_add_test(tc, test_parse_cut_short);
