@@ -178,9 +178,14 @@ static enum wf_err view_piece(struct wf_live *lv, struct touched *tc, const stru
 	return rc;
 }
 
-/* Bytes xform_piece copies before it fixes them: well inside L1/L2. */
+/* Float32 bytes quant_piece makes before it encodes them: well inside
+ * L1/L2. */
 #define XFORM_CHUNK (32u << 10)
 
+/* Bytes xform_floats reads before it fixes them: still in L2 for the
+ * fix, and one pread each (model.gguf, BF16 kept, at 0.81-0.93x the bf16
+ * view with 32 KiB, 0.94-1.00x with 256 KiB, 0.93-1.14x with 1 MiB: make
+ * bench part 15, load 1.5-2).  -DFIX_CHUNK=N to measure another. */
 #ifndef FIX_CHUNK
 #define FIX_CHUNK (256u << 10)
 #endif
