@@ -3,6 +3,8 @@
 #include "mount/wf_gen_int.h"
 #include "base/wf_buf.h"
 #include "base/wf_names.h"
+#include "model/wf_gguf_meta.h"
+#include "model/wf_meta.h"
 #include "view/wf_view.h"
 #include "codec/wf_types.h"
 
@@ -298,6 +300,42 @@ enum wf_err wf_meta_files(const char *json, size_t json_len, struct wf_meta_file
 	*files = c.files;
 	*n = c.n;
 	*text = c.text.data;
+	return WF_OK;
+}
+
+/* A GGUF's keys, each its raw bytes, from the file: decode_string of the
+ * key's JSON text gives back exactly those bytes (wf_buf_json_str's
+ * escapes and \udcXX stand-ins are undone), so the names are today's. */
+enum wf_err wf_meta_files_gguf(const struct wf_model *m, struct wf_meta_file **files, size_t *n)
+{
+	size_t nk = wf_gguf_meta_count(m->meta_gen);
+	struct wf_meta_file *f = calloc(nk ? nk : 1, sizeof *f);
+	struct wf_buf key = {0};
+	enum wf_err rc = f ? WF_OK : WF_ERR_NOMEM;
+	size_t i = 0;
+	for (; i < nk && rc == WF_OK; i++) {
+		key.len = 0;
+		if ((rc = wf_meta_gguf_key(m, i, &key, NULL)) == WF_OK && (key.oom || !(f[i].name = malloc(key.len + 1))))
+			rc = WF_ERR_NOMEM;
+		if (rc != WF_OK)
+			break;
+		memcpy(f[i].name, key.data ? key.data : "", key.len);
+		f[i].name[key.len] = '\0';
+		f[i].name_len = key.len;
+		f[i].len = (size_t)wf_gguf_meta_value_len(m->meta_gen, i);
+		f[i].json = wf_gguf_meta_key(m->meta_gen, i)->type != WF_GGUF_META_STR;
+	}
+	wf_buf_free(&key);
+	*files = NULL;
+	*n = 0;
+	if (rc != WF_OK) {
+		for (size_t j = 0; f && j < i; j++)
+			free(f[j].name);
+		free(f);
+		return rc;
+	}
+	*files = f;
+	*n = nk;
 	return WF_OK;
 }
 

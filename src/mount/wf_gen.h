@@ -40,7 +40,8 @@ enum wf_err wf_st_header(const struct wf_model *m, char **hdr, uint64_t *hdr_len
 struct wf_meta_file {
 	char *name;
 	size_t name_len;
-	const char *data;    /* into metadata.json, or into the owner's text buffer */
+	const char *data;    /* into metadata.json, or into the owner's text buffer; NULL for a GGUF's
+			      * (made on read: wf_meta_gguf_value with the file's number) */
 	size_t len;
 	bool json;           /* the value is JSON text (number, bool, array, object), not a string */
 };
@@ -53,5 +54,12 @@ struct wf_meta_file {
  * json is not an object (a bug). */
 enum wf_err wf_meta_files(const char *json, size_t json_len, struct wf_meta_file **files, size_t *n,
 			  char **text);
+
+/* The same for a GGUF model (m->meta_gen), whose text is never whole: file
+ * i is key i, named by the key's bytes; data is NULL and len the length
+ * of what wf_meta_gguf_value makes (a string's raw bytes, which are what
+ * wf_meta_files decoded from the text, or any other value's JSON text).
+ * Returns WF_OK, WF_ERR_NOMEM, or WF_ERR_CHANGED (the file changed). */
+enum wf_err wf_meta_files_gguf(const struct wf_model *m, struct wf_meta_file **files, size_t *n);
 
 #endif
