@@ -82,21 +82,42 @@ enum wf_err wf_meta_read(const struct wf_model *m, uint64_t off, size_t n, char 
 	return gen_fail(rc, err);
 }
 
-enum wf_err wf_meta_gguf_key(const struct wf_model *m, size_t i, struct wf_buf *out, char *err)
+enum wf_err wf_meta_gguf_key_read(const struct wf_model *m, size_t i, uint64_t off, size_t n, char *buf, char *err)
 {
 	if (!m->meta_gen || i >= wf_gguf_meta_count(m->meta_gen))
 		return gen_fail(WF_ERR_RANGE, err);
 	const struct wf_gguf_meta_key *k = wf_gguf_meta_key(m->meta_gen, i);
+	if (off > k->key_len || n > k->key_len - off)
+		return gen_fail(WF_ERR_RANGE, err);
 	const uint8_t *data;
 	enum wf_err rc = part0(m, &data, err);
 	if (rc != WF_OK)
 		return rc;
-	if (k->key > m->parts[0].len || k->key_len > m->parts[0].len - k->key)
+	/* the key's length before its bytes must still be the one parsed */
+	if (k->key < 8 || k->key > m->parts[0].len || k->key_len > m->parts[0].len - k->key ||
+	    wf_le64(data + k->key - 8) != k->key_len)
 		rc = WF_ERR_CHANGED;
 	else
-		wf_buf_put(out, data + k->key, (size_t)k->key_len);
+		memcpy(buf, data + k->key + off, n);
 	wf_maps_put(m->maps, m->parts, 0);
 	return gen_fail(rc, err);
+}
+
+enum wf_err wf_meta_gguf_key(const struct wf_model *m, size_t i, struct wf_buf *out, char *err)
+{
+	if (!m->meta_gen || i >= wf_gguf_meta_count(m->meta_gen))
+		return gen_fail(WF_ERR_RANGE, err);
+	uint64_t n = wf_gguf_meta_key(m->meta_gen, i)->key_len;
+	size_t at = out->len;
+	wf_buf_put(out, "", 0);
+	for (uint64_t k = 0; k < n && !out->oom; k++)
+		wf_buf_putc(out, '\0'); /* room, filled below */
+	if (out->oom)
+		return gen_fail(WF_ERR_NOMEM, err);
+	enum wf_err rc = wf_meta_gguf_key_read(m, i, 0, (size_t)n, out->data + at, err);
+	if (rc != WF_OK)
+		out->len = at;
+	return rc;
 }
 
 enum wf_err wf_meta_gguf_value(const struct wf_model *m, size_t i, uint64_t off, size_t n, char *buf, char *err)

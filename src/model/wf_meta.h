@@ -66,6 +66,8 @@ enum wf_err wf_meta_append(const struct wf_model *m, struct wf_buf *out, char *e
  * (a string's raw bytes, any other value its JSON text: wf_gguf_meta.h)
  * into buf.  Return as wf_meta_read. */
 enum wf_err wf_meta_gguf_key(const struct wf_model *m, size_t i, struct wf_buf *out, char *err);
+/* Bytes [off, off + n) of key i's raw bytes into buf (a key can be long). */
+enum wf_err wf_meta_gguf_key_read(const struct wf_model *m, size_t i, uint64_t off, size_t n, char *buf, char *err);
 enum wf_err wf_meta_gguf_value(const struct wf_model *m, size_t i, uint64_t off, size_t n, char *buf, char *err);
 
 #endif

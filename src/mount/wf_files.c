@@ -124,7 +124,7 @@ static void window_seg(const struct wf_tree *t, int which, size_t idx, uint64_t 
 	seg->start = w->lo;
 	seg->len = w->len;
 	seg->bytes = w->buf;
-	seg->of_part0 = which == W_MJ || which == W_MV;
+	seg->of_part0 = which == W_MJ || which == W_MV || (which == W_ST && t->m->meta_gen);
 }
 
 uint64_t wf_files_size(const struct wf_tree *t, uint32_t idx)
