@@ -373,6 +373,13 @@ const struct wf_gguf_meta_key *wf_gguf_meta_key(const struct wf_gguf_meta *g, si
 	return &g->keys[i];
 }
 
+/* Whether the walk at c (k.pos bytes out) is where checkpoint p says. */
+static bool same_cur(const struct cur *c, uint64_t out, const struct cur *p)
+{
+	return out == p->out && c->pos == p->pos && c->end == p->end && c->j == p->j && c->kv == p->kv &&
+	       c->ph == p->ph;
+}
+
 enum wf_err wf_gguf_meta_read(const struct wf_gguf_meta *g, const uint8_t *data, uint64_t len, uint64_t off,
 			      size_t n, char *buf)
 {
@@ -396,6 +403,16 @@ enum wf_err wf_gguf_meta_read(const struct wf_gguf_meta *g, const uint8_t *data,
 	struct wf_gguf_meta *gw = (struct wf_gguf_meta *)g;
 	while (c.ph != P_DONE && !k.bad && !k.t.oom && k.pos < k.hi)
 		step(gw, &c, &k);
+	/* then on to the next checkpoint, which the walk must meet exactly: a
+	 * length in the file changed since it was measured moves the walk off
+	 * it, even when the value's end is far past this window */
+	size_t nx = lo + 1;
+	while (nx < g->n_cps && g->cps[nx].out < k.pos)
+		nx++;
+	while (nx < g->n_cps && c.ph != P_DONE && !k.bad && !k.t.oom && k.pos < g->cps[nx].out)
+		step(gw, &c, &k);
+	if (nx < g->n_cps && !k.t.oom && !k.bad && !same_cur(&c, k.pos, &g->cps[nx]))
+		k.bad = true;
 	bool oom = k.t.oom;
 	wf_buf_free(&k.t);
 	if (oom)

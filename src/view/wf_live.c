@@ -486,7 +486,7 @@ static enum wf_err copy_segments(struct wf_live *lv, struct touched *tc, const s
 	size_t done = 0;
 	enum wf_err rc = WF_OK;
 	while (done < j->len) {
-		struct wf_seg seg;
+		struct wf_seg seg = {.kind = WF_SEG_NONE}; /* a seg function may set only the fields it needs */
 		lv->seg(lv->files, j->file, j->off + done, &seg);
 		if (seg.kind == WF_SEG_NONE)
 			break;
