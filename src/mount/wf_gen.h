@@ -32,8 +32,10 @@ size_t wf_npy_header(const struct wf_tensor *t, char *out);
  * are not valid UTF-8 (which safetensors cannot hold) have each stray byte
  * written as the character U+00XX, and "~N" added should that make two
  * names equal.  *offsets gets n_tensors + 1 entries: where each tensor's
- * data starts after the header, and the end.  Returns WF_OK or
- * WF_ERR_NOMEM. */
+ * data starts after the header, and the end.  m must keep its text
+ * (m->metadata_json: a safetensors model, or a test's oracle; the mount
+ * makes a GGUF's header a window at a time, wf_st_stream.h).  Returns
+ * WF_OK, WF_ERR_NOMEM, or WF_ERR_FORMAT when there is no text. */
 enum wf_err wf_st_header(const struct wf_model *m, char **hdr, uint64_t *hdr_len, uint64_t **offsets);
 
 /* One metadata key as a file: name is the key's bytes, data its text. */
