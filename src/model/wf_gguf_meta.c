@@ -133,17 +133,18 @@ static void put_scalar(struct sink *k, uint32_t t, const uint8_t *p)
 	/* ggml reads any non-zero byte as true */
 	case GV_BOOL: n = snprintf(s, sizeof s, "%s", p[0] ? "true" : "false"); break;
 	case GV_F32: case GV_F64: {
-		uint32_t u32 = wf_le32(p);
-		uint64_t u64 = wf_le64(p);
-		float f;
-		double d;
-		memcpy(&f, &u32, 4);
-		memcpy(&d, &u64, 8);
 		k->t.len = 0;
-		if (t == GV_F32)
+		if (t == GV_F32) { /* 4 bytes only: a value may end the file */
+			uint32_t u32 = wf_le32(p);
+			float f;
+			memcpy(&f, &u32, 4);
 			wf_buf_json_f32(&k->t, f);
-		else
+		} else {
+			uint64_t u64 = wf_le64(p);
+			double d;
+			memcpy(&d, &u64, 8);
 			wf_buf_json_f64(&k->t, d);
+		}
 		if (k->t.oom)
 			return;
 		put(k, k->t.data, k->t.len);

@@ -404,6 +404,37 @@ START_TEST(test_empty)
 }
 END_TEST
 
+/* Values that end the file, in a buffer of exactly its bytes: nothing is
+ * read past a value (an f32 once was read as 8 bytes). */
+START_TEST(test_value_ends_file)
+{
+	static const uint32_t types[] = {GV_F32, GV_U8, GV_U16, GV_F64, GV_STR, GV_ARR};
+	for (size_t i = 0; i < sizeof types / sizeof *types; i++) {
+		struct wf_buf b = {0};
+		wf_buf_put(&b, "GGUF", 4);
+		u32(&b, 3);
+		u64(&b, 0);
+		u64(&b, 1);
+		key(&b, "last", types[i]);
+		if (types[i] == GV_STR) {
+			gstr(&b, "\xc3", 1);
+		} else if (types[i] == GV_ARR) {
+			u32(&b, GV_F32);
+			u64(&b, 3);
+			for (int j = 0; j < 3; j++)
+				scalar(&b, GV_F32, 0x3fc00000u + (uint64_t)j);
+		} else {
+			scalar(&b, types[i], 0x40490fdb40490fdbull);
+		}
+		uint8_t *exact = malloc(b.len);
+		memcpy(exact, b.data, b.len);
+		check_bytes(exact, b.len, "a value ending the file");
+		free(exact);
+		wf_buf_free(&b);
+	}
+}
+END_TEST
+
 /* A 2,000,000-element bool array: the generator keeps a checkpoint per
  * step of text, not the text (13 MB) nor a record per element. */
 START_TEST(test_bool_array_small_state)
@@ -488,6 +519,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_oracle_files);
 	tcase_add_test(tc, test_made_files);
 	tcase_add_test(tc, test_empty);
+	tcase_add_test(tc, test_value_ends_file);
 	tcase_add_test(tc, test_bool_array_small_state);
 	tcase_add_test(tc, test_changed);
 	suite_add_tcase(s, tc);
