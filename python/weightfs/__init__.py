@@ -483,6 +483,9 @@ class Model:
             n = ctypes.c_size_t()
             with self._handle() as h:
                 p = _lib.weightfs_metadata_json(h, ctypes.byref(n))
+                if not p:  # a GGUF's text is made on first use: the file changed, or no memory
+                    raise WeightfsError(_ECHANGED, "%s: cannot make metadata.json (the file changed, "
+                                        "or out of memory)" % self.path)
                 text = ctypes.string_at(p, n.value)
             self._metadata = json.loads(text.decode("utf-8", "surrogateescape"))
         return self._metadata

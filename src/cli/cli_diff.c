@@ -14,6 +14,7 @@
 #include "cli/cli_int.h"
 #include "cli/cli_look.h"
 #include "model/wf_gguf.h"
+#include "model/wf_maps.h"
 #include "model/wf_gguf_w.h"
 #include "view/wf_diff.h"
 #include "view/wf_view.h"
@@ -134,14 +135,21 @@ static void from_gguf(struct side *s)
 	struct md_keys k = {0};
 	char err[WF_ERRLEN], arch[40];
 	const struct wf_model *m = s->cm.m;
-	if (wf_gguf_kvs(m->data, m->data_len, md_key, &k, err) != WF_OK || !k.arch || k.arch_len >= sizeof arch ||
-	    memchr(k.arch, 0, k.arch_len))
+	const uint8_t *data; /* the key/values are in parts[0], which a set of many parts maps on use */
+	if (m->n_parts == 0 || wf_maps_get(m->maps, m->parts, 0, &data, err) != WF_OK)
 		return;
+	uint64_t len = m->parts[0].len;
+	bool ok = wf_gguf_kvs(data, len, md_key, &k, err) == WF_OK && k.arch && k.arch_len < sizeof arch &&
+		  !memchr(k.arch, 0, k.arch_len);
 	k.second = true;
-	if (wf_gguf_kvs(m->data, m->data_len, md_key, &k, err) != WF_OK)
+	ok = ok && wf_gguf_kvs(data, len, md_key, &k, err) == WF_OK;
+	if (ok) {
+		memcpy(arch, k.arch, k.arch_len);
+		arch[k.arch_len] = 0;
+	}
+	wf_maps_put(m->maps, m->parts, 0);
+	if (!ok)
 		return;
-	memcpy(arch, k.arch, k.arch_len);
-	arch[k.arch_len] = 0;
 	set_arch(s, arch);
 	s->heads = k.heads;
 	/* llama.cpp's default: as many as query heads */
@@ -153,7 +161,7 @@ static void from_gguf(struct side *s)
  * already, so its tree costs no more than the parse did). */
 static void from_metadata(struct side *s)
 {
-	if (s->cm.m->format == WF_FMT_GGUF && wf_gguf_magic(s->cm.m->data, s->cm.m->data_len)) {
+	if (s->cm.m->format == WF_FMT_GGUF) { /* its metadata.json is never whole (wf_meta.h) */
 		from_gguf(s);
 		return;
 	}

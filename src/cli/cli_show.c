@@ -1,6 +1,7 @@
 /* cli_show.c - weightfs ls, info and cat: a mount's listing, metadata and
  * file bytes without mounting. */
 #include "cli/cli.h"
+#include "model/wf_meta.h"
 #include "cli/cli_int.h"
 #include "cli/cli_look.h"
 #include "base/wf_buf.h"
@@ -121,6 +122,8 @@ int cli_info(struct cli_session *s, const struct cli_opts *o)
 		return 0;
 	}
 	struct wf_buf line = {0};
+	/* 100 columns show at most 404 bytes: more than that is cut alike */
+	char shown[512];
 	for (size_t i = 0; i < t->n_meta; i++) {
 		size_t cols;
 		line.len = 0;
@@ -136,7 +139,14 @@ int cli_info(struct cli_session *s, const struct cli_opts *o)
 		for (; cols < kw; cols++)
 			wf_buf_putc(&line, ' ');
 		wf_buf_puts(&line, "  ");
-		cli_display(&line, f->data, f->len, 100);
+		const char *v = f->data;
+		size_t vn = f->len;
+		if (!v) { /* a GGUF's, made from the file (wf_meta.h): what 100 columns can show */
+			vn = vn < sizeof shown ? vn : sizeof shown;
+			v = wf_meta_gguf_value(t->m, i, 0, vn, shown, NULL) == WF_OK ? shown : "";
+			vn = v == shown ? vn : 0;
+		}
+		cli_display(&line, v, vn, 100);
 		if (f->len > 100)
 			wf_buf_printf(&line, " (%zu bytes)", f->len);
 		wf_buf_putc(&line, '\n');

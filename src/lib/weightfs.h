@@ -220,7 +220,13 @@ WEIGHTFS_API int weightfs_hf_read_parallel(weightfs_model *m, int file, uint64_t
 					   size_t *got, unsigned nthreads, char *err, size_t errlen);
 
 /* The model's metadata as a JSON object (GGUF key/values, or the
- * safetensors __metadata__), *len bytes, NUL-terminated; lives as long as m. */
+ * safetensors __metadata__), *len bytes, NUL-terminated; lives as long as m
+ * (freed by weightfs_close).  A safetensors model's text is kept from open.
+ * A GGUF's is not (it can be many times the header: a 20,000,000-element
+ * bool array is 130 MB of text): the first call makes it from the file and
+ * keeps it in m; later calls return that copy.  Safe to call from several
+ * threads at once.  Returns NULL (with *len 0) when the text cannot be
+ * made: out of memory, or the file changed or shrank since it was opened. */
 WEIGHTFS_API const char *weightfs_metadata_json(const weightfs_model *m, size_t *len);
 
 /* "f32", "f16", "bf16", "stored" (also "float32", "float16", "bfloat16")

@@ -9,6 +9,7 @@
 #include "view/wf_hf_file.h"
 #include "view/wf_live.h"
 #include "model/wf_set.h"
+#include "model/wf_meta.h"
 #include "codec/wf_types.h"
 #include "view/wf_view.h"
 #include "view/wf_hfq.h"
@@ -42,6 +43,11 @@ struct weightfs_model {
 	int hf_dtype;
 	struct wf_live hf_lv;  /* reads of its files (hf_seg) */
 	bool hf_lv_ok;
+	/* a GGUF's metadata.json, never kept by the model (wf_meta.h): made
+	 * whole on the first weightfs_metadata_json, under meta_lock */
+	pthread_mutex_t meta_lock;
+	char *meta;
+	size_t meta_len;
 };
 
 /* The view a public dtype asks for (WEIGHTFS_F32..WEIGHTFS_STORED). */
@@ -87,6 +93,7 @@ WEIGHTFS_API int weightfs_open(const char *path, int dtype, weightfs_model **out
 	weightfs_model *h = calloc(1, sizeof *h);
 	if (!h)
 		return wf_api_fail(err, errlen, WEIGHTFS_ENOMEM, "%s: out of memory", qp);
+	pthread_mutex_init(&h->meta_lock, NULL);
 	h->dtype = dtype;
 	enum wf_err rc = wf_set_open(&h->m, path, msg);
 	if (rc != WF_OK) {
@@ -142,6 +149,8 @@ WEIGHTFS_API void weightfs_close(weightfs_model *h)
 	free(h->stored_of);
 	wf_live_free(&h->lv);
 	wf_model_free(h->m);
+	free(h->meta);
+	pthread_mutex_destroy(&h->meta_lock);
 	free(h);
 }
 
@@ -553,12 +562,30 @@ WEIGHTFS_API int weightfs_hf_read_parallel(weightfs_model *h, int file, uint64_t
 	return WEIGHTFS_OK;
 }
 
-WEIGHTFS_API const char *weightfs_metadata_json(const weightfs_model *h, size_t *len)
+WEIGHTFS_API const char *weightfs_metadata_json(const weightfs_model *ch, size_t *len)
 {
 	static const char empty[] = "{}";
-	const char *s = h && h->m->metadata_json ? h->m->metadata_json : empty;
 	if (len)
-		*len = h && h->m->metadata_json ? h->m->metadata_json_len : sizeof empty - 1;
+		*len = 0;
+	if (!ch) {
+		if (len)
+			*len = sizeof empty - 1;
+		return empty;
+	}
+	if (!ch->m->meta_gen) { /* a safetensors model keeps its text */
+		if (len)
+			*len = ch->m->metadata_json ? ch->m->metadata_json_len : sizeof empty - 1;
+		return ch->m->metadata_json ? ch->m->metadata_json : empty;
+	}
+	/* the handle is the caller's; only this cache in it changes */
+	weightfs_model *h = (weightfs_model *)ch;
+	pthread_mutex_lock(&h->meta_lock);
+	if (!h->meta && wf_meta_dup(h->m, &h->meta, &h->meta_len, NULL) != WF_OK)
+		h->meta = NULL;
+	const char *s = h->meta;
+	if (s && len)
+		*len = h->meta_len;
+	pthread_mutex_unlock(&h->meta_lock);
 	return s;
 }
 

@@ -108,6 +108,8 @@ static void any_kvs(const struct wf_model *m, const struct wf_arch_in *in, struc
 	wf_gguf_w_str(w, "general.type", "model", 5);
 	if (in->name)
 		wf_gguf_w_str(w, "general.name", in->name, strlen(in->name));
+	/* a safetensors model's text (a GGUF is planned by wf_arch_plan_gguf,
+	 * never here: its text is never whole, wf_meta.h) */
 	cJSON *md = m->metadata_json ? cJSON_ParseWithLength(m->metadata_json, m->metadata_json_len) : NULL;
 	for (const cJSON *e = cJSON_IsObject(md) ? md->child : NULL; e; e = e->next)
 		if (e->string && strlen(e->string) < 200 && snprintf(key, sizeof key, "safetensors.metadata.%s", e->string) > 0 &&

@@ -11,9 +11,8 @@
  * small file present many times its size (docs/security.md).
  */
 #include "model/wf_gguf.h"
-#include "base/wf_buf.h"
 #include "base/wf_names.h"
-#include "model/wf_meta.h"
+#include "model/wf_gguf_meta.h"
 #include "codec/wf_types.h"
 
 #include <stdio.h>
@@ -92,6 +91,7 @@ struct kv {
 	uint32_t elem;      /* element type for arrays */
 	uint64_t count;     /* elements for arrays */
 	uint64_t val;       /* buffer offset of the value (after type, elem, count) */
+	uint64_t end;       /* buffer offset just past the value */
 };
 
 /* Skips over a value of type t (elem/count for arrays already read),
@@ -133,74 +133,25 @@ static enum wf_err skip_value(struct cur *c, uint32_t t, uint32_t elem, uint64_t
 	return WF_OK;
 }
 
-/* Appends one scalar at p as JSON. */
-static void json_scalar(struct wf_buf *b, uint32_t t, const uint8_t *p)
-{
-	uint32_t u32;
-	uint64_t u64;
-	float f;
-	double d;
-	switch (t) {
-	case GV_U8: wf_buf_printf(b, "%u", p[0]); break;
-	case GV_I8: wf_buf_printf(b, "%d", (int8_t)p[0]); break;
-	case GV_U16: wf_buf_printf(b, "%u", wf_le16(p)); break;
-	case GV_I16: wf_buf_printf(b, "%d", (int16_t)wf_le16(p)); break;
-	case GV_U32: wf_buf_printf(b, "%" PRIu32, wf_le32(p)); break;
-	case GV_I32: wf_buf_printf(b, "%" PRId32, (int32_t)wf_le32(p)); break;
-	case GV_U64: wf_buf_printf(b, "%" PRIu64, wf_le64(p)); break;
-	case GV_I64: wf_buf_printf(b, "%" PRId64, (int64_t)wf_le64(p)); break;
-	/* ggml reads any non-zero byte as true */
-	case GV_BOOL: wf_buf_puts(b, p[0] ? "true" : "false"); break;
-	case GV_F32:
-		u32 = wf_le32(p);
-		memcpy(&f, &u32, 4);
-		wf_buf_json_f32(b, f);
-		break;
-	case GV_F64:
-		u64 = wf_le64(p);
-		memcpy(&d, &u64, 8);
-		wf_buf_json_f64(b, d);
-		break;
-	}
-}
-
-/* Appends a string value at buffer offset *pos (already validated). */
-static void json_gstr(struct wf_buf *b, const uint8_t *base, uint64_t *pos)
-{
-	uint64_t n = wf_le64(base + *pos);
-	wf_buf_json_str(b, base + *pos + 8, (size_t)n);
-	*pos += 8 + n;
-}
-
-/* metadata.json: every key/value pair, in file order (wf_meta.h). */
+/* metadata.json: every key/value pair, in file order, made a window at a
+ * time on read (wf_gguf_meta.h); here only measured. */
 static enum wf_err metadata_json(struct wf_model *m, const struct kv *kvs, uint64_t n_kv, char *err)
 {
-	struct wf_meta_json w = {0};
-	struct wf_buf *b = &w.b;
-	for (uint64_t i = 0; i < n_kv && !b->oom; i++) {
+	struct wf_gguf_meta_key *keys = calloc(n_kv ? n_kv : 1, sizeof *keys);
+	if (!keys)
+		return wf_fail(err, WF_ERR_NOMEM, "out of memory for metadata.json");
+	for (uint64_t i = 0; i < n_kv; i++) {
 		const struct kv *kv = &kvs[i];
-		wf_meta_json_key(&w, kv->key, (size_t)kv->key_len);
-		uint64_t pos = kv->val;
-		if (kv->type == GV_STR) {
-			json_gstr(b, m->data, &pos);
-		} else if (kv->type == GV_ARR) {
-			wf_buf_putc(b, '[');
-			for (uint64_t j = 0; j < kv->count && !b->oom; j++) {
-				if (j)
-					wf_buf_puts(b, ", ");
-				if (kv->elem == GV_STR) {
-					json_gstr(b, m->data, &pos);
-				} else {
-					json_scalar(b, kv->elem, m->data + pos);
-					pos += vtype_size[kv->elem];
-				}
-			}
-			wf_buf_putc(b, ']');
-		} else {
-			json_scalar(b, kv->type, m->data + pos);
-		}
+		keys[i] = (struct wf_gguf_meta_key){.key = (uint64_t)(kv->key - m->data), .key_len = kv->key_len,
+						    .val = kv->val, .end = kv->end, .count = kv->count,
+						    .type = (uint8_t)kv->type, .elem = (uint8_t)kv->elem};
 	}
-	return wf_meta_json_finish(&w, m, err);
+	enum wf_err rc = wf_gguf_meta_new(m->data, m->data_len, keys, (size_t)n_kv, &m->meta_gen);
+	if (rc == WF_ERR_NOMEM)
+		return wf_fail(err, rc, "out of memory writing metadata.json");
+	if (rc != WF_OK)
+		return wf_fail(err, rc, "metadata.json: the file changed while it was read");
+	return WF_OK;
 }
 
 /* The integer value of kv into *v; false if kv is not of an integer type
@@ -314,6 +265,7 @@ static enum wf_err parse_kvs(struct cur *c, struct wf_model *m, uint64_t n_kv, s
 		kv->val = c->pos;
 		if ((rc = skip_value(c, kv->type, kv->elem, kv->count)))
 			goto out;
+		kv->end = c->pos;
 		if ((rc = known_key(c, m, kv, what)))
 			goto out;
 	}

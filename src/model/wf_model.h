@@ -23,6 +23,8 @@ enum wf_format {
 	WF_FMT_SAFETENSORS,
 };
 
+struct wf_gguf_meta;
+
 struct wf_tensor {
 	char *name;          /* name bytes as stored, NUL-terminated; may hold NUL or invalid UTF-8 */
 	size_t name_len;     /* bytes in name, excluding the terminator */
@@ -63,8 +65,12 @@ struct wf_model {
 	int64_t split_tensors;   /* GGUF split.tensors.count: tensors in the whole set; -1 if absent */
 	struct wf_tensor *tensors; /* [n_tensors], in the order the file lists them */
 	size_t n_tensors;
-	char *metadata_json;     /* metadata.json: GGUF key/values or safetensors __metadata__ */
+	char *metadata_json;     /* metadata.json of a safetensors model (its __metadata__), kept whole;
+				  * NULL for a GGUF, whose text is made on read from meta_gen.
+				  * Read either through wf_meta.h (wf_meta_len, wf_meta_read) */
 	size_t metadata_json_len;
+	struct wf_gguf_meta *meta_gen; /* a GGUF's metadata.json, made a window at a time from parts[0]'s
+					* key/values (wf_gguf_meta.h); else NULL */
 	struct wf_part *parts;   /* [n_parts]: the files behind the tensors; parts[0] holds data */
 	uint32_t n_parts;
 	struct wf_sidecar *sidecars; /* [n_sidecars]: a model folder's other small files */

@@ -251,10 +251,26 @@ static enum wf_err st_metadata(struct wf_set_loader *L, struct wf_model *m, stru
 	return wf_meta_json_finish(&w, m, L->err);
 }
 
-/* parts.json: what each file is and holds, with its own metadata whole. */
-static void parts_json(struct wf_buf *b, struct wf_model **parts, uint32_t n, enum wf_set_form form,
-		       const char *index_name, const cJSON *index_md)
+/* Appends part p's metadata.json to b.  A GGUF part's is made from its
+ * file (wf_meta.h), which a set of many parts has unmapped by now
+ * (drop_map): it is mapped for the while through a pool of its own. */
+static enum wf_err part_metadata(struct wf_model *p, struct wf_buf *b, char *err)
 {
+	if (!p->meta_gen || p->parts[0].data)
+		return wf_meta_append(p, b, err);
+	if (!(p->maps = wf_maps_new(1, 1)))
+		return wf_fail(err, WF_ERR_NOMEM, "out of memory for parts.json");
+	enum wf_err rc = wf_meta_append(p, b, err);
+	wf_maps_free(p->maps, p->parts);
+	p->maps = NULL;
+	return rc;
+}
+
+/* parts.json: what each file is and holds, with its own metadata whole. */
+static enum wf_err parts_json(struct wf_buf *b, struct wf_model **parts, uint32_t n, enum wf_set_form form,
+			      const char *index_name, const cJSON *index_md, char *err)
+{
+	enum wf_err rc;
 	wf_buf_printf(b, "{\"form\": \"%s\",", form_name[form]);
 	if (index_name) {
 		wf_buf_puts(b, "\n \"index\": {\"file\": ");
@@ -267,7 +283,7 @@ static void parts_json(struct wf_buf *b, struct wf_model **parts, uint32_t n, en
 	}
 	wf_buf_puts(b, "\n \"files\": [");
 	for (uint32_t i = 0; i < n && !b->oom; i++) {
-		const struct wf_model *p = parts[i];
+		struct wf_model *p = parts[i];
 		wf_buf_puts(b, i ? ",\n  {\"file\": " : "\n  {\"file\": ");
 		wf_buf_json_str(b, p->parts[0].name, strlen(p->parts[0].name));
 		wf_buf_printf(b, ", \"size\": %" PRIu64 ", \"format\": \"%s\"", p->parts[0].len,
@@ -276,14 +292,15 @@ static void parts_json(struct wf_buf *b, struct wf_model **parts, uint32_t n, en
 			wf_buf_printf(b, ", \"version\": %u, \"alignment\": %u", p->version, p->alignment);
 		wf_buf_printf(b, ", \"data_offset\": %" PRIu64 ", \"tensors\": %zu, \"metadata_count\": %" PRIu64
 			      ", \"metadata\": ", p->data_offset, p->n_tensors, p->n_kv);
+		if ((rc = part_metadata(p, b, err)) != WF_OK)
+			return rc;
 		/* metadata.json ends in a newline; keep each file on its own lines */
-		size_t len = p->metadata_json_len;
-		while (len && p->metadata_json[len - 1] == '\n')
-			len--;
-		wf_buf_put(b, p->metadata_json, len);
+		while (b->len && b->data[b->len - 1] == '\n')
+			b->len--;
 		wf_buf_putc(b, '}');
 	}
 	wf_buf_puts(b, "\n ]\n}\n");
+	return b->oom ? wf_fail(err, WF_ERR_NOMEM, "out of memory for parts.json") : WF_OK;
 }
 
 /* Tensor names must be unique across the parts: a name in two would be
@@ -345,17 +362,18 @@ enum wf_err wf_set_merge(struct wf_set_loader *L, struct wf_model **parts, uint3
 			goto out;
 		}
 	}
-	parts_json(&pj, parts, n, form, index_name, index_md);
+	if ((rc = parts_json(&pj, parts, n, form, index_name, index_md, L->err)) != WF_OK)
+		goto out;
 	if (!wf_buf_finish(&pj)) {
 		rc = wf_fail(L->err, WF_ERR_NOMEM, "out of memory for parts.json");
 		goto out;
 	}
 	if (m->format == WF_FMT_GGUF) {
-		/* llama.cpp reads a split model's key/values from its first part */
-		m->metadata_json = parts[0]->metadata_json;
-		m->metadata_json_len = parts[0]->metadata_json_len;
+		/* llama.cpp reads a split model's key/values from its first part,
+		 * which becomes the set's parts[0] below */
+		m->meta_gen = parts[0]->meta_gen;
 		m->n_kv = parts[0]->n_kv;
-		parts[0]->metadata_json = NULL;
+		parts[0]->meta_gen = NULL;
 	} else if ((rc = st_metadata(L, m, parts, n, index_md)) != WF_OK) {
 		goto out;
 	}

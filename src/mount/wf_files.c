@@ -4,6 +4,7 @@
 #include "mount/wf_preview.h"
 #include "mount/wf_st_stream.h"
 #include "mount/wf_tj.h"
+#include "model/wf_meta.h"
 #include "view/wf_gguf_file.h"
 #include "view/wf_hf_file.h"
 
@@ -12,15 +13,17 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* model.safetensors' header and tensors.json are not kept (wf_st_stream.h,
- * wf_tj.h): each reading thread keeps the last window of each it made,
- * freed when the thread ends. */
+/* model.safetensors' header, tensors.json and a GGUF's metadata.json (and
+ * its metadata/ files) are not kept (wf_st_stream.h, wf_tj.h, wf_meta.h):
+ * each reading thread keeps the last window of each it made, freed when
+ * the thread ends. */
 #define WIN ((size_t)256 << 10)
 
-enum { W_ST, W_TJ, N_WIN };
+enum { W_ST, W_TJ, W_MJ, W_MV, N_WIN };
 
 struct st_win {
 	uint64_t id;     /* the stream it is from; 0: none */
+	size_t idx;      /* W_MV: the key */
 	uint64_t lo;
 	size_t len;
 	char *buf;       /* WIN bytes */
@@ -43,8 +46,8 @@ static void win_init(void)
 	win_ok = pthread_key_create(&win_key, win_free) == 0;
 }
 
-/* The calling thread's window `which` (W_ST, W_TJ), its buffer made; NULL
- * when out of memory. */
+/* The calling thread's window `which` (W_ST, W_TJ, ...), its buffer made;
+ * NULL when out of memory. */
 static struct st_win *thread_win(int which)
 {
 	pthread_once(&win_once, win_init);
@@ -62,43 +65,66 @@ static struct st_win *thread_win(int which)
 	return &w[which];
 }
 
-/* The calling thread's window of model.safetensors' header (W_ST) or of
- * tensors.json (W_TJ) holding byte off; NULL when out of memory. */
-static const struct st_win *window(const struct wf_tree *t, int which, uint64_t off)
+/* What window `which` is of: its stream's number and its length. */
+static uint64_t win_source(const struct wf_tree *t, int which, size_t idx, uint64_t *total)
+{
+	switch (which) {
+	case W_ST: *total = t->st_header_len; return wf_st_stream_id(t->st_stream);
+	case W_TJ: *total = t->tj_len; return wf_tj_id(t->tj);
+	case W_MJ: *total = wf_meta_len(t->m); return t->meta_id;
+	default: *total = t->meta[idx].len; return t->meta_id;
+	}
+}
+
+static enum wf_err win_make(const struct wf_tree *t, int which, size_t idx, uint64_t lo, size_t n, char *buf)
+{
+	switch (which) {
+	case W_ST: return wf_st_stream_read(t->st_stream, lo, n, buf);
+	case W_TJ: return wf_tj_read(t->tj, lo, n, buf);
+	case W_MJ: return wf_meta_read(t->m, lo, n, buf, NULL);
+	default: return wf_meta_gguf_value(t->m, idx, lo, n, buf, NULL);
+	}
+}
+
+/* The calling thread's window `which` holding byte off (of key idx's file
+ * for W_MV); NULL with *rc set when it cannot be made. */
+static const struct st_win *window(const struct wf_tree *t, int which, size_t idx, uint64_t off, enum wf_err *rc)
 {
 	struct st_win *w = thread_win(which);
+	*rc = WF_ERR_NOMEM;
 	if (!w)
 		return NULL;
-	uint64_t id = which == W_ST ? wf_st_stream_id(t->st_stream) : wf_tj_id(t->tj);
-	if (w->id == id && off >= w->lo && off - w->lo < w->len)
+	uint64_t total, id = win_source(t, which, idx, &total);
+	if (w->id == id && w->idx == idx && off >= w->lo && off - w->lo < w->len)
 		return w;
-	uint64_t total = which == W_ST ? t->st_header_len : t->tj_len;
 	uint64_t lo = off - off % WIN, n = total - lo;
 	w->id = 0;
 	if (n > WIN)
 		n = WIN;
-	enum wf_err rc = which == W_ST ? wf_st_stream_read(t->st_stream, lo, (size_t)n, w->buf)
-				       : wf_tj_read(t->tj, lo, (size_t)n, w->buf);
-	if (rc != WF_OK)
+	if ((*rc = win_make(t, which, idx, lo, (size_t)n, w->buf)) != WF_OK)
 		return NULL;
 	w->id = id;
+	w->idx = idx;
 	w->lo = lo;
 	w->len = (size_t)n;
 	return w;
 }
 
-/* A window's bytes as the segment holding off. */
-static void window_seg(const struct wf_tree *t, int which, uint64_t off, struct wf_seg *seg)
+/* A window's bytes as the segment holding off.  Those of a GGUF's
+ * metadata are made from its first file, which the read then checks. */
+static void window_seg(const struct wf_tree *t, int which, size_t idx, uint64_t off, struct wf_seg *seg)
 {
-	const struct st_win *w = window(t, which, off);
+	enum wf_err rc;
+	const struct st_win *w = window(t, which, idx, off, &rc);
 	if (!w) {
-		seg->kind = WF_SEG_NOMEM;
+		seg->kind = rc == WF_ERR_CHANGED || rc == WF_ERR_IO ? WF_SEG_CHANGED : WF_SEG_NOMEM;
 		return;
 	}
 	seg->kind = WF_SEG_BYTES;
 	seg->start = w->lo;
 	seg->len = w->len;
 	seg->bytes = w->buf;
+	seg->of_part0 = which == W_MJ || which == W_MV || (which == W_ST && t->m->meta_gen);
 }
 
 uint64_t wf_files_size(const struct wf_tree *t, uint32_t idx)
@@ -111,6 +137,10 @@ uint64_t wf_files_size(const struct wf_tree *t, uint32_t idx)
 		return nd->blob_len;
 	case WF_NODE_TJSON:
 		return t->tj_len;
+	case WF_NODE_MJSON:
+		return wf_meta_len(t->m);
+	case WF_NODE_MVAL:
+		return nd->blob_len;
 	case WF_NODE_MODEL_ST:
 		return t->st_header_len + t->st_offsets[t->m->n_tensors];
 	case WF_NODE_MODEL_GGUF:
@@ -169,7 +199,7 @@ void wf_files_seg(const void *tree, uint32_t idx, uint64_t off, struct wf_seg *s
 	} else if (nd->kind == WF_NODE_MODEL_ST) {
 		head = t->st_header_len;
 		if (off < head) {
-			window_seg(t, W_ST, off, seg);
+			window_seg(t, W_ST, 0, off, seg);
 			return;
 		}
 		/* the tensor whose view holds off: the last start at or before it,
@@ -189,7 +219,11 @@ void wf_files_seg(const void *tree, uint32_t idx, uint64_t off, struct wf_seg *s
 		tensor = lo;
 	} else {
 		if (nd->kind == WF_NODE_TJSON && off < t->tj_len)
-			window_seg(t, W_TJ, off, seg);
+			window_seg(t, W_TJ, 0, off, seg);
+		else if (nd->kind == WF_NODE_MJSON && off < wf_meta_len(t->m))
+			window_seg(t, W_MJ, 0, off, seg);
+		else if (nd->kind == WF_NODE_MVAL && off < nd->blob_len)
+			window_seg(t, W_MV, nd->meta_key, off, seg);
 		return;
 	}
 	if (off < head) {

@@ -3,6 +3,8 @@
 #include "mount/wf_gen_int.h"
 #include "base/wf_buf.h"
 #include "base/wf_names.h"
+#include "model/wf_gguf_meta.h"
+#include "model/wf_meta.h"
 #include "view/wf_view.h"
 #include "codec/wf_types.h"
 
@@ -301,6 +303,42 @@ enum wf_err wf_meta_files(const char *json, size_t json_len, struct wf_meta_file
 	return WF_OK;
 }
 
+/* A GGUF's keys, each its raw bytes, from the file: decode_string of the
+ * key's JSON text gives back exactly those bytes (wf_buf_json_str's
+ * escapes and \udcXX stand-ins are undone), so the names are today's. */
+enum wf_err wf_meta_files_gguf(const struct wf_model *m, struct wf_meta_file **files, size_t *n)
+{
+	size_t nk = wf_gguf_meta_count(m->meta_gen);
+	struct wf_meta_file *f = calloc(nk ? nk : 1, sizeof *f);
+	struct wf_buf key = {0};
+	enum wf_err rc = f ? WF_OK : WF_ERR_NOMEM;
+	size_t i = 0;
+	for (; i < nk && rc == WF_OK; i++) {
+		key.len = 0;
+		if ((rc = wf_meta_gguf_key(m, i, &key, NULL)) == WF_OK && (key.oom || !(f[i].name = malloc(key.len + 1))))
+			rc = WF_ERR_NOMEM;
+		if (rc != WF_OK)
+			break;
+		memcpy(f[i].name, key.data ? key.data : "", key.len);
+		f[i].name[key.len] = '\0';
+		f[i].name_len = key.len;
+		f[i].len = (size_t)wf_gguf_meta_value_len(m->meta_gen, i);
+		f[i].json = wf_gguf_meta_key(m->meta_gen, i)->type != WF_GGUF_META_STR;
+	}
+	wf_buf_free(&key);
+	*files = NULL;
+	*n = 0;
+	if (rc != WF_OK) {
+		for (size_t j = 0; f && j < i; j++)
+			free(f[j].name);
+		free(f);
+		return rc;
+	}
+	*files = f;
+	*n = nk;
+	return WF_OK;
+}
+
 /* ------------------------------------------------- model.safetensors */
 
 /* The keys of model.safetensors' __metadata__, as JSON strings (quotes
@@ -335,13 +373,21 @@ struct st_ctx {
 	struct st_keys *keys;
 };
 
-static void st_key_collect(void *vctx, const char *s, size_t k0, size_t k1, size_t v0, size_t v1)
+/* Adds the decoded key in d (the next key) to k. */
+static void st_key_add(struct st_keys *k, const struct wf_buf *d)
 {
-	(void)v0, (void)v1;
-	struct st_ctx *c = vctx;
-	struct st_keys *k = c->keys;
+	k->skip[k->n] = d->len == 6 && memcmp(d->data, "format", 6) == 0;
+	k->at[k->n] = k->text.len;
+	json_str_utf8(&k->text, d->data ? d->data : "", d->len);
+	k->len[k->n] = k->text.len - k->at[k->n];
+	k->n++;
+}
+
+/* Room in k for one more key; false (k->oom) when out of memory. */
+static bool st_key_room(struct st_keys *k)
+{
 	if (k->oom)
-		return;
+		return false;
 	if (k->n == k->cap) {
 		size_t cap = k->cap ? 2 * k->cap : 64;
 		size_t *at = realloc(k->at, cap * sizeof *at);
@@ -355,18 +401,40 @@ static void st_key_collect(void *vctx, const char *s, size_t k0, size_t k1, size
 			k->skip = skip;
 		if (!at || !len || !skip) {
 			k->oom = true;
-			return;
+			return false;
 		}
 		k->cap = cap;
 	}
+	return true;
+}
+
+static void st_key_collect(void *vctx, const char *s, size_t k0, size_t k1, size_t v0, size_t v1)
+{
+	(void)v0, (void)v1;
+	struct st_ctx *c = vctx;
+	if (!st_key_room(c->keys))
+		return;
 	c->tmp.len = 0;
 	decode_string(s, k0, k1, &c->tmp);
-	k->skip[k->n] = c->tmp.len == 6 && memcmp(c->tmp.data, "format", 6) == 0;
-	k->at[k->n] = k->text.len;
-	json_str_utf8(&k->text, c->tmp.data ? c->tmp.data : "", c->tmp.len);
-	k->len[k->n] = k->text.len - k->at[k->n];
-	k->n++;
+	st_key_add(c->keys, &c->tmp);
 }
+
+/* A GGUF's keys, from the file (wf_meta.h): their raw bytes are what
+ * st_key_collect decodes from the text. */
+static enum wf_err st_keys_gguf(const struct wf_model *m, struct st_ctx *c)
+{
+	size_t n = wf_gguf_meta_count(m->meta_gen);
+	for (size_t i = 0; i < n && !c->keys->oom; i++) {
+		c->tmp.len = 0;
+		enum wf_err rc = wf_meta_gguf_key(m, i, &c->tmp, NULL);
+		if (rc != WF_OK)
+			return rc;
+		if (st_key_room(c->keys))
+			st_key_add(c->keys, &c->tmp);
+	}
+	return WF_OK;
+}
+
 
 /* A key that met another: "key~N" for the first N >= 2 not yet taken. */
 static char *key_variant(const char *key, size_t len, struct wf_names *seen, size_t *out_len)
@@ -391,10 +459,11 @@ static char *key_variant(const char *key, size_t len, struct wf_names *seen, siz
 static enum wf_err st_keys_make(const struct wf_model *m, bool stored_types, struct st_keys *k)
 {
 	struct st_ctx c = {.keys = k};
-	enum wf_err rc = each_kv(m->metadata_json, m->metadata_json_len, st_key_collect, &c);
+	enum wf_err rc = m->meta_gen ? st_keys_gguf(m, &c)
+				     : each_kv(m->metadata_json, m->metadata_json_len, st_key_collect, &c);
 	wf_buf_free(&c.tmp);
 	if (rc != WF_OK)
-		return WF_ERR_FORMAT;
+		return m->meta_gen ? rc : WF_ERR_FORMAT;
 	if (k->oom || k->text.oom || c.tmp.oom)
 		return WF_ERR_NOMEM;
 	struct wf_names seen = {0};

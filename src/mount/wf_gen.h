@@ -32,15 +32,18 @@ size_t wf_npy_header(const struct wf_tensor *t, char *out);
  * are not valid UTF-8 (which safetensors cannot hold) have each stray byte
  * written as the character U+00XX, and "~N" added should that make two
  * names equal.  *offsets gets n_tensors + 1 entries: where each tensor's
- * data starts after the header, and the end.  Returns WF_OK or
- * WF_ERR_NOMEM. */
+ * data starts after the header, and the end.  m must keep its text
+ * (m->metadata_json: a safetensors model, or a test's oracle; the mount
+ * makes a GGUF's header a window at a time, wf_st_stream.h).  Returns
+ * WF_OK, WF_ERR_NOMEM, or WF_ERR_FORMAT when there is no text. */
 enum wf_err wf_st_header(const struct wf_model *m, char **hdr, uint64_t *hdr_len, uint64_t **offsets);
 
 /* One metadata key as a file: name is the key's bytes, data its text. */
 struct wf_meta_file {
 	char *name;
 	size_t name_len;
-	const char *data;    /* into metadata.json, or into the owner's text buffer */
+	const char *data;    /* into metadata.json, or into the owner's text buffer; NULL for a GGUF's
+			      * (made on read: wf_meta_gguf_value with the file's number) */
 	size_t len;
 	bool json;           /* the value is JSON text (number, bool, array, object), not a string */
 };
@@ -53,5 +56,12 @@ struct wf_meta_file {
  * json is not an object (a bug). */
 enum wf_err wf_meta_files(const char *json, size_t json_len, struct wf_meta_file **files, size_t *n,
 			  char **text);
+
+/* The same for a GGUF model (m->meta_gen), whose text is never whole: file
+ * i is key i, named by the key's bytes; data is NULL and len the length
+ * of what wf_meta_gguf_value makes (a string's raw bytes, which are what
+ * wf_meta_files decoded from the text, or any other value's JSON text).
+ * Returns WF_OK, WF_ERR_NOMEM, or WF_ERR_CHANGED (the file changed). */
+enum wf_err wf_meta_files_gguf(const struct wf_model *m, struct wf_meta_file **files, size_t *n);
 
 #endif

@@ -7,9 +7,18 @@
  * change the output: never inside a JSON escape and never before a UTF-8
  * continuation byte, so the validity of every UTF-8 sequence and every
  * escape is decided inside one piece.  A piece's JSON string body is what
- * the whole string's encoder writes for those bytes, quotes left off. */
+ * the whole string's encoder writes for those bytes, quotes left off.
+ *
+ * A GGUF's metadata.json is never held whole (wf_meta.h): its keys and
+ * values are read from the file instead, a piece at a time, as the bytes
+ * the text's strings decode to (a key's and a string's raw bytes) or, for
+ * other values, their JSON text.  The pieces are cut as above (at most 3
+ * bytes past PIECE: past three continuation bytes no valid sequence
+ * reaches), so the header is byte for byte the one the text would make. */
 #include "mount/wf_st_stream.h"
 #include "mount/wf_gen_int.h"
+#include "model/wf_gguf_meta.h"
+#include "model/wf_meta.h"
 #include "base/wf_buf.h"
 #include "codec/wf_types.h"
 #include "view/wf_view.h"
@@ -45,6 +54,8 @@ struct wf_st_stream {
 	bool types;
 	size_t meta0;            /* just past metadata.json's '{' */
 	size_t fmt_v0, fmt_v1;   /* the model's "format" string, or 0, 0 */
+	bool gguf;               /* a GGUF: keys and values from the file (m->meta_gen) */
+	size_t fmt_key;          /* a GGUF's "format" string key, or SIZE_MAX */
 	struct cur *cps;         /* checkpoints, ascending by out */
 	size_t n_cps, cap_cps;
 };
@@ -55,6 +66,8 @@ struct sink {
 	char *buf;
 	struct wf_buf t1, t2, t3;  /* scratch */
 	uint64_t *offs;            /* the measuring pass: data offsets */
+	char *pbuf;                /* a GGUF: the piece read from the file (PIECE + 3 bytes) */
+	enum wf_err rc;            /* why the walk stopped (oom set), if not out of memory */
 	bool oom;
 };
 
@@ -134,6 +147,57 @@ static void put_esc(struct sink *k, const char *p, size_t n)
 	put_body(k, &k->t3);
 }
 
+/* The next piece of a GGUF's key (key) or value number idx, len bytes,
+ * from byte in: read into k->pbuf; returns its length (0 and k->oom on
+ * failure, k->rc saying why). */
+static size_t gguf_piece(const struct wf_st_stream *s, struct sink *k, bool key, size_t idx, uint64_t in,
+			 uint64_t len)
+{
+	uint64_t left = len - in;
+	size_t want = left <= PIECE + 3 ? (size_t)left : PIECE + 3;
+	if (!k->pbuf && !(k->pbuf = malloc(PIECE + 3))) {
+		k->oom = true;
+		return 0;
+	}
+	enum wf_err rc = key ? wf_meta_gguf_key_read(s->m, idx, in, want, k->pbuf, NULL)
+			     : wf_meta_gguf_value(s->m, idx, in, want, k->pbuf, NULL);
+	if (rc != WF_OK) {
+		k->rc = rc;
+		k->oom = true;
+		return 0;
+	}
+	if (want == left)
+		return want;
+	size_t i = PIECE;
+	while (i < want && is_cont(k->pbuf[i]))
+		i++;
+	return i;
+}
+
+/* Writes the next piece of a GGUF's key or value idx (len bytes) from
+ * c->in: a string's bytes as wf_st_header writes a decoded string, other
+ * values' JSON text escaped (esc). */
+static void gguf_put(const struct wf_st_stream *s, struct cur *c, struct sink *k, bool key, size_t idx,
+		     uint64_t len, bool esc)
+{
+	size_t n = gguf_piece(s, k, key, idx, c->in, len);
+	if (k->oom)
+		return;
+	if (esc)
+		put_esc(k, k->pbuf, n);
+	else
+		put_utf8(k, k->pbuf, n);
+	c->in += n;
+}
+
+/* Whether a GGUF's key i is "format". */
+static bool gguf_is_format(const struct wf_st_stream *s, size_t i)
+{
+	char b[6];
+	return wf_gguf_meta_key(s->m->meta_gen, i)->key_len == 6 &&
+	       wf_meta_gguf_key_read(s->m, i, 0, 6, b, NULL) == WF_OK && memcmp(b, "format", 6) == 0;
+}
+
 /* The entry of sparse list sp for number i, or -1. */
 static long sparse_find(const struct wf_st_sparse *sp, size_t i)
 {
@@ -159,9 +223,9 @@ static void step_head(const struct wf_st_stream *s, struct cur *c, struct sink *
 	c->kv = s->meta0;
 	c->idx = 0;
 	c->phase = P_START;
-	if (s->fmt_v1) {
+	if (s->fmt_v1 || s->fmt_key != SIZE_MAX) {
 		puts_(k, "\"");
-		c->in = s->fmt_v0 + 1;
+		c->in = s->gguf ? 0 : s->fmt_v0 + 1;
 		c->sect = S_FMT;
 	} else {
 		puts_(k, "\"pt\"");
@@ -171,6 +235,16 @@ static void step_head(const struct wf_st_stream *s, struct cur *c, struct sink *
 
 static void step_fmt(const struct wf_st_stream *s, struct cur *c, struct sink *k)
 {
+	if (s->gguf) {
+		uint64_t len = wf_gguf_meta_value_len(s->m->meta_gen, s->fmt_key);
+		if (c->in < len) {
+			gguf_put(s, c, k, false, s->fmt_key, len, false);
+		} else {
+			puts_(k, "\"");
+			c->sect = S_META;
+		}
+		return;
+	}
 	const char *j = s->m->metadata_json;
 	size_t end = s->fmt_v1 - 1;
 	if (c->in < end) {
@@ -191,6 +265,56 @@ static bool is_format(struct sink *k, const char *j, size_t k0, size_t k1)
 	k->t1.len = 0;
 	wf_gen_decode_string(j, k0, k1, &k->t1);
 	return k->t1.len == 6 && memcmp(k->t1.data, "format", 6) == 0;
+}
+
+/* A GGUF's key c->idx begins (wf_meta.h): as meta_start, from the file. */
+static void gguf_meta_start(const struct wf_st_stream *s, struct cur *c, struct sink *k)
+{
+	if (c->idx >= wf_gguf_meta_count(s->m->meta_gen)) {
+		c->sect = S_TYPES;
+		c->phase = P_START;
+		return;
+	}
+	if (gguf_is_format(s, c->idx)) {
+		c->idx++;
+		return;
+	}
+	puts_(k, ",");
+	long r = sparse_find(&s->keys, c->idx);
+	if (r >= 0) {
+		put(k, s->keys.text[r], s->keys.len[r]);
+		puts_(k, ":\"");
+	} else {
+		puts_(k, "\"");
+	}
+	c->phase = r >= 0 ? P_VAL : P_KEY;
+	c->in = 0;
+}
+
+/* A GGUF's key and value, a piece at a time (step_meta's, from the file). */
+static void gguf_step_meta(const struct wf_st_stream *s, struct cur *c, struct sink *k)
+{
+	const struct wf_gguf_meta_key *kv = c->phase == P_START ? NULL : wf_gguf_meta_key(s->m->meta_gen, c->idx);
+	if (c->phase == P_START) {
+		gguf_meta_start(s, c, k);
+	} else if (c->phase == P_KEY) {
+		if (c->in < kv->key_len) {
+			gguf_put(s, c, k, true, c->idx, kv->key_len, false);
+			return;
+		}
+		puts_(k, "\":\"");
+		c->phase = P_VAL;
+		c->in = 0;
+	} else {
+		uint64_t len = wf_gguf_meta_value_len(s->m->meta_gen, c->idx);
+		if (c->in < len) {
+			gguf_put(s, c, k, false, c->idx, len, kv->type != WF_GGUF_META_STR);
+			return;
+		}
+		puts_(k, "\"");
+		c->idx++;
+		c->phase = P_START;
+	}
 }
 
 static void meta_start(const struct wf_st_stream *s, struct cur *c, struct sink *k)
@@ -363,7 +487,12 @@ static void step(const struct wf_st_stream *s, struct cur *c, struct sink *k)
 	switch (c->sect) {
 	case S_HEAD: step_head(s, c, k); break;
 	case S_FMT: step_fmt(s, c, k); break;
-	case S_META: step_meta(s, c, k); break;
+	case S_META:
+		if (s->gguf)
+			gguf_step_meta(s, c, k);
+		else
+			step_meta(s, c, k);
+		break;
 	case S_TYPES: step_types(s, c, k); break;
 	case S_TENSORS: step_tensors(s, c, k); break;
 	default:
@@ -392,6 +521,7 @@ static bool add_cp(struct wf_st_stream *s, const struct cur *c)
 
 static void sink_free(struct sink *k)
 {
+	free(k->pbuf);
 	wf_buf_free(&k->t1);
 	wf_buf_free(&k->t2);
 	wf_buf_free(&k->t3);
@@ -414,6 +544,8 @@ static enum wf_err measure(struct wf_st_stream *s, uint64_t *offs)
 		step(s, &c, &k);
 	}
 	sink_free(&k);
+	if (k.rc != WF_OK)
+		return k.rc;
 	if (k.oom || !ok)
 		return WF_ERR_NOMEM;
 	s->len = k.pos;
@@ -423,6 +555,14 @@ static enum wf_err measure(struct wf_st_stream *s, uint64_t *offs)
 /* Where the model's metadata.json object begins, and its "format" string. */
 static enum wf_err find_meta(struct wf_st_stream *s)
 {
+	s->fmt_key = SIZE_MAX;
+	if (s->m->meta_gen) {
+		s->gguf = true;
+		for (size_t i = 0; i < wf_gguf_meta_count(s->m->meta_gen); i++)
+			if (wf_gguf_meta_key(s->m->meta_gen, i)->type == WF_GGUF_META_STR && gguf_is_format(s, i))
+				s->fmt_key = i;
+		return WF_OK;
+	}
 	const char *j = s->m->metadata_json;
 	size_t n = s->m->metadata_json_len, i = 0, k0, k1, v0, v1, next;
 	while (j && i < n && strchr(" \t\r\n", j[i]))
@@ -503,5 +643,7 @@ enum wf_err wf_st_stream_read(const struct wf_st_stream *s, uint64_t off, size_t
 	while (c.sect != S_DONE && !k.oom && k.pos < k.hi)
 		step(s, &c, &k);
 	sink_free(&k);
+	if (k.rc != WF_OK)
+		return k.rc;
 	return k.oom ? WF_ERR_NOMEM : k.pos >= k.hi ? WF_OK : WF_ERR_RANGE;
 }

@@ -19,8 +19,9 @@ struct wf_st_stream;
  * stream): *len gets its bytes (the 8-byte length included), *offsets
  * (malloc'd, n_tensors + 1 entries) where each tensor's data starts after
  * the header and the end, as wf_st_header gives them.  Keeps renamed names
- * and the checkpoints, not the header.  Returns WF_OK, WF_ERR_NOMEM or
- * WF_ERR_FORMAT (metadata.json is not an object). */
+ * and the checkpoints, not the header.  Returns WF_OK, WF_ERR_NOMEM,
+ * WF_ERR_FORMAT (metadata.json is not an object) or WF_ERR_CHANGED (a
+ * GGUF's file changed). */
 enum wf_err wf_st_stream_new(const struct wf_model *m, struct wf_st_stream **out, uint64_t *len,
 			     uint64_t **offsets);
 
@@ -30,8 +31,9 @@ void wf_st_stream_free(struct wf_st_stream *s);
 uint64_t wf_st_stream_id(const struct wf_st_stream *s);
 
 /* Fills buf with header bytes [off, off + n), which must lie inside the
- * header.  Safe to call from several threads at once.  Returns WF_OK or
- * WF_ERR_NOMEM. */
+ * header.  Safe to call from several threads at once.  Returns WF_OK,
+ * WF_ERR_NOMEM, or for a GGUF (whose metadata is read from its file,
+ * wf_meta.h) WF_ERR_CHANGED when the file changed. */
 enum wf_err wf_st_stream_read(const struct wf_st_stream *s, uint64_t off, size_t n, char *buf);
 
 #endif

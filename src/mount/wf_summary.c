@@ -1,5 +1,6 @@
 /* wf_summary.c - the text of WEIGHTFS.txt (see wf_summary.h). */
 #include "mount/wf_summary.h"
+#include "model/wf_meta.h"
 #include "view/wf_gguf_file.h"
 #include "view/wf_hf_file.h"
 #include "base/wf_hash.h"
@@ -91,13 +92,27 @@ static void fmt_bytes(char *out, size_t len, uint64_t v)
 	snprintf(out, len, "%.1f %s", x, units[u]);
 }
 
-/* The text of metadata key `key`, or NULL. */
-static const struct wf_meta_file *meta_get(const struct wf_tree *t, const char *key)
+/* Bytes of a GGUF's metadata value read for the summary: put_clean shows
+ * at most 200 characters, and knows it must cut after 204 bytes. */
+#define META_SHOWN 256
+
+/* The text of metadata key `key`, or NULL.  A GGUF's is made from the file
+ * (wf_meta.h): its first META_SHOWN bytes, into *tmp and buf. */
+static const struct wf_meta_file *meta_get(const struct wf_tree *t, const char *key, struct wf_meta_file *tmp,
+					   char *buf)
 {
 	size_t n = strlen(key);
-	for (size_t i = 0; i < t->n_meta; i++)
-		if (t->meta[i].name_len == n && memcmp(t->meta[i].name, key, n) == 0)
-			return &t->meta[i];
+	for (size_t i = 0; i < t->n_meta; i++) {
+		const struct wf_meta_file *f = &t->meta[i];
+		if (f->name_len != n || memcmp(f->name, key, n) != 0)
+			continue;
+		if (f->data)
+			return f;
+		*tmp = *f;
+		tmp->len = f->len < META_SHOWN ? f->len : META_SHOWN;
+		tmp->data = buf;
+		return wf_meta_gguf_value(t->m, i, 0, tmp->len, buf, NULL) == WF_OK ? tmp : NULL;
+	}
 	return NULL;
 }
 
@@ -616,9 +631,12 @@ static void put_head(struct wf_buf *b, const struct wf_tree *t, const char *cfg_
 	char s1[32], s2[32];
 	const char *file0 = m->n_parts && m->parts[0].name ? m->parts[0].name : "(a buffer)";
 	wf_buf_puts(b, WF_SUMMARY_NAME " - a model mounted by weightfs (read-only)\n\n");
-	put_field(b, "Model:", meta_get(t, "general.name"), cfg_name ? cfg_name : file0);
-	put_field(b, "Architecture:", meta_get(t, "general.architecture"), cfg_arch ? cfg_arch : "(not stated)");
-	const struct wf_meta_file *sl = meta_get(t, "general.size_label");
+	struct wf_meta_file tmp;
+	char buf[META_SHOWN];
+	put_field(b, "Model:", meta_get(t, "general.name", &tmp, buf), cfg_name ? cfg_name : file0);
+	put_field(b, "Architecture:", meta_get(t, "general.architecture", &tmp, buf),
+		  cfg_arch ? cfg_arch : "(not stated)");
+	const struct wf_meta_file *sl = meta_get(t, "general.size_label", &tmp, buf);
 	if (sl)
 		put_field(b, "Size label:", sl, "");
 	wf_buf_printf(b, "%-14s", "Source:");

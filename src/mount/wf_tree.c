@@ -13,6 +13,7 @@
 
 #include <malloc.h>
 #include <stdio.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -460,9 +461,13 @@ static enum wf_err add_extras(struct builder *b, const struct wf_model *m, struc
 			name->len = base;
 			wf_buf_printf(name, "~%u%s", dup, sfx);
 		}
-		if (name->oom || (n = add_node(b, dir, name->data, name->len, WF_NODE_BLOB)) == WF_NO_NODE)
+		if (name->oom || (n = add_node(b, dir, name->data, name->len, f->data ? WF_NODE_BLOB : WF_NODE_MVAL)) ==
+				     WF_NO_NODE)
 			return wf_fail(err, WF_ERR_NOMEM, "out of memory building the tree");
-		t->nodes[n].blob = f->data;
+		if (f->data)
+			t->nodes[n].blob = f->data;
+		else
+			t->nodes[n].meta_key = i; /* a GGUF's: made on read */
 		t->nodes[n].blob_len = f->len;
 	}
 	t->meta_node = dir;
@@ -671,9 +676,12 @@ enum wf_err wf_tree_build_opts(struct wf_tree **out, const struct wf_model *m, c
 		return wf_fail(err, WF_ERR_NOMEM, "out of memory");
 	}
 	static const char empty[] = "{}";
+	static atomic_uint_fast64_t meta_ids;
+	t->meta_id = atomic_fetch_add(&meta_ids, 1) + 1;
 	bool have = m->metadata_json && m->metadata_json_len;
-	enum wf_err rc = wf_meta_files(have ? m->metadata_json : empty, have ? m->metadata_json_len : 2, &t->meta,
-				       &t->n_meta, &t->meta_text);
+	enum wf_err rc = m->meta_gen ? wf_meta_files_gguf(m, &t->meta, &t->n_meta)
+				     : wf_meta_files(have ? m->metadata_json : empty, have ? m->metadata_json_len : 2,
+						     &t->meta, &t->n_meta, &t->meta_text);
 	if (rc != WF_OK) {
 		wf_tree_free(t);
 		return wf_fail(err, rc, "metadata.json: cannot split it into files");
@@ -699,8 +707,12 @@ enum wf_err wf_tree_build_opts(struct wf_tree **out, const struct wf_model *m, c
 
 	if (!add_all_dirs(&b, &comp, &t->max_dirs))
 		goto nomem;
-	t->nodes[1].blob = m->metadata_json;
-	t->nodes[1].blob_len = m->metadata_json_len;
+	if (m->meta_gen) { /* a GGUF's text is made on read, never kept (wf_meta.h) */
+		t->nodes[1].kind = WF_NODE_MJSON;
+	} else {
+		t->nodes[1].blob = m->metadata_json;
+		t->nodes[1].blob_len = m->metadata_json_len;
+	}
 	for (size_t i = 0; i < m->n_tensors; i++)
 		if (!add_tensor_file(&b, i, t->max_dirs, &comp, &name))
 			goto nomem;

@@ -66,6 +66,8 @@ enum wf_node_kind {
 	WF_NODE_HF_ST,   /* hf/model.safetensors: a GGUF model under HF names (wf_hf_file.h) */
 	WF_NODE_PREVIEW, /* -o preview: NAME.png of tensor `tensor` (wf_preview.h; read with wf_preview_read) */
 	WF_NODE_TJSON,   /* tensors.json: made a window at a time on read (wf_tj.h) */
+	WF_NODE_MJSON,   /* a GGUF's metadata.json: made a window at a time on read (wf_meta.h) */
+	WF_NODE_MVAL,    /* a GGUF's metadata/KEY: key meta_key's value, made on read (wf_meta.h) */
 };
 
 /* What the tree holds besides the tensors' own files. */
@@ -93,13 +95,14 @@ struct wf_node {
 	union {
 		uint32_t *children;   /* WF_NODE_DIR: child indices sorted by name (bytewise) */
 		const char *blob;     /* WF_NODE_BLOB: contents */
+		size_t meta_key;      /* WF_NODE_MVAL: the key's number in metadata.json */
 	};
 	union {
 		struct {
 			uint32_t n_children; /* WF_NODE_DIR */
 			uint32_t n_subdirs;  /* WF_NODE_DIR: children that are directories (for st_nlink) */
 		};
-		uint64_t blob_len;    /* WF_NODE_BLOB */
+		uint64_t blob_len;    /* WF_NODE_BLOB, WF_NODE_MVAL */
 		struct {
 			uint32_t tensor;  /* WF_NODE_TENSOR, WF_NODE_PREVIEW: index into model->tensors */
 			uint16_t npy_len; /* WF_NODE_TENSOR: its .npy header's bytes (0 without -o npy) */
@@ -122,6 +125,8 @@ struct wf_tree {
 	uint32_t summary_node;      /* WEIGHTFS.txt: empty until wf_tree_set_summary */
 	char *summary;              /* its text (wf_summary.h, made by wf_mount_tree) */
 	uint32_t meta_node;         /* the folder of one file per metadata key */
+	uint64_t meta_id;           /* a number no other tree of this process has: tells the windows of
+				     * a GGUF's metadata.json and metadata/ files apart (wf_files.c) */
 	struct wf_previews *previews; /* -o preview: the rendered NAME.png files; else NULL */
 	uint32_t *preview_node;     /* -o preview: [model->n_tensors] the node of each NAME.png; else NULL */
 	const struct wf_model *m;

@@ -511,14 +511,17 @@ static enum wf_err copy_segments(struct wf_live *lv, struct touched *tc, const s
 	size_t done = 0;
 	enum wf_err rc = WF_OK;
 	while (done < j->len) {
-		struct wf_seg seg;
+		struct wf_seg seg = {.kind = WF_SEG_NONE}; /* a seg function may set only the fields it needs */
 		lv->seg(lv->files, j->file, j->off + done, &seg);
 		if (seg.kind == WF_SEG_NONE)
 			break;
-		if (seg.kind == WF_SEG_NOMEM) {
-			rc = WF_ERR_NOMEM;
+		if (seg.kind == WF_SEG_NOMEM || seg.kind == WF_SEG_CHANGED) {
+			rc = seg.kind == WF_SEG_NOMEM ? WF_ERR_NOMEM : check_part(lv, 0) != WF_OK ? WF_ERR_CHANGED
+				: changed(lv, 0, "its key/values no longer make the metadata.json measured at open");
 			break;
 		}
+		if (seg.kind == WF_SEG_BYTES && seg.of_part0 && (rc = note_part(lv, tc, 0)) != WF_OK)
+			break;
 		uint64_t in = j->off + done - seg.start;
 		uint64_t n = seg.len - in;
 		if (n > j->len - done)

@@ -24,6 +24,7 @@ enum wf_seg_kind {
 	WF_SEG_BYTES,
 	WF_SEG_VIEW,
 	WF_SEG_NOMEM,    /* the bytes could not be made (out of memory) */
+	WF_SEG_CHANGED,  /* the bytes could not be made: the file they are made from changed */
 };
 
 /* A tensor of a file made from another model's tensor (model.gguf): the
@@ -57,6 +58,8 @@ struct wf_seg {
 	uint64_t start;      /* where the segment starts in its file */
 	uint64_t len;        /* its bytes */
 	const char *bytes;   /* WF_SEG_BYTES: its contents */
+	bool of_part0;       /* WF_SEG_BYTES made from the model's first file (a GGUF's metadata.json,
+			      * wf_meta.h): that file is checked after the copy, as a tensor's is */
 	uint32_t tensor;     /* WF_SEG_VIEW: the tensor (index into the model) ... */
 	uint64_t from;       /* ... and where in its view the segment starts */
 	const struct wf_xform *xf; /* WF_SEG_VIEW: when not NULL, what is read instead of tensor's view */

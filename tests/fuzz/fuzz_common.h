@@ -13,6 +13,7 @@
 #include "base/wf_buf.h"
 #include "model/wf_gguf.h"
 #include "model/wf_model.h"
+#include "model/wf_meta.h"
 #include "model/wf_st.h"
 #include "mount/wf_tj.h"
 #include "mount/wf_tree.h"
@@ -105,6 +106,24 @@ static inline void fuzz_check_json(const char *what, const char *s, size_t n)
 	cJSON_Delete(j);
 }
 
+/* metadata.json (a GGUF's made on read, wf_meta.h): valid JSON whole, and
+ * the same bytes read in windows of a prime size from any start. */
+static inline void fuzz_check_meta(const struct wf_model *m)
+{
+	char *text;
+	size_t n;
+	FUZZ_CHECK(wf_meta_dup(m, &text, &n, NULL) == WF_OK, "metadata.json cannot be made");
+	fuzz_check_json("metadata.json", text, n);
+	FUZZ_CHECK(wf_meta_len(m) == n, "metadata.json: length %zu, made %zu", (size_t)wf_meta_len(m), n);
+	char win[257];
+	for (size_t off = n / 3; off < n; off += sizeof win) {
+		size_t k = n - off < sizeof win ? n - off : sizeof win;
+		FUZZ_CHECK(wf_meta_read(m, off, k, win, NULL) == WF_OK && memcmp(win, text + off, k) == 0,
+			   "metadata.json: window [%zu, +%zu) differs from the whole", off, k);
+	}
+	free(text);
+}
+
 /* A refusal's message is one line a terminal shows as it is: non-empty,
  * NUL-terminated within WF_ERRLEN, and every character one that
  * wf_printable_seq lets through (no control byte: a newline would make it
@@ -156,7 +175,7 @@ static inline void fuzz_check_model(const struct wf_model *m)
 				   t->size <= INT64_MAX,
 			   "tensor %zu: sizes inconsistent", i);
 	}
-	fuzz_check_json("metadata.json", m->metadata_json, m->metadata_json_len);
+	fuzz_check_meta(m);
 }
 
 /* Reads [off, off+len) of t into a buffer of exactly the bytes it may

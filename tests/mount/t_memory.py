@@ -33,16 +33,24 @@ MEMCHECK = os.path.join(ROOT, "tools", "memcheck.py")
 # now); the full-size runs hold the bool array's every command and the
 # 1,000,000-tensor GGUF's convert -o gguf=f16 (657 MiB before, bound 435;
 # the daemon is measured in every run) to 10 x header + 64 MiB.
+#
+# The bool array is held to 2 x header + slack, not 10 x: its
+# metadata.json (130 MB of text for 20 MB of header) is made on read, never
+# kept (issue 31 item 3: the daemon's VmHWM went from 147.1 to 27.8 MiB, every
+# command's to under 47, bound 102.1 MiB; at a fifth 13.7 at most, bound
+# 23.6), and a text kept whole again would be over it.  The last element is
+# the factor.
 FEW = "ls,ls_json,info,info_json,stats,verify,cat,convert,convert_gguf"
-CASES = [("boolarr", 5, 16, FEW), ("many_gguf", 10, 16, FEW), ("shards", 10, 16, FEW),
-         ("boolarr", 1, 64, None), ("many_gguf", 1, 64, "convert_gguf")]
+CASES = [("boolarr", 5, 16, FEW, 2), ("many_gguf", 10, 16, FEW, 10), ("shards", 10, 16, FEW, 10),
+         ("boolarr", 1, 64, None, 2), ("many_gguf", 1, 64, "convert_gguf", 10)]
 
 
 def group_memory():
-    for case, scale, slack, cmds in CASES:
-        def one(case=case, scale=scale, slack=slack, cmds=cmds):
+    for case, scale, slack, cmds, factor in CASES:
+        def one(case=case, scale=scale, slack=slack, cmds=cmds, factor=factor):
             cmd = [sys.executable, MEMCHECK, "--hwm", "--weightfs", BIN, "--dir", TMP,
-                   "--scale", str(scale), "--slack", str(slack), "--read-growth", "16", case]
+                   "--scale", str(scale), "--factor", str(factor), "--slack", str(slack),
+                   "--read-growth", "16", case]
             if cmds:
                 cmd[2:2] = ["--commands", cmds]
             if not SANITIZED:  # ASan's quarantine keeps freed memory: figures only
@@ -54,5 +62,5 @@ def group_memory():
             if r.returncode != 0 or not out.startswith(case):
                 raise Fail("exit %d: %s %s" % (r.returncode, out, err))
             return " ".join(out.split()) + (" (not asserted in a sanitizer build)" if SANITIZED else "")
-        check("memory: %s / %d within 10 x header + %d MiB (daemon, %s)" % (
-            case, scale, slack, cmds.replace(",", ", ") if cmds else "every command"), one)
+        check("memory: %s / %d within %d x header + %d MiB (daemon, %s)" % (
+            case, scale, factor, slack, cmds.replace(",", ", ") if cmds else "every command"), one)

@@ -13,6 +13,7 @@
 #include "view/wf_live.h"
 #include "fuse/wf_limiter.h"
 #include "model/wf_model.h"
+#include "model/wf_meta.h"
 #include "model/wf_open.h"
 #include "mount/wf_files.h"
 #include "model/wf_watch.h"
@@ -239,12 +240,28 @@ START_TEST(test_live_reads)
 	/* a file the tree does not have */
 	ck_assert_int_eq(wf_live_read(&lv, t->n_nodes, 0, 4, buf, &got), WF_OK);
 	ck_assert_uint_eq(got, 0);
+	/* metadata.json: a GGUF's made on read from the file (wf_meta.h) */
+	uint32_t mj = wf_tree_lookup(t, 0, "metadata.json", 13);
+	ck_assert_uint_ne(mj, WF_NO_NODE);
+	char *text;
+	size_t tl;
+	ck_assert_int_eq(wf_meta_dup(m, &text, &tl, NULL), WF_OK);
+	char *mb = malloc(tl + 1);
+	ck_assert_int_eq(wf_live_read(&lv, mj, 0, tl + 1, mb, &got), WF_OK);
+	ck_assert_uint_eq(got, tl);
+	ck_assert_int_eq(memcmp(mb, text, tl), 0);
 	/* a change: every read of the part fails, and it is said once */
 	ck_assert_int_eq(truncate(path, m->parts[0].st.st_size - 1), 0);
+	ck_assert_int_eq(wf_live_read(&lv, mj, 0, tl, mb, &got),
+			 m->format == WF_FMT_GGUF ? WF_ERR_CHANGED : WF_OK); /* even from the thread's window */
+	free(mb);
+	free(text);
 	ck_assert_int_eq(wf_live_read_view(&lv, &m->tensors[0], 0, sizeof buf, buf, &got), WF_ERR_CHANGED);
 	ck_assert_uint_eq(got, 0);
-	/* the header is in memory and stays readable; the tensor's bytes do not */
-	ck_assert_int_eq(wf_live_read(&lv, st, 0, 8, buf, &got), WF_OK);
+	/* a safetensors model's header is in memory and stays readable; a
+	 * GGUF's is made from its key/values in the file (wf_meta.h), which
+	 * changed; the tensor's bytes do not either way */
+	ck_assert_int_eq(wf_live_read(&lv, st, 0, 8, buf, &got), m->format == WF_FMT_GGUF ? WF_ERR_CHANGED : WF_OK);
 	ck_assert_int_eq(wf_live_read(&lv, st, t->st_header_len + t->st_offsets[0], size, buf, &got), WF_ERR_CHANGED);
 	ck_assert_int_eq(wf_live_read(&lv, t->tensor_node[0], 0, sizeof buf, buf, &got), WF_ERR_CHANGED);
 	ck_assert_int_eq(notices, 1);

@@ -20,6 +20,7 @@
 #include "base/wf_buf.h"
 #include "model/wf_gguf.h"
 #include "model/wf_model.h"
+#include "model/wf_meta.h"
 #include "model/wf_open.h"
 #include "model/wf_st.h"
 #include "mount/wf_tree.h"
@@ -147,6 +148,20 @@ struct parsed {
 };
 
 enum which { P_GGUF, P_ST, P_ANY };
+
+/* metadata.json of m whole (a GGUF's is made on read, never kept:
+ * wf_meta_dup); valid until the next call. */
+static char *meta_last;
+static const char *meta_of(const struct wf_model *m, size_t *len)
+{
+	size_t n = 0;
+	free(meta_last);
+	meta_last = NULL;
+	ck_assert_int_eq(wf_meta_dup(m, &meta_last, &n, NULL), WF_OK);
+	if (len)
+		*len = n;
+	return meta_last;
+}
 
 static void parse_n(struct parsed *p, enum which w, const void *data, size_t len)
 {
@@ -299,8 +314,10 @@ static void check_rich(const struct wf_model *m, const struct exp_tensor *ts, ui
 		ck_assert_uint_eq(t->offset, data_off + e->rel);
 		ck_assert_uint_eq(t->offset % (align ? align : 32), 0);
 	}
-	cJSON *j = cJSON_ParseWithLength(m->metadata_json, m->metadata_json_len);
-	ck_assert_msg(j != NULL, "metadata.json is not JSON: %s", m->metadata_json);
+	size_t ml;
+	const char *mt = meta_of(m, &ml);
+	cJSON *j = cJSON_ParseWithLength(mt, ml);
+	ck_assert_msg(j != NULL, "metadata.json is not JSON: %s", mt);
 	ck_assert_int_eq(cJSON_GetArraySize(j), (int)m->n_kv);
 	cJSON_Delete(j);
 }
@@ -356,8 +373,9 @@ START_TEST(test_gguf_zero_tensors)
 	parse_buf(&p, P_GGUF, &b);
 	ck_assert_int_eq(p.rc, WF_OK);
 	ck_assert_uint_eq(p.m->n_tensors, 0);
-	ck_assert_str_eq(p.m->metadata_json, "{}\n");
-	ck_assert_uint_eq(p.m->metadata_json_len, 3);
+	ck_assert_str_eq(meta_of(p.m, NULL), "{}\n");
+	ck_assert_uint_eq(wf_meta_len(p.m), 3);
+	ck_assert_ptr_null(p.m->metadata_json);
 	parsed_free(&p);
 	wf_buf_free(&b);
 }
@@ -418,8 +436,9 @@ START_TEST(test_gguf_metadata_json)
 	struct parsed p;
 	parse_buf(&p, P_GGUF, &b);
 	ck_assert_msg(p.rc == WF_OK, "rc %d: %s", p.rc, p.err);
-	ck_assert_str_eq(p.m->metadata_json, want);
-	ck_assert_uint_eq(p.m->metadata_json_len, strlen(want));
+	ck_assert_str_eq(meta_of(p.m, NULL), want);
+	ck_assert_uint_eq(wf_meta_len(p.m), strlen(want));
+	ck_assert_ptr_null(p.m->metadata_json); /* never kept whole */
 	ck_assert_uint_eq(p.m->n_kv, 22);
 	parsed_free(&p);
 	wf_buf_free(&b);
@@ -684,9 +703,10 @@ START_TEST(test_gguf_invalid_utf8_distinct)
 	struct parsed p;
 	parse_buf(&p, P_GGUF, &b);
 	ck_assert_msg(p.rc == WF_OK, "%s", p.err);
-	ck_assert_str_eq(p.m->metadata_json,
-			 "{\n \"k\\udcff\": \"v\\udcff\",\n \"k\\udcfe\": \"v\\udcfe\"\n}\n");
-	cJSON *j = json_bytes_parse(p.m->metadata_json, p.m->metadata_json_len);
+	size_t ml;
+	const char *mt = meta_of(p.m, &ml);
+	ck_assert_str_eq(mt, "{\n \"k\\udcff\": \"v\\udcff\",\n \"k\\udcfe\": \"v\\udcfe\"\n}\n");
+	cJSON *j = json_bytes_parse(mt, ml);
 	ck_assert_ptr_nonnull(j);
 	ck_assert_int_eq(cJSON_GetArraySize(j), 2);
 	const cJSON *v1 = cJSON_GetObjectItemCaseSensitive(j, "k\xff");

@@ -20,6 +20,7 @@
 #include "base/wf_buf.h"
 #include "model/wf_model.h"
 #include "model/wf_set.h"
+#include "model/wf_meta.h"
 #include "mount/wf_mount.h"
 #include "mount/wf_tree.h"
 
@@ -255,6 +256,20 @@ static struct wf_model *expect_open(const char *rel)
 	return m;
 }
 
+/* metadata.json of m whole (a GGUF's is made on read, never kept:
+ * wf_meta_dup); valid until the next call. */
+static char *meta_last;
+static const char *meta_of(const struct wf_model *m, size_t *len)
+{
+	size_t n = 0;
+	free(meta_last);
+	meta_last = NULL;
+	ck_assert_int_eq(wf_meta_dup(m, &meta_last, &n, NULL), WF_OK);
+	if (len)
+		*len = n;
+	return meta_last;
+}
+
 static cJSON *parse_json(const char *text, size_t len)
 {
 	cJSON *j = cJSON_ParseWithLength(text, len);
@@ -321,8 +336,11 @@ static void check_good_split(struct wf_model *m)
 		ck_assert_ptr_nonnull(m->parts[i].path);
 		ck_assert_int_eq(wf_model_check(m, i, NULL), WF_OK);
 	}
-	/* metadata.json: the first part's key/values */
-	cJSON *md = parse_json(m->metadata_json, m->metadata_json_len);
+	/* metadata.json: the first part's key/values, made on read */
+	ck_assert_ptr_null(m->metadata_json);
+	size_t ml;
+	const char *mt = meta_of(m, &ml);
+	cJSON *md = parse_json(mt, ml);
 	ck_assert_str_eq(json_str(md, "general.name"), "first");
 	ck_assert_int_eq(cJSON_GetObjectItemCaseSensitive(md, "split.no")->valueint, 0);
 	cJSON_Delete(md);

@@ -10,6 +10,8 @@
 
 #include "base/wf_buf.h"
 #include "codec/wf_types.h"
+#include "model/wf_gguf.h"
+#include "model/wf_meta.h"
 #include "model/wf_model.h"
 #include "mount/wf_gen.h"
 #include "mount/wf_st_stream.h"
@@ -181,12 +183,97 @@ START_TEST(test_long)
 }
 END_TEST
 
+static void g_u32(struct wf_buf *b, uint32_t v)
+{
+	for (int i = 0; i < 4; i++)
+		wf_buf_putc(b, (char)(v >> (8 * i)));
+}
+
+static void g_u64(struct wf_buf *b, uint64_t v)
+{
+	for (int i = 0; i < 8; i++)
+		wf_buf_putc(b, (char)(v >> (8 * i)));
+}
+
+static void g_str(struct wf_buf *b, const char *s, size_t n)
+{
+	g_u64(b, n);
+	wf_buf_put(b, s, n);
+}
+
+/* A GGUF's header is made from its key/values in the file, never from a
+ * whole metadata.json (wf_meta.h): the same bytes as wf_st_header makes
+ * from the text (the oracle: the text set on the model, no generator).
+ * Keys that meet once stray bytes are characters, "format", long keys and
+ * values with every kind of byte, a long float array. */
+START_TEST(test_gguf)
+{
+	struct wf_buf b = {0}, lng = {0}, lk = {0};
+	rand_bytes(&lng, 50000);
+	rand_bytes(&lk, 40000);
+	wf_buf_put(&b, "GGUF", 4);
+	g_u32(&b, 3);
+	g_u64(&b, 0);
+	g_u64(&b, 8);
+	g_str(&b, "k\xff", 2), g_u32(&b, 8), g_str(&b, "a", 1);
+	g_str(&b, "k\xc3\xbf", 3), g_u32(&b, 8), g_str(&b, "b\xff\x01", 3);
+	g_str(&b, "format", 6), g_u32(&b, 8), g_str(&b, "gguf\xc3", 5);
+	g_str(&b, "weightfs.stored_types", 21), g_u32(&b, 4), g_u32(&b, 7);
+	g_str(&b, "long", 4), g_u32(&b, 8), g_str(&b, lng.data, lng.len);
+	g_str(&b, lk.data, lk.len), g_u32(&b, 7), wf_buf_putc(&b, 1);
+	g_str(&b, "floats", 6), g_u32(&b, 9), g_u32(&b, 6), g_u64(&b, 30000);
+	for (uint32_t i = 0; i < 30000; i++)
+		g_u32(&b, 0x3f800000u + i * 977u);
+	g_str(&b, "strs", 4), g_u32(&b, 9), g_u32(&b, 8), g_u64(&b, 3);
+	g_str(&b, "x\"", 2), g_str(&b, "", 0), g_str(&b, "\xe2\x82", 2);
+	struct wf_model *m;
+	char err[WF_ERRLEN];
+	ck_assert_int_eq(wf_gguf_parse(&m, (const uint8_t *)b.data, b.len, err), WF_OK);
+	ck_assert_ptr_null(m->metadata_json);
+	char *hdr, *buf;
+	uint64_t hl, *offs, sl, *soffs;
+	size_t tl;
+	struct wf_gguf_meta *g = m->meta_gen;
+	ck_assert_int_eq(wf_meta_dup(m, &m->metadata_json, &tl, NULL), WF_OK);
+	m->metadata_json_len = tl;
+	m->meta_gen = NULL;
+	ck_assert_int_eq(wf_st_header(m, &hdr, &hl, &offs), WF_OK);
+	free(m->metadata_json);
+	m->metadata_json = NULL;
+	m->meta_gen = g;
+	struct wf_st_stream *s;
+	ck_assert_int_eq(wf_st_stream_new(m, &s, &sl, &soffs), WF_OK);
+	ck_assert_uint_eq(sl, hl);
+	buf = malloc(hl);
+	ck_assert_int_eq(wf_st_stream_read(s, 0, hl, buf), WF_OK);
+	ck_assert(memcmp(buf, hdr, hl) == 0);
+	for (uint64_t off = 0; off < hl; off += 1 + rnd(20000)) {
+		size_t n = 1 + rnd(30000);
+		if (n > hl - off)
+			n = hl - off;
+		ck_assert_int_eq(wf_st_stream_read(s, off, n, buf), WF_OK);
+		ck_assert_msg(memcmp(buf, hdr + off, n) == 0, "window at %llu, %zu bytes", (unsigned long long)off, n);
+	}
+	ck_assert_ptr_nonnull(strstr(hdr + 8, "\"k\u00ff~2\"") ? hdr + 8 : NULL);
+	free(buf);
+	free(hdr);
+	free(offs);
+	free(soffs);
+	wf_st_stream_free(s);
+	wf_model_free(m);
+	wf_buf_free(&b);
+	wf_buf_free(&lng);
+	wf_buf_free(&lk);
+}
+END_TEST
+
 static Suite *st_stream_suite(void)
 {
 	Suite *s = suite_create("st_stream");
 	TCase *tc = tcase_create("same");
 	tcase_add_test(tc, test_small);
 	tcase_add_test(tc, test_long);
+	tcase_add_test(tc, test_gguf);
 	tcase_set_timeout(tc, 120);
 	suite_add_tcase(s, tc);
 	return s;
