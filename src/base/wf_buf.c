@@ -204,3 +204,13 @@ void wf_buf_free(struct wf_buf *b)
 	*b = (struct wf_buf){0};
 }
 
+
+void wf_window_put(char *buf, uint64_t lo, uint64_t hi, uint64_t *pos, const void *p, size_t n)
+{
+	uint64_t a = *pos, b = *pos + n;
+	*pos = b;
+	if (!buf || b <= lo || a >= hi)
+		return;
+	uint64_t from = a > lo ? a : lo, to = b < hi ? b : hi;
+	memcpy(buf + (from - lo), (const char *)p + (from - a), (size_t)(to - from));
+}

@@ -20,6 +20,12 @@ struct wf_buf {
 };
 
 void wf_buf_put(struct wf_buf *b, const void *p, size_t n);
+
+/* A text made a window at a time (metadata.json, model.safetensors'
+ * header): p[0..n) is the text's bytes at *pos, which then moves past
+ * them; the part inside [lo, hi) is copied to buf + (its offset - lo).
+ * With buf NULL it only measures. */
+void wf_window_put(char *buf, uint64_t lo, uint64_t hi, uint64_t *pos, const void *p, size_t n);
 void wf_buf_puts(struct wf_buf *b, const char *s);
 void wf_buf_putc(struct wf_buf *b, char c);
 void wf_buf_printf(struct wf_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -58,17 +58,12 @@ struct sink {
 
 static void put(struct sink *k, const void *p, size_t n)
 {
-	uint64_t a = k->pos, b = k->pos + n;
-	k->pos = b;
-	if (!k->buf || b <= k->lo || a >= k->hi)
-		return;
-	uint64_t from = a > k->lo ? a : k->lo, to = b < k->hi ? b : k->hi;
-	memcpy(k->buf + (from - k->lo), (const char *)p + (from - a), (size_t)(to - from));
+	wf_window_put(k->buf, k->lo, k->hi, &k->pos, p, n);
 }
 
 static void puts_(struct sink *k, const char *s)
 {
-	put(k, s, strlen(s));
+	wf_window_put(k->buf, k->lo, k->hi, &k->pos, s, strlen(s));
 }
 
 /* Whether data[pos .. pos + n) lies inside [pos, lim) and the file. */

@@ -73,17 +73,12 @@ struct sink {
 
 static void put(struct sink *k, const void *p, size_t n)
 {
-	uint64_t a = k->pos, b = k->pos + n;
-	k->pos = b;
-	if (!k->buf || b <= k->lo || a >= k->hi)
-		return;
-	uint64_t from = a > k->lo ? a : k->lo, to = b < k->hi ? b : k->hi;
-	memcpy(k->buf + (from - k->lo), (const char *)p + (from - a), (size_t)(to - from));
+	wf_window_put(k->buf, k->lo, k->hi, &k->pos, p, n);
 }
 
 static void puts_(struct sink *k, const char *s)
 {
-	put(k, s, strlen(s));
+	wf_window_put(k->buf, k->lo, k->hi, &k->pos, s, strlen(s));
 }
 
 /* Puts a JSON string's body (b holds '"' body '"'). */
@@ -267,6 +262,21 @@ static bool is_format(struct sink *k, const char *j, size_t k0, size_t k1)
 	return k->t1.len == 6 && memcmp(k->t1.data, "format", 6) == 0;
 }
 
+/* Opens __metadata__'s entry for key c->idx: its key whole when it was
+ * renamed (true: the value comes next), else just its opening quote. */
+static bool open_entry(const struct wf_st_stream *s, const struct cur *c, struct sink *k)
+{
+	puts_(k, ",");
+	long r = sparse_find(&s->keys, c->idx);
+	if (r < 0) {
+		puts_(k, "\"");
+		return false;
+	}
+	put(k, s->keys.text[r], s->keys.len[r]);
+	puts_(k, ":\"");
+	return true;
+}
+
 /* A GGUF's key c->idx begins (wf_meta.h): as meta_start, from the file. */
 static void gguf_meta_start(const struct wf_st_stream *s, struct cur *c, struct sink *k)
 {
@@ -279,15 +289,7 @@ static void gguf_meta_start(const struct wf_st_stream *s, struct cur *c, struct 
 		c->idx++;
 		return;
 	}
-	puts_(k, ",");
-	long r = sparse_find(&s->keys, c->idx);
-	if (r >= 0) {
-		put(k, s->keys.text[r], s->keys.len[r]);
-		puts_(k, ":\"");
-	} else {
-		puts_(k, "\"");
-	}
-	c->phase = r >= 0 ? P_VAL : P_KEY;
+	c->phase = open_entry(s, c, k) ? P_VAL : P_KEY;
 	c->in = 0;
 }
 
@@ -331,15 +333,10 @@ static void meta_start(const struct wf_st_stream *s, struct cur *c, struct sink 
 		c->idx++;
 		return;
 	}
-	puts_(k, ",");
-	long r = sparse_find(&s->keys, c->idx);
-	if (r >= 0) {
-		put(k, s->keys.text[r], s->keys.len[r]);
-		puts_(k, ":\"");
+	if (open_entry(s, c, k)) {
 		c->phase = P_VAL;
 		c->in = c->v0 + (j[c->v0] == '"');
 	} else {
-		puts_(k, "\"");
 		c->phase = P_KEY;
 		c->in = c->k0 + 1;
 	}
