@@ -224,8 +224,9 @@ static bool perm_wanted(bool to_hf, uint64_t h0, uint64_t d, uint64_t j, uint64_
 
 /* Whole output rows [a, b) of a q/k tensor whose rows are permuted, all in
  * one head, to out: the source rows they come from are read in runs (at
- * most PERM_CHUNK, skipping rows not wanted) and each copied to where it
- * goes.  Row by row, the reads jump between the head's two halves, which
+ * most PERM_CHUNK, from a wanted row to the last wanted one; rows between
+ * that are not wanted are read too: in hf/'s order every other one) and
+ * each wanted row copied to where it goes.  Row by row, the reads jump between the head's two halves, which
  * the prefetcher does not follow (8 Q8_0 q tensors of 4 MiB: 6.2 ms
  * against 0.6 unpermuted), and with source bytes by pread each row is a
  * system call (27 ms).  A range inside a head still makes at most two
