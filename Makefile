@@ -103,7 +103,7 @@ ifneq ($(V),1)
 Q := @
 endif
 
-.PHONY: all lib check layers-check unit-check mount-check api-check python-check readme-check install-check driver-check \
+.PHONY: all lib check converter-digests layers-check unit-check mount-check api-check python-check readme-check install-check driver-check \
 	demo install uninstall clean deb
 .SECONDARY:
 all: $(B)/weightfs lib
@@ -209,6 +209,13 @@ python-check: $(B)/libweightfs.so
 
 demo:
 	$(Q)bash tools/demo.sh
+
+# What llama.cpp's own convert_hf_to_gguf.py writes from the gguf group's test models, as
+# digests the group compares model.gguf with (tests/data/converter; ~5 min: torch starts
+# once per file). Rerun when the pinned node-llama-cpp or a test model changes.
+converter-digests:
+	$(Q)bash tests/clients/npm.sh >/dev/null
+	$(Q)WEIGHTFS_NPM=$${WEIGHTFS_NPM:-$$HOME/.cache/weightfs-npm} $(PYTHON) tools/converter_digests.py
 
 # Every shell block of the README (and of docs/python.md) runs as written
 # against the demo model (tests/readme/run.sh); they use build/, whatever

@@ -46,6 +46,8 @@ if [ "$what" = test ]; then
 	/usr/bin/python3 -c 'import torch' >/dev/null 2>&1 || missing+=(python3-torch)
 	# SentencePiece loads the hf/ tokenizer.model (hftok group)
 	/usr/bin/python3 -c 'import sentencepiece' >/dev/null 2>&1 || missing+=(python3-sentencepiece)
+	# llama.cpp's own converter (tests/clients/real_convert.py) imports both
+	/usr/bin/python3 -c 'import tqdm, yaml' >/dev/null 2>&1 || missing+=(python3-tqdm python3-yaml)
 	# libFuzzer's runtime ships apart from clang
 	if command -v clang >/dev/null 2>&1; then
 		echo 'int LLVMFuzzerTestOneInput(const char *d, unsigned long n){(void)d;(void)n;return 0;}' |

@@ -9,9 +9,10 @@ llama.cpp's convert_hf_to_gguf.py writes, checked with the real clients:
 - llama.cpp's tokenizer on model.gguf gives the ids Hugging Face's tokenizers (Rust,
   npm tokenizers@0.23.2) give on the folder's real tokenizer.json, over
   tests/clients/corpus.json;
-- the tensor infos and tensor data equal those of an independent reference converter
-  written from the same rules (tests/clients/ref_convert.py), and the key/values too
-  except where that reference is simpler than the converter (listed in KV_KNOWN);
+- model.gguf equals, key by key and tensor by tensor, what llama.cpp's own
+  convert_hf_to_gguf.py wrote from the same test model in the same outtype: the
+  digests of tests/data/converter/digests.json (`make converter-digests` runs the real
+  converter, tests/clients/real_convert.py; every case of tests/clients/converter_cases.py);
 - broken config.json / tokenizer.json leave model.gguf out, the rest of the mount as
   it was, and WEIGHTFS.txt says why naming the file.
 
@@ -38,17 +39,6 @@ sys.path.insert(0, CLIENTS)
 # (kind of tiny model, tokenizer key): the architectures and tokenizer routes
 CASES = [("llama", "llama3_1"), ("llama_tied", "gpt2"), ("qwen2", "qwen2_5"), ("qwen3", "qwen3"),
          ("phi3", "gpt2")]
-# key/values where ref_convert.py is simpler than convert_hf_to_gguf.py, each checked by hand
-# against the converter's source (conversion/base.py, gguf-py vocab.py):
-#  - general.name: gguf-py's Metadata.id_to_title of the folder name ("Tiny Llama");
-#  - llama's attention.key_length/value_length: LlamaConfig always has head_dim, so the
-#    converter always writes them;
-#  - add_sep_token/add_eos_token: SpecialVocab reads the TemplateProcessing pair template
-#    (add_sep) and writes add_eos only from a single template that ends in a special token.
-KV_KNOWN = {"general.name", "llama.attention.key_length", "llama.attention.value_length",
-            "tokenizer.ggml.add_sep_token", "tokenizer.ggml.add_eos_token"}
-
-
 def npm_dir():
     d = os.environ.get("WEIGHTFS_NPM") or os.path.join(os.path.expanduser("~"), ".cache", "weightfs-npm")
     import glob
@@ -117,28 +107,48 @@ def gguf_read(path):
     return kvs, infos, b, (o[0] + 31) // 32 * 32
 
 
-def compare_ref(mnt_gguf, folder, outtype):
-    import ref_convert
-    ref = os.path.join(TMP, "ref-%s.gguf" % os.path.basename(folder))
-    ref_convert.convert(folder, ref, outtype=outtype)
-    A, B = gguf_read(mnt_gguf), gguf_read(ref)
-    if A[1] != B[1]:
-        diff = [(x, y) for x, y in zip(A[1], B[1]) if x != y][:3]
-        raise Fail("tensor infos differ from the reference (%d vs %d): %r" % (len(A[1]), len(B[1]), diff))
-    for (n, ne, ty, off), (_, _, _, off2) in zip(A[1], B[1]):
-        sz = int(np.prod(ne)) * (4 if ty == 0 else 2)
-        if A[2][A[3] + off:A[3] + off + sz] != B[2][B[3] + off2:B[3] + off2 + sz]:
-            raise Fail("tensor %s: data differs from the reference" % n)
-    ka = [(k, t) for k, t, _ in A[0] if k not in KV_KNOWN]
-    kb = [(k, t) for k, t, _ in B[0] if k not in KV_KNOWN]
-    if ka != kb:
-        raise Fail("keys differ: only here %r, only in the reference %r" %
-                   ([k for k in ka if k not in kb][:5], [k for k in kb if k not in ka][:5]))
-    va = {k: v for k, _, v in A[0]}
-    bad = [k for k, _, v in B[0] if k not in KV_KNOWN and va[k] != v]
-    if bad:
-        raise Fail("values differ: %r" % bad[:5])
-    return "%d tensors, %d keys" % (len(A[1]), len(A[0]))
+def converter_case(name, digests):
+    """model.gguf of converter_cases' NAME, in each outtype, against the digests of what
+    llama.cpp's own convert_hf_to_gguf.py wrote from the same folder (tests/data/converter)."""
+    import converter_cases
+    import real_convert
+    want = digests["cases"].get(name)
+    if want is None:
+        raise Fail("no digest for %s in tests/data/converter/digests.json: run make converter-digests" % name)
+    folder = converter_cases.make(name, new_dir("conv-"))
+    got_in = converter_cases.inputs(folder)
+    if got_in != want["inputs"]:
+        bad = sorted(k for k in set(got_in) | set(want["inputs"]) if got_in.get(k) != want["inputs"].get(k))
+        raise Fail("the test model is not the one the digests were made from (%s): run make converter-digests"
+                   % ", ".join(bad))
+    done = []
+    for ot, w in want["outtypes"].items():
+        m = Mount(folder, ["-o", "gguf=" + ot])
+        try:
+            if not os.path.exists(m.path("model.gguf")):
+                raise Fail("--outtype %s: no model.gguf; WEIGHTFS.txt: %s" % (ot, open(m.path("WEIGHTFS.txt")).read()[-300:]))
+            g = real_convert.digest(m.path("model.gguf"))
+        finally:
+            m.unmount()
+        wk, gk = [k for k, _, _ in w["kv"]], [k for k, _, _ in g["kv"]]
+        if wk != gk:
+            raise Fail("--outtype %s: keys differ: only the converter's %r, only model.gguf's %r, order %s" % (
+                ot, [k for k in wk if k not in gk], [k for k in gk if k not in wk],
+                "same" if [k for k in wk if k in gk] == [k for k in gk if k in wk] else "differs"))
+        bad = [(a, b) for a, b in zip(w["kv"], g["kv"]) if a != b]
+        if bad:
+            raise Fail("--outtype %s: values differ: %s" % (ot, "; ".join(
+                "%s: converter %s, model.gguf %s" % (a[0], json.dumps(a[1:])[:120], json.dumps(b[1:])[:120])
+                for a, b in bad[:3])))
+        if [t[0] for t in w["tensors"]] != [t[0] for t in g["tensors"]]:
+            raise Fail("--outtype %s: tensor names or order differ" % ot)
+        bad = [(a, b) for a, b in zip(w["tensors"], g["tensors"]) if a != b]
+        if bad:
+            raise Fail("--outtype %s: %d tensors differ, e.g. %s: converter type %d ne %r, model.gguf type %d ne %r%s"
+                       % (ot, len(bad), bad[0][0][0], bad[0][0][1], bad[0][0][2], bad[0][1][1], bad[0][1][2],
+                          " (data)" if bad[0][0][1:3] == bad[0][1][1:3] else ""))
+        done.append(ot)
+    return "%s: %d tensors, %d keys, byte for byte" % (", ".join(done), len(w["tensors"]), len(w["kv"]))
 
 
 def logits_match(mp_gguf, folder, ids):
@@ -182,7 +192,6 @@ def one_case(kind, key, folders):
         g = m.path("model.gguf")
         if not os.path.exists(g):
             raise Fail("no model.gguf; WEIGHTFS.txt: %s" % open(m.path("WEIGHTFS.txt")).read()[-400:])
-        check("gguf: %s: tensors and key/values as the reference converter's" % kind, compare_ref, g, folder, "f32")
         ids = max(json.loads(client(["tokenize", g, os.path.join(CLIENTS, "corpus.json")])), key=len)[:24]
 
         def logits():
@@ -376,6 +385,12 @@ def bf16_case(folder):
 
 def group_gguf():
     npm_dir()
+    with open(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data", "converter",
+                           "digests.json"), encoding="utf-8") as f:
+        digests = json.load(f)
+    for name in digests["cases"]:
+        check("gguf: %s: model.gguf = llama.cpp's convert_hf_to_gguf.py's file (digests)" % name,
+              converter_case, name, digests)
     folders = {}
     for kind, key in CASES:
         check("gguf: %s with the %s tokenizer: mounted and checked" % (kind, key), one_case, kind, key, folders)

@@ -29,7 +29,7 @@ import sys
 import numpy as np
 
 from wf_harness import TMP, Fail, Mount, check, new_dir, run_cli, skip_or_fail
-from t_gguf import CLIENTS, client, compare_ref, gguf_read, npm_dir
+from t_gguf import CLIENTS, client, gguf_read, npm_dir
 
 NORMAL, UNKNOWN, CONTROL, USER_DEFINED, UNUSED, BYTE = 1, 2, 3, 4, 5, 6
 
@@ -497,9 +497,8 @@ def shard_case():
         for n, ne, ty, off in infos:
             if b[ds + off:ds + off + int(np.prod(ne)) * 4] != one_data[n]:
                 raise Fail("%s: data differs from the unsharded checkpoint's" % n)
-        ref = compare_ref(g, folder, "f32")
         client(["greedy", g, "3", "1", "2", "3"])
-        return "%d tensors in shard order; = unsharded data; ref_convert: %s" % (len(names), ref)
+        return "%d tensors in shard order; = unsharded data" % len(names)
     finally:
         m.unmount()
         m1.unmount()
