@@ -79,6 +79,7 @@ static const struct {
 	{"mlp.up_proj", "ffn_up", 0},
 	{"mlp.down_proj", "ffn_down", 0},
 	{"mlp.gate_up_proj", "ffn_up", 0},
+	{"block_sparse_moe.gate", "ffn_gate_inp", 0},
 };
 
 /* Gemma 2 and 3 norm around both sublayers: their own four names. */
@@ -184,6 +185,8 @@ struct cfg {
 	const cJSON *text;
 	cJSON *dflt;
 	char *why;
+	bool experts;       /* the architecture has experts: expert_count and expert_used_count written */
+	struct moe *moe;    /* and its experts' tensors, parked for stacking */
 };
 
 static const cJSON *hp(const struct cfg *c, const char *k)
@@ -277,6 +280,7 @@ struct arch {
 	bool drop_lm_head;        /* Gemma 2 never writes output.weight */
 	kv_fn kvs;
 	const char *const *parts; /* the layer parts (wf_hf_to_gguf_name's GGUF names) the arch has */
+	bool experts;             /* Mixtral's per-expert w1/w2/w3, stacked (struct moe) */
 };
 
 #define KEYS(...) ((const char *const[]){__VA_ARGS__, NULL})
@@ -291,6 +295,8 @@ static const char *const gemma2_parts[] = {"attn_norm", "attn_q",   "attn_k",   
 static const char *const gemma3_parts[] = {"attn_norm", "attn_q", "attn_k", "attn_v", "attn_output",
 					   "post_attention_norm", "ffn_norm", "post_ffw_norm", "ffn_gate", "ffn_up",
 					   "ffn_down", "attn_q_norm", "attn_k_norm", NULL};
+static const char *const mixtral_parts[] = {"attn_norm", "attn_q", "attn_k", "attn_v", "attn_output",
+					    "ffn_norm", "ffn_gate_inp", NULL};
 static const char *const phi3_parts[] = {"attn_norm", "attn_qkv", "attn_q", "attn_k", "attn_v", "attn_output",
 					 "ffn_norm", "ffn_up", "ffn_down", NULL};
 
@@ -303,12 +309,14 @@ static enum wf_err kv_phi3(const struct arch *a, struct cfg *c, struct wf_gguf_w
 /* conversion/__init__.py's registrations for the architectures in scope */
 static const struct arch arch_rows[] = {
 	{{"LlamaForCausalLM", "LLaMAForCausalLM", "MistralForCausalLM", NULL}, "llama", WF_VOCAB_LLAMA, true, false,
-	 false, kv_llama, llama_parts},
-	{{"Qwen2ForCausalLM", NULL}, "qwen2", WF_VOCAB_QWEN, false, false, false, kv_qwen, llama_parts},
-	{{"Qwen3ForCausalLM", NULL}, "qwen3", WF_VOCAB_QWEN, false, false, false, kv_qwen, qwen3_parts},
-	{{"Gemma2ForCausalLM", NULL}, "gemma2", WF_VOCAB_GEMMA2, false, true, true, kv_gemma2, gemma2_parts},
-	{{"Gemma3ForCausalLM", NULL}, "gemma3", WF_VOCAB_GEMMA3, false, true, false, kv_gemma3, gemma3_parts},
-	{{"Phi3ForCausalLM", NULL}, "phi3", WF_VOCAB_PHI3, false, false, false, kv_phi3, phi3_parts},
+	 false, kv_llama, llama_parts, false},
+	{{"Qwen2ForCausalLM", NULL}, "qwen2", WF_VOCAB_QWEN, false, false, false, kv_qwen, llama_parts, false},
+	{{"Qwen3ForCausalLM", NULL}, "qwen3", WF_VOCAB_QWEN, false, false, false, kv_qwen, qwen3_parts, false},
+	{{"Gemma2ForCausalLM", NULL}, "gemma2", WF_VOCAB_GEMMA2, false, true, true, kv_gemma2, gemma2_parts, false},
+	{{"Gemma3ForCausalLM", NULL}, "gemma3", WF_VOCAB_GEMMA3, false, true, false, kv_gemma3, gemma3_parts, false},
+	{{"Phi3ForCausalLM", NULL}, "phi3", WF_VOCAB_PHI3, false, false, false, kv_phi3, phi3_parts, false},
+	/* after llama's: a GGUF "llama" is read back as the dense row */
+	{{"MixtralForCausalLM", NULL}, "llama", WF_VOCAB_LLAMA, true, false, false, kv_llama, mixtral_parts, true},
 };
 
 /* The defaults of each config class, by config.json's model_type (which
@@ -514,8 +522,14 @@ static enum wf_err kv_text(struct cfg *c, struct wf_gguf_w *w, const char *a, ui
 	if (rc == WF_OK)
 		rc = put_f32k(c, w, K("attention.layer_norm_epsilon"),
 			      KEYS("layer_norm_eps", "layer_norm_epsilon", "norm_epsilon"));
-	if (rc == WF_OK && find(c, KEYS("num_local_experts", "num_experts", "n_routed_experts"), NULL))
+	if (rc == WF_OK && !c->experts && find(c, KEYS("num_local_experts", "num_experts", "n_routed_experts"), NULL))
 		return wf_fail(c->why, WF_ERR_UNSUP, "config.json: num_local_experts: mixtures of experts are not made");
+	if (rc == WF_OK && c->experts)
+		rc = put_u32(c, w, K("expert_count"), KEYS("num_local_experts", "num_experts", "n_routed_experts"), true,
+			     NULL);
+	if (rc == WF_OK && c->experts)
+		rc = put_u32(c, w, K("expert_used_count"),
+			     KEYS("num_experts_per_tok", "num_experts_per_token", "top_k_experts"), true, NULL);
 	if (rc == WF_OK && not_null(hp(c, "head_dim"))) {
 		rc = put_u32(c, w, K("attention.key_length"), KEYS("head_dim"), false, NULL);
 		if (rc == WF_OK)
@@ -777,7 +791,7 @@ static const char *hf_part(const struct arch *a, const char *g, size_t n, char *
 bool wf_gguf_to_hf_name(const char *gguf_arch, const char *g, char *out, size_t outlen, char *qk, bool *norm)
 {
 	const struct arch *a = NULL;
-	for (size_t i = 0; gguf_arch && i < WF_ARRAY_LEN(arch_rows); i++)
+	for (size_t i = 0; gguf_arch && !a && i < WF_ARRAY_LEN(arch_rows); i++)
 		if (strcmp(gguf_arch, arch_rows[i].gguf) == 0)
 			a = &arch_rows[i];
 	size_t n = strlen(g), stem;
@@ -1052,6 +1066,150 @@ static enum wf_err qk_heads(struct cfg *c, char qk, const struct wf_tensor *t, u
 	return WF_OK;
 }
 
+/* ---------------------------------------------------------------- experts */
+
+/* Mixtral's experts (moe-and-mla.md 1.2 and 2): a layer's per-expert w1,
+ * w2 and w3 are parked until all 3 E of the layer are in, then written as
+ * ffn_gate_exps, ffn_down_exps and ffn_up_exps (w1, w2, w3: the
+ * converter's order), each the E tensors stacked on a new outer axis in
+ * expert order, at the place of the layer's last expert tensor in the
+ * converter's order.  Nothing is copied: each is read slab by slab from
+ * its sources (wf_gguf_file.c), which may sit in different shards. */
+struct moe {
+	uint32_t n_layer, n_exp;
+	uint32_t *slot;  /* [n_layer][3][n_exp]: the source tensor, or UINT32_MAX; becomes plan->stacks */
+	uint32_t *count; /* [n_layer]: slots filled */
+};
+
+/* A decimal number as the converter's names have it (no leading zero,
+ * under 10^9), advancing *p. */
+static bool num(const char **p, unsigned long *v)
+{
+	const char *s = *p, *d = s;
+	*v = 0;
+	while (*d >= '0' && *d <= '9' && d - s < 9)
+		*v = *v * 10 + (unsigned long)(*d++ - '0');
+	if (d == s || (*s == '0' && d - s > 1) || (*d >= '0' && *d <= '9'))
+		return false;
+	*p = d;
+	return true;
+}
+
+/* "model.layers.L.block_sparse_moe.experts.X.wK.weight": L, X and K - 1. */
+static bool expert_name(const char *s, unsigned long *layer, unsigned long *x, unsigned *k)
+{
+	static const char pre[] = "model.layers.", mid[] = ".block_sparse_moe.experts.";
+	if (strncmp(s, pre, sizeof pre - 1) != 0)
+		return false;
+	s += sizeof pre - 1;
+	if (!num(&s, layer) || strncmp(s, mid, sizeof mid - 1) != 0)
+		return false;
+	s += sizeof mid - 1;
+	if (!num(&s, x) || s[0] != '.' || s[1] != 'w' || s[2] < '1' || s[2] > '3' || strcmp(s + 3, ".weight") != 0)
+		return false;
+	*k = (unsigned)(s[2] - '1');
+	return true;
+}
+
+/* The counts the experts are parked by, checked against the checkpoint: a
+ * layer of E experts has 3 E tensors, so more than it holds is refused
+ * before anything is allocated for them. */
+static enum wf_err moe_init(struct cfg *c, const struct wf_model *m, struct moe *e)
+{
+	uint32_t used = 0;
+	const char *which = "num_local_experts";
+	const cJSON *ve = find(c, KEYS("num_local_experts", "num_experts", "n_routed_experts"), &which);
+	if (!ve)
+		return wf_fail(c->why, WF_ERR_UNSUP, "config.json: num_local_experts: missing");
+	if (!as_u32(ve, &e->n_exp) || e->n_exp < 1 || e->n_exp > UINT16_MAX)
+		return wf_fail(c->why, WF_ERR_UNSUP, "config.json: %s: not a count of experts from 1 to 65535", which);
+	const cJSON *vu = find(c, KEYS("num_experts_per_tok", "num_experts_per_token", "top_k_experts"), &which);
+	if (!vu)
+		return wf_fail(c->why, WF_ERR_UNSUP, "config.json: num_experts_per_tok: missing");
+	if (!as_u32(vu, &used) || used < 1 || used > e->n_exp)
+		return wf_fail(c->why, WF_ERR_UNSUP, "config.json: %s: not from 1 to the %" PRIu32 " experts", which,
+			       e->n_exp);
+	if (!as_u32(find(c, KEYS("n_layers", "num_hidden_layers", "n_layer", "num_layers"), &which), &e->n_layer) ||
+	    !e->n_layer)
+		return wf_fail(c->why, WF_ERR_UNSUP, "config.json: num_hidden_layers: missing or 0");
+	size_t n = (size_t)e->n_layer * 3 * e->n_exp;
+	if (n / 3 / e->n_exp != e->n_layer || n > m->n_tensors || m->n_tensors >= UINT32_MAX)
+		return wf_fail(c->why, WF_ERR_UNSUP,
+			       "config.json: num_hidden_layers x num_local_experts: %" PRIu32 " x %" PRIu32
+			       " experts, more than the checkpoint's %zu tensors hold", e->n_layer, e->n_exp, m->n_tensors);
+	e->slot = malloc(n * sizeof *e->slot);
+	e->count = calloc(e->n_layer, sizeof *e->count);
+	if (!e->slot || !e->count)
+		return wf_fail(c->why, WF_ERR_NOMEM, "out of memory");
+	memset(e->slot, 0xff, n * sizeof *e->slot);
+	return WF_OK;
+}
+
+/* Layer `layer`'s three stacked tensors, once all its experts are in. */
+static enum wf_err moe_stack(struct cfg *c, const struct wf_model *m, unsigned long layer, struct wf_arch_plan *pl,
+			     size_t cap)
+{
+	static const char *const part[3] = {"ffn_gate_exps", "ffn_down_exps", "ffn_up_exps"};
+	const struct moe *e = c->moe;
+	char q[96], g[64];
+	for (unsigned k = 0; k < 3; k++) {
+		const uint32_t *st = &e->slot[((size_t)layer * 3 + k) * e->n_exp];
+		const struct wf_tensor *t0 = &m->tensors[st[0]];
+		for (uint32_t x = 0; x < e->n_exp; x++) {
+			const struct wf_tensor *t = &m->tensors[st[x]];
+			if (t->ndim != 2 || t->shape[0] != t0->shape[0] || t->shape[1] != t0->shape[1])
+				return wf_fail(c->why, WF_ERR_UNSUP, "tensor %s: not 2-D of expert 0's shape (%" PRIu64
+					       " x %" PRIu64 "): experts are stacked", wf_quote(q, sizeof q, t->name, t->name_len),
+					       t0->ndim ? t0->shape[0] : 0, t0->ndim > 1 ? t0->shape[1] : 0);
+			if (!convertible(t))
+				return wf_fail(c->why, WF_ERR_UNSUP, "tensor %s: dtype %s is not converted",
+					       wf_quote(q, sizeof q, t->name, t->name_len),
+					       wf_type_get(t->type) ? wf_type_get(t->type)->name : "?");
+		}
+		uint64_t shape[3] = {e->n_exp, t0->shape[0], t0->shape[1]};
+		snprintf(g, sizeof g, "blk.%lu.%s.weight", layer, part[k]);
+		enum wf_err rc = add_tensor(pl, cap, g, st[0], 3, shape, false, pl->ftype, c->why);
+		if (rc != WF_OK)
+			return rc;
+		pl->t[pl->n - 1].n_stack = (uint16_t)e->n_exp;
+		pl->t[pl->n - 1].stack = st;
+	}
+	return WF_OK;
+}
+
+static enum wf_err moe_park(struct cfg *c, const struct wf_model *m, size_t i, struct wf_arch_plan *pl, size_t cap)
+{
+	const struct wf_tensor *t = &m->tensors[i];
+	struct moe *e = c->moe;
+	unsigned long layer, x;
+	unsigned k;
+	char q[96];
+	expert_name(t->name, &layer, &x, &k);
+	if (layer >= e->n_layer || x >= e->n_exp)
+		return wf_fail(c->why, WF_ERR_UNSUP, "tensor %s: %s %lu, past config.json's %s (%" PRIu32 ")",
+			       wf_quote(q, sizeof q, t->name, t->name_len), layer >= e->n_layer ? "layer" : "expert",
+			       layer >= e->n_layer ? layer : x, layer >= e->n_layer ? "num_hidden_layers" : "num_local_experts",
+			       layer >= e->n_layer ? e->n_layer : e->n_exp);
+	e->slot[(layer * 3 + k) * e->n_exp + x] = (uint32_t)i;
+	return ++e->count[layer] == 3 * e->n_exp ? moe_stack(c, m, layer, pl, cap) : WF_OK;
+}
+
+/* Every layer's experts were stacked (each class's prepare_tensors:
+ * "Unprocessed experts"; a layer with none could not run either). */
+static enum wf_err moe_done(struct cfg *c, struct wf_arch_plan *pl)
+{
+	const struct moe *e = c->moe;
+	for (uint32_t l = 0; l < e->n_layer; l++)
+		if (e->count[l] != 3 * e->n_exp)
+			return wf_fail(c->why, WF_ERR_UNSUP,
+				       "layer %" PRIu32 ": %" PRIu32 " of its %" PRIu32 " expert tensors (w1, w2, w3 of "
+				       "config.json's num_local_experts %" PRIu32 ")", l, e->count[l], 3 * e->n_exp, e->n_exp);
+	pl->stacks = e->slot;
+	pl->n_stacks = (size_t)e->n_layer * 3 * e->n_exp;
+	c->moe->slot = NULL;
+	return WF_OK;
+}
+
 /* One checkpoint tensor: skipped, or named and added with its transform. */
 static enum wf_err map_tensor(const struct arch *a, struct cfg *c, const struct wf_model *m, size_t i,
 			      struct wf_arch_plan *pl, size_t cap)
@@ -1064,6 +1222,10 @@ static enum wf_err map_tensor(const struct arch *a, struct cfg *c, const struct 
 		return wf_fail(c->why, WF_ERR_UNSUP, "tensor %s: a NUL in its name", wf_quote(q, sizeof q, name, t->name_len));
 	if (skipped(a, name))
 		return WF_OK;
+	unsigned long layer, x;
+	unsigned k;
+	if (c->moe && expert_name(name, &layer, &x, &k))
+		return moe_park(c, m, i, pl, cap);
 	if (!wf_hf_to_gguf_name(a->gguf, name, t->name_len, g, sizeof g, &qk, &norm) ||
 	    (strncmp(g, "blk.", 4) == 0 && !has_part(a, g)))
 		return wf_fail(c->why, WF_ERR_UNSUP, "tensor %s: no GGUF name for %s (the converter refuses it too)",
@@ -1072,8 +1234,9 @@ static enum wf_err map_tensor(const struct arch *a, struct cfg *c, const struct 
 		return wf_fail(c->why, WF_ERR_UNSUP, "tensor %s: dtype %s is not converted", wf_quote(q, sizeof q, name, t->name_len),
 			       wf_type_get(t->type) ? wf_type_get(t->type)->name : "?");
 	size_t gl = strlen(g);
+	/* the router too (moe-and-mla.md 1.3) */
 	bool f32 = t->ndim <= 1 || (gl >= 12 && strcmp(g + gl - 12, "_norm.weight") == 0) ||
-		   gl < 7 || strcmp(g + gl - 7, ".weight") != 0;
+		   gl < 7 || strcmp(g + gl - 7, ".weight") != 0 || strstr(g, ".ffn_gate_inp.");
 	enum wf_err rc = add_tensor(pl, cap, g, (int64_t)i, t->ndim ? t->ndim : 1, t->ndim ? t->shape : (const uint64_t[]){1},
 				    f32, pl->ftype, c->why);
 	if (rc != WF_OK)
@@ -1131,9 +1294,19 @@ static enum wf_err plan_tensors(const struct arch *a, struct cfg *c, const struc
 	}
 	qsort(o, m->n_tensors, sizeof *o, ord_cmp);
 	pl->ftype = ftype == WF_FTYPE_AUTO ? auto_ftype(m, o, m->n_tensors) : ftype;
-	enum wf_err rc = gen_tensors(a, c, pl, cap);
+	struct moe moe = {0};
+	enum wf_err rc = WF_OK;
+	if (a->experts && (rc = moe_init(c, m, &moe)) == WF_OK)
+		c->moe = &moe;
+	if (rc == WF_OK)
+		rc = gen_tensors(a, c, pl, cap);
 	for (size_t k = 0; k < m->n_tensors && rc == WF_OK; k++)
 		rc = map_tensor(a, c, m, o[k].i, pl, cap);
+	if (rc == WF_OK && c->moe)
+		rc = moe_done(c, pl);
+	free(moe.slot);
+	free(moe.count);
+	c->moe = NULL;
 	free(o);
 	return rc;
 }
@@ -1151,6 +1324,7 @@ enum wf_err wf_arch_plan(const struct wf_model *m, const struct wf_arch_in *in, 
 		rc = WF_ERR_UNSUP;
 	if (rc == WF_OK) {
 		plan->arch = a->gguf;
+		c.experts = a->experts;
 		plan->tok = a->tok;
 		uint32_t vs;
 		if (as_u32(hp(&c, "vocab_size"), &vs))
@@ -1232,8 +1406,10 @@ const char *wf_arch_name_add(struct wf_arch_plan *plan, const char *s, size_t n)
 void wf_arch_plan_free(struct wf_arch_plan *plan)
 {
 	for (size_t i = 0; plan->t && i < plan->n; i++)
-		free(plan->t[i].gen);
+		if (!plan->t[i].n_stack)
+			free(plan->t[i].gen);
 	free(plan->t);
+	free(plan->stacks);
 	for (struct wf_arch_names *c = plan->names, *next; c; c = next) {
 		next = c->next;
 		free(c);

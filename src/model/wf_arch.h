@@ -156,13 +156,19 @@ enum wf_add {
 struct wf_arch_tensor {
 	const char *name;            /* its GGUF name, NUL-terminated: the source tensor's own name when
 				      * the same (the model outlives the plan), else in the plan's names */
-	int64_t src;                 /* index into m->tensors, or -1: generated (gen) */
+	int64_t src;                 /* index into m->tensors, or -1: generated (gen); stacked: the first slab's */
 	uint64_t ne[4];              /* ggml order, ne[0] innermost */
 	uint64_t nbytes;             /* its data in model.gguf */
 	uint64_t perm_heads;         /* q/k rows permuted with this many heads (wf_qk_row), or 0 */
-	float *gen;                  /* src -1: its values, [elements], owned */
+	union {
+		float *gen;          /* src -1: its values, [elements], owned */
+		const uint32_t *stack; /* n_stack > 0: the source tensor of each slab, in the plan's stacks */
+	};
 	uint32_t type;               /* ggml type: WF_T_F32, WF_T_F16 or WF_T_BF16 */
 	uint32_t ndim;               /* 1..4 */
+	uint16_t n_stack;            /* 0, or the experts stacked on ne[2] (moe-and-mla.md 1.2): slab k, of
+				      * nbytes / n_stack bytes, is source tensor stack[k] made as a 2-D
+				      * tensor of this type */
 	bool perm_to_hf;             /* ... put back from llama.cpp's order into HF's (hf/), not the reverse */
 	uint8_t add;                 /* enum wf_add */
 	uint8_t vk;                  /* the source view it is read through (enum wf_vk), or 0: the one of `type` */
@@ -183,6 +189,8 @@ struct wf_arch_plan {
 	struct wf_arch_tensor *t;    /* [n] */
 	size_t n;
 	struct wf_arch_names *names; /* the names t points at that are not the source's, owned */
+	uint32_t *stacks;            /* what stacked tensors' stack points into, owned */
+	size_t n_stacks;             /* its entries: one per slab of every stacked tensor, and unused ones */
 	bool generic;                /* no architecture llama.cpp runs: every tensor as stored (wf_arch_plan_any) */
 	char arch_buf[64];           /* generic: general.architecture (config.json's model_type, or "unknown") */
 	char why_generic[WF_ERRLEN]; /* generic: why no architecture's rules apply */

@@ -57,12 +57,51 @@ static enum wf_vk out_vk(uint32_t type)
 	return type == WF_T_F16 ? WF_VK_F16 : type == WF_T_BF16 ? WF_VK_BF16 : WF_VK_F32;
 }
 
+/* How planned tensor p, or one slab of it (nbytes of its data), is read
+ * from source tensor src. */
+static enum wf_err set_xf(const struct wf_gguf_file *g, const struct wf_arch_tensor *p, const struct wf_tensor *src,
+			  uint64_t nbytes, struct wf_xform *xf, char *why)
+{
+	/* the view is set on a copy here to check its size, and again on
+	 * each read (wf_xform.vk): no copy of the tensor is kept */
+	struct wf_tensor view = *src;
+	enum wf_vk vk = p->vk ? (enum wf_vk)p->vk : out_vk(p->type);
+	enum wf_err rc = wf_tensor_set_view(&view, vk, why);
+	if (rc != WF_OK)
+		return rc;
+	if (!p->quant && view.size != nbytes)
+		return wf_fail(why, WF_ERR_RANGE, "tensor %s: %" PRIu64 " bytes planned, %" PRIu64 " made", p->name, nbytes,
+			       view.size);
+	*xf = (struct wf_xform){.t = src, .vk = (uint8_t)vk, .perm_heads = p->perm_heads, .perm_to_hf = p->perm_to_hf,
+				.add = p->add};
+	xf->quant = p->quant ? (uint8_t)p->type : 0;
+	xf->validate = p->validate;
+	xf->quiet_bf16 = !g->plan.generic && !g->plan.from_gguf && p->type == WF_T_BF16 && src->type == WF_T_BF16 &&
+			 !src->q;
+	return WF_OK;
+}
+
+/* A stacked tensor's slabs: one xform each, at its stack's place. */
+static enum wf_err set_slabs(const struct wf_model *m, struct wf_gguf_file *g, const struct wf_arch_tensor *p,
+			     char *why)
+{
+	size_t base = (size_t)(p->stack - g->plan.stacks);
+	if (p->nbytes % p->n_stack)
+		return wf_fail(why, WF_ERR_RANGE, "tensor %s: %" PRIu64 " bytes in %u slabs", p->name, p->nbytes,
+			       (unsigned)p->n_stack);
+	enum wf_err rc = WF_OK;
+	for (uint32_t k = 0; k < p->n_stack && rc == WF_OK; k++)
+		rc = set_xf(g, p, &m->tensors[p->stack[k]], p->nbytes / p->n_stack, &g->xs[base + k], why);
+	return rc;
+}
+
 enum wf_err wf_made_lay_out(const struct wf_model *m, struct wf_gguf_file *g, unsigned align, char *why)
 {
 	size_t n = g->plan.n;
 	g->xf = calloc(n ? n : 1, sizeof *g->xf);
 	g->start = calloc(n + 1, sizeof *g->start);
-	if (!g->xf || !g->start)
+	g->xs = g->plan.n_stacks ? calloc(g->plan.n_stacks, sizeof *g->xs) : NULL;
+	if (!g->xf || !g->start || (g->plan.n_stacks && !g->xs))
 		return wf_fail(why, WF_ERR_NOMEM, "out of memory");
 	uint64_t at = g->header_len;
 	for (size_t i = 0; i < n; i++) {
@@ -70,25 +109,11 @@ enum wf_err wf_made_lay_out(const struct wf_model *m, struct wf_gguf_file *g, un
 		g->start[i] = at;
 		if (!wf_add_ok(at, p->nbytes + (align - p->nbytes % align) % align, &at))
 			return wf_fail(why, WF_ERR_UNSUP, "model.gguf would pass 2^64 bytes");
-		if (p->src < 0)
-			continue;
-		/* the view is set on a copy here to check its size, and again on
-		 * each read (wf_xform.vk): no copy of the tensor is kept */
-		const struct wf_tensor *src = &m->tensors[p->src];
-		struct wf_tensor view = *src;
-		enum wf_vk vk = p->vk ? (enum wf_vk)p->vk : out_vk(p->type);
-		enum wf_err rc = wf_tensor_set_view(&view, vk, why);
+		enum wf_err rc = p->src < 0 ? WF_OK
+			       : p->n_stack ? set_slabs(m, g, p, why)
+					    : set_xf(g, p, &m->tensors[p->src], p->nbytes, &g->xf[i], why);
 		if (rc != WF_OK)
 			return rc;
-		if (!p->quant && view.size != p->nbytes)
-			return wf_fail(why, WF_ERR_RANGE, "tensor %s: %" PRIu64 " bytes planned, %" PRIu64 " made", p->name,
-				       p->nbytes, view.size);
-		g->xf[i] = (struct wf_xform){.t = src, .vk = (uint8_t)vk, .perm_heads = p->perm_heads,
-					     .perm_to_hf = p->perm_to_hf, .add = p->add};
-		g->xf[i].quant = p->quant ? (uint8_t)p->type : 0;
-		g->xf[i].validate = p->validate;
-		g->xf[i].quiet_bf16 = !g->plan.generic && !g->plan.from_gguf && p->type == WF_T_BF16 &&
-				      src->type == WF_T_BF16 && !src->q;
 	}
 	g->start[n] = g->size = at;
 	return WF_OK;
@@ -208,6 +233,7 @@ void wf_gguf_file_free(struct wf_gguf_file *g)
 	free(g->header);
 	wf_arch_plan_free(&g->plan);
 	free(g->xf);
+	free(g->xs);
 	free(g->start);
 	free(g);
 }
@@ -257,4 +283,12 @@ void wf_gguf_file_seg(const struct wf_gguf_file *g, uint64_t off, struct wf_seg 
 	seg->kind = WF_SEG_VIEW;
 	seg->tensor = (uint32_t)p->src;
 	seg->xf = &g->xf[lo];
+	if (p->n_stack) {
+		/* the slab holding off */
+		uint64_t slab = p->nbytes / p->n_stack, k = (off - s) / slab;
+		seg->start = s + k * slab;
+		seg->len = slab;
+		seg->tensor = p->stack[k];
+		seg->xf = &g->xs[(size_t)(p->stack - g->plan.stacks) + k];
+	}
 }

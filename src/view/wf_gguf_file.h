@@ -24,6 +24,7 @@ struct wf_gguf_file {
 	struct wf_xform *xf;       /* [plan.n]: how each is read: its source tensor, the view set for its
 				    * output type on each read (a copy of each tensor kept was 80 bytes
 				    * a tensor of a model's memory) */
+	struct wf_xform *xs;       /* [plan.n_stacks]: the slabs of stacked tensors, at their stack's place */
 	uint64_t *start;           /* [plan.n + 1]: where each tensor's data starts in the file; the file's size last */
 	uint64_t size;             /* bytes of model.gguf */
 };

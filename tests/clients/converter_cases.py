@@ -40,6 +40,8 @@ CASES = {
     "Tiny-Llama-BF16": ("llama", "llama3_1", {"config": {"head_dim": 16}, "dtype": "BF16"}, ["auto", "f16"]),
     "Tiny-Llama-Shards": ("llama", "gpt2", {"config": {"head_dim": 16}, "shards": 2, "shard_of": _second_shard},
                           ["f32"]),
+    # experts dealt out round-robin over two shards: a layer's experts sit in both
+    "Tiny-Mixtral": ("mixtral", "llama2", {"shards": 2}, ["f32", "f16"]),
     "Tiny-Llama2": ("llama", "llama2", {"config": {"head_dim": 16}}, ["f32"]),
     "Tiny-Gemma2": ("gemma2", "spm", {}, ["f32", "bf16"]),
     "Tiny-Gemma3": ("gemma3", "spm", {}, ["f32", "bf16"]),

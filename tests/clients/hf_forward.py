@@ -46,7 +46,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import st_io  # noqa: E402
 
 SUPPORTED = ("LlamaForCausalLM", "MistralForCausalLM", "Qwen2ForCausalLM", "Qwen3ForCausalLM",
-             "Phi3ForCausalLM", "Gemma2ForCausalLM", "Gemma3ForCausalLM")
+             "Phi3ForCausalLM", "Gemma2ForCausalLM", "Gemma3ForCausalLM", "MixtralForCausalLM")
 GEMMA = ("Gemma2ForCausalLM", "Gemma3ForCausalLM")
 
 
@@ -209,6 +209,23 @@ def forward_gemma(cfg, T, ids, dtype, gelu="exact"):
     return out.numpy()
 
 
+def moe_mixtral(cfg, T, p, h, lin):
+    """Mixtral's sparse block (transformers MixtralSparseMoeBlock / MixtralTopKRouter): the
+    router's softmax over the experts in float32, the top num_experts_per_tok, their weights
+    divided by their sum; each chosen expert is w2(silu(w1 h) * w3 h)."""
+    E, k = cfg["num_local_experts"], cfg["num_experts_per_tok"]
+    probs = torch.softmax(lin(h, p + "gate").float(), dim=-1)
+    top, idx = torch.topk(probs, k, dim=-1)
+    top = (top / top.sum(-1, keepdim=True)).to(h.dtype)
+    out = torch.zeros_like(h)
+    for x in range(E):
+        q = p + "experts.%d." % x
+        y = lin(torch.nn.functional.silu(lin(h, q + "w1")) * lin(h, q + "w3"), q + "w2")
+        wgt = (top * (idx == x)).sum(-1, keepdim=True)
+        out = out + wgt * y
+    return out
+
+
 def forward(cfg, w, ids, dtype=torch.float64, gelu="exact"):
     arch = (cfg.get("architectures") or ["?"])[0]
     if arch not in SUPPORTED:
@@ -263,6 +280,9 @@ def forward(cfg, w, ids, dtype=torch.float64, gelu="exact"):
         o = torch.einsum("hqk,khd->qhd", att, v).reshape(n, H * hd)
         x = x + lin(o, p + "self_attn.o_proj")
         h = rms(x, T[p + "post_attention_layernorm.weight"], eps)
+        if (p + "block_sparse_moe.gate.weight") in T:
+            x = x + moe_mixtral(cfg, T, p + "block_sparse_moe.", h, lin)
+            continue
         if (p + "mlp.gate_up_proj.weight") in T:    # Phi3: gate rows, then up rows
             g, u = lin(h, p + "mlp.gate_up_proj").chunk(2, dim=-1)
         else:

@@ -10,7 +10,9 @@ rotary 0.5, GQA), "gemma2" (pre/post attention and feedforward norms stored as w
 3.0 so that they matter, sliding_window 16, tied, with a redundant lm_head.weight the
 converter must drop), "gemma3" (gemma3_text: the same norms plus q_norm/k_norm, 6 layers so
 that llama.cpp's default pattern of 6 gives 5 local layers (rope_local_base_freq 10000) and
-one global (rope_theta 1e6), sliding_window 16, tied, no softcapping). 2 layers (gemma3: 6),
+one global (rope_theta 1e6), sliding_window 16, tied, no softcapping), "mixtral" (Llama's
+attention, 4 experts per layer (block_sparse_moe.experts.X.w1/w2/w3) and the router
+block_sparse_moe.gate, top-2; the counts can be changed with config=). 2 layers (gemma3: 6),
 n_embd 64, n_ff 128. The vocab is the real tokenizer.json in tokenizer_dir (copied with
 tokenizer_config.json); vocab_size is its size. A tokenizer_dir with tokenizer.model and no
 tokenizer.json (tests/clients/spm_model.py) gives a SentencePiece folder: tokenizer.model,
@@ -35,7 +37,7 @@ import st_io  # noqa: E402
 
 ARCHS = {"llama": "LlamaForCausalLM", "llama_tied": "LlamaForCausalLM",
          "qwen2": "Qwen2ForCausalLM", "qwen3": "Qwen3ForCausalLM", "phi3": "Phi3ForCausalLM",
-         "gemma2": "Gemma2ForCausalLM", "gemma3": "Gemma3ForCausalLM"}
+         "gemma2": "Gemma2ForCausalLM", "gemma3": "Gemma3ForCausalLM", "mixtral": "MixtralForCausalLM"}
 
 
 def n_vocab_of(tokenizer_dir):
@@ -73,6 +75,9 @@ def make(folder, kind, tokenizer_dir, seed=0, vocab_size=None, dtype="F32", shar
     if kind == "qwen2":
         cfg["tie_word_embeddings"] = True
         cfg["rope_theta"] = 1000000.0
+    if kind == "mixtral":
+        cfg.update(model_type="mixtral", num_local_experts=4, num_experts_per_tok=2, router_jitter_noise=0.0,
+                   sliding_window=None, tie_word_embeddings=False)
     if kind == "qwen3":
         cfg["head_dim"] = hd
         cfg["tie_word_embeddings"] = False
@@ -139,6 +144,18 @@ def make(folder, kind, tokenizer_dir, seed=0, vocab_size=None, dtype="F32", shar
         if kind == "gemma3":
             w[p + "self_attn.q_norm.weight"] = r(hd, s=0.2)
             w[p + "self_attn.k_norm.weight"] = r(hd, s=0.2)
+    if kind == "mixtral":
+        # per-expert w1 (gate), w2 (down), w3 (up) and the router, in place of the mlp
+        for i in range(L):
+            p = "model.layers.%d." % i
+            for x in ("gate", "up", "down"):
+                w.pop(p + "mlp.%s_proj.weight" % x)
+            w[p + "block_sparse_moe.gate.weight"] = r(cfg["num_local_experts"], E, s=0.5)
+            for x in range(cfg["num_local_experts"]):
+                q = p + "block_sparse_moe.experts.%d." % x
+                w[q + "w1.weight"] = r(FF, E)
+                w[q + "w2.weight"] = r(E, FF)
+                w[q + "w3.weight"] = r(FF, E)
     if kind == "phi3":
         for i in range(L):
             p = "model.layers.%d." % i

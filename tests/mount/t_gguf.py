@@ -151,6 +151,87 @@ def converter_case(name, digests):
     return "%s: %d tensors, %d keys, byte for byte" % (", ".join(done), len(w["tensors"]), len(w["kv"]))
 
 
+def mixtral_case():
+    """A Mixtral folder (4 experts, top-2, experts over two shards): llama.cpp runs model.gguf,
+    whose ffn_*_exps are stacked on read, and its logits equal a torch forward over the HF
+    experts; with two experts swapped in the reference they must not."""
+    import converter_cases
+    import hf_forward
+    folder = converter_cases.make("Tiny-Mixtral", new_dir("moe-"))
+    m = Mount(folder, ["-o", "gguf=f32"])
+    try:
+        g = m.path("model.gguf")
+        if not os.path.exists(g):
+            raise Fail("no model.gguf; WEIGHTFS.txt: %s" % open(m.path("WEIGHTFS.txt")).read()[-300:])
+        ids = [1, 415, 2936, 9060, 285, 1142, 28705, 13, 1014, 4300, 378, 1010, 264, 5565, 28723, 2]
+        out = os.path.join(TMP, "logits-moe.npy")
+        client(["logits", g, out] + [str(i) for i in ids])
+        a = np.load(out)
+        cfg, w = hf_forward.load_folder(folder)
+        b = np.asarray(hf_forward.forward(cfg, w, ids))
+        rel = float(np.abs(a - b).max() / np.abs(b).max())
+        if rel > 1e-4 or (a.argmax(-1) != b.argmax(-1)).any():
+            raise Fail("llama.cpp's logits against the torch forward: relative error %.2g" % rel)
+        q = "model.layers.1.block_sparse_moe.experts.%d.w2.weight"
+        w[q % 0], w[q % 3] = w[q % 3], w[q % 0]
+        c = np.asarray(hf_forward.forward(cfg, w, ids))
+        rel_swapped = float(np.abs(a - c).max() / np.abs(c).max())
+        if rel_swapped < 1e-3:
+            raise Fail("with experts 0 and 3 of layer 1 swapped the reference still matches (%.2g)" % rel_swapped)
+        return "rel %.1e over %d positions (experts swapped: %.1e)" % (rel, len(ids), rel_swapped)
+    finally:
+        m.unmount()
+
+
+def mixtral_bad_case():
+    """Experts that do not add up: model.gguf left out, `weightfs info` saying why in one line
+    naming the field or tensor; never a crash or a file made anyway."""
+    import real_tokenizers
+    import st_io
+    import tiny_models
+    tdir = real_tokenizers.folder("llama2")
+    if not tdir:
+        skip_or_fail("tokenizer llama2 not installed (tests/clients/npm.sh)")
+    base = tiny_models.make(os.path.join(new_dir("moebad-"), "Tiny-Mixtral"), "mixtral", tdir)
+    x0 = "model.layers.0.block_sparse_moe.experts.%d.%s.weight"
+
+    def drop(w):
+        del w[x0 % (2, "w3")]
+
+    def reshape(w):
+        w[x0 % (1, "w1")] = w[x0 % (1, "w1")][:-1]
+
+    def misname(w):
+        w[x0.replace("%d", "02") % "w1"] = w.pop(x0 % (2, "w1"))
+    cases = [({"num_local_experts": 5}, None, "layer 0: 12 of its 15 expert tensors"),
+             ({"num_local_experts": 3}, None, "expert 3, past config.json's num_local_experts (3)"),
+             ({"num_experts_per_tok": 0}, None, "num_experts_per_tok: not from 1 to the 4 experts"),
+             ({"num_experts_per_tok": 5}, None, "num_experts_per_tok: not from 1 to the 4 experts"),
+             ({"num_local_experts": 1 << 20}, None, "num_local_experts: not a count of experts"),
+             ({"num_hidden_layers": 100000}, None, "more than the checkpoint's"),
+             ({}, drop, "layer 0: 11 of its 12 expert tensors"),
+             ({}, reshape, "experts.1.w1.weight': not 2-D of expert 0's shape"),
+             ({}, misname, "experts.02.w1.weight': no GGUF name")]
+    for cfg, edit, says in cases:
+        d = new_dir("moebad-")
+        for f in os.listdir(base):
+            shutil.copy(os.path.join(base, f), d)
+        with open(os.path.join(d, "config.json")) as f:
+            c = json.load(f)
+        c.update(cfg)
+        with open(os.path.join(d, "config.json"), "w") as f:
+            json.dump(c, f)
+        if edit:
+            w = st_io.load(os.path.join(d, "model.safetensors"))
+            edit(w)
+            st_io.save(w, os.path.join(d, "model.safetensors"))
+        rc, out, err, _ = run_cli(["info", d], timeout=60)
+        last = out.rstrip("\n").splitlines()[-1] if out else ""
+        if rc != 0 or not last.startswith("model.gguf: none: ") or says not in last:
+            raise Fail("%r: weightfs info exit %d, last line %r, want %r" % (cfg or edit.__name__, rc, last[:200], says))
+    return "%d folders refused, each naming why" % len(cases)
+
+
 def logits_match(mp_gguf, folder, ids):
     import hf_forward
     out = os.path.join(TMP, "logits.npy")
@@ -391,6 +472,9 @@ def group_gguf():
     for name in digests["cases"]:
         check("gguf: %s: model.gguf = llama.cpp's convert_hf_to_gguf.py's file (digests)" % name,
               converter_case, name, digests)
+    check("gguf: Mixtral: llama.cpp runs model.gguf (experts stacked on read); logits = torch forward",
+          mixtral_case)
+    check("gguf: Mixtral: experts that do not add up leave model.gguf out, naming why", mixtral_bad_case)
     folders = {}
     for kind, key in CASES:
         check("gguf: %s with the %s tokenizer: mounted and checked" % (kind, key), one_case, kind, key, folders)
