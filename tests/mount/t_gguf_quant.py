@@ -93,6 +93,21 @@ def narrow_case(kind):
     return "%s: %s byte-identical (every K type through its shape fallback)" % (kind, ", ".join(names))
 
 
+def moe_case():
+    """Mixtral with 8 experts (llama-quantize's n_expert == 8 rules: attn_v and attn_k Q8_0,
+    attn_output Q5_K), 256 wide: its experts stacked on read and quantized slab by slab."""
+    import tiny_models
+    from t_gguf_more import tok_dir
+    d = new_dir("qmoe-")
+    folder = tiny_models.make(os.path.join(d, "moe-mixtral"), "mixtral", tok_dir("plain"), dims=(256, 8, 2, 256, 3),
+                              config={"num_local_experts": 8, "bos_token_id": 1, "eos_token_id": 2})
+    g = make_f32(folder, d)
+    names = ("q4_k_m", "q2_k", "q3_k_m", "q8_0", "iq4_xs", "q5_k_s")
+    for name in names:
+        same_as_llama(folder, g, name, FTYPES[name], d=d)
+    return "%s byte-identical" % ", ".join(names)
+
+
 def gguf_source_case(state):
     folder, g, _ = state["wide"]
     d = new_dir("qsrc-")  # refs of its own: convert_run_case compares with the folder's
@@ -223,6 +238,7 @@ def group_gguf_quant():
           state)
     for kind in ("llama", "qwen2", "gemma2"):
         check("gguf_quant: tiny %s (64 wide): model.gguf = llama_model_quantize's" % kind, narrow_case, kind)
+    check("gguf_quant: Mixtral, 8 experts: model.gguf = llama_model_quantize's (the expert rules)", moe_case)
     if "wide" in state:
         check("gguf_quant: GGUF source, and requantizing a Q8_0 GGUF: = llama_model_quantize's", gguf_source_case,
               state)
