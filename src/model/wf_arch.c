@@ -80,6 +80,11 @@ static const struct {
 	{"mlp.down_proj", "ffn_down", 0},
 	{"mlp.gate_up_proj", "ffn_up", 0},
 	{"block_sparse_moe.gate", "ffn_gate_inp", 0},
+	{"mlp.gate", "ffn_gate_inp", 0},
+	{"mlp.shared_expert.gate_proj", "ffn_gate_shexp", 0},
+	{"mlp.shared_expert.up_proj", "ffn_up_shexp", 0},
+	{"mlp.shared_expert.down_proj", "ffn_down_shexp", 0},
+	{"mlp.shared_expert_gate", "ffn_gate_inp_shexp", 0},
 };
 
 /* Gemma 2 and 3 norm around both sublayers: their own four names. */
@@ -280,8 +285,21 @@ struct arch {
 	bool drop_lm_head;        /* Gemma 2 never writes output.weight */
 	kv_fn kvs;
 	const char *const *parts; /* the layer parts (wf_hf_to_gguf_name's GGUF names) the arch has */
-	bool experts;             /* Mixtral's per-expert w1/w2/w3, stacked (struct moe) */
+	const struct moe_form *experts; /* per-expert tensors stacked (struct moe), or NULL */
 };
+
+/* How an architecture's checkpoint names its experts, and the order the
+ * converter writes the three stacked tensors in (moe-and-mla.md 1.2). */
+struct moe_form {
+	const char *mid;          /* "model.layers.L" MID "X.PROJ.weight" */
+	const char *proj[3];      /* in the order written */
+	const char *gguf[3];      /* what each becomes: blk.L.GGUF.weight */
+};
+
+static const struct moe_form mixtral_experts = {
+	".block_sparse_moe.experts.", {"w1", "w2", "w3"}, {"ffn_gate_exps", "ffn_down_exps", "ffn_up_exps"}};
+static const struct moe_form qwen_experts = {
+	".mlp.experts.", {"down_proj", "gate_proj", "up_proj"}, {"ffn_down_exps", "ffn_gate_exps", "ffn_up_exps"}};
 
 #define KEYS(...) ((const char *const[]){__VA_ARGS__, NULL})
 
@@ -297,6 +315,11 @@ static const char *const gemma3_parts[] = {"attn_norm", "attn_q", "attn_k", "att
 					   "ffn_down", "attn_q_norm", "attn_k_norm", NULL};
 static const char *const mixtral_parts[] = {"attn_norm", "attn_q", "attn_k", "attn_v", "attn_output",
 					    "ffn_norm", "ffn_gate_inp", NULL};
+static const char *const qwen2moe_parts[] = {"attn_norm", "attn_q", "attn_k", "attn_v", "attn_output", "ffn_norm",
+					     "ffn_gate_inp", "ffn_gate_shexp", "ffn_up_shexp", "ffn_down_shexp",
+					     "ffn_gate_inp_shexp", NULL};
+static const char *const qwen3moe_parts[] = {"attn_norm", "attn_q", "attn_k", "attn_v", "attn_output", "ffn_norm",
+					     "ffn_gate_inp", "attn_q_norm", "attn_k_norm", NULL};
 static const char *const phi3_parts[] = {"attn_norm", "attn_qkv", "attn_q", "attn_k", "attn_v", "attn_output",
 					 "ffn_norm", "ffn_up", "ffn_down", NULL};
 
@@ -309,14 +332,19 @@ static enum wf_err kv_phi3(const struct arch *a, struct cfg *c, struct wf_gguf_w
 /* conversion/__init__.py's registrations for the architectures in scope */
 static const struct arch arch_rows[] = {
 	{{"LlamaForCausalLM", "LLaMAForCausalLM", "MistralForCausalLM", NULL}, "llama", WF_VOCAB_LLAMA, true, false,
-	 false, kv_llama, llama_parts, false},
-	{{"Qwen2ForCausalLM", NULL}, "qwen2", WF_VOCAB_QWEN, false, false, false, kv_qwen, llama_parts, false},
-	{{"Qwen3ForCausalLM", NULL}, "qwen3", WF_VOCAB_QWEN, false, false, false, kv_qwen, qwen3_parts, false},
-	{{"Gemma2ForCausalLM", NULL}, "gemma2", WF_VOCAB_GEMMA2, false, true, true, kv_gemma2, gemma2_parts, false},
-	{{"Gemma3ForCausalLM", NULL}, "gemma3", WF_VOCAB_GEMMA3, false, true, false, kv_gemma3, gemma3_parts, false},
-	{{"Phi3ForCausalLM", NULL}, "phi3", WF_VOCAB_PHI3, false, false, false, kv_phi3, phi3_parts, false},
+	 false, kv_llama, llama_parts, NULL},
+	{{"Qwen2ForCausalLM", NULL}, "qwen2", WF_VOCAB_QWEN, false, false, false, kv_qwen, llama_parts, NULL},
+	{{"Qwen3ForCausalLM", NULL}, "qwen3", WF_VOCAB_QWEN, false, false, false, kv_qwen, qwen3_parts, NULL},
+	{{"Gemma2ForCausalLM", NULL}, "gemma2", WF_VOCAB_GEMMA2, false, true, true, kv_gemma2, gemma2_parts, NULL},
+	{{"Gemma3ForCausalLM", NULL}, "gemma3", WF_VOCAB_GEMMA3, false, true, false, kv_gemma3, gemma3_parts, NULL},
+	{{"Phi3ForCausalLM", NULL}, "phi3", WF_VOCAB_PHI3, false, false, false, kv_phi3, phi3_parts, NULL},
 	/* after llama's: a GGUF "llama" is read back as the dense row */
-	{{"MixtralForCausalLM", NULL}, "llama", WF_VOCAB_LLAMA, true, false, false, kv_llama, mixtral_parts, true},
+	{{"MixtralForCausalLM", NULL}, "llama", WF_VOCAB_LLAMA, true, false, false, kv_llama, mixtral_parts,
+	 &mixtral_experts},
+	{{"Qwen2MoeForCausalLM", NULL}, "qwen2moe", WF_VOCAB_QWEN, false, false, false, kv_qwen, qwen2moe_parts,
+	 &qwen_experts},
+	{{"Qwen3MoeForCausalLM", NULL}, "qwen3moe", WF_VOCAB_QWEN, false, false, false, kv_qwen, qwen3moe_parts,
+	 &qwen_experts},
 };
 
 /* The defaults of each config class, by config.json's model_type (which
@@ -558,9 +586,21 @@ static enum wf_err kv_llama(const struct arch *a, struct cfg *c, struct wf_gguf_
 	return rc;
 }
 
+/* Qwen2MoeModel.set_gguf_parameters adds the experts' widths, each if
+ * config.json has it. */
 static enum wf_err kv_qwen(const struct arch *a, struct cfg *c, struct wf_gguf_w *w, uint32_t ftype)
 {
-	return kv_text(c, w, a->gguf, ftype);
+	enum wf_err rc = kv_text(c, w, a->gguf, ftype);
+	char k[96];
+	if (rc == WF_OK && a->experts) {
+		snprintf(k, sizeof k, "%s.expert_feed_forward_length", a->gguf);
+		rc = put_u32(c, w, k, KEYS("moe_intermediate_size"), false, NULL);
+	}
+	if (rc == WF_OK && a->experts) {
+		snprintf(k, sizeof k, "%s.expert_shared_feed_forward_length", a->gguf);
+		rc = put_u32(c, w, k, KEYS("shared_expert_intermediate_size"), false, NULL);
+	}
+	return rc;
 }
 
 static enum wf_err kv_gemma2(const struct arch *a, struct cfg *c, struct wf_gguf_w *w, uint32_t ftype)
@@ -1076,6 +1116,8 @@ static enum wf_err qk_heads(struct cfg *c, char qk, const struct wf_tensor *t, u
  * converter's order.  Nothing is copied: each is read slab by slab from
  * its sources (wf_gguf_file.c), which may sit in different shards. */
 struct moe {
+	const struct moe_form *f;
+	const char *field;  /* config.json's count of experts: num_local_experts, num_experts, ... */
 	uint32_t n_layer, n_exp;
 	uint32_t *slot;  /* [n_layer][3][n_exp]: the source tensor, or UINT32_MAX; becomes plan->stacks */
 	uint32_t *count; /* [n_layer]: slots filled */
@@ -1095,20 +1137,26 @@ static bool num(const char **p, unsigned long *v)
 	return true;
 }
 
-/* "model.layers.L.block_sparse_moe.experts.X.wK.weight": L, X and K - 1. */
-static bool expert_name(const char *s, unsigned long *layer, unsigned long *x, unsigned *k)
+/* "model.layers.L" MID "X.PROJ.weight" of form f: L, X and PROJ's place
+ * in the order written. */
+static bool expert_name(const struct moe_form *f, const char *s, unsigned long *layer, unsigned long *x, unsigned *k)
 {
-	static const char pre[] = "model.layers.", mid[] = ".block_sparse_moe.experts.";
+	static const char pre[] = "model.layers.";
+	size_t ml = strlen(f->mid);
 	if (strncmp(s, pre, sizeof pre - 1) != 0)
 		return false;
 	s += sizeof pre - 1;
-	if (!num(&s, layer) || strncmp(s, mid, sizeof mid - 1) != 0)
+	if (!num(&s, layer) || strncmp(s, f->mid, ml) != 0)
 		return false;
-	s += sizeof mid - 1;
-	if (!num(&s, x) || s[0] != '.' || s[1] != 'w' || s[2] < '1' || s[2] > '3' || strcmp(s + 3, ".weight") != 0)
+	s += ml;
+	if (!num(&s, x) || *s++ != '.')
 		return false;
-	*k = (unsigned)(s[2] - '1');
-	return true;
+	for (*k = 0; *k < 3; ++*k) {
+		size_t pl = strlen(f->proj[*k]);
+		if (strncmp(s, f->proj[*k], pl) == 0 && strcmp(s + pl, ".weight") == 0)
+			return true;
+	}
+	return false;
 }
 
 /* The counts the experts are parked by, checked against the checkpoint: a
@@ -1121,6 +1169,7 @@ static enum wf_err moe_init(struct cfg *c, const struct wf_model *m, struct moe 
 	const cJSON *ve = find(c, KEYS("num_local_experts", "num_experts", "n_routed_experts"), &which);
 	if (!ve)
 		return wf_fail(c->why, WF_ERR_UNSUP, "config.json: num_local_experts: missing");
+	e->field = which;
 	if (!as_u32(ve, &e->n_exp) || e->n_exp < 1 || e->n_exp > UINT16_MAX)
 		return wf_fail(c->why, WF_ERR_UNSUP, "config.json: %s: not a count of experts from 1 to 65535", which);
 	const cJSON *vu = find(c, KEYS("num_experts_per_tok", "num_experts_per_token", "top_k_experts"), &which);
@@ -1135,8 +1184,9 @@ static enum wf_err moe_init(struct cfg *c, const struct wf_model *m, struct moe 
 	size_t n = (size_t)e->n_layer * 3 * e->n_exp;
 	if (n / 3 / e->n_exp != e->n_layer || n > m->n_tensors || m->n_tensors >= UINT32_MAX)
 		return wf_fail(c->why, WF_ERR_UNSUP,
-			       "config.json: num_hidden_layers x num_local_experts: %" PRIu32 " x %" PRIu32
-			       " experts, more than the checkpoint's %zu tensors hold", e->n_layer, e->n_exp, m->n_tensors);
+			       "config.json: num_hidden_layers x %s: %" PRIu32 " x %" PRIu32
+			       " experts, more than the checkpoint's %zu tensors hold", e->field, e->n_layer, e->n_exp,
+			       m->n_tensors);
 	e->slot = malloc(n * sizeof *e->slot);
 	e->count = calloc(e->n_layer, sizeof *e->count);
 	if (!e->slot || !e->count)
@@ -1149,7 +1199,6 @@ static enum wf_err moe_init(struct cfg *c, const struct wf_model *m, struct moe 
 static enum wf_err moe_stack(struct cfg *c, const struct wf_model *m, unsigned long layer, struct wf_arch_plan *pl,
 			     size_t cap)
 {
-	static const char *const part[3] = {"ffn_gate_exps", "ffn_down_exps", "ffn_up_exps"};
 	const struct moe *e = c->moe;
 	char q[96], g[64];
 	for (unsigned k = 0; k < 3; k++) {
@@ -1167,7 +1216,7 @@ static enum wf_err moe_stack(struct cfg *c, const struct wf_model *m, unsigned l
 					       wf_type_get(t->type) ? wf_type_get(t->type)->name : "?");
 		}
 		uint64_t shape[3] = {e->n_exp, t0->shape[0], t0->shape[1]};
-		snprintf(g, sizeof g, "blk.%lu.%s.weight", layer, part[k]);
+		snprintf(g, sizeof g, "blk.%lu.%s.weight", layer, e->f->gguf[k]);
 		enum wf_err rc = add_tensor(pl, cap, g, st[0], 3, shape, false, pl->ftype, c->why);
 		if (rc != WF_OK)
 			return rc;
@@ -1184,11 +1233,11 @@ static enum wf_err moe_park(struct cfg *c, const struct wf_model *m, size_t i, s
 	unsigned long layer, x;
 	unsigned k;
 	char q[96];
-	expert_name(t->name, &layer, &x, &k);
+	expert_name(e->f, t->name, &layer, &x, &k);
 	if (layer >= e->n_layer || x >= e->n_exp)
 		return wf_fail(c->why, WF_ERR_UNSUP, "tensor %s: %s %lu, past config.json's %s (%" PRIu32 ")",
 			       wf_quote(q, sizeof q, t->name, t->name_len), layer >= e->n_layer ? "layer" : "expert",
-			       layer >= e->n_layer ? layer : x, layer >= e->n_layer ? "num_hidden_layers" : "num_local_experts",
+			       layer >= e->n_layer ? layer : x, layer >= e->n_layer ? "num_hidden_layers" : e->field,
 			       layer >= e->n_layer ? e->n_layer : e->n_exp);
 	e->slot[(layer * 3 + k) * e->n_exp + x] = (uint32_t)i;
 	return ++e->count[layer] == 3 * e->n_exp ? moe_stack(c, m, layer, pl, cap) : WF_OK;
@@ -1202,8 +1251,9 @@ static enum wf_err moe_done(struct cfg *c, struct wf_arch_plan *pl)
 	for (uint32_t l = 0; l < e->n_layer; l++)
 		if (e->count[l] != 3 * e->n_exp)
 			return wf_fail(c->why, WF_ERR_UNSUP,
-				       "layer %" PRIu32 ": %" PRIu32 " of its %" PRIu32 " expert tensors (w1, w2, w3 of "
-				       "config.json's num_local_experts %" PRIu32 ")", l, e->count[l], 3 * e->n_exp, e->n_exp);
+				       "layer %" PRIu32 ": %" PRIu32 " of its %" PRIu32 " expert tensors (%s, %s, %s of "
+				       "config.json's %s %" PRIu32 ")", l, e->count[l], 3 * e->n_exp, e->f->proj[0], e->f->proj[1],
+				       e->f->proj[2], e->field, e->n_exp);
 	pl->stacks = e->slot;
 	pl->n_stacks = (size_t)e->n_layer * 3 * e->n_exp;
 	c->moe->slot = NULL;
@@ -1224,7 +1274,7 @@ static enum wf_err map_tensor(const struct arch *a, struct cfg *c, const struct 
 		return WF_OK;
 	unsigned long layer, x;
 	unsigned k;
-	if (c->moe && expert_name(name, &layer, &x, &k))
+	if (c->moe && expert_name(c->moe->f, name, &layer, &x, &k))
 		return moe_park(c, m, i, pl, cap);
 	if (!wf_hf_to_gguf_name(a->gguf, name, t->name_len, g, sizeof g, &qk, &norm) ||
 	    (strncmp(g, "blk.", 4) == 0 && !has_part(a, g)))
@@ -1234,9 +1284,10 @@ static enum wf_err map_tensor(const struct arch *a, struct cfg *c, const struct 
 		return wf_fail(c->why, WF_ERR_UNSUP, "tensor %s: dtype %s is not converted", wf_quote(q, sizeof q, name, t->name_len),
 			       wf_type_get(t->type) ? wf_type_get(t->type)->name : "?");
 	size_t gl = strlen(g);
-	/* the router too (moe-and-mla.md 1.3) */
+	/* the routers too (moe-and-mla.md 1.3) */
 	bool f32 = t->ndim <= 1 || (gl >= 12 && strcmp(g + gl - 12, "_norm.weight") == 0) ||
-		   gl < 7 || strcmp(g + gl - 7, ".weight") != 0 || strstr(g, ".ffn_gate_inp.");
+		   gl < 7 || strcmp(g + gl - 7, ".weight") != 0 || strstr(g, ".ffn_gate_inp.") ||
+		   strstr(g, ".ffn_gate_inp_shexp.");
 	enum wf_err rc = add_tensor(pl, cap, g, (int64_t)i, t->ndim ? t->ndim : 1, t->ndim ? t->shape : (const uint64_t[]){1},
 				    f32, pl->ftype, c->why);
 	if (rc != WF_OK)
@@ -1294,7 +1345,7 @@ static enum wf_err plan_tensors(const struct arch *a, struct cfg *c, const struc
 	}
 	qsort(o, m->n_tensors, sizeof *o, ord_cmp);
 	pl->ftype = ftype == WF_FTYPE_AUTO ? auto_ftype(m, o, m->n_tensors) : ftype;
-	struct moe moe = {0};
+	struct moe moe = {.f = a->experts};
 	enum wf_err rc = WF_OK;
 	if (a->experts && (rc = moe_init(c, m, &moe)) == WF_OK)
 		c->moe = &moe;
@@ -1324,7 +1375,7 @@ enum wf_err wf_arch_plan(const struct wf_model *m, const struct wf_arch_in *in, 
 		rc = WF_ERR_UNSUP;
 	if (rc == WF_OK) {
 		plan->arch = a->gguf;
-		c.experts = a->experts;
+		c.experts = a->experts != NULL;
 		plan->tok = a->tok;
 		uint32_t vs;
 		if (as_u32(hp(&c, "vocab_size"), &vs))

@@ -46,7 +46,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import st_io  # noqa: E402
 
 SUPPORTED = ("LlamaForCausalLM", "MistralForCausalLM", "Qwen2ForCausalLM", "Qwen3ForCausalLM",
-             "Phi3ForCausalLM", "Gemma2ForCausalLM", "Gemma3ForCausalLM", "MixtralForCausalLM")
+             "Phi3ForCausalLM", "Gemma2ForCausalLM", "Gemma3ForCausalLM", "MixtralForCausalLM",
+             "Qwen2MoeForCausalLM", "Qwen3MoeForCausalLM")
 GEMMA = ("Gemma2ForCausalLM", "Gemma3ForCausalLM")
 
 
@@ -226,6 +227,29 @@ def moe_mixtral(cfg, T, p, h, lin):
     return out
 
 
+def moe_qwen(cfg, T, p, h, lin):
+    """Qwen2-MoE's and Qwen3-MoE's sparse block (transformers Qwen2MoeSparseMoeBlock and
+    Qwen3MoeSparseMoeBlock): the router's float32 softmax, the top num_experts_per_tok, divided
+    by their sum when norm_topk_prob; each expert down(silu(gate h) * up h); Qwen2-MoE adds
+    sigmoid(shared_expert_gate h) * shared_expert(h)."""
+    E, k = cfg["num_experts"], cfg["num_experts_per_tok"]
+    probs = torch.softmax(lin(h, p + "gate").float(), dim=-1)
+    top, idx = torch.topk(probs, k, dim=-1)
+    if cfg.get("norm_topk_prob"):
+        top = top / top.sum(-1, keepdim=True)
+    top = top.to(h.dtype)
+    out = torch.zeros_like(h)
+    for x in range(E):
+        q = p + "experts.%d." % x
+        y = lin(torch.nn.functional.silu(lin(h, q + "gate_proj")) * lin(h, q + "up_proj"), q + "down_proj")
+        out = out + (top * (idx == x)).sum(-1, keepdim=True) * y
+    if (p + "shared_expert_gate.weight") in T:
+        q = p + "shared_expert."
+        y = lin(torch.nn.functional.silu(lin(h, q + "gate_proj")) * lin(h, q + "up_proj"), q + "down_proj")
+        out = out + torch.sigmoid(lin(h, p + "shared_expert_gate")) * y
+    return out
+
+
 def forward(cfg, w, ids, dtype=torch.float64, gelu="exact"):
     arch = (cfg.get("architectures") or ["?"])[0]
     if arch not in SUPPORTED:
@@ -282,6 +306,9 @@ def forward(cfg, w, ids, dtype=torch.float64, gelu="exact"):
         h = rms(x, T[p + "post_attention_layernorm.weight"], eps)
         if (p + "block_sparse_moe.gate.weight") in T:
             x = x + moe_mixtral(cfg, T, p + "block_sparse_moe.", h, lin)
+            continue
+        if (p + "mlp.gate.weight") in T:
+            x = x + moe_qwen(cfg, T, p + "mlp.", h, lin)
             continue
         if (p + "mlp.gate_up_proj.weight") in T:    # Phi3: gate rows, then up rows
             g, u = lin(h, p + "mlp.gate_up_proj").chunk(2, dim=-1)

@@ -12,7 +12,9 @@ converter must drop), "gemma3" (gemma3_text: the same norms plus q_norm/k_norm, 
 that llama.cpp's default pattern of 6 gives 5 local layers (rope_local_base_freq 10000) and
 one global (rope_theta 1e6), sliding_window 16, tied, no softcapping), "mixtral" (Llama's
 attention, 4 experts per layer (block_sparse_moe.experts.X.w1/w2/w3) and the router
-block_sparse_moe.gate, top-2; the counts can be changed with config=). 2 layers (gemma3: 6),
+block_sparse_moe.gate, top-2; the counts can be changed with config=), "qwen2moe" (Qwen2's
+attention, 4 experts of 32 (mlp.experts.X.*_proj), top-2 without renormalising, a shared
+expert of 48 and its gate), "qwen3moe" (Qwen3's attention, 4 experts of 32, top-2 renormalised). 2 layers (gemma3: 6),
 n_embd 64, n_ff 128. The vocab is the real tokenizer.json in tokenizer_dir (copied with
 tokenizer_config.json); vocab_size is its size. A tokenizer_dir with tokenizer.model and no
 tokenizer.json (tests/clients/spm_model.py) gives a SentencePiece folder: tokenizer.model,
@@ -37,7 +39,8 @@ import st_io  # noqa: E402
 
 ARCHS = {"llama": "LlamaForCausalLM", "llama_tied": "LlamaForCausalLM",
          "qwen2": "Qwen2ForCausalLM", "qwen3": "Qwen3ForCausalLM", "phi3": "Phi3ForCausalLM",
-         "gemma2": "Gemma2ForCausalLM", "gemma3": "Gemma3ForCausalLM", "mixtral": "MixtralForCausalLM"}
+         "gemma2": "Gemma2ForCausalLM", "gemma3": "Gemma3ForCausalLM", "mixtral": "MixtralForCausalLM",
+         "qwen2moe": "Qwen2MoeForCausalLM", "qwen3moe": "Qwen3MoeForCausalLM"}
 
 
 def n_vocab_of(tokenizer_dir):
@@ -59,7 +62,7 @@ def make(folder, kind, tokenizer_dir, seed=0, vocab_size=None, dtype="F32", shar
             shutil.copy(os.path.join(tokenizer_dir, fn), os.path.join(folder, fn))
     V = vocab_size or n_vocab_of(tokenizer_dir)
     E, H, KV, FF, L = dims or (64, 4, 2, 128, (6 if kind == "gemma3" else 2))
-    hd = 32 if kind == "qwen3" else E // H
+    hd = 32 if kind in ("qwen3", "qwen3moe") else E // H
     cfg = {"architectures": [ARCHS[kind]], "model_type": ARCHS[kind][:-len("ForCausalLM")].lower(),
            "hidden_size": E, "intermediate_size": FF, "num_hidden_layers": L,
            "num_attention_heads": H, "num_key_value_heads": KV, "vocab_size": V,
@@ -78,6 +81,14 @@ def make(folder, kind, tokenizer_dir, seed=0, vocab_size=None, dtype="F32", shar
     if kind == "mixtral":
         cfg.update(model_type="mixtral", num_local_experts=4, num_experts_per_tok=2, router_jitter_noise=0.0,
                    sliding_window=None, tie_word_embeddings=False)
+    if kind == "qwen2moe":
+        cfg.update(model_type="qwen2_moe", num_experts=4, num_experts_per_tok=2, moe_intermediate_size=32,
+                   shared_expert_intermediate_size=48, norm_topk_prob=False, decoder_sparse_step=1,
+                   mlp_only_layers=[], tie_word_embeddings=False, rope_theta=1000000.0)
+    if kind == "qwen3moe":
+        cfg.update(model_type="qwen3_moe", head_dim=hd, num_experts=4, num_experts_per_tok=2, moe_intermediate_size=32,
+                   norm_topk_prob=True, decoder_sparse_step=1, mlp_only_layers=[], tie_word_embeddings=False,
+                   rope_theta=1000000.0)
     if kind == "qwen3":
         cfg["head_dim"] = hd
         cfg["tie_word_embeddings"] = False
@@ -127,13 +138,13 @@ def make(folder, kind, tokenizer_dir, seed=0, vocab_size=None, dtype="F32", shar
         w[p + "mlp.gate_proj.weight"] = r(FF, E)
         w[p + "mlp.up_proj.weight"] = r(FF, E)
         w[p + "mlp.down_proj.weight"] = r(E, FF)
-        if kind in ("qwen2", "llama_tied"):
+        if kind in ("qwen2", "llama_tied", "qwen2moe"):
             w[p + "self_attn.q_proj.bias"] = r(H * hd, s=0.5)
             w[p + "self_attn.k_proj.bias"] = r(KV * hd, s=0.5)
             w[p + "self_attn.v_proj.bias"] = r(KV * hd, s=0.5)
         if kind == "llama_tied":
             w[p + "self_attn.o_proj.bias"] = r(E, s=0.5)
-        if kind == "qwen3":
+        if kind in ("qwen3", "qwen3moe"):
             w[p + "self_attn.q_norm.weight"] = 1 + r(hd, s=0.2)
             w[p + "self_attn.k_norm.weight"] = 1 + r(hd, s=0.2)
         if gemma:
@@ -156,6 +167,26 @@ def make(folder, kind, tokenizer_dir, seed=0, vocab_size=None, dtype="F32", shar
                 w[q + "w1.weight"] = r(FF, E)
                 w[q + "w2.weight"] = r(E, FF)
                 w[q + "w3.weight"] = r(FF, E)
+    if kind in ("qwen2moe", "qwen3moe"):
+        # routed experts mlp.experts.X.{gate,up,down}_proj of moe_intermediate_size, the router
+        # mlp.gate; Qwen2-MoE adds a shared expert and its sigmoid gate
+        Fm = cfg["moe_intermediate_size"]
+        for i in range(L):
+            p = "model.layers.%d." % i
+            for x in ("gate", "up", "down"):
+                w.pop(p + "mlp.%s_proj.weight" % x)
+            w[p + "mlp.gate.weight"] = r(cfg["num_experts"], E, s=0.5)
+            for x in range(cfg["num_experts"]):
+                q = p + "mlp.experts.%d." % x
+                w[q + "gate_proj.weight"] = r(Fm, E)
+                w[q + "up_proj.weight"] = r(Fm, E)
+                w[q + "down_proj.weight"] = r(E, Fm)
+            if kind == "qwen2moe":
+                Fs = cfg["shared_expert_intermediate_size"]
+                w[p + "mlp.shared_expert.gate_proj.weight"] = r(Fs, E)
+                w[p + "mlp.shared_expert.up_proj.weight"] = r(Fs, E)
+                w[p + "mlp.shared_expert.down_proj.weight"] = r(E, Fs)
+                w[p + "mlp.shared_expert_gate.weight"] = r(1, E, s=0.5)
     if kind == "phi3":
         for i in range(L):
             p = "model.layers.%d." % i

@@ -151,13 +151,20 @@ def converter_case(name, digests):
     return "%s: %d tensors, %d keys, byte for byte" % (", ".join(done), len(w["tensors"]), len(w["kv"]))
 
 
-def mixtral_case():
-    """A Mixtral folder (4 experts, top-2, experts over two shards): llama.cpp runs model.gguf,
-    whose ffn_*_exps are stacked on read, and its logits equal a torch forward over the HF
-    experts; with two experts swapped in the reference they must not."""
+# a mixture of experts of converter_cases, and the down projection of an expert (%d) of layer 1
+MOE_CASES = {"Tiny-Mixtral": "model.layers.1.block_sparse_moe.experts.%d.w2.weight",
+             "Tiny-Qwen2-MoE": "model.layers.1.mlp.experts.%d.down_proj.weight",
+             "Tiny-Qwen3-MoE": "model.layers.1.mlp.experts.%d.down_proj.weight"}
+
+
+def moe_case(name):
+    """A mixture of experts (4 experts, top-2; Mixtral's over two shards; Qwen2-MoE with a
+    shared expert): llama.cpp runs model.gguf, whose ffn_*_exps are stacked on read, and its
+    logits equal a torch forward over the HF experts; with two experts swapped in the
+    reference they must not."""
     import converter_cases
     import hf_forward
-    folder = converter_cases.make("Tiny-Mixtral", new_dir("moe-"))
+    folder = converter_cases.make(name, new_dir("moe-"))
     m = Mount(folder, ["-o", "gguf=f32"])
     try:
         g = m.path("model.gguf")
@@ -172,7 +179,7 @@ def mixtral_case():
         rel = float(np.abs(a - b).max() / np.abs(b).max())
         if rel > 1e-4 or (a.argmax(-1) != b.argmax(-1)).any():
             raise Fail("llama.cpp's logits against the torch forward: relative error %.2g" % rel)
-        q = "model.layers.1.block_sparse_moe.experts.%d.w2.weight"
+        q = MOE_CASES[name]
         w[q % 0], w[q % 3] = w[q % 3], w[q % 0]
         c = np.asarray(hf_forward.forward(cfg, w, ids))
         rel_swapped = float(np.abs(a - c).max() / np.abs(c).max())
@@ -472,8 +479,9 @@ def group_gguf():
     for name in digests["cases"]:
         check("gguf: %s: model.gguf = llama.cpp's convert_hf_to_gguf.py's file (digests)" % name,
               converter_case, name, digests)
-    check("gguf: Mixtral: llama.cpp runs model.gguf (experts stacked on read); logits = torch forward",
-          mixtral_case)
+    for name in MOE_CASES:
+        check("gguf: %s: llama.cpp runs model.gguf (experts stacked on read); logits = torch forward" % name,
+              moe_case, name)
     check("gguf: Mixtral: experts that do not add up leave model.gguf out, naming why", mixtral_bad_case)
     folders = {}
     for kind, key in CASES:
