@@ -77,6 +77,9 @@ measures, side by side in one run:
      llama.cpp first token from that model.gguf, cold and warm, vs the
      llama-quantize file on /dev/shm (--parts hf, q4, or hf-read, hf-module,
      q4-read, q4-llama).
+  25. model.gguf of a BF16 Qwen3-MoE folder, its experts stacked on read:
+     part 15's reads, and the daemon's peak memory (tools/bench_gguf.py;
+     --parts gguf-moe).
 Prints medians of several runs as tables with ratios and writes the same to
 --out as JSON.  Needs root only for --drop-caches / --read-ahead-kb; uses no
 third-party modules.

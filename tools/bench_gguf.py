@@ -34,7 +34,13 @@ ratios (--runs, at least 5; 3 with --quick):
                     the same place (nothing converted: the most a program that reads its
                     input reaches); order rotated between runs.
 
-Selection: --parts gguf (all three) or any of gguf-read, gguf-llama, gguf-convert.
+  25 (gguf-moe)     part 15's reads on a BF16 Qwen3-MoE folder (hidden 1024, 8 layers, 32
+                    experts of 512, 4 per token, Qwen3's tokenizer: 0.9 GB; --quick: 4
+                    layers, 16 experts), whose model.gguf stacks each layer's 96 expert
+                    tensors on read into 3, and the daemon's peak memory while reading it
+                    (goal >= 0.9x model.safetensors; memory not growing with the experts).
+
+Selection: --parts gguf (all four) or any of gguf-read, gguf-llama, gguf-convert, gguf-moe.
 Needs the npm clients (WEIGHTFS_NPM, or bash tests/clients/npm.sh) and a Python with numpy;
 says why and returns a note otherwise.
 """
@@ -48,7 +54,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 CLIENTS = os.path.join(os.path.dirname(HERE), "tests", "clients")
 MiB = 1 << 20
-PARTS = ("gguf-read", "gguf-llama", "gguf-convert")
+PARTS = ("gguf-read", "gguf-llama", "gguf-convert", "gguf-moe")
 # parts 21-24 (tools/bench_hf.py) run on the same folder
 MORE = {"hf": ("hf-read", "hf-module"), "q4": ("q4-read", "q4-llama")}
 # hidden, layers, ffn, heads, kv heads (vocab: Llama 3.1's 128256)
@@ -126,6 +132,58 @@ def _make(folder, shape):
     with open(os.path.join(folder, "bench-shape"), "w") as f:
         f.write(shape)
     return True
+
+
+def _make_moe(folder, shape):
+    sys.path.insert(0, CLIENTS)
+    import real_tokenizers
+    import tiny_models
+    tdir = real_tokenizers.folder("qwen3")
+    if not tdir:
+        return False
+    L, E = (8, 32) if shape == "full" else (4, 16)
+    tiny_models.make(folder, "qwen3moe", tdir, dims=(1024, 16, 4, 2816, L), dtype="BF16",
+                     config={"num_experts": E, "moe_intermediate_size": 512, "num_experts_per_tok": 4})
+    with open(os.path.join(folder, "bench-shape"), "w") as f:
+        f.write(shape)
+    return True
+
+
+def _hwm_kib(pid):
+    with open("/proc/%d/status" % pid) as f:
+        for ln in f:
+            if ln.startswith("VmHWM:"):
+                return int(ln.split()[1])
+    return None
+
+
+def part_moe(args, py, runs):
+    """Part 25: part 15's reads on a MoE folder, and the daemon's VmHWM after reading model.gguf."""
+    shape = "quick" if args.quick else "full"
+    folder = os.path.join(os.path.abspath(args.disk_dir), "gguf-qwen3moe-" + shape)
+    if not os.path.exists(os.path.join(folder, "bench-shape")):
+        log("bench: writing the %s BF16 Qwen3-MoE folder for part 25 in %s" % (shape, folder))
+        if subprocess.run([py, os.path.abspath(__file__), "make-moe", folder, shape]).returncode != 0:
+            return {"note": "skipped: the npm clients are not installed (bash tests/clients/npm.sh)"}
+    mnt = os.path.join(args.dir, "mnt-moe")
+    try:
+        res = part_read(args, folder, mnt, runs)
+        res["src_bytes"] = os.path.getsize(os.path.join(folder, "model.safetensors"))
+        m = _Mount(args.weightfs, folder, mnt)
+        try:
+            res["hwm_mounted_kib"] = _hwm_kib(m.p.pid)
+            _read(os.path.join(mnt, "model.gguf"))
+            res["hwm_read_kib"] = _hwm_kib(m.p.pid)
+        finally:
+            m.close()
+    finally:
+        if not args.keep and os.path.isdir(folder):
+            for f in os.listdir(folder):
+                os.unlink(os.path.join(folder, f))
+            os.rmdir(folder)
+        if os.path.isdir(mnt) and not os.path.ismount(mnt):
+            os.rmdir(mnt)
+    return res
 
 
 def _first_token_child(path):
@@ -408,6 +466,8 @@ def part_gguf(args, parts):
             res["llama"] = part_llama(args, folder, mnt, runs, py)
         if "gguf-convert" in parts:
             res["convert"] = part_convert(args, folder, runs)
+        if "gguf-moe" in parts:
+            res["moe"] = part_moe(args, py, runs)
         import bench_hf
         res.update(bench_hf.run_parts(args, parts, folder, mnt, runs, py))
     finally:
@@ -459,6 +519,20 @@ def report(res):
                        "  dd of the source (nothing converted) %.2f GB/s, %.2fx floor" % (
                            label, s["bytes"] / 1e6, r["convert"], r["floor"], r["x_floor"], r["cp"],
                            r["cp_x_floor"]))
+    if "moe" in res and "median" in res["moe"]:
+        r, b, mo = res["moe"]["median"], res["moe"]["bytes"], res["moe"]
+        out += ["(25) a BF16 Qwen3-MoE folder (model.safetensors %.0f MB): part 15's reads (goal >= 0.9x)"
+                % (mo["src_bytes"] / 1e6),
+                "  model.safetensors (float32 view, %.0f MB)   %5.2f GB/s" % (b["st"] / 1e6, r["st"]),
+                "  model.safetensors -o dtype=bf16 (%.0f MB)   %5.2f GB/s" % (b["st_bf16"] / 1e6, r["st_bf16"]),
+                "  model.gguf (auto: BF16, experts stacked, %.0f MB)  %5.2f GB/s  %.2fx model.safetensors, "
+                "%.2fx the bf16 view" % (b["gguf"] / 1e6, r["gguf"], r["x_st"], r["x_st_bf16"]),
+                "  model.gguf -o gguf=f16 (%.0f MB)           %5.2f GB/s  %.2fx model.safetensors"
+                % (b["gguf_f16"] / 1e6, r["gguf_f16"], r["f16_x_st"]),
+                "  the daemon's VmHWM: %s KiB mounted, %s KiB after reading model.gguf whole"
+                % (mo.get("hwm_mounted_kib"), mo.get("hwm_read_kib"))]
+    elif "moe" in res:
+        out.append("(25) %s" % res["moe"].get("note"))
     import bench_hf
     return out + bench_hf.report(res)
 
@@ -466,6 +540,8 @@ def report(res):
 if __name__ == "__main__":
     if len(sys.argv) == 4 and sys.argv[1] == "make":
         sys.exit(0 if _make(sys.argv[2], sys.argv[3]) else 1)
+    if len(sys.argv) == 4 and sys.argv[1] == "make-moe":
+        sys.exit(0 if _make_moe(sys.argv[2], sys.argv[3]) else 1)
     if len(sys.argv) == 3 and sys.argv[1] == "first-token":
         _first_token_child(sys.argv[2])
         sys.exit(0)

@@ -3,7 +3,9 @@
  * shards, split GGUF parts: the set loader (src/model/wf_set*.c,
  * wf_open.c) and the quantized-safetensors layer (src/view/wf_hfq*.c:
  * GPTQ, AWQ, FP8, MLX, bitsandbytes 4- and 8-bit) on attacker-made JSON
- * and tensor shapes.
+ * and tensor shapes; with a config.json of an architecture model.gguf is
+ * made for, its plan (src/model/wf_arch.c: experts stacked, the key/values)
+ * and model.gguf read at its start and end, as every other file.
  *
  * Input layout (little-endian; missing bytes read as 0):
  *   [0]      flags: bits 0-1 the dtype (f32, f16, bf16, stored);
@@ -12,7 +14,7 @@
  *            shard, 4 the first GGUF part, 5 the second safetensors
  *            shard, 6-7 the folder; bit 5 -o npy, bit 6 -o suffix
  *   then     records until the end of the input, each
- *              [1]   file id (mod 8), naming one of names[] below
+ *              [1]   file id (mod 9), naming one of names[] below
  *              [2]   u16 length (cut to what is left of the input)
  *              [len] the file's bytes
  *            a later record for the same file replaces the earlier one
@@ -43,7 +45,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define N_NAMES 8
+#define N_NAMES 9
 static const char *const names[N_NAMES] = {
 	"config.json",
 	"model.safetensors",
@@ -53,6 +55,7 @@ static const char *const names[N_NAMES] = {
 	"model-00002-of-00002.safetensors",
 	"m-00001-of-00002.gguf",
 	"m-00002-of-00002.gguf",
+	"tokenizer.json",
 };
 
 /* what bits 2-4 of the flags open: an index into names[], or -1 the folder */

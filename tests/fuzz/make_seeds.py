@@ -169,7 +169,7 @@ write("gguf", "hand_meta_dots.gguf",
 hrng = random.Random(2)
 HFQ_NAMES = ["config.json", "model.safetensors", "quantize_config.json", "model.safetensors.index.json",
              "model-00001-of-00002.safetensors", "model-00002-of-00002.safetensors",
-             "m-00001-of-00002.gguf", "m-00002-of-00002.gguf"]
+             "m-00001-of-00002.gguf", "m-00002-of-00002.gguf", "tokenizer.json"]
 
 
 def hbytes(n):
@@ -433,3 +433,74 @@ w256 = gguf([kv_str("general.architecture", "llama"), kv_u32("llama.block_count"
             [("token_embd.weight", [256, 2], 0), ("blk.0.attn_q.weight", [256, 2], 0),
              ("blk.0.ffn_down.weight", [256, 2], 0), ("blk.0.attn_norm.weight", [256], 0)])
 write("gguf_retype", "rows256_finite.gguf", finite_f32(w256, 4 * (512 * 3 + 256)))
+
+
+# --- hfq: mixtures of experts, whose model.gguf stacks the experts on read ---
+# (src/model/wf_arch.c struct moe); a byte-level tokenizer.json so that model.gguf is made
+mrng = random.Random(5)
+MOE_TOK = {"version": "1.0", "added_tokens": [], "normalizer": None, "post_processor": None,
+           "pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": True},
+           "decoder": {"type": "ByteLevel"},
+           "model": {"type": "BPE", "dropout": None, "unk_token": None, "continuing_subword_prefix": None,
+                     "end_of_word_suffix": None, "fuse_unk": False, "byte_fallback": False,
+                     "vocab": {"a": 0, "b": 1, "ab": 2, "c": 3}, "merges": ["a b"]}}
+
+
+def moe_folder(kind, n_exp=2, drop=None):
+    """config.json and the tensors of a one-layer MoE of width 8 ({name: (dtype, shape, raw)})."""
+    H, F, V = 8, 8, 4
+    cfg = {"architectures": [{"mixtral": "MixtralForCausalLM", "qwen2moe": "Qwen2MoeForCausalLM",
+                              "qwen3moe": "Qwen3MoeForCausalLM"}[kind]],
+           "hidden_size": H, "intermediate_size": F, "num_hidden_layers": 1, "num_attention_heads": 2,
+           "num_key_value_heads": 1, "vocab_size": V, "num_experts_per_tok": 1, "rms_norm_eps": 1e-5,
+           "max_position_embeddings": 32, "moe_intermediate_size": F, "shared_expert_intermediate_size": F}
+    cfg["num_local_experts" if kind == "mixtral" else "num_experts"] = n_exp
+    t = {}
+
+    def f32(name, *shape):
+        n = 1
+        for d in shape:
+            n *= d
+        t[name] = ("F32", list(shape), b"".join(struct.pack("<f", mrng.uniform(-1, 1)) for _ in range(n)))
+    f32("model.embed_tokens.weight", V, H)
+    f32("model.norm.weight", H)
+    f32("lm_head.weight", V, H)
+    p = "model.layers.0."
+    for n, sh in (("input_layernorm", (H,)), ("post_attention_layernorm", (H,)), ("self_attn.q_proj", (H, H)),
+                  ("self_attn.k_proj", (4, H)), ("self_attn.v_proj", (4, H)), ("self_attn.o_proj", (H, H))):
+        f32(p + n + ".weight", *sh)
+    moe, projs = (("block_sparse_moe.", ("w1", "w2", "w3")) if kind == "mixtral"
+                  else ("mlp.", ("gate_proj", "down_proj", "up_proj")))
+    f32(p + moe + "gate.weight", n_exp, H)
+    for x in range(n_exp):
+        for k, sh in zip(projs, ((F, H), (H, F), (F, H))):
+            f32(p + moe + "experts.%d.%s.weight" % (x, k), *sh)
+    if kind == "qwen2moe":
+        for k, sh in zip(projs, ((F, H), (H, F), (F, H))):
+            f32(p + "mlp.shared_expert.%s.weight" % k, *sh)
+        f32(p + "mlp.shared_expert_gate.weight", 1, H)
+    if kind == "qwen3moe":
+        f32(p + "self_attn.q_norm.weight", 4)
+        f32(p + "self_attn.k_norm.weight", 4)
+    if drop:
+        del t[drop]
+    return cfg, t
+
+
+for kind in ("mixtral", "qwen2moe", "qwen3moe"):
+    cfg, t = moe_folder(kind)
+    write("hfq", "moe_" + kind, hfq_input([("config.json", cfg), ("model.safetensors", hst(t)),
+                                           ("tokenizer.json", MOE_TOK)]))
+# the experts dealt over two shards of an index
+cfg, t = moe_folder("mixtral", n_exp=3)
+names = sorted(t)
+shard = {n: "model-%05d-of-00002.safetensors" % (1 + i % 2) for i, n in enumerate(names)}
+write("hfq", "moe_mixtral_shards", hfq_input(
+    [("config.json", cfg), ("tokenizer.json", MOE_TOK),
+     ("model.safetensors.index.json", {"metadata": {}, "weight_map": shard}),
+     ("model-00001-of-00002.safetensors", hst({n: t[n] for n in names if shard[n].startswith("model-00001")})),
+     ("model-00002-of-00002.safetensors", hst({n: t[n] for n in names if shard[n].startswith("model-00002")}))]))
+# an expert missing: refused
+cfg, t = moe_folder("qwen3moe", drop="model.layers.0.mlp.experts.1.up_proj.weight")
+write("hfq", "moe_qwen3moe_missing", hfq_input([("config.json", cfg), ("model.safetensors", hst(t)),
+                                                ("tokenizer.json", MOE_TOK)]))
