@@ -461,18 +461,36 @@ static uint32_t out_type(enum wf_vk vk)
 	return vk == WF_VK_BF16 ? WF_T_BF16 : vk == WF_VK_F16 ? WF_T_F16 : WF_T_F32;
 }
 
-/* One GGUF tensor as its HF tensor, or nothing (no HF counterpart). */
+/* The GGUF tensors with no HF tensor that are not lost: Llama 3's
+ * rope_freqs and Phi-3's rope factors, which config.json's rope_scaling
+ * says, and Gemma 2's output.weight (docs/hf.md: HF ties it). */
+static bool said_otherwise(const struct hp *h, const char *name)
+{
+	if (strcmp(h->arch, "llama") == 0)
+		return strcmp(name, "rope_freqs.weight") == 0;
+	if (strcmp(h->arch, "phi3") == 0)
+		return strcmp(name, "rope_factors_long.weight") == 0 || strcmp(name, "rope_factors_short.weight") == 0;
+	return h->a->no_lm_head && strcmp(name, "output.weight") == 0;
+}
+
+/* One GGUF tensor as its HF tensor, or nothing (no HF counterpart).  A
+ * tensor the architecture's row does not know (a Mixtral's experts and
+ * router under general.architecture llama) is refused: transformers would
+ * build the dense model and initialise what it lacks at random. */
 static enum wf_err plan_tensor(struct hp *h, const struct wf_model *m, size_t i, const struct dims *d, enum wf_vk vk,
 			       struct wf_arch_plan *pl)
 {
 	const struct wf_tensor *t = &m->tensors[i];
 	struct wf_arch_tensor *o = &pl->t[pl->n];
-	char qk, hn[WF_GGUF_NAME_MAX];
+	char qk, hn[WF_GGUF_NAME_MAX], q[96];
 	bool norm;
 	memset(o, 0, sizeof *o);
-	if (strlen(t->name) != t->name_len || !wf_gguf_to_hf_name(h->arch, t->name, hn, sizeof hn, &qk, &norm))
-		return WF_OK;
-	char q[96];
+	if (strlen(t->name) != t->name_len || !wf_gguf_to_hf_name(h->arch, t->name, hn, sizeof hn, &qk, &norm)) {
+		if (strlen(t->name) == t->name_len && said_otherwise(h, t->name))
+			return WF_OK;
+		return wf_fail(h->why, WF_ERR_UNSUP, "tensor %s: %s has no HF name for it (transformers would build the "
+			       "model without it)", wf_quote(q, sizeof q, t->name, t->name_len), h->a->hf_class);
+	}
 	const struct wf_type *ty = wf_type_get(t->type);
 	bool floats = t->type == WF_T_F32 || t->type == WF_T_F16 || t->type == WF_T_BF16 ||
 		      (ty && ty->vk == WF_VK_F32 && !ty->layer);

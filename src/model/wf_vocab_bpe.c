@@ -15,6 +15,7 @@
 struct hfv {
 	struct vstr *s;       /* by id, .s NULL where no token has that id */
 	const cJSON **added;  /* by id: the added_tokens entry, or NULL */
+	bool *base;           /* by id: given in model.vocab */
 	size_t n;             /* largest id + 1 */
 	size_t n_base;        /* entries in model.vocab */
 	struct wf_idset names;/* every string -> id; v->ts once loaded */
@@ -78,10 +79,12 @@ static enum wf_err hfv_size(struct voc *v, const cJSON *added, struct hfv *h)
 		return voc_nomem(v);
 	/* in the arena: v->ts indexes these strings until the end */
 	h->s = voc_alloc(v, (h->n ? h->n : 1) * sizeof *h->s);
+	h->base = voc_alloc(v, (h->n ? h->n : 1) * sizeof *h->base);
 	h->added = calloc(h->n ? h->n : 1, sizeof *h->added);
-	if (!h->s || !h->added)
+	if (!h->s || !h->base || !h->added)
 		return voc_nomem(v);
 	memset(h->s, 0, (h->n ? h->n : 1) * sizeof *h->s);
+	memset(h->base, 0, (h->n ? h->n : 1) * sizeof *h->base);
 	h->names_ok = wf_idset_init(&h->names, h->n_base + i + 1, voc_pool_at, &v->tsp);
 	return h->names_ok ? WF_OK : voc_nomem(v);
 }
@@ -112,6 +115,8 @@ static enum wf_err hfv_put(struct voc *v, struct hfv *h, const char *s, size_t n
 	h->s[id] = (struct vstr){s, n};
 	if (added)
 		h->added[id] = added;
+	else
+		h->base[id] = true;
 	return WF_OK;
 }
 
@@ -151,6 +156,7 @@ static enum wf_err hfv_load(struct voc *v, struct hfv *h)
 		v->ts_on = true;
 		v->ts_s = h->s;
 		v->ts_n = h->n;
+		v->ts_base = h->base;
 		h->names_ok = false;
 	}
 	return rc;
@@ -320,18 +326,50 @@ static void mg_prepare(const struct voc *v, const struct wf_idset *set, size_t i
 		l->h[k] = wf_idset_hash(set, l->s[k], l->n[k]);
 }
 
+/* Merge j's failure: which of its three strings is no token (HF's BPE
+ * builder names it in MergeTokenOutOfVocabulary), or that it is no pair. */
+static enum wf_err merge_refused(struct voc *v, size_t j, const struct mg_look *l, int k)
+{
+	char q[96], t[96];
+	if (!l->ok)
+		return wf_fail(v->err, WF_ERR_FORMAT, "%s[%zu]: %s is not two tokens whose join is one", v->mg_src, j,
+			       wf_quote(q, sizeof q, v->mg[j].s, v->mg[j].n));
+	return wf_fail(v->err, WF_ERR_FORMAT, "%s[%zu]: %s is not two tokens whose join is one: %s%s is not in model.vocab "
+		       "(HF tokenizers refuses to load it)", v->mg_src, j, wf_quote(q, sizeof q, v->mg[j].s, v->mg[j].n),
+		       k == 2 ? "the join " : "", wf_quote(t, sizeof t, l->s[k], l->n[k]));
+}
+
+/* Whether id (a lookup's answer, by tokenizer.json id) is a token of
+ * model.vocab: an added token alone is no merge's part for HF's BPE. */
+static bool in_base(const struct voc *v, uint32_t id)
+{
+	return id != WF_NAMES_NONE && (!v->ts_base || (id < v->ts_n && v->ts_base[id]));
+}
+
+/* Whether a Llama-2 style merge's failed string k may still be one HF
+ * finds: a merge given as a pair had each space in its parts made U+0120
+ * by the converter's join, which such a vocabulary (unlike a byte-level
+ * one) does not spell its spaces with; the pair's own text is not kept. */
+static bool maybe_spaced(const struct voc *v, size_t j, const struct mg_look *l, int k)
+{
+	return l->ok && v->mg == v->big.mg && j < v->big.n_merges && v->big.mkind[j] == TJM_LIST &&
+	       memmem(l->s[k], l->n[k], "\xc4\xa0", 2);
+}
+
 /* Each merge "a b": a, b and ab tokens of the vocabulary, as HF's BPE
  * model requires to load; llama.cpp splits at the first space from index
- * 1.  840,000 lookups for Llama 3, MG_AHEAD merges in flight. */
-static enum wf_err check_merges(struct voc *v)
+ * 1.  840,000 lookups for Llama 3, MG_AHEAD merges in flight.  llama_hf:
+ * LlamaHfVocab's file, whose merges the converter does not write: none at
+ * all is not refused (HF's BPE loads an empty list; byte-level llama.cpp
+ * needs them), nor a pair whose parts may have held spaces. */
+static enum wf_err check_merges(struct voc *v, bool llama_hf)
 {
 	struct wf_idset own;
 	struct mg_look look[MG_AHEAD];
 	enum wf_err rc = WF_OK;
 	size_t maxn = 1;
-	char q[96];
 	if (!v->n_mg)
-		return wf_fail(v->err, WF_ERR_FORMAT, "tokenizer.json: model.merges: none (llama.cpp needs them)");
+		return llama_hf ? WF_OK : wf_fail(v->err, WF_ERR_FORMAT, "tokenizer.json: model.merges: none (llama.cpp needs them)");
 	for (size_t i = 0; i < v->n_mg; i++)
 		maxn = v->mg[i].n > maxn ? v->mg[i].n : maxn;
 	/* tokenizer.json's set when the tokens are its strings (a user-defined
@@ -348,12 +386,11 @@ static enum wf_err check_merges(struct voc *v)
 		if (i >= MG_AHEAD) {
 			size_t j = i - MG_AHEAD;
 			const struct mg_look *l = &look[j % MG_AHEAD];
-			bool ok = l->ok;
-			for (int k = 0; k < 3 && ok; k++)
-				ok = wf_idset_get_h(set, l->s[k], l->n[k], l->h[k]) != WF_NAMES_NONE;
-			if (!ok)
-				rc = wf_fail(v->err, WF_ERR_FORMAT, "%s[%zu]: %s is not two tokens whose join is one", v->mg_src,
-					     j, wf_quote(q, sizeof q, v->mg[j].s, v->mg[j].n));
+			int k = 0;
+			while (l->ok && k < 3 && in_base(v, wf_idset_get_h(set, l->s[k], l->n[k], l->h[k])))
+				k++;
+			if ((!l->ok || k < 3) && !(llama_hf && maybe_spaced(v, j, l, k)))
+				rc = merge_refused(v, j, l, k);
 		}
 		if (i < v->n_mg)
 			mg_prepare(v, set, i, ab + i % MG_AHEAD * maxn, &look[i % MG_AHEAD]);
@@ -402,7 +439,7 @@ enum wf_err voc_gpt2(struct voc *v)
 	if (rc == WF_OK)
 		rc = voc_special(v, true, NULL, 0, -1, NULL, 0);
 	if (rc == WF_OK)
-		rc = check_merges(v);
+		rc = check_merges(v, false);
 	return rc;
 }
 
@@ -608,6 +645,12 @@ enum wf_err voc_llama_hf(struct voc *v)
 	if (rc == WF_OK)
 		rc = llama_hf_tokens(v, &h);
 	hfv_free(&h);
+	/* the converter writes no merges, but its AutoTokenizer loads them:
+	 * a file HF's BPE refuses has no model.gguf (as for byte-level) */
+	if (rc == WF_OK)
+		rc = voc_merges(v);
+	if (rc == WF_OK)
+		rc = check_merges(v, true);
 	if (rc == WF_OK)
 		rc = voc_write_llama(v);
 	return rc;

@@ -93,6 +93,7 @@ struct voc {
 	bool ts_on;
 	const struct vstr *ts_s;/* the strings ts stands for: ts_n of them, .s NULL where no id */
 	size_t ts_n;
+	const bool *ts_base;    /* by id: a string of model.vocab (HF's BPE model knows no other), ts_n of them */
 	struct vpool tsp;       /* the same strings packed, which ts compares with */
 	void **blk;             /* the arena's blocks */
 	size_t n_blk, cap_blk;

@@ -364,6 +364,40 @@ def broken_case(folder):
     return "%d broken folders; weightfs info's last line says why" % len(cases)
 
 
+def unknown_tensor_case(folder):
+    """A Llama folder with a tensor the llama row has no GGUF name for (a Mixtral expert's):
+    no model.gguf (the converter refuses it too), WEIGHTFS.txt names the tensor; the rotary
+    inv_freq buffer the converter skips stays skipped (model.gguf made without it)."""
+    import st_io
+    res = []
+    for name, made in (("model.layers.0.mlp.experts.0.w1.weight", False),
+                       ("model.layers.0.self_attn.rotary_emb.inv_freq", True)):
+        d = new_dir("hfxt-")
+        for f in os.listdir(folder):
+            shutil.copy(os.path.join(folder, f), d)
+        st = st_io.load(os.path.join(d, "model.safetensors"))
+        st[name] = np.ones((4, 8) if not made else (4,), np.float32)
+        st_io.save(st, os.path.join(d, "model.safetensors"), metadata={"format": "pt"})
+        m = Mount(d, [])
+        try:
+            summary = open(m.path("WEIGHTFS.txt")).read()
+            line = [ln for ln in summary.splitlines() if "No model.gguf" in ln]
+            if made:
+                kvs, infos, b, ds = gguf_read(m.path("model.gguf"))
+                if any("inv_freq" in n or "rotary" in n for n, _, _, _ in infos):
+                    raise Fail("%s written to model.gguf" % name)
+                res.append("%s skipped" % name)
+                continue
+            if os.path.exists(m.path("model.gguf")):
+                raise Fail("%s: model.gguf is there (the tensor dropped)" % name)
+            if not line or "tensor '%s': no GGUF name for llama" % name not in line[0]:
+                raise Fail("WEIGHTFS.txt says %r" % line)
+            res.append(line[0].strip()[:120])
+        finally:
+            m.unmount()
+    return "; ".join(res)
+
+
 def generic_case(folder):
     """An architecture llama.cpp has none of: model.gguf holds every tensor under its own
     name as stored, config.json and __metadata__ as key/values; WEIGHTFS.txt says so."""
@@ -490,6 +524,8 @@ def group_gguf():
         check("gguf: -o gguf=f16/bf16/auto: llama.cpp runs them", types_case, folders["llama"])
         check("gguf: broken config.json or tokenizer.json: no model.gguf, WEIGHTFS.txt says why", broken_case,
               folders["llama"])
+        check("gguf: a tensor the architecture's row does not know: no model.gguf, WEIGHTFS.txt names it",
+              unknown_tensor_case, folders["llama"])
         check("gguf: an architecture llama.cpp has none of: every tensor as stored, config.json as keys",
               generic_case, folders["llama"])
         check("gguf: a BF16 checkpoint: BF16 kept, NaNs quieted as gguf-py does", bf16_case, folders["llama"])

@@ -24,6 +24,7 @@ import json
 import os
 import re
 import struct
+import subprocess
 import sys
 
 import numpy as np
@@ -351,6 +352,50 @@ def llama_hf_case():
         return "%d tokens, %d BYTE, CONTROL %r, all -1000; logits rel %.1e" % (n, nbyte, sorted(specials), rel)
     finally:
         m.unmount()
+
+
+def llama_hf_bad_merge_case():
+    """The Llama 2 tokenizer.json with its token 'er' renamed (same id): merges now name a
+    token model.vocab lacks, which HF tokenizers refuses to load (and so the converter's
+    AutoTokenizer): model.gguf left out, WEIGHTFS.txt naming the merge and the token."""
+    import real_tokenizers
+    tdir = real_tokenizers.folder("llama2")
+    if not tdir:
+        skip_or_fail("tokenizer llama2 not installed (tests/clients/npm.sh)")
+    folder = make_folder("llama", tdir, "hfl2bad-")
+    tpath = os.path.join(folder, "tokenizer.json")
+    with open(tpath, encoding="utf-8") as f:
+        tj = json.load(f)
+    vocab = tj["model"]["vocab"]
+    vocab["\u2581er-renamed"] = vocab.pop("er")
+    # the first merge HF's BPE builder stops at: a side, then the join, not in model.vocab
+    first = None
+    for i, mg in enumerate(tj["model"]["merges"]):
+        a, b = mg.split(" ") if isinstance(mg, str) else mg
+        gone = [(k, t) for k, t in enumerate((a, b, a + b)) if t not in vocab]
+        if gone:
+            first = (i, "%s %s" % (a, b)) + gone[0]
+            break
+    with open(tpath, "w", encoding="utf-8") as f:
+        json.dump(tj, f, ensure_ascii=False)
+    hf = subprocess.run(["node", os.path.join(CLIENTS, "hf_tokenize.js"), tpath, os.path.join(CLIENTS, "corpus.json")],
+                        capture_output=True, timeout=120)
+    if hf.returncode == 0 or b"out of vocabulary" not in hf.stderr:
+        raise Fail("HF tokenizers loaded the file (exit %d): %r" % (hf.returncode, hf.stderr[-200:]))
+    m = Mount(folder, [])
+    try:
+        if os.path.exists(m.path("model.gguf")):
+            raise Fail("model.gguf is there")
+        line = [ln for ln in open(m.path("WEIGHTFS.txt"), encoding="utf-8").read().splitlines() if "No model.gguf" in ln]
+        want = "model.merges[%d]: '%s' is not two tokens whose join is one: %s'%s' is not in model.vocab" % (
+            first[0], first[1], "the join " if first[2] == 2 else "", first[3])
+        if not line or want not in line[0]:
+            raise Fail("WEIGHTFS.txt says %r, not %r" % (line, want))
+        if not os.path.exists(m.path("model.safetensors")):
+            raise Fail("the rest of the mount is missing")
+    finally:
+        m.unmount()
+    return "HF tokenizers refuses it too; WEIGHTFS.txt: %s" % line[0][line[0].index("model.merges"):][:90]
 
 
 # ---------------------------------------------------------------- 3. Gemma 2 / 3
@@ -773,6 +818,8 @@ def group_gguf_more():
           "the converter's overrides", spm_added_case)
     check("gguf_more: Llama 2 style tokenizer.json (byte_fallback BPE): LlamaHfVocab's tokens, -1000, BYTE; runs",
           llama_hf_case)
+    check("gguf_more: Llama 2 style tokenizer.json whose merges name a token model.vocab lacks: no model.gguf, "
+          "WEIGHTFS.txt names the merge (HF tokenizers refuses it too)", llama_hf_bad_merge_case)
     check("gguf_more: gemma2 (tokenizer.model): norms 1 + w, lm_head dropped, softcaps; logits = HF", gemma_case,
           "gemma2")
     check("gguf_more: gemma3 text (tokenizer.model): norms and q/k norms 1 + w, local/global rope; logits = HF",

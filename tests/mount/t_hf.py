@@ -297,6 +297,71 @@ def bad_case(state):
     return "%d cases: no model files, the key named" % len(done)
 
 
+def moe_case(state):
+    """A Mixtral GGUF (general.architecture llama, with a router and 3-D expert tensors in
+    each layer): transformers' LlamaForCausalLM has none of them and would initialise the
+    dense MLP at random, so hf/ has no config.json, generation_config.json or
+    model.safetensors, and WEIGHTFS.txt names the tensor; the tokenizer files stay.  The
+    same GGUF with a dense MLP in their place gets its model files (the control)."""
+    from gguf_write import GGUFWriter, U32, F32
+    V, E, F, X = 260, 64, 128, 4
+    rng = np.random.default_rng(8)
+    d = new_dir("hfmoe-")
+
+    def mk(moe):
+        w = GGUFWriter()
+        for k, v, t in (("general.architecture", "llama", None), ("llama.block_count", 1, U32),
+                        ("llama.context_length", 256, U32), ("llama.embedding_length", E, U32),
+                        ("llama.feed_forward_length", F, U32), ("llama.attention.head_count", 4, U32),
+                        ("llama.attention.head_count_kv", 2, U32),
+                        ("llama.attention.layer_norm_rms_epsilon", 1e-5, F32)) + (
+                (("llama.expert_count", X, U32), ("llama.expert_used_count", 2, U32)) if moe else ()) + (
+                ("tokenizer.ggml.model", "gpt2", None), ("tokenizer.ggml.pre", "gpt-2", None),
+                ("tokenizer.ggml.tokens", ["t%d" % i for i in range(V)], None),
+                ("tokenizer.ggml.merges", ["t 1"], None)):
+            w.kv(k, v, t) if t is not None else w.kv(k, v)
+        f32 = lambda *shape: rng.standard_normal(shape).astype(np.float32)
+        w.tensor("token_embd.weight", f32(V, E))
+        w.tensor("blk.0.attn_norm.weight", f32(E))
+        w.tensor("blk.0.attn_q.weight", f32(E, E))
+        w.tensor("blk.0.attn_k.weight", f32(E // 2, E))
+        w.tensor("blk.0.attn_v.weight", f32(E // 2, E))
+        w.tensor("blk.0.attn_output.weight", f32(E, E))
+        w.tensor("blk.0.ffn_norm.weight", f32(E))
+        if moe:
+            w.tensor("blk.0.ffn_gate_inp.weight", f32(X, E))
+            w.tensor("blk.0.ffn_gate_exps.weight", f32(X, F, E))
+            w.tensor("blk.0.ffn_up_exps.weight", f32(X, F, E))
+            w.tensor("blk.0.ffn_down_exps.weight", f32(X, E, F))
+        else:
+            w.tensor("blk.0.ffn_gate.weight", f32(F, E))
+            w.tensor("blk.0.ffn_up.weight", f32(F, E))
+            w.tensor("blk.0.ffn_down.weight", f32(E, F))
+        w.tensor("output_norm.weight", f32(E))
+        w.tensor("output.weight", f32(V, E))
+        g = os.path.join(d, "moe.gguf" if moe else "dense.gguf")
+        w.write(g)
+        m = Mount(g)
+        try:
+            names = sorted(os.listdir(m.path("hf"))) if os.path.isdir(m.path("hf")) else []
+            lines = [ln for ln in open(m.path("WEIGHTFS.txt")).read().splitlines()
+                     if "hf/" in ln or "model.safetensors:" in ln]
+        finally:
+            m.unmount()
+        return names, lines
+
+    names, lines = mk(False)
+    if not {"config.json", "model.safetensors", "tokenizer.json"} <= set(names):
+        raise Fail("the dense control: hf/ holds %r; WEIGHTFS.txt %r" % (names, lines))
+    names, lines = mk(True)
+    if {"config.json", "generation_config.json", "model.safetensors"} & set(names) or "tokenizer.json" not in names:
+        raise Fail("hf/ of a Mixtral GGUF holds %r" % names)
+    says = "tensor 'blk.0.ffn_gate_inp.weight': LlamaForCausalLM has no HF name for it"
+    if not any(says in ln for ln in lines):
+        raise Fail("WEIGHTFS.txt does not say %r: %r" % (says, lines))
+    return "hf/ holds %s | %s" % (", ".join(names), " ".join(ln.strip() for ln in lines)[:200])
+
+
 def dtype_case(state):
     folder, g = state["qwen2"]
     res = []
@@ -357,5 +422,7 @@ def group_hf():
         check("hf: -o dtype=bf16 and f16: hf/model.safetensors and torch_dtype follow", dtype_case, state)
     check("hf: key/values of the wrong type, inconsistent head counts: no model files, WEIGHTFS.txt says which",
           bad_case, state)
+    check("hf: a Mixtral GGUF (llama with experts and a router): no config.json or model.safetensors, "
+          "WEIGHTFS.txt names the tensor", moe_case, state)
     check("hf: a vocab-only GGUF: hf/ holds the tokenizer files only, WEIGHTFS.txt says why", vocab_only_case, state)
     check("hf: a GGUF of no architecture transformers has here: no hf/, WEIGHTFS.txt says why", unknown_case, state)

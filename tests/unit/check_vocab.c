@@ -236,6 +236,10 @@ START_TEST(test_qwen2_pairs)
 				       "[[`a`,`b`],[`\xc4\xa0`,`c`]]", PT_GPT2));
 	/* Ġc is not a token: refused */
 	expect_fail(&f, WF_VOCAB_QWEN, -1, WF_ERR_FORMAT, "model.merges[1]");
+	/* nor is an added token, for HF's BPE model */
+	SET(&f, tokenizer_json, bpe_tj(PT_SPLIT(RE_QW), "{`type`:`NFC`}", "", "[[`a`,`b`],[`<|eot_id|>`,`c`]]", PT_GPT2));
+	expect_fail(&f, WF_VOCAB_QWEN, -1, WF_ERR_FORMAT, "model.merges[1]: '<|eot_id|> c' is not two tokens whose join "
+		    "is one: '<|eot_id|>' is not in model.vocab");
 	SET(&f, tokenizer_json, bpe_tj(PT_SPLIT(RE_QW), "{`type`:`NFC`}", "", "[[`a`,`b`]]", PT_GPT2));
 	SET(&f, tokenizer_config_json, jtext(tcbuf, sizeof tcbuf,
 		"{`eos_token`:{`content`:`<|eot_id|>`},`add_bos_token`:false,`add_eos_token`:false}"));
@@ -463,22 +467,22 @@ START_TEST(test_llama_hf)
 	struct wf_vocab_files f = {0};
 	SET(&f, tokenizer_json, jtext(tjbuf, sizeof tjbuf,
 		"{`added_tokens`:[{`id`:0,`content`:`<unk>`,`special`:true},{`id`:1,`content`:`<s>`,`special`:true},"
-		"{`id`:2,`content`:`</s>`,`special`:true},{`id`:6,`content`:`<extra>`,`special`:false}],"
+		"{`id`:2,`content`:`</s>`,`special`:true},{`id`:8,`content`:`<extra>`,`special`:false}],"
 		"`normalizer`:{`type`:`Sequence`,`normalizers`:[{`type`:`Prepend`,`prepend`:`x`},{`type`:`Lowercase`}]},"
 		"`post_processor`:{`type`:`TemplateProcessing`,`single`:[{`SpecialToken`:{`id`:`<s>`}},{`Sequence`:{`id`:`A`}}],"
 		"`pair`:[{`SpecialToken`:{`id`:`<s>`}},{`Sequence`:{`id`:`A`}},{`SpecialToken`:{`id`:`<s>`}},{`Sequence`:{`id`:`B`}}]},"
 		"`decoder`:{`type`:`Sequence`,`decoders`:[]},"
-		"`model`:{`type`:`BPE`,`byte_fallback`:true,`vocab`:{`<unk>`:0,`<s>`:1,`</s>`:2,`<0x41>`:3,`\xe2\x96\x81" "a`:4,`b`:5},"
-		"`merges`:[`\xe2\x96\x81 a`]}}"));
+		"`model`:{`type`:`BPE`,`byte_fallback`:true,`vocab`:{`<unk>`:0,`<s>`:1,`</s>`:2,`<0x41>`:3,`\xe2\x96\x81" "a`:4,`b`:5,"
+		"`\xe2\x96\x81`:6,`a`:7},`merges`:[`\xe2\x96\x81 a`]}}"));
 	SET(&f, tokenizer_config_json, jtext(tcbuf, sizeof tcbuf,
 		"{`bos_token`:{`content`:`<s>`,`lstrip`:false},`eos_token`:`</s>`,`unk_token`:`<unk>`,"
 		"`chat_template`:[{`name`:`default`,`template`:`D`},{`name`:`tool use!`,`template`:`T`},{`name`:`rag`,`template`:`R`}]}"));
 	expect(&f, WF_VOCAB_LLAMA, 32000,
 	       "tokenizer.ggml.model:str=llama\n"
 	       "tokenizer.ggml.pre:str=default\n"
-	       "tokenizer.ggml.tokens:[str]=<unk>,<s>,</s>,<0x41>,\xe2\x96\x81" "a,b,<extra>\n"
-	       "tokenizer.ggml.scores:[f32]=-1000,-1000,-1000,-1000,-1000,-1000,-1000\n"
-	       "tokenizer.ggml.token_type:[i32]=3,3,3,6,1,1,4\n"
+	       "tokenizer.ggml.tokens:[str]=<unk>,<s>,</s>,<0x41>,\xe2\x96\x81" "a,b,\xe2\x96\x81,a,<extra>\n"
+	       "tokenizer.ggml.scores:[f32]=-1000,-1000,-1000,-1000,-1000,-1000,-1000,-1000,-1000\n"
+	       "tokenizer.ggml.token_type:[i32]=3,3,3,6,1,1,1,1,4\n"
 	       "tokenizer.ggml.bos_token_id:u32=1\n"
 	       "tokenizer.ggml.eos_token_id:u32=2\n"
 	       "tokenizer.ggml.unknown_token_id:u32=0\n"
@@ -489,6 +493,53 @@ START_TEST(test_llama_hf)
 	       "tokenizer.chat_templates:[str]=tool_use_,rag\n"
 	       "tokenizer.chat_template:str=D\n"
 	       "tokenizer.ggml.normalizer.lowercase:bool=true\n");
+}
+END_TEST
+
+/* A Llama-2 style tokenizer.json (Mistral's) whose merges HF's BPE refuses
+ * to load (MergeTokenOutOfVocabulary): a side, or the join, no token.  The
+ * converter writes no merges, but loads the file first: no model.gguf. */
+static const char *llama_hf_tj(const char *merges)
+{
+	static char b[1024], m[256];
+	snprintf(m, sizeof m, "%s", merges);
+	for (char *p = m; *p; p++)
+		*p = *p == '`' ? '"' : *p;
+	snprintf(b, sizeof b,
+		 "{\"added_tokens\":[{\"id\":9,\"content\":\"w\"}],\"decoder\":{\"type\":\"Sequence\",\"decoders\":[]},\"model\":{\"type\":\"BPE\",\"byte_fallback\":true,"
+		 "\"vocab\":{\"<unk>\":0,\"<s>\":1,\"</s>\":2,\"a\":3,\"b\":4,\"ab\":5,\"x\xc4\xa0y\":6,\"x y\":7,\"z\":8},"
+		 "\"merges\":%s}}", m);
+	return b;
+}
+
+START_TEST(test_llama_hf_merges)
+{
+	struct wf_vocab_files f = {0};
+	char err[WF_ERRLEN], *got;
+	SET(&f, tokenizer_json, llama_hf_tj("[`a b`,`a q`]"));
+	expect_fail(&f, WF_VOCAB_LLAMA, -1, WF_ERR_FORMAT,
+		    "tokenizer.json: model.merges[1]: 'a q' is not two tokens whose join is one: 'q' is not in model.vocab");
+	SET(&f, tokenizer_json, llama_hf_tj("[`a b`,`b a`]"));
+	expect_fail(&f, WF_VOCAB_LLAMA, -1, WF_ERR_FORMAT, "model.merges[1]: 'b a' is not two tokens whose join is one: "
+		    "the join 'ba' is not in model.vocab");
+	SET(&f, tokenizer_json, llama_hf_tj("[[`q`,`b`]]"));
+	expect_fail(&f, WF_VOCAB_LLAMA, -1, WF_ERR_FORMAT, "model.merges[0]: 'q b' is not two tokens whose join is one: "
+		    "'q' is not in model.vocab");
+	/* an added token is no token of HF's BPE model */
+	SET(&f, tokenizer_json, llama_hf_tj("[`a w`]"));
+	expect_fail(&f, WF_VOCAB_LLAMA, -1, WF_ERR_FORMAT, "model.merges[0]: 'a w' is not two tokens whose join is one: "
+		    "'w' is not in model.vocab");
+	SET(&f, tokenizer_json, llama_hf_tj("[`ab`]"));
+	expect_fail(&f, WF_VOCAB_LLAMA, -1, WF_ERR_FORMAT, "model.merges[0]: 'ab' is not two tokens whose join is one");
+	/* no merges, and a pair whose part held a space (written U+0120 by the
+	 * converter's join; HF reads the part itself): loaded, none written */
+	const char *const ok[] = {"[]", "[[`a`,`b`],[`x y`,`z`]]"};
+	for (size_t i = 0; i < 2; i++) {
+		SET(&f, tokenizer_json, llama_hf_tj(ok[i]));
+		ck_assert_msg(run(&f, WF_VOCAB_LLAMA, -1, &got, err) == WF_OK, "%s: %s", ok[i], err);
+		ck_assert(strstr(got, "tokenizer.ggml.model:str=llama\n") && !strstr(got, "merges"));
+		free(got);
+	}
 }
 END_TEST
 
@@ -992,6 +1043,7 @@ static Suite *vocab_suite(void)
 	tcase_add_test(tc, test_spm_llama);
 	tcase_add_test(tc, test_spm_bad);
 	tcase_add_test(tc, test_llama_hf);
+	tcase_add_test(tc, test_llama_hf_merges);
 	tcase_add_test(tc, test_phi3);
 	tcase_add_test(tc, test_spm_with_tokenizer_json);
 	suite_add_tcase(s, tc);
