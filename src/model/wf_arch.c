@@ -43,6 +43,8 @@ bool wf_arch_norm_plus_one(const char *arch)
 	return arch && strncmp(arch, "gemma", 5) == 0;
 }
 
+static bool num(const char **p, unsigned long *v);
+
 static bool starts(const char *s, size_t n, const char *p)
 {
 	size_t k = strlen(p);
@@ -294,12 +296,19 @@ struct moe_form {
 	const char *mid;          /* "model.layers.L" MID "X.PROJ.weight" */
 	const char *proj[3];      /* in the order written */
 	const char *gguf[3];      /* what each becomes: blk.L.GGUF.weight */
+	const char *router;       /* the router's HF layer part (ffn_gate_inp) */
+	const char *model_type;   /* config.json's model_type (hf/) */
 };
 
 static const struct moe_form mixtral_experts = {
-	".block_sparse_moe.experts.", {"w1", "w2", "w3"}, {"ffn_gate_exps", "ffn_down_exps", "ffn_up_exps"}};
-static const struct moe_form qwen_experts = {
-	".mlp.experts.", {"down_proj", "gate_proj", "up_proj"}, {"ffn_down_exps", "ffn_gate_exps", "ffn_up_exps"}};
+	".block_sparse_moe.experts.", {"w1", "w2", "w3"}, {"ffn_gate_exps", "ffn_down_exps", "ffn_up_exps"},
+	"block_sparse_moe.gate", "mixtral"};
+static const struct moe_form qwen2_experts = {
+	".mlp.experts.", {"down_proj", "gate_proj", "up_proj"}, {"ffn_down_exps", "ffn_gate_exps", "ffn_up_exps"},
+	"mlp.gate", "qwen2_moe"};
+static const struct moe_form qwen3_experts = {
+	".mlp.experts.", {"down_proj", "gate_proj", "up_proj"}, {"ffn_down_exps", "ffn_gate_exps", "ffn_up_exps"},
+	"mlp.gate", "qwen3_moe"};
 
 #define KEYS(...) ((const char *const[]){__VA_ARGS__, NULL})
 
@@ -342,9 +351,9 @@ static const struct arch arch_rows[] = {
 	{{"MixtralForCausalLM", NULL}, "llama", WF_VOCAB_LLAMA, true, false, false, kv_llama, mixtral_parts,
 	 &mixtral_experts},
 	{{"Qwen2MoeForCausalLM", NULL}, "qwen2moe", WF_VOCAB_QWEN, false, false, false, kv_qwen, qwen2moe_parts,
-	 &qwen_experts},
+	 &qwen2_experts},
 	{{"Qwen3MoeForCausalLM", NULL}, "qwen3moe", WF_VOCAB_QWEN, false, false, false, kv_qwen, qwen3moe_parts,
-	 &qwen_experts},
+	 &qwen3_experts},
 };
 
 /* The defaults of each config class, by config.json's model_type (which
@@ -790,18 +799,57 @@ static enum wf_err kv_general(struct cfg *c, const struct wf_arch_in *in, struct
 
 /* ---------------------------------------------------------------- GGUF -> HF (the hf/ view) */
 
-const struct wf_arch_info *wf_arch_info_of(const char *gguf_arch)
+/* The row named key: by general.architecture (with experts or without,
+ * when there are both), or by its HF class (hf[0]). */
+static const struct arch *row_of(const char *key, int experts)
+{
+	const struct arch *any = NULL;
+	for (size_t i = 0; key && i < WF_ARRAY_LEN(arch_rows); i++) {
+		const struct arch *a = &arch_rows[i];
+		if (strcmp(key, a->hf[0]) == 0)
+			return a;
+		if (strcmp(key, a->gguf) != 0)
+			continue;
+		if (experts < 0 || (a->experts != NULL) == (experts > 0))
+			return a;
+		any = any ? any : a;
+	}
+	return any;
+}
+
+const struct wf_arch_info *wf_arch_info_of(const char *gguf_arch, bool experts)
 {
 	static struct wf_arch_info info[WF_ARRAY_LEN(arch_rows)];
-	for (size_t i = 0; gguf_arch && i < WF_ARRAY_LEN(arch_rows); i++)
-		if (strcmp(gguf_arch, arch_rows[i].gguf) == 0) {
-			info[i] = (struct wf_arch_info){.hf_class = arch_rows[i].hf[0], .gguf = arch_rows[i].gguf,
-						       .permute_qk = arch_rows[i].permute_qk,
-						       .norm_plus_one = arch_rows[i].norm_plus_one,
-						       .no_lm_head = arch_rows[i].drop_lm_head};
-			return &info[i];
+	const struct arch *a = row_of(gguf_arch, experts);
+	if (!a)
+		return NULL;
+	size_t i = (size_t)(a - arch_rows);
+	info[i] = (struct wf_arch_info){.hf_class = a->hf[0], .gguf = a->gguf, .permute_qk = a->permute_qk,
+				       .norm_plus_one = a->norm_plus_one, .no_lm_head = a->drop_lm_head,
+				       .experts = a->experts != NULL,
+				       .model_type = a->experts ? a->experts->model_type : NULL};
+	return &info[i];
+}
+
+bool wf_gguf_expert_name(const char *hf_class, const char *g, unsigned long x, char *out, size_t outlen)
+{
+	const struct arch *a = row_of(hf_class, -1);
+	const char *s = g;
+	unsigned long layer;
+	if (!a || !a->experts || strncmp(s, "blk.", 4) != 0)
+		return false;
+	s += 4;
+	if (!num(&s, &layer) || *s++ != '.')
+		return false;
+	for (unsigned k = 0; k < 3; k++) {
+		size_t n = strlen(a->experts->gguf[k]);
+		if (strncmp(s, a->experts->gguf[k], n) == 0 && strcmp(s + n, ".weight") == 0) {
+			int len = snprintf(out, outlen, "model.layers.%lu%s%lu.%s.weight", layer, a->experts->mid, x,
+					   a->experts->proj[k]);
+			return len > 0 && (size_t)len < outlen;
 		}
-	return NULL;
+	}
+	return false;
 }
 
 /* The HF layer part of GGUF part g[0..n) under row a, or NULL. */
@@ -815,6 +863,8 @@ static const char *hf_part(const struct arch *a, const char *g, size_t n, char *
 		known = eq(g, n, *q);
 	if (!known)
 		return NULL;
+	if (a->experts && eq(g, n, "ffn_gate_inp"))
+		return a->experts->router;
 	for (size_t i = 0; g23 && i < WF_ARRAY_LEN(gemma2_map); i++)
 		if (eq(g, n, gemma2_map[i].gguf))
 			return gemma2_map[i].hf;
@@ -831,9 +881,7 @@ static const char *hf_part(const struct arch *a, const char *g, size_t n, char *
 bool wf_gguf_to_hf_name(const char *gguf_arch, const char *g, char *out, size_t outlen, char *qk, bool *norm)
 {
 	const struct arch *a = NULL;
-	for (size_t i = 0; gguf_arch && !a && i < WF_ARRAY_LEN(arch_rows); i++)
-		if (strcmp(gguf_arch, arch_rows[i].gguf) == 0)
-			a = &arch_rows[i];
+	a = row_of(gguf_arch, 0);
 	size_t n = strlen(g), stem;
 	const char *sfx = param_suffix(g, n, &stem);
 	*qk = 0;

@@ -65,6 +65,8 @@ bool wf_hf_to_gguf_name(const char *arch, const char *hf, size_t n, char *out, s
 /* What the hf/ view needs of an architecture of the table. */
 struct wf_arch_info {
 	const char *hf_class;   /* config.json architectures[0]: "LlamaForCausalLM" */
+	const char *model_type; /* its config.json model_type, or NULL: general.architecture's */
+	bool experts;           /* a mixture of experts: its ffn_*_exps split back (wf_gguf_expert_name) */
 	const char *gguf;       /* general.architecture */
 	bool permute_qk;        /* llama.cpp's q/k rows are permuted (llama, mistral) */
 	bool norm_plus_one;     /* every norm weight is stored as 1 + w (Gemma) */
@@ -72,10 +74,19 @@ struct wf_arch_info {
 };
 
 /* The row of GGUF general.architecture gguf_arch ("llama", "qwen2",
- * "qwen3", "gemma2", "gemma3", "phi3"), or NULL. */
-const struct wf_arch_info *wf_arch_info_of(const char *gguf_arch);
+ * "qwen3", "gemma2", "gemma3", "phi3", "qwen2moe", "qwen3moe"), or NULL;
+ * with experts, the row of the mixture of experts of that name ("llama":
+ * Mixtral's), without, the dense one, either when there is only one. */
+const struct wf_arch_info *wf_arch_info_of(const char *gguf_arch, bool experts);
 
-/* The HF name transformers gives GGUF tensor g under gguf_arch (the
+/* The HF name of expert x of the stacked GGUF tensor g
+ * ("blk.L.ffn_gate_exps.weight") under row `hf_class` (wf_arch_info's)
+ * into out: "model.layers.L.block_sparse_moe.experts.X.w1.weight" for
+ * Mixtral; false when g is no stacked expert tensor of that row. */
+bool wf_gguf_expert_name(const char *hf_class, const char *g, unsigned long x, char *out, size_t outlen);
+
+/* The HF name transformers gives GGUF tensor g under gguf_arch (a
+ * general.architecture, or a row's HF class for the row itself; the
  * inverse of wf_hf_to_gguf_name, restricted to the tensors the
  * architecture has) into out; false when it has none (rope_freqs.weight,
  * Phi-3's rope factors, Gemma 2's output.weight: transformers drops
@@ -163,6 +174,7 @@ struct wf_arch_tensor {
 	union {
 		float *gen;          /* src -1: its values, [elements], owned */
 		const uint32_t *stack; /* n_stack > 0: the source tensor of each slab, in the plan's stacks */
+		uint64_t slab;       /* sliced: which of src's n_stack slabs this is */
 	};
 	uint32_t type;               /* ggml type: WF_T_F32, WF_T_F16 or WF_T_BF16 */
 	uint32_t ndim;               /* 1..4 */
@@ -176,6 +188,8 @@ struct wf_arch_tensor {
 				      * of a block or value that fails the check fails (EIO) */
 	bool quant;                  /* encoded on read from the float32 view (vk WF_VK_F32) into `type`
 				      * (wf_quant.h), as ggml_quantize_chunk does */
+	bool sliced;                 /* hf/: slab `slab` of the n_stack on src's outer axis (one expert of a
+				      * stacked GGUF tensor), not src whole */
 };
 
 /* Chunks of the names a plan makes (wf_arch_name_add). */

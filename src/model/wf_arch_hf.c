@@ -98,6 +98,9 @@ static const uint8_t *kv_str(const struct kvs *k, const char *key, size_t *n)
 struct hp {
 	struct kvs kv;
 	const struct wf_arch_info *a;
+	int64_t n_exp;          /* a mixture of experts: its expert_count, else 0 */
+	uint32_t *exps;         /* ... and per layer, how many of its 3 stacked expert tensors were seen */
+	int64_t n_layer;
 	char arch[32];          /* general.architecture */
 	char key[96];
 	struct wf_buf *j;       /* config.json being written */
@@ -379,6 +382,34 @@ static void phi3_fields(struct hp *h, const struct wf_model *m, const struct dim
 	wf_buf_putc(h->j, '}');
 }
 
+/* A mixture of experts' fields (moe-and-mla.md 2-4, hf/ view): what
+ * llama.cpp runs is what transformers computes with them (Qwen2-MoE's
+ * weights are not renormalised, Qwen3-MoE's and Mixtral's are). */
+static enum wf_err moe_fields(struct hp *h)
+{
+	int64_t used, ff;
+	enum wf_err rc = need_int(h, "expert_used_count", 1, h->n_exp, &used);
+	if (rc != WF_OK)
+		return rc;
+	bool mixtral = strcmp(h->a->hf_class, "MixtralForCausalLM") == 0;
+	put_int(h, mixtral ? "num_local_experts" : "num_experts", h->n_exp);
+	put_int(h, "num_experts_per_tok", used);
+	if (mixtral) {
+		put_num(h, "router_jitter_noise", 0.0, false);
+		put_raw(h, "sliding_window", "null");
+		return WF_OK;
+	}
+	if ((rc = need_int(h, "expert_feed_forward_length", 1, 1 << 24, &ff)) != WF_OK)
+		return rc;
+	put_int(h, "moe_intermediate_size", ff);
+	if (kv_int(&h->kv, k_(h, "expert_shared_feed_forward_length"), &ff))
+		put_int(h, "shared_expert_intermediate_size", ff);
+	put_raw(h, "norm_topk_prob", strcmp(h->arch, "qwen3moe") == 0 ? "true" : "false");
+	put_int(h, "decoder_sparse_step", 1);
+	put_raw(h, "mlp_only_layers", "[]");
+	return WF_OK;
+}
+
 static enum wf_err write_config(struct hp *h, const struct wf_model *m, enum wf_vk vk)
 {
 	struct dims d;
@@ -392,7 +423,7 @@ static enum wf_err write_config(struct hp *h, const struct wf_model *m, enum wf_
 	wf_buf_puts(h->j, "[");
 	wf_buf_json_str(h->j, h->a->hf_class, strlen(h->a->hf_class));
 	wf_buf_puts(h->j, "]");
-	put_str(h, "model_type", g3 ? "gemma3_text" : h->arch);
+	put_str(h, "model_type", h->a->model_type ? h->a->model_type : g3 ? "gemma3_text" : h->arch);
 	put_int(h, "hidden_size", d.embd);
 	put_int(h, "intermediate_size", d.ff);
 	put_int(h, "num_hidden_layers", d.layers);
@@ -409,9 +440,11 @@ static enum wf_err write_config(struct hp *h, const struct wf_model *m, enum wf_
 		put_str(h, "hidden_act", "silu");
 	else
 		put_str(h, "hidden_act", "gelu_pytorch_tanh");
-	if (strcmp(h->arch, "llama") == 0 || strcmp(h->arch, "qwen3") == 0)
+	if (strcmp(h->arch, "llama") == 0 || strcmp(h->arch, "qwen3") == 0 || strcmp(h->arch, "qwen3moe") == 0)
 		put_raw(h, "attention_bias", has_tensor(m, "blk.0.attn_q.bias") ? "true" : "false");
-	if (strcmp(h->arch, "llama") == 0)
+	if (h->a->experts && (rc = moe_fields(h)) != WF_OK)
+		return rc;
+	if (strcmp(h->arch, "llama") == 0 && !h->a->experts)
 		put_raw(h, "mlp_bias", "false");
 	token_ids(h);
 	if (g2 || g3)
@@ -461,6 +494,44 @@ static uint32_t out_type(enum wf_vk vk)
 	return vk == WF_VK_BF16 ? WF_T_BF16 : vk == WF_VK_F16 ? WF_T_F16 : WF_T_F32;
 }
 
+/* A stacked expert tensor (ne [in, out, E]) as its E per-expert HF
+ * tensors, each a slab of it (moe-and-mla.md 2-4, hf/ view). */
+static enum wf_err plan_experts(struct hp *h, const struct wf_model *m, size_t i, enum wf_vk vk,
+				struct wf_arch_plan *pl)
+{
+	const struct wf_tensor *t = &m->tensors[i];
+	char q[96], hn[WF_GGUF_NAME_MAX];
+	const struct wf_type *ty = wf_type_get(t->type);
+	bool floats = t->type == WF_T_F32 || t->type == WF_T_F16 || t->type == WF_T_BF16 ||
+		      (ty && ty->vk == WF_VK_F32 && !ty->layer);
+	unsigned long layer = strtoul(t->name + 4, NULL, 10); /* "blk.L.": wf_gguf_expert_name checked it */
+	if (layer < (unsigned long)h->n_layer)
+		h->exps[layer]++;
+	if (!floats || t->ndim != 3 || (int64_t)t->shape[0] != h->n_exp)
+		return wf_fail(h->why, WF_ERR_UNSUP, "tensor %s: not %lld experts of a float type stacked on its outer axis "
+			       "(metadata key %s)", wf_quote(q, sizeof q, t->name, t->name_len), (long long)h->n_exp,
+			       k_(h, "expert_count"));
+	for (uint64_t x = 0; x < t->shape[0]; x++) {
+		struct wf_arch_tensor *o = &pl->t[pl->n];
+		memset(o, 0, sizeof *o);
+		wf_gguf_expert_name(h->a->hf_class, t->name, (unsigned long)x, hn, sizeof hn);
+		o->src = (int64_t)i;
+		o->ndim = 2;
+		o->ne[0] = t->shape[2];
+		o->ne[1] = t->shape[1];
+		o->type = out_type(vk);
+		o->n_stack = (uint16_t)t->shape[0];
+		o->sliced = true;
+		o->slab = x;
+		if (!wf_mul_ok(t->nelems / t->shape[0], o->type == WF_T_F32 ? 4 : 2, &o->nbytes))
+			return wf_fail(h->why, WF_ERR_UNSUP, "tensor %s: too many bytes", t->name);
+		if (!(o->name = wf_arch_name_add(pl, hn, strlen(hn))))
+			return wf_fail(h->why, WF_ERR_NOMEM, "out of memory");
+		pl->n++;
+	}
+	return WF_OK;
+}
+
 /* The GGUF tensors with no HF tensor that are not lost: Llama 3's
  * rope_freqs and Phi-3's rope factors, which config.json's rope_scaling
  * says, and Gemma 2's output.weight (docs/hf.md: HF ties it). */
@@ -485,7 +556,9 @@ static enum wf_err plan_tensor(struct hp *h, const struct wf_model *m, size_t i,
 	char qk, hn[WF_GGUF_NAME_MAX], q[96];
 	bool norm;
 	memset(o, 0, sizeof *o);
-	if (strlen(t->name) != t->name_len || !wf_gguf_to_hf_name(h->arch, t->name, hn, sizeof hn, &qk, &norm)) {
+	if (strlen(t->name) == t->name_len && h->a->experts && wf_gguf_expert_name(h->a->hf_class, t->name, 0, hn, sizeof hn))
+		return plan_experts(h, m, i, vk, pl);
+	if (strlen(t->name) != t->name_len || !wf_gguf_to_hf_name(h->a->hf_class, t->name, hn, sizeof hn, &qk, &norm)) {
 		if (strlen(t->name) == t->name_len && said_otherwise(h, t->name))
 			return WF_OK;
 		return wf_fail(h->why, WF_ERR_UNSUP, "tensor %s: %s has no HF name for it (transformers would build the "
@@ -539,10 +612,26 @@ static enum wf_err plan_all(struct hp *h, const struct wf_model *m, enum wf_vk v
 		write_gen(h);
 	struct wf_arch_plan *pl = &out->st;
 	pl->vocab_size = -1;
-	if (rc == WF_OK && !(pl->t = calloc(m->n_tensors ? m->n_tensors : 1, sizeof *pl->t)))
+	size_t cap = m->n_tensors ? m->n_tensors : 1;
+	char hn[WF_GGUF_NAME_MAX];
+	for (size_t i = 0; rc == WF_OK && h->n_exp && i < m->n_tensors; i++)
+		if (wf_gguf_expert_name(h->a->hf_class, m->tensors[i].name, 0, hn, sizeof hn) &&
+		    !wf_add_ok(cap, (size_t)h->n_exp, &cap))
+			rc = WF_ERR_NOMEM;
+	if (rc == WF_OK && !(pl->t = calloc(cap, sizeof *pl->t)))
+		rc = WF_ERR_NOMEM;
+	h->n_layer = rc == WF_OK ? d.layers : 0;
+	if (rc == WF_OK && h->n_exp && !(h->exps = calloc((size_t)d.layers, sizeof *h->exps)))
 		rc = WF_ERR_NOMEM;
 	for (size_t i = 0; rc == WF_OK && i < m->n_tensors; i++)
 		rc = plan_tensor(h, m, i, &d, vk, pl);
+	/* transformers would initialise a missing expert at random */
+	for (int64_t l = 0; rc == WF_OK && h->exps && l < d.layers; l++)
+		if (h->exps[l] != 3)
+			rc = wf_fail(h->why, WF_ERR_UNSUP, "metadata key %s %lld, but layer %lld has %u of its 3 stacked "
+				     "expert tensors", k_(h, "expert_count"), (long long)h->n_exp, (long long)l, h->exps[l]);
+	free(h->exps);
+	h->exps = NULL;
 	if (rc == WF_OK)
 		qsort(pl->t, pl->n, sizeof *pl->t, by_name);
 	for (size_t i = 1; rc == WF_OK && i < pl->n; i++)
@@ -574,12 +663,15 @@ enum wf_err wf_arch_hf_plan(const struct wf_model *m, enum wf_vk vk, struct wf_h
 	if (rc == WF_OK) {
 		memcpy(h.arch, arch, n);
 		h.arch[n] = '\0';
-		if (!(h.a = wf_arch_info_of(h.arch))) {
+		int64_t ne = 0;
+		if (!(h.a = wf_arch_info_of(h.arch, kv_int(&h.kv, k_(&h, "expert_count"), &ne) && ne > 0))) {
 			char q[96];
 			rc = wf_fail(why, WF_ERR_UNSUP, "general.architecture %s: transformers has no model for it here",
 				     wf_quote(q, sizeof q, arch, n));
 		}
 	}
+	if (rc == WF_OK && h.a->experts)
+		rc = need_int(&h, "expert_count", 1, UINT16_MAX, &h.n_exp);
 	if (rc == WF_OK)
 		rc = plan_all(&h, m, vk, out);
 	free(h.kv.kv);

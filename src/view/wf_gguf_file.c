@@ -109,7 +109,11 @@ enum wf_err wf_made_lay_out(const struct wf_model *m, struct wf_gguf_file *g, un
 		g->start[i] = at;
 		if (!wf_add_ok(at, p->nbytes + (align - p->nbytes % align) % align, &at))
 			return wf_fail(why, WF_ERR_UNSUP, "model.gguf would pass 2^64 bytes");
+		uint64_t whole;
 		enum wf_err rc = p->src < 0 ? WF_OK
+			       : p->sliced ? (wf_mul_ok(p->nbytes, p->n_stack, &whole)
+						 ? set_xf(g, p, &m->tensors[p->src], whole, &g->xf[i], why)
+						 : wf_fail(why, WF_ERR_RANGE, "tensor %s: too many bytes", p->name))
 			       : p->n_stack ? set_slabs(m, g, p, why)
 					    : set_xf(g, p, &m->tensors[p->src], p->nbytes, &g->xf[i], why);
 		if (rc != WF_OK)
@@ -283,7 +287,9 @@ void wf_gguf_file_seg(const struct wf_gguf_file *g, uint64_t off, struct wf_seg 
 	seg->kind = WF_SEG_VIEW;
 	seg->tensor = (uint32_t)p->src;
 	seg->xf = &g->xf[lo];
-	if (p->n_stack) {
+	if (p->sliced) {
+		seg->from = p->slab * p->nbytes; /* the slab's place in the whole source's view */
+	} else if (p->n_stack) {
 		/* the slab holding off */
 		uint64_t slab = p->nbytes / p->n_stack, k = (off - s) / slab;
 		seg->start = s + k * slab;

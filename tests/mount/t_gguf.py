@@ -190,6 +190,50 @@ def moe_case(name):
         m.unmount()
 
 
+def moe_roundtrip_case(name):
+    """HF folder -> model.gguf (weightfs convert) -> that GGUF's hf/: the same tensors under the
+    same names, bit for bit (q/k rows put back), and the config fields a mixture of experts
+    needs, as the folder has them."""
+    import converter_cases
+    import st_io
+    d = new_dir("moert-")
+    folder = converter_cases.make(name, d)
+    g = os.path.join(d, "m.gguf")
+    rc, _, err, _ = run_cli(["convert", "-o", "gguf=f32", folder, g], timeout=120)
+    if rc != 0:
+        raise Fail("convert: exit %d: %s" % (rc, err.strip()))
+    with open(os.path.join(folder, "config.json")) as f:
+        want_cfg = json.load(f)
+    want = {}
+    for fn in sorted(os.listdir(folder)):
+        if fn.endswith(".safetensors"):
+            want.update(st_io.load(os.path.join(folder, fn)))
+    want = {k: v for k, v in want.items() if not k.endswith("rotary_emb.inv_freq")}
+    m = Mount(g, [])
+    try:
+        if not os.path.exists(m.path("hf/model.safetensors")):
+            raise Fail("no hf/model.safetensors: %s" % [ln for ln in open(m.path("WEIGHTFS.txt")) if "hf/" in ln])
+        got = st_io.load(m.path("hf/model.safetensors"))
+        with open(m.path("hf/config.json")) as f:
+            cfg = json.load(f)
+    finally:
+        m.unmount()
+    if set(got) != set(want):
+        raise Fail("names: only hf/'s %r, only the folder's %r" % (sorted(set(got) - set(want))[:4],
+                                                                   sorted(set(want) - set(got))[:4]))
+    bad = [k for k in want if got[k].shape != want[k].shape or
+           got[k].astype(np.float32).tobytes() != want[k].astype(np.float32).tobytes()]
+    if bad:
+        raise Fail("%d tensors differ from the folder's, e.g. %s" % (len(bad), bad[0]))
+    keys = ["architectures", "model_type", "num_local_experts", "num_experts", "num_experts_per_tok",
+            "moe_intermediate_size", "shared_expert_intermediate_size", "intermediate_size", "hidden_size",
+            "num_hidden_layers", "num_attention_heads", "num_key_value_heads", "norm_topk_prob"]
+    off = [(k, want_cfg[k], cfg.get(k)) for k in keys if k in want_cfg and cfg.get(k) != want_cfg[k]]
+    if off:
+        raise Fail("config.json: %r" % off)
+    return "%d tensors bit for bit, %s" % (len(got), ", ".join("%s=%s" % (k, cfg[k]) for k in keys[2:7] if k in cfg))
+
+
 def mixtral_bad_case():
     """Experts that do not add up: model.gguf left out, `weightfs info` saying why in one line
     naming the field or tensor; never a crash or a file made anyway."""
@@ -516,6 +560,9 @@ def group_gguf():
     for name in MOE_CASES:
         check("gguf: %s: llama.cpp runs model.gguf (experts stacked on read); logits = torch forward" % name,
               moe_case, name)
+    for name in MOE_CASES:
+        check("gguf: %s: HF folder -> model.gguf -> its hf/: the same tensors and expert fields" % name,
+              moe_roundtrip_case, name)
     check("gguf: Mixtral: experts that do not add up leave model.gguf out, naming why", mixtral_bad_case)
     folders = {}
     for kind, key in CASES:

@@ -298,24 +298,27 @@ def bad_case(state):
 
 
 def moe_case(state):
-    """A Mixtral GGUF (general.architecture llama, with a router and 3-D expert tensors in
-    each layer): transformers' LlamaForCausalLM has none of them and would initialise the
-    dense MLP at random, so hf/ has no config.json, generation_config.json or
-    model.safetensors, and WEIGHTFS.txt names the tensor; the tokenizer files stay.  The
-    same GGUF with a dense MLP in their place gets its model files (the control)."""
+    """A Mixtral GGUF (general.architecture llama, llama.expert_count, a router and 3-D expert
+    tensors in each layer): hf/ is MixtralForCausalLM with each expert its own tensor, a slab
+    of the stacked one, bit for bit.  What transformers would build without some weights stays
+    out, naming the tensor, with the tokenizer files kept: a router in a GGUF that says no
+    experts (LlamaForCausalLM has no name for it), and an expert_count with no expert tensors.
+    The same GGUF with a dense MLP gets LlamaForCausalLM (the control)."""
+    import st_io
     from gguf_write import GGUFWriter, U32, F32
     V, E, F, X = 260, 64, 128, 4
     rng = np.random.default_rng(8)
     d = new_dir("hfmoe-")
 
-    def mk(moe):
+    def mk(kind):
         w = GGUFWriter()
+        moe_kv = kind in ("moe", "no_experts")
         for k, v, t in (("general.architecture", "llama", None), ("llama.block_count", 1, U32),
                         ("llama.context_length", 256, U32), ("llama.embedding_length", E, U32),
                         ("llama.feed_forward_length", F, U32), ("llama.attention.head_count", 4, U32),
                         ("llama.attention.head_count_kv", 2, U32),
                         ("llama.attention.layer_norm_rms_epsilon", 1e-5, F32)) + (
-                (("llama.expert_count", X, U32), ("llama.expert_used_count", 2, U32)) if moe else ()) + (
+                (("llama.expert_count", X, U32), ("llama.expert_used_count", 2, U32)) if moe_kv else ()) + (
                 ("tokenizer.ggml.model", "gpt2", None), ("tokenizer.ggml.pre", "gpt-2", None),
                 ("tokenizer.ggml.tokens", ["t%d" % i for i in range(V)], None),
                 ("tokenizer.ggml.merges", ["t 1"], None)):
@@ -328,38 +331,55 @@ def moe_case(state):
         w.tensor("blk.0.attn_v.weight", f32(E // 2, E))
         w.tensor("blk.0.attn_output.weight", f32(E, E))
         w.tensor("blk.0.ffn_norm.weight", f32(E))
-        if moe:
+        exps = {}
+        if kind != "dense":
             w.tensor("blk.0.ffn_gate_inp.weight", f32(X, E))
-            w.tensor("blk.0.ffn_gate_exps.weight", f32(X, F, E))
-            w.tensor("blk.0.ffn_up_exps.weight", f32(X, F, E))
-            w.tensor("blk.0.ffn_down_exps.weight", f32(X, E, F))
-        else:
+        if kind in ("moe", "router_only"):
+            for n, shape in (("gate", (X, F, E)), ("up", (X, F, E)), ("down", (X, E, F))):
+                exps[n] = f32(*shape)
+                w.tensor("blk.0.ffn_%s_exps.weight" % n, exps[n])
+        if kind in ("dense", "router_only"):
             w.tensor("blk.0.ffn_gate.weight", f32(F, E))
             w.tensor("blk.0.ffn_up.weight", f32(F, E))
             w.tensor("blk.0.ffn_down.weight", f32(E, F))
         w.tensor("output_norm.weight", f32(E))
         w.tensor("output.weight", f32(V, E))
-        g = os.path.join(d, "moe.gguf" if moe else "dense.gguf")
+        g = os.path.join(d, kind + ".gguf")
         w.write(g)
         m = Mount(g)
         try:
             names = sorted(os.listdir(m.path("hf"))) if os.path.isdir(m.path("hf")) else []
             lines = [ln for ln in open(m.path("WEIGHTFS.txt")).read().splitlines()
                      if "hf/" in ln or "model.safetensors:" in ln]
+            cfg = json.load(open(m.path("hf/config.json"))) if "config.json" in names else {}
+            st = st_io.load(m.path("hf/model.safetensors")) if "model.safetensors" in names else {}
         finally:
             m.unmount()
-        return names, lines
+        return names, lines, cfg, st, exps
 
-    names, lines = mk(False)
-    if not {"config.json", "model.safetensors", "tokenizer.json"} <= set(names):
-        raise Fail("the dense control: hf/ holds %r; WEIGHTFS.txt %r" % (names, lines))
-    names, lines = mk(True)
-    if {"config.json", "generation_config.json", "model.safetensors"} & set(names) or "tokenizer.json" not in names:
-        raise Fail("hf/ of a Mixtral GGUF holds %r" % names)
-    says = "tensor 'blk.0.ffn_gate_inp.weight': LlamaForCausalLM has no HF name for it"
-    if not any(says in ln for ln in lines):
-        raise Fail("WEIGHTFS.txt does not say %r: %r" % (says, lines))
-    return "hf/ holds %s | %s" % (", ".join(names), " ".join(ln.strip() for ln in lines)[:200])
+    names, lines, cfg, st, _ = mk("dense")
+    if cfg.get("architectures") != ["LlamaForCausalLM"] or "model.safetensors" not in names:
+        raise Fail("the dense control: hf/ holds %r, %r; WEIGHTFS.txt %r" % (names, cfg.get("architectures"), lines))
+    names, lines, cfg, st, exps = mk("moe")
+    if cfg.get("architectures") != ["MixtralForCausalLM"] or cfg.get("num_local_experts") != X or \
+            cfg.get("num_experts_per_tok") != 2:
+        raise Fail("hf/ of a Mixtral GGUF: %r; config %r; WEIGHTFS.txt %r" % (names, cfg, lines))
+    for n, w in (("w1", "gate"), ("w2", "down"), ("w3", "up")):
+        for x in range(X):
+            k = "model.layers.0.block_sparse_moe.experts.%d.%s.weight" % (x, n)
+            if k not in st or st[k].tobytes() != exps[w][x].tobytes():
+                raise Fail("%s: not ffn_%s_exps' slab %d" % (k, w, x))
+    if "model.layers.0.block_sparse_moe.gate.weight" not in st:
+        raise Fail("no router in hf/model.safetensors: %r" % sorted(st)[:8])
+    for kind, says in (("router_only", "tensor 'blk.0.ffn_gate_inp.weight': LlamaForCausalLM has no HF name for it"),
+                       ("no_experts", "llama.expert_count 4, but layer 0 has 0 of its 3 stacked expert tensors")):
+        names, lines, _, _, _ = mk(kind)
+        if {"config.json", "generation_config.json", "model.safetensors"} & set(names) or "tokenizer.json" not in names:
+            raise Fail("%s: hf/ holds %r" % (kind, names))
+        if not any(says in ln for ln in lines):
+            raise Fail("%s: WEIGHTFS.txt does not say %r: %r" % (kind, says, lines))
+    return "Mixtral: %d tensors, %d experts each a slab; router without experts and experts missing left out" % (
+        len(st), X)
 
 
 def dtype_case(state):
@@ -422,7 +442,7 @@ def group_hf():
         check("hf: -o dtype=bf16 and f16: hf/model.safetensors and torch_dtype follow", dtype_case, state)
     check("hf: key/values of the wrong type, inconsistent head counts: no model files, WEIGHTFS.txt says which",
           bad_case, state)
-    check("hf: a Mixtral GGUF (llama with experts and a router): no config.json or model.safetensors, "
-          "WEIGHTFS.txt names the tensor", moe_case, state)
+    check("hf: a Mixtral GGUF: MixtralForCausalLM, each expert a slab; unknown or missing expert tensors: "
+          "no config.json or model.safetensors, WEIGHTFS.txt names the tensor", moe_case, state)
     check("hf: a vocab-only GGUF: hf/ holds the tokenizer files only, WEIGHTFS.txt says why", vocab_only_case, state)
     check("hf: a GGUF of no architecture transformers has here: no hf/, WEIGHTFS.txt says why", unknown_case, state)
