@@ -384,7 +384,7 @@ write("hfq", "split_gguf_part", hfq_input([(HFQ_NAMES[6], g1), (HFQ_NAMES[7], g2
 
 
 # --- hfview and gguf_retype: GGUFs an architecture's rules apply to -------
-def tiny_arch(arch, emb=32, ff=64, heads=4, kv=2, vocab=8, ty=0, extra_kvs=(), extra_t=()):
+def tiny_arch(arch, emb=32, ff=64, heads=4, kv=2, vocab=8, ty=0, extra_kvs=(), extra_t=(), ffn=True):
     kvs = [kv_str("general.architecture", arch), kv_u32(arch + ".context_length", 64),
            kv_u32(arch + ".embedding_length", emb), kv_u32(arch + ".feed_forward_length", ff),
            kv_u32(arch + ".block_count", 1), kv_u32(arch + ".attention.head_count", heads),
@@ -400,8 +400,8 @@ def tiny_arch(arch, emb=32, ff=64, heads=4, kv=2, vocab=8, ty=0, extra_kvs=(), e
          ("output.weight", [emb, vocab], ty), ("blk.0.attn_norm.weight", [emb], 0),
          ("blk.0.attn_q.weight", [emb, emb], ty), ("blk.0.attn_k.weight", [emb, kv * hd], ty),
          ("blk.0.attn_v.weight", [emb, kv * hd], ty), ("blk.0.attn_output.weight", [emb, emb], ty),
-         ("blk.0.ffn_norm.weight", [emb], 0), ("blk.0.ffn_gate.weight", [emb, ff], ty),
-         ("blk.0.ffn_up.weight", [emb, ff], ty), ("blk.0.ffn_down.weight", [ff, emb], ty)] + list(extra_t)
+         ("blk.0.ffn_norm.weight", [emb], 0)] + ([("blk.0.ffn_gate.weight", [emb, ff], ty),
+         ("blk.0.ffn_up.weight", [emb, ff], ty), ("blk.0.ffn_down.weight", [ff, emb], ty)] if ffn else []) + list(extra_t)
     return gguf(kvs, t)
 
 
@@ -504,3 +504,17 @@ write("hfq", "moe_mixtral_shards", hfq_input(
 cfg, t = moe_folder("qwen3moe", drop="model.layers.0.mlp.experts.1.up_proj.weight")
 write("hfq", "moe_qwen3moe_missing", hfq_input([("config.json", cfg), ("model.safetensors", hst(t)),
                                                 ("tokenizer.json", MOE_TOK)]))
+
+
+# --- hfview, gguf_retype: mixtures of experts (hf/ splits the stacked experts back) ---
+def moe_t(emb, ff, n_exp, ty):
+    return [("blk.0.ffn_gate_inp.weight", [emb, n_exp], 0), ("blk.0.ffn_gate_exps.weight", [emb, ff, n_exp], ty),
+            ("blk.0.ffn_up_exps.weight", [emb, ff, n_exp], ty), ("blk.0.ffn_down_exps.weight", [ff, emb, n_exp], ty)]
+
+
+for sub in ("hfview", "gguf_retype"):
+    for arch, ty in (("llama", 0), ("llama", 8), ("qwen3moe", 1), ("qwen2moe", 0)):
+        kvs = [kv_u32(arch + ".expert_count", 2), kv_u32(arch + ".expert_used_count", 1),
+               kv_u32(arch + ".expert_feed_forward_length", 32)]
+        write(sub, "moe_%s_%d.gguf" % (arch, ty), tiny_arch(arch, ty=ty, ffn=False, extra_kvs=kvs,
+                                                          extra_t=moe_t(32, 32, 2, ty)))
