@@ -93,14 +93,17 @@ def narrow_case(kind):
     return "%s: %s byte-identical (every K type through its shape fallback)" % (kind, ", ".join(names))
 
 
-def moe_case():
+def moe_case(kind):
     """Mixtral with 8 experts (llama-quantize's n_expert == 8 rules: attn_v and attn_k Q8_0,
-    attn_output Q5_K), 256 wide: its experts stacked on read and quantized slab by slab."""
+    attn_output Q5_K) and Qwen3-MoE with 4 (ffn_down_exps' more bits by the layer its name
+    says), 256 wide: the experts stacked on read and quantized slab by slab."""
     import tiny_models
     from t_gguf_more import tok_dir
     d = new_dir("qmoe-")
-    folder = tiny_models.make(os.path.join(d, "moe-mixtral"), "mixtral", tok_dir("plain"), dims=(256, 8, 2, 256, 3),
-                              config={"num_local_experts": 8, "bos_token_id": 1, "eos_token_id": 2})
+    cfg = {"num_local_experts": 8} if kind == "mixtral" else {"num_experts": 4, "moe_intermediate_size": 256}
+    cfg.update(bos_token_id=1, eos_token_id=2)
+    folder = tiny_models.make(os.path.join(d, "moe-" + kind), kind, tok_dir("plain"), dims=(256, 8, 2, 256, 3),
+                              config=cfg)
     g = make_f32(folder, d)
     names = ("q4_k_m", "q2_k", "q3_k_m", "q8_0", "iq4_xs", "q5_k_s")
     for name in names:
@@ -238,7 +241,8 @@ def group_gguf_quant():
           state)
     for kind in ("llama", "qwen2", "gemma2"):
         check("gguf_quant: tiny %s (64 wide): model.gguf = llama_model_quantize's" % kind, narrow_case, kind)
-    check("gguf_quant: Mixtral, 8 experts: model.gguf = llama_model_quantize's (the expert rules)", moe_case)
+    for kind in ("mixtral", "qwen3moe"):
+        check("gguf_quant: %s: model.gguf = llama_model_quantize's (the expert rules)" % kind, moe_case, kind)
     if "wide" in state:
         check("gguf_quant: GGUF source, and requantizing a Q8_0 GGUF: = llama_model_quantize's", gguf_source_case,
               state)
