@@ -193,6 +193,7 @@ struct cfg {
 	cJSON *dflt;
 	char *why;
 	bool experts;       /* the architecture has experts: expert_count and expert_used_count written */
+	bool rms_eps_1e5;   /* OlmoeModel writes layer_norm_rms_epsilon 1e-5 over the config's */
 	struct moe *moe;    /* and its experts' tensors, parked for stacking */
 };
 
@@ -306,6 +307,9 @@ static const struct moe_form mixtral_experts = {
 static const struct moe_form qwen2_experts = {
 	".mlp.experts.", {"down_proj", "gate_proj", "up_proj"}, {"ffn_down_exps", "ffn_gate_exps", "ffn_up_exps"},
 	"mlp.gate", "qwen2_moe"};
+static const struct moe_form olmoe_experts = {
+	".mlp.experts.", {"down_proj", "gate_proj", "up_proj"}, {"ffn_down_exps", "ffn_gate_exps", "ffn_up_exps"},
+	"mlp.gate", "olmoe"};
 static const struct moe_form qwen3_experts = {
 	".mlp.experts.", {"down_proj", "gate_proj", "up_proj"}, {"ffn_down_exps", "ffn_gate_exps", "ffn_up_exps"},
 	"mlp.gate", "qwen3_moe"};
@@ -329,6 +333,8 @@ static const char *const qwen2moe_parts[] = {"attn_norm", "attn_q", "attn_k", "a
 					     "ffn_gate_inp_shexp", NULL};
 static const char *const qwen3moe_parts[] = {"attn_norm", "attn_q", "attn_k", "attn_v", "attn_output", "ffn_norm",
 					     "ffn_gate_inp", "attn_q_norm", "attn_k_norm", NULL};
+static const char *const olmoe_parts[] = {"attn_norm", "attn_q", "attn_k", "attn_v", "attn_output", "ffn_norm",
+					  "ffn_gate_inp", "attn_q_norm", "attn_k_norm", NULL};
 static const char *const phi3_parts[] = {"attn_norm", "attn_qkv", "attn_q", "attn_k", "attn_v", "attn_output",
 					 "ffn_norm", "ffn_up", "ffn_down", NULL};
 
@@ -337,6 +343,7 @@ static enum wf_err kv_qwen(const struct arch *a, struct cfg *c, struct wf_gguf_w
 static enum wf_err kv_gemma2(const struct arch *a, struct cfg *c, struct wf_gguf_w *w, uint32_t ftype);
 static enum wf_err kv_gemma3(const struct arch *a, struct cfg *c, struct wf_gguf_w *w, uint32_t ftype);
 static enum wf_err kv_phi3(const struct arch *a, struct cfg *c, struct wf_gguf_w *w, uint32_t ftype);
+static enum wf_err kv_olmoe(const struct arch *a, struct cfg *c, struct wf_gguf_w *w, uint32_t ftype);
 
 /* conversion/__init__.py's registrations for the architectures in scope */
 static const struct arch arch_rows[] = {
@@ -354,6 +361,7 @@ static const struct arch arch_rows[] = {
 	 &qwen2_experts},
 	{{"Qwen3MoeForCausalLM", NULL}, "qwen3moe", WF_VOCAB_QWEN, false, false, false, kv_qwen, qwen3moe_parts,
 	 &qwen3_experts},
+	{{"OlmoeForCausalLM", NULL}, "olmoe", WF_VOCAB_GPT2, false, false, false, kv_olmoe, olmoe_parts, &olmoe_experts},
 };
 
 /* The defaults of each config class, by config.json's model_type (which
@@ -383,6 +391,9 @@ static const struct {
 	{"phi3",
 	 {{"max_position_embeddings", 4096}, {"rms_norm_eps", 1e-5}, {"rope_theta", 10000},
 	  {"original_max_position_embeddings", 4096}, {NULL, 0}}},
+	{"olmoe",
+	 {{"max_position_embeddings", 4096}, {"rms_norm_eps", 1e-5}, {"rope_theta", 10000}, {"num_experts", 64},
+	  {"num_experts_per_tok", 8}, {NULL, 0}}},
 };
 
 /* Fills c->dflt with the defaults for config.json's model_type, and the
@@ -402,7 +413,8 @@ static enum wf_err add_defaults(struct cfg *c)
 	const cJSON *heads = hp(c, "num_attention_heads"), *hidden = hp(c, "hidden_size");
 	bool llama_like = strcmp(t, "llama") == 0 || strcmp(t, "mistral") == 0;
 	const cJSON *kv = hp(c, "num_key_value_heads");
-	if ((!kv || cJSON_IsNull(kv)) && cJSON_IsNumber(heads) && (llama_like || strcmp(t, "phi3") == 0)) {
+	if ((!kv || cJSON_IsNull(kv)) && cJSON_IsNumber(heads) &&
+	    (llama_like || strcmp(t, "phi3") == 0 || strcmp(t, "olmoe") == 0)) {
 		cJSON_DeleteItemFromObjectCaseSensitive(c->dflt, "num_key_value_heads");
 		if (!cJSON_AddNumberToObject(c->dflt, "num_key_value_heads", heads->valuedouble))
 			return WF_ERR_NOMEM;
@@ -554,7 +566,9 @@ static enum wf_err kv_text(struct cfg *c, struct wf_gguf_w *w, const char *a, ui
 		rc = put_f32(c, w, K("rope.freq_base"), r.theta, "rope_theta");
 	if (rc == WF_OK)
 		rc = put_f32(c, w, K("rope.freq_base_swa"), r.theta_swa, "rope_local_base_freq");
-	if (rc == WF_OK)
+	if (rc == WF_OK && c->rms_eps_1e5)
+		wf_gguf_w_f32(w, K("attention.layer_norm_rms_epsilon"), 1e-5f);
+	else if (rc == WF_OK)
 		rc = put_f32k(c, w, K("attention.layer_norm_rms_epsilon"), KEYS("rms_norm_eps", "norm_eps"));
 	if (rc == WF_OK)
 		rc = put_f32k(c, w, K("attention.layer_norm_epsilon"),
@@ -609,6 +623,17 @@ static enum wf_err kv_qwen(const struct arch *a, struct cfg *c, struct wf_gguf_w
 		snprintf(k, sizeof k, "%s.expert_shared_feed_forward_length", a->gguf);
 		rc = put_u32(c, w, k, KEYS("shared_expert_intermediate_size"), false, NULL);
 	}
+	return rc;
+}
+
+/* OlmoeModel.set_gguf_parameters: the base block, then
+ * add_layer_norm_rms_eps(1e-5), which keeps the base's place (the config
+ * class's default makes it always there) and replaces its value. */
+static enum wf_err kv_olmoe(const struct arch *a, struct cfg *c, struct wf_gguf_w *w, uint32_t ftype)
+{
+	c->rms_eps_1e5 = true;
+	enum wf_err rc = kv_text(c, w, a->gguf, ftype);
+	c->rms_eps_1e5 = false;
 	return rc;
 }
 

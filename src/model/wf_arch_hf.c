@@ -399,6 +399,12 @@ static enum wf_err moe_fields(struct hp *h)
 		put_raw(h, "sliding_window", "null");
 		return WF_OK;
 	}
+	if (strcmp(h->arch, "olmoe") == 0) {
+		/* experts of intermediate_size; llama.cpp does not renormalise */
+		put_raw(h, "norm_topk_prob", "false");
+		put_raw(h, "clip_qkv", "null");
+		return WF_OK;
+	}
 	if ((rc = need_int(h, "expert_feed_forward_length", 1, 1 << 24, &ff)) != WF_OK)
 		return rc;
 	put_int(h, "moe_intermediate_size", ff);

@@ -44,6 +44,7 @@ CASES = {
     "Tiny-Mixtral": ("mixtral", "llama2", {"shards": 2}, ["f32", "f16"]),
     "Tiny-Qwen2-MoE": ("qwen2moe", "qwen2_5", {}, ["f32", "bf16"]),
     "Tiny-Qwen3-MoE": ("qwen3moe", "qwen3", {}, ["f32", "f16"]),
+    "Tiny-OLMoE": ("olmoe", "gpt2", {}, ["f32", "bf16"]),
     "Tiny-Llama2": ("llama", "llama2", {"config": {"head_dim": 16}}, ["f32"]),
     "Tiny-Gemma2": ("gemma2", "spm", {}, ["f32", "bf16"]),
     "Tiny-Gemma3": ("gemma3", "spm", {}, ["f32", "bf16"]),

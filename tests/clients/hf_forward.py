@@ -47,7 +47,7 @@ import st_io  # noqa: E402
 
 SUPPORTED = ("LlamaForCausalLM", "MistralForCausalLM", "Qwen2ForCausalLM", "Qwen3ForCausalLM",
              "Phi3ForCausalLM", "Gemma2ForCausalLM", "Gemma3ForCausalLM", "MixtralForCausalLM",
-             "Qwen2MoeForCausalLM", "Qwen3MoeForCausalLM")
+             "Qwen2MoeForCausalLM", "Qwen3MoeForCausalLM", "OlmoeForCausalLM")
 GEMMA = ("Gemma2ForCausalLM", "Gemma3ForCausalLM")
 
 
@@ -291,7 +291,11 @@ def forward(cfg, w, ids, dtype=torch.float64, gelu="exact"):
             q = lin(h, p + "self_attn.q_proj").view(n, H, hd)
             k = lin(h, p + "self_attn.k_proj").view(n, KV, hd)
             v = lin(h, p + "self_attn.v_proj").view(n, KV, hd)
-        if qwen3 or (p + "self_attn.q_norm.weight") in T:
+        if (p + "self_attn.q_norm.weight") in T and T[p + "self_attn.q_norm.weight"].shape[0] == H * hd:
+            # OLMoE: over the whole projection, before the head split
+            q = rms(q.reshape(n, H * hd), T[p + "self_attn.q_norm.weight"], eps).view(n, H, hd)
+            k = rms(k.reshape(n, KV * hd), T[p + "self_attn.k_norm.weight"], eps).view(n, KV, hd)
+        elif qwen3 or (p + "self_attn.q_norm.weight") in T:
             q = rms(q, T[p + "self_attn.q_norm.weight"], eps)
             k = rms(k, T[p + "self_attn.k_norm.weight"], eps)
         q = torch.cat((q[..., :rd] * cos + rotate_half(q[..., :rd]) * sin, q[..., rd:]), -1)

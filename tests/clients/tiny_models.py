@@ -14,7 +14,9 @@ one global (rope_theta 1e6), sliding_window 16, tied, no softcapping), "mixtral"
 attention, 4 experts per layer (block_sparse_moe.experts.X.w1/w2/w3) and the router
 block_sparse_moe.gate, top-2; the counts can be changed with config=), "qwen2moe" (Qwen2's
 attention, 4 experts of 32 (mlp.experts.X.*_proj), top-2 without renormalising, a shared
-expert of 48 and its gate), "qwen3moe" (Qwen3's attention, 4 experts of 32, top-2 renormalised). 2 layers (gemma3: 6),
+expert of 48 and its gate), "qwen3moe" (Qwen3's attention, 4 experts of 32, top-2 renormalised),
+"olmoe" (multi-head attention with q_norm/k_norm over the whole projection, 4 experts of
+intermediate_size, top-2 not renormalised). 2 layers (gemma3: 6),
 n_embd 64, n_ff 128. The vocab is the real tokenizer.json in tokenizer_dir (copied with
 tokenizer_config.json); vocab_size is its size. A tokenizer_dir with tokenizer.model and no
 tokenizer.json (tests/clients/spm_model.py) gives a SentencePiece folder: tokenizer.model,
@@ -40,7 +42,7 @@ import st_io  # noqa: E402
 ARCHS = {"llama": "LlamaForCausalLM", "llama_tied": "LlamaForCausalLM",
          "qwen2": "Qwen2ForCausalLM", "qwen3": "Qwen3ForCausalLM", "phi3": "Phi3ForCausalLM",
          "gemma2": "Gemma2ForCausalLM", "gemma3": "Gemma3ForCausalLM", "mixtral": "MixtralForCausalLM",
-         "qwen2moe": "Qwen2MoeForCausalLM", "qwen3moe": "Qwen3MoeForCausalLM"}
+         "qwen2moe": "Qwen2MoeForCausalLM", "qwen3moe": "Qwen3MoeForCausalLM", "olmoe": "OlmoeForCausalLM"}
 
 
 def n_vocab_of(tokenizer_dir):
@@ -62,6 +64,8 @@ def make(folder, kind, tokenizer_dir, seed=0, vocab_size=None, dtype="F32", shar
             shutil.copy(os.path.join(tokenizer_dir, fn), os.path.join(folder, fn))
     V = vocab_size or n_vocab_of(tokenizer_dir)
     E, H, KV, FF, L = dims or (64, 4, 2, 128, (6 if kind == "gemma3" else 2))
+    if kind == "olmoe":
+        KV = H  # llama.cpp's OLMoE is multi-head only
     hd = 32 if kind in ("qwen3", "qwen3moe") else E // H
     cfg = {"architectures": [ARCHS[kind]], "model_type": ARCHS[kind][:-len("ForCausalLM")].lower(),
            "hidden_size": E, "intermediate_size": FF, "num_hidden_layers": L,
@@ -85,6 +89,9 @@ def make(folder, kind, tokenizer_dir, seed=0, vocab_size=None, dtype="F32", shar
         cfg.update(model_type="qwen2_moe", num_experts=4, num_experts_per_tok=2, moe_intermediate_size=32,
                    shared_expert_intermediate_size=48, norm_topk_prob=False, decoder_sparse_step=1,
                    mlp_only_layers=[], tie_word_embeddings=False, rope_theta=1000000.0)
+    if kind == "olmoe":
+        cfg.update(model_type="olmoe", num_experts=4, num_experts_per_tok=2,
+                   norm_topk_prob=False, clip_qkv=None, tie_word_embeddings=False, rms_norm_eps=1e-5)
     if kind == "qwen3moe":
         cfg.update(model_type="qwen3_moe", head_dim=hd, num_experts=4, num_experts_per_tok=2, moe_intermediate_size=32,
                    norm_topk_prob=True, decoder_sparse_step=1, mlp_only_layers=[], tie_word_embeddings=False,
@@ -167,10 +174,16 @@ def make(folder, kind, tokenizer_dir, seed=0, vocab_size=None, dtype="F32", shar
                 w[q + "w1.weight"] = r(FF, E)
                 w[q + "w2.weight"] = r(E, FF)
                 w[q + "w3.weight"] = r(FF, E)
-    if kind in ("qwen2moe", "qwen3moe"):
-        # routed experts mlp.experts.X.{gate,up,down}_proj of moe_intermediate_size, the router
-        # mlp.gate; Qwen2-MoE adds a shared expert and its sigmoid gate
-        Fm = cfg["moe_intermediate_size"]
+    if kind == "olmoe":
+        # q_norm and k_norm over the whole projection, before the head split
+        for i in range(L):
+            p = "model.layers.%d." % i
+            w[p + "self_attn.q_norm.weight"] = 1 + r(H * hd, s=0.2)
+            w[p + "self_attn.k_norm.weight"] = 1 + r(cfg["num_key_value_heads"] * hd, s=0.2)
+    if kind in ("qwen2moe", "qwen3moe", "olmoe"):
+        # routed experts mlp.experts.X.{gate,up,down}_proj of moe_intermediate_size (OLMoE:
+        # intermediate_size), the router mlp.gate; Qwen2-MoE adds a shared expert and its gate
+        Fm = cfg.get("moe_intermediate_size", FF)
         for i in range(L):
             p = "model.layers.%d." % i
             for x in ("gate", "up", "down"):

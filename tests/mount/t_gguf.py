@@ -154,7 +154,8 @@ def converter_case(name, digests):
 # a mixture of experts of converter_cases, and the down projection of an expert (%d) of layer 1
 MOE_CASES = {"Tiny-Mixtral": "model.layers.1.block_sparse_moe.experts.%d.w2.weight",
              "Tiny-Qwen2-MoE": "model.layers.1.mlp.experts.%d.down_proj.weight",
-             "Tiny-Qwen3-MoE": "model.layers.1.mlp.experts.%d.down_proj.weight"}
+             "Tiny-Qwen3-MoE": "model.layers.1.mlp.experts.%d.down_proj.weight",
+             "Tiny-OLMoE": "model.layers.1.mlp.experts.%d.down_proj.weight"}
 
 
 def moe_case(name):
