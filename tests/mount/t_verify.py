@@ -14,6 +14,7 @@ import json
 import os
 import shutil
 import struct
+import time
 
 import numpy as np
 
@@ -375,6 +376,38 @@ def xattr_sha256():
     return "%d tensor files" % n
 
 
+def linear_against():
+    """Issue 40 item 6: --against looked each manifest entry up by walking
+    cJSON's list from its start (10k / 20k / 40k entries: 0.20 / 1.08 /
+    6.53 s). N and 4N entries not in the model, files and tensors, timed in
+    the same run (median of 3): 4 times the entries within 5 times the time."""
+    d = new_dir("verify-")
+    man = os.path.join(d, "m.json")
+    rc, out, err = verify("--write", man, LLAMA)
+    if rc != 0:
+        raise Fail("--write: exit %d %s" % (rc, err))
+    m = json.load(open(man))
+    times = {}
+    for n in (10000, 40000):
+        big = dict(m, files=m["files"] + [{"name": "f%d.gguf" % i, "sha256": "0" * 64} for i in range(n)],
+                   tensors=m["tensors"] + [{"name": "x%d" % i, "nbytes": 4, "sha256": "0" * 64} for i in range(n)])
+        p = os.path.join(d, "m%d.json" % n)
+        with open(p, "w") as f:
+            json.dump(big, f)
+        runs = []
+        for _ in range(3):
+            t0 = time.monotonic()
+            rc, out, err = verify("--against", p, LLAMA)
+            runs.append(time.monotonic() - t0)
+            if rc != 1 or out.count("in the manifest, not in the model") != 2 * n:
+                raise Fail("%d entries: exit %d, %d lines named, %r" % (
+                    n, rc, out.count("in the manifest, not in the model"), err[-200:]))
+        times[n] = sorted(runs)[1]
+    if times[40000] > 5 * times[10000]:
+        raise Fail("40,000 entries took %.2f s, 10,000 %.2f s: not linear" % (times[40000], times[10000]))
+    return "10,000 entries %.2f s, 40,000 entries %.2f s" % (times[10000], times[40000])
+
+
 def group_verify():
     check("verify: intact models of every kind exit 0 (GGUF, split GGUF, safetensors, shards, index, folder, "
           "hub cache, snapshot, convert's output)", intact)
@@ -383,4 +416,5 @@ def group_verify():
     check("verify: truncated files, trailing bytes, an index's total_size, GGUF padding, a missing MODEL "
           "(exit 1 or 2, a clear line)", damaged_files)
     check("verify: --write then --against names exactly the changed tensors (GGUF, shards)", manifests)
+    check("verify: --against a manifest of N and 4N entries takes at most 5 times as long", linear_against)
     check("verify: user.weightfs.sha256 is hashlib's SHA-256 of the stored bytes", xattr_sha256)
