@@ -131,28 +131,44 @@ static void affix_free(struct affix *a)
 	free(a->scratch);
 }
 
+/* The merges are bounded by the tokens: each costs its joined token's
+ * bytes plus MERGE_COST (its pair in memory, its JSON punctuation), at most
+ * MERGES_PER_BYTE times the tokens' bytes with the same per token cost, plus
+ * MERGES_SLACK. Real vocabularies take 1 to 2 times (Llama 2, Phi-3,
+ * Baichuan, Aquila); tokens a, aa, ..., a^m would take m^3 / 6 bytes of
+ * tokenizer.json from a file of m^2 / 2 (a 0.5 MB GGUF, 170 MB). */
+#define MERGE_COST 32
+#define MERGES_PER_BYTE 8
+#define MERGES_SLACK ((uint64_t)16 << 20)
+
 struct cands {
 	struct cand *c;
 	size_t n, cap;
+	uint64_t left; /* of the budget */
 };
 
-static bool cand_add(struct cands *cs, struct cand c)
+enum { ADD_OK, ADD_NOMEM, ADD_OVER };
+
+static int cand_add(struct cands *cs, struct cand c, size_t len)
 {
+	if (len + MERGE_COST > cs->left)
+		return ADD_OVER;
+	cs->left -= len + MERGE_COST;
 	if (cs->n == cs->cap) {
 		size_t nc = cs->cap ? cs->cap * 2 : 1024;
 		struct cand *g = realloc(cs->c, nc * sizeof *g);
 		if (!g)
-			return false;
+			return ADD_NOMEM;
 		cs->c = g, cs->cap = nc;
 	}
 	cs->c[cs->n++] = c;
-	return true;
+	return ADD_OK;
 }
 
 /* Token i's splits into two tokens, left half's length ascending: its
  * prefixes (longest first, so kept and read backwards) against its
  * suffixes (longest first: the split offset ascending). */
-static bool token_splits(const struct ht_in *in, struct affix *a, uint32_t i, struct cands *cs)
+static int token_splits(const struct ht_in *in, struct affix *a, uint32_t i, struct cands *cs)
 {
 	const struct ht_str *t = &in->tok[i];
 	size_t np = 0;
@@ -170,13 +186,14 @@ static bool token_splits(const struct ht_in *in, struct affix *a, uint32_t i, st
 			s = a->suf[s];
 			continue;
 		}
-		if ((t->p[k] & 0xC0) != 0x80 && /* not inside a character */
-		    !cand_add(cs, (struct cand){in->score[i], in->score[l], in->score[s], l, s, i, (uint32_t)k}))
-			return false;
+		int e = (t->p[k] & 0xC0) == 0x80 ? ADD_OK /* inside a character */
+			: cand_add(cs, (struct cand){in->score[i], in->score[l], in->score[s], l, s, i, (uint32_t)k}, t->n);
+		if (e != ADD_OK)
+			return e;
 		np--;
 		s = a->suf[s];
 	}
-	return true;
+	return ADD_OK;
 }
 
 /* llama.cpp's SentencePiece tokenizer merges, at each step, the adjacent
@@ -184,18 +201,26 @@ static bool token_splits(const struct ht_in *in, struct affix *a, uint32_t i, st
  * split (L, R) of every token T into two tokens, ranked by score(T). */
 enum wf_err ht_spm_merges(struct ht_in *in, char *why)
 {
-	struct cands cs = {0};
+	struct cands cs = {.left = MERGES_SLACK};
 	struct affix a = {0};
-	bool ok = affix_make(in, &a);
-	for (size_t i = 0; ok && i < in->n; i++)
+	for (size_t i = 0; i < in->n; i++)
+		cs.left += MERGES_PER_BYTE * ((uint64_t)in->tok[i].n + MERGE_COST);
+	uint64_t budget = cs.left;
+	int e = affix_make(in, &a) ? ADD_OK : ADD_NOMEM;
+	for (size_t i = 0; e == ADD_OK && i < in->n; i++)
 		if (ht_lookup(in, in->tok[i].p, in->tok[i].n) == (int64_t)i) /* else its text belongs to a later id */
-			ok = token_splits(in, &a, (uint32_t)i, &cs);
+			e = token_splits(in, &a, (uint32_t)i, &cs);
 	affix_free(&a);
-	if (ok && cs.n)
+	if (e == ADD_OK && cs.n)
 		qsort(cs.c, cs.n, sizeof *cs.c, cand_cmp);
-	in->merge = ok ? malloc((cs.n ? cs.n : 1) * sizeof *in->merge) : NULL;
+	in->merge = e == ADD_OK ? malloc((cs.n ? cs.n : 1) * sizeof *in->merge) : NULL;
 	if (!in->merge) {
 		free(cs.c);
+		if (e == ADD_OVER)
+			return wf_fail(why, WF_ERR_UNSUP,
+				       "tokenizer.ggml.tokens: the merges made from the scores would take more than %llu "
+				       "bytes (%d times the tokens' + 16 MiB): too many tokens are made of other tokens",
+				       (unsigned long long)budget, MERGES_PER_BYTE);
 		return wf_fail(why, WF_ERR_NOMEM, "tokenizer.ggml.scores: out of memory for the merges");
 	}
 	for (size_t i = 0; i < cs.n; i++) {

@@ -468,6 +468,52 @@ START_TEST(test_spm_splits)
 }
 END_TEST
 
+/* tokens a, aa, ..., a^600 (a 0.2 MB GGUF): every split of every one is a
+ * merge, 36 million bytes of them (m^3 / 6) from 180,000 bytes of tokens:
+ * refused by the merges' bound (8 times the tokens' cost + 16 MiB), one
+ * line; a^1..a^200 (1.3 MB of merges) still made. */
+static char *gguf_chain(size_t m, size_t *len)
+{
+	struct wf_gguf_w w;
+	char err[WF_ERRLEN], *g = NULL, *a = malloc(m);
+	memset(a, 'a', m);
+	wf_gguf_w_init(&w);
+	wf_gguf_w_str(&w, "general.architecture", "llama", 5);
+	wf_gguf_w_str(&w, "tokenizer.ggml.model", "llama", 5);
+	wf_gguf_w_arr_begin(&w, "tokenizer.ggml.tokens", WF_GT_STRING, m + 1);
+	wf_gguf_w_arr_str(&w, "<unk>", 5);
+	for (size_t i = 1; i <= m; i++)
+		wf_gguf_w_arr_str(&w, a, i);
+	wf_gguf_w_arr_end(&w);
+	wf_gguf_w_arr_begin(&w, "tokenizer.ggml.scores", WF_GT_FLOAT32, m + 1);
+	for (size_t i = 0; i <= m; i++)
+		wf_gguf_w_arr_f32(&w, -(float)i);
+	wf_gguf_w_arr_end(&w);
+	ck_assert_int_eq(wf_gguf_w_finish(&w, &g, len, err), WF_OK);
+	wf_gguf_w_free(&w);
+	free(a);
+	return g;
+}
+
+START_TEST(test_spm_merges_bound)
+{
+	size_t len;
+	char why[WF_ERRLEN], *g = gguf_chain(600, &len);
+	struct wf_hf_tok t;
+	ck_assert_int_eq(make_raw(g, len, &t, why), WF_ERR_UNSUP);
+	ck_assert_msg(strstr(why, "tokenizer.ggml.tokens: the merges made from the scores would take more than"), "%s",
+		      why);
+	free(g);
+	g = gguf_chain(200, &len);
+	ck_assert_int_eq(make_raw(g, len, &t, why), WF_OK);
+	cJSON *j = cJSON_Parse(t.tokenizer_json);
+	ck_assert_int_eq(cJSON_GetArraySize(jget(j, "model.merges")), 200 * 199 / 2);
+	cJSON_Delete(j);
+	wf_hf_tok_free(&t);
+	free(g);
+}
+END_TEST
+
 static Suite *hftok_suite(void)
 {
 	Suite *s = suite_create("hftok");
@@ -479,6 +525,7 @@ static Suite *hftok_suite(void)
 	tcase_add_test(tc, test_bytelevel_refused);
 	tcase_add_test(tc, test_gemma4);
 	tcase_add_loop_test(tc, test_spm_splits, 0, 20);
+	tcase_add_test(tc, test_spm_merges_bound);
 	suite_add_tcase(s, tc);
 	return s;
 }
