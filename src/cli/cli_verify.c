@@ -163,12 +163,23 @@ static int hash_fd(int fd, uint64_t off, uint64_t len, struct wf_sha *s, uint8_t
 	return 0;
 }
 
+const char *v_strerror(int err_no)
+{
+	return err_no == V_NOT_FILE ? "not a regular file" : strerror(err_no);
+}
+
+/* Opened O_NONBLOCK and held to a regular file by fstat: a FIFO would
+ * block the open, a device be read forever. */
 static void run_job(struct v_job *j, uint8_t *buf, struct wf_sha *s256, struct wf_sha *s1, _Atomic uint64_t *done)
 {
 	int fd = j->fd >= 0 ? j->fd : open(j->path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
 	struct stat st;
 	if (fd < 0 || fstat(fd, &st) != 0) {
 		j->err_no = errno;
+		goto out;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		j->err_no = V_NOT_FILE;
 		goto out;
 	}
 	struct wf_sha *s = j->kind == V_FILE_GIT ? s1 : s256;
@@ -311,11 +322,16 @@ static bool gguf_padding(struct v_run *r, uint32_t pi, struct wf_span *sp)
 	if (!n)
 		return true;
 	qsort(sp, n, sizeof *sp, by_begin);
-	int fd = p->fd >= 0 ? p->fd : open(p->path, O_RDONLY | O_CLOEXEC);
+	int fd = p->fd >= 0 ? p->fd : open(p->path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	struct stat s;
+	if (fd >= 0 && (fstat(fd, &s) != 0 || !S_ISREG(s.st_mode))) {
+		if (fd != p->fd)
+			close(fd);
+		return true; /* replaced by a special file: the digests say so */
+	}
 	if (fd < 0)
 		return true; /* the digests will say it cannot be read */
-	struct stat s;
-	uint64_t size = fstat(fd, &s) == 0 ? (uint64_t)s.st_size : p->len;
+	uint64_t size = (uint64_t)s.st_size;
 	for (size_t k = 0; k < n && !r->st.oom; k++) {
 		uint64_t next = k + 1 < n ? sp[k + 1].begin : size;
 		if (next > sp[k].end)
@@ -760,12 +776,12 @@ static void read_errors(struct v_run *r)
 		if (j->kind == V_RANGE_SHA256) {
 			const struct wf_tensor *t = &r->m->tensors[j->ref];
 			tensor_differs(r, t, j->err_no == ENODATA ? "its bytes end early: the file is shorter than its header says"
-								 : strerror(j->err_no));
+								 : v_strerror(j->err_no));
 			if (j->err_no != ENODATA)
 				r->st.probs[r->st.n_probs - 1].sev = V_TROUBLE;
 		} else {
 			v_problem(&r->st, V_TROUBLE, "file", j->path, NULL, 0, "%s: cannot be read: %s", cli_path(j->path),
-				  strerror(j->err_no));
+				  v_strerror(j->err_no));
 		}
 	}
 }

@@ -14,6 +14,7 @@ import json
 import os
 import shutil
 import struct
+import subprocess
 import time
 
 import numpy as np
@@ -27,8 +28,8 @@ LLAMA = os.path.join(GGML, "mixed_llama_tiny.gguf")
 REV = "89abcdef0123456789abcdef0123456789abcdef"
 
 
-def verify(*args):
-    return run(["verify"] + list(args))
+def verify(*args, timeout=120):
+    return run(["verify"] + list(args), timeout=timeout)
 
 
 def verify_json(*args):
@@ -194,6 +195,35 @@ def hub_damage():
     os.truncate(blob, os.path.getsize(blob) - 7)
     expect(1, [repo], errs, "truncated blob", (shard,))
     errs.raise_if_any()
+
+
+def hub_special():
+    """Issue 40 item 8: a blob that is a link (named by 64 hex digits) to /dev/zero was hashed
+    forever, and a refs/main that is a FIFO blocked; both are refused as not regular files."""
+    errs = Errs()
+    d = new_dir("verify-")
+    folder = os.path.join(d, "folder")
+    make_hf_folder(folder)
+    repo, snap, ids = make_hub(os.path.join(d, "z"), folder)
+    os.symlink("/dev/zero", os.path.join(repo, "blobs", "ab" * 32))
+    os.mkfifo(os.path.join(repo, "blobs", "cd" * 20))
+    t0 = time.monotonic()
+    try:
+        rc, out, err = verify(repo, timeout=30)
+    except subprocess.TimeoutExpired:
+        raise Fail("verify of a hub whose blobs/ holds /dev/zero and a FIFO: no answer in 30 s")
+    if rc != 2 or (out + err).count("not a regular file") != 2 or "abababababab" not in out + err:
+        errs.add("/dev/zero and a FIFO in blobs/: exit %d, %r %r" % (rc, out[-400:], err[-300:]))
+    os.unlink(os.path.join(repo, "refs", "main"))
+    os.mkfifo(os.path.join(repo, "refs", "main"))
+    try:
+        rc, out, err = verify(repo, timeout=30)
+    except subprocess.TimeoutExpired:
+        raise Fail("verify of a hub whose refs/main is a FIFO: no answer in 30 s")
+    if rc == 0 or "refs/main: not a regular file" not in out + err:
+        errs.add("refs/main a FIFO: exit %d, %r %r" % (rc, out[-400:], err[-300:]))
+    errs.raise_if_any()
+    return "answered in %.1f s" % (time.monotonic() - t0)
 
 
 def damaged_files():
@@ -413,6 +443,8 @@ def group_verify():
           "hub cache, snapshot, convert's output)", intact)
     check("verify: hub cache damage (LFS and git blobs changed, dangling links, refs/main, truncated blob) "
           "exits 1 naming the file", hub_damage)
+    check("verify: a blob linked to /dev/zero, a FIFO blob and a FIFO refs/main are refused, never hashed "
+          "or waited on", hub_special)
     check("verify: truncated files, trailing bytes, an index's total_size, GGUF padding, a missing MODEL "
           "(exit 1 or 2, a clear line)", damaged_files)
     check("verify: --write then --against names exactly the changed tensors (GGUF, shards)", manifests)
