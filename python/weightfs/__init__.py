@@ -647,6 +647,8 @@ def _ggml_type(type):
     named as ggml spells it, in any case ("q4_k", "Q8_0", "iq4_xs", "bf16")."""
     if not isinstance(type, str):
         raise TypeError("weightfs: a type is a name such as \"q4_k\", not %s" % _builtin_type(type).__name__)
+    if "\0" in type:  # C would read the name up to it: "q4_0\0junk" as q4_0
+        raise ValueError("weightfs: the type holds a NUL byte: %r" % (type,))
     tid = _lib.weightfs_type_parse(type.encode("ascii", "replace"))
     blck, nbytes, enc, dec = ctypes.c_uint32(), ctypes.c_uint32(), ctypes.c_int(), ctypes.c_int()
     if tid < 0 or _lib.weightfs_type_info(tid, ctypes.byref(blck), ctypes.byref(nbytes), ctypes.byref(enc),
@@ -704,6 +706,13 @@ def dequantize(data: Any, type: str, shape: Any = None) -> np.ndarray:
         if operator.index(d) < 0:
             raise ValueError("weightfs: shape %r has a negative dimension" % (shape,))
         n *= operator.index(d)
+    # the library's checks, before the array is made: shape=(2**40,) of 18 bytes would
+    # first allocate 4 TiB
+    if n % blck:
+        raise ValueError("weightfs: %s: %d values are not whole %d-value blocks" % (name, n, blck))
+    if n // blck > buf.size // nbytes:
+        raise ValueError("weightfs: %s: %d values need %d bytes, %d given" % (name, n, n // blck * nbytes,
+                                                                          buf.size))
     out = np.empty(shape, dtype=np.float32)
     err = ctypes.create_string_buffer(_ERRLEN)
     rc = _lib.weightfs_dequantize(tid, buf.ctypes.data, buf.size, out.ctypes.data, n, err, _ERRLEN)
@@ -791,6 +800,7 @@ class SafeOpen:
         if self._model is not None:
             self._model.close()
             self._model = None
+        self._hf = None  # names="hf" listed from it: later calls go to self.model, which raises
 
     def __enter__(self) -> "SafeOpen":
         return self

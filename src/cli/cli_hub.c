@@ -8,6 +8,7 @@
 #include "cli/cli_verify.h"
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
@@ -178,7 +179,13 @@ static bool walk(struct v_hub *h, struct v_state *st, const char *dir, const cha
 static void check_refs(struct v_hub *h, struct v_state *st)
 {
 	char *refs = join(h->root, "refs/main");
-	FILE *f = refs ? fopen(refs, "re") : NULL;
+	int fd = refs ? open(refs, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK) : -1; /* a FIFO must not block */
+	struct stat s;
+	FILE *f = fd >= 0 && fstat(fd, &s) == 0 && S_ISREG(s.st_mode) ? fdopen(fd, "r") : NULL;
+	if (!f && fd >= 0) {
+		close(fd);
+		v_problem(st, V_DIFFERS, "refs", "refs/main", NULL, 0, "refs/main: not a regular file");
+	}
 	char rev[256] = "";
 	if (f && fgets(rev, sizeof rev, f))
 		rev[strcspn(rev, "\r\n")] = '\0';
@@ -259,7 +266,7 @@ void v_hub_judge(const struct v_hub *h, struct v_state *st)
 		wf_sha_hex(j->sum, n, hex);
 		if (j->err_no)
 			v_problem(st, V_TROUBLE, "blob", what, NULL, 0, "%s (blobs/%.12s...): cannot be read: %s",
-				  cli_path(what), b->name, strerror(j->err_no));
+				  cli_path(what), b->name, v_strerror(j->err_no));
 		else if (strcmp(hex, b->name) != 0)
 			v_problem(st, V_DIFFERS, "blob", what, NULL, 0,
 				  "%s (blobs/%.12s...): its %s is %s, but the blob's name says %s", cli_path(what), b->name,

@@ -47,9 +47,16 @@ struct v_job {
 	/* results */
 	uint8_t sum[WF_SHA256_LEN];
 	uint64_t size;        /* bytes hashed (a file's size) */
-	int err_no;           /* 0, or why it could not be read (EIO, or ENODATA: ends early) */
+	int err_no;           /* 0, or why it could not be read (EIO, ENODATA: ends early, V_NOT_FILE) */
 	bool done;
 };
+
+/* A job's err_no when what it opened is not a regular file (a FIFO or a
+ * device, through a link: /dev/zero would be hashed forever). */
+#define V_NOT_FILE (-1)
+
+/* strerror of a job's err_no, V_NOT_FILE's too. */
+const char *v_strerror(int err_no);
 
 /* The problems found so far and the digests asked for. */
 struct v_state {

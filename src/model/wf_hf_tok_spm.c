@@ -29,48 +29,206 @@ static int cand_cmp(const void *pa, const void *pb)
 	return a->k < b->k ? -1 : a->k > b->k;
 }
 
+/* ------------------------------------------------------------- affixes
+ * Every split (L, R) of a token T with L and R tokens: hashing both halves
+ * at each split of each token is quadratic in a token's length (a 1 MB
+ * token: minutes). The tokens that are prefixes of T are instead found as
+ * a chain: sorted, the tokens of which P is a prefix follow P, so a stack
+ * walk gives each token its longest proper prefix among the tokens, and
+ * following those links from T lists every prefix of T that is a token,
+ * longest first (at most one per length: the chains of all tokens together
+ * are no longer than their bytes). Suffixes the same way on the texts
+ * read backwards. Sorting by merging costs at most bytes x log2(tokens):
+ * a comparison reads no more than the shorter text, charged to the one it
+ * moves. */
+
+#define NO_TOK UINT32_MAX
+
+static int text_cmp(const struct ht_str *a, const struct ht_str *b, bool rev)
+{
+	size_t n = a->n < b->n ? a->n : b->n;
+	for (size_t j = 0; j < n; j++) {
+		uint8_t x = rev ? a->p[a->n - 1 - j] : a->p[j], y = rev ? b->p[b->n - 1 - j] : b->p[j];
+		if (x != y)
+			return x < y ? -1 : 1;
+	}
+	return a->n < b->n ? -1 : a->n > b->n;
+}
+
+/* Bottom-up merge sort of the ids v[0..m) by text (read backwards when
+ * rev); tmp has room for m. */
+static void sort_texts(const struct ht_in *in, uint32_t *v, uint32_t *tmp, size_t m, bool rev)
+{
+	for (size_t w = 1; w < m; w *= 2) {
+		for (size_t lo = 0; lo < m; lo += 2 * w) {
+			size_t mid = lo + w < m ? lo + w : m, hi = lo + 2 * w < m ? lo + 2 * w : m;
+			size_t i = lo, j = mid, o = lo;
+			while (i < mid && j < hi)
+				tmp[o++] = text_cmp(&in->tok[v[j]], &in->tok[v[i]], rev) < 0 ? v[j++] : v[i++];
+			while (i < mid)
+				tmp[o++] = v[i++];
+			while (j < hi)
+				tmp[o++] = v[j++];
+		}
+		memcpy(v, tmp, m * sizeof *v);
+	}
+}
+
+/* Whether p is a proper prefix (suffix when rev) of t. */
+static bool affix_of(const struct ht_str *p, const struct ht_str *t, bool rev)
+{
+	return p->n < t->n && memcmp(p->p, rev ? t->p + t->n - p->n : t->p, p->n) == 0;
+}
+
+/* up[id]: the longest token that is a proper prefix (suffix) of id's
+ * text, or NO_TOK; ids v[0..m) sorted by sort_texts, distinct texts. */
+static void affix_links(const struct ht_in *in, const uint32_t *v, size_t m, bool rev, uint32_t *up,
+			uint32_t *stack)
+{
+	size_t top = 0;
+	for (size_t i = 0; i < m; i++) {
+		const struct ht_str *t = &in->tok[v[i]];
+		while (top && !affix_of(&in->tok[stack[top - 1]], t, rev))
+			top--; /* each id is popped once: its test is charged to it */
+		up[v[i]] = top ? stack[top - 1] : NO_TOK;
+		stack[top++] = v[i];
+	}
+}
+
+struct affix {
+	uint32_t *pre, *suf; /* [n] links (affix_links) */
+	uint32_t *scratch;   /* [n] */
+};
+
+/* The links of every token whose text is its own (ht_lookup gives it:
+ * the last id of that text, as the halves are looked up). */
+static bool affix_make(const struct ht_in *in, struct affix *a)
+{
+	size_t n = in->n ? in->n : 1, m = 0;
+	uint32_t *v = malloc(n * sizeof *v), *tmp = malloc(n * sizeof *tmp);
+	a->pre = malloc(n * sizeof *a->pre);
+	a->suf = malloc(n * sizeof *a->suf);
+	a->scratch = malloc(n * sizeof *a->scratch);
+	bool ok = v && tmp && a->pre && a->suf && a->scratch;
+	for (size_t i = 0; ok && i < in->n; i++) {
+		a->pre[i] = a->suf[i] = NO_TOK;
+		if (ht_lookup(in, in->tok[i].p, in->tok[i].n) == (int64_t)i)
+			v[m++] = (uint32_t)i;
+	}
+	for (int rev = 0; ok && rev < 2; rev++) {
+		sort_texts(in, v, tmp, m, rev);
+		affix_links(in, v, m, rev, rev ? a->suf : a->pre, tmp);
+	}
+	free(v);
+	free(tmp);
+	return ok;
+}
+
+static void affix_free(struct affix *a)
+{
+	free(a->pre);
+	free(a->suf);
+	free(a->scratch);
+}
+
+/* The merges are bounded by the tokens: each costs its joined token's
+ * bytes plus MERGE_COST (its pair in memory, its JSON punctuation), at most
+ * MERGES_PER_BYTE times the tokens' bytes with the same per token cost, plus
+ * MERGES_SLACK. Real vocabularies take 1 to 2 times (Llama 2, Phi-3,
+ * Baichuan, Aquila); tokens a, aa, ..., a^m would take m^3 / 6 bytes of
+ * tokenizer.json from a file of m^2 / 2 (a 0.5 MB GGUF, 170 MB). */
+#define MERGE_COST 32
+#define MERGES_PER_BYTE 8
+#define MERGES_SLACK ((uint64_t)16 << 20)
+
+struct cands {
+	struct cand *c;
+	size_t n, cap;
+	uint64_t left; /* of the budget */
+};
+
+enum { ADD_OK, ADD_NOMEM, ADD_OVER };
+
+static int cand_add(struct cands *cs, struct cand c, size_t len)
+{
+	if (len + MERGE_COST > cs->left)
+		return ADD_OVER;
+	cs->left -= len + MERGE_COST;
+	if (cs->n == cs->cap) {
+		size_t nc = cs->cap ? cs->cap * 2 : 1024;
+		struct cand *g = realloc(cs->c, nc * sizeof *g);
+		if (!g)
+			return ADD_NOMEM;
+		cs->c = g, cs->cap = nc;
+	}
+	cs->c[cs->n++] = c;
+	return ADD_OK;
+}
+
+/* Token i's splits into two tokens, left half's length ascending: its
+ * prefixes (longest first, so kept and read backwards) against its
+ * suffixes (longest first: the split offset ascending). */
+static int token_splits(const struct ht_in *in, struct affix *a, uint32_t i, struct cands *cs)
+{
+	const struct ht_str *t = &in->tok[i];
+	size_t np = 0;
+	for (uint32_t p = a->pre[i]; p != NO_TOK; p = a->pre[p])
+		a->scratch[np++] = p;
+	uint32_t s = a->suf[i];
+	while (np && s != NO_TOK) {
+		uint32_t l = a->scratch[np - 1];
+		size_t k = in->tok[l].n, ks = t->n - in->tok[s].n;
+		if (k < ks) {
+			np--;
+			continue;
+		}
+		if (k > ks) {
+			s = a->suf[s];
+			continue;
+		}
+		int e = (t->p[k] & 0xC0) == 0x80 ? ADD_OK /* inside a character */
+			: cand_add(cs, (struct cand){in->score[i], in->score[l], in->score[s], l, s, i, (uint32_t)k}, t->n);
+		if (e != ADD_OK)
+			return e;
+		np--;
+		s = a->suf[s];
+	}
+	return ADD_OK;
+}
+
 /* llama.cpp's SentencePiece tokenizer merges, at each step, the adjacent
  * pair whose join is the token of highest score: the same as BPE over every
  * split (L, R) of every token T into two tokens, ranked by score(T). */
 enum wf_err ht_spm_merges(struct ht_in *in, char *why)
 {
-	size_t n_c = 0, cap = 0;
-	struct cand *c = NULL;
-	for (size_t i = 0; i < in->n; i++) {
-		const struct ht_str *t = &in->tok[i];
-		if (ht_lookup(in, t->p, t->n) != (int64_t)i)
-			continue; /* its text belongs to a later id */
-		for (uint32_t k = 1; k < t->n; k++) {
-			if ((t->p[k] & 0xC0) == 0x80)
-				continue; /* inside a character */
-			int64_t l = ht_lookup(in, t->p, k), r = ht_lookup(in, t->p + k, t->n - k);
-			if (l < 0 || r < 0)
-				continue;
-			if (n_c == cap) {
-				size_t nc = cap ? cap * 2 : 1024;
-				struct cand *g = realloc(c, nc * sizeof *c);
-				if (!g) {
-					free(c);
-					return wf_fail(why, WF_ERR_NOMEM, "tokenizer.ggml.scores: out of memory for the merges");
-				}
-				c = g, cap = nc;
-			}
-			c[n_c++] = (struct cand){in->score[i], in->score[l], in->score[r], (uint32_t)l, (uint32_t)r, (uint32_t)i, k};
-		}
-	}
-	if (n_c)
-		qsort(c, n_c, sizeof *c, cand_cmp);
-	in->merge = malloc((n_c ? n_c : 1) * sizeof *in->merge);
+	struct cands cs = {.left = MERGES_SLACK};
+	struct affix a = {0};
+	for (size_t i = 0; i < in->n; i++)
+		cs.left += MERGES_PER_BYTE * ((uint64_t)in->tok[i].n + MERGE_COST);
+	uint64_t budget = cs.left;
+	int e = affix_make(in, &a) ? ADD_OK : ADD_NOMEM;
+	for (size_t i = 0; e == ADD_OK && i < in->n; i++)
+		if (ht_lookup(in, in->tok[i].p, in->tok[i].n) == (int64_t)i) /* else its text belongs to a later id */
+			e = token_splits(in, &a, (uint32_t)i, &cs);
+	affix_free(&a);
+	if (e == ADD_OK && cs.n)
+		qsort(cs.c, cs.n, sizeof *cs.c, cand_cmp);
+	in->merge = e == ADD_OK ? malloc((cs.n ? cs.n : 1) * sizeof *in->merge) : NULL;
 	if (!in->merge) {
-		free(c);
+		free(cs.c);
+		if (e == ADD_OVER)
+			return wf_fail(why, WF_ERR_UNSUP,
+				       "tokenizer.ggml.tokens: the merges made from the scores would take more than %llu "
+				       "bytes (%d times the tokens' + 16 MiB): too many tokens are made of other tokens",
+				       (unsigned long long)budget, MERGES_PER_BYTE);
 		return wf_fail(why, WF_ERR_NOMEM, "tokenizer.ggml.scores: out of memory for the merges");
 	}
-	for (size_t i = 0; i < n_c; i++) {
-		in->merge[i][0] = c[i].l;
-		in->merge[i][1] = c[i].r;
+	for (size_t i = 0; i < cs.n; i++) {
+		in->merge[i][0] = cs.c[i].l;
+		in->merge[i][1] = cs.c[i].r;
 	}
-	in->n_merge = n_c;
-	free(c);
+	in->n_merge = cs.n;
+	free(cs.c);
 	return WF_OK;
 }
 

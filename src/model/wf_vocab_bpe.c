@@ -14,7 +14,7 @@
  * AutoTokenizer's get_vocab() holds them. */
 struct hfv {
 	struct vstr *s;       /* by id, .s NULL where no token has that id */
-	const cJSON **added;  /* by id: the added_tokens entry, or NULL */
+	const struct tjadd **added; /* by id: the added_tokens entry, or NULL */
 	bool *base;           /* by id: given in model.vocab */
 	size_t n;             /* largest id + 1 */
 	size_t n_base;        /* entries in model.vocab */
@@ -42,15 +42,13 @@ static enum wf_err id_of(struct voc *v, int64_t x, const char *what, size_t i, s
 }
 
 /* An added token's id as id_of takes it */
-static int64_t added_id(const cJSON *c)
+static int64_t added_id(const struct tjadd *a)
 {
-	int64_t x;
-	const cJSON *j = jget(c, "id");
-	return jint(j, &x) && !cJSON_IsBool(j) ? x : TJ_NOT_INT;
+	return a->id_ok && !a->id_bool ? a->id : TJ_NOT_INT;
 }
 
 /* First pass: the largest id, so the tables can be made once. */
-static enum wf_err hfv_size(struct voc *v, const cJSON *added, struct hfv *h)
+static enum wf_err hfv_size(struct voc *v, struct hfv *h)
 {
 	const struct tjbig *b = &v->big;
 	size_t i = 0, id = 0, bytes = 0;
@@ -62,12 +60,13 @@ static enum wf_err hfv_size(struct voc *v, const cJSON *added, struct hfv *h)
 	}
 	h->n_base = i;
 	i = 0;
-	for (const cJSON *c = added ? added->child : NULL; c && rc == WF_OK; c = c->next, i++) {
-		if (!cJSON_IsObject(c) || !cJSON_IsString(jget(c, "content")))
+	for (; i < b->n_add && rc == WF_OK; i++) {
+		const struct tjadd *c = &b->add[i];
+		if (!c->is_obj || !c->content)
 			return wf_fail(v->err, WF_ERR_FORMAT, "tokenizer.json: added_tokens[%zu]: no content", i);
 		rc = id_of(v, added_id(c), "added_tokens", i, &id);
 		h->n = id + 1 > h->n ? id + 1 : h->n;
-		bytes += strlen(jget(c, "content")->valuestring);
+		bytes += strlen(c->content);
 	}
 	if (rc != WF_OK)
 		return rc;
@@ -91,7 +90,7 @@ static enum wf_err hfv_size(struct voc *v, const cJSON *added, struct hfv *h)
 
 /* One string with its id; two ids for a string or two strings for an id
  * would make the converter's id -> token map depend on dict order. */
-static enum wf_err hfv_put(struct voc *v, struct hfv *h, const char *s, size_t n, size_t id, const cJSON *added,
+static enum wf_err hfv_put(struct voc *v, struct hfv *h, const char *s, size_t n, size_t id, const struct tjadd *added,
 			   uint64_t hash)
 {
 	char q[96];
@@ -130,7 +129,7 @@ static enum wf_err hfv_load(struct voc *v, struct hfv *h)
 		return wf_fail(v->err, WF_ERR_FORMAT, "tokenizer.json: model.vocab: not an object");
 	if (added && !cJSON_IsArray(added))
 		return wf_fail(v->err, WF_ERR_FORMAT, "tokenizer.json: added_tokens: not a list");
-	rc = hfv_size(v, added, h);
+	rc = hfv_size(v, h);
 	/* in order, each hashed HFV_AHEAD entries before (its slot fetched meanwhile) */
 	const struct vstr *k = v->big.vkey;
 	uint64_t hh[HFV_AHEAD];
@@ -143,9 +142,10 @@ static enum wf_err hfv_load(struct voc *v, struct hfv *h)
 		if (i < v->big.n_vocab)
 			hh[i % HFV_AHEAD] = wf_idset_hash(&h->names, k[i].s, k[i].n);
 	}
-	for (const cJSON *c = added ? added->child : NULL; c && rc == WF_OK; c = c->next) {
-		const char *s = jget(c, "content")->valuestring;
-		rc = hfv_put(v, h, s, strlen(s), (size_t)added_id(c), c, wf_idset_hash(&h->names, s, strlen(s)));
+	for (size_t i = 0; i < v->big.n_add && rc == WF_OK; i++) {
+		const struct tjadd *c = &v->big.add[i];
+		rc = hfv_put(v, h, c->content, strlen(c->content), (size_t)added_id(c), c,
+			     wf_idset_hash(&h->names, c->content, strlen(c->content)));
 	}
 	if (rc == WF_OK) {
 		/* each string once, by id: the token set check_merges and
@@ -271,7 +271,7 @@ static enum wf_err gpt2_tokens(struct voc *v, const struct hfv *h)
 	char q[96];
 	for (size_t i = 0; i < v->n_tok; i++) {
 		struct vtok *t = &v->tok[i];
-		const cJSON *a = i < h->n ? h->added[i] : NULL;
+		const struct tjadd *a = i < h->n ? h->added[i] : NULL;
 		if (i >= h->n || !h->s[i].s) {
 			t->type = TT_UNUSED;
 			continue;
@@ -280,10 +280,10 @@ static enum wf_err gpt2_tokens(struct voc *v, const struct hfv *h)
 		size_t n = h->s[i].n;
 		t->type = TT_NORMAL;
 		if (a) {
-			if (!cJSON_IsTrue(jget(a, "normalized")) && !decode_is_identity(t->s, n))
+			if (!a->normalized_true && !decode_is_identity(t->s, n))
 				return wf_fail(v->err, WF_ERR_UNSUP, "tokenizer.json: added_tokens: %s: decode(encode()) not reproduced",
 					       wf_quote(q, sizeof q, t->s, n));
-			if (cJSON_IsTrue(jget(a, "special")) || looks_special(t->s, n)) {
+			if (a->special_true || looks_special(t->s, n)) {
 				t->type = TT_CONTROL;
 			} else {
 				t->type = TT_USER_DEFINED;

@@ -45,6 +45,20 @@ struct tjbig {
 	size_t n_merges;
 	size_t m0_len;            /* the first merge's list length, and whether its first item is a string */
 	bool m0_first_str;
+	/* added_tokens when the last one is a list: each entry parsed alone and
+	 * kept as what its readers ask of it (cJSON's tree of a million entries
+	 * is about 10 times their text) */
+	bool add_on;
+	struct tjadd *add;
+	size_t n_add;
+};
+
+/* One added_tokens entry as jget() and the tests below see it. */
+struct tjadd {
+	const char *content;      /* a string "content" (NUL-terminated), or NULL */
+	int64_t id;               /* jint() of "id", when id_ok */
+	bool is_obj, id_ok, id_bool;
+	bool special_true, special_truthy, normalized_true; /* cJSON_IsTrue, jtruthy, cJSON_IsTrue */
 };
 
 /* Strings packed one after another, string i at s[pos[2i], + pos[2i+1]):

@@ -85,11 +85,10 @@ static void set_add(struct sv *s, int t, bool b)
 }
 
 /* _set_special_token: ints only, negative ones refused (ValueError), the
- * first value kept, ids from n_vocab up skipped. */
-static enum wf_err set_special(struct sv *s, int t, const cJSON *j, const char *src)
+ * first value kept, ids from n_vocab up skipped.  has: an int was given. */
+static enum wf_err set_special_id(struct sv *s, int t, bool has, int64_t id, const char *src)
 {
-	int64_t id;
-	if (!j || !jint(j, &id))
+	if (!has)
 		return WF_OK;
 	if (id < 0)
 		return wf_fail(s->v->err, WF_ERR_FORMAT, "%s: %s token id %" PRId64 " is negative", src, st_name[t], id);
@@ -103,6 +102,13 @@ static enum wf_err set_special(struct sv *s, int t, const cJSON *j, const char *
 	s->id[t] = id;
 	s->id_ord[s->n_id++] = t;
 	return WF_OK;
+}
+
+static enum wf_err set_special(struct sv *s, int t, const cJSON *j, const char *src)
+{
+	int64_t id = 0;
+	bool has = j && jint(j, &id);
+	return set_special_id(s, t, has, id, src);
 }
 
 /* a == b where a is a token string (from a template) and b any value */
@@ -292,14 +298,14 @@ static enum wf_err normalizer(struct sv *s, const cJSON *n, int depth)
 	return WF_OK;
 }
 
-/* The id of the first tokenizer.json added_tokens entry whose content is
- * exactly `content`, or NULL. */
-static const cJSON *added_id(const struct sv *s, const char *content)
+/* The first tokenizer.json added_tokens entry whose content is exactly
+ * `content`, or NULL. */
+static const struct tjadd *added_entry(const struct sv *s, const char *content)
 {
-	const cJSON *at = jget(s->v->tj, "added_tokens");
-	for (const cJSON *c = cJSON_IsArray(at) ? at->child : NULL; c; c = c->next)
-		if (jstr_is(jget(c, "content"), content))
-			return jget(c, "id");
+	const struct tjbig *b = &s->v->big;
+	for (size_t i = 0; i < b->n_add; i++)
+		if (b->add[i].content && strcmp(b->add[i].content, content) == 0)
+			return &b->add[i];
 	return NULL;
 }
 
@@ -318,7 +324,8 @@ static enum wf_err tc_types(struct sv *s)
 			e = jget(e, "content");
 		if (!cJSON_IsString(e))
 			continue;
-		enum wf_err rc = set_special(s, t, added_id(s, e->valuestring), "tokenizer.json");
+		const struct tjadd *a = added_entry(s, e->valuestring);
+		enum wf_err rc = set_special_id(s, t, a && a->id_ok, a ? a->id : 0, "tokenizer.json");
 		if (rc != WF_OK)
 			return rc;
 	}
@@ -339,8 +346,8 @@ static enum wf_err from_tokenizer_json(struct sv *s)
 		return rc;
 	if (at && !cJSON_IsArray(at) && !(cJSON_IsObject(at) && !at->child))
 		return wf_fail(v->err, WF_ERR_FORMAT, "tokenizer.json: added_tokens: not a list");
-	for (const cJSON *c = cJSON_IsArray(at) ? at->child : NULL; c; c = c->next)
-		if (!cJSON_IsObject(c))
+	for (size_t i = 0; i < v->big.n_add; i++)
+		if (!v->big.add[i].is_obj)
 			return wf_fail(v->err, WF_ERR_FORMAT, "tokenizer.json: added_tokens: an entry is not an object");
 	if (jtruthy(v->tj)) {
 		l.bos = jget(v->tc, "bos_token");

@@ -145,13 +145,11 @@ static enum wf_err phi3_tj_added(struct voc *v)
 		return WF_OK;
 	if (!cJSON_IsArray(at))
 		return wf_fail(v->err, WF_ERR_FORMAT, "tokenizer.json: added_tokens: not a list");
-	for (const cJSON *c = at->child; c; c = c->next, i++) {
-		const cJSON *ct = jget(c, "content");
-		int64_t id;
-		if (!jint(jget(c, "id"), &id) || !cJSON_IsString(ct) || id < 0 || (size_t)id >= v->n_tok)
+	for (; i < v->big.n_add; i++) {
+		const struct tjadd *c = &v->big.add[i];
+		if (!c->id_ok || !c->content || c->id < 0 || (size_t)c->id >= v->n_tok)
 			return wf_fail(v->err, WF_ERR_FORMAT, "tokenizer.json: added_tokens[%zu]: bad id or content", i);
-		set_tok(&v->tok[id], ct->valuestring, strlen(ct->valuestring),
-			jtruthy(jget(c, "special")) ? TT_CONTROL : TT_USER_DEFINED);
+		set_tok(&v->tok[c->id], c->content, strlen(c->content), c->special_truthy ? TT_CONTROL : TT_USER_DEFINED);
 	}
 	return WF_OK;
 }

@@ -215,6 +215,84 @@ static enum wf_err read_merges(struct voc *v, const uint8_t *s, uint64_t m0, uin
 	return WF_OK;
 }
 
+/* An entry's record; its content copied to *pool. */
+static void add_record(const cJSON *c, struct tjadd *r, char **pool)
+{
+	const cJSON *ct = jget(c, "content"), *id = jget(c, "id"), *sp = jget(c, "special");
+	*r = (struct tjadd){.is_obj = cJSON_IsObject(c), .id_bool = cJSON_IsBool(id), .special_true = cJSON_IsTrue(sp),
+			    .special_truthy = jtruthy(sp), .normalized_true = cJSON_IsTrue(jget(c, "normalized"))};
+	r->id_ok = jint(id, &r->id);
+	if (cJSON_IsString(ct)) {
+		size_t n = strlen(ct->valuestring) + 1;
+		r->content = memcpy(*pool, ct->valuestring, n);
+		*pool += n;
+	}
+}
+
+/* added_tokens, the list s[a0, a1): each entry checked with cJSON's grammar
+ * as a value inside 2 containers, then parsed alone.  Its content is at
+ * most its text's bytes: a pool of the list's bytes holds them all. */
+static enum wf_err read_added(struct voc *v, const uint8_t *s, uint64_t a0, uint64_t a1)
+{
+	struct tjbig *b = &v->big;
+	struct wf_jcur c = {s, a1, a0 + 1, NULL};
+	size_t max = (size_t)(a1 - a0) / 2 + 1, i = 0; /* an item is at least `1,` */
+	char *pool = voc_alloc(v, (size_t)(a1 - a0));
+	bool more = true;
+	b->add = voc_alloc(v, max * sizeof *b->add);
+	if (!pool || !b->add)
+		return voc_nomem(v);
+	wf_jcur_ws(&c);
+	if (c.pos < c.n && s[c.pos] == ']') {
+		c.pos++;
+		more = false;
+	}
+	for (; more; i++) {
+		wf_jcur_ws(&c);
+		uint64_t st = c.pos;
+		if (i >= max)
+			return c.why = "too many items", bad(v, "added_tokens", &c);
+		if (!wf_json_skip(&c, 2))
+			return bad(v, "added_tokens", &c);
+		cJSON *e = cJSON_ParseWithLength((const char *)s + st, (size_t)(c.pos - st));
+		if (!e)
+			return voc_nomem(v); /* its grammar is checked: only memory is left to fail */
+		add_record(e, &b->add[i], &pool);
+		cJSON_Delete(e);
+		if (!next_item(&c, ']', &more))
+			return bad(v, "added_tokens", &c);
+	}
+	if (c.pos != a1)
+		return c.why = "bytes after the list", bad(v, "added_tokens", &c);
+	b->n_add = i;
+	b->add_on = true;
+	return WF_OK;
+}
+
+/* The same from the tree, when the scanner did not find the list. */
+static enum wf_err add_from_tree(struct voc *v)
+{
+	struct tjbig *b = &v->big;
+	const cJSON *at = jget(v->tj, "added_tokens");
+	size_t n = 0, bytes = 1;
+	if (b->add_on || !cJSON_IsArray(at))
+		return WF_OK;
+	for (const cJSON *c = at->child; c; c = c->next, n++) {
+		const cJSON *ct = jget(c, "content");
+		bytes += cJSON_IsString(ct) ? strlen(ct->valuestring) + 1 : 0;
+	}
+	char *pool = voc_alloc(v, bytes);
+	b->add = voc_alloc(v, (n + 1) * sizeof *b->add);
+	if (!pool || !b->add)
+		return voc_nomem(v);
+	n = 0;
+	for (const cJSON *c = at->child; c; c = c->next)
+		add_record(c, &b->add[n++], &pool);
+	b->n_add = n;
+	b->add_on = true;
+	return WF_OK;
+}
+
 /* Whether the key at s[e->key0, e->key1) decodes to name. */
 static bool key_is(const uint8_t *s, const struct wf_json_entry *e, const char *name)
 {
@@ -249,23 +327,23 @@ static bool model_members(const uint8_t *s, uint64_t n, uint64_t open, uint64_t 
 	return r == 0;
 }
 
-/* The spans of the last model's model.vocab and model.merges, each [0, 0)
- * when it is not there as an object / a list or the file's structure
- * (as wf_json_next sees it) is broken: cJSON reads the file whole then.
- * Each byte of the file is walked once. */
-static void find_big(const uint8_t *s, uint64_t n, uint64_t span[2][2])
+/* The spans of the last model's model.vocab and model.merges, and of the
+ * last added_tokens, each [0, 0) when it is not there as an object / a
+ * list or the file's structure (as wf_json_next sees it) is broken: cJSON
+ * reads the file whole then.  Each byte of the file is walked once. */
+static void find_big(const uint8_t *s, uint64_t n, uint64_t span[3][2])
 {
 	struct wf_json_entry e;
 	uint64_t pos = n >= 3 && memcmp(s, "\xef\xbb\xbf", 3) == 0 ? 3 : 0; /* cJSON skips a BOM */
 	struct wf_jcur c = {s, n, pos, NULL};
 	int r;
-	memset(span, 0, 4 * sizeof span[0][0]);
+	memset(span, 0, 6 * sizeof span[0][0]);
 	wf_jcur_ws(&c);
 	if (c.pos >= n || s[c.pos] != '{')
 		return;
 	pos = c.pos + 1;
 	while ((r = wf_json_key(s, n, &pos, &e)) == 1) {
-		bool model = key_is(s, &e, "model");
+		bool model = key_is(s, &e, "model"), added = !model && key_is(s, &e, "added_tokens");
 		if (model)
 			memset(span, 0, 4 * sizeof span[0][0]); /* a later "model" is the one */
 		if (model && s[e.val0] == '{') {
@@ -274,11 +352,15 @@ static void find_big(const uint8_t *s, uint64_t n, uint64_t span[2][2])
 		} else {
 			e.val1 = wf_json_value_end(s, n, e.val0);
 		}
+		if (added) { /* a later one is the one, a list or not */
+			span[2][0] = s[e.val0] == '[' ? e.val0 : 0;
+			span[2][1] = s[e.val0] == '[' ? e.val1 : 0;
+		}
 		if (wf_json_end(s, n, &pos, &e) != 1)
 			break;
 	}
 	if (r != 0)
-		memset(span, 0, 4 * sizeof span[0][0]);
+		memset(span, 0, 6 * sizeof span[0][0]);
 }
 
 /* model.vocab and model.merges copied from the tree, when it has them
@@ -337,10 +419,39 @@ static enum wf_err big_from_tree(struct voc *v)
 	return WF_OK;
 }
 
+/* The file with "{}" or "[]" for each span read (spans apart, any order). */
+static char *rest_of(const char *t, size_t n, uint64_t span[3][2], size_t *len)
+{
+	static const char *const stub[3] = {"{}", "[]", "[]"};
+	uint64_t cut = 0, at = 0;
+	for (int k = 0; k < 3; k++)
+		cut += span[k][1] - span[k][0];
+	char *rest = malloc(n - cut + 7), *o = rest;
+	if (!rest)
+		return NULL;
+	for (;;) {
+		int w = -1;
+		for (int k = 0; k < 3; k++)
+			if (span[k][1] && span[k][0] >= at && (w < 0 || span[k][0] < span[w][0]))
+				w = k;
+		if (w < 0)
+			break;
+		memcpy(o, t + at, span[w][0] - at);
+		o += span[w][0] - at;
+		memcpy(o, stub[w], 2);
+		o += 2;
+		at = span[w][1];
+	}
+	memcpy(o, t + at, n - at);
+	*len = (size_t)(o + (n - at) - rest);
+	return rest;
+}
+
 enum wf_err voc_parse_tj(struct voc *v, const char *t, size_t n)
 {
 	const uint8_t *s = (const uint8_t *)t;
-	uint64_t span[2][2];
+	uint64_t span[3][2];
+	size_t len;
 	enum wf_err rc = voc_json_ok(v, "tokenizer.json", t, n);
 	if (rc != WF_OK)
 		return rc;
@@ -349,27 +460,16 @@ enum wf_err voc_parse_tj(struct voc *v, const char *t, size_t n)
 		rc = read_vocab(v, s, span[0][0], span[0][1]);
 	if (rc == WF_OK && span[1][1])
 		rc = read_merges(v, s, span[1][0], span[1][1]);
+	if (rc == WF_OK && span[2][1])
+		rc = read_added(v, s, span[2][0], span[2][1]);
 	if (rc != WF_OK)
 		return rc;
-	/* the rest, with {} and [] for what was read: spans in file order */
-	int first = span[0][1] && span[1][1] && span[1][0] < span[0][0];
-	uint64_t cut = (span[0][1] - span[0][0]) + (span[1][1] - span[1][0]), at = 0;
-	char *rest = malloc(n - cut + 5), *o = rest;
+	char *rest = rest_of(t, n, span, &len);
 	if (!rest)
 		return voc_nomem(v);
-	for (int k = 0; k < 2; k++) {
-		int w = k ^ first;
-		if (!span[w][1])
-			continue;
-		memcpy(o, t + at, span[w][0] - at);
-		o += span[w][0] - at;
-		memcpy(o, w == 0 ? "{}" : "[]", 2);
-		o += 2;
-		at = span[w][1];
-	}
-	memcpy(o, t + at, n - at);
-	o += n - at;
-	rc = voc_parse_json(v, "tokenizer.json", rest, (size_t)(o - rest), &v->tj);
+	rc = voc_parse_json(v, "tokenizer.json", rest, len, &v->tj);
 	free(rest);
-	return rc == WF_OK ? big_from_tree(v) : rc;
+	if (rc == WF_OK)
+		rc = big_from_tree(v);
+	return rc == WF_OK ? add_from_tree(v) : rc;
 }

@@ -19,6 +19,7 @@ import json
 import os
 import struct
 import sys
+import time
 
 import numpy as np
 
@@ -421,7 +422,49 @@ def unknown_case(state):
     return line[0].strip()[:100]
 
 
+def spm_long_token():
+    """Issue 40 item 5: hf/'s merges of a SentencePiece vocabulary hashed both halves at every
+    split of every token, quadratic in a token's length (a token of 20k / 40k / 80k bytes:
+    `ls` 0.10 / 0.30 / 1.39 s; 1,000,000 bytes: over 30 s), and they are made before the
+    mount exists. One token of N and of 4N bytes, timed in the same run (median of 3): within
+    5 times; and a 1,000,000-byte token in a few seconds."""
+    sys.path.insert(0, CLIENTS)
+    from gguf_write import GGUFWriter, F32, I32
+    d = new_dir("hfspm-")
+
+    def make(n):
+        toks = ["<unk>", "<s>", "</s>", "a", "b", "ab", "\u2581", "a" * n, "b" + "a" * n]
+        w = GGUFWriter()
+        w.kv("general.architecture", "llama")
+        w.kv("tokenizer.ggml.model", "llama")
+        w.kv("tokenizer.ggml.tokens", toks)
+        w.kv("tokenizer.ggml.scores", [-float(i) for i in range(len(toks))], F32)
+        w.kv("tokenizer.ggml.token_type", [2, 3, 3] + [1] * (len(toks) - 3), I32)
+        g = os.path.join(d, "long%d.gguf" % n)
+        w.write(g)
+        return g
+
+    def ls_time(g, runs):
+        ts = []
+        for _ in range(runs):
+            rc, out, err, secs = run_cli(["ls", g], timeout=60)
+            if rc != 0:
+                raise Fail("ls %s: exit %d: %s" % (os.path.basename(g), rc, err[-300:]))
+            ts.append(secs)
+        return sorted(ts)[len(ts) // 2]
+
+    n = 40000
+    t1, t4 = ls_time(make(n), 3), ls_time(make(4 * n), 3)
+    if t4 > 5 * max(t1, 0.05):
+        raise Fail("a token of %d bytes: ls %.2f s, of %d bytes %.2f s: not linear" % (4 * n, t4, n, t1))
+    big = ls_time(make(1000000), 1)
+    if big > 10:
+        raise Fail("a token of 1,000,000 bytes: ls %.1f s" % big)
+    return "ls with a token of %d bytes %.2f s, %d bytes %.2f s, 1,000,000 bytes %.2f s" % (n, t1, 4 * n, t4, big)
+
+
 def group_hf():
+    check("hf: a SentencePiece token of N and 4N bytes: hf/'s merges within 5 times the time", spm_long_token)
     npm_dir()
     sys.path.insert(0, CLIENTS)
     state = {}

@@ -14,6 +14,8 @@ import json
 import os
 import shutil
 import struct
+import subprocess
+import time
 
 import numpy as np
 
@@ -26,8 +28,8 @@ LLAMA = os.path.join(GGML, "mixed_llama_tiny.gguf")
 REV = "89abcdef0123456789abcdef0123456789abcdef"
 
 
-def verify(*args):
-    return run(["verify"] + list(args))
+def verify(*args, timeout=120):
+    return run(["verify"] + list(args), timeout=timeout)
 
 
 def verify_json(*args):
@@ -193,6 +195,35 @@ def hub_damage():
     os.truncate(blob, os.path.getsize(blob) - 7)
     expect(1, [repo], errs, "truncated blob", (shard,))
     errs.raise_if_any()
+
+
+def hub_special():
+    """Issue 40 item 8: a blob that is a link (named by 64 hex digits) to /dev/zero was hashed
+    forever, and a refs/main that is a FIFO blocked; both are refused as not regular files."""
+    errs = Errs()
+    d = new_dir("verify-")
+    folder = os.path.join(d, "folder")
+    make_hf_folder(folder)
+    repo, snap, ids = make_hub(os.path.join(d, "z"), folder)
+    os.symlink("/dev/zero", os.path.join(repo, "blobs", "ab" * 32))
+    os.mkfifo(os.path.join(repo, "blobs", "cd" * 20))
+    t0 = time.monotonic()
+    try:
+        rc, out, err = verify(repo, timeout=30)
+    except subprocess.TimeoutExpired:
+        raise Fail("verify of a hub whose blobs/ holds /dev/zero and a FIFO: no answer in 30 s")
+    if rc != 2 or (out + err).count("not a regular file") != 2 or "abababababab" not in out + err:
+        errs.add("/dev/zero and a FIFO in blobs/: exit %d, %r %r" % (rc, out[-400:], err[-300:]))
+    os.unlink(os.path.join(repo, "refs", "main"))
+    os.mkfifo(os.path.join(repo, "refs", "main"))
+    try:
+        rc, out, err = verify(repo, timeout=30)
+    except subprocess.TimeoutExpired:
+        raise Fail("verify of a hub whose refs/main is a FIFO: no answer in 30 s")
+    if rc == 0 or "refs/main: not a regular file" not in out + err:
+        errs.add("refs/main a FIFO: exit %d, %r %r" % (rc, out[-400:], err[-300:]))
+    errs.raise_if_any()
+    return "answered in %.1f s" % (time.monotonic() - t0)
 
 
 def damaged_files():
@@ -375,12 +406,47 @@ def xattr_sha256():
     return "%d tensor files" % n
 
 
+def linear_against():
+    """Issue 40 item 6: --against looked each manifest entry up by walking
+    cJSON's list from its start (10k / 20k / 40k entries: 0.20 / 1.08 /
+    6.53 s). N and 4N entries not in the model, files and tensors, timed in
+    the same run (median of 3): 4 times the entries within 5 times the time."""
+    d = new_dir("verify-")
+    man = os.path.join(d, "m.json")
+    rc, out, err = verify("--write", man, LLAMA)
+    if rc != 0:
+        raise Fail("--write: exit %d %s" % (rc, err))
+    m = json.load(open(man))
+    times = {}
+    for n in (10000, 40000):
+        big = dict(m, files=m["files"] + [{"name": "f%d.gguf" % i, "sha256": "0" * 64} for i in range(n)],
+                   tensors=m["tensors"] + [{"name": "x%d" % i, "nbytes": 4, "sha256": "0" * 64} for i in range(n)])
+        p = os.path.join(d, "m%d.json" % n)
+        with open(p, "w") as f:
+            json.dump(big, f)
+        runs = []
+        for _ in range(3):
+            t0 = time.monotonic()
+            rc, out, err = verify("--against", p, LLAMA)
+            runs.append(time.monotonic() - t0)
+            if rc != 1 or out.count("in the manifest, not in the model") != 2 * n:
+                raise Fail("%d entries: exit %d, %d lines named, %r" % (
+                    n, rc, out.count("in the manifest, not in the model"), err[-200:]))
+        times[n] = sorted(runs)[1]
+    if times[40000] > 5 * times[10000]:
+        raise Fail("40,000 entries took %.2f s, 10,000 %.2f s: not linear" % (times[40000], times[10000]))
+    return "10,000 entries %.2f s, 40,000 entries %.2f s" % (times[10000], times[40000])
+
+
 def group_verify():
     check("verify: intact models of every kind exit 0 (GGUF, split GGUF, safetensors, shards, index, folder, "
           "hub cache, snapshot, convert's output)", intact)
     check("verify: hub cache damage (LFS and git blobs changed, dangling links, refs/main, truncated blob) "
           "exits 1 naming the file", hub_damage)
+    check("verify: a blob linked to /dev/zero, a FIFO blob and a FIFO refs/main are refused, never hashed "
+          "or waited on", hub_special)
     check("verify: truncated files, trailing bytes, an index's total_size, GGUF padding, a missing MODEL "
           "(exit 1 or 2, a clear line)", damaged_files)
     check("verify: --write then --against names exactly the changed tensors (GGUF, shards)", manifests)
+    check("verify: --against a manifest of N and 4N entries takes at most 5 times as long", linear_against)
     check("verify: user.weightfs.sha256 is hashlib's SHA-256 of the stored bytes", xattr_sha256)

@@ -162,6 +162,15 @@ def errors():
     raises(ValueError, weightfs.dequantize, q, "q4_0", (3, 256))
     raises(ValueError, weightfs.dequantize, q, "q4_0", 500)
     check(weightfs.dequantize(q, "q4_0", 256).shape == (256,), "a prefix")
+    # issue 40 item 9: a NUL in the type ended it in C ("q4_0\0junk" was q4_0); a shape far
+    # past the data allocated its array first (MemoryError after asking for 4 TiB)
+    check("NUL" in raises(ValueError, weightfs.quantize, x, "q4_0\x00junk"), "NUL in quantize's type")
+    check("NUL" in raises(ValueError, weightfs.dequantize, q, "q4_0\x00junk"), "NUL in dequantize's type")
+    q8 = weightfs.quantize(np.ones(32, np.float32), "q8_0")
+    check(len(q8) == 34 and "bytes" in raises(ValueError, weightfs.dequantize, q8[:18], "q8_0", (2 ** 40,)),
+          "data too short for a huge shape")
+    check("bytes" in raises(ValueError, weightfs.dequantize, q8, "q8_0", (2 ** 20, 2 ** 20)), "2**40 in 2-D")
+    check("blocks" in raises(ValueError, weightfs.dequantize, q8, "q8_0", (2 ** 40 + 1,)), "not whole blocks")
 
 
 def main():

@@ -382,6 +382,16 @@ def test_safe_open_names_hf():
             check(same_bits(t.numpy(), a), "%s differs from the decode with q/k rows put back" % k)
         cfg = json.loads(f.hf_file("config.json"))
         check(cfg["architectures"] == ["LlamaForCausalLM"] and cfg["num_key_value_heads"] == KV, "config %r" % cfg)
+    # issue 40 item 10: after close(), names="hf" still listed its tensors
+    for call, what in ((lambda: f.keys(), "keys()"), (lambda: len(f), "len()"), (lambda: "lm_head.weight" in f, "in"),
+                       (lambda: list(f), "iteration"), (lambda: f.offset_keys(), "offset_keys()"),
+                       (lambda: f.get_tensor("lm_head.weight"), "get_tensor()"),
+                       (lambda: f.hf_file("config.json"), "hf_file()")):
+        try:
+            call()
+            check(False, "names=\"hf\": %s answered after close()" % what)
+        except ValueError as e:
+            check("closed" in str(e), "%s after close(): %s" % (what, e))
     with weightfs.safe_open(DEMO, framework="pt", names="hf", dtype="bf16") as f:
         t = f.get_tensor("lm_head.weight")
         ref = torch.from_numpy(want["lm_head.weight"]).to(torch.bfloat16)

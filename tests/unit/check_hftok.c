@@ -359,6 +359,161 @@ START_TEST(test_gemma4)
 }
 END_TEST
 
+/* ---- merges against every split of every token, tried one by one (the
+ * old quadratic derivation, kept here as the oracle) on random vocabularies
+ * of short texts over a few letters, some of two or three bytes, with
+ * repeated texts and tied scores */
+struct ocand {
+	float st, sl, sr;
+	uint32_t l, r, t, k;
+};
+
+static int ocand_cmp(const void *pa, const void *pb)
+{
+	const struct ocand *a = pa, *b = pb;
+	if (a->st != b->st)
+		return a->st > b->st ? -1 : 1;
+	if (a->t != b->t)
+		return a->t < b->t ? -1 : 1;
+	if (a->sl != b->sl)
+		return a->sl > b->sl ? -1 : 1;
+	if (a->sr != b->sr)
+		return a->sr > b->sr ? -1 : 1;
+	return a->k < b->k ? -1 : a->k > b->k;
+}
+
+static int64_t olookup(char **tok, size_t n, const char *p, size_t len)
+{
+	for (size_t i = n; i-- > 0;)
+		if (strlen(tok[i]) == len && !memcmp(tok[i], p, len))
+			return (int64_t)i;
+	return -1;
+}
+
+static size_t oracle_merges(char **tok, const float *score, size_t n, struct ocand *c)
+{
+	size_t nc = 0;
+	for (size_t i = 0; i < n; i++) {
+		size_t len = strlen(tok[i]);
+		if (olookup(tok, n, tok[i], len) != (int64_t)i)
+			continue;
+		for (size_t k = 1; k < len; k++) {
+			int64_t l = olookup(tok, n, tok[i], k), r = olookup(tok, n, tok[i] + k, len - k);
+			if ((tok[i][k] & 0xC0) != 0x80 && l >= 0 && r >= 0)
+				c[nc++] = (struct ocand){score[i], score[l], score[r], (uint32_t)l, (uint32_t)r, (uint32_t)i,
+							 (uint32_t)k};
+		}
+	}
+	qsort(c, nc, sizeof *c, ocand_cmp);
+	return nc;
+}
+
+#define N_RAND 300
+
+START_TEST(test_spm_splits)
+{
+	static const char *const letter[] = {"a", "b", "\xe2\x96\x81", "\xc3\xa9", "ab"};
+	uint64_t x = 0x9E3779B97F4A7C15ull * (uint64_t)(_i + 1);
+	char *tok[N_RAND];
+	float score[N_RAND];
+	struct wf_gguf_w w;
+	char err[WF_ERRLEN], why[WF_ERRLEN], *g = NULL;
+	size_t len;
+	for (size_t i = 0; i < N_RAND; i++) {
+		tok[i] = calloc(1, 64);
+		x = x * 6364136223846793005ull + 1442695040888963407ull;
+		size_t nl = i < 3 ? 0 : 1 + (x >> 33) % (i < 40 ? 2 : 9);
+		if (i < 3)
+			strcpy(tok[i], (const char *[]){"<unk>", "<s>", "</s>"}[i]);
+		for (size_t j = 0; j < nl; j++) {
+			x = x * 6364136223846793005ull + 1442695040888963407ull;
+			strcat(tok[i], letter[(x >> 33) % (sizeof letter / sizeof letter[0])]);
+		}
+		score[i] = -(float)((x >> 40) % 16); /* ties */
+	}
+	wf_gguf_w_init(&w);
+	wf_gguf_w_str(&w, "general.architecture", "llama", 5);
+	wf_gguf_w_str(&w, "tokenizer.ggml.model", "llama", 5);
+	wf_gguf_w_arr_begin(&w, "tokenizer.ggml.tokens", WF_GT_STRING, N_RAND);
+	for (size_t i = 0; i < N_RAND; i++)
+		wf_gguf_w_arr_str(&w, tok[i], strlen(tok[i]));
+	wf_gguf_w_arr_end(&w);
+	wf_gguf_w_arr_begin(&w, "tokenizer.ggml.scores", WF_GT_FLOAT32, N_RAND);
+	for (size_t i = 0; i < N_RAND; i++)
+		wf_gguf_w_arr_f32(&w, score[i]);
+	wf_gguf_w_arr_end(&w);
+	wf_gguf_w_arr_begin(&w, "tokenizer.ggml.token_type", WF_GT_INT32, N_RAND);
+	for (size_t i = 0; i < N_RAND; i++)
+		wf_gguf_w_arr_i32(&w, i == 0 ? 2 : i < 3 ? 3 : 1);
+	wf_gguf_w_arr_end(&w);
+	ck_assert_int_eq(wf_gguf_w_finish(&w, &g, &len, err), WF_OK);
+	wf_gguf_w_free(&w);
+	struct wf_hf_tok t;
+	ck_assert_int_eq(make_raw(g, len, &t, why), WF_OK);
+	cJSON *j = cJSON_Parse(t.tokenizer_json), *mg = jget(j, "model.merges");
+	struct ocand *c = malloc(N_RAND * 64 * sizeof *c);
+	size_t nc = oracle_merges(tok, score, N_RAND, c), i = 0;
+	ck_assert_uint_gt(nc, 50);
+	ck_assert_int_eq(cJSON_GetArraySize(mg), (int)nc);
+	for (cJSON *m = mg->child; m; m = m->next, i++) {
+		ck_assert_str_eq(cJSON_GetArrayItem(m, 0)->valuestring, tok[c[i].l]);
+		ck_assert_str_eq(cJSON_GetArrayItem(m, 1)->valuestring, tok[c[i].r]);
+	}
+	for (size_t k = 0; k < N_RAND; k++)
+		free(tok[k]);
+	free(c);
+	cJSON_Delete(j);
+	wf_hf_tok_free(&t);
+	free(g);
+}
+END_TEST
+
+/* tokens a, aa, ..., a^600 (a 0.2 MB GGUF): every split of every one is a
+ * merge, 36 million bytes of them (m^3 / 6) from 180,000 bytes of tokens:
+ * refused by the merges' bound (8 times the tokens' cost + 16 MiB), one
+ * line; a^1..a^200 (1.3 MB of merges) still made. */
+static char *gguf_chain(size_t m, size_t *len)
+{
+	struct wf_gguf_w w;
+	char err[WF_ERRLEN], *g = NULL, *a = malloc(m);
+	memset(a, 'a', m);
+	wf_gguf_w_init(&w);
+	wf_gguf_w_str(&w, "general.architecture", "llama", 5);
+	wf_gguf_w_str(&w, "tokenizer.ggml.model", "llama", 5);
+	wf_gguf_w_arr_begin(&w, "tokenizer.ggml.tokens", WF_GT_STRING, m + 1);
+	wf_gguf_w_arr_str(&w, "<unk>", 5);
+	for (size_t i = 1; i <= m; i++)
+		wf_gguf_w_arr_str(&w, a, i);
+	wf_gguf_w_arr_end(&w);
+	wf_gguf_w_arr_begin(&w, "tokenizer.ggml.scores", WF_GT_FLOAT32, m + 1);
+	for (size_t i = 0; i <= m; i++)
+		wf_gguf_w_arr_f32(&w, -(float)i);
+	wf_gguf_w_arr_end(&w);
+	ck_assert_int_eq(wf_gguf_w_finish(&w, &g, len, err), WF_OK);
+	wf_gguf_w_free(&w);
+	free(a);
+	return g;
+}
+
+START_TEST(test_spm_merges_bound)
+{
+	size_t len;
+	char why[WF_ERRLEN], *g = gguf_chain(600, &len);
+	struct wf_hf_tok t;
+	ck_assert_int_eq(make_raw(g, len, &t, why), WF_ERR_UNSUP);
+	ck_assert_msg(strstr(why, "tokenizer.ggml.tokens: the merges made from the scores would take more than"), "%s",
+		      why);
+	free(g);
+	g = gguf_chain(200, &len);
+	ck_assert_int_eq(make_raw(g, len, &t, why), WF_OK);
+	cJSON *j = cJSON_Parse(t.tokenizer_json);
+	ck_assert_int_eq(cJSON_GetArraySize(jget(j, "model.merges")), 200 * 199 / 2);
+	cJSON_Delete(j);
+	wf_hf_tok_free(&t);
+	free(g);
+}
+END_TEST
+
 static Suite *hftok_suite(void)
 {
 	Suite *s = suite_create("hftok");
@@ -369,6 +524,8 @@ static Suite *hftok_suite(void)
 	tcase_add_test(tc, test_bytelevel);
 	tcase_add_test(tc, test_bytelevel_refused);
 	tcase_add_test(tc, test_gemma4);
+	tcase_add_loop_test(tc, test_spm_splits, 0, 20);
+	tcase_add_test(tc, test_spm_merges_bound);
 	suite_add_tcase(s, tc);
 	return s;
 }
