@@ -11,18 +11,9 @@
 //   {"op": "decode", "ids": [...], "skip": bool}     -> {"text": S}
 // An error is {"error": message}. It ends at the end of its input.
 'use strict';
-const path = require('path');
-const os = require('os');
 const readline = require('readline');
 
-function loadTokenizers() {
-  const base = process.env.WEIGHTFS_NPM || path.join(os.homedir(), '.cache', 'weightfs-npm');
-  try {
-    return require(require.resolve('tokenizers', { paths: [base] }));
-  } catch (e) {
-    return require('tokenizers');
-  }
-}
+const { loadTokenizers } = require('./tokenizers_npm.js');
 
 async function answer(tok, req) {
   switch (req.op) {

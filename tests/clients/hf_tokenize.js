@@ -9,17 +9,8 @@
 // tests/clients/npm.sh), then in the usual node resolution paths.
 'use strict';
 const fs = require('fs');
-const path = require('path');
-const os = require('os');
 
-function loadTokenizers() {
-  const base = process.env.WEIGHTFS_NPM || path.join(os.homedir(), '.cache', 'weightfs-npm');
-  try {
-    return require(require.resolve('tokenizers', { paths: [base] }));
-  } catch (e) {
-    return require('tokenizers');
-  }
-}
+const { loadTokenizers } = require('./tokenizers_npm.js');
 
 async function main() {
   const args = process.argv.slice(2);

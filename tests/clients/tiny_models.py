@@ -162,38 +162,30 @@ def make(folder, kind, tokenizer_dir, seed=0, vocab_size=None, dtype="F32", shar
         if kind == "gemma3":
             w[p + "self_attn.q_norm.weight"] = r(hd, s=0.2)
             w[p + "self_attn.k_norm.weight"] = r(hd, s=0.2)
-    if kind == "mixtral":
-        # per-expert w1 (gate), w2 (down), w3 (up) and the router, in place of the mlp
-        for i in range(L):
-            p = "model.layers.%d." % i
-            for x in ("gate", "up", "down"):
-                w.pop(p + "mlp.%s_proj.weight" % x)
-            w[p + "block_sparse_moe.gate.weight"] = r(cfg["num_local_experts"], E, s=0.5)
-            for x in range(cfg["num_local_experts"]):
-                q = p + "block_sparse_moe.experts.%d." % x
-                w[q + "w1.weight"] = r(FF, E)
-                w[q + "w2.weight"] = r(E, FF)
-                w[q + "w3.weight"] = r(FF, E)
     if kind == "olmoe":
         # q_norm and k_norm over the whole projection, before the head split
         for i in range(L):
             p = "model.layers.%d." % i
             w[p + "self_attn.q_norm.weight"] = 1 + r(H * hd, s=0.2)
             w[p + "self_attn.k_norm.weight"] = 1 + r(cfg["num_key_value_heads"] * hd, s=0.2)
-    if kind in ("qwen2moe", "qwen3moe", "olmoe"):
-        # routed experts mlp.experts.X.{gate,up,down}_proj of moe_intermediate_size (OLMoE:
-        # intermediate_size), the router mlp.gate; Qwen2-MoE adds a shared expert and its gate
+    if kind in ("mixtral", "qwen2moe", "qwen3moe", "olmoe"):
+        # the router and per-expert tensors in place of the mlp: Mixtral's
+        # block_sparse_moe.experts.X.w1 (gate), w2 (down), w3 (up); the others'
+        # mlp.experts.X.{gate,up,down}_proj of moe_intermediate_size (OLMoE: intermediate_size);
+        # Qwen2-MoE adds a shared expert and its gate
         Fm = cfg.get("moe_intermediate_size", FF)
+        mix = kind == "mixtral"
+        moe, n_exp = ("block_sparse_moe.", cfg["num_local_experts"]) if mix else ("mlp.", cfg["num_experts"])
+        parts = ((("w1", (Fm, E)), ("w2", (E, Fm)), ("w3", (Fm, E))) if mix else
+                 (("gate_proj", (Fm, E)), ("up_proj", (Fm, E)), ("down_proj", (E, Fm))))
         for i in range(L):
             p = "model.layers.%d." % i
             for x in ("gate", "up", "down"):
                 w.pop(p + "mlp.%s_proj.weight" % x)
-            w[p + "mlp.gate.weight"] = r(cfg["num_experts"], E, s=0.5)
-            for x in range(cfg["num_experts"]):
-                q = p + "mlp.experts.%d." % x
-                w[q + "gate_proj.weight"] = r(Fm, E)
-                w[q + "up_proj.weight"] = r(Fm, E)
-                w[q + "down_proj.weight"] = r(E, Fm)
+            w[p + moe + "gate.weight"] = r(n_exp, E, s=0.5)
+            for x in range(n_exp):
+                for name, shape in parts:
+                    w[p + moe + "experts.%d.%s.weight" % (x, name)] = r(*shape)
             if kind == "qwen2moe":
                 Fs = cfg["shared_expert_intermediate_size"]
                 w[p + "mlp.shared_expert.gate_proj.weight"] = r(Fs, E)
