@@ -150,7 +150,7 @@ static void normalize(char *p, size_t *n)
  * total to be the model's size: float(p[:-1]) * 1000^k, dropped when
  * |label - total| > 7 * total // 8.  float() fails (the part is kept) on
  * "8x7", "A3", "1.5.1" and words. */
-static bool context_length(const char *p, size_t n, uint64_t total)
+static bool context_length(char *p, size_t n, uint64_t total)
 {
 	if (total == 0 || n < 2)
 		return false;
@@ -171,13 +171,13 @@ static bool context_length(const char *p, size_t n, uint64_t total)
 	const char *at = strchr(" KMBT", p[n - 1]);
 	if (!at || !p[n - 1])
 		return false;
-	char num[64];
-	if (n - 1 >= sizeof num)
-		return true; /* more digits than any count of parameters */
-	memcpy(num, p, n - 1);
-	num[n - 1] = '\0';
 	static const double scale[] = {1.0, 1e3, 1e6, 1e9, 1e12};
-	double label = strtod(num, NULL) * scale[at - " KMBT"];
+	/* p is NUL-terminated at p[n]: cut the suffix off for strtod, which
+	 * rounds correctly as Python's float() does, however many digits */
+	char suffix = p[n - 1];
+	p[n - 1] = '\0';
+	double label = strtod(p, NULL) * scale[at - " KMBT"];
+	p[n - 1] = suffix;
 	uint64_t lim = total / 8 * 7 + total % 8 * 7 / 8;
 	return fabs(label - (double)total) > (double)lim;
 }

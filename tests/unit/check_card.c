@@ -164,6 +164,9 @@ START_TEST(test_names)
 	expect_name("Foo-x7B", 7, NULL);
 	expect_name("Foo-7B12", 7, NULL);
 	expect_name("", 7, NULL);
+	/* many digits: read whole, as float() reads them */
+	expect_name("Foo-7.0000000000000000000000000000000000000000000000000000000000000000000000001B",
+		    7000000000ull, "7.0000000000000000000000000000000000000000000000000000000000000000000000001B");
 	/* more digits than a double holds: infinitely far from any count */
 	expect_name("Foo-1000000000000000000000000000000000000000000000000000000000000000000000000000000B", 7, NULL);
 }
