@@ -434,8 +434,8 @@ static void settle_open(struct v_run *r)
  * (at most WF_SIDECARS_TOTAL_MAX bytes: hashed here, on one thread). */
 static bool sidecar_sums(struct v_run *r)
 {
-	if (!r->m->n_sidecars)
-		return true;
+	if (!r->m->n_sidecars || r->m->sidecars_beside)
+		return true; /* none, or not the model's: a file of a folder named as MODEL */
 	struct wf_sha *s = wf_sha_new(WF_SHA256);
 	r->side_sum = malloc(r->m->n_sidecars * sizeof *r->side_sum);
 	bool ok = s && r->side_sum;

@@ -1,5 +1,6 @@
 /* wf_arch.c - the architecture table (wf_arch.h). */
 #include "model/wf_arch.h"
+#include "model/wf_card.h"
 #include "base/wf_buf.h"
 #include "codec/wf_types.h"
 
@@ -774,10 +775,28 @@ static void id_to_title(const char *s, struct wf_buf *b)
 	}
 }
 
+/* general.size_label (wf_card.h), counted over the plan's tensors: the
+ * converter counts the tensors it has added when it writes the metadata. */
+static bool size_label(const struct cfg *c, const struct wf_arch_in *in, const struct wf_arch_plan *pl,
+		       struct wf_buf *b)
+{
+	struct wf_card_count n = {0};
+	for (size_t i = 0; i < pl->n; i++)
+		wf_card_count_add(&n, pl->t[i].name, pl->t[i].ne, pl->t[i].ndim);
+	/* metadata.py reads config.json itself: its top level, no defaults */
+	const cJSON *np = cJSON_GetObjectItemCaseSensitive(c->root, "_name_or_path");
+	struct wf_card_in ci = {.readme = in->readme, .readme_len = in->readme_len,
+				.name_or_path = cJSON_IsString(np) ? np->valuestring : NULL,
+				.dir = in->name ? in->name : "model"};
+	return wf_card_size_label(&ci, &n, b);
+}
+
 /* general.* (B:1026-1056, metadata.py:606-632): type, the sampling
- * settings of generation_config.json, and the name.  The descriptive keys
- * the converter guesses from a model card are not written. */
-static enum wf_err kv_general(struct cfg *c, const struct wf_arch_in *in, struct wf_gguf_w *w)
+ * settings of generation_config.json, the name and the size label.  The
+ * other descriptive keys the converter guesses from a model card are not
+ * written. */
+static enum wf_err kv_general(struct cfg *c, const struct wf_arch_in *in, const struct wf_arch_plan *pl,
+			      struct wf_gguf_w *w)
 {
 	wf_gguf_w_str(w, "general.type", "model", 5);
 	cJSON *g = in->gen_config ? cJSON_ParseWithLength(in->gen_config, in->gen_config_len) : NULL;
@@ -818,6 +837,12 @@ static enum wf_err kv_general(struct cfg *c, const struct wf_arch_in *in, struct
 	if (b.len)
 		wf_gguf_w_str(w, "general.name", b.data, b.len);
 	bool oom = b.oom;
+	/* set_gguf_meta_model: name, (author, version, organization,
+	 * finetune, basename, description, quantized_by,) size_label */
+	b.len = 0;
+	if (size_label(c, in, pl, &b) && !b.oom)
+		wf_gguf_w_str(w, "general.size_label", b.data, b.len);
+	oom |= b.oom;
 	wf_buf_free(&b);
 	return rc != WF_OK ? rc : oom ? WF_ERR_NOMEM : WF_OK;
 }
@@ -1460,7 +1485,7 @@ enum wf_err wf_arch_plan(const struct wf_model *m, const struct wf_arch_in *in, 
 		/* written by prepare_tensors, before the metadata */
 		if (plan->has_attn_factor)
 			wf_gguf_w_f32(w, "phi3.rope.scaling.attn_factor", (float)plan->attn_factor);
-		rc = kv_general(&c, in, w);
+		rc = kv_general(&c, in, plan, w);
 	}
 	if (rc == WF_OK)
 		rc = a->kvs(a, &c, w, plan->ftype);

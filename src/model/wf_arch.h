@@ -226,6 +226,8 @@ struct wf_arch_in {
 	const char *gen_config;      /* generation_config.json, or NULL */
 	size_t gen_config_len;
 	const char *name;            /* the model's folder name (general.name), or NULL */
+	const char *readme;          /* README.md (its front matter: general.size_label), or NULL */
+	size_t readme_len;
 };
 
 /* Decides model.gguf for the Hugging Face model m as the converter would

@@ -75,6 +75,8 @@ struct wf_model {
 	uint32_t n_parts;
 	struct wf_sidecar *sidecars; /* [n_sidecars]: a model folder's other small files */
 	size_t n_sidecars;
+	bool sidecars_beside;    /* MODEL is a file of a model folder: sidecars are the folder's files
+				  * model.gguf and WEIGHTFS.txt read (wf_set.h), not shown at the root */
 	char *parts_json;        /* parts.json for a model of several files, else NULL */
 	size_t parts_json_len;
 	struct wf_hfq *hfq;      /* [n_hfq]: the quantized layers wf_hfq_apply found */

@@ -69,6 +69,23 @@ static size_t fd_budget(void)
 	return avail > 2 * FD_RESERVE ? avail - FD_RESERVE : avail / 2;
 }
 
+/* A safetensors file or index named as MODEL is its folder's model
+ * (wf_set_beside), unless it is one shard of a set no index names: the
+ * rest of that set is not mounted, so no config describes what is. */
+static enum wf_err beside(struct wf_set_loader *L, const char *name, bool indexed, struct wf_model **out)
+{
+	size_t plen;
+	unsigned long no, of;
+	if (!indexed && wf_set_split_name(name, ".safetensors", &plen, &no, &of) && of > 1)
+		return WF_OK;
+	enum wf_err rc = wf_set_beside(L, *out);
+	if (rc != WF_OK) {
+		wf_model_free(*out);
+		*out = NULL;
+	}
+	return rc;
+}
+
 static enum wf_err set_open(struct wf_set_loader *L, struct wf_model **out, const char *arg)
 {
 	char *err = L->err;
@@ -96,6 +113,8 @@ static enum wf_err set_open(struct wf_set_loader *L, struct wf_model **out, cons
 		if (rc == WF_OK)
 			rc = wf_set_load_index(L, &ix, NULL, NULL, out);
 		wf_set_index_free(&ix);
+		if (rc == WF_OK)
+			rc = beside(L, name, true, out);
 		goto done;
 	}
 	/* a file on its own keeps the messages it always had: no file name */
@@ -125,6 +144,8 @@ static enum wf_err set_open(struct wf_set_loader *L, struct wf_model **out, cons
 			wf_model_free(m);
 		if (found)
 			wf_set_index_free(&ix);
+		if (rc == WF_OK)
+			rc = beside(L, name, found, out);
 	} else {
 		*out = m;
 	}

@@ -341,6 +341,46 @@ static enum wf_err add_sidecars(struct wf_set_loader *L, struct folder *f, struc
 	return oom ? wf_fail(L->err, WF_ERR_NOMEM, "out of memory") : WF_OK;
 }
 
+/* The files of a model folder model.gguf and WEIGHTFS.txt read: the
+ * config, the tokenizer's, the model card, and quantize_config.json for
+ * the quantized views. */
+static const char *const beside_names[] = {
+	"README.md", "added_tokens.json", "chat_template.jinja", "chat_template.json", "config.json",
+	"generation_config.json", "merges.txt", "quantize_config.json", "special_tokens_map.json", "tekken.json",
+	"tokenizer.json", "tokenizer.model", "tokenizer_config.json",
+};
+
+enum wf_err wf_set_beside(struct wf_set_loader *L, struct wf_model *m)
+{
+	struct folder f = {0};
+	f.e = calloc(WF_ARRAY_LEN(beside_names), sizeof *f.e);
+	if (!f.e)
+		return wf_fail(L->err, WF_ERR_NOMEM, "out of memory");
+	int dfd = open(L->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	bool config = false;
+	enum wf_err rc = WF_OK;
+	for (size_t i = 0; dfd >= 0 && i < WF_ARRAY_LEN(beside_names) && rc == WF_OK; i++) {
+		struct stat st;
+		/* as a folder's scan sees them: symlinks followed */
+		if (fstatat(dfd, beside_names[i], &st, 0) != 0 || classify(beside_names[i], &st) != K_SIDE)
+			continue;
+		config |= strcmp(beside_names[i], "config.json") == 0;
+		f.e[f.n] = (struct entry){.name = strdup(beside_names[i]), .kind = K_SIDE, .size = (uint64_t)st.st_size,
+					  .model = -1};
+		if (!f.e[f.n++].name)
+			rc = wf_fail(L->err, WF_ERR_NOMEM, "out of memory");
+	}
+	if (dfd >= 0)
+		close(dfd);
+	/* no config.json: no model folder, the file on its own as ever */
+	if (rc == WF_OK && config) {
+		rc = add_sidecars(L, &f, m);
+		m->sidecars_beside = true;
+	}
+	folder_free(&f);
+	return rc;
+}
+
 /* A hub cache's models--ORG--NAME folder: the snapshot refs/main names,
  * or, with no refs/main (a cache filled by revision), the only snapshot.
  * NULL if dir is no hub cache folder or the choice is not clear; when

@@ -125,6 +125,13 @@ enum wf_err wf_set_load_index(struct wf_set_loader *L, struct wf_set_index *ix, 
  * snapshot) with its sidecars. */
 enum wf_err wf_set_load_folder(struct wf_set_loader *L, struct wf_model **out);
 
+/* A safetensors file or index named as MODEL whose folder holds
+ * config.json is that folder's model: the folder's files model.gguf and
+ * WEIGHTFS.txt read (config, tokenizer, generation_config.json, README.md,
+ * quantize_config.json) become m's sidecars, marked sidecars_beside (not
+ * shown).  None for a folder without config.json. */
+enum wf_err wf_set_beside(struct wf_set_loader *L, struct wf_model *m);
+
 /* For safetensors file `shard`: the index beside it that names it, if
  * any (*found); two such indexes are an error. */
 enum wf_err wf_set_index_beside(struct wf_set_loader *L, const char *shard, struct wf_set_index *ix, bool *found);

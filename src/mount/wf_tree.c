@@ -422,7 +422,8 @@ static enum wf_err add_extras(struct builder *b, const struct wf_model *m, struc
 	 * own is left out like any file whose name the tree gives */
 	if ((rc = add_root_file(b, WF_TREE_SUMMARY_NAME, WF_NODE_BLOB, &t->summary_node, err)) != WF_OK)
 		return rc;
-	for (size_t i = 0; i < m->n_sidecars; i++) {
+	/* a file of a folder keeps the folder's files to itself (model.gguf's) */
+	for (size_t i = 0; !m->sidecars_beside && i < m->n_sidecars; i++) {
 		const struct wf_sidecar *sc = &m->sidecars[i];
 		if (find(b, 0, sc->name, strlen(sc->name)) != WF_NO_NODE)
 			continue;

@@ -163,6 +163,7 @@ static enum wf_err make_header(const struct wf_model *m, uint32_t ftype, struct 
 	struct wf_arch_in in = {.name = folder_name(m)};
 	SIDE(m, "config.json", in.config, in.config_len);
 	SIDE(m, "generation_config.json", in.gen_config, in.gen_config_len);
+	SIDE(m, "README.md", in.readme, in.readme_len);
 	/* a quantized file type: the F32 GGUF llama-quantize would read, whose
 	 * general.quantization_version and file_type it moves to the end */
 	static const char *const deferred[] = {"general.quantization_version", "general.file_type", NULL};

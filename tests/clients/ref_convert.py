@@ -15,18 +15,22 @@ reference, not a product: it covers what the tiny test models need.
     tensors F32 or F16 (outtype); general.file_type 0 (f32) or 1 (f16)
   - Llama 3 rope_freqs.weight (section 4, float32 arithmetic)
   - KVs in the order of 5.3/5.5/5.7 (general.name = folder name, or --name)
+  - general.size_label after general.name, by moe-and-mla.md section 11: README.md's front
+    matter size_label / model_size_label (PyYAML), config.json's _name_or_path (at most one
+    '/'), the folder's name, else the parameter count of the tensors written
   - tokenizer: GPT-2 byte-level BPE path (7.3) from tokenizer.json; tokenizer.ggml.pre
     picked by the pre_tokenizer regex (7.5 table); special ids and add flags (7.6) from
     tokenizer_config.json, added_tokens, TemplateProcessing and config.json ids;
     chat_template from tokenizer_config.json.
 Not covered: SentencePiece tokenizer.model,
-general.* metadata heuristics other than name, gemma/phi3, BF16/Q8_0 output.
+general.* metadata heuristics other than name and size_label, gemma/phi3, BF16/Q8_0 output.
 
 CLI: ref_convert.py HF_FOLDER OUT.gguf [--outtype f32|f16] [--name NAME]
 """
 import json
 import math
 import os
+import re
 import sys
 
 import numpy as np
@@ -244,8 +248,104 @@ def convert(folder, out, outtype="f32", name=None):
         else:
             w.tensor(g, t.astype(np.float16), GGML_F16)
     w.set("general.file_type", 0 if outtype == "f32" else 1)
+    label = size_label(folder, cfg, [(n, a.shape) for n, a, _ in w.tensors])
+    if label:
+        at = [k for k, *_ in w.kvs].index("general.name") + 1
+        w.kvs.insert(at, ("general.size_label", STRING, label, None))
     w.write(out)
     return out
+
+
+def rounded(n):
+    """11.4: scale with a strict '>', by multiplying; round half to even; 2 significant digits."""
+    for lim, mul, suf in ((10 ** 12, 1e-12, "T"), (10 ** 9, 1e-9, "B"), (10 ** 6, 1e-6, "M"), (-1, 1e-3, "K")):
+        if n > lim:
+            x = n * mul
+            digits = len(str(round(x))) if round(x) else 0
+            return "%.*f%s" % (max(2 - digits, 0), x, suf)
+
+
+def count_params(shapes):
+    """11.3 over (GGUF name, numpy shape): (total, shared + one expert's share, expert count)."""
+    total = shared = expert = esum = n = 0
+    for name, shape in shapes:
+        size = int(np.prod(shape, dtype=object)) if len(shape) else 1
+        total += size
+        if "_exps." in name and len(shape) >= 3:
+            cnt = shape[-2] if name.endswith(".bias") else shape[-3]
+            expert += size // cnt
+            esum += cnt
+            n += 1
+        else:
+            shared += size
+    return total, shared + expert, (esum // n if n else 0)
+
+
+SIZE_RE = re.compile(r"(?:A|[0-9]+x)?[0-9]+(?:[._][0-9]+)?[KMBT][0-9]?", re.I)
+WORD_RE = re.compile(r"small|mini|medium|large|x?xl", re.I)
+
+
+def name_size(model_id, total):
+    """11.2: the size parts of a model id, less context lengths; None when there are none."""
+    if " " in model_id:
+        return None
+    parts = [p for p in model_id.split("/", 1)[-1].split("-") if p]
+    kept = []
+    for i, p in enumerate(parts):
+        numeric = SIZE_RE.fullmatch(p) is not None
+        if i == 0 or not (numeric or WORD_RE.fullmatch(p)):
+            continue
+        p = p.replace("_", ".")
+        if p[-1] in "0123456789":
+            p = p[:-2] + "." + p[-1] + p[-2]
+        if len(p) > 1 and p[-2] in "0123456789" and p[-1] in "kmbt":
+            p = p[:-1] + p[-1].upper()
+        if total and re.fullmatch(r"[0-9]+(\.[0-9]+)?[KMBT]", p):
+            value = float(p[:-1]) * 1000 ** " KMBT".index(p[-1])
+            if abs(value - total) > 7 * total // 8:
+                continue
+        kept.append((p, numeric))
+    if any(num for _, num in kept):
+        kept = [(p, num) for p, num in kept if num]
+    labels = list(dict.fromkeys(p for p, _ in kept))
+    return "-".join(labels) or None
+
+
+def front_matter(folder):
+    """README.md's YAML between a first line '---' and the next '---', as a dict."""
+    try:
+        with open(os.path.join(folder, "README.md"), encoding="utf-8") as f:
+            lines = f.read().splitlines()
+    except (OSError, UnicodeDecodeError):
+        return {}
+    if not lines or lines[0] != "---":
+        return {}
+    body = []
+    for line in lines[1:]:
+        if line == "---":
+            break
+        body.append(line)
+    import yaml
+    d = yaml.safe_load("\n".join(body) + "\n")
+    return d if isinstance(d, dict) else {}
+
+
+def size_label(folder, cfg, shapes):
+    """11.1: the first source that gives a label wins."""
+    total, active, experts = count_params(shapes)
+    card = front_matter(folder)
+    for key in ("size_label", "model_size_label"):
+        if card.get(key) is not None:
+            return card[key] if isinstance(card[key], str) and card[key] else None
+    np_ = cfg.get("_name_or_path")
+    ids = ([np_] if isinstance(np_, str) and np_.count("/") <= 1 else []) + [os.path.basename(os.path.abspath(folder))]
+    for i in ids:
+        got = name_size(i, total)
+        if got:
+            return got
+    if total <= 0:
+        return None
+    return "%dx%s" % (experts, rounded(active)) if experts else rounded(total)
 
 
 def phi3_kvs(w, cfg):

@@ -549,6 +549,86 @@ def shard_case():
         m1.unmount()
 
 
+# ---------------------------------------------------------------- a file of a model folder
+def kv_of(g, key):
+    v = next((v for k, _, v in gguf_read(g)[0] if k == key), None)
+    return v.decode() if isinstance(v, bytes) else v
+
+
+SIDE_NAMES = {"config.json", "tokenizer.json", "tokenizer_config.json", "README.md"}
+
+
+def file_of_folder_case():
+    """MODEL = FOLDER/model.safetensors, its index or a shard: model.gguf = FOLDER's, byte for
+    byte, the tree as the file's alone (the folder's files not shown); general.size_label from
+    README.md's front matter and from _name_or_path, as the reference converter finds them."""
+    import hashlib
+    import real_tokenizers
+    tdir = real_tokenizers.folder("gpt2")
+    if not tdir:
+        skip_or_fail("tokenizer gpt2 not installed (tests/clients/npm.sh)")
+    one = make_folder("llama", tdir, "hffile-")
+    with open(os.path.join(one, "README.md"), "w") as f:
+        f.write("---\nlicense: mit\nsize_label: 'Tiny-7B'   # the card's\ntags:\n- x\n---\n# tiny\n")
+
+    def shard_of(n):
+        return 0 if n.startswith("model.layers.1.") or n == "lm_head.weight" else 1
+    sharded = make_folder("llama", tdir, "hffile2-", shards=2, shard_of=shard_of,
+                          config={"_name_or_path": "org/Tiny-Llama-30B-A3B"})
+    shard1 = sorted(n for n in os.listdir(sharded) if n.endswith(".safetensors"))[0]
+    models = [(one, os.path.join(one, "model.safetensors"), "Tiny-7B"),
+              (sharded, os.path.join(sharded, "model.safetensors.index.json"), "A3B"),
+              (sharded, os.path.join(sharded, shard1), "A3B")]
+    said = []
+    for folder, model, label in models:
+        md, mf = Mount(folder, ["-o", "gguf=f32"]), Mount(model, ["-o", "gguf=f32"])
+        try:
+            gd, gf = need_gguf(md), mf.path("model.gguf")
+            if not os.path.exists(gf):
+                raise Fail("%s: no model.gguf; WEIGHTFS.txt: %s" % (model, open(mf.path("WEIGHTFS.txt")).read()[-300:]))
+            hd, hf = [hashlib.sha256(open(g, "rb").read()).hexdigest() for g in (gd, gf)]
+            if hd != hf:
+                raise Fail("%s: model.gguf differs from the folder's (architecture %r, size_label %r)"
+                           % (os.path.basename(model), kv_of(gf, "general.architecture"), kv_of(gf, "general.size_label")))
+            if kv_of(gf, "general.size_label") != label:
+                raise Fail("%s: general.size_label %r, want %r" % (model, kv_of(gf, "general.size_label"), label))
+            shown = set(os.listdir(mf.mp))
+            if shown & SIDE_NAMES:
+                raise Fail("%s: the folder's files shown at the root: %r" % (model, sorted(shown & SIDE_NAMES)))
+            side = {n for n in os.listdir(folder) if not n.endswith((".safetensors", ".index.json"))}
+            if shown != set(os.listdir(md.mp)) - side:
+                raise Fail("%s: root %r, want the folder mount's less its files" % (model, sorted(shown)))
+            if open(mf.path("tensors.json"), "rb").read() != open(md.path("tensors.json"), "rb").read():
+                raise Fail("%s: tensors.json differs from the folder mount's" % model)
+            if "convert_hf_to_gguf.py writes it (llama" not in open(mf.path("WEIGHTFS.txt")).read():
+                raise Fail("%s: WEIGHTFS.txt does not say model.gguf is the converter's" % model)
+        finally:
+            md.unmount()
+            mf.unmount()
+        said.append("%s: %s" % (os.path.basename(model), label))
+    # the reference converter finds the same labels (README.md, _name_or_path)
+    for folder in (one, sharded):
+        m = Mount(folder, ["-o", "gguf=f32"])
+        try:
+            compare_ref(need_gguf(m), folder, "f32")
+        finally:
+            m.unmount()
+    # one shard of a set no index names is no model of the folder: the file alone, as ever
+    lone = new_dir("hffile3-")
+    for n in os.listdir(sharded):
+        if n != "model.safetensors.index.json":
+            os.symlink(os.path.join(sharded, n), os.path.join(lone, n))
+    m = Mount(os.path.join(lone, shard1), ["-o", "gguf=f32"])
+    try:
+        g = m.path("model.gguf")
+        arch = kv_of(g, "general.architecture") if os.path.exists(g) else None
+        if arch == "llama" or SIDE_NAMES & set(os.listdir(m.mp)):
+            raise Fail("a lone shard of an unindexed set took the folder's config (architecture %r)" % arch)
+    finally:
+        m.unmount()
+    return "model.gguf = the folder's (%s); a lone unindexed shard keeps its own" % "; ".join(said)
+
+
 def permuted(a, n_head):
     r = a.shape[0]
     hd = r // n_head
@@ -827,6 +907,8 @@ def group_gguf_more():
     for dt in ("F16", "BF16"):
         check("gguf_more: gemma2 %s checkpoint: norms 1 + w in the converter's precision" % dt, gemma_dtype_case, dt)
     check("gguf_more: sharded checkpoint: parts by name, names sorted within each; data = unsharded", shard_case)
+    check("gguf_more: FOLDER/model.safetensors, its index, a shard: model.gguf = FOLDER's; size_label",
+          file_of_folder_case)
     check("gguf_more: BF16 checkpoint, -o gguf=auto: BF16 as stored (q/k permuted)", stored_case, "BF16")
     check("gguf_more: F16 checkpoint, -o gguf=auto: F16 as stored (q/k permuted)", stored_case, "F16")
     check("gguf_more: a GPTQ checkpoint: model.gguf holds its decoded layers, llama.cpp = HF on them", gptq_case)

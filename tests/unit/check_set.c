@@ -670,9 +670,29 @@ START_TEST(test_folder_sidecars)
 	ck_assert(!root_has(m, ".gitattributes"));
 	ck_assert(!root_has(m, INDEX));
 	wf_model_free(m);
-	/* a file given alone shows no sidecars */
+	/* a file of the folder (it holds config.json) is the folder's model:
+	 * the files model.gguf reads, kept to itself, none shown */
+	static const char *const given[] = {INDEX, SH2};
+	static const char *const read[] = {"README.md", "chat_template.jinja", "config.json", "tokenizer.json"};
+	for (size_t g = 0; g < WF_ARRAY_LEN(given); g++) {
+		m = expect_open(given[g]);
+		check_good_index(m);
+		ck_assert(m->sidecars_beside);
+		ck_assert_uint_eq(m->n_sidecars, WF_ARRAY_LEN(read));
+		for (size_t i = 0; i < m->n_sidecars; i++)
+			ck_assert_str_eq(m->sidecars[i].name, read[i]);
+		ck_assert_uint_eq(m->sidecars[2].len, 24);
+		ck_assert(memcmp(m->sidecars[2].data, "{\"model_type\": \"llama\"}\n", 24) == 0);
+		for (size_t i = 0; i < WF_ARRAY_LEN(shown); i++)
+			ck_assert_msg(!root_has(m, shown[i]) || strcmp(shown[i], "metadata.json") == 0, "%s shown",
+				      shown[i]);
+		wf_model_free(m);
+	}
+	/* without config.json no folder's model: the file alone */
+	ck_assert_int_eq(unlink(at("config.json")), 0);
 	m = expect_open(INDEX);
 	ck_assert_uint_eq(m->n_sidecars, 0);
+	ck_assert(!m->sidecars_beside);
 	wf_model_free(m);
 	tmp_remove();
 }
@@ -867,9 +887,15 @@ START_TEST(test_hub_cache)
 		/* names as the snapshot gives them; paths to the blobs */
 		ck_assert_str_eq(m->parts[1].name, SH2);
 		ck_assert_msg(strstr(m->parts[1].path, "/blobs/b1") != NULL, "%s", m->parts[1].path);
-		ck_assert_uint_eq(m->n_sidecars, i < 2 ? 1 : 0);
+		/* the folder's config.json: shown for the folder, read for a file of it */
+		ck_assert_uint_eq(m->n_sidecars, 1);
+		ck_assert(m->sidecars_beside == (i >= 2));
+		ck_assert_uint_eq(m->sidecars[0].len, 13);
+		ck_assert(memcmp(m->sidecars[0].data, "{\"hub\": true}", 13) == 0);
 		if (i < 2)
 			check_root_blob(m, "config.json", "{\"hub\": true}", 13);
+		else
+			ck_assert(!root_has(m, "config.json"));
 		wf_model_free(m);
 	}
 	/* a blob gone: the dangling link is a missing shard */
