@@ -9,7 +9,7 @@ stand-in transformers whose AutoConfig refuses (tests/clients/converter/), so it
 config.json as written, without the class defaults AutoConfig would add. Hence head_dim is
 written for the families whose transformers config always has one.
 
-    CASES: {name: (kind, tokenizer key, make() options, outtypes)}
+    CASES: {name: (kind, tokenizer key, make() options and "files": {name: text}, outtypes)}
     make(name, parent) -> the case's folder, parent/NAME (the folder name is general.name's
                           and size_label's source, so it is the same wherever it is made)
     inputs(folder) -> {file: sha256} of the folder's files
@@ -45,6 +45,10 @@ CASES = {
     "Tiny-Qwen2-MoE": ("qwen2moe", "qwen2_5", {}, ["f32", "bf16"]),
     "Tiny-Qwen3-MoE": ("qwen3moe", "qwen3", {}, ["f32", "f16"]),
     "Tiny-OLMoE": ("olmoe", "gpt2", {}, ["f32", "bf16"]),
+    # general.size_label from a model card's front matter, and from config.json's _name_or_path
+    "Tiny-Qwen3-Card": ("qwen3", "qwen3", {"files": {"README.md": "---\nlicense: mit\nsize_label: Tiny-7B\n---\n# A card\n"}},
+                        ["f32"]),
+    "Tiny-Qwen3-Named": ("qwen3", "qwen3", {"config": {"_name_or_path": "Qwen/Qwen3-30B-A3B"}}, ["f32"]),
     "Tiny-Llama2": ("llama", "llama2", {"config": {"head_dim": 16}}, ["f32"]),
     "Tiny-Gemma2": ("gemma2", "spm", {}, ["f32", "bf16"]),
     "Tiny-Gemma3": ("gemma3", "spm", {}, ["f32", "bf16"]),
@@ -78,7 +82,13 @@ def make(name, parent):
     tdir = spm_folder(parent) if key == "spm" else real_tokenizers.folder(key)
     if not tdir:
         raise FileNotFoundError("tokenizer %s not installed (tests/clients/npm.sh)" % key)
-    return tiny_models.make(os.path.join(parent, name), kind, tdir, **opts)
+    opts = dict(opts)
+    files = opts.pop("files", {})
+    folder = tiny_models.make(os.path.join(parent, name), kind, tdir, **opts)
+    for fn, text in files.items():
+        with open(os.path.join(folder, fn), "w", encoding="utf-8") as f:
+            f.write(text)
+    return folder
 
 
 def inputs(folder):

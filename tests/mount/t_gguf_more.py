@@ -606,13 +606,8 @@ def file_of_folder_case():
             md.unmount()
             mf.unmount()
         said.append("%s: %s" % (os.path.basename(model), label))
-    # the reference converter finds the same labels (README.md, _name_or_path)
-    for folder in (one, sharded):
-        m = Mount(folder, ["-o", "gguf=f32"])
-        try:
-            compare_ref(need_gguf(m), folder, "f32")
-        finally:
-            m.unmount()
+    # (the real converter's labels from README.md and _name_or_path: the gguf group's
+    # Tiny-Qwen3-Card and Tiny-Qwen3-Named digests)
     # one shard of a set no index names is no model of the folder: the file alone, as ever
     lone = new_dir("hffile3-")
     for n in os.listdir(sharded):
