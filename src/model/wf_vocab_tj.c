@@ -65,6 +65,26 @@ static bool next_item(struct wf_jcur *c, uint8_t close, bool *more)
 	return false;
 }
 
+/* model.vocab's keys, each once: json.load (and serde_json's map) would
+ * keep a repeated key's last id, and the tree the first (wf_json_strict
+ * refuses the same in the rest of the file). */
+static enum wf_err vocab_unique(struct voc *v)
+{
+	const struct tjbig *b = &v->big;
+	struct wf_names set;
+	enum wf_err rc = WF_OK;
+	char q[96];
+	if (!wf_names_init(&set, b->n_vocab + 1))
+		return voc_nomem(v);
+	for (size_t i = 0; i < b->n_vocab && rc == WF_OK; i++)
+		if (wf_names_put(&set, b->vkey[i].s, b->vkey[i].n, (uint32_t)i) != WF_NAMES_NONE)
+			rc = wf_fail(v->err, WF_ERR_FORMAT, "tokenizer.json: 'model': 'vocab': key %s given twice in one "
+				     "object (Python's json keeps the last, cJSON the first)",
+				     wf_quote(q, sizeof q, b->vkey[i].s, b->vkey[i].n));
+	wf_names_free(&set);
+	return rc;
+}
+
 /* model.vocab, the object s[v0, v1): cJSON parses it with 2 containers
  * open (the file's object and model). */
 static enum wf_err read_vocab(struct voc *v, const uint8_t *s, uint64_t v0, uint64_t v1)
@@ -106,7 +126,7 @@ static enum wf_err read_vocab(struct voc *v, const uint8_t *s, uint64_t v0, uint
 		return c.why = "bytes after the object", bad(v, "model.vocab", &c);
 	b->n_vocab = i;
 	b->vocab_on = true;
-	return WF_OK;
+	return vocab_unique(v);
 }
 
 /* The merges being read: the arena their strings go to (used bytes of
