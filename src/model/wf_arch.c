@@ -693,7 +693,13 @@ static void id_to_title(const char *s, struct wf_buf *b)
 static enum wf_err kv_general(struct cfg *c, const struct wf_arch_in *in, struct wf_gguf_w *w)
 {
 	wf_gguf_w_str(w, "general.type", "model", 5);
-	cJSON *g = in->gen_config ? cJSON_ParseWithLength(in->gen_config, in->gen_config_len) : NULL;
+	/* Metadata.load_generation_config: a file json.load refuses (a byte
+	 * order mark, bytes after the value) is no file; one it reads
+	 * otherwise than cJSON (a key given twice) leaves model.gguf out */
+	cJSON *g = wf_json_bom(in->gen_config, in->gen_config_len) ? NULL
+									: wf_json_parse_whole(in->gen_config, in->gen_config_len);
+	enum wf_err rc = g ? wf_json_strict("generation_config.json", in->gen_config, in->gen_config_len, g, c->why)
+			   : WF_OK;
 	static const char *const samp[][3] = {
 		{"top_k", "general.sampling.top_k", "i"},     {"top_p", "general.sampling.top_p", "f"},
 		{"min_p", "general.sampling.min_p", "f"},     {"xtc_probability", "general.sampling.xtc_probability", "f"},
@@ -703,7 +709,6 @@ static enum wf_err kv_general(struct cfg *c, const struct wf_arch_in *in, struct
 		{"mirostat", "general.sampling.mirostat", "i"},
 		{"mirostat_tau", "general.sampling.mirostat_tau", "f"}, {"mirostat_eta", "general.sampling.mirostat_eta", "f"},
 	};
-	enum wf_err rc = WF_OK;
 	for (size_t i = 0; cJSON_IsObject(g) && i < WF_ARRAY_LEN(samp) && rc == WF_OK; i++) {
 		const cJSON *v = not_null(cJSON_GetObjectItemCaseSensitive(g, samp[i][0]));
 		if (i == 7 && !v)
@@ -1108,7 +1113,7 @@ static enum wf_err open_cfg(struct cfg *c, const struct wf_arch_in *in)
 {
 	if (!in->config)
 		return wf_fail(c->why, WF_ERR_UNSUP, "config.json: missing");
-	c->root = cJSON_ParseWithLength(in->config, in->config_len);
+	c->root = wf_json_parse_whole(in->config, in->config_len);
 	if (!cJSON_IsObject(c->root))
 		return wf_fail(c->why, WF_ERR_FORMAT, "config.json: not a JSON object");
 	/* read as json.load reads it, or not at all */

@@ -361,6 +361,19 @@ bool wf_json_skip(struct wf_jcur *c, unsigned depth)
 	return jfail(c, "not a JSON value");
 }
 
+cJSON *wf_json_parse_whole(const char *t, size_t n)
+{
+	const char *end = NULL;
+	cJSON *j = t ? cJSON_ParseWithLengthOpts(t, n, &end, false) : NULL;
+	while (j && end < t + n && ws((uint8_t)*end))
+		end++;
+	if (j && end != t + n) {
+		cJSON_Delete(j);
+		j = NULL;
+	}
+	return j;
+}
+
 bool wf_json_nul_escape(const char *t, size_t n)
 {
 	for (const char *p = t, *e = t + n; (p = memchr(p, '\\', (size_t)(e - p))) && p + 1 < e; p += 2)

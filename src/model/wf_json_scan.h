@@ -106,6 +106,11 @@ bool wf_json_bom(const char *t, size_t n);
  * limit (WF_JSON_DEPTH).  false when out of memory (*dup NULL then). */
 bool wf_json_dup_key(const struct cJSON *j, const struct cJSON **dup, const char **in);
 
+/* t[0..n) parsed by cJSON as one value with only JSON whitespace after it
+ * (cJSON_ParseWithLength takes trailing bytes, json.load refuses them);
+ * NULL when it is not. */
+struct cJSON *wf_json_parse_whole(const char *t, size_t n);
+
 /* Checks file `name`, whose text t[0..n) cJSON parsed into j, for what
  * json.load reads otherwise: a byte order mark, a \u0000 in a string
  * (WF_ERR_UNSUP), a key given twice (t may be NULL: the tree alone).

@@ -735,6 +735,9 @@ static const char *const llama_names[] = {"model.embed_tokens.weight", "model.la
 	"\"num_hidden_layers\": 1, \"hidden_size\": 2, \"intermediate_size\": 4, \"num_attention_heads\": 1, " \
 	"\"num_key_value_heads\": 1, \"vocab_size\": 3, \"rms_norm_eps\": 1e-5}"
 
+/* One more file for llama_tree to write, when side_name is set. */
+static const char *side_name, *side_text;
+
 /* A tiny llama folder with config.json `cfg` (length n), a byte-level
  * tokenizer.json, opened and its tree made: model.gguf or why not. */
 static struct wf_tree *llama_tree(const char *cfg, size_t n, struct wf_model **m)
@@ -742,6 +745,8 @@ static struct wf_tree *llama_tree(const char *cfg, size_t n, struct wf_model **m
 	tmp_make();
 	st_shard("model.safetensors", llama_names, WF_ARRAY_LEN(llama_names), NULL);
 	write_bytes("config.json", cfg, n);
+	if (side_name)
+		write_str(side_name, side_text);
 	write_str("tokenizer.json", "{\"model\":{\"type\":\"BPE\",\"vocab\":{\"a\":0,\"b\":1,\"ab\":2},"
 		  "\"merges\":[\"a b\"]},\"decoder\":{\"type\":\"ByteLevel\"},\"pre_tokenizer\":{\"type\":"
 		  "\"ByteLevel\",\"add_prefix_space\":false,\"trim_offsets\":true,\"use_regex\":true}}");
@@ -813,6 +818,47 @@ START_TEST(test_gguf_config_heads)
 		const struct wf_arch_tensor *r = &t->gguf->plan.t[0];
 		ck_assert_str_eq(r->name, "rope_freqs.weight");
 		ck_assert_uint_eq(r->ne[0], (uint64_t)(hd + 1) / 2);
+		llama_done(t, m);
+	}
+}
+END_TEST
+
+/* generation_config.json as gguf-py's Metadata.load_generation_config
+ * reads it: a file json.load refuses (a byte order mark, bytes after the
+ * value) gives no sampling keys; a key given twice (json.load keeps the
+ * last) leaves model.gguf out. */
+START_TEST(test_gguf_generation_config)
+{
+	static const struct {
+		const char *text;
+		int top_k; /* the general.sampling.top_k written; 0: none; -1: no model.gguf */
+	} cases[] = {
+		{"{\"top_k\": 20}", 20},
+		{"\xef\xbb\xbf{\"top_k\": 20}", 0},
+		{"{\"top_k\": 20} x", 0},
+		{"{\"top_k\": 20, \"top_k\": 30}", -1},
+	};
+	const char *cfg = LLAMA_CFG("");
+	for (size_t i = 0; i < WF_ARRAY_LEN(cases); i++) {
+		struct wf_model *m;
+		side_name = "generation_config.json";
+		side_text = cases[i].text;
+		struct wf_tree *t = llama_tree(cfg, strlen(cfg), &m);
+		side_name = NULL;
+		if (cases[i].top_k < 0) {
+			ck_assert_msg(t->gguf == NULL && t->gguf_why &&
+				      strstr(t->gguf_why, "generation_config.json: key 'top_k' given twice"),
+				      "case %zu: %s", i, t->gguf_why);
+		} else {
+			ck_assert_msg(t->gguf != NULL, "case %zu: %s", i, t->gguf_why);
+			const char key[] = "general.sampling.top_k";
+			const char *k = memmem(t->gguf->header, t->gguf->header_len, key, sizeof key - 1);
+			ck_assert_msg((k != NULL) == (cases[i].top_k > 0), "case %zu: top_k %s", i, k ? "written" : "not written");
+			int32_t v = 0;
+			if (k)
+				memcpy(&v, k + sizeof key - 1 + 4, 4); /* after the type */
+			ck_assert_int_eq(v, cases[i].top_k);
+		}
 		llama_done(t, m);
 	}
 }
@@ -1290,6 +1336,7 @@ static Suite *set_suite(void)
 	tcase_add_loop_test(tc, test_gguf_config_refused, 0, (int)WF_ARRAY_LEN(llama_refused));
 	tcase_add_test(tc, test_gguf_config_heads);
 	tcase_add_test(tc, test_gguf_config_too_big);
+	tcase_add_test(tc, test_gguf_generation_config);
 	tcase_add_test(tc, test_folder_single);
 	tcase_add_test(tc, test_folder_st_set);
 	tcase_add_test(tc, test_folder_bad);
