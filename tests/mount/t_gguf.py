@@ -286,6 +286,9 @@ def hostile_variants(folder):
         i = text.index(b"{") + 1
         return text[:i] + extra + b", " + text[i:]
     kv0 = dict(c, num_key_value_heads=0)
+    tc = json.loads(tcfg)
+    tkey = "add_bos_token" if "add_bos_token" in tc else "bos_token" if "bos_token" in tc else next(iter(tc))
+    tother = (not tc[tkey]) if isinstance(tc[tkey], bool) else "<not-%s>" % tkey
     return [
         ("config.json: num_attention_heads given twice", "config.json",
          first(cfg, b'"num_attention_heads": %d' % (heads * 2)), "num_attention_heads"),
@@ -296,8 +299,8 @@ def hostile_variants(folder):
          first(cfg, b'"rope_scaling": {"factor": 2.0, "factor": 3.0}'), "factor"),
         ("tokenizer.json: added_tokens given twice", "tokenizer.json", first(tok, b'"added_tokens": []'),
          "added_tokens"),
-        ("tokenizer_config.json: add_bos_token given twice", "tokenizer_config.json",
-         first(tcfg, b'"add_bos_token": false, "add_eos_token": true'), "tokenizer_config.json"),
+        ("tokenizer_config.json: %s given twice" % tkey, "tokenizer_config.json",
+         first(tcfg, b'"%s": %s' % (tkey.encode(), json.dumps(tother).encode())), tkey),
         ("config.json begins with a UTF-8 BOM", "config.json", b"\xef\xbb\xbf" + cfg, "byte order mark"),
         ("tokenizer.json begins with a UTF-8 BOM", "tokenizer.json", b"\xef\xbb\xbf" + tok, "byte order mark"),
         ("config.json: num_key_value_heads 0", "config.json", json.dumps(kv0).encode(), "num_key_value_heads"),
