@@ -280,7 +280,7 @@ def hostile_variants(folder):
         tcfg = f.read()
     c = json.loads(cfg)
     heads = c["num_attention_heads"]
-    assert cfg.lstrip().startswith(b"{") and tok.lstrip().startswith(b"{")
+    assert cfg.lstrip().startswith(b"{") and tok.lstrip().startswith(b"{") and b'"rope_type"' in cfg
 
     def first(text, extra):  # extra entries before the file's own: theirs come last
         i = text.index(b"{") + 1
@@ -294,9 +294,8 @@ def hostile_variants(folder):
          first(cfg, b'"num_attention_heads": %d' % (heads * 2)), "num_attention_heads"),
         ("config.json: architectures NoSuch, then Llama", "config.json",
          first(cfg, b'"architectures": ["NoSuchForCausalLM"]'), "architectures"),
-        ("config.json: a key given twice inside rope_scaling", "config.json",
-         cfg.replace(b'"rope_type"', b'"factor": 2.0, "rope_type"', 1) if b'"rope_type"' in cfg else
-         first(cfg, b'"rope_scaling": {"factor": 2.0, "factor": 3.0}'), "factor"),
+        ("config.json: rope_scaling's rope_type given twice", "config.json",
+         cfg.replace(b'"rope_type"', b'"rope_type": "linear", "rope_type"', 1), "rope_type"),
         ("tokenizer.json: added_tokens given twice", "tokenizer.json", first(tok, b'"added_tokens": []'),
          "added_tokens"),
         ("tokenizer_config.json: %s given twice" % tkey, "tokenizer_config.json",
