@@ -609,6 +609,8 @@ enum wf_err wf_vocab_write(const struct wf_vocab_files *f, enum wf_vocab_route r
 		rc = route(&v, r);
 	if (rc == WF_OK)
 		rc = check_unique(&v, f->tokenizer_model && v.n_tok ? "tokenizer.model" : "tokenizer.json");
+	if (rc == WF_OK)
+		rc = voc_vocab_unique(&v);
 	if (rc == WF_OK) {
 		emit(&v, w);
 		if (w->rc != WF_OK)

@@ -143,6 +143,7 @@ static enum wf_err hfv_load(struct voc *v, struct hfv *h)
 		rc = hfv_put(v, h, s, strlen(s), (size_t)added_id(c), c, wf_idset_hash(&h->names, s, strlen(s)));
 	}
 	if (rc == WF_OK) {
+		v->big.vocab_unique = true; /* hfv_put refused any key given twice */
 		/* each string once, by id: the token set check_merges and
 		 * check_unique use while the tokens are these strings */
 		if (v->ts_on)
