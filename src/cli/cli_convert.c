@@ -41,14 +41,17 @@ struct conv {
 	atomic_bool failed;
 	pthread_mutex_t lock;         /* guards the first failure below */
 	enum wf_err rc;               /* a read failed with this, */
+	uint64_t off, len;            /* of the piece [off, off+len), */
 	int write_errno;              /* or a write with this */
 };
 
-static void conv_fail(struct conv *c, enum wf_err rc, int e)
+static void conv_fail(struct conv *c, enum wf_err rc, int e, uint64_t off, uint64_t len)
 {
 	pthread_mutex_lock(&c->lock);
 	if (!atomic_load(&c->failed)) {
 		c->rc = rc;
+		c->off = off;
+		c->len = len;
 		c->write_errno = e;
 		atomic_store(&c->failed, true);
 	}
@@ -61,7 +64,7 @@ static void *conv_worker(void *arg)
 	struct conv *c = arg;
 	char *buf = cli_span_buf();
 	if (!buf)
-		conv_fail(c, WF_ERR_NOMEM, 0);
+		conv_fail(c, WF_ERR_NOMEM, 0, 0, 0);
 	while (buf && !atomic_load(&c->failed) && !atomic_load(&stop_sig)) {
 		uint64_t off = (uint64_t)atomic_fetch_add(&c->next, 1) * CLI_PIECE;
 		if (off >= c->size)
@@ -70,7 +73,7 @@ static void *conv_worker(void *arg)
 		int werr = 0;
 		enum wf_err rc = cli_span_write(&c->out, buf, off, n, &werr);
 		if (rc != WF_OK) {
-			conv_fail(c, rc, werr);
+			conv_fail(c, rc, werr, off, n);
 			break;
 		}
 		atomic_fetch_add(&c->done, n);
@@ -232,7 +235,9 @@ static int conv_failure(const struct conv *c, const char *model, const char *out
 		fprintf(stderr, "weightfs: out of memory\n");
 		return EXIT_NOMEM;
 	}
-	return cli_read_failed(model, "model.safetensors", c->rc);
+	const struct wf_tree *t = c->s->mt.t;
+	return cli_read_failed(c->s, model, t->nodes[c->node].kind == WF_NODE_MODEL_GGUF ? "model.gguf" : "model.safetensors",
+			       c->node, c->off, c->len, c->rc);
 }
 
 /* The output's mode: the model's permission bits (those all its files

@@ -62,8 +62,13 @@ int cli_usage_error(const char *cmd, const char *fmt, ...);
  * cli_read_failed then names. */
 void cli_notice(void *ctx, const char *part, const char *why);
 
-/* Says why a read of `what` in MODEL failed; returns the exit code. */
-int cli_read_failed(const char *model, const char *what, enum wf_err rc);
+/* Says why a read of bytes [off, off+len) of node (`what`) in MODEL
+ * failed; returns the exit code.  A WF_ERR_RANGE is looked into (s not
+ * NULL): the piece is read again a segment at a time, so a block of
+ * model.gguf that llama-quantize would refuse is named as such rather
+ * than as a type with no decoder. */
+int cli_read_failed(struct cli_session *s, const char *model, const char *what, uint32_t node, uint64_t off,
+		    uint64_t len, enum wf_err rc);
 
 /* write(2) of all n bytes, again after EINTR; 0, or -1 with errno. */
 int cli_write_all(int fd, const void *p, size_t n);

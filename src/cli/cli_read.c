@@ -2,6 +2,7 @@
  * read of a file to stdout, and the message for a read that failed. */
 #include "cli/cli.h"
 #include "cli/cli_int.h"
+#include "view/wf_gguf_file.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -23,8 +24,50 @@ void cli_notice(void *ctx, const char *part, const char *why)
 	pthread_mutex_unlock(&notice_lock);
 }
 
-int cli_read_failed(const char *model, const char *what, enum wf_err rc)
+/* The first segment of node's bytes [off, off+len) whose bytes fail alone
+ * with WF_ERR_RANGE: *seg, true; false when none does (reread in pieces
+ * of at most 1 MiB). */
+static bool failing_seg(struct cli_session *s, uint32_t node, uint64_t off, uint64_t len, struct wf_seg *seg)
 {
+	size_t cap = len < ((size_t)1 << 20) ? (size_t)len : (size_t)1 << 20, got;
+	char *buf = malloc(cap ? cap : 1);
+	for (uint64_t at = off, end = off + len; buf && at < end;) {
+		wf_files_seg(s->mt.t, node, at, seg);
+		if (seg->kind == WF_SEG_NONE || seg->start + seg->len <= at)
+			break;
+		uint64_t stop = seg->start + seg->len < end ? seg->start + seg->len : end;
+		for (; at < stop; at += got) {
+			size_t n = stop - at < cap ? (size_t)(stop - at) : cap;
+			if (wf_files_read(s->mt.t, &s->lv, node, at, n, buf, &got) == WF_ERR_RANGE) {
+				free(buf);
+				return seg->kind == WF_SEG_VIEW;
+			}
+			if (got == 0)
+				break;
+		}
+		at = stop;
+	}
+	free(buf);
+	return false;
+}
+
+int cli_read_failed(struct cli_session *s, const char *model, const char *what, uint32_t node, uint64_t off,
+		    uint64_t len, enum wf_err rc)
+{
+	struct wf_seg seg;
+	char q[96];
+	if (rc == WF_ERR_RANGE && s && failing_seg(s, node, off, len, &seg) && seg.xf &&
+	    (seg.xf->validate || seg.xf->quant)) {
+		/* model.gguf's block that llama-quantize would not write; its source decodes */
+		const struct wf_gguf_file *g = s->mt.t->gguf;
+		const struct wf_tensor *t = &s->mt.m->tensors[seg.tensor];
+		bool ours = g && seg.xf >= g->xf && seg.xf < g->xf + g->plan.n;
+		const char *name = ours ? g->plan.t[seg.xf - g->xf].name : t->name;
+		fprintf(stderr, "weightfs: %s: %s: tensor %s: cannot be made: llama-quantize refuses what it makes of "
+			"it (a block whose scale, or a value, is infinite or NaN: weights near float32's range)\n",
+			cli_path(model), cli_path(what), wf_quote(q, sizeof q, name, strlen(name)));
+		return cli_exit_code(rc);
+	}
 	if (rc == WF_ERR_CHANGED)
 		fprintf(stderr, "weightfs: %s: %s since it was opened\n", cli_path(model),
 			notice_msg[0] ? notice_msg : "a file of the model changed");
@@ -73,7 +116,7 @@ int cli_dump_node(struct cli_session *s, const char *model, const char *what, ui
 		size_t n = len < cap ? (size_t)len : cap, got;
 		enum wf_err rc = wf_files_read(s->mt.t, &s->lv, node, off, n, buf, &got);
 		if (rc != WF_OK) {
-			ret = cli_read_failed(model, what, rc);
+			ret = cli_read_failed(s, model, what, node, off, n, rc);
 			break;
 		}
 		if (got == 0)

@@ -3,6 +3,7 @@
 #include "model/wf_card.h"
 #include "base/wf_buf.h"
 #include "codec/wf_types.h"
+#include "model/wf_json_scan.h"
 
 #include <cjson/cJSON.h>
 
@@ -799,7 +800,13 @@ static enum wf_err kv_general(struct cfg *c, const struct wf_arch_in *in, const 
 			      struct wf_gguf_w *w)
 {
 	wf_gguf_w_str(w, "general.type", "model", 5);
-	cJSON *g = in->gen_config ? cJSON_ParseWithLength(in->gen_config, in->gen_config_len) : NULL;
+	/* Metadata.load_generation_config: a file json.load refuses (a byte
+	 * order mark, bytes after the value) is no file; one it reads
+	 * otherwise than cJSON (a key given twice) leaves model.gguf out */
+	cJSON *g = wf_json_bom(in->gen_config, in->gen_config_len) ? NULL
+									: wf_json_parse_whole(in->gen_config, in->gen_config_len);
+	enum wf_err rc = g ? wf_json_strict("generation_config.json", in->gen_config, in->gen_config_len, g, c->why)
+			   : WF_OK;
 	static const char *const samp[][3] = {
 		{"top_k", "general.sampling.top_k", "i"},     {"top_p", "general.sampling.top_p", "f"},
 		{"min_p", "general.sampling.min_p", "f"},     {"xtc_probability", "general.sampling.xtc_probability", "f"},
@@ -809,7 +816,6 @@ static enum wf_err kv_general(struct cfg *c, const struct wf_arch_in *in, const 
 		{"mirostat", "general.sampling.mirostat", "i"},
 		{"mirostat_tau", "general.sampling.mirostat_tau", "f"}, {"mirostat_eta", "general.sampling.mirostat_eta", "f"},
 	};
-	enum wf_err rc = WF_OK;
 	for (size_t i = 0; cJSON_IsObject(g) && i < WF_ARRAY_LEN(samp) && rc == WF_OK; i++) {
 		const cJSON *v = not_null(cJSON_GetObjectItemCaseSensitive(g, samp[i][0]));
 		if (i == 7 && !v)
@@ -1085,7 +1091,7 @@ static enum wf_err llama3_freqs(struct cfg *c, const struct rope *r, float **out
 	double factor = fv ? fv->valuedouble : 8.0, low = lv ? lv->valuedouble : 1.0, high = hv ? hv->valuedouble : 4.0;
 	double old = ov ? ov->valuedouble : 8192;
 	float lowl = (float)(old / low), highl = (float)(old / high);
-	*n = dim / 2;
+	*n = (dim + 1) / 2; /* torch.arange(0, dim, 2): ceil(dim / 2) frequencies */
 	if (!(*out = malloc(*n * sizeof **out)))
 		return WF_ERR_NOMEM;
 	for (uint32_t k = 0; k < *n; k++) {
@@ -1419,12 +1425,30 @@ static enum wf_err open_cfg(struct cfg *c, const struct wf_arch_in *in)
 {
 	if (!in->config)
 		return wf_fail(c->why, WF_ERR_UNSUP, "config.json: missing");
-	c->root = cJSON_ParseWithLength(in->config, in->config_len);
+	c->root = wf_json_parse_whole(in->config, in->config_len);
 	if (!cJSON_IsObject(c->root))
 		return wf_fail(c->why, WF_ERR_FORMAT, "config.json: not a JSON object");
+	/* read as json.load reads it, or not at all */
+	enum wf_err rc = wf_json_strict("config.json", in->config, in->config_len, c->root, c->why);
+	if (rc != WF_OK)
+		return rc;
 	const cJSON *tc = cJSON_GetObjectItemCaseSensitive(c->root, "text_config");
 	c->text = cJSON_IsObject(tc) ? tc : NULL;
 	return add_defaults(c) == WF_OK ? WF_OK : wf_fail(c->why, WF_ERR_NOMEM, "out of memory");
+}
+
+/* No key/value heads: LlamaModel.permute divides k's rows by them (the
+ * converter stops there), and llama.cpp divides by head_count_kv. */
+static enum wf_err kv_heads_ok(struct cfg *c)
+{
+	static const char *const keys[] = {"num_key_value_heads", "n_kv_heads", "n_head_kv"};
+	for (size_t i = 0; i < WF_ARRAY_LEN(keys); i++) {
+		const cJSON *v = hp(c, keys[i]);
+		if (cJSON_IsNumber(v) && v->valuedouble == 0)
+			return wf_fail(c->why, WF_ERR_UNSUP, "config.json: %s: 0 (the converter's q/k permutation and "
+				       "llama.cpp divide by it)", keys[i]);
+	}
+	return WF_OK;
 }
 
 static enum wf_err plan_tensors(const struct arch *a, struct cfg *c, const struct wf_model *m,
@@ -1469,8 +1493,9 @@ enum wf_err wf_arch_plan(const struct wf_model *m, const struct wf_arch_in *in, 
 	const struct arch *a = NULL;
 	enum wf_err rc = m->format != WF_FMT_SAFETENSORS ? wf_fail(why, WF_ERR_UNSUP, "not a Hugging Face checkpoint")
 							  : open_cfg(&c, in);
+	bool no_arch = false;
 	if (rc == WF_OK && !(a = find_arch(&c, why)))
-		rc = WF_ERR_UNSUP;
+		rc = WF_ERR_UNSUP, no_arch = true;
 	if (rc == WF_OK) {
 		plan->arch = a->gguf;
 		c.experts = a->experts != NULL;
@@ -1478,7 +1503,9 @@ enum wf_err wf_arch_plan(const struct wf_model *m, const struct wf_arch_in *in, 
 		uint32_t vs;
 		if (as_u32(hp(&c, "vocab_size"), &vs))
 			plan->vocab_size = vs;
-		rc = plan_tensors(a, &c, m, plan, ftype);
+		rc = kv_heads_ok(&c);
+		if (rc == WF_OK)
+			rc = plan_tensors(a, &c, m, plan, ftype);
 	}
 	if (rc == WF_OK) {
 		wf_gguf_w_str(w, "general.architecture", a->gguf, strlen(a->gguf));
@@ -1497,7 +1524,7 @@ enum wf_err wf_arch_plan(const struct wf_model *m, const struct wf_arch_in *in, 
 		wf_arch_plan_free(plan);
 	/* no rules to follow at all (wf_arch_plan_any's case), rather than
 	 * rules the checkpoint breaks */
-	plan->generic = rc == WF_ERR_UNSUP && m->format == WF_FMT_SAFETENSORS && (!in->config || (c.root && !a));
+	plan->generic = rc == WF_ERR_UNSUP && m->format == WF_FMT_SAFETENSORS && (!in->config || no_arch);
 	return rc;
 }
 

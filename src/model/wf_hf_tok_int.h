@@ -71,6 +71,10 @@ enum wf_err ht_read_flags(struct ht_in *in, char *why);
 void ht_in_free(struct ht_in *in);
 /* valid UTF-8 without NUL */
 bool ht_utf8(const uint8_t *p, size_t n);
+/* NULL when p[0..n) is valid UTF-8 without NUL, else what is wrong with
+ * it (for a message: "not valid UTF-8", or that it holds U+0000, which is
+ * valid UTF-8 but refused) */
+const char *ht_text_bad(const uint8_t *p, size_t n);
 int64_t ht_lookup(const struct ht_in *in, const uint8_t *p, size_t n);
 /* the i-th string of the string array r (already checked by ht_read) */
 bool ht_arr_strs(const struct ht_raw *r, const char *key, size_t want, struct ht_str **out, size_t *n, char *why);

@@ -75,15 +75,22 @@ static enum wf_err on_kv(void *ctx, const struct wf_gguf_kv *kv)
 	return WF_OK;
 }
 
-bool ht_utf8(const uint8_t *p, size_t n)
+const char *ht_text_bad(const uint8_t *p, size_t n)
 {
 	for (size_t i = 0; i < n;) {
 		size_t k = wf_utf8_seq(p + i, n - i);
-		if (!k || (k == 1 && p[i] == 0))
-			return false;
+		if (!k)
+			return "not valid UTF-8";
+		if (k == 1 && p[i] == 0)
+			return "holds U+0000 (valid UTF-8, but a NUL is refused)";
 		i += k;
 	}
-	return true;
+	return NULL;
+}
+
+bool ht_utf8(const uint8_t *p, size_t n)
+{
+	return !ht_text_bad(p, n);
 }
 
 /* A string value: type STR, length inside the value, valid UTF-8 without NUL. */
@@ -94,8 +101,9 @@ static enum wf_err get_str(const struct ht_raw *r, const char *key, struct ht_st
 	uint64_t n = rd64(r->val);
 	if (n > r->len - 8 || n > UINT32_MAX)
 		return wf_fail(why, WF_ERR_UNSUP, "%s: string length %llu past its value", key, (unsigned long long)n);
-	if (!ht_utf8(r->val + 8, (size_t)n))
-		return wf_fail(why, WF_ERR_UNSUP, "%s: not valid UTF-8", key);
+	const char *bad = ht_text_bad(r->val + 8, (size_t)n);
+	if (bad)
+		return wf_fail(why, WF_ERR_UNSUP, "%s: %s", key, bad);
 	*out = (struct ht_str){r->val + 8, (uint32_t)n};
 	return WF_OK;
 }
@@ -165,9 +173,10 @@ bool ht_arr_strs(const struct ht_raw *r, const char *key, size_t want, struct ht
 			return wf_fail(why, WF_ERR_UNSUP, "%s[%llu]: length past the value", key, (unsigned long long)i), false;
 		}
 		s[i] = (struct ht_str){r->val + at + 8, (uint32_t)len};
-		if (!ht_utf8(s[i].p, s[i].n)) {
+		const char *bad = ht_text_bad(s[i].p, s[i].n);
+		if (bad) {
 			free(s);
-			return wf_fail(why, WF_ERR_UNSUP, "%s[%llu]: not valid UTF-8", key, (unsigned long long)i), false;
+			return wf_fail(why, WF_ERR_UNSUP, "%s[%llu]: %s", key, (unsigned long long)i, bad), false;
 		}
 		at += 8 + len;
 	}

@@ -1,5 +1,9 @@
 /* wf_json_scan.c - the top-level entries of a JSON object (wf_json_scan.h). */
 #include "model/wf_json_scan.h"
+#include "base/wf_common.h"
+#include "base/wf_names.h"
+
+#include <cjson/cJSON.h>
 
 #include <stdbool.h>
 #include <stdlib.h>
@@ -355,4 +359,106 @@ bool wf_json_skip(struct wf_jcur *c, unsigned depth)
 		}
 	}
 	return jfail(c, "not a JSON value");
+}
+
+cJSON *wf_json_parse_whole(const char *t, size_t n)
+{
+	const char *end = NULL;
+	cJSON *j = t ? cJSON_ParseWithLengthOpts(t, n, &end, false) : NULL;
+	while (j && end < t + n && ws((uint8_t)*end))
+		end++;
+	if (j && end != t + n) {
+		cJSON_Delete(j);
+		j = NULL;
+	}
+	return j;
+}
+
+bool wf_json_nul_escape(const char *t, size_t n)
+{
+	for (const char *p = t, *e = t + n; (p = memchr(p, '\\', (size_t)(e - p))) && p + 1 < e; p += 2)
+		if (p[1] == 'u' && e - p >= 6 && memcmp(p + 2, "0000", 4) == 0)
+			return true;
+	return false;
+}
+
+bool wf_json_bom(const char *t, size_t n)
+{
+	return t && n >= 3 && memcmp(t, "\xef\xbb\xbf", 3) == 0;
+}
+
+/* Objects of at most this many keys are compared pairwise: no table. */
+#define DUP_PAIRWISE 8
+
+/* The second entry of a key given twice among obj's own keys, or NULL;
+ * *oom when the table could not be made. */
+static const cJSON *dup_in(const cJSON *obj, bool *oom)
+{
+	size_t n = 0;
+	for (const cJSON *c = obj->child; c; c = c->next)
+		n++;
+	if (n <= DUP_PAIRWISE) {
+		for (const cJSON *a = obj->child; a; a = a->next)
+			for (const cJSON *b = a->next; b; b = b->next)
+				if (a->string && b->string && strcmp(a->string, b->string) == 0)
+					return b;
+		return NULL;
+	}
+	struct wf_names set;
+	if (!wf_names_init(&set, n)) {
+		*oom = true;
+		return NULL;
+	}
+	const cJSON *hit = NULL;
+	for (const cJSON *c = obj->child; c && !hit; c = c->next)
+		if (c->string && wf_names_put(&set, c->string, strlen(c->string), 0) != WF_NAMES_NONE)
+			hit = c;
+	wf_names_free(&set);
+	return hit;
+}
+
+static const cJSON *dup_walk(const cJSON *j, const char *key, const char **in, bool *oom, unsigned depth)
+{
+	if (depth > WF_JSON_DEPTH + 1 || !(cJSON_IsObject(j) || cJSON_IsArray(j)))
+		return NULL;
+	const cJSON *hit = cJSON_IsObject(j) ? dup_in(j, oom) : NULL;
+	if (hit || *oom) {
+		*in = key;
+		return hit;
+	}
+	for (const cJSON *c = j->child; c && !*oom; c = c->next)
+		if ((hit = dup_walk(c, cJSON_IsObject(j) ? c->string : NULL, in, oom, depth + 1)))
+			return hit;
+	return NULL;
+}
+
+bool wf_json_dup_key(const cJSON *j, const cJSON **dup, const char **in)
+{
+	bool oom = false;
+	*in = NULL;
+	*dup = dup_walk(j, NULL, in, &oom, 0);
+	if (oom)
+		*dup = NULL;
+	return !oom;
+}
+
+enum wf_err wf_json_strict(const char *name, const char *t, size_t n, const cJSON *j, char *why)
+{
+	const cJSON *dup;
+	const char *in;
+	char qk[96], qi[96];
+	if (wf_json_bom(t, n))
+		return wf_fail(why, WF_ERR_FORMAT, "%s: begins with a UTF-8 byte order mark, which Python's json refuses",
+			       name);
+	if (t && wf_json_nul_escape(t, n))
+		return wf_fail(why, WF_ERR_UNSUP, "%s: a string holds \\u0000", name);
+	if (!wf_json_dup_key(j, &dup, &in))
+		return wf_fail(why, WF_ERR_NOMEM, "%s: out of memory", name);
+	if (!dup)
+		return WF_OK;
+	wf_quote(qk, sizeof qk, dup->string, strlen(dup->string));
+	if (in)
+		wf_quote(qi, sizeof qi, in, strlen(in));
+	return wf_fail(why, WF_ERR_FORMAT, "%s: %s%skey %s given twice in one object (Python's json keeps the last, "
+		       "cJSON the first)", name, in ? qi : "", in ? ": " : "", qk);
 }

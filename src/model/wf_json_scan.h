@@ -10,7 +10,10 @@
 #ifndef WF_JSON_SCAN_H
 #define WF_JSON_SCAN_H
 
+#include "base/wf_common.h"
+
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 /* One entry: key s[key0, key1) (with its quotes), value s[val0, val1). */
@@ -73,5 +76,46 @@ bool wf_json_number(struct wf_jcur *c, double *out);
  * `depth` open containers: false (why set) where cJSON would refuse it.
  * Recursion is bounded by WF_JSON_DEPTH. */
 bool wf_json_skip(struct wf_jcur *c, unsigned depth);
+
+/* ---- a file read as Python's json.load reads it ----
+ *
+ * The converter reads config.json and the tokenizer files with json.load
+ * (and Hugging Face's tokenizers with serde_json), cJSON otherwise: where
+ * the two would read one file differently, weightfs refuses the file
+ * rather than make model.gguf from other values than the converter reads
+ * (docs/security.md). */
+
+struct cJSON;
+
+/* Whether t[0..n) holds the escape \u0000: cJSON keeps strings
+ * NUL-terminated, so one would silently cut a string (or a key) short
+ * where json.load keeps it whole.  Backslashes occur only inside strings
+ * in valid JSON, each escaping the next character. */
+bool wf_json_nul_escape(const char *t, size_t n);
+
+/* Whether t[0..n) begins with a UTF-8 byte order mark: cJSON skips it,
+ * json.loads and serde_json refuse the file. */
+bool wf_json_bom(const char *t, size_t n);
+
+/* The first key given twice in one object of the tree j (depth first, in
+ * file order): its second entry, or NULL when every object's keys are
+ * unique.  *in is set to the key of the object holding it (NULL for the
+ * top level or an array item).  Python's json keeps a repeated key's last
+ * value, cJSON_GetObjectItem its first.  Time linear in the tree (a hash
+ * set for objects of many keys); recursion bounded by cJSON's nesting
+ * limit (WF_JSON_DEPTH).  false when out of memory (*dup NULL then). */
+bool wf_json_dup_key(const struct cJSON *j, const struct cJSON **dup, const char **in);
+
+/* t[0..n) parsed by cJSON as one value with only JSON whitespace after it
+ * (cJSON_ParseWithLength takes trailing bytes, json.load refuses them);
+ * NULL when it is not. */
+struct cJSON *wf_json_parse_whole(const char *t, size_t n);
+
+/* Checks file `name`, whose text t[0..n) cJSON parsed into j, for what
+ * json.load reads otherwise: a byte order mark, a \u0000 in a string
+ * (WF_ERR_UNSUP), a key given twice (t may be NULL: the tree alone).
+ * Returns WF_OK, or WF_ERR_FORMAT (WF_ERR_UNSUP, WF_ERR_NOMEM) with one line in
+ * why[WF_ERRLEN] naming the file, and the key and the object it is in. */
+enum wf_err wf_json_strict(const char *name, const char *t, size_t n, const struct cJSON *j, char *why);
 
 #endif

@@ -19,7 +19,7 @@
 /* Models named in the message for a folder that holds several. */
 #define MAX_LISTED 8
 
-enum kind { K_SKIP, K_GGUF, K_ST, K_INDEX, K_SIDE };
+enum kind { K_SKIP, K_GGUF, K_ST, K_INDEX, K_SIDE, K_BIG };
 
 struct entry {
 	char *name;
@@ -46,7 +46,7 @@ static int entry_cmp(const void *a, const void *b)
 }
 
 /* What a folder entry is to us.  Weights of other formats (pickles,
- * ONNX, ...) and big files are not shown. */
+ * ONNX, ...) are not shown, nor big files (K_BIG: left out, and said so). */
 static enum kind classify(const char *name, const struct stat *st)
 {
 	static const char *const other_weights[] = {".bin", ".pt", ".pth", ".onnx", ".ckpt", ".h5",
@@ -62,7 +62,7 @@ static enum kind classify(const char *name, const struct stat *st)
 	for (size_t i = 0; i < WF_ARRAY_LEN(other_weights); i++)
 		if (wf_set_ends_with(name, other_weights[i]))
 			return K_SKIP;
-	return (uint64_t)st->st_size <= WF_SIDECAR_MAX ? K_SIDE : K_SKIP;
+	return (uint64_t)st->st_size <= WF_SIDECAR_MAX ? K_SIDE : K_BIG;
 }
 
 static enum wf_err scan(struct wf_set_loader *L, struct folder *f)
@@ -298,10 +298,27 @@ static enum wf_err leave_out(struct wf_buf *left, const char *why)
 	return left->oom ? WF_ERR_NOMEM : WF_OK;
 }
 
+/* Whether entry e is a small file too big to hold (with `total` bytes
+ * held so far): why[WF_ERRLEN] then says so.  Not shown, and said so:
+ * a config.json left out without a word would read as missing. */
+static bool too_big(const struct entry *e, uint64_t total, char *why)
+{
+	char q[WF_QPATH];
+	if (e->kind == K_BIG)
+		return snprintf(why, WF_ERRLEN, "%s: %" PRIu64 " bytes, more than the %u a folder's small file may have",
+				wf_quote_path(q, sizeof q, e->name), e->size, WF_SIDECAR_MAX) > 0;
+	if (e->kind == K_SIDE && total + e->size > WF_SIDECARS_TOTAL_MAX)
+		return snprintf(why, WF_ERRLEN, "%s: past the %u bytes the folder's small files may add up to",
+				wf_quote_path(q, sizeof q, e->name), WF_SIDECARS_TOTAL_MAX) > 0;
+	return false;
+}
+
 /* Reads the folder's small files into m->sidecars.  One that cannot be
  * read (another user's 0600 file, one that is no longer a regular file,
- * one grown past its size when listed) is no part of the model: it is
- * left out, and m->left_out says which and why (WEIGHTFS.txt shows it). */
+ * one grown past its size when listed) or is too big to hold is no part
+ * of the model: it is left out, and m->left_out says which and why
+ * (WEIGHTFS.txt shows it; model.gguf is left out when it is one the
+ * converter reads). */
 static enum wf_err add_sidecars(struct wf_set_loader *L, struct folder *f, struct wf_model *m)
 {
 	uint64_t total = 0;
@@ -312,7 +329,11 @@ static enum wf_err add_sidecars(struct wf_set_loader *L, struct folder *f, struc
 	char *outer = L->err, why[WF_ERRLEN];
 	enum wf_err rc = WF_OK;
 	for (size_t i = 0; i < f->n && rc == WF_OK; i++) {
-		if (f->e[i].kind != K_SIDE || total + f->e[i].size > WF_SIDECARS_TOTAL_MAX)
+		if (too_big(&f->e[i], total, why)) {
+			rc = leave_out(&left, why);
+			continue;
+		}
+		if (f->e[i].kind != K_SIDE)
 			continue;
 		struct wf_sidecar *s = &m->sidecars[m->n_sidecars];
 		/* held to its size when listed: the total stays what was counted */

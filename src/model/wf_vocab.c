@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "base/wf_names.h"
+#include "model/wf_json_scan.h"
 
 void *voc_alloc(struct voc *v, size_t n)
 {
@@ -225,28 +226,20 @@ const char *replace_u2581(struct voc *v, const char *s, size_t n, size_t *out_n)
 	return o;
 }
 
-/* cJSON keeps strings NUL-terminated, so a "\u0000" inside one would
- * silently shorten it: refused before parsing.  Backslashes occur only
- * inside strings in valid JSON, each escaping the next character. */
-static bool has_nul_escape(const char *t, size_t n)
-{
-	for (const char *p = t, *e = t + n; (p = memchr(p, '\\', (size_t)(e - p))) && p + 1 < e; p += 2)
-		if (p[1] == 'u' && e - p >= 6 && memcmp(p + 2, "0000", 4) == 0)
-			return true;
-	return false;
-}
-
 enum wf_err voc_json_ok(struct voc *v, const char *name, const char *t, size_t n)
 {
 	if (!utf8_ok(t, n))
 		return wf_fail(v->err, WF_ERR_FORMAT, "%s: not valid UTF-8", name);
-	if (has_nul_escape(t, n))
+	if (wf_json_bom(t, n))
+		return wf_json_strict(name, t, n, NULL, v->err);
+	if (wf_json_nul_escape(t, n))
 		return wf_fail(v->err, WF_ERR_UNSUP, "%s: a string holds \\u0000", name);
 	return WF_OK;
 }
 
 /* json.load of one file: valid UTF-8, one value and only whitespace after
- * it.  cJSON's own nesting limit (CJSON_NESTING_LIMIT, 1000) bounds its
+ * it, no byte order mark, no key given twice in an object (refused, as
+ * json.load would read its last value).  cJSON's own nesting limit (CJSON_NESTING_LIMIT, 1000) bounds its
  * recursion, and nothing here walks deeper than a few fixed levels. */
 enum wf_err voc_parse_json(struct voc *v, const char *name, const char *t, size_t n, cJSON **out)
 {
@@ -264,7 +257,7 @@ enum wf_err voc_parse_json(struct voc *v, const char *name, const char *t, size_
 		end++;
 	if (end != t + n && !(end && *end == 0 && end + 1 == t + n))
 		return wf_fail(v->err, WF_ERR_FORMAT, "%s: bytes after the JSON value", name);
-	return WF_OK;
+	return wf_json_strict(name, t, n, *out, v->err);
 }
 
 /* open(path, encoding='utf-8').read(): universal newlines turn "\r\n"
@@ -618,6 +611,8 @@ enum wf_err wf_vocab_write(const struct wf_vocab_files *f, enum wf_vocab_route r
 		rc = route(&v, r);
 	if (rc == WF_OK)
 		rc = check_unique(&v, f->tokenizer_model && v.n_tok ? "tokenizer.model" : "tokenizer.json");
+	if (rc == WF_OK)
+		rc = voc_vocab_unique(&v);
 	if (rc == WF_OK) {
 		emit(&v, w);
 		if (w->rc != WF_OK)

@@ -148,6 +148,7 @@ static enum wf_err hfv_load(struct voc *v, struct hfv *h)
 			     wf_idset_hash(&h->names, c->content, strlen(c->content)));
 	}
 	if (rc == WF_OK) {
+		v->big.vocab_unique = true; /* hfv_put refused any key given twice */
 		/* each string once, by id: the token set check_merges and
 		 * check_unique use while the tokens are these strings */
 		if (v->ts_on)

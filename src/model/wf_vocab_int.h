@@ -40,6 +40,7 @@ struct tjbig {
 	struct vstr *vkey;        /* model.vocab's keys, in the file's order */
 	int64_t *vid;             /* their ids: TJ_NOT_INT where jint() would refuse, or a boolean */
 	size_t n_vocab;
+	bool vocab_unique;        /* its keys were found each once (by hfv_load, or voc_vocab_unique) */
 	struct vstr *mg;          /* each merge: a string as it is, a list of strings joined as the converter does */
 	uint8_t *mkind;           /* TJM_*: a string, a list of strings, a list of something else, anything else */
 	size_t n_merges;
@@ -149,6 +150,11 @@ enum wf_err voc_parse_tj(struct voc *v, const char *t, size_t n);
  * space inside a part written U+0120.  Appends part p[0..n) to o (2n bytes
  * at most), returns the bytes written. */
 size_t voc_merge_part(char *o, const char *p, size_t n);
+
+/* wf_vocab_tj.c: model.vocab's keys each once, unless a route's reading
+ * of them found so already (v->big.vocab_unique): json.load would keep a
+ * repeated key's last id. */
+enum wf_err voc_vocab_unique(struct voc *v);
 
 /* wf_vocab_sp.c: gguf.SpecialVocab(dir, load_merges, types, n_vocab).add_to_gguf; ids_preset are set
  * after loading (llama's CodeLlama ids), n_preset of them */

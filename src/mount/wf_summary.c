@@ -787,7 +787,7 @@ static void put_files(struct wf_buf *b, const struct wf_tree *t, const struct ty
 	put_hf(b, t);
 	if (t->m->left_out) {
 		/* one line each, as the loader said why */
-		wf_buf_puts(b, "  Left out of the model's folder (not part of the model, and unreadable):\n");
+		wf_buf_puts(b, "  Left out of the model's folder (not part of the model: unreadable, or too big):\n");
 		for (const char *p = t->m->left_out; *p;) {
 			const char *nl = strchr(p, '\n');
 			size_t n = nl ? (size_t)(nl - p) : strlen(p);

@@ -38,6 +38,29 @@ static void vocab_files(const struct wf_model *m, struct wf_vocab_files *f)
 	f->has_tekken_json = sidecar(m, "tekken.json") != NULL;
 }
 
+/* A file the converter reads that the folder loader left out (unreadable,
+ * or too big to hold): model.gguf made without it would be made from
+ * other files than the converter's, so it is left out too, with the
+ * loader's line ("NAME: why"). */
+static enum wf_err read_files_held(const struct wf_model *m, char *why)
+{
+	static const char *const read[] = {"config.json", "generation_config.json", "tokenizer.json",
+					   "tokenizer_config.json", "tokenizer.model", "added_tokens.json",
+					   "special_tokens_map.json", "merges.txt", "chat_template.jinja",
+					   "chat_template.json", "tekken.json"};
+	for (const char *p = m->left_out; p && *p;) {
+		const char *nl = strchr(p, '\n');
+		size_t n = nl ? (size_t)(nl - p) : strlen(p);
+		for (size_t i = 0; i < sizeof read / sizeof read[0]; i++) {
+			size_t k = strlen(read[i]);
+			if (n > k + 2 && memcmp(p, read[i], k) == 0 && p[k] == ':' && p[k + 1] == ' ')
+				return wf_fail(why, WF_ERR_UNSUP, "%.*s", (int)(n < 400 ? n : 400), p);
+		}
+		p += n + (nl != NULL);
+	}
+	return WF_OK;
+}
+
 /* The model's folder name, for general.name: the last directory of the
  * first part's path. */
 static char *folder_name(const struct wf_model *m)
@@ -159,6 +182,11 @@ static enum wf_err make_header(const struct wf_model *m, uint32_t ftype, struct 
 		}
 		wf_gguf_w_free(&w);
 		return rc;
+	}
+	enum wf_err held = read_files_held(m, why);
+	if (held != WF_OK) {
+		wf_gguf_w_free(&w);
+		return held;
 	}
 	struct wf_arch_in in = {.name = folder_name(m)};
 	SIDE(m, "config.json", in.config, in.config_len);

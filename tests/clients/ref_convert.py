@@ -219,7 +219,8 @@ def convert(folder, out, outtype="f32", name=None):
         order += sorted(pw)
         weights.update(pw)
     H = cfg["num_attention_heads"]
-    KV = cfg.get("num_key_value_heads") or H
+    KV = cfg.get("num_key_value_heads")
+    KV = H if KV is None else KV  # LlamaModel.permute then divides by it: 0 fails
     w = GGUFWriter()
     w.kv("general.architecture", a)
     w.kv("general.type", "model")

@@ -500,6 +500,29 @@ def group_cli():
             check("cli: started with descriptor %d closed (%s), %s: serves the model" % (
                 fd_closed, redir, "-f" if fg else "daemonized"), closed_fd)
 
+    def quant_refused():
+        """convert -o gguf=q8_0 of a weight whose Q8_0 scale overflows half precision: the
+        mount gives EIO for that block (llama-quantize refuses it); convert names the tensor
+        and that cause, not a type with no decoder (its source is F32)."""
+        import numpy as np
+        from wf_models import f32_tensor, gguf_bytes, gkv, write_file
+        d = new_dir("qref-")
+        w = np.ones((4, 64), np.float32)
+        w[2, 5] = 1e38
+        src = os.path.join(d, "big.gguf")
+        write_file(src, gguf_bytes([f32_tensor(b"blk.0.ffn_up.weight", w),
+                                    f32_tensor(b"output_norm.weight", np.ones(64, np.float32))],
+                                   [gkv("general.architecture", "str", "llama"), gkv("llama.block_count", "u32", 1),
+                                    gkv("llama.attention.head_count", "u32", 1)]))
+        out = os.path.join(d, "out.gguf")
+        rc, _, err, _ = run_cli(["convert", "-o", "gguf=q8_0", src, out], timeout=60)
+        lines = err.strip().splitlines()
+        if rc == 0 or len(lines) != 1 or "no decoder" in err or "blk.0.ffn_up.weight" not in err or \
+                "llama-quantize refuses" not in err or "model.gguf" not in err or os.path.exists(out):
+            raise Fail("exit %d: %r" % (rc, err[-400:]))
+        return lines[0]
+    check("cli: convert -o gguf=q8_0 of a block llama-quantize refuses: says so, naming the tensor", quant_refused)
+
 
 def mount_count(mp):
     target = os.path.realpath(mp).encode()

@@ -39,6 +39,18 @@ sys.path.insert(0, CLIENTS)
 # (kind of tiny model, tokenizer key): the architectures and tokenizer routes
 CASES = [("llama", "llama3_1"), ("llama_tied", "gpt2"), ("qwen2", "qwen2_5"), ("qwen3", "qwen3"),
          ("phi3", "gpt2")]
+# key/values where ref_convert.py (the oracle of the hostile folders below, whose reading is
+# json.load's as the converter's) is simpler than convert_hf_to_gguf.py, each checked by hand
+# against the converter's source (conversion/base.py, gguf-py vocab.py):
+#  - general.name: gguf-py's Metadata.id_to_title of the folder name ("Tiny Llama");
+#  - llama's attention.key_length/value_length: LlamaConfig always has head_dim, so the
+#    converter always writes them;
+#  - add_sep_token/add_eos_token: SpecialVocab reads the TemplateProcessing pair template
+#    (add_sep) and writes add_eos only from a single template that ends in a special token.
+KV_KNOWN = {"general.name", "llama.attention.key_length", "llama.attention.value_length",
+            "tokenizer.ggml.add_sep_token", "tokenizer.ggml.add_eos_token"}
+
+
 def npm_dir():
     d = os.environ.get("WEIGHTFS_NPM") or os.path.join(os.path.expanduser("~"), ".cache", "weightfs-npm")
     import glob
@@ -105,6 +117,30 @@ def gguf_read(path):
         ne = [u("Q") for _ in range(nd)]
         infos.append((n, ne, u("I"), u("Q")))
     return kvs, infos, b, (o[0] + 31) // 32 * 32
+
+
+def compare_ref(mnt_gguf, folder, outtype):
+    import ref_convert
+    ref = os.path.join(TMP, "ref-%s.gguf" % os.path.basename(folder))
+    ref_convert.convert(folder, ref, outtype=outtype)
+    A, B = gguf_read(mnt_gguf), gguf_read(ref)
+    if A[1] != B[1]:
+        diff = [(x, y) for x, y in zip(A[1], B[1]) if x != y][:3]
+        raise Fail("tensor infos differ from the reference (%d vs %d): %r" % (len(A[1]), len(B[1]), diff))
+    for (n, ne, ty, off), (_, _, _, off2) in zip(A[1], B[1]):
+        sz = int(np.prod(ne)) * (4 if ty == 0 else 2)
+        if A[2][A[3] + off:A[3] + off + sz] != B[2][B[3] + off2:B[3] + off2 + sz]:
+            raise Fail("tensor %s: data differs from the reference" % n)
+    ka = [(k, t) for k, t, _ in A[0] if k not in KV_KNOWN]
+    kb = [(k, t) for k, t, _ in B[0] if k not in KV_KNOWN]
+    if ka != kb:
+        raise Fail("keys differ: only here %r, only in the reference %r" %
+                   ([k for k in ka if k not in kb][:5], [k for k in kb if k not in ka][:5]))
+    va = {k: v for k, _, v in A[0]}
+    bad = [k for k, _, v in B[0] if k not in KV_KNOWN and va[k] != v]
+    if bad:
+        raise Fail("values differ: %r" % bad[:5])
+    return "%d tensors, %d keys" % (len(A[1]), len(A[0]))
 
 
 def converter_case(name, digests):
@@ -443,6 +479,115 @@ def unknown_tensor_case(folder):
     return "; ".join(res)
 
 
+def hostile_variants(folder):
+    """(label, file, bytes, what the refusal must name) of folders the converter reads
+    otherwise than cJSON would (docs/security.md): keys given twice (json.load keeps the
+    last), a UTF-8 byte order mark (json.load refuses it), num_key_value_heads 0 (its q/k
+    permutation divides by it), a config.json over the 64 MiB a small file may have."""
+    with open(os.path.join(folder, "config.json"), "rb") as f:
+        cfg = f.read()
+    with open(os.path.join(folder, "tokenizer.json"), "rb") as f:
+        tok = f.read()
+    with open(os.path.join(folder, "tokenizer_config.json"), "rb") as f:
+        tcfg = f.read()
+    c = json.loads(cfg)
+    heads = c["num_attention_heads"]
+    assert cfg.lstrip().startswith(b"{") and tok.lstrip().startswith(b"{") and b'"rope_type"' in cfg
+
+    def first(text, extra):  # extra entries before the file's own: theirs come last
+        i = text.index(b"{") + 1
+        return text[:i] + extra + b", " + text[i:]
+    kv0 = dict(c, num_key_value_heads=0)
+    tc = json.loads(tcfg)
+    tkey = "add_bos_token" if "add_bos_token" in tc else "bos_token" if "bos_token" in tc else next(iter(tc))
+    tother = (not tc[tkey]) if isinstance(tc[tkey], bool) else "<not-%s>" % tkey
+    return [
+        ("config.json: num_attention_heads given twice", "config.json",
+         first(cfg, b'"num_attention_heads": %d' % (heads * 2)), "num_attention_heads"),
+        ("config.json: architectures NoSuch, then Llama", "config.json",
+         first(cfg, b'"architectures": ["NoSuchForCausalLM"]'), "architectures"),
+        ("config.json: rope_scaling's rope_type given twice", "config.json",
+         cfg.replace(b'"rope_type"', b'"rope_type": "linear", "rope_type"', 1), "rope_type"),
+        ("tokenizer.json: added_tokens given twice", "tokenizer.json", first(tok, b'"added_tokens": []'),
+         "added_tokens"),
+        ("tokenizer_config.json: %s given twice" % tkey, "tokenizer_config.json",
+         first(tcfg, b'"%s": %s' % (tkey.encode(), json.dumps(tother).encode())), tkey),
+        ("config.json begins with a UTF-8 BOM", "config.json", b"\xef\xbb\xbf" + cfg, "byte order mark"),
+        ("tokenizer.json begins with a UTF-8 BOM", "tokenizer.json", b"\xef\xbb\xbf" + tok, "byte order mark"),
+        ("config.json: num_key_value_heads 0", "config.json", json.dumps(kv0).encode(), "num_key_value_heads"),
+        ("config.json of 65 MiB", "config.json", cfg + b" " * (65 << 20), "bytes, more than"),
+    ]
+
+
+def converter_reads_case(folder):
+    """Each hostile variant against the converter's own reading of it (ref_convert.py reads
+    config.json and the tokenizer files with json.load): model.gguf (weightfs convert's copy)
+    is the converter's file, or there is none and the reason names the file and what is wrong;
+    never a file made from other values than the converter reads."""
+    import ref_convert
+    done = []
+    for label, name, text, says in hostile_variants(folder):
+        d = new_dir("hfread-")
+        for f in os.listdir(folder):
+            shutil.copy(os.path.join(folder, f), d)
+        with open(os.path.join(d, name), "wb") as f:
+            f.write(text)
+        ref = os.path.join(d, "..", os.path.basename(d) + "-ref.gguf")
+        try:
+            ref_convert.convert(d, ref, outtype="f32")
+            want = open(ref, "rb").read()
+        except (ValueError, KeyError, ZeroDivisionError, TypeError):  # json.JSONDecodeError is a ValueError
+            want = None
+        out = os.path.join(d, "..", os.path.basename(d) + "-wf.gguf")
+        rc, _, err, _ = run_cli(["convert", "-o", "gguf=f32", d, out], timeout=120)
+        if rc == 0:
+            got = open(out, "rb").read()
+            if want is None:
+                raise Fail("%s: the converter fails, weightfs makes model.gguf" % label)
+            if got != want:
+                a, b = gguf_read(out), gguf_read(ref)
+                ka, kb = dict((k, v) for k, _, v in a[0]), dict((k, v) for k, _, v in b[0])
+                diff = [k for k in kb if k not in KV_KNOWN and ka.get(k) != kb[k]][:4]
+                if diff or a[1] != b[1]:
+                    raise Fail("%s: model.gguf is made from other values than the converter reads: keys %r, "
+                               "tensors %r" % (label, diff, [x for x in a[1] if x not in b[1]][:2]))
+            done.append(label + ": the converter's")
+            continue
+        line = err.strip().splitlines()[-1] if err.strip() else ""
+        if len(err.strip().splitlines()) != 1 or name not in line or says not in line or "missing" in line:
+            raise Fail("%s: convert exit %d, says %r" % (label, rc, err.strip()[-300:]))
+        rc, out_info, _, _ = run_cli(["info", d], timeout=120)
+        last = out_info.rstrip("\n").splitlines()[-1] if out_info else ""
+        if not last.startswith("model.gguf: none: ") or says not in last:
+            raise Fail("%s: weightfs info's last line %r" % (label, last[:200]))
+        done.append(label)
+        shutil.rmtree(d)
+    return "; ".join(done)
+
+
+def rope_odd_case(folder):
+    """Llama 3 rope_scaling with an odd head_dim (7): torch.arange(0, 7, 2) gives the
+    converter 4 frequencies; rope_freqs.weight as ref_convert.py computes it."""
+    d = new_dir("hfrope-")
+    for f in os.listdir(folder):
+        shutil.copy(os.path.join(folder, f), d)
+    with open(os.path.join(folder, "config.json")) as f:
+        cfg = json.load(f)
+    if (cfg.get("rope_scaling") or {}).get("rope_type") != "llama3":
+        raise Fail("the tiny llama has no Llama 3 rope_scaling: the case tests nothing")
+    cfg["head_dim"] = 7
+    with open(os.path.join(d, "config.json"), "w") as f:
+        json.dump(cfg, f)
+    out = os.path.join(d, "..", os.path.basename(d) + "-wf.gguf")
+    rc, _, err, _ = run_cli(["convert", "-o", "gguf=f32", d, out], timeout=120)
+    if rc != 0:
+        raise Fail("convert: exit %d: %s" % (rc, err.strip()))
+    _, infos, _, _ = gguf_read(out)
+    if infos[0][0] != "rope_freqs.weight" or infos[0][1] != [4]:
+        raise Fail("rope_freqs.weight: %r, want 4 frequencies" % (infos[0][:2],))
+    return compare_ref(out, d, "f32")
+
+
 def generic_case(folder):
     """An architecture llama.cpp has none of: model.gguf holds every tensor under its own
     name as stored, config.json and __metadata__ as key/values; WEIGHTFS.txt says so."""
@@ -576,6 +721,10 @@ def group_gguf():
               unknown_tensor_case, folders["llama"])
         check("gguf: an architecture llama.cpp has none of: every tensor as stored, config.json as keys",
               generic_case, folders["llama"])
+        check("gguf: keys given twice, a byte order mark, no kv heads, a 65 MiB config.json: the converter's "
+              "file or none, never one made from other values", converter_reads_case, folders["llama"])
+        check("gguf: Llama 3 rope with an odd head_dim: as many frequencies as torch.arange gives",
+              rope_odd_case, folders["llama"])
         check("gguf: a BF16 checkpoint: BF16 kept, NaNs quieted as gguf-py does", bf16_case, folders["llama"])
     if "phi3" in folders:
         check("gguf: phi3 long-context rope: rope_factors and attn_factor", phi3_long_case, folders["phi3"])

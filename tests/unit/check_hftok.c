@@ -23,7 +23,8 @@ static const int32_t spm_type[] = {2, 3, 3, 6, 1, 1, 1, 1, 1, 1, 1};
 #define N_SPM (sizeof spm_tok / sizeof spm_tok[0])
 
 enum { F_NONE = 0, F_NO_SCORES = 1, F_SHORT_SCORES = 2, F_BAD_UTF8 = 4, F_TOKENS_U32 = 8, F_NAN = 16,
-       F_TYPE_99 = 32, F_BOS_STR = 64, F_ADDBOS_U8 = 128, F_EMPTY = 256, F_MODEL_FOO = 512, F_NO_MODEL = 1024 };
+       F_TYPE_99 = 32, F_BOS_STR = 64, F_ADDBOS_U8 = 128, F_EMPTY = 256, F_MODEL_FOO = 512, F_NO_MODEL = 1024,
+       F_NUL = 2048 };
 
 static char *gguf_spm(unsigned flags, size_t *len)
 {
@@ -41,8 +42,8 @@ static char *gguf_spm(unsigned flags, size_t *len)
 	} else {
 		wf_gguf_w_arr_begin(&w, "tokenizer.ggml.tokens", WF_GT_STRING, n);
 		for (size_t i = 0; i < n; i++)
-			wf_gguf_w_arr_str(&w, i == 6 && (flags & F_BAD_UTF8) ? "\xc3(" : spm_tok[i],
-					  i == 6 && (flags & F_BAD_UTF8) ? 2 : strlen(spm_tok[i]));
+			wf_gguf_w_arr_str(&w, i == 6 && (flags & F_BAD_UTF8) ? "\xc3(" : i == 6 && (flags & F_NUL) ? "b\0c" : spm_tok[i],
+					  i == 6 && (flags & (F_BAD_UTF8 | F_NUL)) ? (flags & F_NUL ? 3 : 2) : strlen(spm_tok[i]));
 	}
 	wf_gguf_w_arr_end(&w);
 	if (!(flags & F_NO_SCORES)) {
@@ -171,6 +172,8 @@ static const struct {
 	{F_NO_SCORES, "tokenizer.ggml.scores: absent"},
 	{F_SHORT_SCORES, "10 scores for 11 tokens"},
 	{F_BAD_UTF8, "tokenizer.ggml.tokens[6]: not valid UTF-8"},
+	/* valid UTF-8, refused as what it is */
+	{F_NUL, "tokenizer.ggml.tokens[6]: holds U+0000"},
 	{F_TOKENS_U32, "tokenizer.ggml.tokens: an array of GGUF type 4"},
 	{F_NAN, "tokenizer.ggml.scores[5]: not a finite number"},
 	{F_TYPE_99, "tokenizer.ggml.token_type[4]: unknown token type 99"},

@@ -23,6 +23,7 @@
 #include "model/wf_meta.h"
 #include "mount/wf_mount.h"
 #include "mount/wf_tree.h"
+#include "view/wf_gguf_file.h"
 
 /* ---- temporary folders and files ---- */
 
@@ -745,6 +746,168 @@ START_TEST(test_folder_unreadable_stray)
 }
 END_TEST
 
+/* ---- model.gguf of a folder: its sidecars read as the converter reads them ---- */
+
+static const char *const llama_names[] = {"model.embed_tokens.weight", "model.layers.0.self_attn.q_proj.weight",
+					  "model.layers.0.self_attn.k_proj.weight", "model.norm.weight"};
+#define LLAMA_CFG(extra)                                                                                       \
+	"{" extra "\"architectures\": [\"LlamaForCausalLM\"], \"model_type\": \"llama\", "                     \
+	"\"num_hidden_layers\": 1, \"hidden_size\": 2, \"intermediate_size\": 4, \"num_attention_heads\": 1, " \
+	"\"num_key_value_heads\": 1, \"vocab_size\": 3, \"rms_norm_eps\": 1e-5}"
+
+/* One more file for llama_tree to write, when side_name is set. */
+static const char *side_name, *side_text;
+
+/* A tiny llama folder with config.json `cfg` (length n), a byte-level
+ * tokenizer.json, opened and its tree made: model.gguf or why not. */
+static struct wf_tree *llama_tree(const char *cfg, size_t n, struct wf_model **m)
+{
+	tmp_make();
+	st_shard("model.safetensors", llama_names, WF_ARRAY_LEN(llama_names), NULL);
+	write_bytes("config.json", cfg, n);
+	if (side_name)
+		write_str(side_name, side_text);
+	write_str("tokenizer.json", "{\"model\":{\"type\":\"BPE\",\"vocab\":{\"a\":0,\"b\":1,\"ab\":2},"
+		  "\"merges\":[\"a b\"]},\"decoder\":{\"type\":\"ByteLevel\"},\"pre_tokenizer\":{\"type\":"
+		  "\"ByteLevel\",\"add_prefix_space\":false,\"trim_offsets\":true,\"use_regex\":true}}");
+	*m = expect_open(".");
+	struct wf_tree *t;
+	char err[WF_ERRLEN];
+	ck_assert_int_eq(wf_mount_tree(&t, *m, NULL, err), WF_OK);
+	return t;
+}
+
+static void llama_done(struct wf_tree *t, struct wf_model *m)
+{
+	wf_tree_free(t);
+	wf_model_free(m);
+	tmp_remove();
+}
+
+/* The converter's reading of config.json, and cJSON's, differ: model.gguf
+ * left out, WEIGHTFS.txt's reason naming the file and the key. */
+static const struct {
+	const char *cfg;
+	const char *why;
+} llama_refused[] = {
+	/* json.load keeps the last: 2 heads, and a llama; cJSON the first */
+	{LLAMA_CFG("\"num_attention_heads\": 2, "), "config.json: key 'num_attention_heads' given twice"},
+	{LLAMA_CFG("\"architectures\": [\"NoSuchForCausalLM\"], "), "config.json: key 'architectures' given twice"},
+	{LLAMA_CFG("\"rope_scaling\": {\"rope_type\": \"llama3\", \"factor\": 8.0, \"factor\": 4.0}, "),
+	 "config.json: 'rope_scaling': key 'factor' given twice"},
+	/* json.load refuses it; cJSON skips it */
+	{"\xef\xbb\xbf" LLAMA_CFG(""), "config.json: begins with a UTF-8 byte order mark"},
+	/* the converter's permutation of k divides by it */
+	{LLAMA_CFG("\"n_kv_heads\": 0, "), "config.json: n_kv_heads: 0"},
+	/* cJSON would read the key as "num_attention_heads" */
+	{LLAMA_CFG("\"num_attention_heads\\u0000x\": 2, "), "config.json: a string holds \\u0000"},
+};
+
+START_TEST(test_gguf_config_refused)
+{
+	struct wf_model *m;
+	struct wf_tree *t = llama_tree(LLAMA_CFG(""), strlen(LLAMA_CFG("")), &m);
+	ck_assert_msg(t->gguf != NULL, "the tiny llama has no model.gguf (%s): the test tests nothing", t->gguf_why);
+	llama_done(t, m);
+	t = llama_tree(llama_refused[_i].cfg, strlen(llama_refused[_i].cfg), &m);
+	ck_assert_msg(t->gguf == NULL && t->gguf_why && strstr(t->gguf_why, llama_refused[_i].why),
+		      "case %d: model.gguf %s, why %s", _i, t->gguf ? "made" : "left out", t->gguf_why);
+	ck_assert_ptr_null(strchr(t->gguf_why, '\n'));
+	ck_assert_msg(strstr(t->summary, llama_refused[_i].why), "WEIGHTFS.txt does not say why");
+	llama_done(t, m);
+}
+END_TEST
+
+/* num_key_value_heads 0, and Llama 3 rope with an odd head_dim: the
+ * converter's torch.arange(0, 7, 2) gives 4 frequencies. */
+START_TEST(test_gguf_config_heads)
+{
+	struct wf_model *m;
+	const char *kv0 = "{\"architectures\": [\"Qwen2ForCausalLM\"], \"model_type\": \"qwen2\", "
+			  "\"num_hidden_layers\": 1, \"hidden_size\": 2, \"num_attention_heads\": 1, "
+			  "\"num_key_value_heads\": 0, \"vocab_size\": 3}";
+	struct wf_tree *t = llama_tree(kv0, strlen(kv0), &m);
+	ck_assert_msg(t->gguf == NULL && t->gguf_why && strstr(t->gguf_why, "config.json: num_key_value_heads: 0"),
+		      "model.gguf %s, why %s", t->gguf ? "made" : "left out", t->gguf_why);
+	llama_done(t, m);
+	for (int hd = 6; hd <= 7; hd++) {
+		char cfg[1024];
+		snprintf(cfg, sizeof cfg, LLAMA_CFG("\"head_dim\": %d, \"rope_scaling\": {\"rope_type\": \"llama3\"}, "), hd);
+		t = llama_tree(cfg, strlen(cfg), &m);
+		ck_assert_msg(t->gguf != NULL, "head_dim %d: %s", hd, t->gguf_why);
+		const struct wf_arch_tensor *r = &t->gguf->plan.t[0];
+		ck_assert_str_eq(r->name, "rope_freqs.weight");
+		ck_assert_uint_eq(r->ne[0], (uint64_t)(hd + 1) / 2);
+		llama_done(t, m);
+	}
+}
+END_TEST
+
+/* generation_config.json as gguf-py's Metadata.load_generation_config
+ * reads it: a file json.load refuses (a byte order mark, bytes after the
+ * value) gives no sampling keys; a key given twice (json.load keeps the
+ * last) leaves model.gguf out. */
+START_TEST(test_gguf_generation_config)
+{
+	static const struct {
+		const char *text;
+		int top_k; /* the general.sampling.top_k written; 0: none; -1: no model.gguf */
+	} cases[] = {
+		{"{\"top_k\": 20}", 20},
+		{"\xef\xbb\xbf{\"top_k\": 20}", 0},
+		{"{\"top_k\": 20} x", 0},
+		{"{\"top_k\": 20, \"top_k\": 30}", -1},
+	};
+	const char *cfg = LLAMA_CFG("");
+	for (size_t i = 0; i < WF_ARRAY_LEN(cases); i++) {
+		struct wf_model *m;
+		side_name = "generation_config.json";
+		side_text = cases[i].text;
+		struct wf_tree *t = llama_tree(cfg, strlen(cfg), &m);
+		side_name = NULL;
+		if (cases[i].top_k < 0) {
+			ck_assert_msg(t->gguf == NULL && t->gguf_why &&
+				      strstr(t->gguf_why, "generation_config.json: key 'top_k' given twice"),
+				      "case %zu: %s", i, t->gguf_why);
+		} else {
+			ck_assert_msg(t->gguf != NULL, "case %zu: %s", i, t->gguf_why);
+			const char key[] = "general.sampling.top_k";
+			const char *k = memmem(t->gguf->header, t->gguf->header_len, key, sizeof key - 1);
+			ck_assert_msg((k != NULL) == (cases[i].top_k > 0), "case %zu: top_k %s", i, k ? "written" : "not written");
+			int32_t v = 0;
+			if (k)
+				memcpy(&v, k + sizeof key - 1 + 4, 4); /* after the type */
+			ck_assert_int_eq(v, cases[i].top_k);
+		}
+		llama_done(t, m);
+	}
+}
+END_TEST
+
+/* A config.json over the 64 MiB a folder's small file may have is left
+ * out, and said so: model.gguf too, for that reason (it was "config.json:
+ * missing", and a model.gguf made as if there were none). */
+START_TEST(test_gguf_config_too_big)
+{
+	size_t n = (size_t)WF_SIDECAR_MAX + 1;
+	char *big = malloc(n);
+	ck_assert_ptr_nonnull(big);
+	const char *cfg = LLAMA_CFG("");
+	memset(big, ' ', n);
+	memcpy(big, cfg, strlen(cfg));
+	struct wf_model *m;
+	struct wf_tree *t = llama_tree(big, n, &m);
+	free(big);
+	char want[128];
+	snprintf(want, sizeof want, "config.json: %zu bytes, more than the %u", n, WF_SIDECAR_MAX);
+	ck_assert_msg(m->left_out && strstr(m->left_out, want), "left out: %s", m->left_out);
+	ck_assert_msg(t->gguf == NULL && t->gguf_why && strstr(t->gguf_why, want), "model.gguf %s, why %s",
+		      t->gguf ? "made" : "left out", t->gguf_why);
+	ck_assert(!root_has(m, "config.json"));
+	llama_done(t, m);
+}
+END_TEST
+
 START_TEST(test_folder_single)
 {
 	/* a folder with one model.safetensors, or one GGUF: no parts.json */
@@ -1196,6 +1359,10 @@ static Suite *set_suite(void)
 	tc = tcase_create("folder");
 	tcase_add_test(tc, test_folder_sidecars);
 	tcase_add_test(tc, test_folder_unreadable_stray);
+	tcase_add_loop_test(tc, test_gguf_config_refused, 0, (int)WF_ARRAY_LEN(llama_refused));
+	tcase_add_test(tc, test_gguf_config_heads);
+	tcase_add_test(tc, test_gguf_config_too_big);
+	tcase_add_test(tc, test_gguf_generation_config);
 	tcase_add_test(tc, test_folder_single);
 	tcase_add_test(tc, test_folder_st_set);
 	tcase_add_test(tc, test_folder_bad);

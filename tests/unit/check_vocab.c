@@ -631,6 +631,16 @@ START_TEST(test_spm_with_tokenizer_json)
 				  "tokenizer.ggml.bos_token_id:u32=1\ntokenizer.ggml.unknown_token_id:u32=0\n"
 				  "tokenizer.ggml.add_bos_token:bool=true\ntokenizer.ggml.add_eos_token:bool=false\n"), "%s", got);
 	free(got);
+	/* model.vocab, which this route does not read, holds a key twice: json.load would keep its last id */
+	SET(&f, tokenizer_json, jtext(tjbuf, sizeof tjbuf,
+		"{`added_tokens`:[{`id`:0,`content`:`<unk>`,`special`:true},{`id`:1,`content`:`<s>`,`special`:true}],"
+		"`model`:{`type`:`BPE`,`byte_fallback`:true,`vocab`:{`a`:0,`b`:1,`\\u0061`:2}}}"));
+	expect_fail(&f, WF_VOCAB_LLAMA, -1, WF_ERR_FORMAT, "tokenizer.json: 'model': 'vocab': key 'a' given twice");
+	SET(&f, tokenizer_json, jtext(tjbuf, sizeof tjbuf,
+		"{`added_tokens`:[{`id`:0,`content`:`<unk>`,`special`:true},{`id`:1,`content`:`<s>`,`special`:true}],"
+		"`model`:{`type`:`BPE`,`byte_fallback`:true,`vocab`:{`a`:0,`b`:1,`c`:2}}}"));
+	ck_assert_msg(run(&f, WF_VOCAB_LLAMA, -1, &got, err) == WF_OK, "%s", err);
+	free(got);
 	/* the other paths the converter has and this module refuses */
 	f.has_additional_chat_templates = true;
 	f.chat_template_jinja = "x";
@@ -712,6 +722,49 @@ START_TEST(test_hostile_misc)
 	free(got);
 	SET(&f, chat_template_json, "[]");
 	expect_fail(&f, WF_VOCAB_QWEN, -1, WF_ERR_FORMAT, "chat_template.json: not an object");
+}
+END_TEST
+
+/* The files read as json.load reads them (docs/security.md): a byte order
+ * mark (json.load refuses the file, cJSON skips it) and a key given twice
+ * (json.load keeps its last value, cJSON its first) are refused in each
+ * JSON file the converter reads, naming the file and the key. */
+START_TEST(test_json_as_python)
+{
+	static const char bom[] = "\xef\xbb\xbf";
+	struct wf_vocab_files f = {0};
+	char buf[8256], err[WF_ERRLEN], *got;
+	const char *tj = bpe_tj(PT_GPT2, "null", "", "[`a b`]", "null");
+	snprintf(buf, sizeof buf, "%s%s", bom, tj);
+	SET(&f, tokenizer_json, buf);
+	expect_fail(&f, WF_VOCAB_QWEN, -1, WF_ERR_FORMAT, "tokenizer.json: begins with a UTF-8 byte order mark");
+	SET(&f, tokenizer_json, tj);
+	ck_assert_msg(run(&f, WF_VOCAB_QWEN, -1, &got, err) == WF_OK, "%s", err);
+	free(got);
+	static const struct {
+		const char *cfg, *tc, *want;
+	} cases[] = {
+		{"\xef\xbb\xbf{\"bos_token_id\": 0}", NULL, "config.json: begins with a UTF-8 byte order mark"},
+		{NULL, "\xef\xbb\xbf{\"add_bos_token\": true}", "tokenizer_config.json: begins with a UTF-8 byte order mark"},
+		{"{\"bos_token_id\": 0, \"bos_token_id\": 1}", NULL, "config.json: key 'bos_token_id' given twice"},
+		{"{\"text_config\": {\"eos_token_id\": 0, \"eos_token_id\": 1}}", NULL,
+		 "config.json: 'text_config': key 'eos_token_id' given twice"},
+		{NULL, "{\"add_bos_token\": false, \"add_bos_token\": true}", "tokenizer_config.json: key 'add_bos_token' given twice"},
+		{NULL, "{\"chat_template\": [{\"name\": \"a\", \"template\": \"x\", \"name\": \"b\"}]}",
+		 "tokenizer_config.json: key 'name' given twice"},
+	};
+	for (size_t i = 0; i < WF_ARRAY_LEN(cases); i++) {
+		f.config_json = cases[i].cfg;
+		f.config_json_len = cases[i].cfg ? strlen(cases[i].cfg) : 0;
+		f.tokenizer_config_json = cases[i].tc;
+		f.tokenizer_config_json_len = cases[i].tc ? strlen(cases[i].tc) : 0;
+		expect_fail(&f, WF_VOCAB_QWEN, -1, WF_ERR_FORMAT, cases[i].want);
+	}
+	/* the same keys in two objects are no repetition */
+	SET(&f, config_json, "{\"bos_token_id\": 0, \"text_config\": {\"bos_token_id\": 0}}");
+	f.tokenizer_config_json = NULL;
+	ck_assert_msg(run(&f, WF_VOCAB_QWEN, -1, &got, err) == WF_OK, "%s", err);
+	free(got);
 }
 END_TEST
 
@@ -860,16 +913,26 @@ static const struct {
 	{TJ_HEAD "`model`:{`type`:`BPE`,`vocab`:{`a`:0,`b`:-0,`ab`:2},`merges`:[`a b`]}}", WF_ERR_UNSUP, "given twice"},
 	{TJ_HEAD "`model`:{`type`:`BPE`,`vocab`:{`a`:0,`b`:1e400,`ab`:2},`merges`:[`a b`]}}", WF_ERR_FORMAT, "id not an integer"},
 	{TJ_HEAD "`model`:{`type`:`BPE`,`vocab`:{`a`:0,`b`:01,`ab`:2},`merges`:[`a b`]}}", WF_OK, "tokens:[str]=a,b,ab\n"},
-	/* the last of each duplicate member is the one */
-	{TJ_HEAD "`model`:{`vocab`:{`q`:0},`type`:`BPE`,`vocab`:{`a`:0,`b`:1,`ab`:2},`merges`:[`x y`],`merges`:[`a b`]}}", WF_OK,
-	 "tokens:[str]=a,b,ab\n"},
-	{TJ_HEAD "`model`:{`type`:`BPE`,`vocab`:{`a`:0,`b`:1,`ab`:2},`merges`:[`a b`],`merges`:5}}", WF_ERR_FORMAT, "model.merges: none"},
-	{TJ_HEAD "`model`:{`type`:`BPE`,`vocab`:{`a`:0,`b`:1,`ab`:2},`merges`:[`a b`],`vocab`:[]}}", WF_ERR_FORMAT, "model.vocab: not an object"},
+	/* a member given twice: refused (json.load would read the last, cJSON the first), wherever it is,
+	 * the scanned model.vocab and model.merges included (keys inside model.vocab: test_spm_with_tokenizer_json) */
+	{TJ_HEAD "`model`:{`vocab`:{`q`:0},`type`:`BPE`,`vocab`:{`a`:0,`b`:1,`ab`:2},`merges`:[`a b`]}}", WF_ERR_FORMAT,
+	 "tokenizer.json: 'model': key 'vocab' given twice in one object"},
+	{TJ_HEAD "`model`:{`type`:`BPE`,`vocab`:{`a`:0,`b`:1,`ab`:2},`merges`:[`x y`],`merges`:[`a b`]}}", WF_ERR_FORMAT,
+	 "'model': key 'merges' given twice"},
+	{TJ_HEAD "`model`:{`type`:`BPE`,`vocab`:{`a`:0,`b`:1,`ab`:2},`merges`:[`a b`],`merges`:5}}", WF_ERR_FORMAT, "key 'merges' given twice"},
+	{TJ_HEAD "`model`:{`type`:`BPE`,`vocab`:{`a`:0,`b`:1,`ab`:2},`merges`:[`a b`],`vocab`:[]}}", WF_ERR_FORMAT, "key 'vocab' given twice"},
 	{TJ_HEAD "`model`:{`type`:`BPE`,`vocab`:{`z`:0},`merges`:[`a b`]},`model`:{`type`:`BPE`,`vocab`:{`a`:0,`b`:1,`ab`:2},`merges`:[`a b`]}}",
-	 WF_OK, "merges:[str]=a b\n"},
-	{TJ_HEAD "`model`:{`type`:`BPE`,`vocab`:{`a`:0,`b`:1,`ab`:2},`merges`:[`a b`]},`model`:7}", WF_ERR_UNSUP, "model.type"},
+	 WF_ERR_FORMAT, "tokenizer.json: key 'model' given twice"},
+	{TJ_HEAD "`model`:{`type`:`BPE`,`vocab`:{`a`:0,`b`:1,`ab`:2},`merges`:[`a b`]},`model`:7}", WF_ERR_FORMAT, "key 'model' given twice"},
 	{TJ_HEAD "`model`:{`type`:`BPE`,`vocab`:{`a`:0,`b`:1,`ab`:2},`merges`:[`a b`]},`mod\\u0065l`:{`type`:`BPE`,`vocab`:{`a`:0,`b`:1,`ab`:2,`c`:3},`merges`:[`a b`]}}",
-	 WF_OK, "tokens:[str]=a,b,ab,c\n"},
+	 WF_ERR_FORMAT, "key 'model' given twice"},
+	{TJ_HEAD "`added_tokens`:[],`model`:{`type`:`BPE`,`vocab`:{`a`:0,`b`:1,`ab`:2},`merges`:[`a b`]},`added_tokens`:[]}",
+	 WF_ERR_FORMAT, "tokenizer.json: key 'added_tokens' given twice"},
+	{TJ_HEAD "`model`:{`type`:`BPE`,`vocab`:{`a`:0,`b`:1,`ab`:2},`merges`:[`a b`]},`added_tokens`:[{`id`:0,`id`:1}]}",
+	 WF_ERR_FORMAT, "tokenizer.json: key 'id' given twice"},
+	/* keys that differ only past a \\u0000 that cJSON would cut them at: refused for the NUL */
+	{TJ_HEAD "`model`:{`type`:`BPE`,`vocab`:{`a`:0,`b`:1,`ab`:2},`merges`:[`a b`]},`x\\u0000a`:1,`x\\u0000b`:2}",
+	 WF_ERR_UNSUP, "\\u0000"},
 	{TJ_HEAD "`model`:{`type`:`BPE`,`vocab`:{`a`:0,`b`:1,`ab`:2,`\\ud800`:3},`merges`:[`a b`]}}", WF_ERR_FORMAT, "tokenizer.json: model.vocab: a high surrogate"},
 	{TJ_HEAD "`model`:{`type`:`BPE`,`vocab`:{`a`:0,`b`:1,`ab`:2},`merges`:[`a b`,`\\udfff x`]}}", WF_ERR_FORMAT, "tokenizer.json: model.merges: a lone low surrogate"},
 	{TJ_HEAD "`model`:{`type`:`BPE`,`vocab`:{`a`:0,`b`:1,`ab`:2},`merges`:[[`a`,`b`],[`a`,5]]}}", WF_ERR_FORMAT, "model.merges[1]: not a list of strings"},
@@ -1051,6 +1114,7 @@ static Suite *vocab_suite(void)
 	tcase_add_loop_test(tc, test_hostile_json, 0, (int)(sizeof hostile_tj / sizeof hostile_tj[0]));
 	tcase_add_test(tc, test_hostile_misc);
 	tcase_add_test(tc, test_many_added);
+	tcase_add_test(tc, test_json_as_python);
 	tcase_add_test(tc, test_vocab_size_huge);
 	tcase_set_timeout(tc, 60);
 	suite_add_tcase(s, tc);
