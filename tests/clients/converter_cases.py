@@ -23,6 +23,15 @@ import real_tokenizers  # noqa: E402
 import tiny_models  # noqa: E402
 
 OUTTYPES = ["f32", "f16", "bf16"]
+# The descriptive keys the converter guesses from a model card and a model's name, which
+# weightfs does not write (docs/gguf.md, "What differs from the converter"): a digest's keys
+# of these names are left out of the comparison, every other key is compared in order.
+NOT_WRITTEN = {"general.author", "general.organization", "general.basename", "general.finetune",
+               "general.version", "general.description", "general.quantized_by", "general.license",
+               "general.license.name", "general.license.link", "general.url", "general.doi", "general.uuid",
+               "general.repo_url", "general.source.url", "general.source.doi", "general.source.uuid",
+               "general.source.repo_url", "general.base_model.count", "general.dataset.count", "general.tags",
+               "general.languages"}
 
 
 def _second_shard(n):

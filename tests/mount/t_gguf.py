@@ -166,6 +166,10 @@ def converter_case(name, digests):
             g = real_convert.digest(m.path("model.gguf"))
         finally:
             m.unmount()
+        kept = [x for x in w["kv"] if x[0] not in converter_cases.NOT_WRITTEN and
+                not x[0].startswith(("general.base_model.", "general.dataset."))]
+        left = sorted(set(x[0] for x in w["kv"]) - set(x[0] for x in kept))
+        w = dict(w, kv=kept)
         wk, gk = [k for k, _, _ in w["kv"]], [k for k, _, _ in g["kv"]]
         if wk != gk:
             raise Fail("--outtype %s: keys differ: only the converter's %r, only model.gguf's %r, order %s" % (
@@ -184,7 +188,8 @@ def converter_case(name, digests):
                        % (ot, len(bad), bad[0][0][0], bad[0][0][1], bad[0][0][2], bad[0][1][1], bad[0][1][2],
                           " (data)" if bad[0][0][1:3] == bad[0][1][1:3] else ""))
         done.append(ot)
-    return "%s: %d tensors, %d keys, byte for byte" % (", ".join(done), len(w["tensors"]), len(w["kv"]))
+    return "%s: %d tensors, %d keys, byte for byte%s" % (", ".join(done), len(w["tensors"]), len(w["kv"]),
+                                                          " (less the card's %s, not written)" % ", ".join(left) if left else "")
 
 
 # a mixture of experts of converter_cases, and the down projection of an expert (%d) of layer 1
