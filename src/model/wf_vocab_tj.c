@@ -323,11 +323,13 @@ static enum wf_err add_from_tree(struct voc *v)
 /* Whether the key at s[e->key0, e->key1) decodes to name. */
 static bool key_is(const uint8_t *s, const struct wf_json_entry *e, const char *name)
 {
-	uint8_t buf[64];
+	uint8_t buf[256];
 	uint64_t len;
 	struct wf_jcur c = {s, e->key1, e->key0, NULL};
 	size_t nl = strlen(name);
-	if (e->key1 - e->key0 > 6 * nl + 2) /* longer than every escaped spelling */
+	/* longer than every escaped spelling; what is decoded is never longer
+	 * than the quoted key, so it fits buf */
+	if (e->key1 - e->key0 > 6 * nl + 2 || e->key1 - e->key0 > sizeof buf)
 		return false;
 	int r = wf_json_string(&c, buf, &len);
 	return r > 0 && len == nl && memcmp(r == 1 ? s + e->key0 + 1 : buf, name, nl) == 0;
