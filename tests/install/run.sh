@@ -29,6 +29,10 @@
 #     files as committed; pip uninstall leaves the venv (the system's
 #     module and script folders) exactly as it was.
 #
+#  4. The mount groups that expect exact modes and a second user (stat,
+#     xattr, perms) run from the clean clone, which sits in a folder of
+#     mode 0700 as a clone in a private home does.
+#
 # The bash completion is checked by tests/install/completion.sh.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
@@ -283,6 +287,17 @@ elif [ -n "${CI+set}" ]; then
 	bad "CI is set but not root: the system install is not tested"
 else
 	echo "install-check: system install not tested: not root (the DESTDIR installs were)"
+fi
+
+# 4. make check from a clone in a private folder ($tmp is 0700, as a home
+# directory often is): the mount groups that expect exact modes and a
+# second user's reads pass there too (wf_harness.share_data).
+chmod 700 "$tmp"
+if CI=1 WF_TEST_JOBS=1 WF_TEST_ONLY=stat,xattr,perms bash "$src/tests/mount/run.sh" "$src/build/weightfs" \
+	>"$tmp/private.log" 2>&1; then
+	ok
+else
+	bad "mount groups stat, xattr, perms from a clone in a 0700 folder: $(grep -aE '^FAIL|mount-check' "$tmp/private.log" | head -3 | cut -c1-200 | tr '\n' ' ')"
 fi
 
 echo "install-check: $passed passed, $failed failed"

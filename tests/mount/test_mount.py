@@ -36,11 +36,24 @@ Environment:
                   large, many, malformed, remote, bounds, sets, desktop,
                   cmds, views, perms, memory)
   WF_TEST_KEEP    keep the temporary directory
+  WF_TEST_JOBS    how many runners run groups side by side (default: one
+                  per CPU, at most 4; 1 runs every group in this process).
+                  Each runner is this file with WF_TEST_CTL set to the pipe
+                  it reads its next group from, and has its own temporary
+                  directory; a group's lines are printed together when it
+                  ends, the longest groups are handed out first.
+
+A clone in a private folder (a home of mode 0700) has its test data copied
+under the temporary directory first (wf_harness.share_data), so that modes
+and a second user's reads are those of a model kept where others may look.
 """
 
 import glob
 import os
+import re
+import subprocess
 import sys
+import threading
 import time
 
 
@@ -62,7 +75,7 @@ import wf_harness  # noqa: E402
 wf_harness.init(sys.argv[1])
 
 from wf_harness import (
-    BIN, check, Fail, force_unmount, GGML, mountinfo_points, RESULTS, SANITIZED, sanlog_files,
+    BIN, check, report, Fail, force_unmount, GGML, mountinfo_points, RESULTS, SANITIZED, sanlog_files,
     SEED, sha256_file, STO, T_START, TMP, want)
 from wf_models import TALLY_GGUF, TALLY_ST
 from t_data import group_data_floats, group_data_gguf, group_data_st
@@ -108,11 +121,14 @@ def print_tally():
                                            "<-- MISMATCH " + note))
 
 
-def main():
-    print("# weightfs mount tests: %s%s, seed %d, tmp %s" % (
-        BIN, " (sanitizer build)" if SANITIZED else "", SEED, TMP), flush=True)
-    data_files = sorted(glob.glob(os.path.join(GGML, "*")) + glob.glob(os.path.join(STO, "*")))
-    hashes = {p: sha256_file(p) for p in data_files}
+# Seconds each group took in a plain run on 2 cores (the `# group` lines):
+# the longest start first, so that runners side by side end together.
+EST = {"gguf_quant": 200, "gguf": 145, "views": 130, "cmds": 95, "memory": 90, "hftok": 65, "hf": 35,
+       "parts": 33, "gguf_more": 29, "hfq": 28, "truncate": 28, "preview": 15, "bounds": 12, "perms": 10,
+       "data": 10, "malformed": 8, "sets": 8, "demo": 7, "concurrency": 6}
+
+
+def all_groups():
     groups = [("data", group_data_gguf), ("data", group_data_st), ("data", group_data_floats),
               ("naming", group_naming),
               ("stat", group_stat), ("xattr", group_xattr), ("errors", group_errors),
@@ -140,19 +156,18 @@ def main():
     groups.append(("verify", group_verify))
     groups.append(("hftok", group_hftok))
     groups.append(("demo", group_demo))
-    for gname, fn in groups:
-        if not want(gname):
-            continue
-        t0 = time.monotonic()
-        check("%s: group ran to completion" % gname, fn)
-        print("# group %s: %.1f s" % (gname, time.monotonic() - t0), flush=True)
+    return groups
 
-    def data_unchanged():
-        changed = [os.path.basename(p) for p in data_files if sha256_file(p) != hashes[p]]
-        if changed:
-            raise Fail("changed: %r" % changed)
-    check("errors: every test data file's sha256 unchanged after the suite", data_unchanged)
 
+def run_group(gname, fn):
+    t0 = time.monotonic()
+    check("%s: group ran to completion" % gname, fn)
+    print("# group %s: %.1f s" % (gname, time.monotonic() - t0), flush=True)
+
+
+def final_checks():
+    """What every runner checks once its groups are done: its mounts gone, no
+    sanitizer reports from its daemons."""
     def no_mounts_left():
         left = [m for m in mountinfo_points() if m.startswith(TMP.encode())]
         if left:
@@ -168,11 +183,134 @@ def main():
                 raise Fail("%d sanitizer log files, first: %s" % (len(files), f.read()[:500]))
     check("sanitizer: no reports from daemonized runs", sanlogs)
 
+
+def worker(ctl_fd):
+    """A runner started by side_by_side(): reads the index of its next group
+    from ctl_fd, one per line, until the other end closes."""
+    groups = all_groups()
+    with os.fdopen(ctl_fd, "r") as ctl:
+        for line in ctl:
+            gname, fn = groups[int(line)]
+            run_group(gname, fn)
+    final_checks()
+    print_tally()
+    failed = [r for r in RESULTS if not r[1]]
+    print("%d passed, %d failed" % (len(RESULTS) - len(failed), len(failed)), flush=True)
+    return 1 if failed else 0
+
+
+GROUP_DONE = re.compile(r"^# group \S+: [0-9.]+ s$")
+SUMMARY = re.compile(r"^([0-9]+) passed, ([0-9]+) failed$")
+
+
+def side_by_side(todo, jobs):
+    """Runs the groups of indexes todo in jobs runner processes (this file
+    with WF_TEST_CTL set), each with its own temporary directory, handing
+    out the longest first to whichever runner is free.  A group's lines are
+    printed together when it ends, so the log reads group by group.
+    Returns (passed, failed) over all runners."""
+    groups = all_groups()
+    queue = sorted(todo, key=lambda i: (-EST.get(groups[i][0], 3), i))
+    lock = threading.Lock()
+    totals = [0, 0]
+
+    def take():
+        with lock:
+            return queue.pop(0) if queue else None
+
+    def run(k):
+        r, w = os.pipe()
+        env = dict(os.environ, WF_TEST_CTL=str(r), PYTHONUNBUFFERED="1")
+        p = subprocess.Popen([sys.executable, os.path.abspath(__file__), BIN], env=env, pass_fds=(r,),
+                             stdout=subprocess.PIPE, text=True, errors="replace")
+        os.close(r)
+        ctl = os.fdopen(w, "w")
+        block, summary, ran = [], None, []
+
+        def feed():
+            i = take()
+            if i is None:
+                ctl.close()
+            else:
+                ran.append(groups[i][0])
+                ctl.write("%d\n" % i)
+                ctl.flush()
+        try:
+            feed()
+            for line in p.stdout:
+                line = line.rstrip("\n")
+                m = SUMMARY.match(line)
+                if m:
+                    summary = (int(m.group(1)), int(m.group(2)))
+                    continue
+                block.append(line)
+                if GROUP_DONE.match(line):
+                    with lock:
+                        print("\n".join(block), flush=True)
+                    block = []
+                    if not ctl.closed:
+                        feed()
+        finally:
+            if not ctl.closed:
+                ctl.close()
+            rc = p.wait()
+        with lock:
+            if block:
+                print("\n".join(block), flush=True)
+            if summary is None or (rc != 0 and summary[1] == 0):
+                report("runner %d (groups %s): exit %d%s" % (k, ",".join(ran), rc,
+                                                           "" if summary else ", no summary line"), False,
+                       "the runner died or failed outside a check")
+            if summary:
+                totals[0] += summary[0]
+                totals[1] += summary[1]
+
+    threads = [threading.Thread(target=run, args=(k,)) for k in range(min(jobs, len(todo)))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return totals
+
+
+def jobs_wanted():
+    """WF_TEST_JOBS runners side by side; by default one per CPU, at most 4."""
+    v = os.environ.get("WF_TEST_JOBS", "")
+    if v:
+        return max(1, int(v))
+    return max(1, min(4, len(os.sched_getaffinity(0))))
+
+
+def main():
+    ctl = os.environ.get("WF_TEST_CTL")
+    if ctl:
+        return worker(int(ctl))
+    print("# weightfs mount tests: %s%s, seed %d, tmp %s" % (
+        BIN, " (sanitizer build)" if SANITIZED else "", SEED, TMP), flush=True)
+    data_files = sorted(glob.glob(os.path.join(GGML, "*")) + glob.glob(os.path.join(STO, "*")))
+    hashes = {p: sha256_file(p) for p in data_files}
+    groups = all_groups()
+    todo = [i for i, (gname, _) in enumerate(groups) if want(gname)]
+    jobs = jobs_wanted()
+    more = [0, 0]
+    if jobs > 1 and len(todo) > 1:
+        print("# %d runners side by side (WF_TEST_JOBS)" % min(jobs, len(todo)), flush=True)
+        more = side_by_side(todo, jobs)
+    else:
+        for i in todo:
+            run_group(*groups[i])
+
+    def data_unchanged():
+        changed = [os.path.basename(p) for p in data_files if sha256_file(p) != hashes[p]]
+        if changed:
+            raise Fail("changed: %r" % changed)
+    check("errors: every test data file's sha256 unchanged after the suite", data_unchanged)
+    final_checks()
     print_tally()
     failed = [r for r in RESULTS if not r[1]]
     print("# %.1f s" % (time.monotonic() - T_START))
-    print("%d passed, %d failed" % (len(RESULTS) - len(failed), len(failed)))
-    return 1 if failed else 0
+    print("%d passed, %d failed" % (len(RESULTS) - len(failed) + more[0], len(failed) + more[1]))
+    return 1 if failed or more[1] else 0
 
 
 if __name__ == "__main__":

@@ -69,12 +69,48 @@ def init(bin_path):
     os.chmod(TMP, 0o755)
     SANLOG = os.path.join(TMP, "sanlog")
     os.mkdir(SANLOG)
+    share_data()
     MOUNT_TIMEOUT = 20.0 if SANITIZED else 10.0
     T_START = time.monotonic()
     libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
     atexit.register(cleanup)
     signal.signal(signal.SIGTERM, lambda s, f: sys.exit(1))
     signal.signal(signal.SIGHUP, lambda s, f: sys.exit(1))
+
+
+def reachable_by_all(path):
+    """Whether every folder from / down to path is searchable by others."""
+    path = os.path.abspath(path)
+    while True:
+        if not os.stat(path).st_mode & 0o001:
+            return False
+        up = os.path.dirname(path)
+        if up == path:
+            return True
+        path = up
+
+
+def share_data():
+    """A clone in a private folder (a home of mode 0700 or 0750) shows its
+    models with the modes of that folder (wf_perm.h: others cannot reach
+    them), and a second user cannot read them at all; the groups expect a
+    model as most are kept, in folders all may search.  Then the test data
+    is copied under TMP (mode 0755) and DATA, GGML, STO and MALFORMED point
+    there; a test of the private case makes its own folders."""
+    global DATA, GGML, STO, MALFORMED
+    if reachable_by_all(DATA) and reachable_by_all(MALFORMED):
+        return
+    shutil.copytree(DATA, os.path.join(TMP, "data"))
+    shutil.copytree(MALFORMED, os.path.join(TMP, "malformed"))
+    for top in ("data", "malformed"):
+        for d, subs, files in os.walk(os.path.join(TMP, top)):
+            os.chmod(d, 0o755)
+            for f in files:
+                os.chmod(os.path.join(d, f), os.stat(os.path.join(d, f)).st_mode | 0o444)
+    DATA = os.path.join(TMP, "data")
+    GGML = os.path.join(DATA, "ggml-oracle")
+    STO = os.path.join(DATA, "st-oracle")
+    MALFORMED = os.path.join(TMP, "malformed")
 
 
 # ---------------------------------------------------------------- setup
