@@ -103,7 +103,7 @@ ifneq ($(V),1)
 Q := @
 endif
 
-.PHONY: all lib check converter-digests layers-check unit-check mount-check api-check python-check readme-check install-check driver-check \
+.PHONY: all lib check check-quick mount-smoke converter-digests layers-check unit-check mount-check api-check python-check readme-check install-check driver-check \
 	demo install uninstall clean deb
 .SECONDARY:
 all: $(B)/weightfs lib
@@ -171,6 +171,15 @@ CHECK_TARGETS := layers-check driver-check unit-check mount-check api-check pyth
 check:
 	$(Q)bash tools/deps.sh test
 	$(Q)CHECK_LOGS=$(B)/check-logs bash tools/run_checks.sh "$(MAKE)" $(CHECK_TARGETS)
+
+# The edit loop: the layer rule, the unit tests and a few mount groups (the
+# oracle data of every type, errors, names, xattrs), in about a minute;
+# `make check` runs everything.
+check-quick:
+	$(Q)CHECK_LOGS=$(B)/check-logs bash tools/run_checks.sh "$(MAKE)" layers-check unit-check mount-smoke
+
+mount-smoke: $(B)/weightfs
+	$(Q)WF_TEST_ONLY=data,errors,naming,xattr bash tests/mount/run.sh $(B)/weightfs
 
 # tools/run_checks.sh itself, with a fake make whose suites fail.
 driver-check:
