@@ -92,11 +92,22 @@ static enum wf_err set_xf(const struct wf_gguf_file *g, const struct wf_arch_ten
 	enum wf_err rc = wf_tensor_set_view(&view, vk, why);
 	if (rc != WF_OK)
 		return rc;
+	uint32_t heads = 0;
+	if (!p->n_stack && !p->sliced && p->hs.kind) {
+		/* a slice of each head: n of the d rows of each of ne[2] heads */
+		uint64_t rows = src->ndim == 2 ? src->shape[0] : 0, whole = view.size;
+		heads = p->ndim == 3 && p->ne[2] <= UINT32_MAX ? (uint32_t)p->ne[2] : 0;
+		if (!heads || !rows || rows % heads || p->hs.off + p->hs.n > rows / heads || !p->hs.n)
+			return wf_fail(why, WF_ERR_RANGE, "tensor %s: rows of its heads out of the source's", p->name);
+		view.size = whole / (rows / heads) * p->hs.n;
+	}
 	if (!p->quant && view.size != nbytes)
 		return wf_fail(why, WF_ERR_RANGE, "tensor %s: %" PRIu64 " bytes planned, %" PRIu64 " made", p->name, nbytes,
 			       view.size);
 	*xf = (struct wf_xform){.t = src, .vk = (uint8_t)vk, .perm_heads = p->perm_heads, .perm_to_hf = p->perm_to_hf,
 				.add = p->add};
+	if (heads)
+		xf->hs = p->hs.kind, xf->hs_heads = heads, xf->hs_off = p->hs.off, xf->hs_n = p->hs.n;
 	xf->quant = p->quant ? (uint8_t)p->type : 0;
 	xf->validate = p->validate;
 	xf->quiet_bf16 = !g->plan.generic && !g->plan.from_gguf && p->type == WF_T_BF16 && src->type == WF_T_BF16 &&

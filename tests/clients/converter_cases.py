@@ -53,6 +53,10 @@ CASES = {
     "Tiny-Mixtral": ("mixtral", "llama2", {"shards": 2}, ["f32", "f16"]),
     "Tiny-Qwen2-MoE": ("qwen2moe", "qwen2_5", {}, ["f32", "bf16"]),
     "Tiny-Qwen3-MoE": ("qwen3moe", "qwen3", {}, ["f32", "f16"]),
+    # MLA (kv_b_proj split, k_b transposed), 8 experts in 4 groups, a leading dense layer, an MTP
+    # layer the converter skips; V2-Lite: q_proj (no q_lora_rank), softmax routing
+    "Tiny-DeepSeek-V3": ("deepseek_v3", "gpt2", {}, ["f32", "bf16"]),
+    "Tiny-DeepSeek-V2-Lite": ("deepseek_v2", "gpt2", {}, ["f32", "bf16"]),
     "Tiny-OLMoE": ("olmoe", "gpt2", {}, ["f32", "bf16"]),
     # general.size_label from a model card's front matter, and from config.json's _name_or_path
     "Tiny-Qwen3-Card": ("qwen3", "qwen3", {"files": {"README.md": "---\nlicense: mit\nsize_label: Tiny-7B\n---\n# A card\n"}},
