@@ -196,7 +196,10 @@ def converter_case(name, digests):
 MOE_CASES = {"Tiny-Mixtral": "model.layers.1.block_sparse_moe.experts.%d.w2.weight",
              "Tiny-Qwen2-MoE": "model.layers.1.mlp.experts.%d.down_proj.weight",
              "Tiny-Qwen3-MoE": "model.layers.1.mlp.experts.%d.down_proj.weight",
-             "Tiny-OLMoE": "model.layers.1.mlp.experts.%d.down_proj.weight"}
+             "Tiny-OLMoE": "model.layers.1.mlp.experts.%d.down_proj.weight",
+             # V3 only: llama.cpp takes a deepseek2 of no q_lora_rank for V2-Lite only at 26 or 27
+             # layers (src/models/deepseek2.cpp is_lite)
+             "Tiny-DeepSeek-V3": "model.layers.1.mlp.experts.%d.down_proj.weight"}
 
 
 def moe_case(name):
