@@ -143,9 +143,10 @@ def compare_ref(mnt_gguf, folder, outtype):
     return "%d tensors, %d keys" % (len(A[1]), len(A[0]))
 
 
-def converter_case(name, digests):
+def converter_case(name, digests, variant=None):
     """model.gguf of converter_cases' NAME, in each outtype, against the digests of what
-    llama.cpp's own convert_hf_to_gguf.py wrote from the same folder (tests/data/converter)."""
+    llama.cpp's own convert_hf_to_gguf.py wrote from the same folder (tests/data/converter);
+    variant(folder): the folder mounted instead (an FP8 checkpoint of the dequantized one)."""
     import converter_cases
     import real_convert
     want = digests["cases"].get(name)
@@ -157,6 +158,8 @@ def converter_case(name, digests):
         bad = sorted(k for k in set(got_in) | set(want["inputs"]) if got_in.get(k) != want["inputs"].get(k))
         raise Fail("the test model is not the one the digests were made from (%s): run make converter-digests"
                    % ", ".join(bad))
+    if variant:
+        folder = variant(folder)
     done = []
     for ot, w in want["outtypes"].items():
         m = Mount(folder, ["-o", "gguf=" + ot])
@@ -708,7 +711,13 @@ def group_gguf():
     with open(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data", "converter",
                            "digests.json"), encoding="utf-8") as f:
         digests = json.load(f)
+    import converter_cases
     for name in digests["cases"]:
+        if converter_cases.CASES.get(name, (0, 0, {}))[2].get("fp8"):
+            check("gguf: %s: model.gguf of the FP8 checkpoint = the converter's file of it dequantized "
+                  "(digests)" % name, converter_case, name, digests,
+                  lambda f: converter_cases.fp8_folder(f, new_dir("fp8-")))
+            continue
         check("gguf: %s: model.gguf = llama.cpp's convert_hf_to_gguf.py's file (digests)" % name,
               converter_case, name, digests)
     for name in MOE_CASES:
