@@ -748,6 +748,20 @@ static enum wf_err kv_deepseek2(const struct arch *a, struct cfg *c, struct wf_g
 		rc = need_u32(c, "v_head_dim", 65535, &vd);
 	if (rc != WF_OK)
 		return rc;
+	/* llama.cpp's group-limited routing splits the experts into n_group
+	 * equal groups and keeps topk_group of them */
+	uint32_t ne = 0, ng = 1, tg = 1;
+	const cJSON *gj = not_null(hp(c, "n_group")), *tj = not_null(hp(c, "topk_group"));
+	as_u32(not_null(hp(c, "n_routed_experts")), &ne);
+	if ((gj && (!as_u32(gj, &ng) || !ng)) || (tj && (!as_u32(tj, &tg) || !tg)))
+		return wf_fail(c->why, WF_ERR_UNSUP, "config.json: %s: not an integer from 1", gj && (!as_u32(gj, &ng) || !ng)
+			       ? "n_group" : "topk_group");
+	if (ne && ne % ng)
+		return wf_fail(c->why, WF_ERR_UNSUP, "config.json: n_group: %" PRIu32 " groups do not divide n_routed_experts "
+			       "(%" PRIu32 ")", ng, ne);
+	if (tg > ng)
+		return wf_fail(c->why, WF_ERR_UNSUP, "config.json: topk_group: %" PRIu32 ", more than n_group (%" PRIu32 ")",
+			       tg, ng);
 	if ((uint64_t)kvr + rope > UINT32_MAX)
 		return wf_fail(c->why, WF_ERR_UNSUP, "config.json: kv_lora_rank: %" PRIu32 " + qk_rope_head_dim passes 2^32", kvr);
 	c->mla = true;
@@ -1569,6 +1583,14 @@ static enum wf_err mla_split(struct cfg *c, const struct wf_tensor *t, size_t i,
 		return wf_fail(c->why, WF_ERR_UNSUP, "tensor %s: %" PRIu64 " rows, not config.json's num_key_value_heads "
 			       "(%" PRIu32 ") x (qk_nope_head_dim + v_head_dim) (%" PRIu32 ")",
 			       wf_quote(q, sizeof q, t->name, t->name_len), t->ndim ? t->shape[0] : 0, nkv, nope + vd);
+	/* the converter writes both as they are; llama.cpp's latent is
+	 * kv_lora_rank wide, so one that differs could not load */
+	uint32_t kvr = 512;
+	const cJSON *kvj = not_null(hp(c, "kv_lora_rank"));
+	if ((kvj && !as_u32(kvj, &kvr)) || t->shape[1] != kvr)
+		return wf_fail(c->why, WF_ERR_UNSUP, "tensor %s: %" PRIu64 " columns, not config.json's kv_lora_rank (%s)",
+			       wf_quote(q, sizeof q, t->name, t->name_len), t->shape[1],
+			       kvj && !as_u32(kvj, &kvr) ? "not an integer" : kvj ? "as given" : "512 by default");
 	const char *at = strstr(g, "attn_kv_b");
 	const uint64_t kshape[3] = {nkv, t->shape[1], nope}, vshape[3] = {nkv, vd, t->shape[1]};
 	for (int k = 0; k < 2 && rc == WF_OK; k++) {

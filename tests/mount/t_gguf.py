@@ -331,6 +331,62 @@ def mixtral_bad_case():
     return "%d folders refused, each naming why" % len(cases)
 
 
+def deepseek_bad_case():
+    """A DeepSeek V3 checkpoint whose experts or MLA shapes do not add up: model.gguf left out,
+    `weightfs info` saying why in one line naming the field or tensor."""
+    import real_tokenizers
+    import st_io
+    import tiny_models
+    tdir = real_tokenizers.folder("gpt2")
+    if not tdir:
+        skip_or_fail("tokenizer gpt2 not installed (tests/clients/npm.sh)")
+    base = tiny_models.make(os.path.join(new_dir("dsbad-"), "Tiny-DeepSeek-V3"), "deepseek_v3", tdir)
+    x1 = "model.layers.1.mlp.experts.%d.%s.weight"
+
+    def drop(w):
+        del w[x1 % (5, "up_proj")]
+
+    def dup(w):  # expert 2 given twice, once as 02
+        w[x1.replace("%d", "02") % "gate_proj"] = w[x1 % (2, "gate_proj")]
+
+    def kv_cols(w):
+        k = "model.layers.2.self_attn.kv_b_proj.weight"
+        w[k] = w[k][:, :-1]
+    cases = [({"n_routed_experts": 9}, None, "layer 1: 24 of its 27 expert tensors"),
+             ({"n_routed_experts": 7}, None, "expert 7, past config.json's n_routed_experts (7)"),
+             ({"num_experts_per_tok": 0}, None, "num_experts_per_tok: not from 1 to the 8 experts"),
+             ({"num_experts_per_tok": 9}, None, "num_experts_per_tok: not from 1 to the 8 experts"),
+             ({"qk_nope_head_dim": 15}, None, "kv_b_proj.weight': 128 rows, not config.json's num_key_value_heads "
+              "(4) x (qk_nope_head_dim + v_head_dim) (31)"),
+             ({"num_key_value_heads": 3}, None, "kv_b_proj.weight': 128 rows, not config.json's num_key_value_heads (3)"),
+             ({"v_head_dim": 0}, None, "config.json: v_head_dim: not an integer from 1 to 65535"),
+             ({"kv_lora_rank": 31}, None, "kv_b_proj.weight': 32 columns, not config.json's kv_lora_rank"),
+             ({"n_group": 3}, None, "n_group: 3 groups do not divide n_routed_experts (8)"),
+             ({"topk_group": 5}, None, "topk_group: 5, more than n_group (4)"),
+             ({"scoring_func": "relu"}, None, "scoring_func: not softmax, sigmoid or sqrtsoftplus"),
+             ({}, drop, "layer 1: 23 of its 24 expert tensors"),
+             ({}, dup, "experts.02.gate_proj.weight': no GGUF name"),
+             ({}, kv_cols, "layers.2.self_attn.kv_b_proj.weight': 31 columns")]
+    for cfg, edit, says in cases:
+        d = new_dir("dsbad-")
+        for f in os.listdir(base):
+            shutil.copy(os.path.join(base, f), d)
+        with open(os.path.join(d, "config.json")) as f:
+            c = json.load(f)
+        c.update(cfg)
+        with open(os.path.join(d, "config.json"), "w") as f:
+            json.dump(c, f)
+        if edit:
+            w = st_io.load(os.path.join(d, "model.safetensors"))
+            edit(w)
+            st_io.save(w, os.path.join(d, "model.safetensors"))
+        rc, out, err, _ = run_cli(["info", d], timeout=60)
+        last = out.rstrip("\n").splitlines()[-1] if out else ""
+        if rc != 0 or not last.startswith("model.gguf: none: ") or says not in last:
+            raise Fail("%r: weightfs info exit %d, last line %r, want %r" % (cfg or edit.__name__, rc, last[:200], says))
+    return "%d folders refused, each naming why" % len(cases)
+
+
 def logits_match(mp_gguf, folder, ids):
     import hf_forward
     out = os.path.join(TMP, "logits.npy")
@@ -727,6 +783,8 @@ def group_gguf():
         check("gguf: %s: HF folder -> model.gguf -> its hf/: the same tensors and expert fields" % name,
               moe_roundtrip_case, name)
     check("gguf: Mixtral: experts that do not add up leave model.gguf out, naming why", mixtral_bad_case)
+    check("gguf: DeepSeek: experts or MLA shapes that do not add up leave model.gguf out, naming why",
+          deepseek_bad_case)
     folders = {}
     for kind, key in CASES:
         check("gguf: %s with the %s tokenizer: mounted and checked" % (kind, key), one_case, kind, key, folders)
