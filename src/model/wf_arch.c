@@ -1099,6 +1099,13 @@ static const char *hf_part(const struct arch *a, const char *g, size_t n, char *
 		return NULL;
 	if (a->experts && eq(g, n, "ffn_gate_inp"))
 		return a->experts->router;
+	/* DeepSeek's shared experts are plural (the first rows are Qwen2-MoE's) */
+	static const char *const shexp[][2] = {{"ffn_gate_shexp", "mlp.shared_experts.gate_proj"},
+					       {"ffn_up_shexp", "mlp.shared_experts.up_proj"},
+					       {"ffn_down_shexp", "mlp.shared_experts.down_proj"}};
+	for (size_t i = 0; is_mla(a) && i < WF_ARRAY_LEN(shexp); i++)
+		if (eq(g, n, shexp[i][0]))
+			return shexp[i][1];
 	for (size_t i = 0; g23 && i < WF_ARRAY_LEN(gemma2_map); i++)
 		if (eq(g, n, gemma2_map[i].gguf))
 			return gemma2_map[i].hf;
@@ -1141,6 +1148,9 @@ bool wf_gguf_to_hf_name(const char *gguf_arch, const char *g, char *out, size_t 
 	}
 	if (!to || len < 0 || (size_t)len >= outlen)
 		return false;
+	/* filter_tensors' rename undone: e_score_correction.bias -> _bias */
+	if (strcmp(to, "mlp.gate.e_score_correction") == 0 && strcmp(sfx, ".bias") == 0)
+		out[len - 5] = '_';
 	size_t pl = strlen(to);
 	*norm = strcmp(sfx, ".weight") == 0 && ((pl >= 4 && strcmp(to + pl - 4, "norm") == 0) ||
 						(pl >= 9 && strcmp(to + pl - 9, "layernorm") == 0));

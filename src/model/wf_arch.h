@@ -164,6 +164,7 @@ enum wf_add {
  * wf_xform.hs): the rows as they are, or each head's slice transposed. */
 #define WF_HS_ROWS 1
 #define WF_HS_T 2
+#define WF_HS_KVB 3 /* hf/: kv_b_proj of attn_k_b (src) and attn_v_b (hs.off: its index) */
 
 /* One tensor of model.gguf, in the order the converter writes them.  A
  * plan holds one per tensor of the model, so it is kept compact (88 bytes:

@@ -381,10 +381,64 @@ static enum wf_err head_slice(struct wf_live *lv, struct touched *tc, const stru
 	return WF_OK;
 }
 
+/* View bytes [off, off+len) of kv_b_proj put back together (WF_HS_KVB):
+ * per head, nope rows that are k_b[h]'s columns (a transposed head slice
+ * of k_b seen as heads x kv_lora_rank rows of nope) then v rows of v_b. */
+static enum wf_err kv_b_join(struct wf_live *lv, struct touched *tc, const struct wf_xform *xf, uint64_t off,
+			     size_t len, uint8_t *out, size_t *got)
+{
+	const struct wf_tensor *k = xf->t;
+	struct wf_tensor kt = *k, vt = *xf->t2;
+	char err[WF_ERRLEN];
+	*got = 0;
+	if (k->ndim != 3 || vt.ndim != 3 || wf_tensor_set_view(&vt, k->vk, err) != WF_OK)
+		return WF_ERR_RANGE;
+	uint64_t nh = k->shape[0], kvr = k->shape[1], nope = k->shape[2], vd = vt.shape[1];
+	if (!nh || !kvr || !nope || !vd || vt.shape[0] != nh || vt.shape[2] != kvr || k->size % (nh * kvr * nope) ||
+	    vt.size != k->size / nope * vd)
+		return WF_ERR_RANGE;
+	uint64_t es = k->size / (nh * kvr * nope), rb = kvr * es, per = (nope + vd) * rb, total = nh * per;
+	/* k_b as rows of nope: the transposed slice of each head is k_b[h]^T */
+	kt.ndim = 2;
+	kt.shape[0] = nh * kvr;
+	kt.shape[1] = nope;
+	struct wf_xform kx = {.t = &kt, .hs = WF_HS_T, .hs_heads = (uint32_t)nh, .hs_off = 0, .hs_n = (uint32_t)kvr};
+	if (nh > UINT32_MAX || kvr > UINT32_MAX)
+		return WF_ERR_RANGE;
+	if (off >= total)
+		return WF_OK;
+	if (len > total - off)
+		len = (size_t)(total - off);
+	size_t done = 0;
+	while (done < len) {
+		uint64_t at = off + done, h = at / per, in = at % per, n, g;
+		enum wf_err rc;
+		if (in < nope * rb) {
+			n = nope * rb - in < len - done ? nope * rb - in : len - done;
+			rc = head_slice(lv, tc, &kx, h * nope * rb + in, (size_t)n, out + done, &g);
+		} else {
+			in -= nope * rb;
+			n = vd * rb - in < len - done ? vd * rb - in : len - done;
+			size_t gg;
+			rc = view_piece(lv, tc, &vt, h * vd * rb + in, (size_t)n, out + done, &gg);
+			g = gg;
+		}
+		if (rc == WF_OK && g != n)
+			rc = WF_ERR_RANGE;
+		if (rc != WF_OK)
+			return rc;
+		done += (size_t)n;
+	}
+	*got = done;
+	return WF_OK;
+}
+
 /* View bytes [off, off+len) of a made tensor, rows in its order. */
 static enum wf_err xform_rows(struct wf_live *lv, struct touched *tc, const struct wf_xform *xf, uint64_t off,
 			      size_t len, uint8_t *out, size_t *got)
 {
+	if (xf->hs == WF_HS_KVB)
+		return kv_b_join(lv, tc, xf, off, len, out, got);
 	if (xf->hs)
 		return head_slice(lv, tc, xf, off, len, out, got);
 	if (!xf->perm_heads)
@@ -433,9 +487,15 @@ static enum wf_err quant_piece(struct wf_live *lv, struct touched *tc, const str
 {
 	const struct wf_type *ty = wf_type_get(xf->quant);
 	*got = 0;
-	if (!ty || !ty->quantize || !ty->blck || xf->t->nelems % ty->blck)
+	/* a head slice has fewer elements than its source; kv_b_proj more */
+	uint64_t nel = xf->t->nelems;
+	if (xf->hs == WF_HS_KVB)
+		nel += xf->t2->nelems;
+	else if (xf->hs)
+		nel = xf->t->ndim == 2 ? (uint64_t)xf->hs_heads * xf->hs_n * xf->t->shape[1] : 0;
+	if (!ty || !ty->quantize || !ty->blck || !nel || nel % ty->blck)
 		return WF_ERR_RANGE;
-	uint64_t nblk = xf->t->nelems / ty->blck, total = nblk * ty->bytes;
+	uint64_t nblk = nel / ty->blck, total = nblk * ty->bytes;
 	if (off >= total)
 		return WF_OK;
 	if (len > total - off)

@@ -52,6 +52,9 @@ struct wf_xform {
 				     * hs_n) of each head, in head order (WF_HS_ROWS, wf_arch.h), or each head's
 				     * slice transposed, n x cols -> cols x n (WF_HS_T) */
 	uint32_t hs_heads, hs_off, hs_n;
+	const struct wf_tensor *t2; /* WF_HS_KVB: kv_b_proj put back together (hf/): t is attn_k_b
+				     * [heads, kv_lora_rank, nope], t2 attn_v_b [heads, v, kv_lora_rank];
+				     * the output's head h is k_b[h] transposed (nope rows) then v_b[h] */
 };
 
 
