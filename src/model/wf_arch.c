@@ -210,6 +210,8 @@ struct cfg {
 	bool rms_eps_1e5;   /* OlmoeModel writes layer_norm_rms_epsilon 1e-5 over the config's */
 	bool mla;           /* DeepseekV2Model: head_count_kv 1, key/value_length the latent's (below) */
 	uint32_t mla_k, mla_v; /* kv_lora_rank + qk_rope_head_dim, kv_lora_rank */
+	int mla_tied;       /* mla_skipped's config fields, read once: -1 not yet, else tie_word_embeddings */
+	uint32_t mla_layers; /* ... and num_hidden_layers (UINT32_MAX: absent) */
 	struct moe *moe;    /* and its experts' tensors, parked for stacking */
 };
 
@@ -1411,7 +1413,8 @@ struct moe {
 	const struct moe_form *f;
 	const char *field;  /* config.json's count of experts: num_local_experts, num_experts, ... */
 	uint32_t n_layer, n_exp;
-	uint32_t dense_first; /* leading layers that may have no experts (DeepSeek's first_k_dense_replace) */
+	uint32_t dense_first; /* leading layers with no experts (DeepSeek's first_k_dense_replace), at most
+			       * n_layer: slot holds the layers after them */
 	uint32_t *slot;  /* [n_layer][3][n_exp]: the source tensor, or UINT32_MAX; becomes plan->stacks */
 	uint32_t *count; /* [n_layer]: slots filled */
 };
@@ -1474,13 +1477,18 @@ static enum wf_err moe_init(struct cfg *c, const struct wf_model *m, struct moe 
 	if (!as_u32(find(c, KEYS("n_layers", "num_hidden_layers", "n_layer", "num_layers"), &which), &e->n_layer) ||
 	    !e->n_layer)
 		return wf_fail(c->why, WF_ERR_UNSUP, "config.json: num_hidden_layers: missing or 0");
-	size_t n = (size_t)e->n_layer * 3 * e->n_exp;
-	if (n / 3 / e->n_exp != e->n_layer || n > m->n_tensors || m->n_tensors >= UINT32_MAX)
+	/* the leading dense layers (DeepSeek's) have none; every layer has
+	 * some tensor, so more layers than tensors is refused too */
+	if (e->dense_first > e->n_layer)
+		e->dense_first = e->n_layer;
+	size_t n = (size_t)(e->n_layer - e->dense_first) * 3 * e->n_exp;
+	if (n / 3 / e->n_exp != e->n_layer - e->dense_first || n > m->n_tensors || e->n_layer > m->n_tensors ||
+	    m->n_tensors >= UINT32_MAX)
 		return wf_fail(c->why, WF_ERR_UNSUP,
 			       "config.json: num_hidden_layers x %s: %" PRIu32 " x %" PRIu32
 			       " experts, more than the checkpoint's %zu tensors hold", e->field, e->n_layer, e->n_exp,
 			       m->n_tensors);
-	e->slot = malloc(n * sizeof *e->slot);
+	e->slot = malloc((n ? n : 1) * sizeof *e->slot);
 	e->count = calloc(e->n_layer, sizeof *e->count);
 	if (!e->slot || !e->count)
 		return wf_fail(c->why, WF_ERR_NOMEM, "out of memory");
@@ -1495,7 +1503,7 @@ static enum wf_err moe_stack(struct cfg *c, const struct wf_model *m, unsigned l
 	const struct moe *e = c->moe;
 	char q[96], g[64];
 	for (unsigned k = 0; k < 3; k++) {
-		const uint32_t *st = &e->slot[((size_t)layer * 3 + k) * e->n_exp];
+		const uint32_t *st = &e->slot[((size_t)(layer - e->dense_first) * 3 + k) * e->n_exp];
 		const struct wf_tensor *t0 = &m->tensors[st[0]];
 		for (uint32_t x = 0; x < e->n_exp; x++) {
 			const struct wf_tensor *t = &m->tensors[st[x]];
@@ -1532,7 +1540,12 @@ static enum wf_err moe_park(struct cfg *c, const struct wf_model *m, size_t i, s
 			       wf_quote(q, sizeof q, t->name, t->name_len), layer >= e->n_layer ? "layer" : "expert",
 			       layer >= e->n_layer ? layer : x, layer >= e->n_layer ? "num_hidden_layers" : e->field,
 			       layer >= e->n_layer ? e->n_layer : e->n_exp);
-	e->slot[(layer * 3 + k) * e->n_exp + x] = (uint32_t)i;
+	/* llama.cpp makes no expert tensors for a dense layer: it could not load them */
+	if (layer < e->dense_first)
+		return wf_fail(c->why, WF_ERR_UNSUP, "tensor %s: an expert of layer %lu, below config.json's "
+			       "first_k_dense_replace (%" PRIu32 ")", wf_quote(q, sizeof q, t->name, t->name_len), layer,
+			       e->dense_first);
+	e->slot[((layer - e->dense_first) * 3 + k) * e->n_exp + x] = (uint32_t)i;
 	return ++e->count[layer] == 3 * e->n_exp ? moe_stack(c, m, layer, pl, cap) : WF_OK;
 }
 
@@ -1548,7 +1561,7 @@ static enum wf_err moe_done(struct cfg *c, struct wf_arch_plan *pl)
 				       "config.json's %s %" PRIu32 ")", l, e->count[l], 3 * e->n_exp, e->f->proj[0], e->f->proj[1],
 				       e->f->proj[2], e->field, e->n_exp);
 	pl->stacks = e->slot;
-	pl->n_stacks = (size_t)e->n_layer * 3 * e->n_exp;
+	pl->n_stacks = (size_t)(e->n_layer - e->dense_first) * 3 * e->n_exp;
 	c->moe->slot = NULL;
 	return WF_OK;
 }
@@ -1559,12 +1572,17 @@ static enum wf_err moe_done(struct cfg *c, struct wf_arch_plan *pl)
  * are parked. */
 static bool mla_skipped(struct cfg *c, const char *name)
 {
-	if (cJSON_IsTrue(hp(c, "tie_word_embeddings")) &&
-	    (strcmp(name, "lm_head.weight") == 0 || strcmp(name, "model.lm_head.weight") == 0))
+	if (c->mla_tied < 0) {
+		/* once, not for each of a DeepSeek-V3's 90,000 tensors */
+		c->mla_tied = cJSON_IsTrue(hp(c, "tie_word_embeddings"));
+		if (!as_u32(hp(c, "num_hidden_layers"), &c->mla_layers))
+			c->mla_layers = UINT32_MAX;
+	}
+	if (c->mla_tied && (strcmp(name, "lm_head.weight") == 0 || strcmp(name, "model.lm_head.weight") == 0))
 		return true;
-	uint32_t n_layer;
+	uint32_t n_layer = c->mla_layers;
 	if (strncmp(name, "model", 5) != 0 || !name[5] || strncmp(name + 6, "layers", 6) != 0 || !name[12] ||
-	    !(name[13] >= '0' && name[13] <= '9') || !as_u32(hp(c, "num_hidden_layers"), &n_layer))
+	    !(name[13] >= '0' && name[13] <= '9') || n_layer == UINT32_MAX)
 		return false;
 	uint64_t v = 0;
 	for (const char *d = name + 13; *d >= '0' && *d <= '9'; d++)
@@ -1733,11 +1751,11 @@ static enum wf_err plan_tensors(const struct arch *a, struct cfg *c, const struc
 	pl->ftype = ftype == WF_FTYPE_AUTO ? auto_ftype(m, o, m->n_tensors) : ftype;
 	struct moe moe = {.f = a->experts};
 	enum wf_err rc = WF_OK;
-	if (a->experts && (rc = moe_init(c, m, &moe)) == WF_OK)
-		c->moe = &moe;
-	if (rc == WF_OK && c->moe && is_mla(a) && not_null(hp(c, "first_k_dense_replace")) &&
+	if (a->experts && is_mla(a) && not_null(hp(c, "first_k_dense_replace")) &&
 	    !as_u32(hp(c, "first_k_dense_replace"), &moe.dense_first))
 		rc = wf_fail(c->why, WF_ERR_FORMAT, "config.json: first_k_dense_replace: not an integer in [0, 2^32)");
+	if (rc == WF_OK && a->experts && (rc = moe_init(c, m, &moe)) == WF_OK)
+		c->moe = &moe;
 	if (rc == WF_OK)
 		rc = gen_tensors(a, c, pl, cap);
 	for (size_t k = 0; k < m->n_tensors && rc == WF_OK; k++)
@@ -1754,7 +1772,7 @@ static enum wf_err plan_tensors(const struct arch *a, struct cfg *c, const struc
 enum wf_err wf_arch_plan(const struct wf_model *m, const struct wf_arch_in *in, uint32_t ftype,
 			 struct wf_gguf_w *w, struct wf_arch_plan *plan, char *why)
 {
-	struct cfg c = {.why = why, .root = NULL};
+	struct cfg c = {.why = why, .root = NULL, .mla_tied = -1};
 	memset(plan, 0, sizeof *plan);
 	plan->vocab_size = -1;
 	const struct arch *a = NULL;

@@ -372,7 +372,8 @@ def deepseek_bad_case():
              ({"scoring_func": "relu"}, None, "scoring_func: not softmax, sigmoid or sqrtsoftplus"),
              ({}, drop, "layer 1: 23 of its 24 expert tensors"),
              ({}, dup, "experts.02.gate_proj.weight': no GGUF name"),
-             ({}, kv_cols, "layers.2.self_attn.kv_b_proj.weight': 31 columns")]
+             ({}, kv_cols, "layers.2.self_attn.kv_b_proj.weight': 31 columns"),
+             ({"first_k_dense_replace": 2}, None, "an expert of layer 1, below config.json's first_k_dense_replace (2)")]
     for cfg, edit, says in cases:
         d = new_dir("dsbad-")
         for f in os.listdir(base):  # links: the 26 MB of weights are not copied 14 times
@@ -391,7 +392,15 @@ def deepseek_bad_case():
         last = out.rstrip("\n").splitlines()[-1] if out else ""
         if rc != 0 or not last.startswith("model.gguf: none: ") or says not in last:
             raise Fail("%r: weightfs info exit %d, last line %r, want %r" % (cfg or edit.__name__, rc, last[:200], says))
-    return "%d folders refused, each naming why" % len(cases)
+    # and made: 2 of 3 layers dense, 32 experts: 3 x 3 x 32 expert slots are more than the
+    # folder's tensors, only the MoE layer's 96 count
+    d = tiny_models.make(os.path.join(new_dir("dsdense-"), "Tiny-DeepSeek-V3"), "deepseek_v3", tdir,
+                         config={"n_routed_experts": 32, "first_k_dense_replace": 2})
+    rc, out, err, _ = run_cli(["info", d], timeout=60)
+    last = out.rstrip("\n").splitlines()[-1] if out else ""
+    if rc != 0 or not last.startswith("model.gguf: deepseek2"):
+        raise Fail("2 dense layers of 3, 32 experts: weightfs info exit %d, last line %r" % (rc, last[:200]))
+    return "%d folders refused, each naming why; one mostly dense made" % len(cases)
 
 
 def logits_match(mp_gguf, folder, ids):
