@@ -733,25 +733,11 @@ static enum wf_err need_u32(struct cfg *c, const char *field, uint32_t max, uint
 	return WF_OK;
 }
 
-/* DeepseekV2Model.set_gguf_parameters (moe-and-mla.md 6.3): the base
- * block with head_count_kv 1 and key/value_length the latent's, then the
- * MLA and expert keys. */
-static enum wf_err kv_deepseek2(const struct arch *a, struct cfg *c, struct wf_gguf_w *w, uint32_t ftype)
+/* llama.cpp's group-limited routing splits the experts into n_group equal
+ * groups and keeps topk_group of them: counts it could not run are
+ * refused. */
+static enum wf_err ds_groups_ok(struct cfg *c)
 {
-	char k[96];
-	uint32_t kvr = 512, rope = 0, nope = 0, vd = 0, u;
-	const cJSON *kvj = not_null(hp(c, "kv_lora_rank"));
-	if (kvj && !as_u32(kvj, &kvr))
-		return wf_fail(c->why, WF_ERR_FORMAT, "config.json: kv_lora_rank: not an integer in [0, 2^32)");
-	enum wf_err rc = need_u32(c, "qk_rope_head_dim", 65535, &rope);
-	if (rc == WF_OK)
-		rc = need_u32(c, "qk_nope_head_dim", 65535, &nope);
-	if (rc == WF_OK)
-		rc = need_u32(c, "v_head_dim", 65535, &vd);
-	if (rc != WF_OK)
-		return rc;
-	/* llama.cpp's group-limited routing splits the experts into n_group
-	 * equal groups and keeps topk_group of them */
 	uint32_t ne = 0, ng = 1, tg = 1;
 	const cJSON *gj = not_null(hp(c, "n_group")), *tj = not_null(hp(c, "topk_group"));
 	as_u32(not_null(hp(c, "n_routed_experts")), &ne);
@@ -764,6 +750,28 @@ static enum wf_err kv_deepseek2(const struct arch *a, struct cfg *c, struct wf_g
 	if (tg > ng)
 		return wf_fail(c->why, WF_ERR_UNSUP, "config.json: topk_group: %" PRIu32 ", more than n_group (%" PRIu32 ")",
 			       tg, ng);
+	return WF_OK;
+}
+
+/* DeepseekV2Model.set_gguf_parameters (moe-and-mla.md 6.3): the base
+ * block with head_count_kv 1 and key/value_length the latent's, then the
+ * MLA and expert keys. */
+static enum wf_err kv_deepseek2(const struct arch *a, struct cfg *c, struct wf_gguf_w *w, uint32_t ftype)
+{
+	char k[96];
+	uint32_t kvr = 512, rope = 0, nope = 0, vd = 0;
+	const cJSON *kvj = not_null(hp(c, "kv_lora_rank"));
+	if (kvj && !as_u32(kvj, &kvr))
+		return wf_fail(c->why, WF_ERR_FORMAT, "config.json: kv_lora_rank: not an integer in [0, 2^32)");
+	enum wf_err rc = need_u32(c, "qk_rope_head_dim", 65535, &rope);
+	if (rc == WF_OK)
+		rc = need_u32(c, "qk_nope_head_dim", 65535, &nope);
+	if (rc == WF_OK)
+		rc = need_u32(c, "v_head_dim", 65535, &vd);
+	if (rc != WF_OK)
+		return rc;
+	if ((rc = ds_groups_ok(c)) != WF_OK)
+		return rc;
 	if ((uint64_t)kvr + rope > UINT32_MAX)
 		return wf_fail(c->why, WF_ERR_UNSUP, "config.json: kv_lora_rank: %" PRIu32 " + qk_rope_head_dim passes 2^32", kvr);
 	c->mla = true;
@@ -815,7 +823,6 @@ static enum wf_err kv_deepseek2(const struct arch *a, struct cfg *c, struct wf_g
 	else if (rc == WF_OK && ms) /* TAG_DEEPSEEK2_YARN_LOG_MUL_FIX: 0.1 x, in double */
 		wf_gguf_w_f32(w, K("rope.scaling.yarn_log_multiplier"), (float)(0.1 * ms->valuedouble));
 #undef K
-	(void)u;
 	return rc;
 }
 
