@@ -337,6 +337,52 @@ def mixtral_bad_case():
     return "%d folders refused, each naming why" % len(cases)
 
 
+def deepseek_ranges_case():
+    """DeepSeek's attn_k_b and attn_v_b, read from kv_b_proj on demand: in F32 equal to the
+    numpy split and per-head transpose of the folder's kv_b_proj; in F32 and BF16, any range
+    (cut elements, across heads) equal to the same bytes of a whole read."""
+    import random
+    import converter_cases
+    import st_io
+    folder = converter_cases.make("Tiny-DeepSeek-V3", new_dir("dsrange-"))
+    w = st_io.load(os.path.join(folder, "model.safetensors"))
+    with open(os.path.join(folder, "config.json")) as f:
+        cfg = json.load(f)
+    H, nope, vd = cfg["num_key_value_heads"], cfg["qk_nope_head_dim"], cfg["v_head_dim"]
+    n = 0
+    for ot in ("f32", "bf16"):
+        m = Mount(folder, ["-o", "gguf=" + ot])
+        try:
+            p = m.path("model.gguf")
+            _, infos, whole, start = gguf_read(p)
+            rnd = random.Random(38)
+            fd = os.open(p, os.O_RDONLY)
+            try:
+                for name, ne, ty, off in infos:
+                    if not name.endswith(("attn_k_b.weight", "attn_v_b.weight")):
+                        continue
+                    es = 4 if ty == 0 else 2
+                    a0, size = start + off, int(np.prod(ne)) * es
+                    if ot == "f32":
+                        got = np.frombuffer(whole[a0:a0 + size], "<f4").reshape(ne[::-1])
+                        kv = w[name.replace("blk.", "model.layers.").replace(
+                            name.split(".")[2], "self_attn.kv_b_proj")].reshape(H, nope + vd, -1)
+                        want = kv[:, :nope].transpose(0, 2, 1) if "k_b" in name else kv[:, nope:]
+                        if got.shape != want.shape or got.tobytes() != np.ascontiguousarray(want).tobytes():
+                            raise Fail("%s: not kv_b_proj's split (and transpose) of the folder's" % name)
+                    for _ in range(60):
+                        a = a0 + rnd.randrange(size)
+                        k = rnd.choice([1, 3, es * 7 + 1, 4097, 33000])
+                        if os.pread(fd, k, a) != whole[a:a + k]:
+                            raise Fail("-o gguf=%s: %s: %d bytes at %d differ from a whole read" % (ot, name, k, a))
+                        n += 1
+            finally:
+                os.close(fd)
+        finally:
+            m.unmount()
+    return "values = numpy's split; %d ranges = a whole read" % n
+
+
 def deepseek_bad_case():
     """A DeepSeek V3 checkpoint whose experts or MLA shapes do not add up: model.gguf left out,
     `weightfs info` saying why in one line naming the field or tensor."""
@@ -801,6 +847,8 @@ def group_gguf():
     check("gguf: Mixtral: experts that do not add up leave model.gguf out, naming why", mixtral_bad_case)
     check("gguf: DeepSeek: experts or MLA shapes that do not add up leave model.gguf out, naming why",
           deepseek_bad_case)
+    check("gguf: DeepSeek: attn_k_b/attn_v_b read from kv_b_proj: numpy's split and transpose; any range",
+          deepseek_ranges_case)
     folders = {}
     for kind, key in CASES:
         check("gguf: %s with the %s tokenizer: mounted and checked" % (kind, key), one_case, kind, key, folders)
