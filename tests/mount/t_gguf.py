@@ -340,7 +340,8 @@ def mixtral_bad_case():
 def deepseek_ranges_case():
     """DeepSeek's attn_k_b and attn_v_b, read from kv_b_proj on demand: in F32 equal to the
     numpy split and per-head transpose of the folder's kv_b_proj; in F32 and BF16, any range
-    (cut elements, across heads) equal to the same bytes of a whole read."""
+    (cut elements, across heads) equal to the same bytes of a whole read; hf/ of a Q8_0 GGUF
+    puts kv_b_proj back from the decoded blocks."""
     import random
     import converter_cases
     import st_io
@@ -380,7 +381,24 @@ def deepseek_ranges_case():
                 os.close(fd)
         finally:
             m.unmount()
-    return "values = numpy's split; %d ranges = a whole read" % n
+    # hf/ of a Q8_0 GGUF (attn_v_b Q8_0, attn_k_b F16 by the fallback): kv_b_proj put back from
+    # decoded blocks, within Q8_0's error of the folder's (a wrong layout is off by the values)
+    g = os.path.join(new_dir("dsq8-"), "q8.gguf")
+    rc, _, err, _ = run_cli(["convert", "-o", "gguf=q8_0", folder, g], timeout=120)
+    if rc != 0:
+        raise Fail("convert -o gguf=q8_0: exit %d: %s" % (rc, err.strip()[-300:]))
+    m = Mount(g, [])
+    try:
+        got = st_io.load(m.path("hf/model.safetensors"))
+    finally:
+        m.unmount()
+    worst = 0.0
+    for k in w:
+        if k.endswith("kv_b_proj.weight") and not k.startswith("model.layers.%d." % cfg["num_hidden_layers"]):
+            worst = max(worst, float(np.abs(got[k] - w[k]).max() / np.abs(w[k]).max()))
+    if not worst or worst > 0.01:
+        raise Fail("hf/ of a Q8_0 GGUF: kv_b_proj off the folder's by %.3g of its largest value" % worst)
+    return "values = numpy's split; %d ranges = a whole read; hf/ of Q8_0: kv_b_proj within %.1e" % (n, worst)
 
 
 def deepseek_bad_case():
@@ -847,7 +865,8 @@ def group_gguf():
     check("gguf: Mixtral: experts that do not add up leave model.gguf out, naming why", mixtral_bad_case)
     check("gguf: DeepSeek: experts or MLA shapes that do not add up leave model.gguf out, naming why",
           deepseek_bad_case)
-    check("gguf: DeepSeek: attn_k_b/attn_v_b read from kv_b_proj: numpy's split and transpose; any range",
+    check("gguf: DeepSeek: attn_k_b/attn_v_b read from kv_b_proj: numpy's split and transpose; any range; "
+          "kv_b_proj back from a Q8_0 GGUF",
           deepseek_ranges_case)
     folders = {}
     for kind, key in CASES:
