@@ -89,6 +89,18 @@ static const struct {
 	{"mlp.shared_expert.up_proj", "ffn_up_shexp", 0},
 	{"mlp.shared_expert.down_proj", "ffn_down_shexp", 0},
 	{"mlp.shared_expert_gate", "ffn_gate_inp_shexp", 0},
+	/* DeepSeek's MLA and shared experts (moe-and-mla.md 6.1); kv_b_proj is
+	 * split in two (mla_split), e_score_correction_bias renamed first */
+	{"self_attn.q_a_proj", "attn_q_a", 0},
+	{"self_attn.q_a_layernorm", "attn_q_a_norm", 0},
+	{"self_attn.q_b_proj", "attn_q_b", 0},
+	{"self_attn.kv_a_proj_with_mqa", "attn_kv_a_mqa", 0},
+	{"self_attn.kv_a_layernorm", "attn_kv_a_norm", 0},
+	{"self_attn.kv_b_proj", "attn_kv_b", 0},
+	{"mlp.shared_experts.gate_proj", "ffn_gate_shexp", 0},
+	{"mlp.shared_experts.up_proj", "ffn_up_shexp", 0},
+	{"mlp.shared_experts.down_proj", "ffn_down_shexp", 0},
+	{"mlp.gate.e_score_correction", "exp_probs_b", 0},
 };
 
 /* Gemma 2 and 3 norm around both sublayers: their own four names. */
@@ -196,6 +208,10 @@ struct cfg {
 	char *why;
 	bool experts;       /* the architecture has experts: expert_count and expert_used_count written */
 	bool rms_eps_1e5;   /* OlmoeModel writes layer_norm_rms_epsilon 1e-5 over the config's */
+	bool mla;           /* DeepseekV2Model: head_count_kv 1, key/value_length the latent's (below) */
+	uint32_t mla_k, mla_v; /* kv_lora_rank + qk_rope_head_dim, kv_lora_rank */
+	int mla_tied;       /* mla_skipped's config fields, read once: -1 not yet, else tie_word_embeddings */
+	uint32_t mla_layers; /* ... and num_hidden_layers (UINT32_MAX: absent) */
 	struct moe *moe;    /* and its experts' tensors, parked for stacking */
 };
 
@@ -312,6 +328,9 @@ static const struct moe_form qwen2_experts = {
 static const struct moe_form olmoe_experts = {
 	".mlp.experts.", {"down_proj", "gate_proj", "up_proj"}, {"ffn_down_exps", "ffn_gate_exps", "ffn_up_exps"},
 	"mlp.gate", "olmoe"};
+static const struct moe_form deepseek_experts = {
+	".mlp.experts.", {"down_proj", "gate_proj", "up_proj"}, {"ffn_down_exps", "ffn_gate_exps", "ffn_up_exps"},
+	"mlp.gate", "deepseek_v3"};
 static const struct moe_form qwen3_experts = {
 	".mlp.experts.", {"down_proj", "gate_proj", "up_proj"}, {"ffn_down_exps", "ffn_gate_exps", "ffn_up_exps"},
 	"mlp.gate", "qwen3_moe"};
@@ -337,6 +356,10 @@ static const char *const qwen3moe_parts[] = {"attn_norm", "attn_q", "attn_k", "a
 					     "ffn_gate_inp", "attn_q_norm", "attn_k_norm", NULL};
 static const char *const olmoe_parts[] = {"attn_norm", "attn_q", "attn_k", "attn_v", "attn_output", "ffn_norm",
 					  "ffn_gate_inp", "attn_q_norm", "attn_k_norm", NULL};
+static const char *const deepseek2_parts[] = {"attn_norm", "attn_q", "attn_q_a", "attn_q_a_norm", "attn_q_b",
+					      "attn_kv_a_mqa", "attn_kv_a_norm", "attn_kv_b", "attn_output", "ffn_norm",
+					      "ffn_gate", "ffn_up", "ffn_down", "ffn_gate_inp", "exp_probs_b",
+					      "ffn_gate_shexp", "ffn_up_shexp", "ffn_down_shexp", NULL};
 static const char *const phi3_parts[] = {"attn_norm", "attn_qkv", "attn_q", "attn_k", "attn_v", "attn_output",
 					 "ffn_norm", "ffn_up", "ffn_down", NULL};
 
@@ -346,6 +369,7 @@ static enum wf_err kv_gemma2(const struct arch *a, struct cfg *c, struct wf_gguf
 static enum wf_err kv_gemma3(const struct arch *a, struct cfg *c, struct wf_gguf_w *w, uint32_t ftype);
 static enum wf_err kv_phi3(const struct arch *a, struct cfg *c, struct wf_gguf_w *w, uint32_t ftype);
 static enum wf_err kv_olmoe(const struct arch *a, struct cfg *c, struct wf_gguf_w *w, uint32_t ftype);
+static enum wf_err kv_deepseek2(const struct arch *a, struct cfg *c, struct wf_gguf_w *w, uint32_t ftype);
 
 /* conversion/__init__.py's registrations for the architectures in scope */
 static const struct arch arch_rows[] = {
@@ -364,7 +388,16 @@ static const struct arch arch_rows[] = {
 	{{"Qwen3MoeForCausalLM", NULL}, "qwen3moe", WF_VOCAB_QWEN, false, false, false, kv_qwen, qwen3moe_parts,
 	 &qwen3_experts},
 	{{"OlmoeForCausalLM", NULL}, "olmoe", WF_VOCAB_GPT2, false, false, false, kv_olmoe, olmoe_parts, &olmoe_experts},
+	{{"DeepseekV3ForCausalLM", "DeepseekV2ForCausalLM", NULL}, "deepseek2", WF_VOCAB_GPT2, false, false, false,
+	 kv_deepseek2, deepseek2_parts, &deepseek_experts},
 };
+
+/* DeepseekV2Model's rows: kv_b_proj split (mla_split), the MTP layer
+ * skipped, a tied lm_head dropped. */
+static bool is_mla(const struct arch *a)
+{
+	return a->kvs == kv_deepseek2;
+}
 
 /* The defaults of each config class, by config.json's model_type (which
  * picks the class AutoConfig builds, whatever the architecture). */
@@ -393,6 +426,9 @@ static const struct {
 	{"phi3",
 	 {{"max_position_embeddings", 4096}, {"rms_norm_eps", 1e-5}, {"rope_theta", 10000},
 	  {"original_max_position_embeddings", 4096}, {NULL, 0}}},
+	/* DeepseekV2Model.set_gguf_parameters: rms_norm_eps defaults to 1e-6 */
+	{"deepseek_v2", {{"rms_norm_eps", 1e-6}, {NULL, 0}}},
+	{"deepseek_v3", {{"rms_norm_eps", 1e-6}, {NULL, 0}}},
 	{"olmoe",
 	 {{"max_position_embeddings", 4096}, {"rms_norm_eps", 1e-5}, {"rope_theta", 10000}, {"num_experts", 64},
 	  {"num_experts_per_tok", 8}, {NULL, 0}}},
@@ -419,6 +455,18 @@ static enum wf_err add_defaults(struct cfg *c)
 	    (llama_like || strcmp(t, "phi3") == 0 || strcmp(t, "olmoe") == 0)) {
 		cJSON_DeleteItemFromObjectCaseSensitive(c->dflt, "num_key_value_heads");
 		if (!cJSON_AddNumberToObject(c->dflt, "num_key_value_heads", heads->valuedouble))
+			return WF_ERR_NOMEM;
+	}
+	/* DeepseekV2Config / V3Config: num_key_value_heads = heads, head_dim =
+	 * qk_rope_head_dim (moe-and-mla.md 1.4) */
+	bool deepseek = strcmp(t, "deepseek_v2") == 0 || strcmp(t, "deepseek_v3") == 0;
+	const cJSON *rope_dim = hp(c, "qk_rope_head_dim"), *hd0 = hp(c, "head_dim");
+	if (deepseek && (!kv || cJSON_IsNull(kv)) && cJSON_IsNumber(heads) &&
+	    !cJSON_AddNumberToObject(c->dflt, "num_key_value_heads", heads->valuedouble))
+		return WF_ERR_NOMEM;
+	if (deepseek && (!hd0 || cJSON_IsNull(hd0)) && cJSON_IsNumber(rope_dim)) {
+		cJSON_DeleteItemFromObjectCaseSensitive(c->dflt, "head_dim");
+		if (!cJSON_AddNumberToObject(c->dflt, "head_dim", rope_dim->valuedouble))
 			return WF_ERR_NOMEM;
 	}
 	uint32_t h, n;
@@ -535,6 +583,28 @@ static enum wf_err kv_rope_scaling(struct cfg *c, const struct rope *r, struct w
 
 /* ---------------------------------------------------------------- key/values */
 
+/* expert_gating_func from the first of the score-function fields present
+ * (constants.py ExpertGatingFuncType; any other value stops the
+ * converter). */
+static enum wf_err kv_gating(struct cfg *c, struct wf_gguf_w *w, const char *k)
+{
+	const char *which = "scoring_func";
+	const cJSON *v = find(c, KEYS("score_function", "scoring_func", "score_func", "moe_router_activation",
+				      "moe_router_activation_func"), &which);
+	static const struct {
+		const char *s;
+		uint32_t v;
+	} fn[] = {{"softmax", 1}, {"sigmoid", 2}, {"sqrtsoftplus", 4}};
+	if (!v)
+		return WF_OK;
+	for (size_t i = 0; cJSON_IsString(v) && i < WF_ARRAY_LEN(fn); i++)
+		if (strcmp(v->valuestring, fn[i].s) == 0) {
+			wf_gguf_w_u32(w, k, fn[i].v);
+			return WF_OK;
+		}
+	return wf_fail(c->why, WF_ERR_UNSUP, "config.json: %s: not softmax, sigmoid or sqrtsoftplus", which);
+}
+
 /* TextModel.set_gguf_parameters (B:1268-1380), through general.file_type. */
 static enum wf_err kv_text(struct cfg *c, struct wf_gguf_w *w, const char *a, uint32_t ftype)
 {
@@ -558,7 +628,9 @@ static enum wf_err kv_text(struct cfg *c, struct wf_gguf_w *w, const char *a, ui
 			     false, NULL);
 	if (rc == WF_OK)
 		rc = put_u32(c, w, K("attention.head_count"), KEYS("num_attention_heads", "n_head", "n_heads"), false, NULL);
-	if (rc == WF_OK)
+	if (rc == WF_OK && c->mla)
+		wf_gguf_w_u32(w, K("attention.head_count_kv"), 1); /* MLA as MQA: the converter sets it to 1 first */
+	else if (rc == WF_OK)
 		rc = put_u32(c, w, K("attention.head_count_kv"), KEYS("num_key_value_heads", "n_kv_heads"), false, NULL);
 	if (rc == WF_OK && cJSON_IsFalse(hp(c, "is_causal")))
 		wf_gguf_w_bool(w, K("attention.causal"), false);
@@ -583,7 +655,17 @@ static enum wf_err kv_text(struct cfg *c, struct wf_gguf_w *w, const char *a, ui
 	if (rc == WF_OK && c->experts)
 		rc = put_u32(c, w, K("expert_used_count"),
 			     KEYS("num_experts_per_tok", "num_experts_per_token", "top_k_experts"), true, NULL);
-	if (rc == WF_OK && not_null(hp(c, "head_dim"))) {
+	if (rc == WF_OK)
+		rc = put_u32(c, w, K("expert_group_count"), KEYS("n_group"), false, NULL);
+	if (rc == WF_OK)
+		rc = put_u32(c, w, K("expert_group_used_count"), KEYS("topk_group"), false, NULL);
+	if (rc == WF_OK)
+		rc = kv_gating(c, w, K("expert_gating_func"));
+	if (rc == WF_OK && c->mla && not_null(hp(c, "head_dim"))) {
+		/* written from head_dim, then overwritten in place with the latent's */
+		wf_gguf_w_u32(w, K("attention.key_length"), c->mla_k);
+		wf_gguf_w_u32(w, K("attention.value_length"), c->mla_v);
+	} else if (rc == WF_OK && not_null(hp(c, "head_dim"))) {
 		rc = put_u32(c, w, K("attention.key_length"), KEYS("head_dim"), false, NULL);
 		if (rc == WF_OK)
 			rc = put_u32(c, w, K("attention.value_length"), KEYS("head_dim"), false, NULL);
@@ -636,6 +718,111 @@ static enum wf_err kv_olmoe(const struct arch *a, struct cfg *c, struct wf_gguf_
 	c->rms_eps_1e5 = true;
 	enum wf_err rc = kv_text(c, w, a->gguf, ftype);
 	c->rms_eps_1e5 = false;
+	return rc;
+}
+
+/* A u32 the rest of the plan divides or counts by: present and from 1 to
+ * max. */
+static enum wf_err need_u32(struct cfg *c, const char *field, uint32_t max, uint32_t *v)
+{
+	const cJSON *j = not_null(hp(c, field));
+	if (!j)
+		return wf_fail(c->why, WF_ERR_UNSUP, "config.json: %s: missing", field);
+	if (!as_u32(j, v) || *v < 1 || *v > max)
+		return wf_fail(c->why, WF_ERR_UNSUP, "config.json: %s: not an integer from 1 to %" PRIu32, field, max);
+	return WF_OK;
+}
+
+/* llama.cpp's group-limited routing splits the experts into n_group equal
+ * groups and keeps topk_group of them: counts it could not run are
+ * refused. */
+static enum wf_err ds_groups_ok(struct cfg *c)
+{
+	uint32_t ne = 0, ng = 1, tg = 1;
+	const cJSON *gj = not_null(hp(c, "n_group")), *tj = not_null(hp(c, "topk_group"));
+	as_u32(not_null(hp(c, "n_routed_experts")), &ne);
+	if ((gj && (!as_u32(gj, &ng) || !ng)) || (tj && (!as_u32(tj, &tg) || !tg)))
+		return wf_fail(c->why, WF_ERR_UNSUP, "config.json: %s: not an integer from 1", gj && (!as_u32(gj, &ng) || !ng)
+			       ? "n_group" : "topk_group");
+	if (ne && ne % ng)
+		return wf_fail(c->why, WF_ERR_UNSUP, "config.json: n_group: %" PRIu32 " groups do not divide n_routed_experts "
+			       "(%" PRIu32 ")", ng, ne);
+	if (tg > ng)
+		return wf_fail(c->why, WF_ERR_UNSUP, "config.json: topk_group: %" PRIu32 ", more than n_group (%" PRIu32 ")",
+			       tg, ng);
+	return WF_OK;
+}
+
+/* DeepseekV2Model.set_gguf_parameters (moe-and-mla.md 6.3): the base
+ * block with head_count_kv 1 and key/value_length the latent's, then the
+ * MLA and expert keys. */
+static enum wf_err kv_deepseek2(const struct arch *a, struct cfg *c, struct wf_gguf_w *w, uint32_t ftype)
+{
+	char k[96];
+	uint32_t kvr = 512, rope = 0, nope = 0, vd = 0;
+	const cJSON *kvj = not_null(hp(c, "kv_lora_rank"));
+	if (kvj && !as_u32(kvj, &kvr))
+		return wf_fail(c->why, WF_ERR_FORMAT, "config.json: kv_lora_rank: not an integer in [0, 2^32)");
+	enum wf_err rc = need_u32(c, "qk_rope_head_dim", 65535, &rope);
+	if (rc == WF_OK)
+		rc = need_u32(c, "qk_nope_head_dim", 65535, &nope);
+	if (rc == WF_OK)
+		rc = need_u32(c, "v_head_dim", 65535, &vd);
+	if (rc != WF_OK)
+		return rc;
+	if ((rc = ds_groups_ok(c)) != WF_OK)
+		return rc;
+	if ((uint64_t)kvr + rope > UINT32_MAX)
+		return wf_fail(c->why, WF_ERR_UNSUP, "config.json: kv_lora_rank: %" PRIu32 " + qk_rope_head_dim passes 2^32", kvr);
+	c->mla = true;
+	c->mla_k = kvr + rope;
+	c->mla_v = kvr;
+	rc = kv_text(c, w, a->gguf, ftype);
+	c->mla = false;
+#define K(s) (snprintf(k, sizeof k, "%s." s, a->gguf), k)
+	const cJSON *fk = not_null(hp(c, "first_k_dense_replace"));
+	if (rc == WF_OK && fk)
+		rc = put_u32(c, w, K("leading_dense_block_count"), KEYS("first_k_dense_replace"), true, NULL);
+	else if (rc == WF_OK && not_null(hp(c, "n_routed_experts")))
+		wf_gguf_w_u32(w, K("leading_dense_block_count"), 0);
+	else if (rc == WF_OK)
+		rc = put_u32(c, w, K("leading_dense_block_count"), KEYS("num_hidden_layers"), true, NULL);
+	if (rc == WF_OK)
+		rc = put_u32(c, w, K("vocab_size"), KEYS("vocab_size"), true, NULL);
+	if (rc == WF_OK)
+		rc = put_u32(c, w, K("attention.q_lora_rank"), KEYS("q_lora_rank"), false, NULL);
+	if (rc == WF_OK)
+		wf_gguf_w_u32(w, K("attention.kv_lora_rank"), kvr);
+	if (rc == WF_OK && !not_null(hp(c, "head_dim"))) {
+		wf_gguf_w_u32(w, K("attention.key_length"), c->mla_k);
+		wf_gguf_w_u32(w, K("attention.value_length"), c->mla_v);
+	}
+	if (rc == WF_OK) {
+		wf_gguf_w_u32(w, K("attention.key_length_mla"), nope + rope);
+		wf_gguf_w_u32(w, K("attention.value_length_mla"), vd);
+		rc = put_u32(c, w, K("expert_feed_forward_length"), KEYS("moe_intermediate_size", "intermediate_size"),
+			     true, NULL);
+	}
+	/* expert_count again: the same value, in its place */
+	if (rc == WF_OK && !not_null(hp(c, "n_shared_experts")))
+		wf_gguf_w_u32(w, K("expert_shared_count"), 0);
+	else if (rc == WF_OK)
+		rc = put_u32(c, w, K("expert_shared_count"), KEYS("n_shared_experts"), true, NULL);
+	if (rc == WF_OK)
+		rc = put_f32k(c, w, K("expert_weights_scale"), KEYS("routed_scaling_factor"));
+	const cJSON *norm = not_null(hp(c, "norm_topk_prob"));
+	if (rc == WF_OK && norm && !cJSON_IsFalse(norm) && !(cJSON_IsNumber(norm) && norm->valuedouble == 0))
+		wf_gguf_w_bool(w, K("expert_weights_norm"), true);
+	if (rc == WF_OK)
+		wf_gguf_w_u32(w, K("rope.dimension_count"), rope);
+	struct rope r;
+	rope_of(c, &r);
+	const cJSON *ms = not_null(item(r.p, "mscale_all_dim"));
+	if (rc == WF_OK && ms && !cJSON_IsNumber(ms))
+		rc = wf_fail(c->why, WF_ERR_FORMAT, "config.json: rope_scaling.mscale_all_dim: not a number");
+	else if (rc == WF_OK && ms) /* TAG_DEEPSEEK2_YARN_LOG_MUL_FIX: 0.1 x, in double */
+		wf_gguf_w_f32(w, K("rope.scaling.yarn_log_multiplier"), (float)(0.1 * ms->valuedouble));
+#undef K
 	return rc;
 }
 
@@ -921,6 +1108,13 @@ static const char *hf_part(const struct arch *a, const char *g, size_t n, char *
 		return NULL;
 	if (a->experts && eq(g, n, "ffn_gate_inp"))
 		return a->experts->router;
+	/* DeepSeek's shared experts are plural (the first rows are Qwen2-MoE's) */
+	static const char *const shexp[][2] = {{"ffn_gate_shexp", "mlp.shared_experts.gate_proj"},
+					       {"ffn_up_shexp", "mlp.shared_experts.up_proj"},
+					       {"ffn_down_shexp", "mlp.shared_experts.down_proj"}};
+	for (size_t i = 0; is_mla(a) && i < WF_ARRAY_LEN(shexp); i++)
+		if (eq(g, n, shexp[i][0]))
+			return shexp[i][1];
 	for (size_t i = 0; g23 && i < WF_ARRAY_LEN(gemma2_map); i++)
 		if (eq(g, n, gemma2_map[i].gguf))
 			return gemma2_map[i].hf;
@@ -963,6 +1157,9 @@ bool wf_gguf_to_hf_name(const char *gguf_arch, const char *g, char *out, size_t 
 	}
 	if (!to || len < 0 || (size_t)len >= outlen)
 		return false;
+	/* filter_tensors' rename undone: e_score_correction.bias -> _bias */
+	if (strcmp(to, "mlp.gate.e_score_correction") == 0 && strcmp(sfx, ".bias") == 0)
+		out[len - 5] = '_';
 	size_t pl = strlen(to);
 	*norm = strcmp(sfx, ".weight") == 0 && ((pl >= 4 && strcmp(to + pl - 4, "norm") == 0) ||
 						(pl >= 9 && strcmp(to + pl - 9, "layernorm") == 0));
@@ -1223,6 +1420,8 @@ struct moe {
 	const struct moe_form *f;
 	const char *field;  /* config.json's count of experts: num_local_experts, num_experts, ... */
 	uint32_t n_layer, n_exp;
+	uint32_t dense_first; /* leading layers with no experts (DeepSeek's first_k_dense_replace), at most
+			       * n_layer: slot holds the layers after them */
 	uint32_t *slot;  /* [n_layer][3][n_exp]: the source tensor, or UINT32_MAX; becomes plan->stacks */
 	uint32_t *count; /* [n_layer]: slots filled */
 };
@@ -1285,13 +1484,18 @@ static enum wf_err moe_init(struct cfg *c, const struct wf_model *m, struct moe 
 	if (!as_u32(find(c, KEYS("n_layers", "num_hidden_layers", "n_layer", "num_layers"), &which), &e->n_layer) ||
 	    !e->n_layer)
 		return wf_fail(c->why, WF_ERR_UNSUP, "config.json: num_hidden_layers: missing or 0");
-	size_t n = (size_t)e->n_layer * 3 * e->n_exp;
-	if (n / 3 / e->n_exp != e->n_layer || n > m->n_tensors || m->n_tensors >= UINT32_MAX)
+	/* the leading dense layers (DeepSeek's) have none; every layer has
+	 * some tensor, so more layers than tensors is refused too */
+	if (e->dense_first > e->n_layer)
+		e->dense_first = e->n_layer;
+	size_t n = (size_t)(e->n_layer - e->dense_first) * 3 * e->n_exp;
+	if (n / 3 / e->n_exp != e->n_layer - e->dense_first || n > m->n_tensors || e->n_layer > m->n_tensors ||
+	    m->n_tensors >= UINT32_MAX)
 		return wf_fail(c->why, WF_ERR_UNSUP,
 			       "config.json: num_hidden_layers x %s: %" PRIu32 " x %" PRIu32
 			       " experts, more than the checkpoint's %zu tensors hold", e->field, e->n_layer, e->n_exp,
 			       m->n_tensors);
-	e->slot = malloc(n * sizeof *e->slot);
+	e->slot = malloc((n ? n : 1) * sizeof *e->slot);
 	e->count = calloc(e->n_layer, sizeof *e->count);
 	if (!e->slot || !e->count)
 		return wf_fail(c->why, WF_ERR_NOMEM, "out of memory");
@@ -1306,7 +1510,7 @@ static enum wf_err moe_stack(struct cfg *c, const struct wf_model *m, unsigned l
 	const struct moe *e = c->moe;
 	char q[96], g[64];
 	for (unsigned k = 0; k < 3; k++) {
-		const uint32_t *st = &e->slot[((size_t)layer * 3 + k) * e->n_exp];
+		const uint32_t *st = &e->slot[((size_t)(layer - e->dense_first) * 3 + k) * e->n_exp];
 		const struct wf_tensor *t0 = &m->tensors[st[0]];
 		for (uint32_t x = 0; x < e->n_exp; x++) {
 			const struct wf_tensor *t = &m->tensors[st[x]];
@@ -1343,7 +1547,12 @@ static enum wf_err moe_park(struct cfg *c, const struct wf_model *m, size_t i, s
 			       wf_quote(q, sizeof q, t->name, t->name_len), layer >= e->n_layer ? "layer" : "expert",
 			       layer >= e->n_layer ? layer : x, layer >= e->n_layer ? "num_hidden_layers" : e->field,
 			       layer >= e->n_layer ? e->n_layer : e->n_exp);
-	e->slot[(layer * 3 + k) * e->n_exp + x] = (uint32_t)i;
+	/* llama.cpp makes no expert tensors for a dense layer: it could not load them */
+	if (layer < e->dense_first)
+		return wf_fail(c->why, WF_ERR_UNSUP, "tensor %s: an expert of layer %lu, below config.json's "
+			       "first_k_dense_replace (%" PRIu32 ")", wf_quote(q, sizeof q, t->name, t->name_len), layer,
+			       e->dense_first);
+	e->slot[((layer - e->dense_first) * 3 + k) * e->n_exp + x] = (uint32_t)i;
 	return ++e->count[layer] == 3 * e->n_exp ? moe_stack(c, m, layer, pl, cap) : WF_OK;
 }
 
@@ -1353,15 +1562,83 @@ static enum wf_err moe_done(struct cfg *c, struct wf_arch_plan *pl)
 {
 	const struct moe *e = c->moe;
 	for (uint32_t l = 0; l < e->n_layer; l++)
-		if (e->count[l] != 3 * e->n_exp)
+		if (e->count[l] != 3 * e->n_exp && !(l < e->dense_first && !e->count[l]))
 			return wf_fail(c->why, WF_ERR_UNSUP,
 				       "layer %" PRIu32 ": %" PRIu32 " of its %" PRIu32 " expert tensors (%s, %s, %s of "
 				       "config.json's %s %" PRIu32 ")", l, e->count[l], 3 * e->n_exp, e->f->proj[0], e->f->proj[1],
 				       e->f->proj[2], e->field, e->n_exp);
 	pl->stacks = e->slot;
-	pl->n_stacks = (size_t)e->n_layer * 3 * e->n_exp;
+	pl->n_stacks = (size_t)(e->n_layer - e->dense_first) * 3 * e->n_exp;
 	c->moe->slot = NULL;
 	return WF_OK;
+}
+
+/* Whether DeepseekV2Model.modify_tensors drops tensor `name`: lm_head
+ * when tie_word_embeddings, and the MTP layers (re.match
+ * "model.layers.(\\d+)" at or past num_hidden_layers), before the experts
+ * are parked. */
+static bool mla_skipped(struct cfg *c, const char *name)
+{
+	if (c->mla_tied < 0) {
+		/* once, not for each of a DeepSeek-V3's 90,000 tensors */
+		c->mla_tied = cJSON_IsTrue(hp(c, "tie_word_embeddings"));
+		if (!as_u32(hp(c, "num_hidden_layers"), &c->mla_layers))
+			c->mla_layers = UINT32_MAX;
+	}
+	if (c->mla_tied && (strcmp(name, "lm_head.weight") == 0 || strcmp(name, "model.lm_head.weight") == 0))
+		return true;
+	uint32_t n_layer = c->mla_layers;
+	if (strncmp(name, "model", 5) != 0 || !name[5] || strncmp(name + 6, "layers", 6) != 0 || !name[12] ||
+	    !(name[13] >= '0' && name[13] <= '9') || n_layer == UINT32_MAX)
+		return false;
+	uint64_t v = 0;
+	for (const char *d = name + 13; *d >= '0' && *d <= '9'; d++)
+		v = v > UINT32_MAX ? v : v * 10 + (uint64_t)(*d - '0');
+	return v >= n_layer;
+}
+
+/* kv_b_proj (moe-and-mla.md 6.1): viewed as num_key_value_heads heads of
+ * qk_nope_head_dim + v_head_dim rows, split into attn_k_b (each head's
+ * first nope rows, transposed: ne [nope, kv_lora_rank, heads]) and
+ * attn_v_b (the next v rows: ne [kv_lora_rank, v, heads]), in that order;
+ * both read from kv_b_proj on demand (wf_xform.hs). */
+static enum wf_err mla_split(struct cfg *c, const struct wf_tensor *t, size_t i, const char *g,
+			     struct wf_arch_plan *pl, size_t cap)
+{
+	uint32_t nkv = 0, nope = 0, vd = 0;
+	char q[96], name[WF_GGUF_NAME_MAX + 8];
+	enum wf_err rc = need_u32(c, "num_key_value_heads", UINT32_MAX, &nkv);
+	if (rc == WF_OK)
+		rc = need_u32(c, "qk_nope_head_dim", 65535, &nope);
+	if (rc == WF_OK)
+		rc = need_u32(c, "v_head_dim", 65535, &vd);
+	if (rc != WF_OK)
+		return rc;
+	if (t->ndim != 2 || !t->shape[1] || t->shape[0] != (uint64_t)nkv * (nope + vd))
+		return wf_fail(c->why, WF_ERR_UNSUP, "tensor %s: %" PRIu64 " rows, not config.json's num_key_value_heads "
+			       "(%" PRIu32 ") x (qk_nope_head_dim + v_head_dim) (%" PRIu32 ")",
+			       wf_quote(q, sizeof q, t->name, t->name_len), t->ndim ? t->shape[0] : 0, nkv, nope + vd);
+	/* the converter writes both as they are; llama.cpp's latent is
+	 * kv_lora_rank wide, so one that differs could not load */
+	uint32_t kvr = 512;
+	const cJSON *kvj = not_null(hp(c, "kv_lora_rank"));
+	if ((kvj && !as_u32(kvj, &kvr)) || t->shape[1] != kvr)
+		return wf_fail(c->why, WF_ERR_UNSUP, "tensor %s: %" PRIu64 " columns, not config.json's kv_lora_rank (%s)",
+			       wf_quote(q, sizeof q, t->name, t->name_len), t->shape[1],
+			       kvj && !as_u32(kvj, &kvr) ? "not an integer" : kvj ? "as given" : "512 by default");
+	const char *at = strstr(g, "attn_kv_b");
+	const uint64_t kshape[3] = {nkv, t->shape[1], nope}, vshape[3] = {nkv, vd, t->shape[1]};
+	for (int k = 0; k < 2 && rc == WF_OK; k++) {
+		snprintf(name, sizeof name, "%.*s%s%s", (int)(at - g), g, k ? "attn_v_b" : "attn_k_b", at + 9);
+		rc = add_tensor(pl, cap, name, (int64_t)i, 3, k ? vshape : kshape, false, pl->ftype, c->why);
+		if (rc == WF_OK) {
+			struct wf_arch_tensor *o = &pl->t[pl->n - 1];
+			o->hs.kind = k ? WF_HS_ROWS : WF_HS_T;
+			o->hs.off = k ? nope : 0;
+			o->hs.n = (uint16_t)(k ? vd : nope);
+		}
+	}
+	return rc;
 }
 
 /* One checkpoint tensor: skipped, or named and added with its transform. */
@@ -1374,13 +1651,22 @@ static enum wf_err map_tensor(const struct arch *a, struct cfg *c, const struct 
 	const char *name = t->name;
 	if (strlen(name) != t->name_len)
 		return wf_fail(c->why, WF_ERR_UNSUP, "tensor %s: a NUL in its name", wf_quote(q, sizeof q, name, t->name_len));
-	if (skipped(a, name))
+	if (skipped(a, name) || (is_mla(a) && mla_skipped(c, name)))
 		return WF_OK;
 	unsigned long layer, x;
 	unsigned k;
 	if (c->moe && expert_name(c->moe->f, name, &layer, &x, &k))
 		return moe_park(c, m, i, pl, cap);
-	if (!wf_hf_to_gguf_name(a->gguf, name, t->name_len, g, sizeof g, &qk, &norm) ||
+	/* filter_tensors: e_score_correction_bias -> e_score_correction.bias */
+	static const char esc[] = "e_score_correction_bias";
+	char renamed[WF_GGUF_NAME_MAX + 16];
+	size_t nl = t->name_len;
+	if (nl >= sizeof esc - 1 && strcmp(name + nl - (sizeof esc - 1), esc) == 0 && nl < sizeof renamed) {
+		memcpy(renamed, name, nl + 1);
+		renamed[nl - 5] = '.';
+		name = renamed;
+	}
+	if (!wf_hf_to_gguf_name(a->gguf, name, nl, g, sizeof g, &qk, &norm) ||
 	    (strncmp(g, "blk.", 4) == 0 && !has_part(a, g)))
 		return wf_fail(c->why, WF_ERR_UNSUP, "tensor %s: no GGUF name for %s (the converter refuses it too)",
 			       wf_quote(q, sizeof q, name, t->name_len), a->gguf);
@@ -1388,6 +1674,8 @@ static enum wf_err map_tensor(const struct arch *a, struct cfg *c, const struct 
 		return wf_fail(c->why, WF_ERR_UNSUP, "tensor %s: dtype %s is not converted", wf_quote(q, sizeof q, name, t->name_len),
 			       wf_type_get(t->type) ? wf_type_get(t->type)->name : "?");
 	size_t gl = strlen(g);
+	if (is_mla(a) && strstr(g, ".attn_kv_b.weight") && strcmp(strstr(g, ".attn_kv_b.weight"), ".attn_kv_b.weight") == 0)
+		return mla_split(c, t, i, g, pl, cap);
 	/* the routers too (moe-and-mla.md 1.3) */
 	bool f32 = t->ndim <= 1 || (gl >= 12 && strcmp(g + gl - 12, "_norm.weight") == 0) ||
 		   gl < 7 || strcmp(g + gl - 7, ".weight") != 0 || strstr(g, ".ffn_gate_inp.") ||
@@ -1454,7 +1742,8 @@ static enum wf_err kv_heads_ok(struct cfg *c)
 static enum wf_err plan_tensors(const struct arch *a, struct cfg *c, const struct wf_model *m,
 				struct wf_arch_plan *pl, uint32_t ftype)
 {
-	size_t cap = m->n_tensors + 4;
+	/* DeepSeek's kv_b_proj are each two tensors */
+	size_t cap = m->n_tensors + 4 + (is_mla(a) ? m->n_tensors : 0);
 	struct ord *o = calloc(m->n_tensors ? m->n_tensors : 1, sizeof *o);
 	pl->t = calloc(cap, sizeof *pl->t);
 	if (!o || !pl->t) {
@@ -1469,7 +1758,10 @@ static enum wf_err plan_tensors(const struct arch *a, struct cfg *c, const struc
 	pl->ftype = ftype == WF_FTYPE_AUTO ? auto_ftype(m, o, m->n_tensors) : ftype;
 	struct moe moe = {.f = a->experts};
 	enum wf_err rc = WF_OK;
-	if (a->experts && (rc = moe_init(c, m, &moe)) == WF_OK)
+	if (a->experts && is_mla(a) && not_null(hp(c, "first_k_dense_replace")) &&
+	    !as_u32(hp(c, "first_k_dense_replace"), &moe.dense_first))
+		rc = wf_fail(c->why, WF_ERR_FORMAT, "config.json: first_k_dense_replace: not an integer in [0, 2^32)");
+	if (rc == WF_OK && a->experts && (rc = moe_init(c, m, &moe)) == WF_OK)
 		c->moe = &moe;
 	if (rc == WF_OK)
 		rc = gen_tensors(a, c, pl, cap);
@@ -1487,7 +1779,7 @@ static enum wf_err plan_tensors(const struct arch *a, struct cfg *c, const struc
 enum wf_err wf_arch_plan(const struct wf_model *m, const struct wf_arch_in *in, uint32_t ftype,
 			 struct wf_gguf_w *w, struct wf_arch_plan *plan, char *why)
 {
-	struct cfg c = {.why = why, .root = NULL};
+	struct cfg c = {.why = why, .root = NULL, .mla_tied = -1};
 	memset(plan, 0, sizeof *plan);
 	plan->vocab_size = -1;
 	const struct arch *a = NULL;
@@ -1582,7 +1874,7 @@ const char *wf_arch_name_add(struct wf_arch_plan *plan, const char *s, size_t n)
 void wf_arch_plan_free(struct wf_arch_plan *plan)
 {
 	for (size_t i = 0; plan->t && i < plan->n; i++)
-		if (!plan->t[i].n_stack)
+		if (plan->t[i].src < 0)
 			free(plan->t[i].gen);
 	free(plan->t);
 	free(plan->stacks);

@@ -160,6 +160,12 @@ enum wf_add {
 	WF_ADD_SUB_F32, /* - 1, in float32 (hf/: Gemma's norms back to HF's w) */
 };
 
+/* How a tensor is a slice of each head's rows of its source (wf_arch_tensor.hs,
+ * wf_xform.hs): the rows as they are, or each head's slice transposed. */
+#define WF_HS_ROWS 1
+#define WF_HS_T 2
+#define WF_HS_KVB 3 /* hf/: kv_b_proj of attn_k_b (src) and attn_v_b (hs.off: its index) */
+
 /* One tensor of model.gguf, in the order the converter writes them.  A
  * plan holds one per tensor of the model, so it is kept compact (88 bytes:
  * a model of 1,000,000 tensors must stay within docs/security.md's bound):
@@ -175,6 +181,11 @@ struct wf_arch_tensor {
 		float *gen;          /* src -1: its values, [elements], owned */
 		const uint32_t *stack; /* n_stack > 0: the source tensor of each slab, in the plan's stacks */
 		uint64_t slab;       /* sliced: which of src's n_stack slabs this is */
+		struct {             /* hs: a slice of each head's rows of src (wf_xform.hs): heads ne[2] */
+			uint32_t off;
+			uint16_t n;
+			uint8_t kind; /* WF_HS_ROWS, WF_HS_T */
+		} hs;
 	};
 	uint32_t type;               /* ggml type: WF_T_F32, WF_T_F16 or WF_T_BF16 */
 	uint32_t ndim;               /* 1..4 */

@@ -106,6 +106,8 @@ struct hp {
 	struct wf_buf *j;       /* config.json being written */
 	bool first;
 	char *why;
+	int64_t dense_first;    /* leading layers with no experts (leading_dense_block_count) */
+	bool ds_bias;           /* some layer has exp_probs_b (DeepSeek V3) */
 };
 
 static const char *k_(struct hp *h, const char *rest)
@@ -416,6 +418,96 @@ static enum wf_err moe_fields(struct hp *h)
 	return WF_OK;
 }
 
+/* DeepSeek V2 / V3 (moe-and-mla.md 6.4): V3 when the router has a
+ * score-correction bias or sigmoid gating. */
+static bool ds_v3(struct hp *h, const struct wf_model *m)
+{
+	int64_t g;
+	(void)m;
+	return h->ds_bias || (kv_int(&h->kv, k_(h, "expert_gating_func"), &g) && g == 2);
+}
+
+/* DeepseekV2Config / V3Config's MLA, expert and yarn fields, from the
+ * deepseek2 key/values DeepseekV2Model wrote (wf_arch.c, kv_deepseek2). */
+static enum wf_err ds_fields(struct hp *h, const struct dims *d, bool v3)
+{
+	int64_t kvr, kmla, vmla, rot, v;
+	enum wf_err rc;
+	if ((rc = need_int(h, "attention.kv_lora_rank", 1, 1 << 20, &kvr)) ||
+	    (rc = need_int(h, "attention.key_length_mla", 2, 1 << 16, &kmla)) ||
+	    (rc = need_int(h, "attention.value_length_mla", 1, 1 << 16, &vmla)) ||
+	    (rc = need_int(h, "rope.dimension_count", 1, kmla - 1, &rot)))
+		return rc;
+	put_int(h, "qk_rope_head_dim", rot);
+	put_int(h, "qk_nope_head_dim", kmla - rot);
+	put_int(h, "v_head_dim", vmla);
+	put_int(h, "kv_lora_rank", kvr);
+	if (kv_int(&h->kv, k_(h, "attention.q_lora_rank"), &v) && v > 0)
+		put_int(h, "q_lora_rank", v);
+	else
+		put_raw(h, "q_lora_rank", "null");
+	if (h->n_exp) {
+		int64_t used, ff, ng = 1, tg = 1, gating = 1;
+		if ((rc = need_int(h, "expert_used_count", 1, h->n_exp, &used)) ||
+		    (rc = need_int(h, "expert_feed_forward_length", 1, 1 << 24, &ff)))
+			return rc;
+		put_int(h, "n_routed_experts", h->n_exp);
+		put_int(h, "num_experts_per_tok", used);
+		put_int(h, "moe_intermediate_size", ff);
+		put_int(h, "n_shared_experts", kv_int(&h->kv, k_(h, "expert_shared_count"), &v) && v >= 0 ? v : 0);
+		put_int(h, "first_k_dense_replace", h->dense_first);
+		double sc;
+		put_num(h, "routed_scaling_factor", kv_num(&h->kv, k_(h, "expert_weights_scale"), &sc) && sc != 0 ? sc : 1.0,
+			true);
+		put_raw(h, "norm_topk_prob", kv_int(&h->kv, k_(h, "expert_weights_norm"), &v) && v ? "true" : "false");
+		if (kv_int(&h->kv, k_(h, "expert_group_count"), &v) && v >= 1)
+			ng = v;
+		if (kv_int(&h->kv, k_(h, "expert_group_used_count"), &v) && v >= 1)
+			tg = v;
+		if (h->n_exp % ng || tg > ng)
+			return wf_fail(h->why, WF_ERR_UNSUP, "metadata key %s: %lld groups of %lld experts, %lld kept",
+				       k_(h, "expert_group_count"), (long long)ng, (long long)h->n_exp, (long long)tg);
+		put_int(h, "n_group", ng);
+		put_int(h, "topk_group", tg);
+		if (kv_int(&h->kv, k_(h, "expert_gating_func"), &v))
+			gating = v;
+		put_str(h, "scoring_func", gating == 2 ? "sigmoid" : "softmax");
+		put_str(h, "topk_method", v3 ? "noaux_tc" : ng > 1 ? "group_limited_greedy" : "greedy");
+	}
+	put_raw(h, "attention_bias", "false");
+	put_raw(h, "rope_interleave", "true");
+	put_int(h, "num_nextn_predict_layers", 0);
+	size_t n;
+	const uint8_t *type = kv_str(&h->kv, k_(h, "rope.scaling.type"), &n);
+	double factor, x;
+	int64_t old;
+	if (!type || n != 4 || memcmp(type, "yarn", 4) || !kv_num(&h->kv, k_(h, "rope.scaling.factor"), &factor))
+		return WF_OK;
+	field(h, "rope_scaling");
+	wf_buf_puts(h->j, "{\"type\": \"yarn\", \"rope_type\": \"yarn\", \"factor\": ");
+	wf_buf_json_f32(h->j, (float)factor);
+	if (kv_int(&h->kv, k_(h, "rope.scaling.original_context_length"), &old))
+		wf_buf_printf(h->j, ", \"original_max_position_embeddings\": %lld", (long long)old);
+	static const char *const yk[][2] = {{"rope.scaling.yarn_beta_fast", "beta_fast"},
+					    {"rope.scaling.yarn_beta_slow", "beta_slow"}};
+	for (size_t i = 0; i < WF_ARRAY_LEN(yk); i++)
+		if (kv_num(&h->kv, k_(h, yk[i][0]), &x)) {
+			wf_buf_printf(h->j, ", \"%s\": ", yk[i][1]);
+			wf_buf_json_f32(h->j, (float)x);
+		}
+	/* yarn_log_multiplier is 0.1 mscale_all_dim; mscale the same, so that
+	 * transformers' rope attention factor is 1 as llama.cpp's is */
+	if (kv_num(&h->kv, k_(h, "rope.scaling.yarn_log_multiplier"), &x)) {
+		wf_buf_puts(h->j, ", \"mscale\": ");
+		wf_buf_json_f32(h->j, (float)(x / 0.1));
+		wf_buf_puts(h->j, ", \"mscale_all_dim\": ");
+		wf_buf_json_f32(h->j, (float)(x / 0.1));
+	}
+	wf_buf_putc(h->j, '}');
+	(void)d;
+	return WF_OK;
+}
+
 static enum wf_err write_config(struct hp *h, const struct wf_model *m, enum wf_vk vk)
 {
 	struct dims d;
@@ -423,19 +515,22 @@ static enum wf_err write_config(struct hp *h, const struct wf_model *m, enum wf_
 	if (rc != WF_OK)
 		return rc;
 	bool g2 = strcmp(h->arch, "gemma2") == 0, g3 = strcmp(h->arch, "gemma3") == 0;
-	bool phi3 = strcmp(h->arch, "phi3") == 0;
+	bool phi3 = strcmp(h->arch, "phi3") == 0, ds = strcmp(h->arch, "deepseek2") == 0, v3 = ds && ds_v3(h, m);
+	const char *cls = !ds ? h->a->hf_class : v3 ? "DeepseekV3ForCausalLM" : "DeepseekV2ForCausalLM";
 	wf_buf_putc(h->j, '{');
 	field(h, "architectures");
 	wf_buf_puts(h->j, "[");
-	wf_buf_json_str(h->j, h->a->hf_class, strlen(h->a->hf_class));
+	wf_buf_json_str(h->j, cls, strlen(cls));
 	wf_buf_puts(h->j, "]");
-	put_str(h, "model_type", h->a->model_type ? h->a->model_type : g3 ? "gemma3_text" : h->arch);
+	put_str(h, "model_type", ds ? (v3 ? "deepseek_v3" : "deepseek_v2")
+				    : h->a->model_type ? h->a->model_type : g3 ? "gemma3_text" : h->arch);
 	put_int(h, "hidden_size", d.embd);
 	put_int(h, "intermediate_size", d.ff);
 	put_int(h, "num_hidden_layers", d.layers);
 	put_int(h, "num_attention_heads", d.heads);
-	put_int(h, "num_key_value_heads", d.kv_heads);
-	put_int(h, "head_dim", d.head_dim);
+	/* MLA: the GGUF's one kv head and latent key length are llama.cpp's */
+	put_int(h, "num_key_value_heads", ds ? d.heads : d.kv_heads);
+	put_int(h, "head_dim", ds ? d.rot : d.head_dim);
 	put_int(h, "max_position_embeddings", d.ctx);
 	put_num(h, "rms_norm_eps", d.eps, true);
 	put_num(h, "rope_theta", d.theta, true);
@@ -448,7 +543,9 @@ static enum wf_err write_config(struct hp *h, const struct wf_model *m, enum wf_
 		put_str(h, "hidden_act", "gelu_pytorch_tanh");
 	if (strcmp(h->arch, "llama") == 0 || strcmp(h->arch, "qwen3") == 0 || strcmp(h->arch, "qwen3moe") == 0)
 		put_raw(h, "attention_bias", has_tensor(m, "blk.0.attn_q.bias") ? "true" : "false");
-	if (h->a->experts && (rc = moe_fields(h)) != WF_OK)
+	if (ds && (rc = ds_fields(h, &d, v3)) != WF_OK)
+		return rc;
+	if (h->a->experts && !ds && (rc = moe_fields(h)) != WF_OK)
 		return rc;
 	if (strcmp(h->arch, "llama") == 0 && !h->a->experts)
 		put_raw(h, "mlp_bias", "false");
@@ -459,7 +556,7 @@ static enum wf_err write_config(struct hp *h, const struct wf_model *m, enum wf_
 		phi3_fields(h, m, &d);
 	else if (strcmp(h->arch, "llama") == 0 && has_tensor(m, "rope_freqs.weight"))
 		llama3_scaling(h, m, &d);
-	else if (!g2)
+	else if (!g2 && !ds)
 		kv_scaling(h);
 	put_str(h, "torch_dtype", dtype_name(vk));
 	wf_buf_puts(h->j, "\n}\n");
@@ -550,6 +647,56 @@ static bool said_otherwise(const struct hp *h, const char *name)
 	return h->a->no_lm_head && strcmp(name, "output.weight") == 0;
 }
 
+/* DeepSeek's attn_k_b and attn_v_b as the kv_b_proj they were split from
+ * (moe-and-mla.md 6.4): planned at k_b, read from both (WF_HS_KVB); v_b
+ * gives nothing of its own. */
+static enum wf_err plan_kv_b(struct hp *h, const struct wf_model *m, size_t i, enum wf_vk vk, struct wf_arch_plan *pl)
+{
+	const struct wf_tensor *t = &m->tensors[i];
+	char q[96], other[WF_GGUF_NAME_MAX + 8], hn[WF_GGUF_NAME_MAX];
+	size_t stem = (size_t)(strstr(t->name, ".attn_") - t->name);
+	bool is_k = t->name[stem + 6] == 'k';
+	snprintf(other, sizeof other, "%.*s.attn_%c_b.weight", (int)stem, t->name, is_k ? 'v' : 'k');
+	size_t j = m->n_tensors;
+	for (size_t x = 0; x < m->n_tensors; x++)
+		if (m->tensors[x].name_len == strlen(other) && memcmp(m->tensors[x].name, other, strlen(other)) == 0)
+			j = x;
+	if (j == m->n_tensors)
+		return wf_fail(h->why, WF_ERR_UNSUP, "tensor %s: no %s to make kv_b_proj with",
+			       wf_quote(q, sizeof q, t->name, t->name_len), other);
+	if (!is_k)
+		return WF_OK;
+	const struct wf_tensor *v = &m->tensors[j];
+	const struct wf_type *tk = wf_type_get(t->type), *tv = wf_type_get(v->type);
+	bool floats = (t->type == WF_T_F32 || t->type == WF_T_F16 || t->type == WF_T_BF16 ||
+		       (tk && tk->vk == WF_VK_F32 && !tk->layer)) &&
+		      (v->type == WF_T_F32 || v->type == WF_T_F16 || v->type == WF_T_BF16 ||
+		       (tv && tv->vk == WF_VK_F32 && !tv->layer));
+	/* k_b [heads, kv_lora_rank, nope], v_b [heads, v, kv_lora_rank] */
+	if (!floats || t->ndim != 3 || v->ndim != 3 || t->shape[0] != v->shape[0] || t->shape[1] != v->shape[2] ||
+	    !t->shape[0] || !t->shape[1] || !t->shape[2] || !v->shape[1])
+		return wf_fail(h->why, WF_ERR_UNSUP, "tensor %s: not [heads, kv_lora_rank, nope] of floats with %s [heads, v, "
+			       "kv_lora_rank]", wf_quote(q, sizeof q, t->name, t->name_len), other);
+	if (j > UINT32_MAX)
+		return wf_fail(h->why, WF_ERR_UNSUP, "tensor %s: too many tensors", other);
+	struct wf_arch_tensor *o = &pl->t[pl->n];
+	memset(o, 0, sizeof *o);
+	snprintf(hn, sizeof hn, "model.layers.%lu.self_attn.kv_b_proj.weight", strtoul(t->name + 4, NULL, 10));
+	o->src = (int64_t)i;
+	o->ndim = 2;
+	o->ne[0] = t->shape[1];
+	o->ne[1] = t->shape[0] * (t->shape[2] + v->shape[1]);
+	o->type = out_type(vk);
+	o->hs.kind = WF_HS_KVB;
+	o->hs.off = (uint32_t)j;
+	if (!wf_mul_ok(o->ne[0] * o->ne[1], o->type == WF_T_F32 ? 4 : 2, &o->nbytes))
+		return wf_fail(h->why, WF_ERR_UNSUP, "tensor %s: too many bytes", t->name);
+	if (!(o->name = wf_arch_name_add(pl, hn, strlen(hn))))
+		return wf_fail(h->why, WF_ERR_NOMEM, "out of memory");
+	pl->n++;
+	return WF_OK;
+}
+
 /* One GGUF tensor as its HF tensor, or nothing (no HF counterpart).  A
  * tensor the architecture's row does not know (a Mixtral's experts and
  * router under general.architecture llama) is refused: transformers would
@@ -564,6 +711,10 @@ static enum wf_err plan_tensor(struct hp *h, const struct wf_model *m, size_t i,
 	memset(o, 0, sizeof *o);
 	if (strlen(t->name) == t->name_len && h->a->experts && wf_gguf_expert_name(h->a->hf_class, t->name, 0, hn, sizeof hn))
 		return plan_experts(h, m, i, vk, pl);
+	if (strlen(t->name) == t->name_len && strcmp(h->arch, "deepseek2") == 0 && strstr(t->name, ".attn_") &&
+	    (strcmp(strstr(t->name, ".attn_"), ".attn_k_b.weight") == 0 ||
+	     strcmp(strstr(t->name, ".attn_"), ".attn_v_b.weight") == 0))
+		return plan_kv_b(h, m, i, vk, pl);
 	if (strlen(t->name) != t->name_len || !wf_gguf_to_hf_name(h->a->hf_class, t->name, hn, sizeof hn, &qk, &norm)) {
 		if (strlen(t->name) == t->name_len && said_otherwise(h, t->name))
 			return WF_OK;
@@ -633,7 +784,7 @@ static enum wf_err plan_all(struct hp *h, const struct wf_model *m, enum wf_vk v
 		rc = plan_tensor(h, m, i, &d, vk, pl);
 	/* transformers would initialise a missing expert at random */
 	for (int64_t l = 0; rc == WF_OK && h->exps && l < d.layers; l++)
-		if (h->exps[l] != 3)
+		if (h->exps[l] != 3 && !(l < h->dense_first && !h->exps[l]))
 			rc = wf_fail(h->why, WF_ERR_UNSUP, "metadata key %s %lld, but layer %lld has %u of its 3 stacked "
 				     "expert tensors", k_(h, "expert_count"), (long long)h->n_exp, (long long)l, h->exps[l]);
 	free(h->exps);
@@ -678,6 +829,14 @@ enum wf_err wf_arch_hf_plan(const struct wf_model *m, enum wf_vk vk, struct wf_h
 	}
 	if (rc == WF_OK && h.a->experts)
 		rc = need_int(&h, "expert_count", 1, UINT16_MAX, &h.n_exp);
+	if (rc == WF_OK && strcmp(h.arch, "deepseek2") == 0) {
+		/* DeepSeek's leading dense layers have no experts */
+		if (!kv_int(&h.kv, k_(&h, "leading_dense_block_count"), &h.dense_first) || h.dense_first < 0)
+			h.dense_first = 0;
+		for (size_t i = 0; i < m->n_tensors && !h.ds_bias; i++)
+			h.ds_bias = m->tensors[i].name_len > 17 &&
+				    strcmp(m->tensors[i].name + m->tensors[i].name_len - 17, ".exp_probs_b.bias") == 0;
+	}
 	if (rc == WF_OK)
 		rc = plan_all(&h, m, vk, out);
 	free(h.kv.kv);

@@ -82,8 +82,8 @@ static enum wf_vk out_vk(uint32_t type)
 
 /* How planned tensor p, or one slab of it (nbytes of its data), is read
  * from source tensor src. */
-static enum wf_err set_xf(const struct wf_gguf_file *g, const struct wf_arch_tensor *p, const struct wf_tensor *src,
-			  uint64_t nbytes, struct wf_xform *xf, char *why)
+static enum wf_err set_xf(const struct wf_model *m, const struct wf_gguf_file *g, const struct wf_arch_tensor *p,
+			  const struct wf_tensor *src, uint64_t nbytes, struct wf_xform *xf, char *why)
 {
 	/* the view is set on a copy here to check its size, and again on
 	 * each read (wf_xform.vk): no copy of the tensor is kept */
@@ -92,11 +92,35 @@ static enum wf_err set_xf(const struct wf_gguf_file *g, const struct wf_arch_ten
 	enum wf_err rc = wf_tensor_set_view(&view, vk, why);
 	if (rc != WF_OK)
 		return rc;
+	uint32_t heads = 0;
+	const struct wf_tensor *t2 = NULL;
+	if (!p->n_stack && !p->sliced && p->hs.kind == WF_HS_KVB) {
+		/* kv_b_proj of k_b (src) and v_b: both in this view */
+		struct wf_tensor v2;
+		if (p->hs.off >= m->n_tensors)
+			return wf_fail(why, WF_ERR_RANGE, "tensor %s: no attn_v_b", p->name);
+		t2 = &m->tensors[p->hs.off];
+		v2 = *t2;
+		if ((rc = wf_tensor_set_view(&v2, vk, why)) != WF_OK)
+			return rc;
+		view.size += v2.size;
+	} else if (!p->n_stack && !p->sliced && p->hs.kind) {
+		/* a slice of each head: n of the d rows of each of ne[2] heads */
+		uint64_t rows = src->ndim == 2 ? src->shape[0] : 0, whole = view.size;
+		heads = p->ndim == 3 && p->ne[2] <= UINT32_MAX ? (uint32_t)p->ne[2] : 0;
+		if (!heads || !rows || rows % heads || p->hs.off + p->hs.n > rows / heads || !p->hs.n)
+			return wf_fail(why, WF_ERR_RANGE, "tensor %s: rows of its heads out of the source's", p->name);
+		view.size = whole / (rows / heads) * p->hs.n;
+	}
 	if (!p->quant && view.size != nbytes)
 		return wf_fail(why, WF_ERR_RANGE, "tensor %s: %" PRIu64 " bytes planned, %" PRIu64 " made", p->name, nbytes,
 			       view.size);
 	*xf = (struct wf_xform){.t = src, .vk = (uint8_t)vk, .perm_heads = p->perm_heads, .perm_to_hf = p->perm_to_hf,
 				.add = p->add};
+	if (heads)
+		xf->hs = p->hs.kind, xf->hs_heads = heads, xf->hs_off = p->hs.off, xf->hs_n = p->hs.n;
+	if (t2)
+		xf->hs = WF_HS_KVB, xf->t2 = t2;
 	xf->quant = p->quant ? (uint8_t)p->type : 0;
 	xf->validate = p->validate;
 	xf->quiet_bf16 = !g->plan.generic && !g->plan.from_gguf && p->type == WF_T_BF16 && src->type == WF_T_BF16 &&
@@ -114,7 +138,7 @@ static enum wf_err set_slabs(const struct wf_model *m, struct wf_gguf_file *g, c
 			       (unsigned)p->n_stack);
 	enum wf_err rc = WF_OK;
 	for (uint32_t k = 0; k < p->n_stack && rc == WF_OK; k++)
-		rc = set_xf(g, p, &m->tensors[p->stack[k]], p->nbytes / p->n_stack, &g->xs[base + k], why);
+		rc = set_xf(m, g, p, &m->tensors[p->stack[k]], p->nbytes / p->n_stack, &g->xs[base + k], why);
 	return rc;
 }
 
@@ -135,10 +159,10 @@ enum wf_err wf_made_lay_out(const struct wf_model *m, struct wf_gguf_file *g, un
 		uint64_t whole;
 		enum wf_err rc = p->src < 0 ? WF_OK
 			       : p->sliced ? (wf_mul_ok(p->nbytes, p->n_stack, &whole)
-						 ? set_xf(g, p, &m->tensors[p->src], whole, &g->xf[i], why)
+						 ? set_xf(m, g, p, &m->tensors[p->src], whole, &g->xf[i], why)
 						 : wf_fail(why, WF_ERR_RANGE, "tensor %s: too many bytes", p->name))
 			       : p->n_stack ? set_slabs(m, g, p, why)
-					    : set_xf(g, p, &m->tensors[p->src], p->nbytes, &g->xf[i], why);
+					    : set_xf(m, g, p, &m->tensors[p->src], p->nbytes, &g->xf[i], why);
 		if (rc != WF_OK)
 			return rc;
 	}

@@ -261,10 +261,186 @@ static enum wf_err perm_rows(struct wf_live *lv, struct touched *tc, const struc
 	return rc;
 }
 
+/* Source bytes head_slice_t reads at once: a bound on the stack it uses,
+ * whatever the tensor (a DeepSeek-V3 k_b of 16 MiB is read 32 KiB at a
+ * time, never whole). */
+#define HS_CHUNK (32u << 10)
+
+/* The shape of a head-sliced tensor (wf_xform.hs): rows, row bytes,
+ * element bytes, rows of a head; false if it does not hold (the plan
+ * checked it, so only a source that changed gets here). */
+static bool hs_shape(const struct wf_xform *xf, uint64_t *rows, uint64_t *rb, uint64_t *es, uint64_t *d)
+{
+	const struct wf_tensor *t = xf->t;
+	if (t->ndim != 2 || !t->shape[0] || !t->shape[1] || !xf->hs_heads || !xf->hs_n)
+		return false;
+	*rows = t->shape[0];
+	*rb = t->size / *rows;
+	*es = *rb / t->shape[1];
+	*d = *rows / xf->hs_heads;
+	return *rows % xf->hs_heads == 0 && *rb % t->shape[1] == 0 && (*es == 2 || *es == 4) &&
+	       (uint64_t)xf->hs_off + xf->hs_n <= *d && t->size == *rows * *rb;
+}
+
+/* Output elements [e0, e1) of a transposed head slice (WF_HS_T: output
+ * element (h, c, k) is source element (h D + off + k, c)) to out.  For
+ * each head, the output rows c touched give a column span of the
+ * source; the n source rows of that span are read a chunk at a time
+ * (whole rows in one read when the span is the whole row) and each
+ * element put where it goes.  Only the source rows and columns the range
+ * needs are read. */
+static enum wf_err head_slice_t(struct wf_live *lv, struct touched *tc, const struct wf_xform *xf, uint64_t e0,
+				uint64_t e1, uint8_t *out)
+{
+	uint8_t tmp[HS_CHUNK];
+	uint64_t rows, rb, es, d;
+	if (!hs_shape(xf, &rows, &rb, &es, &d))
+		return WF_ERR_RANGE;
+	uint64_t cols = xf->t->shape[1], n = xf->hs_n, per_head = cols * n, base = e0;
+	while (e0 < e1) {
+		uint64_t h = e0 / per_head, h0 = h * per_head, end = e1 < h0 + per_head ? e1 : h0 + per_head;
+		uint64_t c0 = (e0 - h0) / n, c1 = (end - h0 + n - 1) / n;
+		if ((c1 - c0) * es > HS_CHUNK) {
+			/* a span wider than the buffer: its first HS_CHUNK bytes */
+			c1 = c0 + HS_CHUNK / es;
+			if (end > h0 + c1 * n)
+				end = h0 + c1 * n;
+		}
+		uint64_t span = (c1 - c0) * es, kb = HS_CHUNK / span, src0 = h * d + xf->hs_off;
+		for (uint64_t k0 = 0; k0 < n; k0 += kb) {
+			uint64_t kn = n - k0 < kb ? n - k0 : kb;
+			size_t g;
+			enum wf_err rc = WF_OK;
+			if (c0 == 0 && c1 == cols) {
+				rc = view_piece(lv, tc, xf->t, (src0 + k0) * rb, (size_t)(kn * rb), tmp, &g);
+				if (rc == WF_OK && g != kn * rb)
+					rc = WF_ERR_RANGE;
+			}
+			for (uint64_t k = 0; !(c0 == 0 && c1 == cols) && k < kn && rc == WF_OK; k++) {
+				rc = view_piece(lv, tc, xf->t, (src0 + k0 + k) * rb + c0 * es, (size_t)span, tmp + k * span, &g);
+				if (rc == WF_OK && g != span)
+					rc = WF_ERR_RANGE;
+			}
+			if (rc != WF_OK)
+				return rc;
+			for (uint64_t k = 0; k < kn; k++)
+				for (uint64_t c = c0; c < c1; c++) {
+					uint64_t e = h0 + c * n + k0 + k;
+					if (e >= e0 && e < end)
+						memcpy(out + (e - base) * es, tmp + k * span + (c - c0) * es, (size_t)es);
+				}
+		}
+		e0 = end;
+	}
+	return WF_OK;
+}
+
+/* View bytes [off, off+len) of a head-sliced tensor (wf_xform.hs). */
+static enum wf_err head_slice(struct wf_live *lv, struct touched *tc, const struct wf_xform *xf, uint64_t off,
+			      size_t len, uint8_t *out, size_t *got)
+{
+	uint64_t rows, rb, es, d;
+	*got = 0;
+	if (!hs_shape(xf, &rows, &rb, &es, &d))
+		return WF_ERR_RANGE;
+	uint64_t total = (uint64_t)xf->hs_heads * xf->hs_n * rb;
+	if (off >= total)
+		return WF_OK;
+	if (len > total - off)
+		len = (size_t)(total - off);
+	size_t done = 0, g;
+	while (done < len) {
+		uint64_t at = off + done;
+		size_t n;
+		enum wf_err rc;
+		if (xf->hs == WF_HS_ROWS) {
+			/* output row r: head r / n, its row off + r % n; a run to the head's end */
+			uint64_t r = at / rb, in = at % rb, h = r / xf->hs_n, j = r % xf->hs_n;
+			uint64_t run = (xf->hs_n - j) * rb - in;
+			n = run < len - done ? (size_t)run : len - done;
+			rc = view_piece(lv, tc, xf->t, (h * d + xf->hs_off + j) * rb + in, n, out + done, &g);
+			if (rc == WF_OK && g != n)
+				rc = WF_ERR_RANGE;
+		} else if (at % es || len - done < es) {
+			/* a cut element: through a buffer */
+			uint8_t el[4];
+			uint64_t skip = at % es;
+			n = es - skip < len - done ? (size_t)(es - skip) : len - done;
+			rc = head_slice_t(lv, tc, xf, at / es, at / es + 1, el);
+			if (rc == WF_OK)
+				memcpy(out + done, el + skip, n);
+		} else {
+			n = (size_t)((len - done) / es * es);
+			rc = head_slice_t(lv, tc, xf, at / es, (at + n) / es, out + done);
+		}
+		if (rc != WF_OK)
+			return rc;
+		done += n;
+	}
+	*got = done;
+	return WF_OK;
+}
+
+/* View bytes [off, off+len) of kv_b_proj put back together (WF_HS_KVB):
+ * per head, nope rows that are k_b[h]'s columns (a transposed head slice
+ * of k_b seen as heads x kv_lora_rank rows of nope) then v rows of v_b. */
+static enum wf_err kv_b_join(struct wf_live *lv, struct touched *tc, const struct wf_xform *xf, uint64_t off,
+			     size_t len, uint8_t *out, size_t *got)
+{
+	const struct wf_tensor *k = xf->t;
+	struct wf_tensor kt = *k, vt = *xf->t2;
+	char err[WF_ERRLEN];
+	*got = 0;
+	if (k->ndim != 3 || vt.ndim != 3 || wf_tensor_set_view(&vt, k->vk, err) != WF_OK)
+		return WF_ERR_RANGE;
+	uint64_t nh = k->shape[0], kvr = k->shape[1], nope = k->shape[2], vd = vt.shape[1];
+	if (!nh || !kvr || !nope || !vd || vt.shape[0] != nh || vt.shape[2] != kvr || k->size % (nh * kvr * nope) ||
+	    vt.size != k->size / nope * vd)
+		return WF_ERR_RANGE;
+	uint64_t es = k->size / (nh * kvr * nope), rb = kvr * es, per = (nope + vd) * rb, total = nh * per;
+	/* k_b as rows of nope: the transposed slice of each head is k_b[h]^T */
+	kt.ndim = 2;
+	kt.shape[0] = nh * kvr;
+	kt.shape[1] = nope;
+	struct wf_xform kx = {.t = &kt, .hs = WF_HS_T, .hs_heads = (uint32_t)nh, .hs_off = 0, .hs_n = (uint32_t)kvr};
+	if (nh > UINT32_MAX || kvr > UINT32_MAX)
+		return WF_ERR_RANGE;
+	if (off >= total)
+		return WF_OK;
+	if (len > total - off)
+		len = (size_t)(total - off);
+	size_t done = 0;
+	while (done < len) {
+		uint64_t at = off + done, h = at / per, in = at % per, n, g;
+		enum wf_err rc;
+		if (in < nope * rb) {
+			n = nope * rb - in < len - done ? nope * rb - in : len - done;
+			rc = head_slice(lv, tc, &kx, h * nope * rb + in, (size_t)n, out + done, &g);
+		} else {
+			in -= nope * rb;
+			n = vd * rb - in < len - done ? vd * rb - in : len - done;
+			size_t gg;
+			rc = view_piece(lv, tc, &vt, h * vd * rb + in, (size_t)n, out + done, &gg);
+			g = gg;
+		}
+		if (rc == WF_OK && g != n)
+			rc = WF_ERR_RANGE;
+		if (rc != WF_OK)
+			return rc;
+		done += (size_t)n;
+	}
+	*got = done;
+	return WF_OK;
+}
+
 /* View bytes [off, off+len) of a made tensor, rows in its order. */
 static enum wf_err xform_rows(struct wf_live *lv, struct touched *tc, const struct wf_xform *xf, uint64_t off,
 			      size_t len, uint8_t *out, size_t *got)
 {
+	if (xf->hs == WF_HS_KVB)
+		return kv_b_join(lv, tc, xf, off, len, out, got);
+	if (xf->hs)
+		return head_slice(lv, tc, xf, off, len, out, got);
 	if (!xf->perm_heads)
 		return view_piece(lv, tc, xf->t, off, len, out, got);
 	uint64_t rows = xf->t->ndim ? xf->t->shape[0] : 0;
@@ -311,9 +487,15 @@ static enum wf_err quant_piece(struct wf_live *lv, struct touched *tc, const str
 {
 	const struct wf_type *ty = wf_type_get(xf->quant);
 	*got = 0;
-	if (!ty || !ty->quantize || !ty->blck || xf->t->nelems % ty->blck)
+	/* a head slice has fewer elements than its source; kv_b_proj more */
+	uint64_t nel = xf->t->nelems;
+	if (xf->hs == WF_HS_KVB)
+		nel += xf->t2->nelems;
+	else if (xf->hs)
+		nel = xf->t->ndim == 2 ? (uint64_t)xf->hs_heads * xf->hs_n * xf->t->shape[1] : 0;
+	if (!ty || !ty->quantize || !ty->blck || !nel || nel % ty->blck)
 		return WF_ERR_RANGE;
-	uint64_t nblk = xf->t->nelems / ty->blck, total = nblk * ty->bytes;
+	uint64_t nblk = nel / ty->blck, total = nblk * ty->bytes;
 	if (off >= total)
 		return WF_OK;
 	if (len > total - off)

@@ -46,7 +46,17 @@ struct wf_xform {
 	uint8_t vk;                 /* 0: t's view; else t read through this view (enum wf_vk), set on a copy
 				     * of t for each read (wf_tensor_set_view): a plan keeps no copy of
 				     * each tensor */
+	uint8_t hs;                 /* 0; else a slice of each head's rows (DeepSeek's kv_b_proj split,
+				     * moe-and-mla.md 6.1): t (2-D, a float view) is hs_heads heads of
+				     * D = rows / hs_heads rows, and the output is rows [hs_off, hs_off +
+				     * hs_n) of each head, in head order (WF_HS_ROWS, wf_arch.h), or each head's
+				     * slice transposed, n x cols -> cols x n (WF_HS_T) */
+	uint32_t hs_heads, hs_off, hs_n;
+	const struct wf_tensor *t2; /* WF_HS_KVB: kv_b_proj put back together (hf/): t is attn_k_b
+				     * [heads, kv_lora_rank, nope], t2 attn_v_b [heads, v, kv_lora_rank];
+				     * the output's head h is k_b[h] transposed (nope rows) then v_b[h] */
 };
+
 
 /* The tensor xf reads: xf->t, or with vk set a copy of it in *tmp with
  * that view (a plan keeps no copy).  NULL if the view cannot be set,

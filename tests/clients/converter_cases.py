@@ -18,6 +18,8 @@ import hashlib
 import os
 import sys
 
+import numpy as np
+
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import real_tokenizers  # noqa: E402
 import tiny_models  # noqa: E402
@@ -53,6 +55,15 @@ CASES = {
     "Tiny-Mixtral": ("mixtral", "llama2", {"shards": 2}, ["f32", "f16"]),
     "Tiny-Qwen2-MoE": ("qwen2moe", "qwen2_5", {}, ["f32", "bf16"]),
     "Tiny-Qwen3-MoE": ("qwen3moe", "qwen3", {}, ["f32", "f16"]),
+    # MLA (kv_b_proj split, k_b transposed), 8 experts in 4 groups, a leading dense layer, an MTP
+    # layer the converter skips; V2-Lite: q_proj (no q_lora_rank), softmax routing
+    "Tiny-DeepSeek-V3": ("deepseek_v3", "gpt2", {}, ["f32", "bf16"]),
+    "Tiny-DeepSeek-V2-Lite": ("deepseek_v2", "gpt2", {}, ["f32", "bf16"]),
+    # the oracle of an FP8 checkpoint (torch 1.13 has no float8, so the converter cannot read
+    # one here): the folder with its FP8 layers dequantized as the converter's
+    # ModelBase.dequant_model does (float32(e4m3) x the block's scale, one rounding); the test
+    # mounts the FP8 folder of the same name (fp8_folder) against these digests
+    "Tiny-DeepSeek-V3-FP8": ("deepseek_v3", "gpt2", {"fp8": True}, ["f32", "bf16"]),
     "Tiny-OLMoE": ("olmoe", "gpt2", {}, ["f32", "bf16"]),
     # general.size_label from a model card's front matter, and from config.json's _name_or_path
     "Tiny-Qwen3-Card": ("qwen3", "qwen3", {"files": {"README.md": "---\nlicense: mit\nsize_label: Tiny-7B\n---\n# A card\n"}},
@@ -86,6 +97,58 @@ def spm_folder(parent):
     return d
 
 
+FP8_BLOCK = (32, 32)
+
+
+def fp8_layers(w):
+    """{name: (e4m3 codes, (scale, scale bytes), dequantized float32)} for the linear weights of
+    a DeepSeek checkpoint's layers as DeepSeek-V3 stores them in FP8 (every *_proj and
+    kv_a_proj_with_mqa, the MTP layer's too; not the router, embeddings or norms), blocks of
+    FP8_BLOCK (partial at the edges), drawn from a fixed seed in name order."""
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "mount"))
+    import hfq_models
+    rng = np.random.default_rng(38)
+    out = {}
+    for k in sorted(w):
+        if k.startswith("model.layers.") and k.endswith(("_proj.weight", "_mqa.weight")) and np.ndim(w[k]) == 2:
+            out[k] = hfq_models.fp8_layer(rng, w[k].shape[0], w[k].shape[1], *FP8_BLOCK)
+    return out
+
+
+def fp8_folder(folder, parent):
+    """parent/NAME: folder (a case made with fp8) as the FP8 checkpoint it was dequantized
+    from: quantization_config fp8 with weight_block_size FP8_BLOCK, each FP8 layer's weight
+    F8_E4M3 and its weight_scale_inv F32."""
+    import json
+    import shutil
+    import st_io
+    from st_file import st_bytes
+    d = os.path.join(parent, os.path.basename(folder))
+    os.makedirs(d)
+    for fn in os.listdir(folder):
+        if fn not in ("config.json", "model.safetensors"):
+            shutil.copy(os.path.join(folder, fn), d)
+    with open(os.path.join(folder, "config.json")) as f:
+        cfg = json.load(f)
+    cfg["quantization_config"] = {"quant_method": "fp8", "fmt": "e4m3", "activation_scheme": "dynamic",
+                                  "weight_block_size": list(FP8_BLOCK)}
+    with open(os.path.join(d, "config.json"), "w") as f:
+        json.dump(cfg, f, indent=1)
+    w = st_io.load(os.path.join(folder, "model.safetensors"))
+    q = fp8_layers(w)
+    st = {}
+    for k, a in w.items():
+        if k in q:
+            codes, (s, sraw), _ = q[k]
+            st[k] = ("F8_E4M3", list(a.shape), codes)
+            st[k + "_scale_inv"] = ("F32", list(s.shape), sraw)
+        else:
+            st[k] = ("F32", list(a.shape), np.asarray(a, "<f4").tobytes())
+    with open(os.path.join(d, "model.safetensors"), "wb") as f:
+        f.write(st_bytes(st))
+    return d
+
+
 def make(name, parent):
     kind, key, opts, _ = CASES[name]
     tdir = spm_folder(parent) if key == "spm" else real_tokenizers.folder(key)
@@ -93,7 +156,13 @@ def make(name, parent):
         raise FileNotFoundError("tokenizer %s not installed (tests/clients/npm.sh)" % key)
     opts = dict(opts)
     files = opts.pop("files", {})
+    fp8 = opts.pop("fp8", False)
     folder = tiny_models.make(os.path.join(parent, name), kind, tdir, **opts)
+    if fp8:
+        import st_io
+        w = st_io.load(os.path.join(folder, "model.safetensors"))
+        w.update({k: v[2] for k, v in fp8_layers(w).items()})
+        st_io.save(w, os.path.join(folder, "model.safetensors"), metadata={"format": "pt"})
     for fn, text in files.items():
         with open(os.path.join(folder, fn), "w", encoding="utf-8") as f:
             f.write(text)

@@ -32,6 +32,18 @@ st_io. Written from transformers' modeling_llama / modeling_qwen2 / modeling_qwe
     GGML_GELU_FP16: the input rounded to F16, a table of F16 results), for telling a
     weightfs error from that approximation.
 
+  - DeepseekV3ForCausalLM / DeepseekV2ForCausalLM (modeling_deepseek_v3 / _v2): MLA attention
+    (q = q_b(rmsnorm(q_a x)) or q_proj x, split per head into [nope | rope]; kv_a x = [c_kv |
+    k_rope (one head)]; kv_b(rmsnorm(c_kv)) = per head [k_nope | v]); rope on adjacent pairs
+    (V3 rope_interleave, V2's complex rotation), yarn inv_freq (beta_fast/beta_slow ramp,
+    attention factor mscale / mscale_all_dim) and the softmax scale (nope + rope)^-0.5 times
+    (0.1 mscale_all_dim ln(factor) + 1)^2; dense MLP below first_k_dense_replace; above it the
+    router: V3 sigmoid, + e_score_correction_bias for the choice, groups scored by their top-2
+    sum, all but topk_group groups masked to 0.0, top-k, the unbiased sigmoid renormalised
+    (+1e-20) when norm_topk_prob, times routed_scaling_factor; V2 softmax, top-k (greedy, or
+    group_limited_greedy by each group's max), times routed_scaling_factor; plus the shared
+    experts.
+
 CLI: hf_forward.py HF_FOLDER OUT.npy ID...
 """
 import json
@@ -47,7 +59,8 @@ import st_io  # noqa: E402
 
 SUPPORTED = ("LlamaForCausalLM", "MistralForCausalLM", "Qwen2ForCausalLM", "Qwen3ForCausalLM",
              "Phi3ForCausalLM", "Gemma2ForCausalLM", "Gemma3ForCausalLM", "MixtralForCausalLM",
-             "Qwen2MoeForCausalLM", "Qwen3MoeForCausalLM", "OlmoeForCausalLM")
+             "Qwen2MoeForCausalLM", "Qwen3MoeForCausalLM", "OlmoeForCausalLM", "DeepseekV3ForCausalLM",
+             "DeepseekV2ForCausalLM")
 GEMMA = ("Gemma2ForCausalLM", "Gemma3ForCausalLM")
 
 
@@ -250,6 +263,117 @@ def moe_qwen(cfg, T, p, h, lin):
     return out
 
 
+def yarn_inv_freq(cfg, dim):
+    """transformers' _compute_yarn_parameters: the inv_freq blend and the attention factor"""
+    rs = cfg.get("rope_scaling") or {}
+    base = float(cfg.get("rope_theta", 10000.0))
+    pos = base ** (torch.arange(0, dim, 2, dtype=torch.int64).double() / dim)
+    if (rs.get("rope_type") or rs.get("type")) != "yarn":
+        return 1.0 / pos, 1.0
+    factor = float(rs["factor"])
+    orig = rs["original_max_position_embeddings"]
+    if "original_max_position_embeddings" in rs:
+        factor = cfg["max_position_embeddings"] / orig
+
+    def get_mscale(scale, m=1.0):
+        return 1.0 if scale <= 1 else 0.1 * m * math.log(scale) + 1.0
+    ms, msa = rs.get("mscale"), rs.get("mscale_all_dim")
+    att = rs.get("attention_factor")
+    if att is None:
+        att = get_mscale(factor, ms) / get_mscale(factor, msa) if ms and msa else get_mscale(factor)
+    bf, bs = rs.get("beta_fast") or 32, rs.get("beta_slow") or 1
+
+    def corr(rot):
+        return (dim * math.log(orig / (rot * 2 * math.pi))) / (2 * math.log(base))
+    lo, hi = max(math.floor(corr(bf)), 0), min(math.ceil(corr(bs)), dim - 1)
+    if lo == hi:
+        hi += 0.001
+    ramp = ((torch.arange(dim // 2, dtype=torch.float64) - lo) / (hi - lo)).clamp(0, 1)
+    extra = 1 - ramp
+    inv = (1.0 / (factor * pos)) * (1 - extra) + (1.0 / pos) * extra
+    return inv, att
+
+
+def rope_pairs(x, cos, sin):
+    """rotation of adjacent pairs (2i, 2i+1) by frequency i"""
+    a, b = x[..., 0::2], x[..., 1::2]
+    return torch.stack((a * cos - b * sin, b * cos + a * sin), dim=-1).flatten(-2)
+
+
+def forward_deepseek(cfg, T, ids, dtype):
+    v3 = cfg["architectures"][0] == "DeepseekV3ForCausalLM"
+    E, H, L = cfg["hidden_size"], cfg["num_attention_heads"], cfg["num_hidden_layers"]
+    nope, rd, vd = cfg["qk_nope_head_dim"], cfg["qk_rope_head_dim"], cfg["v_head_dim"]
+    kvr, qr = cfg["kv_lora_rank"], cfg.get("q_lora_rank")
+    eps = float(cfg.get("rms_norm_eps", 1e-6))
+    n = len(ids)
+    inv, att_factor = yarn_inv_freq(cfg, rd)
+    freqs = torch.outer(torch.arange(n, dtype=torch.float64), inv)
+    cos, sin = (freqs.cos() * att_factor).to(dtype)[:, None, :], (freqs.sin() * att_factor).to(dtype)[:, None, :]
+    scale = (nope + rd) ** -0.5
+    rs = cfg.get("rope_scaling") or {}
+    if rs.get("mscale_all_dim"):
+        f = float(rs["factor"])
+        m = 0.1 * rs["mscale_all_dim"] * math.log(f) + 1.0 if f > 1 else 1.0
+        scale = scale * m * m
+    mask = torch.full((n, n), float("-inf"), dtype=dtype).triu(1)
+
+    def lin(inp, name):
+        return inp @ T[name + ".weight"].T
+
+    def mlp(h, q):
+        return lin(torch.nn.functional.silu(lin(h, q + "gate_proj")) * lin(h, q + "up_proj"), q + "down_proj")
+
+    x = T["model.embed_tokens.weight"][torch.tensor(ids, dtype=torch.long)]
+    for i in range(L):
+        p = "model.layers.%d." % i
+        h = rms(x, T[p + "input_layernorm.weight"], eps)
+        if qr:
+            q = lin(rms(lin(h, p + "self_attn.q_a_proj"), T[p + "self_attn.q_a_layernorm.weight"], eps),
+                    p + "self_attn.q_b_proj")
+        else:
+            q = lin(h, p + "self_attn.q_proj")
+        q = q.view(n, H, nope + rd)
+        ckv = lin(h, p + "self_attn.kv_a_proj_with_mqa")
+        c, kr = ckv[:, :kvr], ckv[:, kvr:].view(n, 1, rd)
+        kv = lin(rms(c, T[p + "self_attn.kv_a_layernorm.weight"], eps), p + "self_attn.kv_b_proj").view(n, H, nope + vd)
+        kn, v = kv[..., :nope], kv[..., nope:]
+        qf = torch.cat((q[..., :nope], rope_pairs(q[..., nope:], cos, sin)), -1)
+        kf = torch.cat((kn, rope_pairs(kr, cos, sin).expand(n, H, rd)), -1)
+        att = torch.softmax(torch.einsum("qhd,khd->hqk", qf, kf) * scale + mask, dim=-1)
+        x = x + lin(torch.einsum("hqk,khd->qhd", att, v).reshape(n, H * vd), p + "self_attn.o_proj")
+        h = rms(x, T[p + "post_attention_layernorm.weight"], eps)
+        if (p + "mlp.gate.weight") not in T:
+            x = x + mlp(h, p + "mlp.")
+            continue
+        X, k = cfg["n_routed_experts"], cfg["num_experts_per_tok"]
+        G, TG = cfg.get("n_group") or 1, cfg.get("topk_group") or 1
+        logit = lin(h, p + "mlp.gate")
+        if v3:
+            scores = torch.sigmoid(logit)
+            choice = scores + T[p + "mlp.gate.e_score_correction_bias"]
+            gs = choice.view(n, G, X // G).topk(2, dim=-1)[0].sum(-1)
+        else:
+            scores = torch.softmax(logit, dim=-1)
+            choice = scores
+            gs = choice.view(n, G, X // G).max(dim=-1).values
+        keep = torch.zeros(n, G, dtype=torch.bool)
+        keep.scatter_(1, gs.topk(TG, dim=-1)[1], True)
+        choice = choice.masked_fill(~keep[:, :, None].expand(n, G, X // G).reshape(n, X), 0.0)
+        idx = choice.topk(k, dim=-1)[1]
+        wgt = scores.gather(1, idx)
+        if cfg.get("norm_topk_prob"):
+            wgt = wgt / (wgt.sum(-1, keepdim=True) + 1e-20)
+        wgt = wgt * cfg.get("routed_scaling_factor", 1.0)
+        out = torch.zeros_like(h)
+        for e in range(X):
+            out = out + (wgt * (idx == e)).sum(-1, keepdim=True) * mlp(h, p + "mlp.experts.%d." % e)
+        x = x + out + mlp(h, p + "mlp.shared_experts.")
+    x = rms(x, T["model.norm.weight"], eps)
+    head = T.get("lm_head.weight", T["model.embed_tokens.weight"])
+    return (x @ head.T).numpy()
+
+
 def forward(cfg, w, ids, dtype=torch.float64, gelu="exact"):
     arch = (cfg.get("architectures") or ["?"])[0]
     if arch not in SUPPORTED:
@@ -257,6 +381,9 @@ def forward(cfg, w, ids, dtype=torch.float64, gelu="exact"):
     if arch in GEMMA:
         T = {k: torch.from_numpy(np.asarray(v, dtype=np.float64)).to(dtype) for k, v in w.items()}
         return forward_gemma(cfg, T, ids, dtype, gelu)
+    if arch.startswith("Deepseek"):
+        T = {k: torch.from_numpy(np.asarray(v, dtype=np.float64)).to(dtype) for k, v in w.items()}
+        return forward_deepseek(cfg, T, ids, dtype)
     T = {k: torch.from_numpy(np.asarray(v, dtype=np.float64)).to(dtype) for k, v in w.items()}
     n_embd = cfg["hidden_size"]
     H = cfg["num_attention_heads"]

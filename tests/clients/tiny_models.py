@@ -42,7 +42,8 @@ import st_io  # noqa: E402
 ARCHS = {"llama": "LlamaForCausalLM", "llama_tied": "LlamaForCausalLM",
          "qwen2": "Qwen2ForCausalLM", "qwen3": "Qwen3ForCausalLM", "phi3": "Phi3ForCausalLM",
          "gemma2": "Gemma2ForCausalLM", "gemma3": "Gemma3ForCausalLM", "mixtral": "MixtralForCausalLM",
-         "qwen2moe": "Qwen2MoeForCausalLM", "qwen3moe": "Qwen3MoeForCausalLM", "olmoe": "OlmoeForCausalLM"}
+         "qwen2moe": "Qwen2MoeForCausalLM", "qwen3moe": "Qwen3MoeForCausalLM", "olmoe": "OlmoeForCausalLM",
+         "deepseek_v3": "DeepseekV3ForCausalLM", "deepseek_v2": "DeepseekV2ForCausalLM"}
 
 
 def n_vocab_of(tokenizer_dir):
@@ -54,6 +55,77 @@ def n_vocab_of(tokenizer_dir):
         t = json.load(f)
     ids = list(t["model"]["vocab"].values()) + [a["id"] for a in t.get("added_tokens", [])]
     return max(ids) + 1
+
+
+def _deepseek_cfg(kind, cfg):
+    """DeepSeek V3: 3 layers (layer 0 dense, first_k_dense_replace 1) and an MTP layer 3 the
+    converter skips; MLA with q_lora_rank 32, kv_lora_rank 32, nope 16, rope 8, v 16; 8 routed
+    experts of 32 in 4 groups, 2 groups kept, top-3 by sigmoid + e_score_correction_bias,
+    renormalised and scaled by 2.5; one shared expert; yarn rope (factor 4, mscale_all_dim 1).
+    The bias is positive, so every kept score is above transformers' 0.0 mask of the groups
+    it drops (llama.cpp masks with -inf): both pick the same experts. DeepSeek V2-Lite: no
+    q_lora_rank (q_proj), 4 experts of 32, top-2 softmax (greedy, one group), no renorm,
+    2 shared experts, no yarn. head_dim = qk_rope_head_dim, as transformers' config sets it."""
+    v3 = kind == "deepseek_v3"
+    cfg.update(model_type=kind, num_hidden_layers=3 if v3 else 2, num_key_value_heads=cfg["num_attention_heads"],
+               kv_lora_rank=32, q_lora_rank=32 if v3 else None, qk_nope_head_dim=16, qk_rope_head_dim=8,
+               v_head_dim=16, head_dim=8, moe_intermediate_size=32, n_shared_experts=1 if v3 else 2,
+               n_routed_experts=8 if v3 else 4, num_experts_per_tok=3 if v3 else 2, first_k_dense_replace=1,
+               n_group=4 if v3 else 1, topk_group=2 if v3 else 1, norm_topk_prob=v3,
+               routed_scaling_factor=2.5 if v3 else 1.0, scoring_func="sigmoid" if v3 else "softmax",
+               topk_method="noaux_tc" if v3 else "greedy", tie_word_embeddings=False, attention_bias=False,
+               rms_norm_eps=1e-6)
+    if v3:
+        cfg.update(num_nextn_predict_layers=1, rope_interleave=True,
+                   rope_scaling={"type": "yarn", "factor": 4.0, "original_max_position_embeddings": 64,
+                                 "beta_fast": 32, "beta_slow": 1, "mscale": 1.0, "mscale_all_dim": 1.0})
+    else:
+        cfg.update(rope_scaling=None)
+
+
+def _deepseek_tensors(cfg, w, r):
+    """A DeepSeek checkpoint's tensors in place of the Llama ones make() drew (then its MTP
+    layer, for V3: a full layer at index num_hidden_layers plus eh_proj and its norms)."""
+    E, H, L = cfg["hidden_size"], cfg["num_attention_heads"], cfg["num_hidden_layers"]
+    nope, rope, vd = cfg["qk_nope_head_dim"], cfg["qk_rope_head_dim"], cfg["v_head_dim"]
+    kvr, qr, Fm = cfg["kv_lora_rank"], cfg["q_lora_rank"], cfg["moe_intermediate_size"]
+    X, Fs = cfg["n_routed_experts"], cfg["moe_intermediate_size"] * cfg["n_shared_experts"]
+    v3 = cfg["model_type"] == "deepseek_v3"
+    for i in range(L + (1 if v3 else 0)):
+        p = "model.layers.%d." % i
+        for x in ("q", "k", "v", "o"):
+            w.pop(p + "self_attn.%s_proj.weight" % x, None)
+        w[p + "input_layernorm.weight"] = 1 + r(E, s=0.1)
+        w[p + "post_attention_layernorm.weight"] = 1 + r(E, s=0.1)
+        if qr:
+            w[p + "self_attn.q_a_proj.weight"] = r(qr, E)
+            w[p + "self_attn.q_a_layernorm.weight"] = 1 + r(qr, s=0.1)
+            w[p + "self_attn.q_b_proj.weight"] = r(H * (nope + rope), qr)
+        else:
+            w[p + "self_attn.q_proj.weight"] = r(H * (nope + rope), E)
+        w[p + "self_attn.kv_a_proj_with_mqa.weight"] = r(kvr + rope, E)
+        w[p + "self_attn.kv_a_layernorm.weight"] = 1 + r(kvr, s=0.1)
+        w[p + "self_attn.kv_b_proj.weight"] = r(H * (nope + vd), kvr)
+        w[p + "self_attn.o_proj.weight"] = r(E, H * vd)
+        if i < cfg["first_k_dense_replace"]:
+            continue
+        for x in ("gate", "up", "down"):
+            w.pop(p + "mlp.%s_proj.weight" % x, None)
+        w[p + "mlp.gate.weight"] = r(X, E, s=0.5)
+        if v3:
+            w[p + "mlp.gate.e_score_correction_bias"] = np.abs(r(X, s=0.1))
+        for x in range(X):
+            w[p + "mlp.experts.%d.gate_proj.weight" % x] = r(Fm, E)
+            w[p + "mlp.experts.%d.up_proj.weight" % x] = r(Fm, E)
+            w[p + "mlp.experts.%d.down_proj.weight" % x] = r(E, Fm)
+        w[p + "mlp.shared_experts.gate_proj.weight"] = r(Fs, E)
+        w[p + "mlp.shared_experts.up_proj.weight"] = r(Fs, E)
+        w[p + "mlp.shared_experts.down_proj.weight"] = r(E, Fs)
+        if i == L:
+            w[p + "eh_proj.weight"] = r(E, 2 * E)
+            w[p + "enorm.weight"] = 1 + r(E, s=0.1)
+            w[p + "hnorm.weight"] = 1 + r(E, s=0.1)
+            w[p + "shared_head.norm.weight"] = 1 + r(E, s=0.1)
 
 
 def make(folder, kind, tokenizer_dir, seed=0, vocab_size=None, dtype="F32", shards=None, shard_of=None,
@@ -117,6 +189,8 @@ def make(folder, kind, tokenizer_dir, seed=0, vocab_size=None, dtype="F32", shar
         cfg.pop("hidden_act")
     if gemma:
         cfg["torch_dtype"] = "float32"
+    if kind.startswith("deepseek"):
+        _deepseek_cfg(kind, cfg)
     if dtype != "F32":
         cfg["torch_dtype"] = {"F16": "float16", "BF16": "bfloat16"}[dtype]
     cfg.update(config or {})
@@ -199,6 +273,8 @@ def make(folder, kind, tokenizer_dir, seed=0, vocab_size=None, dtype="F32", shar
                 [w.pop(p + "self_attn.%s_proj.weight" % x) for x in "qkv"])
             w[p + "mlp.gate_up_proj.weight"] = np.concatenate(
                 [w.pop(p + "mlp.gate_proj.weight"), w.pop(p + "mlp.up_proj.weight")])
+    if kind.startswith("deepseek"):
+        _deepseek_tensors(cfg, w, r)
     # a non-persistent buffer some old checkpoints carry; the converter must skip it
     w["model.layers.0.self_attn.rotary_emb.inv_freq"] = np.ones(hd // 2, np.float32)
     with open(os.path.join(folder, "config.json"), "w") as f:

@@ -143,9 +143,10 @@ def compare_ref(mnt_gguf, folder, outtype):
     return "%d tensors, %d keys" % (len(A[1]), len(A[0]))
 
 
-def converter_case(name, digests):
+def converter_case(name, digests, variant=None):
     """model.gguf of converter_cases' NAME, in each outtype, against the digests of what
-    llama.cpp's own convert_hf_to_gguf.py wrote from the same folder (tests/data/converter)."""
+    llama.cpp's own convert_hf_to_gguf.py wrote from the same folder (tests/data/converter);
+    variant(folder): the folder mounted instead (an FP8 checkpoint of the dequantized one)."""
     import converter_cases
     import real_convert
     want = digests["cases"].get(name)
@@ -157,6 +158,8 @@ def converter_case(name, digests):
         bad = sorted(k for k in set(got_in) | set(want["inputs"]) if got_in.get(k) != want["inputs"].get(k))
         raise Fail("the test model is not the one the digests were made from (%s): run make converter-digests"
                    % ", ".join(bad))
+    if variant:
+        folder = variant(folder)
     done = []
     for ot, w in want["outtypes"].items():
         m = Mount(folder, ["-o", "gguf=" + ot])
@@ -196,7 +199,10 @@ def converter_case(name, digests):
 MOE_CASES = {"Tiny-Mixtral": "model.layers.1.block_sparse_moe.experts.%d.w2.weight",
              "Tiny-Qwen2-MoE": "model.layers.1.mlp.experts.%d.down_proj.weight",
              "Tiny-Qwen3-MoE": "model.layers.1.mlp.experts.%d.down_proj.weight",
-             "Tiny-OLMoE": "model.layers.1.mlp.experts.%d.down_proj.weight"}
+             "Tiny-OLMoE": "model.layers.1.mlp.experts.%d.down_proj.weight",
+             # V3 only: llama.cpp takes a deepseek2 of no q_lora_rank for V2-Lite only at 26 or 27
+             # layers (src/models/deepseek2.cpp is_lite)
+             "Tiny-DeepSeek-V3": "model.layers.1.mlp.experts.%d.down_proj.weight"}
 
 
 def moe_case(name):
@@ -250,7 +256,9 @@ def moe_roundtrip_case(name):
     for fn in sorted(os.listdir(folder)):
         if fn.endswith(".safetensors"):
             want.update(st_io.load(os.path.join(folder, fn)))
-    want = {k: v for k, v in want.items() if not k.endswith("rotary_emb.inv_freq")}
+    # DeepSeek's MTP layer (model.layers.{num_hidden_layers}.*) is not converted
+    mtp = "model.layers.%d." % want_cfg["num_hidden_layers"]
+    want = {k: v for k, v in want.items() if not k.endswith("rotary_emb.inv_freq") and not k.startswith(mtp)}
     m = Mount(g, [])
     try:
         if not os.path.exists(m.path("hf/model.safetensors")):
@@ -269,7 +277,11 @@ def moe_roundtrip_case(name):
         raise Fail("%d tensors differ from the folder's, e.g. %s" % (len(bad), bad[0]))
     keys = ["architectures", "model_type", "num_local_experts", "num_experts", "num_experts_per_tok",
             "moe_intermediate_size", "shared_expert_intermediate_size", "intermediate_size", "hidden_size",
-            "num_hidden_layers", "num_attention_heads", "num_key_value_heads", "norm_topk_prob"]
+            "num_hidden_layers", "num_attention_heads", "num_key_value_heads", "norm_topk_prob",
+            # DeepSeek's
+            "n_routed_experts", "n_shared_experts", "first_k_dense_replace", "kv_lora_rank", "q_lora_rank",
+            "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim", "routed_scaling_factor", "n_group", "topk_group",
+            "scoring_func", "topk_method"]
     off = [(k, want_cfg[k], cfg.get(k)) for k in keys if k in want_cfg and cfg.get(k) != want_cfg[k]]
     if off:
         raise Fail("config.json: %r" % off)
@@ -323,6 +335,136 @@ def mixtral_bad_case():
         if rc != 0 or not last.startswith("model.gguf: none: ") or says not in last:
             raise Fail("%r: weightfs info exit %d, last line %r, want %r" % (cfg or edit.__name__, rc, last[:200], says))
     return "%d folders refused, each naming why" % len(cases)
+
+
+def deepseek_ranges_case():
+    """DeepSeek's attn_k_b and attn_v_b, read from kv_b_proj on demand: in F32 equal to the
+    numpy split and per-head transpose of the folder's kv_b_proj; in F32 and BF16, any range
+    (cut elements, across heads) equal to the same bytes of a whole read; hf/ of a Q8_0 GGUF
+    puts kv_b_proj back from the decoded blocks."""
+    import random
+    import converter_cases
+    import st_io
+    folder = converter_cases.make("Tiny-DeepSeek-V3", new_dir("dsrange-"))
+    w = st_io.load(os.path.join(folder, "model.safetensors"))
+    with open(os.path.join(folder, "config.json")) as f:
+        cfg = json.load(f)
+    H, nope, vd = cfg["num_key_value_heads"], cfg["qk_nope_head_dim"], cfg["v_head_dim"]
+    n = 0
+    for ot in ("f32", "bf16"):
+        m = Mount(folder, ["-o", "gguf=" + ot])
+        try:
+            p = m.path("model.gguf")
+            _, infos, whole, start = gguf_read(p)
+            rnd = random.Random(38)
+            fd = os.open(p, os.O_RDONLY)
+            try:
+                for name, ne, ty, off in infos:
+                    if not name.endswith(("attn_k_b.weight", "attn_v_b.weight")):
+                        continue
+                    es = 4 if ty == 0 else 2
+                    a0, size = start + off, int(np.prod(ne)) * es
+                    if ot == "f32":
+                        got = np.frombuffer(whole[a0:a0 + size], "<f4").reshape(ne[::-1])
+                        kv = w[name.replace("blk.", "model.layers.").replace(
+                            name.split(".")[2], "self_attn.kv_b_proj")].reshape(H, nope + vd, -1)
+                        want = kv[:, :nope].transpose(0, 2, 1) if "k_b" in name else kv[:, nope:]
+                        if got.shape != want.shape or got.tobytes() != np.ascontiguousarray(want).tobytes():
+                            raise Fail("%s: not kv_b_proj's split (and transpose) of the folder's" % name)
+                    for _ in range(60):
+                        a = a0 + rnd.randrange(size)
+                        k = rnd.choice([1, 3, es * 7 + 1, 4097, 33000])
+                        if os.pread(fd, k, a) != whole[a:a + k]:
+                            raise Fail("-o gguf=%s: %s: %d bytes at %d differ from a whole read" % (ot, name, k, a))
+                        n += 1
+            finally:
+                os.close(fd)
+        finally:
+            m.unmount()
+    # hf/ of a Q8_0 GGUF (attn_v_b Q8_0, attn_k_b F16 by the fallback): kv_b_proj put back from
+    # decoded blocks, within Q8_0's error of the folder's (a wrong layout is off by the values)
+    g = os.path.join(new_dir("dsq8-"), "q8.gguf")
+    rc, _, err, _ = run_cli(["convert", "-o", "gguf=q8_0", folder, g], timeout=120)
+    if rc != 0:
+        raise Fail("convert -o gguf=q8_0: exit %d: %s" % (rc, err.strip()[-300:]))
+    m = Mount(g, [])
+    try:
+        got = st_io.load(m.path("hf/model.safetensors"))
+    finally:
+        m.unmount()
+    worst = 0.0
+    for k in w:
+        if k.endswith("kv_b_proj.weight") and not k.startswith("model.layers.%d." % cfg["num_hidden_layers"]):
+            worst = max(worst, float(np.abs(got[k] - w[k]).max() / np.abs(w[k]).max()))
+    if not worst or worst > 0.01:
+        raise Fail("hf/ of a Q8_0 GGUF: kv_b_proj off the folder's by %.3g of its largest value" % worst)
+    return "values = numpy's split; %d ranges = a whole read; hf/ of Q8_0: kv_b_proj within %.1e" % (n, worst)
+
+
+def deepseek_bad_case():
+    """A DeepSeek V3 checkpoint whose experts or MLA shapes do not add up: model.gguf left out,
+    `weightfs info` saying why in one line naming the field or tensor."""
+    import real_tokenizers
+    import st_io
+    import tiny_models
+    tdir = real_tokenizers.folder("gpt2")
+    if not tdir:
+        skip_or_fail("tokenizer gpt2 not installed (tests/clients/npm.sh)")
+    base = tiny_models.make(os.path.join(new_dir("dsbad-"), "Tiny-DeepSeek-V3"), "deepseek_v3", tdir)
+    x1 = "model.layers.1.mlp.experts.%d.%s.weight"
+
+    def drop(w):
+        del w[x1 % (5, "up_proj")]
+
+    def dup(w):  # expert 2 given twice, once as 02
+        w[x1.replace("%d", "02") % "gate_proj"] = w[x1 % (2, "gate_proj")]
+
+    def kv_cols(w):
+        k = "model.layers.2.self_attn.kv_b_proj.weight"
+        w[k] = w[k][:, :-1]
+    cases = [({"n_routed_experts": 9}, None, "layer 1: 24 of its 27 expert tensors"),
+             ({"n_routed_experts": 7}, None, "expert 7, past config.json's n_routed_experts (7)"),
+             ({"num_experts_per_tok": 0}, None, "num_experts_per_tok: not from 1 to the 8 experts"),
+             ({"num_experts_per_tok": 9}, None, "num_experts_per_tok: not from 1 to the 8 experts"),
+             ({"qk_nope_head_dim": 15}, None, "kv_b_proj.weight': 128 rows, not config.json's num_key_value_heads "
+              "(4) x (qk_nope_head_dim + v_head_dim) (31)"),
+             ({"num_key_value_heads": 3}, None, "kv_b_proj.weight': 128 rows, not config.json's num_key_value_heads (3)"),
+             ({"v_head_dim": 0}, None, "config.json: v_head_dim: not an integer from 1 to 65535"),
+             ({"kv_lora_rank": 31}, None, "kv_b_proj.weight': 32 columns, not config.json's kv_lora_rank"),
+             ({"n_group": 3}, None, "n_group: 3 groups do not divide n_routed_experts (8)"),
+             ({"topk_group": 5}, None, "topk_group: 5, more than n_group (4)"),
+             ({"scoring_func": "relu"}, None, "scoring_func: not softmax, sigmoid or sqrtsoftplus"),
+             ({}, drop, "layer 1: 23 of its 24 expert tensors"),
+             ({}, dup, "experts.02.gate_proj.weight': no GGUF name"),
+             ({}, kv_cols, "layers.2.self_attn.kv_b_proj.weight': 31 columns"),
+             ({"first_k_dense_replace": 2}, None, "an expert of layer 1, below config.json's first_k_dense_replace (2)")]
+    for cfg, edit, says in cases:
+        d = new_dir("dsbad-")
+        for f in os.listdir(base):  # links: the 26 MB of weights are not copied 14 times
+            if f != "config.json" and not (edit and f == "model.safetensors"):
+                os.symlink(os.path.join(base, f), os.path.join(d, f))
+        with open(os.path.join(base, "config.json")) as f:
+            c = json.load(f)
+        c.update(cfg)
+        with open(os.path.join(d, "config.json"), "w") as f:
+            json.dump(c, f)
+        if edit:
+            w = st_io.load(os.path.join(base, "model.safetensors"))
+            edit(w)
+            st_io.save(w, os.path.join(d, "model.safetensors"))
+        rc, out, err, _ = run_cli(["info", d], timeout=60)
+        last = out.rstrip("\n").splitlines()[-1] if out else ""
+        if rc != 0 or not last.startswith("model.gguf: none: ") or says not in last:
+            raise Fail("%r: weightfs info exit %d, last line %r, want %r" % (cfg or edit.__name__, rc, last[:200], says))
+    # and made: 2 of 3 layers dense, 32 experts: 3 x 3 x 32 expert slots are more than the
+    # folder's tensors, only the MoE layer's 96 count
+    d = tiny_models.make(os.path.join(new_dir("dsdense-"), "Tiny-DeepSeek-V3"), "deepseek_v3", tdir,
+                         config={"n_routed_experts": 32, "first_k_dense_replace": 2})
+    rc, out, err, _ = run_cli(["info", d], timeout=60)
+    last = out.rstrip("\n").splitlines()[-1] if out else ""
+    if rc != 0 or not last.startswith("model.gguf: deepseek2"):
+        raise Fail("2 dense layers of 3, 32 experts: weightfs info exit %d, last line %r" % (rc, last[:200]))
+    return "%d folders refused, each naming why; one mostly dense made" % len(cases)
 
 
 def logits_match(mp_gguf, folder, ids):
@@ -705,7 +847,13 @@ def group_gguf():
     with open(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data", "converter",
                            "digests.json"), encoding="utf-8") as f:
         digests = json.load(f)
+    import converter_cases
     for name in digests["cases"]:
+        if converter_cases.CASES.get(name, (0, 0, {}))[2].get("fp8"):
+            check("gguf: %s: model.gguf of the FP8 checkpoint = the converter's file of it dequantized "
+                  "(digests)" % name, converter_case, name, digests,
+                  lambda f: converter_cases.fp8_folder(f, new_dir("fp8-")))
+            continue
         check("gguf: %s: model.gguf = llama.cpp's convert_hf_to_gguf.py's file (digests)" % name,
               converter_case, name, digests)
     for name in MOE_CASES:
@@ -715,6 +863,11 @@ def group_gguf():
         check("gguf: %s: HF folder -> model.gguf -> its hf/: the same tensors and expert fields" % name,
               moe_roundtrip_case, name)
     check("gguf: Mixtral: experts that do not add up leave model.gguf out, naming why", mixtral_bad_case)
+    check("gguf: DeepSeek: experts or MLA shapes that do not add up leave model.gguf out, naming why",
+          deepseek_bad_case)
+    check("gguf: DeepSeek: attn_k_b/attn_v_b read from kv_b_proj: numpy's split and transpose; any range; "
+          "kv_b_proj back from a Q8_0 GGUF",
+          deepseek_ranges_case)
     folders = {}
     for kind, key in CASES:
         check("gguf: %s with the %s tokenizer: mounted and checked" % (kind, key), one_case, kind, key, folders)

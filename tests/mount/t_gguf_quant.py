@@ -113,6 +113,25 @@ def moe_case(kind):
     return "%s byte-identical" % ", ".join(names)
 
 
+def deepseek_case():
+    """DeepSeek V3 (MLA, 8 experts in groups, a dense layer, an MTP layer skipped):
+    attn_k_b (each head of kv_b_proj transposed, 16 wide: the F16 fallback) and attn_v_b
+    (256 wide: K blocks) quantized on read from the head slices, the experts slab by slab."""
+    import real_tokenizers
+    import tiny_models
+    tdir = real_tokenizers.folder("gpt2")
+    if not tdir:
+        skip_or_fail("tokenizer gpt2 not installed (tests/clients/npm.sh)")
+    d = new_dir("qds-")
+    # 64 wide (the embeddings of GPT-2's 50257 tokens dominate the time); the latent, q_a and
+    # the experts 256 wide, so that attn_v_b, attn_q_b and ffn_down_exps get K blocks
+    folder = tiny_models.make(os.path.join(d, "moe-deepseek"), "deepseek_v3", tdir,
+                              config={"kv_lora_rank": 256, "q_lora_rank": 256, "moe_intermediate_size": 256})
+    g = make_f32(folder, d)
+    same_as_llama(folder, g, "q4_k_m", FTYPES["q4_k_m"], d=d)
+    return "q4_k_m byte-identical"
+
+
 def gguf_source_case(state):
     folder, g, _ = state["wide"]
     d = new_dir("qsrc-")  # refs of its own: convert_run_case compares with the folder's
@@ -245,6 +264,8 @@ def group_gguf_quant():
         check("gguf_quant: tiny %s (64 wide): model.gguf = llama_model_quantize's" % kind, narrow_case, kind)
     for kind in ("mixtral", "qwen3moe"):
         check("gguf_quant: %s: model.gguf = llama_model_quantize's (the expert rules)" % kind, moe_case, kind)
+    check("gguf_quant: deepseek2: model.gguf = llama_model_quantize's (attn_k_b, attn_v_b quantized from head "
+          "slices of kv_b_proj)", deepseek_case)
     if "wide" in state:
         check("gguf_quant: GGUF source, and requantizing a Q8_0 GGUF: = llama_model_quantize's", gguf_source_case,
               state)
