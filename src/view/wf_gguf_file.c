@@ -92,12 +92,13 @@ static enum wf_err set_xf(const struct wf_gguf_file *g, const struct wf_arch_ten
 	enum wf_err rc = wf_tensor_set_view(&view, vk, why);
 	if (rc != WF_OK)
 		return rc;
-	if (!p->quant && view.size != nbytes)
+	if (!p->quant && !p->gather && view.size != nbytes)
 		return wf_fail(why, WF_ERR_RANGE, "tensor %s: %" PRIu64 " bytes planned, %" PRIu64 " made", p->name, nbytes,
 			       view.size);
 	*xf = (struct wf_xform){.t = src, .vk = (uint8_t)vk, .perm_heads = p->perm_heads, .perm_to_hf = p->perm_to_hf,
 				.add = p->add};
 	xf->quant = p->quant ? (uint8_t)p->type : 0;
+	xf->gather = p->gather;
 	xf->validate = p->validate;
 	xf->quiet_bf16 = !g->plan.generic && !g->plan.from_gguf && p->type == WF_T_BF16 && src->type == WF_T_BF16 &&
 			 !src->q;

@@ -363,9 +363,131 @@ const struct wf_tensor *wf_xform_tensor(const struct wf_xform *xf, struct wf_ten
 	return wf_tensor_set_view(tmp, (enum wf_vk)xf->vk, err) == WF_OK ? tmp : NULL;
 }
 
+/* ggml MXFP4 blocks of a decoded MXFP4 layer (WF_GATHER_MX_*), made from
+ * its stored blocks and scales: the layer's parts are pinned in memory
+ * (wf_hfq_detect.c), so they are read where they lie; their files are
+ * noted as a view of the layer notes them. */
+static enum wf_err gather_mx(struct wf_live *lv, struct touched *tc, const struct wf_xform *xf, uint64_t off,
+			     size_t len, uint8_t *out, size_t *got)
+{
+	const struct wf_hfq *q = xf->t->q;
+	*got = 0;
+	if (!q || q->scheme != WF_HFQ_MXFP4 || !q->experts)
+		return WF_ERR_RANGE;
+	const struct wf_hfq_part *bp = &q->part[WF_HFQ_MXFP4_B], *sp = &q->part[WF_HFQ_MXFP4_S];
+	uint32_t files[3] = {xf->t->part, bp->file, sp->file};
+	for (unsigned k = 0; k < 3; k++)
+		if (files[k] >= lv->m->n_parts || atomic_load_explicit(&lv->changed[files[k]], memory_order_relaxed))
+			return WF_ERR_CHANGED;
+	uint64_t R = q->in, G = sp->cols, E = q->experts;
+	bool all = xf->gather == WF_GATHER_MX_ALL;
+	uint64_t Ro = all ? R : R / 2, total = E * Ro * G * 17;
+	if (off >= total)
+		return WF_OK;
+	if (len > total - off)
+		len = (size_t)(total - off);
+	size_t done = 0;
+	while (done < len) {
+		uint64_t at = off + done, b = at / 17, g = b % G, ro = (b / G) % Ro, e = b / G / Ro;
+		uint64_t r = all ? ro : 2 * ro + (xf->gather == WF_GATHER_MX_ODD);
+		uint64_t idx = (e * R + r) * G + g;
+		const uint8_t *src = bp->p + idx * 16;
+		uint8_t blk[17];
+		blk[0] = sp->p[idx];
+		/* HF: byte i holds values 2i (low) and 2i+1; ggml: byte k holds k (low) and k+16 */
+		for (unsigned k = 0; k < 16; k++) {
+			unsigned lo = (src[k >> 1] >> ((k & 1) * 4)) & 15, hi = (src[(k + 16) >> 1] >> ((k & 1) * 4)) & 15;
+			blk[1 + k] = (uint8_t)(lo | hi << 4);
+		}
+		size_t skip = (size_t)(at - b * 17), n = 17 - skip < len - done ? 17 - skip : len - done;
+		memcpy(out + done, blk + skip, n);
+		done += n;
+	}
+	enum wf_err rc = WF_OK;
+	for (unsigned k = 0; k < 3 && rc == WF_OK; k++)
+		rc = note_part(lv, tc, files[k]);
+	*got = rc == WF_OK ? done : 0;
+	return rc;
+}
+
+/* Elements of a float view gathered into another layout (WF_GATHER_COLS_*
+ * and WF_GATHER_T_*, model/wf_arch.h): source runs read a piece at a time
+ * into a buffer and picked from. */
+static enum wf_err gather_floats(struct wf_live *lv, struct touched *tc, const struct wf_xform *xf, uint64_t off,
+				 size_t len, uint8_t *out, size_t *got)
+{
+	const struct wf_tensor *t = xf->t;
+	*got = 0;
+	if (!t->nelems || t->size % t->nelems)
+		return WF_ERR_RANGE;
+	uint64_t es = t->size / t->nelems;
+	bool cols = xf->gather == WF_GATHER_COLS_EVEN || xf->gather == WF_GATHER_COLS_ODD;
+	unsigned S = xf->gather == WF_GATHER_T_ALL ? 1 : 2;
+	unsigned par = xf->gather == WF_GATHER_COLS_ODD || xf->gather == WF_GATHER_T_ODD;
+	uint64_t E, A, B, X, Y; /* out [E, A, B] from source [E, X, Y] */
+	if (cols) {
+		if (t->ndim != 2 || t->shape[1] % 2)
+			return WF_ERR_RANGE;
+		E = 1, A = X = t->shape[0], Y = t->shape[1], B = Y / 2;
+	} else {
+		if (t->ndim != 3 || t->shape[2] % S)
+			return WF_ERR_RANGE;
+		E = t->shape[0], X = B = t->shape[1], Y = t->shape[2], A = Y / S;
+	}
+	uint64_t total = E * A * B * es;
+	if (off >= total)
+		return WF_OK;
+	if (len > total - off)
+		len = (size_t)(total - off);
+	/* output rows (e, a) of B elements, a tile of up to TILE rows of one e at a time */
+	enum { TILE = 64 };
+	uint64_t rowb = B * es, tile_b = (uint64_t)TILE * S * es;
+	uint64_t tmpb = cols ? Y * es : B * tile_b;
+	uint8_t *tmp = malloc(tmpb + rowb), *row = tmp ? tmp + tmpb : NULL;
+	enum wf_err rc = tmp ? WF_OK : WF_ERR_NOMEM;
+	xform_tmp = tmp; /* freed by after_sigbus should the copy fault */
+	size_t done = 0;
+	while (rc == WF_OK && done < len) {
+		uint64_t at = off + done, orow = at / rowb, e = orow / A, a0 = orow % A;
+		uint64_t na = cols ? 1 : (A - a0 < TILE ? A - a0 : TILE);
+		size_t gg;
+		if (cols) { /* one source row */
+			rc = view_piece(lv, tc, t, a0 * Y * es, (size_t)(Y * es), tmp, &gg);
+			if (rc == WF_OK && gg != Y * es)
+				rc = WF_ERR_RANGE;
+		} else { /* columns S*a0 .. S*(a0+na) of every source row b of expert e */
+			for (uint64_t b = 0; b < B && rc == WF_OK; b++) {
+				uint64_t want = (na - 1) * S + 1 + par;
+				if (S * a0 + want > Y)
+					want = Y - S * a0;
+				rc = view_piece(lv, tc, t, ((e * X + b) * Y + S * a0) * es, (size_t)(want * es), tmp + b * tile_b,
+						&gg);
+				if (rc == WF_OK && gg != want * es)
+					rc = WF_ERR_RANGE;
+			}
+		}
+		for (uint64_t i = 0; i < na && rc == WF_OK && done < len; i++) {
+			for (uint64_t b = 0; b < B; b++) {
+				const uint8_t *from = cols ? tmp + (2 * b + par) * es : tmp + b * tile_b + (i * S + par) * es;
+				memcpy(row + b * es, from, (size_t)es);
+			}
+			uint64_t r_at = off + done, skip = r_at - (orow + i) * rowb;
+			size_t n = rowb - skip < len - done ? (size_t)(rowb - skip) : len - done;
+			memcpy(out + done, row + skip, n);
+			done += n;
+		}
+	}
+	xform_tmp = NULL;
+	free(tmp);
+	*got = rc == WF_OK ? done : 0;
+	return rc;
+}
+
 static enum wf_err xform_piece(struct wf_live *lv, struct touched *tc, const struct wf_xform *xf, uint64_t off,
 			       size_t len, uint8_t *out, size_t *got)
 {
+	if (xf->gather >= WF_GATHER_MX_ALL && xf->gather <= WF_GATHER_MX_ODD)
+		return gather_mx(lv, tc, xf, off, len, out, got);
 	struct wf_tensor vt;
 	struct wf_xform fx;
 	if (xf->vk) {
@@ -375,6 +497,8 @@ static enum wf_err xform_piece(struct wf_live *lv, struct touched *tc, const str
 		fx.vk = 0;
 		xf = &fx;
 	}
+	if (xf->gather)
+		return gather_floats(lv, tc, xf, off, len, out, got);
 	return xf->quant ? quant_piece(lv, tc, xf, off, len, out, got) : xform_floats(lv, tc, xf, off, len, out, got);
 }
 

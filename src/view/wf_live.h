@@ -46,6 +46,7 @@ struct wf_xform {
 	uint8_t vk;                 /* 0: t's view; else t read through this view (enum wf_vk), set on a copy
 				     * of t for each read (wf_tensor_set_view): a plan keeps no copy of
 				     * each tensor */
+	uint8_t gather;             /* enum wf_gather (model/wf_arch.h): the elements of another layout */
 };
 
 /* The tensor xf reads: xf->t, or with vk set a copy of it in *tmp with
