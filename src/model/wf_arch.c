@@ -1428,6 +1428,23 @@ static const char *oss_expert(const char *name, unsigned long *layer)
 	return NULL;
 }
 
+/* An expert tensor's outer axis against config.json's count of experts:
+ * llama.cpp sizes every expert tensor by expert_count, so a checkpoint
+ * whose tensors hold another count makes a file it cannot load. */
+static enum wf_err oss_count(struct cfg *c, const struct wf_tensor *t)
+{
+	const char *which = "num_local_experts";
+	uint32_t n;
+	char q[96];
+	const cJSON *v = find(c, KEYS("num_local_experts", "num_experts", "n_routed_experts"), &which);
+	if (!as_u32(v, &n) || n == 0)
+		return wf_fail(c->why, WF_ERR_UNSUP, "config.json: %s: %s", which, v ? "not a count of experts" : "missing");
+	if (!t->ndim || t->shape[0] != n)
+		return wf_fail(c->why, WF_ERR_UNSUP, "tensor %s: %" PRIu64 " experts, config.json's %s says %" PRIu32,
+			       wf_quote(q, sizeof q, t->name, t->name_len), t->ndim ? t->shape[0] : 0, which, n);
+	return WF_OK;
+}
+
 /* Adds blk.L.PART (one of gpt-oss's expert tensors) of numpy shape
  * [d0, d1, d2] (or [d1, d2] for 2 dims) read from tensor i through gather. */
 static enum wf_err oss_add(struct cfg *c, struct wf_arch_plan *pl, size_t cap, unsigned long layer, const char *part,
@@ -1456,6 +1473,9 @@ static enum wf_err oss_mxfp4(struct cfg *c, const struct wf_model *m, const stru
 		if (!x)
 			continue;
 		bool gu = strcmp(x, "gate_up_proj") == 0;
+		enum wf_err rc0 = oss_count(c, t);
+		if (rc0 != WF_OK)
+			return rc0;
 		if (!gu && strcmp(x, "down_proj") != 0)
 			return wf_fail(c->why, WF_ERR_UNSUP, "tensor %s: MXFP4 where gpt-oss has a float bias",
 				       wf_quote(q, sizeof q, t->name, t->name_len));
@@ -1496,6 +1516,9 @@ static enum wf_err oss_tensor(struct cfg *c, const struct wf_model *m, size_t i,
 			       wf_quote(q, sizeof q, t->name, t->name_len),
 			       wf_type_get(t->type) ? wf_type_get(t->type)->name : "?");
 	bool bias = strstr(x, "_bias") != NULL, gu = strncmp(x, "gate_up", 7) == 0;
+	enum wf_err rc0 = oss_count(c, t);
+	if (rc0 != WF_OK)
+		return rc0;
 	if (t->ndim != (bias ? 2u : 3u) || (gu && t->shape[t->ndim - 1] % 2))
 		return wf_fail(c->why, WF_ERR_UNSUP, "tensor %s: %u dims, not gpt-oss's %s",
 			       wf_quote(q, sizeof q, t->name, t->name_len), t->ndim,

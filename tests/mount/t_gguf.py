@@ -371,6 +371,46 @@ def mixtral_bad_case():
     return "%d folders refused, each naming why" % len(cases)
 
 
+def gptoss_bad_case():
+    """gpt-oss whose experts do not add up: model.gguf left out, `weightfs info` saying why in
+    one line naming the tensor and the field (expert counts that disagree with config.json, or
+    between a layer's tensors); blocks and scales that disagree are refused at mount (group
+    hfq)."""
+    import converter_cases
+    import st_io
+    base = converter_cases.make("Tiny-GptOss-MXFP4", new_dir("ossbad-"))
+    dense = converter_cases.make("Tiny-GptOss-BF16", new_dir("ossbad-"))
+    x = "model.layers.1.mlp.experts."
+
+    def fewer(w):  # the dense gate_up of layer 1 with 3 experts
+        w[x + "gate_up_proj"] = w[x + "gate_up_proj"][:3]
+
+    def fewer_bias(w):
+        w[x + "down_proj_bias"] = w[x + "down_proj_bias"][:3]
+    cases = [(base, {"num_local_experts": 5}, None, "experts.down_proj': 4 experts, config.json's num_local_experts says 5"),
+             (base, {"num_local_experts": 0}, None, "num_local_experts: not a count of experts"),
+             (dense, {}, fewer, "layers.1.mlp.experts.gate_up_proj': 3 experts, config.json's num_local_experts says 4"),
+             (dense, {}, fewer_bias, "experts.down_proj_bias': 3 experts")]
+    for src, cfg, edit, says in cases:
+        d = new_dir("ossbad-")
+        for f in os.listdir(src):
+            shutil.copy(os.path.join(src, f), d)
+        with open(os.path.join(d, "config.json")) as f:
+            c = json.load(f)
+        c.update(cfg)
+        with open(os.path.join(d, "config.json"), "w") as f:
+            json.dump(c, f)
+        if edit:
+            w = st_io.load(os.path.join(d, "model.safetensors"))
+            edit(w)
+            st_io.save(w, os.path.join(d, "model.safetensors"))
+        rc, out, err, _ = run_cli(["info", d], timeout=60)
+        last = out.rstrip("\n").splitlines()[-1] if out else ""
+        if rc != 0 or not last.startswith("model.gguf: none: ") or says not in last:
+            raise Fail("%r: weightfs info exit %d, last line %r, want %r" % (cfg or edit.__name__, rc, last[:200], says))
+    return "%d folders refused, each naming why" % len(cases)
+
+
 def logits_match(mp_gguf, folder, ids):
     import hf_forward
     out = os.path.join(TMP, "logits.npy")
@@ -763,6 +803,8 @@ def group_gguf():
     for name in GPTOSS_CASES:
         check("gguf: %s: llama.cpp runs model.gguf (sinks, SWA, YaRN, SWIGLU-OAI); logits = torch forward" % name,
               gptoss_case, name)
+    check("gguf: gpt-oss: expert counts that disagree leave model.gguf out, naming the tensor and field",
+          gptoss_bad_case)
     check("gguf: Mixtral: experts that do not add up leave model.gguf out, naming why", mixtral_bad_case)
     folders = {}
     for kind, key in CASES:
