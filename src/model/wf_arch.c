@@ -1642,7 +1642,8 @@ static enum wf_err kv_heads_ok(struct cfg *c)
 static enum wf_err plan_tensors(const struct arch *a, struct cfg *c, const struct wf_model *m,
 				struct wf_arch_plan *pl, uint32_t ftype)
 {
-	size_t cap = m->n_tensors + 4;
+	/* a source tensor makes at most two (gpt-oss's gate_up and its bias), plus the generated ones */
+	size_t cap = (packed_experts(a) ? 2 * m->n_tensors : m->n_tensors) + 4;
 	struct ord *o = calloc(m->n_tensors ? m->n_tensors : 1, sizeof *o);
 	pl->t = calloc(cap, sizeof *pl->t);
 	if (!o || !pl->t) {

@@ -311,9 +311,13 @@ static enum wf_err quant_piece(struct wf_live *lv, struct touched *tc, const str
 {
 	const struct wf_type *ty = wf_type_get(xf->quant);
 	*got = 0;
-	if (!ty || !ty->quantize || !ty->blck || xf->t->nelems % ty->blck)
+	/* what is encoded: the source's elements, or half of them gathered (gate or up) */
+	bool half = xf->gather == WF_GATHER_COLS_EVEN || xf->gather == WF_GATHER_COLS_ODD ||
+		    xf->gather == WF_GATHER_T_EVEN || xf->gather == WF_GATHER_T_ODD;
+	uint64_t nel = half ? xf->t->nelems / 2 : xf->t->nelems;
+	if (!ty || !ty->quantize || !ty->blck || nel % ty->blck)
 		return WF_ERR_RANGE;
-	uint64_t nblk = xf->t->nelems / ty->blck, total = nblk * ty->bytes;
+	uint64_t nblk = nel / ty->blck, total = nblk * ty->bytes;
 	if (off >= total)
 		return WF_OK;
 	if (len > total - off)
@@ -497,8 +501,6 @@ static enum wf_err xform_piece(struct wf_live *lv, struct touched *tc, const str
 		fx.vk = 0;
 		xf = &fx;
 	}
-	if (xf->gather)
-		return gather_floats(lv, tc, xf, off, len, out, got);
 	return xf->quant ? quant_piece(lv, tc, xf, off, len, out, got) : xform_floats(lv, tc, xf, off, len, out, got);
 }
 
@@ -507,11 +509,19 @@ static enum wf_err xform_piece(struct wf_live *lv, struct touched *tc, const str
 static enum wf_err xform_floats(struct wf_live *lv, struct touched *tc, const struct wf_xform *xf, uint64_t off,
 			       size_t len, uint8_t *out, size_t *got)
 {
-	if (!xf->add && !xf->quiet_bf16 && !xf->validate)
-		return xform_rows(lv, tc, xf, off, len, out, got);
 	bool half = xf->t->vk == WF_VK_F16 || xf->t->vk == WF_VK_BF16;
 	unsigned es = half ? 2 : 4;
 	int vt = !half ? WF_T_F32 : xf->t->vk == WF_VK_BF16 ? WF_T_BF16 : WF_T_F16; /* what is checked */
+	if (xf->gather) { /* gpt-oss's experts, also as quant_piece's floats */
+		enum wf_err rc = gather_floats(lv, tc, xf, off, len, out, got);
+		size_t lead = (size_t)((es - off % es) % es); /* the elements wholly inside what was read */
+		if (rc == WF_OK && xf->validate && *got > lead &&
+		    !wf_blocks_valid(vt, out + lead, (*got - lead) / es * es))
+			rc = WF_ERR_RANGE;
+		return rc;
+	}
+	if (!xf->add && !xf->quiet_bf16 && !xf->validate)
+		return xform_rows(lv, tc, xf, off, len, out, got);
 	if (off % es == 0 && len % es == 0) {
 		/* in pieces that stay in the cache between the copy and the fix:
 		 * a second pass over a whole reply (up to 1 MiB) went to memory

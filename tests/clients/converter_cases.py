@@ -65,7 +65,7 @@ CASES = {
     # converter accepts (its pre-tokenizer "llama-bpe" instead of "gpt-4o"). MXFP4 experts
     # (written as ggml MXFP4 whatever the outtype) and the dense BF16 form
     "Tiny-GptOss-MXFP4": ("gptoss_mxfp4", "llama3_1", {"dtype": "BF16"}, ["auto"]),
-    "Tiny-GptOss-BF16": ("gptoss", "llama3_1", {"dtype": "BF16"}, ["auto", "f32"]),
+    "Tiny-GptOss-BF16": ("gptoss", "llama3_1", {"dtype": "BF16"}, ["auto"]),
 }
 
 # Cases the real converter runs on whose model.gguf weightfs does not make yet, their digests
