@@ -512,12 +512,28 @@ static enum wf_err xform_floats(struct wf_live *lv, struct touched *tc, const st
 	bool half = xf->t->vk == WF_VK_F16 || xf->t->vk == WF_VK_BF16;
 	unsigned es = half ? 2 : 4;
 	int vt = !half ? WF_T_F32 : xf->t->vk == WF_VK_BF16 ? WF_T_BF16 : WF_T_F16; /* what is checked */
-	if (xf->gather) { /* gpt-oss's experts, also as quant_piece's floats */
-		enum wf_err rc = gather_floats(lv, tc, xf, off, len, out, got);
-		size_t lead = (size_t)((es - off % es) % es); /* the elements wholly inside what was read */
-		if (rc == WF_OK && xf->validate && *got > lead &&
-		    !wf_blocks_valid(vt, out + lead, (*got - lead) / es * es))
+	if (xf->gather && !xf->quiet_bf16 && !xf->validate) /* gpt-oss's experts, also quant_piece's floats */
+		return gather_floats(lv, tc, xf, off, len, out, got);
+	if (xf->gather) { /* whole elements fixed and checked, through a buffer */
+		uint64_t lo = off - off % es, hi = off + len;
+		hi += (es - hi % es) % es;
+		size_t n = (size_t)(hi - lo), g = 0;
+		uint8_t *tmp = malloc(n ? n : 1);
+		if (!tmp)
+			return WF_ERR_NOMEM;
+		xform_tmp = tmp; /* freed by after_sigbus should the copy fault */
+		enum wf_err rc = gather_floats(lv, tc, xf, lo, n, tmp, &g);
+		g -= g % es;
+		if (rc == WF_OK && xf->quiet_bf16)
+			wf_bf16_quiet_n(tmp, g / es);
+		if (rc == WF_OK && xf->validate && !wf_blocks_valid(vt, tmp, g))
 			rc = WF_ERR_RANGE;
+		size_t skip = (size_t)(off - lo);
+		*got = rc == WF_OK && g > skip ? (g - skip < len ? g - skip : len) : 0;
+		if (*got)
+			memcpy(out, tmp + skip, *got);
+		xform_tmp = NULL;
+		free(tmp);
 		return rc;
 	}
 	if (!xf->add && !xf->quiet_bf16 && !xf->validate)
