@@ -92,9 +92,14 @@ static enum wf_err set_xf(const struct wf_gguf_file *g, const struct wf_arch_ten
 	enum wf_err rc = wf_tensor_set_view(&view, vk, why);
 	if (rc != WF_OK)
 		return rc;
-	if (!p->quant && !p->gather && view.size != nbytes)
+	/* a gathered tensor makes all of its source's elements, or half (gate or up); MXFP4 ones as
+	 * 17 bytes per 32 of the source's float32 elements */
+	bool mx = p->gather >= WF_GATHER_MX_ALL && p->gather <= WF_GATHER_MX_ODD;
+	unsigned parts = p->gather == WF_GATHER_NONE || p->gather == WF_GATHER_MX_ALL || p->gather == WF_GATHER_T_ALL ? 1 : 2;
+	uint64_t made = mx ? view.size / 128 * 17 / parts : view.size / parts;
+	if (!p->quant && made != nbytes)
 		return wf_fail(why, WF_ERR_RANGE, "tensor %s: %" PRIu64 " bytes planned, %" PRIu64 " made", p->name, nbytes,
-			       view.size);
+			       made);
 	*xf = (struct wf_xform){.t = src, .vk = (uint8_t)vk, .perm_heads = p->perm_heads, .perm_to_hf = p->perm_to_hf,
 				.add = p->add};
 	xf->quant = p->quant ? (uint8_t)p->type : 0;
