@@ -44,7 +44,7 @@ def main():
         for name in a.cases or list(converter_cases.CASES):
             folder = converter_cases.make(name, tmp)
             case = {"inputs": converter_cases.inputs(folder), "outtypes": {}}
-            for ot in converter_cases.case(name)[3]:
+            for ot in converter_cases.CASES[name][3]:
                 g = os.path.join(tmp, "%s-%s.gguf" % (name, ot))
                 r = subprocess.run([PY, os.path.join(CLIENTS, "real_convert.py"), "run", folder, g, "--outtype", ot],
                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

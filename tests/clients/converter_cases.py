@@ -68,16 +68,6 @@ CASES = {
     "Tiny-GptOss-BF16": ("gptoss", "llama3_1", {"dtype": "BF16"}, ["auto"]),
 }
 
-# Cases the real converter runs on whose model.gguf weightfs does not make yet, their digests
-# kept apart (tools/converter_digests.py --out), so that the gguf group, which checks every
-# case of digests.json, stays a statement of what is done.
-PENDING = {}
-
-
-def case(name):
-    """The case NAME of CASES or PENDING."""
-    return CASES[name] if name in CASES else PENDING[name]
-
 
 def spm_folder(parent):
     """parent/spm-tok: tokenizer.model rebuilt from llama.cpp's ggml-vocab-llama-spm.gguf (the
@@ -102,7 +92,7 @@ def spm_folder(parent):
 
 
 def make(name, parent):
-    kind, key, opts, _ = case(name)
+    kind, key, opts, _ = CASES[name]
     tdir = spm_folder(parent) if key == "spm" else real_tokenizers.folder(key)
     if not tdir:
         raise FileNotFoundError("tokenizer %s not installed (tests/clients/npm.sh)" % key)
