@@ -40,7 +40,7 @@ static size_t stored_span(const struct cli_span_out *o, uint64_t off, size_t len
 	/* a tensor of model.gguf is its source's bytes only when nothing
 	 * changes them on the way */
 	if (sg.xf && (sg.xf->perm_heads || sg.xf->add || sg.xf->quiet_bf16 || sg.xf->validate || sg.xf->quant ||
-		      sg.xf->perm_to_hf || sg.xf->hs))
+		      sg.xf->perm_to_hf || sg.xf->hs || sg.xf->gather))
 		return 0;
 	struct wf_tensor vt;
 	const struct wf_tensor *t = sg.xf ? wf_xform_tensor(sg.xf, &vt) : &m->tensors[sg.tensor];

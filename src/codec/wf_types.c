@@ -136,6 +136,7 @@ static const struct wf_type wf_types[WF_T_COUNT] = {
 	[WF_T_HFQ_MLX]  = HFQ("MLX"),
 	[WF_T_HFQ_BNB]  = HFQ("BNB4"),
 	[WF_T_HFQ_BNB8] = HFQ("BNB8"),
+	[WF_T_HFQ_MXFP4] = HFQ("MXFP4"),
 };
 
 /* ggml ids that safetensors spells the same way; all other safetensors

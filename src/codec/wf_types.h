@@ -87,6 +87,7 @@ enum wf_type_id {
 	WF_T_HFQ_MLX,
 	WF_T_HFQ_BNB,
 	WF_T_HFQ_BNB8,
+	WF_T_HFQ_MXFP4,
 	WF_T_COUNT
 };
 

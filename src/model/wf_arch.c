@@ -139,10 +139,24 @@ static bool eq(const char *s, size_t n, const char *lit)
 	return strlen(lit) == n && memcmp(s, lit, n) == 0;
 }
 
+/* gpt-oss's own names (gpt_oss.py; tensor_mapping.py): sinks (a ".weight"
+ * added by filter_tensors), the router, the norm after attention. */
+static const struct {
+	const char *hf, *gguf;
+} gptoss_map[] = {
+	{"self_attn.sinks", "attn_sinks"},
+	{"mlp.router", "ffn_gate_inp"},
+	{"post_attention_layernorm", "post_attention_norm"},
+};
+
 static const char *layer_part(const char *arch, const char *s, size_t n, char *qk)
 {
 	bool g23 = arch && (strcmp(arch, "gemma2") == 0 || strcmp(arch, "gemma3") == 0);
+	bool oss = arch && strcmp(arch, "gpt-oss") == 0;
 	*qk = 0;
+	for (size_t i = 0; oss && i < WF_ARRAY_LEN(gptoss_map); i++)
+		if (eq(s, n, gptoss_map[i].hf))
+			return gptoss_map[i].gguf;
 	for (size_t i = 0; g23 && i < WF_ARRAY_LEN(gemma2_map); i++)
 		if (eq(s, n, gemma2_map[i].hf))
 			return gemma2_map[i].gguf;
@@ -212,6 +226,7 @@ struct cfg {
 	uint32_t mla_k, mla_v; /* kv_lora_rank + qk_rope_head_dim, kv_lora_rank */
 	int mla_tied;       /* mla_skipped's config fields, read once: -1 not yet, else tie_word_embeddings */
 	uint32_t mla_layers; /* ... and num_hidden_layers (UINT32_MAX: absent) */
+	bool mxfp4;         /* gpt-oss experts written as MXFP4: general.file_type MOSTLY_MXFP4_MOE */
 	struct moe *moe;    /* and its experts' tensors, parked for stacking */
 };
 
@@ -309,6 +324,13 @@ struct arch {
 	const struct moe_form *experts; /* per-expert tensors stacked (struct moe), or NULL */
 };
 
+/* The architectures whose checkpoints hold every expert of a projection
+ * in one tensor (gpt-oss, moe-and-mla.md 8.2): oss_tensor's names. */
+static bool packed_experts(const struct arch *a)
+{
+	return strcmp(a->gguf, "gpt-oss") == 0;
+}
+
 /* How an architecture's checkpoint names its experts, and the order the
  * converter writes the three stacked tensors in (moe-and-mla.md 1.2). */
 struct moe_form {
@@ -360,6 +382,8 @@ static const char *const deepseek2_parts[] = {"attn_norm", "attn_q", "attn_q_a",
 					      "attn_kv_a_mqa", "attn_kv_a_norm", "attn_kv_b", "attn_output", "ffn_norm",
 					      "ffn_gate", "ffn_up", "ffn_down", "ffn_gate_inp", "exp_probs_b",
 					      "ffn_gate_shexp", "ffn_up_shexp", "ffn_down_shexp", NULL};
+static const char *const gptoss_parts[] = {"attn_norm", "attn_q", "attn_k", "attn_v", "attn_output", "attn_sinks",
+					   "post_attention_norm", "ffn_gate_inp", NULL};
 static const char *const phi3_parts[] = {"attn_norm", "attn_qkv", "attn_q", "attn_k", "attn_v", "attn_output",
 					 "ffn_norm", "ffn_up", "ffn_down", NULL};
 
@@ -370,6 +394,7 @@ static enum wf_err kv_gemma3(const struct arch *a, struct cfg *c, struct wf_gguf
 static enum wf_err kv_phi3(const struct arch *a, struct cfg *c, struct wf_gguf_w *w, uint32_t ftype);
 static enum wf_err kv_olmoe(const struct arch *a, struct cfg *c, struct wf_gguf_w *w, uint32_t ftype);
 static enum wf_err kv_deepseek2(const struct arch *a, struct cfg *c, struct wf_gguf_w *w, uint32_t ftype);
+static enum wf_err kv_gptoss(const struct arch *a, struct cfg *c, struct wf_gguf_w *w, uint32_t ftype);
 
 /* conversion/__init__.py's registrations for the architectures in scope */
 static const struct arch arch_rows[] = {
@@ -390,6 +415,7 @@ static const struct arch arch_rows[] = {
 	{{"OlmoeForCausalLM", NULL}, "olmoe", WF_VOCAB_GPT2, false, false, false, kv_olmoe, olmoe_parts, &olmoe_experts},
 	{{"DeepseekV3ForCausalLM", "DeepseekV2ForCausalLM", NULL}, "deepseek2", WF_VOCAB_GPT2, false, false, false,
 	 kv_deepseek2, deepseek2_parts, &deepseek_experts},
+	{{"GptOssForCausalLM", NULL}, "gpt-oss", WF_VOCAB_GPT2, false, false, false, kv_gptoss, gptoss_parts, NULL},
 };
 
 /* DeepseekV2Model's rows: kv_b_proj split (mla_split), the MTP layer
@@ -823,6 +849,19 @@ static enum wf_err kv_deepseek2(const struct arch *a, struct cfg *c, struct wf_g
 	else if (rc == WF_OK && ms) /* TAG_DEEPSEEK2_YARN_LOG_MUL_FIX: 0.1 x, in double */
 		wf_gguf_w_f32(w, K("rope.scaling.yarn_log_multiplier"), (float)(0.1 * ms->valuedouble));
 #undef K
+	return rc;
+}
+
+/* GptOssModel.set_gguf_parameters: the base block (its file_type MOSTLY_MXFP4_MOE
+ * when the experts were MXFP4: prepare_metadata sets it after the tensors,
+ * in the key's first place), then the sliding window and the experts' width. */
+static enum wf_err kv_gptoss(const struct arch *a, struct cfg *c, struct wf_gguf_w *w, uint32_t ftype)
+{
+	enum wf_err rc = kv_text(c, w, a->gguf, c->mxfp4 ? WF_FTYPE_MOSTLY_MXFP4_MOE : ftype);
+	if (rc == WF_OK)
+		rc = put_u32(c, w, "gpt-oss.attention.sliding_window", KEYS("sliding_window"), true, NULL);
+	if (rc == WF_OK)
+		rc = put_u32(c, w, "gpt-oss.expert_feed_forward_length", KEYS("intermediate_size"), true, NULL);
 	return rc;
 }
 
@@ -1641,6 +1680,143 @@ static enum wf_err mla_split(struct cfg *c, const struct wf_tensor *t, size_t i,
 	return rc;
 }
 
+/* ---------------------------------------------------------------- gpt-oss */
+
+/* gpt-oss's experts (gpt_oss.py GptOssModel, moe-and-mla.md 8.2): one
+ * tensor per projection, "model.layers.L.mlp.experts." + gate_up_proj,
+ * down_proj (dense: [E, H, 2F] used as x @ W with gate and up interleaved
+ * in the columns, and [E, F, H]; or a decoded MXFP4 layer, view/wf_hfq.h,
+ * of the same shape) and their biases [E, 2F], [E, H].  The projection's
+ * name (what follows "experts."), or NULL. */
+static const char *oss_expert(const char *name, unsigned long *layer)
+{
+	static const char pre[] = "model.layers.", mid[] = ".mlp.experts.";
+	const char *s = name;
+	if (strncmp(s, pre, sizeof pre - 1) != 0)
+		return NULL;
+	s += sizeof pre - 1;
+	if (!num(&s, layer) || strncmp(s, mid, sizeof mid - 1) != 0)
+		return NULL;
+	s += sizeof mid - 1;
+	static const char *const projs[] = {"gate_up_proj", "down_proj", "gate_up_proj_bias", "down_proj_bias"};
+	for (size_t k = 0; k < WF_ARRAY_LEN(projs); k++)
+		if (strcmp(s, projs[k]) == 0)
+			return projs[k];
+	return NULL;
+}
+
+/* An expert tensor's outer axis against config.json's count of experts:
+ * llama.cpp sizes every expert tensor by expert_count, so a checkpoint
+ * whose tensors hold another count makes a file it cannot load. */
+static enum wf_err oss_count(struct cfg *c, const struct wf_tensor *t)
+{
+	const char *which = "num_local_experts";
+	uint32_t n;
+	char q[96];
+	const cJSON *v = find(c, KEYS("num_local_experts", "num_experts", "n_routed_experts"), &which);
+	if (!as_u32(v, &n) || n == 0)
+		return wf_fail(c->why, WF_ERR_UNSUP, "config.json: %s: %s", which, v ? "not a count of experts" : "missing");
+	if (!t->ndim || t->shape[0] != n)
+		return wf_fail(c->why, WF_ERR_UNSUP, "tensor %s: %" PRIu64 " experts, config.json's %s says %" PRIu32,
+			       wf_quote(q, sizeof q, t->name, t->name_len), t->ndim ? t->shape[0] : 0, which, n);
+	return WF_OK;
+}
+
+/* Adds blk.L.PART (one of gpt-oss's expert tensors) of numpy shape
+ * [d0, d1, d2] (or [d1, d2] for 2 dims) read from tensor i through gather. */
+static enum wf_err oss_add(struct cfg *c, struct wf_arch_plan *pl, size_t cap, unsigned long layer, const char *part,
+			   size_t i, uint32_t ndim, const uint64_t *shape, bool f32, enum wf_gather gather)
+{
+	char g[96];
+	snprintf(g, sizeof g, "blk.%lu.%s", layer, part);
+	enum wf_err rc = add_tensor(pl, cap, g, (int64_t)i, ndim, shape, f32, pl->ftype, c->why);
+	if (rc == WF_OK)
+		pl->t[pl->n - 1].gather = (uint8_t)gather;
+	return rc;
+}
+
+/* The MXFP4 experts, first in the file (GptOssModel.generate_extra_tensors
+ * writes them before the main loop, in the converter's order of the
+ * checkpoint's tensors): per layer down, then gate and up, the stored
+ * blocks re-laid as ggml MXFP4 on read (WF_GATHER_MX_*). */
+static enum wf_err oss_mxfp4(struct cfg *c, const struct wf_model *m, const struct ord *o, size_t n,
+			     struct wf_arch_plan *pl, size_t cap)
+{
+	for (size_t k = 0; k < n; k++) {
+		const struct wf_tensor *t = &m->tensors[o[k].i];
+		unsigned long layer;
+		const char *x = t->type == WF_T_HFQ_MXFP4 ? oss_expert(t->name, &layer) : NULL;
+		char q[96];
+		if (!x)
+			continue;
+		bool gu = strcmp(x, "gate_up_proj") == 0;
+		enum wf_err rc0 = oss_count(c, t);
+		if (rc0 != WF_OK)
+			return rc0;
+		if (!gu && strcmp(x, "down_proj") != 0)
+			return wf_fail(c->why, WF_ERR_UNSUP, "tensor %s: MXFP4 where gpt-oss has a float bias",
+				       wf_quote(q, sizeof q, t->name, t->name_len));
+		/* decoded [E, C, R] from blocks [E, R, C/32, 16]: ggml ne [C, R, E] */
+		uint64_t E = t->shape[0], C = t->shape[1], R = t->shape[2];
+		if (t->ndim != 3 || C % 32 || (gu && R % 2))
+			return wf_fail(c->why, WF_ERR_UNSUP, "tensor %s: MXFP4 experts of [%" PRIu64 ", %" PRIu64 "] do not "
+				       "split into gate and up", wf_quote(q, sizeof q, t->name, t->name_len), R, C);
+		uint64_t shape[3] = {E, gu ? R / 2 : R, C}, nb;
+		static const char *const parts[3] = {"ffn_down_exps.weight", "ffn_gate_exps.weight", "ffn_up_exps.weight"};
+		for (unsigned j = gu ? 1 : 0; j < (gu ? 3u : 1u); j++) {
+			enum wf_err rc = oss_add(c, pl, cap, layer, parts[j], o[k].i, 3, shape, false,
+						 !gu ? WF_GATHER_MX_ALL : j == 1 ? WF_GATHER_MX_EVEN : WF_GATHER_MX_ODD);
+			if (rc != WF_OK)
+				return rc;
+			struct wf_arch_tensor *p = &pl->t[pl->n - 1];
+			p->type = WF_T_MXFP4;
+			if (!wf_mul_ok(E * shape[1], C / 32, &nb) || !wf_mul_ok(nb, 17, &p->nbytes))
+				return wf_fail(c->why, WF_ERR_UNSUP, "tensor %s: too many bytes", p->name);
+		}
+		c->mxfp4 = true;
+	}
+	return WF_OK;
+}
+
+/* gpt-oss's expert tensor i in the main loop (GptOssModel.modify_tensors):
+ * the dense projections transposed, gate_up's columns split (even: gate,
+ * odd: up), the biases split alike; MXFP4 ones were written first. */
+static enum wf_err oss_tensor(struct cfg *c, const struct wf_model *m, size_t i, const char *x, unsigned long layer,
+			      struct wf_arch_plan *pl, size_t cap)
+{
+	const struct wf_tensor *t = &m->tensors[i];
+	char q[96];
+	if (t->type == WF_T_HFQ_MXFP4)
+		return WF_OK;
+	if (!convertible(t))
+		return wf_fail(c->why, WF_ERR_UNSUP, "tensor %s: dtype %s is not converted",
+			       wf_quote(q, sizeof q, t->name, t->name_len),
+			       wf_type_get(t->type) ? wf_type_get(t->type)->name : "?");
+	bool bias = strstr(x, "_bias") != NULL, gu = strncmp(x, "gate_up", 7) == 0;
+	enum wf_err rc0 = oss_count(c, t);
+	if (rc0 != WF_OK)
+		return rc0;
+	if (t->ndim != (bias ? 2u : 3u) || (gu && t->shape[t->ndim - 1] % 2))
+		return wf_fail(c->why, WF_ERR_UNSUP, "tensor %s: %u dims, not gpt-oss's %s",
+			       wf_quote(q, sizeof q, t->name, t->name_len), t->ndim,
+			       bias ? (gu ? "[E, 2F]" : "[E, H]") : gu ? "[E, H, 2F]" : "[E, F, H]");
+	enum wf_err rc;
+	if (bias && !gu)
+		return oss_add(c, pl, cap, layer, "ffn_down_exps.bias", i, 2, t->shape, true, WF_GATHER_NONE);
+	if (bias) {
+		uint64_t s[2] = {t->shape[0], t->shape[1] / 2};
+		rc = oss_add(c, pl, cap, layer, "ffn_gate_exps.bias", i, 2, s, true, WF_GATHER_COLS_EVEN);
+		return rc == WF_OK ? oss_add(c, pl, cap, layer, "ffn_up_exps.bias", i, 2, s, true, WF_GATHER_COLS_ODD) : rc;
+	}
+	if (!gu) {
+		uint64_t s[3] = {t->shape[0], t->shape[2], t->shape[1]};
+		return oss_add(c, pl, cap, layer, "ffn_down_exps.weight", i, 3, s, false, WF_GATHER_T_ALL);
+	}
+	uint64_t s[3] = {t->shape[0], t->shape[2] / 2, t->shape[1]};
+	rc = oss_add(c, pl, cap, layer, "ffn_gate_exps.weight", i, 3, s, false, WF_GATHER_T_EVEN);
+	return rc == WF_OK ? oss_add(c, pl, cap, layer, "ffn_up_exps.weight", i, 3, s, false, WF_GATHER_T_ODD) : rc;
+}
+
 /* One checkpoint tensor: skipped, or named and added with its transform. */
 static enum wf_err map_tensor(const struct arch *a, struct cfg *c, const struct wf_model *m, size_t i,
 			      struct wf_arch_plan *pl, size_t cap)
@@ -1657,7 +1833,11 @@ static enum wf_err map_tensor(const struct arch *a, struct cfg *c, const struct 
 	unsigned k;
 	if (c->moe && expert_name(c->moe->f, name, &layer, &x, &k))
 		return moe_park(c, m, i, pl, cap);
-	/* filter_tensors: e_score_correction_bias -> e_score_correction.bias */
+	const char *ox = packed_experts(a) ? oss_expert(name, &layer) : NULL;
+	if (ox)
+		return oss_tensor(c, m, i, ox, layer, pl, cap);
+	/* filter_tensors: DeepSeek's e_score_correction_bias -> e_score_correction.bias;
+	 * GptOssModel's "sinks" gets a ".weight" */
 	static const char esc[] = "e_score_correction_bias";
 	char renamed[WF_GGUF_NAME_MAX + 16];
 	size_t nl = t->name_len;
@@ -1665,6 +1845,11 @@ static enum wf_err map_tensor(const struct arch *a, struct cfg *c, const struct 
 		memcpy(renamed, name, nl + 1);
 		renamed[nl - 5] = '.';
 		name = renamed;
+	} else if (packed_experts(a) && nl >= 6 && strcmp(name + nl - 6, ".sinks") == 0 && nl + 8 <= sizeof renamed) {
+		memcpy(renamed, name, nl);
+		memcpy(renamed + nl, ".weight", 8);
+		name = renamed;
+		nl += 7;
 	}
 	if (!wf_hf_to_gguf_name(a->gguf, name, nl, g, sizeof g, &qk, &norm) ||
 	    (strncmp(g, "blk.", 4) == 0 && !has_part(a, g)))
@@ -1742,8 +1927,9 @@ static enum wf_err kv_heads_ok(struct cfg *c)
 static enum wf_err plan_tensors(const struct arch *a, struct cfg *c, const struct wf_model *m,
 				struct wf_arch_plan *pl, uint32_t ftype)
 {
-	/* DeepSeek's kv_b_proj are each two tensors */
-	size_t cap = m->n_tensors + 4 + (is_mla(a) ? m->n_tensors : 0);
+	/* a source tensor makes at most two (DeepSeek's kv_b_proj, gpt-oss's gate_up and its bias),
+	 * plus the generated ones */
+	size_t cap = (packed_experts(a) || is_mla(a) ? 2 * m->n_tensors : m->n_tensors) + 4;
 	struct ord *o = calloc(m->n_tensors ? m->n_tensors : 1, sizeof *o);
 	pl->t = calloc(cap, sizeof *pl->t);
 	if (!o || !pl->t) {
@@ -1765,6 +1951,8 @@ static enum wf_err plan_tensors(const struct arch *a, struct cfg *c, const struc
 		c->moe = &moe;
 	if (rc == WF_OK)
 		rc = gen_tensors(a, c, pl, cap);
+	if (rc == WF_OK && packed_experts(a))
+		rc = oss_mxfp4(c, m, o, m->n_tensors, pl, cap);
 	for (size_t k = 0; k < m->n_tensors && rc == WF_OK; k++)
 		rc = map_tensor(a, c, m, o[k].i, pl, cap);
 	if (rc == WF_OK && c->moe)
@@ -1790,7 +1978,7 @@ enum wf_err wf_arch_plan(const struct wf_model *m, const struct wf_arch_in *in, 
 		rc = WF_ERR_UNSUP, no_arch = true;
 	if (rc == WF_OK) {
 		plan->arch = a->gguf;
-		c.experts = a->experts != NULL;
+		c.experts = a->experts != NULL || packed_experts(a);
 		plan->tok = a->tok;
 		uint32_t vs;
 		if (as_u32(hp(&c, "vocab_size"), &vs))

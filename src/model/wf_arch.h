@@ -100,6 +100,7 @@ bool wf_gguf_to_hf_name(const char *gguf_arch, const char *g, char *out, size_t 
 #define WF_FTYPE_ALL_F32 0u
 #define WF_FTYPE_MOSTLY_F16 1u
 #define WF_FTYPE_MOSTLY_BF16 32u
+#define WF_FTYPE_MOSTLY_MXFP4_MOE 38u /* llama_ftype LLAMA_FTYPE_MOSTLY_MXFP4_MOE */
 /* -o gguf= absent: the converter's --outtype auto */
 #define WF_FTYPE_AUTO UINT32_MAX
 /* with a quantized file type: llama-quantize --pure (every tensor it
@@ -166,6 +167,23 @@ enum wf_add {
 #define WF_HS_T 2
 #define WF_HS_KVB 3 /* hf/: kv_b_proj of attn_k_b (src) and attn_v_b (hs.off: its index) */
 
+/* Elements of model.gguf's tensor gathered from a source that is laid out
+ * otherwise (gpt-oss, moe-and-mla.md 8.2).  MX_*: a decoded MXFP4 layer
+ * (view/wf_hfq.h, E experts of [C, R] as [E, C, R]) written as ggml
+ * MXFP4 blocks straight from its stored blocks and scales: its rows r of
+ * the stored [E, R, C/32, 16] (all, the even ones, the odd ones) become
+ * ne [C, R', E], each 16-byte block re-laid (byte k = value k | value k+16
+ * << 4) behind its scale byte.  COLS_*: a float view [A, 2B] whose even
+ * or odd columns make [A, B].  T_*: a float view [E, B, S*A] (S 1 for
+ * T_ALL, 2 for T_EVEN / T_ODD) transposed to [E, A, B], taking columns
+ * S*a (+1 for T_ODD). */
+enum wf_gather {
+	WF_GATHER_NONE = 0,
+	WF_GATHER_MX_ALL, WF_GATHER_MX_EVEN, WF_GATHER_MX_ODD,
+	WF_GATHER_COLS_EVEN, WF_GATHER_COLS_ODD,
+	WF_GATHER_T_ALL, WF_GATHER_T_EVEN, WF_GATHER_T_ODD,
+};
+
 /* One tensor of model.gguf, in the order the converter writes them.  A
  * plan holds one per tensor of the model, so it is kept compact (88 bytes:
  * a model of 1,000,000 tensors must stay within docs/security.md's bound):
@@ -201,6 +219,7 @@ struct wf_arch_tensor {
 				      * (wf_quant.h), as ggml_quantize_chunk does */
 	bool sliced;                 /* hf/: slab `slab` of the n_stack on src's outer axis (one expert of a
 				      * stacked GGUF tensor), not src whole */
+	uint8_t gather;              /* enum wf_gather: elements gathered from a source laid out otherwise */
 };
 
 /* Chunks of the names a plan makes (wf_arch_name_add). */

@@ -112,9 +112,14 @@ static enum wf_err set_xf(const struct wf_model *m, const struct wf_gguf_file *g
 			return wf_fail(why, WF_ERR_RANGE, "tensor %s: rows of its heads out of the source's", p->name);
 		view.size = whole / (rows / heads) * p->hs.n;
 	}
-	if (!p->quant && view.size != nbytes)
+	/* a gathered tensor makes all of its source's elements, or half (gate or up); MXFP4 ones as
+	 * 17 bytes per 32 of the source's float32 elements */
+	bool mx = p->gather >= WF_GATHER_MX_ALL && p->gather <= WF_GATHER_MX_ODD;
+	unsigned parts = p->gather == WF_GATHER_NONE || p->gather == WF_GATHER_MX_ALL || p->gather == WF_GATHER_T_ALL ? 1 : 2;
+	uint64_t made = mx ? view.size / 128 * 17 / parts : view.size / parts;
+	if (!p->quant && made != nbytes)
 		return wf_fail(why, WF_ERR_RANGE, "tensor %s: %" PRIu64 " bytes planned, %" PRIu64 " made", p->name, nbytes,
-			       view.size);
+			       made);
 	*xf = (struct wf_xform){.t = src, .vk = (uint8_t)vk, .perm_heads = p->perm_heads, .perm_to_hf = p->perm_to_hf,
 				.add = p->add};
 	if (heads)
@@ -122,6 +127,7 @@ static enum wf_err set_xf(const struct wf_model *m, const struct wf_gguf_file *g
 	if (t2)
 		xf->hs = WF_HS_KVB, xf->t2 = t2;
 	xf->quant = p->quant ? (uint8_t)p->type : 0;
+	xf->gather = p->gather;
 	xf->validate = p->validate;
 	xf->quiet_bf16 = !g->plan.generic && !g->plan.from_gguf && p->type == WF_T_BF16 && src->type == WF_T_BF16 &&
 			 !src->q;

@@ -206,6 +206,8 @@ static const struct wf_hfq_scheme schemes[WF_HFQ_COUNT] = {
 	[WF_HFQ_MLX] = {"MLX", WF_T_HFQ_MLX, mlx_decode, false},
 	[WF_HFQ_BNB] = {"BNB4", WF_T_HFQ_BNB, bnb_decode, false},
 	[WF_HFQ_BNB8] = {"BNB8", WF_T_HFQ_BNB8, wf_hfq_bnb8_decode, false},
+	/* a decoded row reads one nibble of every stored row: 8 rows share them */
+	[WF_HFQ_MXFP4] = {"MXFP4", WF_T_HFQ_MXFP4, wf_hfq_mxfp4_decode, true},
 };
 
 const struct wf_hfq_scheme *wf_hfq_scheme(int id)
@@ -389,6 +391,7 @@ enum wf_err wf_hfq_check(const struct wf_hfq *q, const char *name, size_t name_l
 	case WF_HFQ_MLX: return mlx_check(q, who, err);
 	case WF_HFQ_BNB: return bnb_check(q, who, err);
 	case WF_HFQ_BNB8: return wf_hfq_bnb8_check(q, who, err);
+	case WF_HFQ_MXFP4: return wf_hfq_mxfp4_check(q, who, err);
 	default: return wf_fail(err, WF_ERR_UNSUP, "layer %s: unknown scheme %d", who, q->scheme);
 	}
 }
@@ -526,6 +529,9 @@ void wf_hfq_params_json(const struct wf_hfq *q, struct wf_buf *b)
 		}
 	} else if (q->scheme == WF_HFQ_BNB8) {
 		wf_buf_printf(b, ",\"bits\":8,\"scale_dtype\":\"F32\",\"weight_format\":\"row\"");
+	} else if (q->scheme == WF_HFQ_MXFP4) {
+		wf_buf_printf(b, ",\"bits\":4,\"group_size\":32,\"experts\":%" PRIu64 ",\"scale_dtype\":\"E8M0\"",
+			      q->experts);
 	} else {
 		const struct wf_type *st = wf_type_get(q->part[q->scheme == WF_HFQ_AWQ ? WF_HFQ_AWQ_SC : WF_HFQ_MLX_S].type);
 		wf_buf_printf(b, ",\"bits\":%u,\"group_size\":%u,\"scale_dtype\":\"%s\"", q->bits, q->group,

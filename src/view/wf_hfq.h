@@ -45,6 +45,7 @@ enum wf_hfq_scheme_id {
 	WF_HFQ_MLX,      /* MLX affine: weight, scales, biases */
 	WF_HFQ_BNB,      /* bitsandbytes 4-bit (NF4/FP4): weight bytes, absmax, quant_map (nested absmax) */
 	WF_HFQ_BNB8,     /* bitsandbytes 8-bit (LLM.int8): int8 weight, SCB (row absmax) (wf_hfq_bnb8.c) */
+	WF_HFQ_MXFP4,    /* MXFP4 experts (gpt-oss): X_blocks, X_scales, served as X [E, C, R] (wf_hfq_mxfp4.c) */
 	WF_HFQ_COUNT
 };
 
@@ -56,6 +57,7 @@ enum {
 	WF_HFQ_MLX_W = 0, WF_HFQ_MLX_S, WF_HFQ_MLX_B,
 	WF_HFQ_BNB_W = 0, WF_HFQ_BNB_ABS, WF_HFQ_BNB_MAP, WF_HFQ_BNB_NABS, WF_HFQ_BNB_NMAP, WF_HFQ_BNB_STATE,
 	WF_HFQ_BNB8_W = 0, WF_HFQ_BNB8_SCB, WF_HFQ_BNB8_FMT,              /* weight_format may be absent */
+	WF_HFQ_MXFP4_B = 0, WF_HFQ_MXFP4_S,                               /* blocks [E,R,G,16], scales [E,R,G] */
 	WF_HFQ_MAX_PARTS = 6
 };
 
@@ -78,6 +80,7 @@ struct wf_hfq {
 	uint64_t block;       /* bnb: elements per absmax */
 	uint64_t nblock;      /* bnb nested: absmax values per nested absmax; 0 when not nested */
 	float noffset;        /* bnb nested: added to every absmax */
+	uint64_t experts;     /* MXFP4: E (out = E * C, in = R) */
 	const char *qtype;    /* bnb: "nf4" or "fp4" */
 	const char *source;   /* what the parameters came from: "fp8", "compressed-tensors", "gptq", "awq", "mlx", "bitsandbytes" */
 	struct wf_hfq_part part[WF_HFQ_MAX_PARTS];
@@ -114,6 +117,20 @@ enum wf_err wf_hfq_check(const struct wf_hfq *q, const char *name, size_t name_l
  * its part of wf_hfq_check (who is the quoted layer name). */
 void wf_hfq_bnb8_decode(const struct wf_hfq *q, uint64_t row, uint64_t col, size_t n, float *dst);
 enum wf_err wf_hfq_bnb8_check(const struct wf_hfq *q, const char *who, char *err);
+
+/* MXFP4 (wf_hfq_mxfp4.c): the decoder of its scheme row, and its part of
+ * wf_hfq_check.  A layer of E experts whose blocks are [E, R, G, 16] and
+ * scales [E, R, G] is decoded as transformers' convert_moe_packed_tensors
+ * gives it: [E, C, R] with C = 32 G (the last two axes swapped), seen
+ * here as out = E * C rows of in = R values. */
+void wf_hfq_mxfp4_decode(const struct wf_hfq *q, uint64_t row, uint64_t col, size_t n, float *dst);
+enum wf_err wf_hfq_mxfp4_check(const struct wf_hfq *q, const char *who, char *err);
+
+/* The float32 value of FP4 (e2m1) code c (0..15) as transformers'
+ * FP4_VALUES has it (code 8 is -0), and of E8M0 scale byte s (2^(s-127),
+ * +inf for 255, as torch's ldexp computes it in float32). */
+float wf_hfq_mxfp4_code(unsigned c);
+float wf_hfq_mxfp4_scale(unsigned s);
 
 /* Copies bytes [off, off+len) of the view of composite tensor t (t->q set;
  * t->vk F32, F16 or BF16) into out, decoding only the rows and columns the

@@ -30,6 +30,10 @@
  *     bitsandbytes nn/modules.py Linear8bitLt._save_to_state_dict) makes
  *     a layer of PREFIX.weight (int8 [out, in]), SCB and the optional
  *     PREFIX.weight_format (wf_hfq_bnb8.c).
+ *   quant_method "mxfp4" (transformers integrations/mxfp4.py, gpt-oss):
+ *     each X_blocks (uint8 [E, R, G, 16]) with its X_scales (uint8
+ *     [E, R, G]) makes a layer X, shown as transformers dequantizes it:
+ *     float32 [E, 32 G, R] (wf_hfq_mxfp4.c).
  * Other methods are not decoded: their models mount as before, every part
  * shown as stored.
  */
@@ -311,6 +315,8 @@ static enum wf_err read_plan(const struct wf_model *m, struct plan *pl, bool *fo
 		rc = plan_gptq(qc, pl, err), *found = true;
 	else if (method && strcmp(method, "awq") == 0)
 		rc = plan_awq(qc, pl, err), *found = true;
+	else if (method && strcmp(method, "mxfp4") == 0)
+		*pl = (struct plan){.scheme = WF_HFQ_MXFP4, .source = "mxfp4"}, *found = true;
 	else if (method && strcmp(method, "bitsandbytes") == 0 &&
 		 cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(qc, "load_in_4bit")))
 		*pl = (struct plan){.scheme = WF_HFQ_BNB, .source = "bitsandbytes"}, *found = true;
@@ -491,17 +497,15 @@ struct work {
 	char *err;
 };
 
-/* Fills p from tensor i (nothing when i < 0). */
-static enum wf_err take_part(struct work *w, long i, struct wf_hfq_part *p)
+/* Fills p from tensor i (nothing when i < 0), of any number of dims: as
+ * 2-D, its last dim the columns and all others the rows. */
+static enum wf_err take_part_nd(struct work *w, long i, struct wf_hfq_part *p)
 {
 	memset(p, 0, sizeof *p);
 	if (i < 0)
 		return WF_OK;
 	const struct wf_tensor *t = &w->m->tensors[i];
 	char q[96];
-	if (t->ndim > 2)
-		return wf_fail(w->err, WF_ERR_FORMAT, "tensor %s: %u dims, where a part of a quantized layer has at "
-			       "most 2", wf_quote(q, sizeof q, t->name, t->name_len), t->ndim);
 	struct wf_part *file = &w->m->parts[t->part];
 	char why[WF_ERRLEN];
 	/* a part of a many-part model is mapped on first read (wf_maps.h), but
@@ -513,9 +517,27 @@ static enum wf_err take_part(struct work *w, long i, struct wf_hfq_part *p)
 	p->nbytes = t->nbytes;
 	p->file = t->part;
 	p->type = t->type;
-	p->rows = t->ndim == 2 ? t->shape[0] : 1;
-	p->cols = t->ndim == 2 ? t->shape[1] : t->ndim == 1 ? t->shape[0] : 1;
+	p->rows = 1;
+	for (unsigned d = 0; d + 1 < t->ndim; d++)
+		if (!wf_mul_ok(p->rows, t->shape[d], &p->rows))
+			return wf_fail(w->err, WF_ERR_FORMAT, "tensor %s: shape too large",
+				       wf_quote(q, sizeof q, t->name, t->name_len));
+	p->cols = t->ndim ? t->shape[t->ndim - 1] : 1;
 	return WF_OK;
+}
+
+/* Fills p from tensor i (nothing when i < 0), of at most 2 dims. */
+static enum wf_err take_part(struct work *w, long i, struct wf_hfq_part *p)
+{
+	memset(p, 0, sizeof *p);
+	if (i < 0)
+		return WF_OK;
+	const struct wf_tensor *t = &w->m->tensors[i];
+	char q[96];
+	if (t->ndim > 2)
+		return wf_fail(w->err, WF_ERR_FORMAT, "tensor %s: %u dims, where a part of a quantized layer has at "
+			       "most 2", wf_quote(q, sizeof q, t->name, t->name_len), t->ndim);
+	return take_part_nd(w, i, p);
 }
 
 static void mark(struct work *w, long i, enum role r)
@@ -793,6 +815,73 @@ static enum wf_err bnb8_layer(struct work *w, size_t i, size_t plen, struct wf_h
 	return wf_hfq_check(q, pre, plen, w->err);
 }
 
+/* "[a, b, ...]" of a tensor's shape into buf (cut at n bytes). */
+static const char *shape_str(char *buf, size_t n, const uint64_t *shape, unsigned ndim)
+{
+	size_t k = (size_t)snprintf(buf, n, "[");
+	for (unsigned d = 0; d < ndim && k < n; d++)
+		k += (size_t)snprintf(buf + k, n - k, "%s%" PRIu64, d ? ", " : "", shape[d]);
+	if (k < n)
+		snprintf(buf + k, n - k, "]");
+	return buf;
+}
+
+/* The MXFP4 layer whose blocks are tensor i (named prefix + "_blocks"). */
+static enum wf_err mxfp4_layer(struct work *w, size_t i, size_t plen, struct wf_hfq *q)
+{
+	const struct wf_tensor *bt = &w->m->tensors[i];
+	const char *pre = bt->name;
+	char who[96];
+	wf_quote(who, sizeof who, pre, plen);
+	if (find(&w->nm, pre, plen, "") >= 0)
+		return wf_fail(w->err, WF_ERR_FORMAT, "layer %s: both the tensor and its MXFP4 blocks", who);
+	long si = find(&w->nm, pre, plen, "_scales");
+	if (si < 0)
+		return wf_fail(w->err, WF_ERR_FORMAT, "layer %s: MXFP4 blocks without their scales", who);
+	const struct wf_tensor *st = &w->m->tensors[si];
+	if (bt->ndim != 4 || bt->shape[3] != 16 || st->ndim != 3 || st->shape[0] != bt->shape[0] ||
+	    st->shape[1] != bt->shape[1] || st->shape[2] != bt->shape[2]) {
+		char bs[96], ss[96];
+		shape_str(bs, sizeof bs, bt->shape, bt->ndim);
+		shape_str(ss, sizeof ss, st->shape, st->ndim);
+		return wf_fail(w->err, WF_ERR_FORMAT, "layer %s: MXFP4 blocks %s and scales %s are not [E, R, G, 16] "
+			       "and [E, R, G]", who, bs, ss);
+	}
+	enum wf_err rc = take_part_nd(w, (long)i, &q->part[WF_HFQ_MXFP4_B]);
+	if (rc == WF_OK)
+		rc = take_part_nd(w, si, &q->part[WF_HFQ_MXFP4_S]);
+	if (rc != WF_OK)
+		return rc;
+	q->scheme = WF_HFQ_MXFP4;
+	q->bits = 4;
+	q->group = 32;
+	q->experts = bt->shape[0];
+	q->in = bt->shape[1];
+	uint64_t c, n;
+	if (!wf_mul_ok(bt->shape[2], 32, &c) || !wf_mul_ok(q->experts, c, &q->out) || !wf_mul_ok(q->out, q->in, &n) ||
+	    n > INT64_MAX / 4)
+		return wf_fail(w->err, WF_ERR_FORMAT, "layer %s: MXFP4 blocks are too large", who);
+	mark(w, (long)i, R_MAIN);
+	mark(w, si, R_DROP);
+	w->layer_of[i] = (size_t)(q - w->m->hfq);
+	return wf_hfq_check(q, pre, plen, w->err);
+}
+
+/* MXFP4 scales left without their blocks would read as stored bytes
+ * next to a decoded model: refused as a broken layer. */
+static enum wf_err lone_scales(struct work *w)
+{
+	size_t plen;
+	for (size_t i = 0; w->pl->scheme == WF_HFQ_MXFP4 && i < w->m->n_tensors; i++) {
+		const struct wf_tensor *t = &w->m->tensors[i];
+		char q[96];
+		if (w->role[i] == R_KEEP && ends_with(t, "_scales", &plen) && t->type == WF_T_U8)
+			return wf_fail(w->err, WF_ERR_FORMAT, "layer %s: MXFP4 scales without their blocks",
+				       wf_quote(q, sizeof q, t->name, plen));
+	}
+	return WF_OK;
+}
+
 /* A weight left without its scale would read as its stored integers or
  * e4m3 codes, unscaled: wrong.  FP8: an F8_E4M3 weight; bnb 8-bit: an
  * int8 one. */
@@ -817,9 +906,10 @@ static enum wf_err find_layers(struct work *w)
 	struct wf_model *m = w->m;
 	int sch = w->pl->scheme;
 	const char *suffix = sch == WF_HFQ_FP8 ? w->pl->scale : sch == WF_HFQ_MLX ? "scales"
-			     : sch == WF_HFQ_BNB ? "quant_state.bitsandbytes__" : sch == WF_HFQ_BNB8 ? "SCB" : "qweight";
+			     : sch == WF_HFQ_BNB ? "quant_state.bitsandbytes__" : sch == WF_HFQ_BNB8 ? "SCB"
+			     : sch == WF_HFQ_MXFP4 ? "blocks" : "qweight";
 	char dot[64];
-	snprintf(dot, sizeof dot, ".%s", suffix);
+	snprintf(dot, sizeof dot, "%c%s", sch == WF_HFQ_MXFP4 ? '_' : '.', suffix);
 	size_t n = 0, plen;
 	for (size_t i = 0; i < m->n_tensors; i++)
 		n += sch == WF_HFQ_BNB ? bnb_named(&m->tensors[i]) : ends_with(&m->tensors[i], dot, &plen);
@@ -836,11 +926,13 @@ static enum wf_err find_layers(struct work *w)
 				 : sch == WF_HFQ_AWQ  ? awq_layer(w, i, plen, q)
 				 : sch == WF_HFQ_MLX  ? mlx_layer(w, i, plen, q)
 				 : sch == WF_HFQ_BNB8 ? bnb8_layer(w, i, plen, q)
+				 : sch == WF_HFQ_MXFP4 ? mxfp4_layer(w, i, plen, q)
 						      : bnb_layer(w, i, q);
 		if (rc != WF_OK)
 			return rc;
 	}
-	return unscaled_weights(w);
+	enum wf_err rc = unscaled_weights(w);
+	return rc == WF_OK ? lone_scales(w) : rc;
 }
 
 /* Puts each layer's decoded tensor where its main part was and takes its
@@ -863,10 +955,12 @@ static enum wf_err replace_parts(struct work *w)
 		if (w->role[i] == R_MAIN) {
 			const struct wf_hfq *q = &m->hfq[w->layer_of[i]];
 			uint64_t n, size;
-			uint64_t *shape = malloc(2 * sizeof *shape);
+			uint64_t *shape = malloc(3 * sizeof *shape);
 			bool packed = q->scheme == WF_HFQ_GPTQ || q->scheme == WF_HFQ_AWQ; /* named .qweight */
 			bool as_is = q->scheme == WF_HFQ_BNB; /* bnb's weight keeps its own name */
-			size_t plen = t.name_len - (as_is ? 0 : packed ? strlen(".qweight") : strlen(".weight"));
+			bool mx = q->scheme == WF_HFQ_MXFP4;  /* X_blocks is shown as X, [E, C, R] */
+			size_t plen = t.name_len - (as_is ? 0 : packed ? strlen(".qweight") : mx ? strlen("_blocks")
+								      : strlen(".weight"));
 			char *name = malloc(plen + sizeof ".weight");
 			if (!shape || !name || !wf_mul_ok(q->out, q->in, &n) || !wf_mul_ok(n, 4, &size) ||
 			    size > INT64_MAX) {
@@ -880,14 +974,19 @@ static enum wf_err replace_parts(struct work *w)
 					       q->out, q->in);
 			}
 			memcpy(name, t.name, plen);
-			memcpy(name + plen, as_is ? "" : ".weight", as_is ? 1 : sizeof ".weight");
+			memcpy(name + plen, as_is || mx ? "" : ".weight", as_is || mx ? 1 : sizeof ".weight");
 			m->hidden[m->n_hidden++] = t; /* the main part keeps its stored name and shape */
 			shape[0] = q->out;
 			shape[1] = q->in;
+			if (mx) {
+				shape[0] = q->experts;
+				shape[1] = q->out / q->experts;
+				shape[2] = q->in;
+			}
 			t.name = name;
-			t.name_len = plen + (as_is ? 0 : strlen(".weight"));
+			t.name_len = plen + (as_is || mx ? 0 : strlen(".weight"));
 			t.shape = shape;
-			t.ndim = 2;
+			t.ndim = mx ? 3 : 2;
 			t.nelems = n;
 			t.size = size;
 			t.type = wf_hfq_scheme(q->scheme)->type;

@@ -487,8 +487,11 @@ static enum wf_err quant_piece(struct wf_live *lv, struct touched *tc, const str
 {
 	const struct wf_type *ty = wf_type_get(xf->quant);
 	*got = 0;
-	/* a head slice has fewer elements than its source; kv_b_proj more */
-	uint64_t nel = xf->t->nelems;
+	/* what is encoded: the source's elements; a head slice fewer, kv_b_proj more; half of
+	 * them gathered (gate or up) */
+	bool half = xf->gather == WF_GATHER_COLS_EVEN || xf->gather == WF_GATHER_COLS_ODD ||
+		    xf->gather == WF_GATHER_T_EVEN || xf->gather == WF_GATHER_T_ODD;
+	uint64_t nel = half ? xf->t->nelems / 2 : xf->t->nelems;
 	if (xf->hs == WF_HS_KVB)
 		nel += xf->t2->nelems;
 	else if (xf->hs)
@@ -545,9 +548,131 @@ const struct wf_tensor *wf_xform_tensor(const struct wf_xform *xf, struct wf_ten
 	return wf_tensor_set_view(tmp, (enum wf_vk)xf->vk, err) == WF_OK ? tmp : NULL;
 }
 
+/* ggml MXFP4 blocks of a decoded MXFP4 layer (WF_GATHER_MX_*), made from
+ * its stored blocks and scales: the layer's parts are pinned in memory
+ * (wf_hfq_detect.c), so they are read where they lie; their files are
+ * noted as a view of the layer notes them. */
+static enum wf_err gather_mx(struct wf_live *lv, struct touched *tc, const struct wf_xform *xf, uint64_t off,
+			     size_t len, uint8_t *out, size_t *got)
+{
+	const struct wf_hfq *q = xf->t->q;
+	*got = 0;
+	if (!q || q->scheme != WF_HFQ_MXFP4 || !q->experts)
+		return WF_ERR_RANGE;
+	const struct wf_hfq_part *bp = &q->part[WF_HFQ_MXFP4_B], *sp = &q->part[WF_HFQ_MXFP4_S];
+	uint32_t files[3] = {xf->t->part, bp->file, sp->file};
+	for (unsigned k = 0; k < 3; k++)
+		if (files[k] >= lv->m->n_parts || atomic_load_explicit(&lv->changed[files[k]], memory_order_relaxed))
+			return WF_ERR_CHANGED;
+	uint64_t R = q->in, G = sp->cols, E = q->experts;
+	bool all = xf->gather == WF_GATHER_MX_ALL;
+	uint64_t Ro = all ? R : R / 2, total = E * Ro * G * 17;
+	if (off >= total)
+		return WF_OK;
+	if (len > total - off)
+		len = (size_t)(total - off);
+	size_t done = 0;
+	while (done < len) {
+		uint64_t at = off + done, b = at / 17, g = b % G, ro = (b / G) % Ro, e = b / G / Ro;
+		uint64_t r = all ? ro : 2 * ro + (xf->gather == WF_GATHER_MX_ODD);
+		uint64_t idx = (e * R + r) * G + g;
+		const uint8_t *src = bp->p + idx * 16;
+		uint8_t blk[17];
+		blk[0] = sp->p[idx];
+		/* HF: byte i holds values 2i (low) and 2i+1; ggml: byte k holds k (low) and k+16 */
+		for (unsigned k = 0; k < 16; k++) {
+			unsigned lo = (src[k >> 1] >> ((k & 1) * 4)) & 15, hi = (src[(k + 16) >> 1] >> ((k & 1) * 4)) & 15;
+			blk[1 + k] = (uint8_t)(lo | hi << 4);
+		}
+		size_t skip = (size_t)(at - b * 17), n = 17 - skip < len - done ? 17 - skip : len - done;
+		memcpy(out + done, blk + skip, n);
+		done += n;
+	}
+	enum wf_err rc = WF_OK;
+	for (unsigned k = 0; k < 3 && rc == WF_OK; k++)
+		rc = note_part(lv, tc, files[k]);
+	*got = rc == WF_OK ? done : 0;
+	return rc;
+}
+
+/* Elements of a float view gathered into another layout (WF_GATHER_COLS_*
+ * and WF_GATHER_T_*, model/wf_arch.h): source runs read a piece at a time
+ * into a buffer and picked from. */
+static enum wf_err gather_floats(struct wf_live *lv, struct touched *tc, const struct wf_xform *xf, uint64_t off,
+				 size_t len, uint8_t *out, size_t *got)
+{
+	const struct wf_tensor *t = xf->t;
+	*got = 0;
+	if (!t->nelems || t->size % t->nelems)
+		return WF_ERR_RANGE;
+	uint64_t es = t->size / t->nelems;
+	bool cols = xf->gather == WF_GATHER_COLS_EVEN || xf->gather == WF_GATHER_COLS_ODD;
+	unsigned S = xf->gather == WF_GATHER_T_ALL ? 1 : 2;
+	unsigned par = xf->gather == WF_GATHER_COLS_ODD || xf->gather == WF_GATHER_T_ODD;
+	uint64_t E, A, B, X, Y; /* out [E, A, B] from source [E, X, Y] */
+	if (cols) {
+		if (t->ndim != 2 || t->shape[1] % 2)
+			return WF_ERR_RANGE;
+		E = 1, A = X = t->shape[0], Y = t->shape[1], B = Y / 2;
+	} else {
+		if (t->ndim != 3 || t->shape[2] % S)
+			return WF_ERR_RANGE;
+		E = t->shape[0], X = B = t->shape[1], Y = t->shape[2], A = Y / S;
+	}
+	uint64_t total = E * A * B * es;
+	if (off >= total)
+		return WF_OK;
+	if (len > total - off)
+		len = (size_t)(total - off);
+	/* output rows (e, a) of B elements, a tile of up to TILE rows of one e at a time */
+	enum { TILE = 64 };
+	uint64_t rowb = B * es, tile_b = (uint64_t)TILE * S * es;
+	uint64_t tmpb = cols ? Y * es : B * tile_b;
+	uint8_t *tmp = malloc(tmpb + rowb), *row = tmp ? tmp + tmpb : NULL;
+	enum wf_err rc = tmp ? WF_OK : WF_ERR_NOMEM;
+	xform_tmp = tmp; /* freed by after_sigbus should the copy fault */
+	size_t done = 0;
+	while (rc == WF_OK && done < len) {
+		uint64_t at = off + done, orow = at / rowb, e = orow / A, a0 = orow % A;
+		uint64_t na = cols ? 1 : (A - a0 < TILE ? A - a0 : TILE);
+		size_t gg;
+		if (cols) { /* one source row */
+			rc = view_piece(lv, tc, t, a0 * Y * es, (size_t)(Y * es), tmp, &gg);
+			if (rc == WF_OK && gg != Y * es)
+				rc = WF_ERR_RANGE;
+		} else { /* columns S*a0 .. S*(a0+na) of every source row b of expert e */
+			for (uint64_t b = 0; b < B && rc == WF_OK; b++) {
+				uint64_t want = (na - 1) * S + 1 + par;
+				if (S * a0 + want > Y)
+					want = Y - S * a0;
+				rc = view_piece(lv, tc, t, ((e * X + b) * Y + S * a0) * es, (size_t)(want * es), tmp + b * tile_b,
+						&gg);
+				if (rc == WF_OK && gg != want * es)
+					rc = WF_ERR_RANGE;
+			}
+		}
+		for (uint64_t i = 0; i < na && rc == WF_OK && done < len; i++) {
+			for (uint64_t b = 0; b < B; b++) {
+				const uint8_t *from = cols ? tmp + (2 * b + par) * es : tmp + b * tile_b + (i * S + par) * es;
+				memcpy(row + b * es, from, (size_t)es);
+			}
+			uint64_t r_at = off + done, skip = r_at - (orow + i) * rowb;
+			size_t n = rowb - skip < len - done ? (size_t)(rowb - skip) : len - done;
+			memcpy(out + done, row + skip, n);
+			done += n;
+		}
+	}
+	xform_tmp = NULL;
+	free(tmp);
+	*got = rc == WF_OK ? done : 0;
+	return rc;
+}
+
 static enum wf_err xform_piece(struct wf_live *lv, struct touched *tc, const struct wf_xform *xf, uint64_t off,
 			       size_t len, uint8_t *out, size_t *got)
 {
+	if (xf->gather >= WF_GATHER_MX_ALL && xf->gather <= WF_GATHER_MX_ODD)
+		return gather_mx(lv, tc, xf, off, len, out, got);
 	struct wf_tensor vt;
 	struct wf_xform fx;
 	if (xf->vk) {
@@ -565,11 +690,35 @@ static enum wf_err xform_piece(struct wf_live *lv, struct touched *tc, const str
 static enum wf_err xform_floats(struct wf_live *lv, struct touched *tc, const struct wf_xform *xf, uint64_t off,
 			       size_t len, uint8_t *out, size_t *got)
 {
-	if (!xf->add && !xf->quiet_bf16 && !xf->validate)
-		return xform_rows(lv, tc, xf, off, len, out, got);
 	bool half = xf->t->vk == WF_VK_F16 || xf->t->vk == WF_VK_BF16;
 	unsigned es = half ? 2 : 4;
 	int vt = !half ? WF_T_F32 : xf->t->vk == WF_VK_BF16 ? WF_T_BF16 : WF_T_F16; /* what is checked */
+	if (xf->gather && !xf->quiet_bf16 && !xf->validate) /* gpt-oss's experts, also quant_piece's floats */
+		return gather_floats(lv, tc, xf, off, len, out, got);
+	if (xf->gather) { /* whole elements fixed and checked, through a buffer */
+		uint64_t lo = off - off % es, hi = off + len;
+		hi += (es - hi % es) % es;
+		size_t n = (size_t)(hi - lo), g = 0;
+		uint8_t *tmp = malloc(n ? n : 1);
+		if (!tmp)
+			return WF_ERR_NOMEM;
+		xform_tmp = tmp; /* freed by after_sigbus should the copy fault */
+		enum wf_err rc = gather_floats(lv, tc, xf, lo, n, tmp, &g);
+		g -= g % es;
+		if (rc == WF_OK && xf->quiet_bf16)
+			wf_bf16_quiet_n(tmp, g / es);
+		if (rc == WF_OK && xf->validate && !wf_blocks_valid(vt, tmp, g))
+			rc = WF_ERR_RANGE;
+		size_t skip = (size_t)(off - lo);
+		*got = rc == WF_OK && g > skip ? (g - skip < len ? g - skip : len) : 0;
+		if (*got)
+			memcpy(out, tmp + skip, *got);
+		xform_tmp = NULL;
+		free(tmp);
+		return rc;
+	}
+	if (!xf->add && !xf->quiet_bf16 && !xf->validate)
+		return xform_rows(lv, tc, xf, off, len, out, got);
 	if (off % es == 0 && len % es == 0) {
 		/* in pieces that stay in the cache between the copy and the fix:
 		 * a second pass over a whole reply (up to 1 MiB) went to memory

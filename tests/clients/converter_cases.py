@@ -72,6 +72,11 @@ CASES = {
     "Tiny-Llama2": ("llama", "llama2", {"config": {"head_dim": 16}}, ["f32"]),
     "Tiny-Gemma2": ("gemma2", "spm", {}, ["f32", "bf16"]),
     "Tiny-Gemma3": ("gemma3", "spm", {}, ["f32", "bf16"]),
+    # gpt-oss: no o200k tokenizer among the npm ones; Llama 3's byte-level BPE is the closest the
+    # converter accepts (its pre-tokenizer "llama-bpe" instead of "gpt-4o"). MXFP4 experts
+    # (written as ggml MXFP4 whatever the outtype) and the dense BF16 form
+    "Tiny-GptOss-MXFP4": ("gptoss_mxfp4", "llama3_1", {"dtype": "BF16"}, ["auto"]),
+    "Tiny-GptOss-BF16": ("gptoss", "llama3_1", {"dtype": "BF16"}, ["auto"]),
 }
 
 

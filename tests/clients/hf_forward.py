@@ -31,6 +31,9 @@ st_io. Written from transformers' modeling_llama / modeling_qwen2 / modeling_qwe
     gelu="ggml" replaces the exact GELU by llama.cpp's CPU one (ggml_vec_geglu_f32 with
     GGML_GELU_FP16: the input rounded to F16, a table of F16 results), for telling a
     weightfs error from that approximation.
+  - GptOssForCausalLM (modeling_gpt_oss): forward_gptoss; MXFP4 experts dequantized as
+    transformers' convert_moe_packed_tensors does. gelu="q8_act" rounds the experts' inputs
+    to Q8_0 as llama.cpp's CPU product with MXFP4 weights does.
 
   - DeepseekV3ForCausalLM / DeepseekV2ForCausalLM (modeling_deepseek_v3 / _v2): MLA attention
     (q = q_b(rmsnorm(q_a x)) or q_proj x, split per head into [nope | rope]; kv_a x = [c_kv |
@@ -60,7 +63,7 @@ import st_io  # noqa: E402
 SUPPORTED = ("LlamaForCausalLM", "MistralForCausalLM", "Qwen2ForCausalLM", "Qwen3ForCausalLM",
              "Phi3ForCausalLM", "Gemma2ForCausalLM", "Gemma3ForCausalLM", "MixtralForCausalLM",
              "Qwen2MoeForCausalLM", "Qwen3MoeForCausalLM", "OlmoeForCausalLM", "DeepseekV3ForCausalLM",
-             "DeepseekV2ForCausalLM")
+             "DeepseekV2ForCausalLM", "GptOssForCausalLM")
 GEMMA = ("Gemma2ForCausalLM", "Gemma3ForCausalLM")
 
 
@@ -374,10 +377,130 @@ def forward_deepseek(cfg, T, ids, dtype):
     return (x @ head.T).numpy()
 
 
+FP4_VALUES = [+0.0, +0.5, +1.0, +1.5, +2.0, +3.0, +4.0, +6.0, -0.0, -0.5, -1.0, -1.5, -2.0, -3.0, -4.0, -6.0]
+
+
+def mxfp4_dequant(blocks, scales):
+    """transformers integrations/mxfp4.py convert_moe_packed_tensors, in float64: blocks
+    [E, R, G, 16] and scales [E, R, G] (uint8) -> [E, 32 G, R]: value 2i of a block in byte i's
+    low nibble, 2i+1 in its high one, times 2^(scale - 127), the last two axes swapped."""
+    b = torch.from_numpy(np.asarray(blocks, np.uint8).astype(np.int64))
+    e = torch.from_numpy(np.asarray(scales, np.uint8).astype(np.int64)) - 127
+    lut = torch.tensor(FP4_VALUES, dtype=torch.float64)
+    out = torch.stack((lut[b & 15], lut[b >> 4]), dim=-1).reshape(*b.shape[:-1], 32)
+    out = out * torch.pow(2.0, e.double())[..., None]
+    return out.reshape(b.shape[0], b.shape[1], -1).transpose(1, 2).contiguous()
+
+
+def yarn_inv_freq_oss(cfg, dim):
+    """transformers modeling_rope_utils _compute_yarn_parameters: the blend of interpolated
+    and extrapolated frequencies over a linear ramp between the correction dims of beta_fast
+    and beta_slow (not rounded when rope_scaling.truncate is false), and the attention factor
+    0.1 ln(factor) + 1 that scales cos and sin."""
+    rs = cfg["rope_scaling"]
+    base, factor = float(cfg["rope_theta"]), float(rs["factor"])
+    orig = rs["original_max_position_embeddings"]
+    att = rs.get("attention_factor") or 0.1 * math.log(factor) + 1.0
+
+    def corr(rot):
+        return (dim * math.log(orig / (rot * 2 * math.pi))) / (2 * math.log(base))
+    lo, hi = corr(rs.get("beta_fast", 32)), corr(rs.get("beta_slow", 1))
+    if rs.get("truncate", True):
+        lo, hi = math.floor(lo), math.ceil(hi)
+    lo, hi = max(lo, 0), min(hi, dim - 1)
+    if lo == hi:
+        hi += 0.001
+    pos = base ** (torch.arange(0, dim, 2, dtype=torch.int64).double() / dim)
+    ramp = torch.clamp((torch.arange(dim // 2, dtype=torch.float64) - lo) / (hi - lo), 0, 1)
+    extra = 1 - ramp
+    return (1.0 / (factor * pos)) * (1 - extra) + (1.0 / pos) * extra, att
+
+
+def q8_0(x):
+    """x as ggml's CPU backend hands it to a matrix product with MXFP4 weights (their vec_dot
+    takes Q8_0: quantize_row_q8_0_ref over blocks of 32 of each row): d = amax / 127 stored as
+    F16, q = roundf(x / d) (half away from zero), x' = q * d; float32 steps."""
+    f = x.float().reshape(*x.shape[:-1], -1, 32)
+    amax = f.abs().amax(-1, keepdim=True)
+    d = amax / 127
+    idv = torch.where(d != 0, 1.0 / d, torch.zeros_like(d))
+    v = f * idv
+    q = torch.sign(v) * torch.floor(v.abs() + 0.5)
+    return (q.double() * d.half().double()).reshape(x.shape).to(x.dtype)
+
+
+def forward_gptoss(cfg, w, ids, dtype=torch.float64, q8_act=False):
+    """GptOssForCausalLM (transformers modeling_gpt_oss): attention with q/k/v/o biases, a
+    learned sink logit per head appended to every softmax row and dropped after it, the
+    sliding window on layer_types' sliding_attention layers (even ones), YaRN RoPE on the two
+    halves of each head; the router's logits (with its bias) -> top experts_per_token -> their
+    softmax; each expert's gate_up = h @ W + b split even (gate, clamped <= limit) / odd (up,
+    clamped to [-limit, limit]), ((up + 1) * gate * sigmoid(1.702 gate)) @ down + b. MXFP4
+    experts are dequantized first (mxfp4_dequant). q8_act: the experts' inputs rounded as
+    llama.cpp's CPU backend rounds them for MXFP4 weights (q8_0), to tell its arithmetic from
+    a wrong weight."""
+    T = {}
+    for k, v in w.items():
+        if k.endswith("_blocks"):
+            T[k[:-len("_blocks")]] = mxfp4_dequant(v, w[k[:-len("_blocks")] + "_scales"]).to(dtype)
+        elif not k.endswith("_scales"):
+            T[k] = torch.from_numpy(np.asarray(v, dtype=np.float64)).to(dtype)
+    E, H, KV, hd = cfg["hidden_size"], cfg["num_attention_heads"], cfg["num_key_value_heads"], cfg["head_dim"]
+    eps, k_top, limit = float(cfg["rms_norm_eps"]), cfg["num_experts_per_tok"], cfg.get("swiglu_limit", 7.0)
+    n = len(ids)
+    inv, att = yarn_inv_freq_oss(cfg, hd)
+    freqs = torch.outer(torch.arange(n, dtype=torch.float64), inv)
+    cos, sin = (freqs.cos() * att).to(dtype)[:, None, :], (freqs.sin() * att).to(dtype)[:, None, :]
+    qpos, kpos = torch.arange(n)[:, None], torch.arange(n)[None, :]
+    full = torch.where(kpos > qpos, float("-inf"), 0.0).to(dtype)
+    slide = torch.where((kpos > qpos) | (qpos - kpos >= cfg["sliding_window"]), float("-inf"), 0.0).to(dtype)
+    types = cfg.get("layer_types") or ["sliding_attention" if i % 2 == 0 else "full_attention"
+                                       for i in range(cfg["num_hidden_layers"])]
+
+    def lin(inp, name):
+        return inp @ T[name + ".weight"].T + T[name + ".bias"]
+
+    def rot(x):
+        a, b = x.chunk(2, dim=-1)
+        return torch.cat((a * cos - b * sin, b * cos + a * sin), dim=-1)
+
+    x = T["model.embed_tokens.weight"][torch.tensor(ids, dtype=torch.long)]
+    for i in range(cfg["num_hidden_layers"]):
+        p = "model.layers.%d." % i
+        h = rms(x, T[p + "input_layernorm.weight"], eps)
+        q = rot(lin(h, p + "self_attn.q_proj").view(n, H, hd))
+        k = rot(lin(h, p + "self_attn.k_proj").view(n, KV, hd)).repeat_interleave(H // KV, dim=1)
+        v = lin(h, p + "self_attn.v_proj").view(n, KV, hd).repeat_interleave(H // KV, dim=1)
+        a = torch.einsum("qhd,khd->hqk", q, k) * (hd ** -0.5)
+        a = a + (slide if types[i] == "sliding_attention" else full)
+        a = torch.cat((a, T[p + "self_attn.sinks"].view(H, 1, 1).expand(H, n, 1)), dim=-1)
+        a = torch.softmax(a - a.max(-1, keepdim=True).values, dim=-1)[..., :-1]
+        x = x + lin(torch.einsum("hqk,khd->qhd", a, v).reshape(n, H * hd), p + "self_attn.o_proj")
+        h = rms(x, T[p + "post_attention_layernorm.weight"], eps)
+        top, idx = torch.topk(lin(h, p + "mlp.router"), k_top, dim=-1)
+        top = torch.softmax(top, dim=-1)
+        out = torch.zeros_like(h)
+        for e in range(cfg["num_local_experts"]):
+            q_ = p + "mlp.experts."
+            hq = q8_0(h) if q8_act else h
+            gu = hq @ T[q_ + "gate_up_proj"][e] + T[q_ + "gate_up_proj_bias"][e]
+            g, u = gu[:, ::2].clamp(max=limit), gu[:, 1::2].clamp(min=-limit, max=limit)
+            act = (u + 1) * (g * torch.sigmoid(g * 1.702))
+            if q8_act:
+                act = q8_0(act)
+            y = act @ T[q_ + "down_proj"][e] + T[q_ + "down_proj_bias"][e]
+            out = out + (top * (idx == e)).sum(-1, keepdim=True) * y
+        x = x + out
+    x = rms(x, T["model.norm.weight"], eps)
+    return (x @ T["lm_head.weight"].T).numpy()
+
+
 def forward(cfg, w, ids, dtype=torch.float64, gelu="exact"):
     arch = (cfg.get("architectures") or ["?"])[0]
     if arch not in SUPPORTED:
         raise NotImplementedError(arch)
+    if arch == "GptOssForCausalLM":
+        return forward_gptoss(cfg, w, ids, dtype, q8_act=gelu == "q8_act")
     if arch in GEMMA:
         T = {k: torch.from_numpy(np.asarray(v, dtype=np.float64)).to(dtype) for k, v in w.items()}
         return forward_gemma(cfg, T, ids, dtype, gelu)

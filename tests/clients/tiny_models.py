@@ -43,7 +43,8 @@ ARCHS = {"llama": "LlamaForCausalLM", "llama_tied": "LlamaForCausalLM",
          "qwen2": "Qwen2ForCausalLM", "qwen3": "Qwen3ForCausalLM", "phi3": "Phi3ForCausalLM",
          "gemma2": "Gemma2ForCausalLM", "gemma3": "Gemma3ForCausalLM", "mixtral": "MixtralForCausalLM",
          "qwen2moe": "Qwen2MoeForCausalLM", "qwen3moe": "Qwen3MoeForCausalLM", "olmoe": "OlmoeForCausalLM",
-         "deepseek_v3": "DeepseekV3ForCausalLM", "deepseek_v2": "DeepseekV2ForCausalLM"}
+         "deepseek_v3": "DeepseekV3ForCausalLM", "deepseek_v2": "DeepseekV2ForCausalLM",
+         "gptoss": "GptOssForCausalLM", "gptoss_mxfp4": "GptOssForCausalLM"}
 
 
 def n_vocab_of(tokenizer_dir):
@@ -168,6 +169,26 @@ def make(folder, kind, tokenizer_dir, seed=0, vocab_size=None, dtype="F32", shar
         cfg.update(model_type="qwen3_moe", head_dim=hd, num_experts=4, num_experts_per_tok=2, moe_intermediate_size=32,
                    norm_topk_prob=True, decoder_sparse_step=1, mlp_only_layers=[], tie_word_embeddings=False,
                    rope_theta=1000000.0)
+    gptoss = kind.startswith("gptoss")
+    if gptoss:
+        # every field GptOssConfig has (AutoConfig is a stand-in: config.json is read as written);
+        # even layers slide (layer_types), yarn as the published checkpoints have it
+        hd = 16
+        cfg.update(model_type="gpt_oss", head_dim=hd, num_local_experts=4, num_experts_per_tok=2,
+                   experts_per_token=2, intermediate_size=64, sliding_window=8, attention_bias=True,
+                   attention_dropout=0.0, rope_theta=150000.0, swiglu_limit=7.0, router_aux_loss_coef=0.9,
+                   output_router_logits=False, tie_word_embeddings=False, initial_context_length=4096,
+                   max_position_embeddings=131072, use_cache=True,
+                   layer_types=["sliding_attention" if i % 2 == 0 else "full_attention" for i in range(L)],
+                   rope_scaling={"beta_fast": 32.0, "beta_slow": 1.0, "factor": 32.0,
+                                 "original_max_position_embeddings": 4096, "rope_type": "yarn",
+                                 "truncate": False})
+        FF = cfg["intermediate_size"]
+        if kind == "gptoss_mxfp4":
+            cfg["quantization_config"] = {"modules_to_not_convert": ["model.layers.*.self_attn",
+                                                                     "model.layers.*.mlp.router",
+                                                                     "model.embed_tokens", "lm_head"],
+                                          "quant_method": "mxfp4"}
     if kind == "qwen3":
         cfg["head_dim"] = hd
         cfg["tie_word_embeddings"] = False
@@ -266,6 +287,34 @@ def make(folder, kind, tokenizer_dir, seed=0, vocab_size=None, dtype="F32", shar
                 w[p + "mlp.shared_expert.up_proj.weight"] = r(Fs, E)
                 w[p + "mlp.shared_expert.down_proj.weight"] = r(E, Fs)
                 w[p + "mlp.shared_expert_gate.weight"] = r(1, E, s=0.5)
+    u8 = {}
+    if gptoss:
+        # attention with biases and a sink logit per head; a router with a bias; the experts
+        # as one tensor per projection: dense gate_up_proj [E, H, 2F] (x @ W, gate/up
+        # interleaved in the columns) and down_proj [E, F, H], or their MXFP4 blocks and
+        # scales [E, 2F, H/32, 16] + [E, 2F, H/32] and [E, H, F/32, 16] + [E, H, F/32]
+        n_exp = cfg["num_local_experts"]
+        for i in range(L):
+            p = "model.layers.%d." % i
+            for x in ("gate", "up", "down"):
+                w.pop(p + "mlp.%s_proj.weight" % x)
+            for x, n in (("q", H * hd), ("k", KV * hd), ("v", KV * hd), ("o", E)):
+                w[p + "self_attn.%s_proj.bias" % x] = r(n, s=0.5)
+            w[p + "self_attn.sinks"] = r(H, s=1.0)
+            w[p + "mlp.router.weight"] = r(n_exp, E, s=0.5)
+            w[p + "mlp.router.bias"] = r(n_exp, s=0.5)
+            w[p + "mlp.experts.gate_up_proj_bias"] = r(n_exp, 2 * FF, s=0.3)
+            w[p + "mlp.experts.down_proj_bias"] = r(n_exp, E, s=0.3)
+            if kind == "gptoss":
+                w[p + "mlp.experts.gate_up_proj"] = r(n_exp, E, 2 * FF)
+                w[p + "mlp.experts.down_proj"] = r(n_exp, FF, E)
+                continue
+            for x, rows, cols in (("gate_up_proj", 2 * FF, E), ("down_proj", E, FF)):
+                codes = rng.integers(0, 16, size=(n_exp, rows, cols), dtype=np.uint8)
+                u8[p + "mlp.experts.%s_blocks" % x] = (codes[..., 0::2] | (codes[..., 1::2] << 4)).reshape(
+                    n_exp, rows, cols // 32, 16)
+                u8[p + "mlp.experts.%s_scales" % x] = rng.integers(120, 126, size=(n_exp, rows, cols // 32),
+                                                                   dtype=np.uint8)
     if kind == "phi3":
         for i in range(L):
             p = "model.layers.%d." % i
@@ -276,7 +325,8 @@ def make(folder, kind, tokenizer_dir, seed=0, vocab_size=None, dtype="F32", shar
     if kind.startswith("deepseek"):
         _deepseek_tensors(cfg, w, r)
     # a non-persistent buffer some old checkpoints carry; the converter must skip it
-    w["model.layers.0.self_attn.rotary_emb.inv_freq"] = np.ones(hd // 2, np.float32)
+    if not gptoss:
+        w["model.layers.0.self_attn.rotary_emb.inv_freq"] = np.ones(hd // 2, np.float32)
     with open(os.path.join(folder, "config.json"), "w") as f:
         json.dump(cfg, f, indent=1)
     dts = {}
@@ -284,6 +334,7 @@ def make(folder, kind, tokenizer_dir, seed=0, vocab_size=None, dtype="F32", shar
         w = {k: v.astype(np.float16) for k, v in w.items()}
     elif dtype == "BF16":
         dts = {k: "BF16" for k in w}
+    w.update(u8)
     if not shards:
         st_io.save(w, os.path.join(folder, "model.safetensors"), metadata={"format": "pt"}, dtypes=dts)
         return folder

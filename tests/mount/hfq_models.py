@@ -296,3 +296,48 @@ def bnb8_config():
             "quantization_config": {"quant_method": "bitsandbytes", "_load_in_8bit": True, "load_in_8bit": True,
                                     "load_in_4bit": False, "llm_int8_threshold": 6.0,
                                     "llm_int8_skip_modules": None, "llm_int8_has_fp16_weight": False}}
+
+
+# MXFP4 experts (transformers integrations/mxfp4.py, gpt-oss): X_blocks
+# uint8 [E, R, G, 16] (byte i of a block: value 2i low nibble, 2i+1 high)
+# and X_scales uint8 [E, R, G] (E8M0); dequantized to [E, 32 G, R] (the last
+# two axes swapped, convert_moe_packed_tensors' transpose(1, 2)).
+def e2m1_value(code):
+    """float64 values of FP4 e2m1 codes, from the OCP MX bit fields (code 8: -0)."""
+    c = np.asarray(code, np.int64)
+    ex, m = (c >> 1) & 3, (c & 1).astype(np.float64)
+    v = np.where(ex == 0, m * 0.5, (1 + m / 2) * np.ldexp(1.0, np.maximum(ex, 1) - 1))
+    return np.where(c & 8, -v, v)
+
+
+def e8m0_f32(s):
+    """float32 2^(s - 127) as torch.ldexp takes it (pow(2.0, s - 127) in float32: 255 is +inf)."""
+    s = np.asarray(s, np.int64)
+    with np.errstate(over="ignore"):
+        return np.ldexp(np.float32(1.0), s - 127).astype(np.float32)
+
+
+def mxfp4_layer(rng, experts, rows, cols, corners=True):
+    """(parts {"_blocks"/"_scales": (dtype, shape, bytes)}, expected float32 [E, cols, rows])."""
+    g = cols // 32
+    codes = rng.integers(0, 16, size=(experts, rows, cols), dtype=np.uint8)
+    scales = rng.integers(110, 135, size=(experts, rows, g), dtype=np.uint8)
+    if corners:  # subnormal 2^-127, 2^127 (4 x 2^127 overflows), 255 (+inf, 0 x inf NaN)
+        scales.reshape(-1)[:4] = [0, 1, 254, 255]
+    codes.reshape(-1)[:16] = np.arange(16)
+    blocks = (codes[..., 0::2] | (codes[..., 1::2] << 4)).reshape(experts, rows, g, 16)
+    with np.errstate(invalid="ignore", over="ignore"):
+        vals = e2m1_value(codes).astype(np.float32) * np.repeat(e8m0_f32(scales), 32, axis=2)
+    exp = np.ascontiguousarray(vals.astype(np.float32).transpose(0, 2, 1))
+    parts = {"_blocks": ("U8", [experts, rows, g, 16], blocks.tobytes()),
+             "_scales": ("U8", [experts, rows, g], scales.tobytes())}
+    return parts, exp
+
+
+def mxfp4_config(layers, experts, hidden, inter):
+    return {"architectures": ["GptOssForCausalLM"], "model_type": "gpt_oss", "hidden_size": hidden,
+            "intermediate_size": inter, "num_local_experts": experts, "num_hidden_layers": layers,
+            "torch_dtype": "bfloat16",
+            "quantization_config": {"modules_to_not_convert": ["model.layers.*.self_attn", "model.layers.*.mlp.router",
+                                                               "model.embed_tokens", "lm_head"],
+                                    "quant_method": "mxfp4"}}

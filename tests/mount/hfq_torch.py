@@ -69,3 +69,30 @@ def bnb8_torch(parts, out, inp):
     a = torch.from_numpy(np.frombuffer(parts[".weight"][2], np.int8).reshape(out, inp).copy())
     stats = torch.from_numpy(np.frombuffer(parts[".SCB"][2], "<f4").copy())
     return (a * stats.view(-1, 1) * 7.874015718698502e-3).contiguous().numpy()
+
+
+# transformers integrations/mxfp4.py, transcribed: FP4_VALUES and
+# convert_moe_packed_tensors (lut[lo] at even, lut[hi] at odd columns,
+# torch.ldexp by scale - 127, transpose(1, 2)); float32 instead of its
+# default bfloat16 (every value it makes is exact in both).
+FP4_VALUES = [+0.0, +0.5, +1.0, +1.5, +2.0, +3.0, +4.0, +6.0, -0.0, -0.5, -1.0, -1.5, -2.0, -3.0, -4.0, -6.0]
+
+
+def mxfp4_torch(parts):
+    """float32 [E, C, R] from "_blocks"/"_scales" parts, or None."""
+    if torch is None:
+        return None
+    blocks = torch.from_numpy(np.frombuffer(parts["_blocks"][2], np.uint8).reshape(parts["_blocks"][1]).copy())
+    scales = torch.from_numpy(np.frombuffer(parts["_scales"][2], np.uint8).reshape(parts["_scales"][1]).copy())
+    scales = scales.to(torch.int32) - 127
+    lut = torch.tensor(FP4_VALUES, dtype=torch.float32)
+    *prefix, g, b = blocks.shape
+    rows = int(np.prod(prefix)) * g
+    blocks = blocks.reshape(rows, b)
+    scales = scales.reshape(rows, 1)
+    out = torch.empty(rows, b * 2, dtype=torch.float32)
+    out[:, 0::2] = lut[(blocks & 0x0F).to(torch.long)]
+    out[:, 1::2] = lut[(blocks >> 4).to(torch.long)]
+    torch.ldexp(out, scales, out=out)
+    out = out.reshape(*prefix, g, b * 2).view(*prefix, g * b * 2)
+    return out.transpose(1, 2).contiguous().numpy()

@@ -238,6 +238,56 @@ def moe_case(name):
         m.unmount()
 
 
+# the dense form's bytes are the converter's (converter_case) and llama-quantize's (gguf_quant):
+# llama.cpp runs the MXFP4 one, whose experts take the other path
+GPTOSS_CASES = ("Tiny-GptOss-MXFP4",)
+
+
+def gptoss_case(name):
+    """gpt-oss (4 experts, top-2; sinks, sliding window on even layers, YaRN, biases; experts
+    MXFP4 or dense): llama.cpp runs model.gguf (the MXFP4 experts re-laid on read, the dense
+    ones transposed and de-interleaved) and its logits equal hf_forward's torch forward over
+    the checkpoint; with experts 0 and 3 of layer 1's down projection swapped they must not.
+    Two runtime differences the reference follows, so that what is left is weightfs's: YaRN's
+    correction dims rounded (ggml_rope_yarn_corr_dims floors / ceils them, transformers does not
+    when rope_scaling.truncate is false, as gpt-oss's config has it: about 1e-2 apart), and for
+    MXFP4 the experts' inputs rounded to Q8_0 (ggml's CPU MXFP4 product takes Q8_0 operands)."""
+    import converter_cases
+    import hf_forward
+    folder = converter_cases.make(name, new_dir("oss-"))
+    m = Mount(folder, ["-o", "gguf=f32"])
+    try:
+        g = m.path("model.gguf")
+        if not os.path.exists(g):
+            raise Fail("no model.gguf; WEIGHTFS.txt: %s" % open(m.path("WEIGHTFS.txt")).read()[-300:])
+        ids = [1, 415, 2936, 9060, 285, 1142, 28705, 13, 1014, 4300, 378, 1010, 264, 5565, 28723, 2]
+        out = os.path.join(TMP, "logits-oss.npy")
+        client(["logits", g, out] + [str(i) for i in ids])
+        a = np.load(out)
+        cfg, w = hf_forward.load_folder(folder)
+        hf = np.asarray(hf_forward.forward(cfg, w, ids))
+        rel_hf = float(np.abs(a - hf).max() / np.abs(hf).max())
+        cfg["rope_scaling"] = dict(cfg["rope_scaling"], truncate=True)
+        mx = "q8_act" if any(k.endswith("_blocks") for k in w) else "exact"
+        b = np.asarray(hf_forward.forward(cfg, w, ids, gelu=mx))
+        rel = float(np.abs(a - b).max() / np.abs(b).max())
+        if rel > 1e-4 or (a.argmax(-1) != b.argmax(-1)).any():
+            raise Fail("llama.cpp's logits against the torch forward: relative error %.2g" % rel)
+        for k in [k for k in w if k.startswith("model.layers.1.mlp.experts.down_proj")]:
+            w[k] = w[k].copy()
+            w[k][[0, 3]] = w[k][[3, 0]]
+        c = np.asarray(hf_forward.forward(cfg, w, ids, gelu=mx))
+        rel_swapped = float(np.abs(a - c).max() / np.abs(c).max())
+        if rel_swapped < 1e-3:
+            raise Fail("with experts 0 and 3 of layer 1 swapped the reference still matches (%.2g)" % rel_swapped)
+        return "rel %.1e over %d positions (experts swapped: %.1e; transformers' own rounding%s: %.1e)" % (
+            rel, len(ids), rel_swapped, " and float activations" if mx != "exact" else "", rel_hf)
+    finally:
+        m.unmount()
+
+
+
+
 def moe_roundtrip_case(name):
     """HF folder -> model.gguf (weightfs convert) -> that GGUF's hf/: the same tensors under the
     same names, bit for bit (q/k rows put back), and the config fields a mixture of experts
@@ -465,6 +515,47 @@ def deepseek_bad_case():
     if rc != 0 or not last.startswith("model.gguf: deepseek2"):
         raise Fail("2 dense layers of 3, 32 experts: weightfs info exit %d, last line %r" % (rc, last[:200]))
     return "%d folders refused, each naming why; one mostly dense made" % len(cases)
+
+
+def gptoss_bad_case():
+    """gpt-oss whose experts do not add up: model.gguf left out, `weightfs info` saying why in
+    one line naming the tensor and the field (expert counts that disagree with config.json, or
+    between a layer's tensors); blocks and scales that disagree are refused at mount (group
+    hfq)."""
+    import converter_cases
+    import st_io
+    base = converter_cases.make("Tiny-GptOss-MXFP4", new_dir("ossbad-"))
+    x = "model.layers.1.mlp.experts."
+
+    def fewer_bias(w):  # layer 1's down bias with 3 experts
+        w[x + "down_proj_bias"] = w[x + "down_proj_bias"][:3]
+
+    def fewer_dense(w):  # layer 1's gate_up dense, of 3 experts
+        w[x + "gate_up_proj"] = np.zeros((3, 64, 128), np.float32)
+        del w[x + "gate_up_proj_blocks"], w[x + "gate_up_proj_scales"]
+    cases = [(base, {"num_local_experts": 5}, None, "experts.down_proj': 4 experts, config.json's num_local_experts says 5"),
+             (base, {"num_local_experts": 0}, None, "num_local_experts: not a count of experts"),
+             (base, {}, fewer_bias, "experts.down_proj_bias': 3 experts, config.json's num_local_experts says 4"),
+             (base, {}, fewer_dense, "layers.1.mlp.experts.gate_up_proj': 3 experts")]
+    for src, cfg, edit, says in cases:
+        d = new_dir("ossbad-")
+        for f in os.listdir(src):
+            shutil.copy(os.path.join(src, f), d)
+        with open(os.path.join(d, "config.json")) as f:
+            c = json.load(f)
+        c.update(cfg)
+        with open(os.path.join(d, "config.json"), "w") as f:
+            json.dump(c, f)
+        if edit:
+            w = st_io.load(os.path.join(d, "model.safetensors"))
+            edit(w)
+            st_io.save(w, os.path.join(d, "model.safetensors"), dtypes={k: "BF16" for k, v in w.items()
+                                                                        if v.dtype == np.float32})
+        rc, out, err, _ = run_cli(["info", d], timeout=60)
+        last = out.rstrip("\n").splitlines()[-1] if out else ""
+        if rc != 0 or not last.startswith("model.gguf: none: ") or says not in last:
+            raise Fail("%r: weightfs info exit %d, last line %r, want %r" % (cfg or edit.__name__, rc, last[:200], says))
+    return "%d folders refused, each naming why" % len(cases)
 
 
 def logits_match(mp_gguf, folder, ids):
@@ -862,6 +953,11 @@ def group_gguf():
     for name in MOE_CASES:
         check("gguf: %s: HF folder -> model.gguf -> its hf/: the same tensors and expert fields" % name,
               moe_roundtrip_case, name)
+    for name in GPTOSS_CASES:
+        check("gguf: %s: llama.cpp runs model.gguf (sinks, SWA, YaRN, SWIGLU-OAI); logits = torch forward" % name,
+              gptoss_case, name)
+    check("gguf: gpt-oss: expert counts that disagree leave model.gguf out, naming the tensor and field",
+          gptoss_bad_case)
     check("gguf: Mixtral: experts that do not add up leave model.gguf out, naming why", mixtral_bad_case)
     check("gguf: DeepSeek: experts or MLA shapes that do not add up leave model.gguf out, naming why",
           deepseek_bad_case)

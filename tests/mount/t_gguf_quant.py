@@ -96,18 +96,28 @@ def narrow_case(kind):
 def moe_case(kind):
     """Mixtral with 8 experts (llama-quantize's n_expert == 8 rules: attn_v and attn_k Q8_0,
     attn_output Q5_K) and Qwen3-MoE with 4 (ffn_down_exps' more bits by the layer its name
-    says), 256 wide: the experts stacked on read and quantized slab by slab."""
+    says), 256 wide: the experts stacked on read and quantized slab by slab. gpt-oss (dense
+    F32): its experts transposed and split on read, then quantized; its F32 file made by
+    `weightfs convert`, whose stored-bytes shortcut must not skip the gather."""
     import tiny_models
     from t_gguf_more import tok_dir
     d = new_dir("qmoe-")
-    cfg = {"num_local_experts": 8} if kind == "mixtral" else {"num_experts": 4, "moe_intermediate_size": 256}
+    cfg = {"num_local_experts": 8} if kind == "mixtral" else {} if kind == "gptoss" else \
+        {"num_experts": 4, "moe_intermediate_size": 256}
     cfg.update(bos_token_id=1, eos_token_id=2)
-    folder = tiny_models.make(os.path.join(d, "moe-" + kind), kind, tok_dir("plain"), dims=(256, 8, 2, 256, 3),
-                              config=cfg)
+    if kind == "gptoss":  # a byte-level BPE tokenizer: gpt-oss's vocab is GPT-2's routine
+        import real_tokenizers
+        tdir = real_tokenizers.folder("gpt2")
+        if not tdir:
+            skip_or_fail("tokenizer gpt2 not installed (tests/clients/npm.sh)")
+    else:
+        tdir = tok_dir("plain")
+    folder = tiny_models.make(os.path.join(d, "moe-" + kind), kind, tdir, dims=(256, 8, 2, 256, 3), config=cfg)
     g = make_f32(folder, d)
     # Mixtral's n_expert == 8 rules touch every mixture; Qwen3-MoE's differ only in the layer
     # ffn_down_exps' more bits are read from: three types keep the suite's time
-    names = ("q4_k_m", "q2_k", "q3_k_m", "q8_0", "iq4_xs", "q5_k_s") if kind == "mixtral" else ("q4_k_m", "q3_k_m", "iq4_xs")
+    names = ("q4_k_m", "q2_k", "q3_k_m", "q8_0", "iq4_xs", "q5_k_s") if kind == "mixtral" else \
+        ("q4_k_m",) if kind == "gptoss" else ("q4_k_m", "q3_k_m", "iq4_xs")
     for name in names:
         same_as_llama(folder, g, name, FTYPES[name], d=d)
     return "%s byte-identical" % ", ".join(names)
@@ -262,7 +272,7 @@ def group_gguf_quant():
           state)
     for kind in ("llama", "qwen2", "gemma2"):
         check("gguf_quant: tiny %s (64 wide): model.gguf = llama_model_quantize's" % kind, narrow_case, kind)
-    for kind in ("mixtral", "qwen3moe"):
+    for kind in ("mixtral", "qwen3moe", "gptoss"):
         check("gguf_quant: %s: model.gguf = llama_model_quantize's (the expert rules)" % kind, moe_case, kind)
     check("gguf_quant: deepseek2: model.gguf = llama_model_quantize's (attn_k_b, attn_v_b quantized from head "
           "slices of kv_b_proj)", deepseek_case)

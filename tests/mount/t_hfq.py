@@ -14,8 +14,8 @@ import struct
 import numpy as np
 
 from hfq_models import (awq_config, awq_layer, bf16_bytes, bnb8_config, bnb8_layer, bnb_layer, ct_config, e4m3_value,
-                        fp8_config, fp8_layer, gptq_config, gptq_layer, mlx_layer, st_bytes)
-from hfq_torch import awq_torch, bnb8_torch, gptq_torch
+                        fp8_config, fp8_layer, gptq_config, gptq_layer, mlx_layer, mxfp4_config, mxfp4_layer, st_bytes)
+from hfq_torch import awq_torch, bnb8_torch, gptq_torch, mxfp4_torch
 from wf_harness import check, Errs, Fail, force_unmount, is_mounted, load_json, Mount, new_dir, run_cli, TMP
 from wf_models import write_file
 from t_sets import make_hub
@@ -457,6 +457,131 @@ def group_hfq():
         errs.raise_if_any()
         return "9 corrupt layers"
     check("hfq: corrupt bitsandbytes 8-bit layers refused with one line naming the layer", bnb8_corrupt)
+
+    def mxfp4():
+        # gpt-oss experts: two layers' gate_up / down in two shards (one
+        # layer's blocks and scales in different shards), bf16 tensors
+        # beside them; the corner scales 0, 1, 254, 255 (NaN, inf) included
+        errs = Errs()
+        rng = np.random.default_rng(39)
+        E, H, F = 4, 64, 96
+        s1, s2, exp, hidden = {}, {}, {}, []
+        for layer in range(2):
+            pre = "model.layers.%d.mlp.experts." % layer
+            for name, rows, cols in (("gate_up_proj", 2 * F, H), ("down_proj", H, F)):
+                parts, e = mxfp4_layer(rng, E, rows, cols)
+                t = mxfp4_torch(parts)  # transformers' convert_moe_packed_tensors, in torch
+                if t is not None and t.tobytes() != e.tobytes():
+                    errs.add("%s: the torch reference disagrees with numpy's" % name)
+                exp[pre + name] = e
+                s1[pre + name + "_blocks"] = parts["_blocks"]
+                (s2 if layer else s1)[pre + name + "_scales"] = parts["_scales"]
+                hidden += [pre + name + "_blocks", pre + name + "_scales"]
+                s1[pre + name + "_bias"] = ("F32", [E, rows], np.zeros((E, rows), np.float32).tobytes())
+        s2["model.norm.weight"] = ("BF16", [H], bf16_bytes(np.ones(H, np.float32)).tobytes())
+        wm = {k: "model-00001-of-00002.safetensors" for k in s1}
+        wm.update({k: "model-00002-of-00002.safetensors" for k in s2})
+        d = folder("mxfp4", {"config.json": mxfp4_config(2, E, H, F),
+                             "model-00001-of-00002.safetensors": st_bytes(s1),
+                             "model-00002-of-00002.safetensors": st_bytes(s2),
+                             "model.safetensors.index.json": {"metadata": {}, "weight_map": wm}})
+        check_decoded(d, exp, errs, "MXFP4", hidden)
+        check_stored(d, {k: v[2] for k, v in list(s1.items()) + list(s2.items())}, errs)
+        with Mount(d) as m:
+            tj = {e["name"]: e for e in load_json(m.path("tensors.json"))["tensors"]}
+            q = tj["model.layers.0.mlp.experts.down_proj"]["quant"]
+            if q != {"scheme": "MXFP4", "source": "mxfp4", "bits": 4, "group_size": 32, "experts": E,
+                     "scale_dtype": "E8M0"} or tj["model.norm.weight"]["type"] != "BF16":
+                errs.add("quant %r" % q)
+            if "quantization_config" in json.loads(read_all(m.path("config.json"))):
+                errs.add("config.json keeps quantization_config")
+        errs.raise_if_any()
+        return "2 layers x gate_up [4, 64, 192] + down [4, 96, 64], 2 shards, the numpy and torch references agree"
+    check("hfq: MXFP4 experts (gpt-oss) in every view and stored, shaped as transformers dequantizes them", mxfp4)
+
+    def mxfp4_ggml():
+        # the value table against ggml's own MXFP4 decoding: every MXFP4
+        # tensor of the ggml oracle, its blocks re-laid as HF blocks/scales
+        # (ggml qs[j]: element j low, j + 16 high; HF byte i: 2i low, 2i + 1
+        # high), mounted, and compared with ggml's float32 output.  They
+        # differ where the docs say: code 8 is -0 here, +0 in ggml; scale
+        # 255 is +inf here, 2^127 in ggml (none in the oracle's data).
+        errs = Errs()
+        base = os.path.join(os.path.dirname(__file__), "..", "data", "ggml-oracle")
+        man = load_json(os.path.join(base, "manifest.json"))
+        tensors, exp, n_zero8 = {}, {}, 0
+        for t in man["tensors"]:
+            if t["type"] != "mxfp4":
+                continue
+            with open(os.path.join(base, t["file"]), "rb") as f:
+                f.seek(t["file_offset"])
+                raw = np.frombuffer(f.read(t["nbytes"]), np.uint8).reshape(-1, 17)
+            want = np.fromfile(os.path.join(base, t["expected_f32"]), "<f4")
+            ne0 = t["ne"][0]
+            rows = t["n_elements"] // ne0
+            e, qs = raw[:, 0], raw[:, 1:]
+            el = np.concatenate([qs & 15, qs >> 4], axis=1)          # ggml element order
+            hf = (el[:, 0::2] | (el[:, 1::2] << 4)).astype(np.uint8)   # HF nibble order
+            if (e == 255).any():
+                errs.add("%s: scale 255 in the oracle (the references differ there)" % t["name"])
+            zero8 = el.reshape(-1) == 8
+            n_zero8 += int(zero8.sum())
+            w = want.copy()
+            w[zero8] = -0.0  # transformers' FP4_VALUES[8]
+            name = "%s.%s" % (t["file"].split(".")[0], t["name"])
+            tensors[name + "_blocks"] = ("U8", [1, rows, ne0 // 32, 16], hf.tobytes())
+            tensors[name + "_scales"] = ("U8", [1, rows, ne0 // 32], e.tobytes())
+            exp[name] = np.ascontiguousarray(w.reshape(1, rows, ne0).transpose(0, 2, 1))
+        if n_zero8 == 0 or len(exp) < 5:
+            errs.add("the oracle has %d MXFP4 tensors, %d codes 8" % (len(exp), n_zero8))
+        d = folder("mxfp4_ggml", {"config.json": mxfp4_config(1, 1, 32, 32), "model.safetensors": st_bytes(tensors)})
+        with Mount(d) as m:
+            tj = {e["name"]: e for e in load_json(m.path("tensors.json"))["tensors"]}
+            for name, w in exp.items():
+                got = read_all(m.path(tj[name]["path"])) if name in tj else b""
+                if got != w.astype("<f4").tobytes():
+                    errs.add("%s: differs from ggml's decoding" % name)
+        errs.raise_if_any()
+        return "%d ggml MXFP4 tensors, %d values, bit for bit (code 8: -0 vs ggml's +0, %d times)" % (
+            len(exp), sum(v.size for v in exp.values()), n_zero8)
+    check("hfq: MXFP4 values equal ggml's own MXFP4 decoding (ggml oracle), but for the sign of code 8", mxfp4_ggml)
+
+    def mxfp4_corrupt():
+        errs = Errs()
+        rng = np.random.default_rng(7)
+        layer = "model.layers.0.mlp.experts.down_proj"
+
+        def case(label, substr, mutate):
+            parts, _ = mxfp4_layer(rng, 2, 32, 64)
+            parts = dict(parts)
+            mutate(parts)
+            files = {"config.json": mxfp4_config(1, 2, 32, 64),
+                     "model.safetensors": st_bytes({layer + k: v for k, v in parts.items()})}
+            refused(folder("bad_mxfp4_" + label, files), substr, errs, "mxfp4 " + label)
+
+        def scales_rows(p):  # scales for 31 rows, blocks for 32
+            p["_scales"] = ("U8", [2, 31, 2], p["_scales"][2][:124])
+        def scales_experts(p):  # expert counts that disagree
+            p["_scales"] = ("U8", [1, 32, 4], p["_scales"][2])
+        def half_blocks(p):
+            p["_blocks"] = ("U8", [2, 32, 4, 8], p["_blocks"][2])
+        def blocks_3d(p):
+            p["_blocks"] = ("U8", [2, 32, 32], p["_blocks"][2])
+        def scales_f32(p):
+            p["_scales"] = ("F32", [2, 32, 2], p["_scales"][2] * 4)
+        def no_blocks(p):
+            p.pop("_blocks")
+            p[".weight"] = ("F32", [1], b"\0\0\0\0")
+        case("no_scales", "'%s': MXFP4 blocks without their scales" % layer, lambda p: p.pop("_scales"))
+        case("scales_rows", "'%s': MXFP4 blocks [2, 32, 2, 16] and scales [2, 31, 2]" % layer, scales_rows)
+        case("scales_experts", "'%s': MXFP4 blocks" % layer, scales_experts)
+        case("half_blocks", "'%s'" % layer, half_blocks)
+        case("blocks_3d", "'%s'" % layer, blocks_3d)
+        case("scales_f32", "'%s': MXFP4 needs uint8" % layer, scales_f32)
+        case("no_blocks", "'%s': MXFP4 scales without their blocks" % layer, no_blocks)
+        errs.raise_if_any()
+        return "7 corrupt layers"
+    check("hfq: corrupt MXFP4 layers refused with one line naming the layer", mxfp4_corrupt)
 
     def sidecars():
         # decoded: config.json without its quantization entry (every other

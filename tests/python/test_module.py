@@ -753,6 +753,37 @@ def bnb8_layers():
                 check(f.get_tensor("fc1.weight").numpy().tobytes() == ea.tobytes(), "safe_open pt")
 
 
+
+@test
+def mxfp4_experts():
+    # gpt-oss's MXFP4 experts through the library: the pair X_blocks / X_scales listed as X,
+    # float32 [E, 32 G, R] as transformers dequantizes it (NaN and inf of scale 255 included),
+    # the parts hidden but readable by name, X itself no stored tensor (its parts are named)
+    sys.path.insert(0, os.path.join(ROOT, "tests", "mount"))
+    from hfq_models import mxfp4_config, mxfp4_layer, st_bytes
+    rng = np.random.default_rng(39)
+    with tempfile.TemporaryDirectory() as tmp:
+        parts, e = mxfp4_layer(rng, 3, 40, 64)
+        x = "model.layers.0.mlp.experts.down_proj"
+        with open(os.path.join(tmp, "model.safetensors"), "wb") as f:
+            f.write(st_bytes({x + k: v for k, v in parts.items()}))
+        with open(os.path.join(tmp, "config.json"), "w") as f:
+            json.dump(mxfp4_config(1, 3, 40, 64), f)
+        with weightfs.open(tmp) as m:
+            check(list(m.keys()) == [x], "listing %r" % m.keys())
+            info = m.info(x)
+            check(info["type"] == "MXFP4" and tuple(info["shape"]) == (3, 64, 40), "info %r" % info)
+            check(same_bits(m[x], e), "values")
+            check(same_bits(m.get(x, rows=slice(1, 2)), e[1:2]), "rows")
+            check(m.get(x + "_blocks").tobytes() == parts["_blocks"][2] and x + "_blocks" not in m, "blocks by name")
+            check(m.get(x + "_scales").tobytes() == parts["_scales"][2], "scales by name")
+            try:
+                m.get(x, dtype="stored")
+                check(False, "stored form of a decoded MXFP4 layer")
+            except weightfs.WeightfsError as err:
+                check("_blocks" in str(err) and "_scales" in str(err), "message %s" % err)
+
+
 def main():
     global passed, failed
     only = sys.argv[1:]

@@ -88,6 +88,7 @@ static const struct expect expected[WF_T_COUNT] = {
 	[81] = E("MLX", "float32", 1, 4, 4, HFQ, 0),
 	[82] = E("BNB4", "float32", 1, 4, 4, HFQ, 0),
 	[83] = E("BNB8", "float32", 1, 4, 4, HFQ, 0),
+	[84] = E("MXFP4", "float32", 1, 4, 4, HFQ, 0),
 };
 
 /* Every block type wf_blocks.h describes, at its type id; zero elsewhere. */
