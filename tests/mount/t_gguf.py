@@ -196,12 +196,14 @@ def converter_case(name, digests):
 MOE_CASES = {"Tiny-Mixtral": "model.layers.1.block_sparse_moe.experts.%d.w2.weight",
              "Tiny-Qwen2-MoE": "model.layers.1.mlp.experts.%d.down_proj.weight",
              "Tiny-Qwen3-MoE": "model.layers.1.mlp.experts.%d.down_proj.weight",
-             "Tiny-OLMoE": "model.layers.1.mlp.experts.%d.down_proj.weight"}
+             "Tiny-OLMoE": "model.layers.1.mlp.experts.%d.down_proj.weight",
+             "Tiny-GLM4-MoE": "model.layers.1.mlp.experts.%d.down_proj.weight"}
 
 
 def moe_case(name):
     """A mixture of experts (4 experts, top-2; Mixtral's over two shards; Qwen2-MoE with a
-    shared expert): llama.cpp runs model.gguf, whose ffn_*_exps are stacked on read, and its
+    shared expert; GLM-4.5's sigmoid routing with a bias, a dense first layer, partial rotary
+    and its MTP block, which neither runs): llama.cpp runs model.gguf, whose ffn_*_exps are stacked on read, and its
     logits equal a torch forward over the HF experts; with two experts swapped in the
     reference they must not."""
     import converter_cases
@@ -269,7 +271,11 @@ def moe_roundtrip_case(name):
         raise Fail("%d tensors differ from the folder's, e.g. %s" % (len(bad), bad[0]))
     keys = ["architectures", "model_type", "num_local_experts", "num_experts", "num_experts_per_tok",
             "moe_intermediate_size", "shared_expert_intermediate_size", "intermediate_size", "hidden_size",
-            "num_hidden_layers", "num_attention_heads", "num_key_value_heads", "norm_topk_prob"]
+            "num_hidden_layers", "num_attention_heads", "num_key_value_heads", "norm_topk_prob",
+            # GLM-4.5's
+            "n_routed_experts", "n_shared_experts", "first_k_dense_replace", "routed_scaling_factor", "n_group",
+            "topk_group", "head_dim", "partial_rotary_factor", "use_qk_norm", "attention_bias",
+            "num_nextn_predict_layers"]
     off = [(k, want_cfg[k], cfg.get(k)) for k in keys if k in want_cfg and cfg.get(k) != want_cfg[k]]
     if off:
         raise Fail("config.json: %r" % off)
