@@ -1587,6 +1587,14 @@ static enum wf_err map_tensor(const struct arch *a, struct cfg *c, const struct 
 	    (strncmp(g, "blk.", 4) == 0 && !has_part(a, g)))
 		return wf_fail(c->why, WF_ERR_UNSUP, "tensor %s: no GGUF name for %s (the converter refuses it too)",
 			       wf_quote(q, sizeof q, name, t->name_len), a->gguf);
+	/* the converter's name map covers the blocks block_count says (an MTP
+	 * block's eh_proj with num_nextn_predict_layers 0: "Can not map") */
+	const char *lp = g + 4;
+	if (c->moe && strncmp(g, "blk.", 4) == 0 && num(&lp, &layer) && layer >= c->moe->n_layer)
+		return wf_fail(c->why, WF_ERR_UNSUP, "tensor %s: layer %lu, past config.json's %s (%" PRIu32 ")",
+			       wf_quote(q, sizeof q, name, t->name_len), layer,
+			       c->moe->n_layer > c->moe->n_main ? "num_hidden_layers + MTP blocks" : "num_hidden_layers",
+			       c->moe->n_layer);
 	if (!convertible(t))
 		return wf_fail(c->why, WF_ERR_UNSUP, "tensor %s: dtype %s is not converted", wf_quote(q, sizeof q, name, t->name_len),
 			       wf_type_get(t->type) ? wf_type_get(t->type)->name : "?");
