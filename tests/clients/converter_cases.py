@@ -96,15 +96,16 @@ GLM_ADDED = ["[MASK]", "[gMASK]", "[sMASK]", "<sop>", "<eop>", "<|system|>", "<|
              "<|observation|>"]
 
 
-def glm_folder(parent):
+def glm_folder(parent, merges=None):
     """parent/glm-tok: GPT-2's tokenizer.json (npm) with GLM-4.5's special tokens added after its
     <|endoftext|> (ids 50257..50265), which the converter's GLM vocabulary routine looks up
     ([gMASK] as bos, <|user|> as eot, <|endoftext|> as unk, <|observation|> as eom), and a
     tokenizer_config.json as GLM-4.5's: eos and pad <|endoftext|>, no bos or unk. No npm package
     ships GLM's own tokenizer; the pre-tokenizer stays GPT-2's (the converter's hash says
-    gpt-2, not glm4)."""
+    gpt-2, not glm4). merges=N keeps GPT-2's first N merges and the 256 + N tokens they make
+    (parent/glm-tok-N: a small vocabulary, for tests of the tensors)."""
     import json
-    d = os.path.join(parent, "glm-tok")
+    d = os.path.join(parent, "glm-tok" + ("-%d" % merges if merges is not None else ""))
     if os.path.isdir(d):
         return d
     src = real_tokenizers.folder("gpt2")
@@ -112,6 +113,12 @@ def glm_folder(parent):
         return None
     with open(os.path.join(src, "tokenizer.json"), encoding="utf-8") as f:
         tj = json.load(f)
+    if merges is not None:
+        m = tj["model"]
+        m["merges"] = m["merges"][:merges]
+        m["vocab"] = {t: i for t, i in m["vocab"].items() if i < 256 + merges}
+        for i, a in enumerate(tj["added_tokens"]):
+            a["id"] = 256 + merges + i
     base = max(a["id"] for a in tj["added_tokens"]) + 1
     dec = {}
     for i, t in enumerate(GLM_ADDED):
