@@ -133,10 +133,6 @@ static const struct {
 	{"glm4moe", glm4moe_map, WF_ARRAY_LEN(glm4moe_map)},
 };
 
-/* Part s[0..n) (an HF part, or a GGUF one when to_gguf is false) in arch's
- * own map: the other side's name, or NULL. */
-static const char *own_part(const char *arch, const char *s, size_t n, bool from_hf);
-
 static const struct {
 	const char *hf, *gguf;
 } global_map[] = {
@@ -164,6 +160,8 @@ static bool eq(const char *s, size_t n, const char *lit)
 	return strlen(lit) == n && memcmp(s, lit, n) == 0;
 }
 
+/* Layer part s[0..n) (an HF part when from_hf, else a GGUF one) in arch's
+ * own map: the other side's name, or NULL. */
 static const char *own_part(const char *arch, const char *s, size_t n, bool from_hf)
 {
 	for (size_t i = 0; arch && i < WF_ARRAY_LEN(own_maps); i++) {
@@ -1133,9 +1131,9 @@ bool wf_gguf_to_hf_name(const char *gguf_arch, const char *g, char *out, size_t 
 			return false;
 		part = d + 1;
 		to = hf_part(a, part, (size_t)(end - part), qk);
-		size_t tl = to ? strlen(to) : 0;
-		/* ESCB's rename undone */
-		if (to && strcmp(sfx, ".bias") == 0 && tl >= sizeof ESCB - 6 && memcmp(to + tl - (sizeof ESCB - 6), ESCB, sizeof ESCB - 6) == 0)
+		/* ESCB's rename undone: "e_score_correction" + "_bias" */
+		size_t tl = to ? strlen(to) : 0, el = sizeof ESCB - 6;
+		if (to && strcmp(sfx, ".bias") == 0 && tl >= el && memcmp(to + tl - el, ESCB, el) == 0)
 			sfx = "_bias";
 		if (to)
 			len = snprintf(out, outlen, "model.layers.%lu.%s%s", layer, to, sfx);
@@ -1404,6 +1402,7 @@ struct moe {
 	uint32_t n_layer, n_exp;
 	uint32_t n_main;    /* the layers before the MTP blocks (f->nextn): n_layer without them */
 	uint32_t dense;     /* the leading layers with no experts (f->dense) */
+	size_t mtp_other;   /* the MTP blocks' tensors other than experts */
 	uint32_t *slot;  /* [n_layer][3][n_exp]: the source tensor, or UINT32_MAX; becomes plan->stacks */
 	uint32_t *count; /* [n_layer]: slots filled */
 };
@@ -1452,9 +1451,9 @@ static enum wf_err moe_init(struct cfg *c, const struct wf_model *m, struct moe 
 	uint32_t used = 0;
 	const char *which = "num_local_experts";
 	const char *const own[] = {e->f->count, NULL};
-	const cJSON *ve = e->f->count ? find(c, own, &which) : NULL;
-	if (!ve)
-		ve = find(c, KEYS("num_local_experts", "num_experts", "n_routed_experts"), &which);
+	/* a row's own count is the one it stacks by (GLM: hparams["n_routed_experts"]) */
+	const cJSON *ve = e->f->count ? find(c, own, &which) : find(c, KEYS("num_local_experts", "num_experts",
+									    "n_routed_experts"), &which);
 	if (!ve)
 		return wf_fail(c->why, WF_ERR_UNSUP, "config.json: %s: missing", e->f->count ? e->f->count : which);
 	e->field = which;
@@ -1546,8 +1545,8 @@ static enum wf_err moe_park(struct cfg *c, const struct wf_model *m, size_t i, s
 /* Every layer's experts were stacked (each class's prepare_tensors:
  * "Unprocessed experts"; a layer with none could not run either), but
  * the leading dense layers', which must have none (llama.cpp would not
- * load them), and an MTP block may have none at all (a checkpoint
- * without it: llama.cpp then loads the trunk alone). */
+ * load them), and the MTP blocks' when the checkpoint has none of their
+ * tensors (llama.cpp then loads the trunk alone). */
 static enum wf_err moe_done(struct cfg *c, struct wf_arch_plan *pl)
 {
 	const struct moe *e = c->moe;
@@ -1555,7 +1554,7 @@ static enum wf_err moe_done(struct cfg *c, struct wf_arch_plan *pl)
 		if (l < e->dense && e->count[l])
 			return wf_fail(c->why, WF_ERR_UNSUP, "layer %" PRIu32 ": %" PRIu32 " expert tensors, but config.json's "
 				       "%s %" PRIu32 " makes it a dense layer", l, e->count[l], e->f->dense, e->dense);
-		if (l >= e->dense && e->count[l] != 3 * e->n_exp && !(l >= e->n_main && !e->count[l]))
+		if (l >= e->dense && e->count[l] != 3 * e->n_exp && !(l >= e->n_main && !e->count[l] && !e->mtp_other))
 			return wf_fail(c->why, WF_ERR_UNSUP,
 				       "layer %" PRIu32 ": %" PRIu32 " of its %" PRIu32 " expert tensors (%s, %s, %s of "
 				       "config.json's %s %" PRIu32 ")", l, e->count[l], 3 * e->n_exp, e->f->proj[0], e->f->proj[1],
@@ -1590,11 +1589,14 @@ static enum wf_err map_tensor(const struct arch *a, struct cfg *c, const struct 
 	/* the converter's name map covers the blocks block_count says (an MTP
 	 * block's eh_proj with num_nextn_predict_layers 0: "Can not map") */
 	const char *lp = g + 4;
-	if (c->moe && strncmp(g, "blk.", 4) == 0 && num(&lp, &layer) && layer >= c->moe->n_layer)
+	bool blk = c->moe && strncmp(g, "blk.", 4) == 0 && num(&lp, &layer);
+	if (blk && layer >= c->moe->n_layer)
 		return wf_fail(c->why, WF_ERR_UNSUP, "tensor %s: layer %lu, past config.json's %s (%" PRIu32 ")",
 			       wf_quote(q, sizeof q, name, t->name_len), layer,
 			       c->moe->n_layer > c->moe->n_main ? "num_hidden_layers + MTP blocks" : "num_hidden_layers",
 			       c->moe->n_layer);
+	if (blk && layer >= c->moe->n_main)
+		c->moe->mtp_other++;
 	if (!convertible(t))
 		return wf_fail(c->why, WF_ERR_UNSUP, "tensor %s: dtype %s is not converted", wf_quote(q, sizeof q, name, t->name_len),
 			       wf_type_get(t->type) ? wf_type_get(t->type)->name : "?");

@@ -356,6 +356,10 @@ def glm_bad_case():
     def drop_mtp(w):
         del w[x % (2, 2, "up_proj")]
 
+    def mtp_no_experts(w):  # the rest of the MTP block kept: llama.cpp would want its experts
+        for k in [k for k in w if k.startswith("model.layers.2.mlp.experts.")]:
+            del w[k]
+
     def reshape(w):
         w[x % (1, 1, "gate_proj")] = w[x % (1, 1, "gate_proj")][:-1]
 
@@ -376,6 +380,7 @@ def glm_bad_case():
              ({"num_nextn_predict_layers": 0}, None, "layer 2, past config.json's num_hidden_layers (2)"),
              ({"num_nextn_predict_layers": None}, None, "num_nextn_predict_layers: not a count of MTP blocks"),
              ({}, drop_mtp, "layer 2: 11 of its 12 expert tensors"),
+             ({}, mtp_no_experts, "layer 2: 0 of its 12 expert tensors"),
              ({}, reshape, "experts.1.gate_proj.weight': not 2-D of expert 0's shape"),
              ({}, misname, "experts.02.down_proj.weight': no GGUF name")]
     said = refused_folders(base, cases)
