@@ -492,7 +492,19 @@ enum wf_err voc_glm(struct voc *v)
 		return voc_gpt2(v); /* which says why there is none */
 	for (size_t i = 0; i < WF_ARRAY_LEN(toks) && rc == WF_OK; i++)
 		rc = added_vocab_id(v, toks[i], &ids[i]);
-	return rc == WF_OK ? gpt2_route(v, types, ids, WF_ARRAY_LEN(toks)) : rc;
+	if (rc == WF_OK)
+		rc = gpt2_route(v, types, ids, WF_ARRAY_LEN(toks));
+	/* The converter names the pre-tokenizer by a hash of the tokens it
+	 * makes, and GLM-4.5's own vocabulary (GLM's special tokens, Llama 3's
+	 * split) hashes to glm4, which llama.cpp runs as CHATGLM4 with no bos
+	 * [unverified: no GLM tokenizer here; docs/gguf.md] */
+	for (size_t i = 0; i < v->n_kv && rc == WF_OK; i++) {
+		const struct vkv *e = &v->kv[i];
+		if (strcmp(e->key, "tokenizer.ggml.pre") == 0 &&
+		    ((e->s.n == 9 && memcmp(e->s.s, "llama-bpe", 9) == 0) || (e->s.n == 9 && memcmp(e->s.s, "smaug-bpe", 9) == 0)))
+			return voc_kv(v, "tokenizer.ggml.pre", VKV_STR, 0, false, "glm4", 4);
+	}
+	return rc;
 }
 
 /* SpecialVocab's merges from tokenizer.json model.merges (v->big): a

@@ -297,20 +297,20 @@ START_TEST(test_pre_unknown)
 }
 END_TEST
 
-/* A byte-level BPE tokenizer.json (GPT-2's pre-tokenizer) with the added tokens add[0..n), ids
- * from 5. */
-static const char *glm_tj(const char *const *add, size_t n)
+/* A byte-level BPE tokenizer.json (pre-tokenizer pre, model options extra) with the added
+ * tokens add[0..n), ids from 5. */
+static const char *glm_tj(const char *const *add, size_t n, const char *pre, const char *extra)
 {
 	char a[1024] = "";
 	for (size_t i = 0; i < n; i++)
 		snprintf(a + strlen(a), sizeof a - strlen(a), "%s{`id`:%zu,`content`:`%s`,`single_word`:false,`lstrip`:false,"
 			 "`rstrip`:false,`normalized`:false,`special`:true}", i ? "," : "", 5 + i, add[i]);
 	snprintf(tjbuf, sizeof tjbuf,
-		 "{`version`:`1.0`,`added_tokens`:[%s],`normalizer`:null,`pre_tokenizer`:" PT_GPT2 ",`post_processor`:null,"
+		 "{`version`:`1.0`,`added_tokens`:[%s],`normalizer`:null,`pre_tokenizer`:%s,`post_processor`:null,"
 		 "`decoder`:{`type`:`ByteLevel`,`add_prefix_space`:true,`trim_offsets`:true,`use_regex`:true},"
 		 "`model`:{`type`:`BPE`,`dropout`:null,`unk_token`:null,`continuing_subword_prefix`:null,"
-		 "`end_of_word_suffix`:null,`fuse_unk`:false,`byte_fallback`:false,"
-		 "`vocab`:{`a`:0,`b`:1,`ab`:2,`\xc4\xa0`:3,`c`:4},`merges`:[`a b`]}}", a);
+		 "`end_of_word_suffix`:null,`fuse_unk`:false,`byte_fallback`:false%s,"
+		 "`vocab`:{`a`:0,`b`:1,`ab`:2,`\xc4\xa0`:3,`c`:4},`merges`:[`a b`]}}", a, pre, extra);
 	char *j = J(tjbuf);
 	snprintf(tjbuf, sizeof tjbuf, "%s", j);
 	free(j);
@@ -324,7 +324,7 @@ START_TEST(test_glm)
 {
 	static const char *const add[] = {"<|endoftext|>", "[gMASK]", "<|user|>", "<|observation|>"};
 	struct wf_vocab_files f = {0};
-	SET(&f, tokenizer_json, glm_tj(add, 4));
+	SET(&f, tokenizer_json, glm_tj(add, 4, PT_GPT2, ""));
 	SET(&f, tokenizer_config_json, jtext(tcbuf, sizeof tcbuf, "{`eos_token`:`<|endoftext|>`,`pad_token`:`<|endoftext|>`}"));
 	SET(&f, config_json, jtext(cfgbuf, sizeof cfgbuf, "{`eos_token_id`:[5,7,8],`pad_token_id`:5}"));
 	expect(&f, WF_VOCAB_GLM, -1,
@@ -345,11 +345,20 @@ START_TEST(test_glm)
 	ck_assert_int_eq(run(&f, WF_VOCAB_GLM, -1, &got, err), WF_OK);
 	ck_assert_msg(strstr(got, "tokenizer.ggml.bos_token_id:u32=7\n"), "%s", got);
 	free(got);
+	/* Llama 3's split with GLM's tokens (either ignore_merges): GLM-4.5's own vocabulary, which
+	 * the converter's hash names glm4 [unverified: no GLM tokenizer here] */
+	SET(&f, tokenizer_config_json, "{}");
+	for (int im = 0; im < 2; im++) {
+		SET(&f, tokenizer_json, glm_tj(add, 4, PT_SPLIT(RE_L3), im ? ",`ignore_merges`:true" : ""));
+		ck_assert_int_eq(run(&f, WF_VOCAB_GLM, -1, &got, err), WF_OK);
+		ck_assert_msg(strstr(got, "tokenizer.ggml.pre:str=glm4\n"), "%s", got);
+		free(got);
+	}
 	/* the converter's KeyError: one of the four missing */
-	SET(&f, tokenizer_json, glm_tj(add, 3));
+	SET(&f, tokenizer_json, glm_tj(add, 3, PT_GPT2, ""));
 	expect_fail(&f, WF_VOCAB_GLM, -1, WF_ERR_UNSUP, "tokenizer.json: added_tokens: no '<|observation|>'");
 	/* tokenizer_config.json giving one another id */
-	SET(&f, tokenizer_json, glm_tj(add, 4));
+	SET(&f, tokenizer_json, glm_tj(add, 4, PT_GPT2, ""));
 	SET(&f, tokenizer_config_json, jtext(tcbuf, sizeof tcbuf,
 		"{`added_tokens_decoder`:{`9`:{`content`:`[gMASK]`,`special`:true}}}"));
 	expect_fail(&f, WF_VOCAB_GLM, -1, WF_ERR_UNSUP, "added_tokens_decoder: '[gMASK]' under id 9");
