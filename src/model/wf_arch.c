@@ -103,13 +103,64 @@ static const struct {
 	{"mlp.gate.e_score_correction", "exp_probs_b", 0},
 };
 
-/* Gemma 2 and 3 norm around both sublayers: their own four names. */
-static const struct {
+struct part_map {
 	const char *hf, *gguf;
-} gemma2_map[] = {
+};
+
+/* Gemma 2 and 3 norm around both sublayers: their own four names. */
+static const struct part_map gemma2_map[] = {
 	{"post_attention_layernorm", "post_attention_norm"},
 	{"pre_feedforward_layernorm", "ffn_norm"},
 	{"post_feedforward_layernorm", "post_ffw_norm"},
+};
+
+/* GLM-4.5 (moe-and-mla.md 7): GLM4_MOE has ATTN_POST_NORM and no
+ * FFN_NORM, so post_attention_layernorm is post_attention_norm; DeepSeek's
+ * shared_experts and router bias (filter_tensors makes
+ * e_score_correction_bias e_score_correction.bias); the MTP block's own
+ * tensors (tensor_mapping.py NEXTN_*). */
+static const struct part_map glm4moe_map[] = {
+	{"post_attention_layernorm", "post_attention_norm"},
+	{"mlp.shared_experts.gate_proj", "ffn_gate_shexp"},
+	{"mlp.shared_experts.up_proj", "ffn_up_shexp"},
+	{"mlp.shared_experts.down_proj", "ffn_down_shexp"},
+	{"mlp.gate.e_score_correction", "exp_probs_b"},
+	{"eh_proj", "nextn.eh_proj"},
+	{"embed_tokens", "nextn.embed_tokens"},
+	{"enorm", "nextn.enorm"},
+	{"hnorm", "nextn.hnorm"},
+	{"shared_head.head", "nextn.shared_head_head"},
+	{"shared_head.norm", "nextn.shared_head_norm"},
+};
+
+/* gpt-oss's own names (gpt_oss.py; tensor_mapping.py): sinks (a ".weight"
+ * added by filter_tensors), the router, the norm after attention. */
+static const struct part_map gptoss_map[] = {
+	{"self_attn.sinks", "attn_sinks"},
+	{"mlp.router", "ffn_gate_inp"},
+	{"post_attention_layernorm", "post_attention_norm"},
+};
+
+/* DeepSeek's shared experts are plural (layer_map's first rows are
+ * Qwen2-MoE's, which hf/ would otherwise name). */
+static const struct part_map deepseek2_map[] = {
+	{"mlp.shared_experts.gate_proj", "ffn_gate_shexp"},
+	{"mlp.shared_experts.up_proj", "ffn_up_shexp"},
+	{"mlp.shared_experts.down_proj", "ffn_down_shexp"},
+};
+
+/* The architectures whose layer parts take their own names first, both
+ * ways. */
+static const struct {
+	const char *arch;
+	const struct part_map *map;
+	size_t n;
+} own_maps[] = {
+	{"gemma2", gemma2_map, WF_ARRAY_LEN(gemma2_map)},
+	{"gemma3", gemma2_map, WF_ARRAY_LEN(gemma2_map)},
+	{"glm4moe", glm4moe_map, WF_ARRAY_LEN(glm4moe_map)},
+	{"gpt-oss", gptoss_map, WF_ARRAY_LEN(gptoss_map)},
+	{"deepseek2", deepseek2_map, WF_ARRAY_LEN(deepseek2_map)},
 };
 
 static const struct {
@@ -139,27 +190,26 @@ static bool eq(const char *s, size_t n, const char *lit)
 	return strlen(lit) == n && memcmp(s, lit, n) == 0;
 }
 
-/* gpt-oss's own names (gpt_oss.py; tensor_mapping.py): sinks (a ".weight"
- * added by filter_tensors), the router, the norm after attention. */
-static const struct {
-	const char *hf, *gguf;
-} gptoss_map[] = {
-	{"self_attn.sinks", "attn_sinks"},
-	{"mlp.router", "ffn_gate_inp"},
-	{"post_attention_layernorm", "post_attention_norm"},
-};
+/* Layer part s[0..n) (an HF part when from_hf, else a GGUF one) in arch's
+ * own map: the other side's name, or NULL. */
+static const char *own_part(const char *arch, const char *s, size_t n, bool from_hf)
+{
+	for (size_t i = 0; arch && i < WF_ARRAY_LEN(own_maps); i++) {
+		if (strcmp(arch, own_maps[i].arch) != 0)
+			continue;
+		for (size_t k = 0; k < own_maps[i].n; k++)
+			if (eq(s, n, from_hf ? own_maps[i].map[k].hf : own_maps[i].map[k].gguf))
+				return from_hf ? own_maps[i].map[k].gguf : own_maps[i].map[k].hf;
+	}
+	return NULL;
+}
 
 static const char *layer_part(const char *arch, const char *s, size_t n, char *qk)
 {
-	bool g23 = arch && (strcmp(arch, "gemma2") == 0 || strcmp(arch, "gemma3") == 0);
-	bool oss = arch && strcmp(arch, "gpt-oss") == 0;
+	const char *own = own_part(arch, s, n, true);
 	*qk = 0;
-	for (size_t i = 0; oss && i < WF_ARRAY_LEN(gptoss_map); i++)
-		if (eq(s, n, gptoss_map[i].hf))
-			return gptoss_map[i].gguf;
-	for (size_t i = 0; g23 && i < WF_ARRAY_LEN(gemma2_map); i++)
-		if (eq(s, n, gemma2_map[i].hf))
-			return gemma2_map[i].gguf;
+	if (own)
+		return own;
 	for (size_t i = 0; i < WF_ARRAY_LEN(layer_map); i++) {
 		if (eq(s, n, layer_map[i].hf)) {
 			*qk = layer_map[i].qk;
@@ -169,11 +219,17 @@ static const char *layer_part(const char *arch, const char *s, size_t n, char *q
 	return NULL;
 }
 
+/* filter_tensors' rename: a name ending e_score_correction_bias is read
+ * as e_score_correction.bias (and written back so in hf/). */
+static const char ESCB[] = "e_score_correction_bias";
+
 bool wf_hf_to_gguf_name(const char *arch, const char *hf, size_t n, char *out, size_t outlen, char *qk,
 			bool *norm)
 {
 	size_t stem;
 	const char *sfx = param_suffix(hf, n, &stem);
+	if (!sfx && n > sizeof ESCB - 1 && memcmp(hf + n - (sizeof ESCB - 1), ESCB, sizeof ESCB - 1) == 0)
+		sfx = ".bias", stem = n - 5;
 	*qk = 0;
 	*norm = false;
 	if (!sfx)
@@ -227,6 +283,9 @@ struct cfg {
 	int mla_tied;       /* mla_skipped's config fields, read once: -1 not yet, else tie_word_embeddings */
 	uint32_t mla_layers; /* ... and num_hidden_layers (UINT32_MAX: absent) */
 	bool mxfp4;         /* gpt-oss experts written as MXFP4: general.file_type MOSTLY_MXFP4_MOE */
+	uint32_t extra_blocks; /* Glm4MoeModel: the MTP blocks block_count counts too (struct moe_form nextn) */
+	const char *count_key; /* a row's own expert count field, written over the base's when present */
+	uint32_t gating;    /* a row's expert_gating_func written over the config's, or 0 */
 	struct moe *moe;    /* and its experts' tensors, parked for stacking */
 };
 
@@ -339,23 +398,31 @@ struct moe_form {
 	const char *gguf[3];      /* what each becomes: blk.L.GGUF.weight */
 	const char *router;       /* the router's HF layer part (ffn_gate_inp) */
 	const char *model_type;   /* config.json's model_type (hf/) */
+	const char *count;        /* the count of experts the converter reads first, or NULL: the base's keys */
+	const char *dense;        /* config field: that many leading layers have a dense MLP, no experts */
+	const char *nextn;        /* config field: that many MTP blocks follow the layers, with experts too */
 };
 
 static const struct moe_form mixtral_experts = {
 	".block_sparse_moe.experts.", {"w1", "w2", "w3"}, {"ffn_gate_exps", "ffn_down_exps", "ffn_up_exps"},
-	"block_sparse_moe.gate", "mixtral"};
+	"block_sparse_moe.gate", "mixtral", NULL, NULL, NULL};
 static const struct moe_form qwen2_experts = {
 	".mlp.experts.", {"down_proj", "gate_proj", "up_proj"}, {"ffn_down_exps", "ffn_gate_exps", "ffn_up_exps"},
-	"mlp.gate", "qwen2_moe"};
+	"mlp.gate", "qwen2_moe", NULL, NULL, NULL};
 static const struct moe_form olmoe_experts = {
 	".mlp.experts.", {"down_proj", "gate_proj", "up_proj"}, {"ffn_down_exps", "ffn_gate_exps", "ffn_up_exps"},
-	"mlp.gate", "olmoe"};
+	"mlp.gate", "olmoe", NULL, NULL, NULL};
 static const struct moe_form deepseek_experts = {
 	".mlp.experts.", {"down_proj", "gate_proj", "up_proj"}, {"ffn_down_exps", "ffn_gate_exps", "ffn_up_exps"},
-	"mlp.gate", "deepseek_v3"};
+	"mlp.gate", "deepseek_v3", NULL, "first_k_dense_replace", NULL};
 static const struct moe_form qwen3_experts = {
 	".mlp.experts.", {"down_proj", "gate_proj", "up_proj"}, {"ffn_down_exps", "ffn_gate_exps", "ffn_up_exps"},
-	"mlp.gate", "qwen3_moe"};
+	"mlp.gate", "qwen3_moe", NULL, NULL, NULL};
+/* Glm4MoeModel.modify_tensors stacks hparams["n_routed_experts"] of each
+ * layer, the MTP block's too (block_count includes it) */
+static const struct moe_form glm4_experts = {
+	".mlp.experts.", {"down_proj", "gate_proj", "up_proj"}, {"ffn_down_exps", "ffn_gate_exps", "ffn_up_exps"},
+	"mlp.gate", "glm4_moe", "n_routed_experts", "first_k_dense_replace", "num_nextn_predict_layers"};
 
 #define KEYS(...) ((const char *const[]){__VA_ARGS__, NULL})
 
@@ -384,6 +451,11 @@ static const char *const deepseek2_parts[] = {"attn_norm", "attn_q", "attn_q_a",
 					      "ffn_gate_shexp", "ffn_up_shexp", "ffn_down_shexp", NULL};
 static const char *const gptoss_parts[] = {"attn_norm", "attn_q", "attn_k", "attn_v", "attn_output", "attn_sinks",
 					   "post_attention_norm", "ffn_gate_inp", NULL};
+static const char *const glm4moe_parts[] = {
+	"attn_norm", "attn_q", "attn_k", "attn_v", "attn_output", "attn_q_norm", "attn_k_norm", "post_attention_norm",
+	"ffn_gate", "ffn_up", "ffn_down", "ffn_gate_inp", "exp_probs_b", "ffn_gate_shexp", "ffn_up_shexp",
+	"ffn_down_shexp", "nextn.eh_proj", "nextn.embed_tokens", "nextn.enorm", "nextn.hnorm", "nextn.shared_head_head",
+	"nextn.shared_head_norm", NULL};
 static const char *const phi3_parts[] = {"attn_norm", "attn_qkv", "attn_q", "attn_k", "attn_v", "attn_output",
 					 "ffn_norm", "ffn_up", "ffn_down", NULL};
 
@@ -395,6 +467,7 @@ static enum wf_err kv_phi3(const struct arch *a, struct cfg *c, struct wf_gguf_w
 static enum wf_err kv_olmoe(const struct arch *a, struct cfg *c, struct wf_gguf_w *w, uint32_t ftype);
 static enum wf_err kv_deepseek2(const struct arch *a, struct cfg *c, struct wf_gguf_w *w, uint32_t ftype);
 static enum wf_err kv_gptoss(const struct arch *a, struct cfg *c, struct wf_gguf_w *w, uint32_t ftype);
+static enum wf_err kv_glm4moe(const struct arch *a, struct cfg *c, struct wf_gguf_w *w, uint32_t ftype);
 
 /* conversion/__init__.py's registrations for the architectures in scope */
 static const struct arch arch_rows[] = {
@@ -416,6 +489,8 @@ static const struct arch arch_rows[] = {
 	{{"DeepseekV3ForCausalLM", "DeepseekV2ForCausalLM", NULL}, "deepseek2", WF_VOCAB_GPT2, false, false, false,
 	 kv_deepseek2, deepseek2_parts, &deepseek_experts},
 	{{"GptOssForCausalLM", NULL}, "gpt-oss", WF_VOCAB_GPT2, false, false, false, kv_gptoss, gptoss_parts, NULL},
+	{{"Glm4MoeForCausalLM", NULL}, "glm4moe", WF_VOCAB_GLM, false, false, false, kv_glm4moe, glm4moe_parts,
+	 &glm4_experts},
 };
 
 /* DeepseekV2Model's rows: kv_b_proj split (mla_split), the MTP layer
@@ -429,7 +504,7 @@ static bool is_mla(const struct arch *a)
  * picks the class AutoConfig builds, whatever the architecture). */
 static const struct {
 	const char *model_type;
-	struct dflt d[12];
+	struct dflt d[16];
 } dflts[] = {
 	{"llama", {{"max_position_embeddings", 2048}, {"rms_norm_eps", 1e-6}, {"rope_theta", 10000}, {NULL, 0}}},
 	{"mistral",
@@ -458,6 +533,13 @@ static const struct {
 	{"olmoe",
 	 {{"max_position_embeddings", 4096}, {"rms_norm_eps", 1e-5}, {"rope_theta", 10000}, {"num_experts", 64},
 	  {"num_experts_per_tok", 8}, {NULL, 0}}},
+	/* Glm4MoeConfig (norm_topk_prob's default, true, in kv_glm4moe) */
+	{"glm4_moe",
+	 {{"max_position_embeddings", 131072}, {"rms_norm_eps", 1e-5}, {"rope_theta", 10000},
+	  {"num_key_value_heads", 8}, {"partial_rotary_factor", 0.5}, {"moe_intermediate_size", 1408},
+	  {"num_experts_per_tok", 8}, {"n_shared_experts", 1}, {"n_routed_experts", 128},
+	  {"routed_scaling_factor", 1.0}, {"n_group", 1}, {"topk_group", 1}, {"first_k_dense_replace", 1},
+	  {NULL, 0}}},
 };
 
 /* Fills c->dflt with the defaults for config.json's model_type, and the
@@ -609,26 +691,27 @@ static enum wf_err kv_rope_scaling(struct cfg *c, const struct rope *r, struct w
 
 /* ---------------------------------------------------------------- key/values */
 
-/* expert_gating_func from the first of the score-function fields present
- * (constants.py ExpertGatingFuncType; any other value stops the
- * converter). */
+/* expert_gating_func from the config's score function (moe-and-mla.md
+ * 1.4: sigmoid 2, softmax 1, sqrtsoftplus 4, anything else raises); a
+ * row's own value (c->gating), written later by the converter, takes this
+ * place when the config has one. */
 static enum wf_err kv_gating(struct cfg *c, struct wf_gguf_w *w, const char *k)
 {
-	const char *which = "scoring_func";
-	const cJSON *v = find(c, KEYS("score_function", "scoring_func", "score_func", "moe_router_activation",
-				      "moe_router_activation_func"), &which);
 	static const struct {
 		const char *s;
 		uint32_t v;
-	} fn[] = {{"softmax", 1}, {"sigmoid", 2}, {"sqrtsoftplus", 4}};
+	} fn[] = {{"sigmoid", 2}, {"softmax", 1}, {"sqrtsoftplus", 4}};
+	const char *which = "scoring_func";
+	const cJSON *v = find(c, KEYS("score_function", "scoring_func", "score_func", "moe_router_activation",
+				      "moe_router_activation_func", "expert_selection_fn"), &which);
 	if (!v)
 		return WF_OK;
 	for (size_t i = 0; cJSON_IsString(v) && i < WF_ARRAY_LEN(fn); i++)
 		if (strcmp(v->valuestring, fn[i].s) == 0) {
-			wf_gguf_w_u32(w, k, fn[i].v);
+			wf_gguf_w_u32(w, k, c->gating ? c->gating : fn[i].v);
 			return WF_OK;
 		}
-	return wf_fail(c->why, WF_ERR_UNSUP, "config.json: %s: not softmax, sigmoid or sqrtsoftplus", which);
+	return wf_fail(c->why, WF_ERR_UNSUP, "config.json: %s: not sigmoid, softmax or sqrtsoftplus", which);
 }
 
 /* TextModel.set_gguf_parameters (B:1268-1380), through general.file_type. */
@@ -638,8 +721,17 @@ static enum wf_err kv_text(struct cfg *c, struct wf_gguf_w *w, const char *a, ui
 	struct rope r;
 	rope_of(c, &r);
 #define K(s) (snprintf(k, sizeof k, "%s." s, a), k)
-	enum wf_err rc = put_u32(c, w, K("block_count"), KEYS("n_layers", "num_hidden_layers", "n_layer", "num_layers"),
-				 true, NULL);
+	const char *which = "num_hidden_layers";
+	const cJSON *bc = find(c, KEYS("n_layers", "num_hidden_layers", "n_layer", "num_layers"), &which);
+	uint32_t blocks;
+	enum wf_err rc = WF_OK;
+	if (!bc)
+		rc = wf_fail(c->why, WF_ERR_UNSUP, "config.json: num_hidden_layers: missing");
+	else if (!as_u32(bc, &blocks) || blocks > UINT32_MAX - c->extra_blocks)
+		rc = wf_fail(c->why, WF_ERR_FORMAT, "config.json: %s: not an integer in [0, 2^32)%s", which,
+			     c->extra_blocks ? " with the MTP blocks" : "");
+	else
+		wf_gguf_w_u32(w, K("block_count"), blocks + c->extra_blocks);
 	if (rc == WF_OK)
 		rc = put_u32(c, w, K("context_length"),
 			     KEYS("max_position_embeddings", "n_ctx", "n_positions", "max_length", "max_sequence_length",
@@ -675,9 +767,13 @@ static enum wf_err kv_text(struct cfg *c, struct wf_gguf_w *w, const char *a, ui
 			      KEYS("layer_norm_eps", "layer_norm_epsilon", "norm_epsilon"));
 	if (rc == WF_OK && !c->experts && find(c, KEYS("num_local_experts", "num_experts", "n_routed_experts"), NULL))
 		return wf_fail(c->why, WF_ERR_UNSUP, "config.json: num_local_experts: mixtures of experts are not made");
+	/* a row's own count, re-added after the base block, keeps this place */
+	const char *const own[] = {c->count_key, NULL};
+	const char *const *ek = KEYS("num_local_experts", "num_experts", "n_routed_experts");
+	if (c->count_key && find(c, own, NULL))
+		ek = own;
 	if (rc == WF_OK && c->experts)
-		rc = put_u32(c, w, K("expert_count"), KEYS("num_local_experts", "num_experts", "n_routed_experts"), true,
-			     NULL);
+		rc = put_u32(c, w, K("expert_count"), ek, true, NULL);
 	if (rc == WF_OK && c->experts)
 		rc = put_u32(c, w, K("expert_used_count"),
 			     KEYS("num_experts_per_tok", "num_experts_per_token", "top_k_experts"), true, NULL);
@@ -848,6 +944,60 @@ static enum wf_err kv_deepseek2(const struct arch *a, struct cfg *c, struct wf_g
 		rc = wf_fail(c->why, WF_ERR_FORMAT, "config.json: rope_scaling.mscale_all_dim: not a number");
 	else if (rc == WF_OK && ms) /* TAG_DEEPSEEK2_YARN_LOG_MUL_FIX: 0.1 x, in double */
 		wf_gguf_w_f32(w, K("rope.scaling.yarn_log_multiplier"), (float)(0.1 * ms->valuedouble));
+#undef K
+	return rc;
+}
+
+/* Glm4MoeModel.set_gguf_parameters (moe-and-mla.md 7): the base block
+ * (block_count with the MTP blocks, expert_count from n_routed_experts),
+ * then the rotary part of head_dim, the expert fields, gating 2 always,
+ * expert_weights_norm whenever norm_topk_prob is set (false too), and
+ * nextn_predict_layers. */
+static enum wf_err kv_glm4moe(const struct arch *a, struct cfg *c, struct wf_gguf_w *w, uint32_t ftype)
+{
+	char k[96];
+#define K(s) (snprintf(k, sizeof k, "%s." s, a->gguf), k)
+	c->count_key = "n_routed_experts";
+	c->gating = 2;
+	enum wf_err rc = kv_text(c, w, a->gguf, ftype);
+	c->count_key = NULL;
+	c->gating = 0;
+	if (rc != WF_OK)
+		return rc;
+	/* int(head_dim * rope_parameters.get("partial_rotary_factor", 0.5)),
+	 * head_dim from hidden_size // num_attention_heads when null */
+	uint32_t hd, hidden, heads;
+	const cJSON *hv = not_null(hp(c, "head_dim"));
+	if (hv ? !as_u32(hv, &hd)
+	       : (!as_u32(hp(c, "hidden_size"), &hidden) || !as_u32(hp(c, "num_attention_heads"), &heads) || !heads))
+		return wf_fail(c->why, WF_ERR_UNSUP, "config.json: %s: missing or not a whole number",
+			       hv ? "head_dim" : "hidden_size, num_attention_heads");
+	if (!hv)
+		hd = hidden / heads;
+	struct rope r;
+	rope_of(c, &r);
+	if (r.prf && !cJSON_IsNumber(r.prf))
+		return wf_fail(c->why, WF_ERR_FORMAT, "config.json: partial_rotary_factor: not a number");
+	double rot = hd * (r.prf ? r.prf->valuedouble : 0.5);
+	if (!(rot >= 0 && rot < 4294967296.0))
+		return wf_fail(c->why, WF_ERR_UNSUP, "config.json: partial_rotary_factor: head_dim times it is not a count");
+	wf_gguf_w_u32(w, K("rope.dimension_count"), (uint32_t)rot);
+	rc = put_u32(c, w, K("expert_feed_forward_length"), KEYS("moe_intermediate_size"), false, NULL);
+	if (rc == WF_OK)
+		rc = put_u32(c, w, K("expert_shared_count"), KEYS("n_shared_experts"), false, NULL);
+	if (rc == WF_OK)
+		rc = put_u32(c, w, K("leading_dense_block_count"), KEYS("first_k_dense_replace"), false, NULL);
+	if (rc == WF_OK && !wf_gguf_w_has(w, K("expert_gating_func")))
+		wf_gguf_w_u32(w, k, 2);
+	if (rc == WF_OK)
+		rc = put_f32k(c, w, K("expert_weights_scale"), KEYS("routed_scaling_factor"));
+	const cJSON *nt = hp(c, "norm_topk_prob");
+	if (rc == WF_OK && nt && !cJSON_IsNull(nt) && !cJSON_IsBool(nt))
+		rc = wf_fail(c->why, WF_ERR_FORMAT, "config.json: norm_topk_prob: not a boolean");
+	if (rc == WF_OK && !cJSON_IsNull(nt)) /* Glm4MoeConfig's default: true */
+		wf_gguf_w_bool(w, K("expert_weights_norm"), !nt || cJSON_IsTrue(nt));
+	if (rc == WF_OK)
+		rc = put_u32(c, w, K("nextn_predict_layers"), KEYS("num_nextn_predict_layers"), false, NULL);
 #undef K
 	return rc;
 }
@@ -1137,7 +1287,6 @@ bool wf_gguf_expert_name(const char *hf_class, const char *g, unsigned long x, c
 /* The HF layer part of GGUF part g[0..n) under row a, or NULL. */
 static const char *hf_part(const struct arch *a, const char *g, size_t n, char *qk)
 {
-	bool g23 = strcmp(a->gguf, "gemma2") == 0 || strcmp(a->gguf, "gemma3") == 0;
 	bool phi3 = strcmp(a->gguf, "phi3") == 0;
 	*qk = 0;
 	bool known = false;
@@ -1147,16 +1296,9 @@ static const char *hf_part(const struct arch *a, const char *g, size_t n, char *
 		return NULL;
 	if (a->experts && eq(g, n, "ffn_gate_inp"))
 		return a->experts->router;
-	/* DeepSeek's shared experts are plural (the first rows are Qwen2-MoE's) */
-	static const char *const shexp[][2] = {{"ffn_gate_shexp", "mlp.shared_experts.gate_proj"},
-					       {"ffn_up_shexp", "mlp.shared_experts.up_proj"},
-					       {"ffn_down_shexp", "mlp.shared_experts.down_proj"}};
-	for (size_t i = 0; is_mla(a) && i < WF_ARRAY_LEN(shexp); i++)
-		if (eq(g, n, shexp[i][0]))
-			return shexp[i][1];
-	for (size_t i = 0; g23 && i < WF_ARRAY_LEN(gemma2_map); i++)
-		if (eq(g, n, gemma2_map[i].gguf))
-			return gemma2_map[i].hf;
+	const char *own = own_part(a->gguf, g, n, false);
+	if (own)
+		return own;
 	if (phi3 && eq(g, n, "ffn_up"))
 		return "mlp.gate_up_proj"; /* gate and up fused, in that order */
 	for (size_t i = 0; i < WF_ARRAY_LEN(layer_map); i++)
@@ -1191,6 +1333,10 @@ bool wf_gguf_to_hf_name(const char *gguf_arch, const char *g, char *out, size_t 
 			return false;
 		part = d + 1;
 		to = hf_part(a, part, (size_t)(end - part), qk);
+		/* ESCB's rename undone: "e_score_correction" + "_bias" */
+		size_t tl = to ? strlen(to) : 0, el = sizeof ESCB - 6;
+		if (to && strcmp(sfx, ".bias") == 0 && tl >= el && memcmp(to + tl - el, ESCB, el) == 0)
+			sfx = "_bias";
 		if (to)
 			len = snprintf(out, outlen, "model.layers.%lu.%s%s", layer, to, sfx);
 	}
@@ -1459,8 +1605,9 @@ struct moe {
 	const struct moe_form *f;
 	const char *field;  /* config.json's count of experts: num_local_experts, num_experts, ... */
 	uint32_t n_layer, n_exp;
-	uint32_t dense_first; /* leading layers with no experts (DeepSeek's first_k_dense_replace), at most
-			       * n_layer: slot holds the layers after them */
+	uint32_t n_main;    /* the layers before the MTP blocks (f->nextn): n_layer without them */
+	uint32_t dense;     /* the leading layers with no experts (f->dense) */
+	size_t mtp_other;   /* the MTP blocks' tensors other than experts */
 	uint32_t *slot;  /* [n_layer][3][n_exp]: the source tensor, or UINT32_MAX; becomes plan->stacks */
 	uint32_t *count; /* [n_layer]: slots filled */
 };
@@ -1508,9 +1655,12 @@ static enum wf_err moe_init(struct cfg *c, const struct wf_model *m, struct moe 
 {
 	uint32_t used = 0;
 	const char *which = "num_local_experts";
-	const cJSON *ve = find(c, KEYS("num_local_experts", "num_experts", "n_routed_experts"), &which);
+	const char *const own[] = {e->f->count, NULL};
+	/* a row's own count is the one it stacks by (GLM: hparams["n_routed_experts"]) */
+	const cJSON *ve = e->f->count ? find(c, own, &which) : find(c, KEYS("num_local_experts", "num_experts",
+									    "n_routed_experts"), &which);
 	if (!ve)
-		return wf_fail(c->why, WF_ERR_UNSUP, "config.json: num_local_experts: missing");
+		return wf_fail(c->why, WF_ERR_UNSUP, "config.json: %s: missing", e->f->count ? e->f->count : which);
 	e->field = which;
 	if (!as_u32(ve, &e->n_exp) || e->n_exp < 1 || e->n_exp > UINT16_MAX)
 		return wf_fail(c->why, WF_ERR_UNSUP, "config.json: %s: not a count of experts from 1 to 65535", which);
@@ -1523,12 +1673,21 @@ static enum wf_err moe_init(struct cfg *c, const struct wf_model *m, struct moe 
 	if (!as_u32(find(c, KEYS("n_layers", "num_hidden_layers", "n_layer", "num_layers"), &which), &e->n_layer) ||
 	    !e->n_layer)
 		return wf_fail(c->why, WF_ERR_UNSUP, "config.json: num_hidden_layers: missing or 0");
-	/* the leading dense layers (DeepSeek's) have none; every layer has
-	 * some tensor, so more layers than tensors is refused too */
-	if (e->dense_first > e->n_layer)
-		e->dense_first = e->n_layer;
-	size_t n = (size_t)(e->n_layer - e->dense_first) * 3 * e->n_exp;
-	if (n / 3 / e->n_exp != e->n_layer - e->dense_first || n > m->n_tensors || e->n_layer > m->n_tensors ||
+	/* Glm4MoeModel: block_count += hparams.get(nextn, 0), so null fails it */
+	const cJSON *vn = e->f->nextn ? hp(c, e->f->nextn) : NULL, *vd = e->f->dense ? not_null(hp(c, e->f->dense)) : NULL;
+	e->n_main = e->n_layer;
+	if (vn && (!as_u32(vn, &c->extra_blocks) || c->extra_blocks > UINT16_MAX))
+		return wf_fail(c->why, WF_ERR_UNSUP, "config.json: %s: not a count of MTP blocks from 0 to 65535", e->f->nextn);
+	e->n_layer += c->extra_blocks;
+	if (vd && !as_u32(vd, &e->dense))
+		return wf_fail(c->why, WF_ERR_FORMAT, "config.json: %s: not an integer in [0, 2^32)", e->f->dense);
+	/* the leading dense layers have no slots (DeepSeek-V3's 3 of 61 layers
+	 * hold 3 x 3 x 256 fewer than its tensors); every layer has some
+	 * tensor, so more layers than tensors is refused too */
+	if (e->dense > e->n_main)
+		e->dense = e->n_main;
+	size_t n = (size_t)(e->n_layer - e->dense) * 3 * e->n_exp;
+	if (n / 3 / e->n_exp != e->n_layer - e->dense || n > m->n_tensors || e->n_layer > m->n_tensors ||
 	    m->n_tensors >= UINT32_MAX)
 		return wf_fail(c->why, WF_ERR_UNSUP,
 			       "config.json: num_hidden_layers x %s: %" PRIu32 " x %" PRIu32
@@ -1549,7 +1708,7 @@ static enum wf_err moe_stack(struct cfg *c, const struct wf_model *m, unsigned l
 	const struct moe *e = c->moe;
 	char q[96], g[64];
 	for (unsigned k = 0; k < 3; k++) {
-		const uint32_t *st = &e->slot[((size_t)(layer - e->dense_first) * 3 + k) * e->n_exp];
+		const uint32_t *st = &e->slot[((size_t)(layer - e->dense) * 3 + k) * e->n_exp];
 		const struct wf_tensor *t0 = &m->tensors[st[0]];
 		for (uint32_t x = 0; x < e->n_exp; x++) {
 			const struct wf_tensor *t = &m->tensors[st[x]];
@@ -1584,30 +1743,42 @@ static enum wf_err moe_park(struct cfg *c, const struct wf_model *m, size_t i, s
 	if (layer >= e->n_layer || x >= e->n_exp)
 		return wf_fail(c->why, WF_ERR_UNSUP, "tensor %s: %s %lu, past config.json's %s (%" PRIu32 ")",
 			       wf_quote(q, sizeof q, t->name, t->name_len), layer >= e->n_layer ? "layer" : "expert",
-			       layer >= e->n_layer ? layer : x, layer >= e->n_layer ? "num_hidden_layers" : e->field,
+			       layer >= e->n_layer ? layer : x,
+			       layer < e->n_layer ? e->field : e->n_layer > e->n_main ? "num_hidden_layers + MTP blocks"
+										: "num_hidden_layers",
 			       layer >= e->n_layer ? e->n_layer : e->n_exp);
-	/* llama.cpp makes no expert tensors for a dense layer: it could not load them */
-	if (layer < e->dense_first)
-		return wf_fail(c->why, WF_ERR_UNSUP, "tensor %s: an expert of layer %lu, below config.json's "
-			       "first_k_dense_replace (%" PRIu32 ")", wf_quote(q, sizeof q, t->name, t->name_len), layer,
-			       e->dense_first);
-	e->slot[((layer - e->dense_first) * 3 + k) * e->n_exp + x] = (uint32_t)i;
+	/* llama.cpp makes no expert tensors for a dense layer: counted, refused by moe_done */
+	if (layer < e->dense) {
+		e->count[layer]++;
+		return WF_OK;
+	}
+	uint32_t *slot = &e->slot[((layer - e->dense) * 3 + k) * e->n_exp + x];
+	if (*slot != UINT32_MAX)
+		return wf_fail(c->why, WF_ERR_UNSUP, "tensor %s: given twice", wf_quote(q, sizeof q, t->name, t->name_len));
+	*slot = (uint32_t)i;
 	return ++e->count[layer] == 3 * e->n_exp ? moe_stack(c, m, layer, pl, cap) : WF_OK;
 }
 
 /* Every layer's experts were stacked (each class's prepare_tensors:
- * "Unprocessed experts"; a layer with none could not run either). */
+ * "Unprocessed experts"; a layer with none could not run either), but
+ * the leading dense layers', which must have none (llama.cpp would not
+ * load them), and the MTP blocks' when the checkpoint has none of their
+ * tensors (llama.cpp then loads the trunk alone). */
 static enum wf_err moe_done(struct cfg *c, struct wf_arch_plan *pl)
 {
 	const struct moe *e = c->moe;
-	for (uint32_t l = 0; l < e->n_layer; l++)
-		if (e->count[l] != 3 * e->n_exp && !(l < e->dense_first && !e->count[l]))
+	for (uint32_t l = 0; l < e->n_layer; l++) {
+		if (l < e->dense && e->count[l])
+			return wf_fail(c->why, WF_ERR_UNSUP, "layer %" PRIu32 ": %" PRIu32 " expert tensors, but config.json's "
+				       "%s %" PRIu32 " makes it a dense layer", l, e->count[l], e->f->dense, e->dense);
+		if (l >= e->dense && e->count[l] != 3 * e->n_exp && !(l >= e->n_main && !e->count[l] && !e->mtp_other))
 			return wf_fail(c->why, WF_ERR_UNSUP,
 				       "layer %" PRIu32 ": %" PRIu32 " of its %" PRIu32 " expert tensors (%s, %s, %s of "
 				       "config.json's %s %" PRIu32 ")", l, e->count[l], 3 * e->n_exp, e->f->proj[0], e->f->proj[1],
 				       e->f->proj[2], e->field, e->n_exp);
+	}
 	pl->stacks = e->slot;
-	pl->n_stacks = (size_t)(e->n_layer - e->dense_first) * 3 * e->n_exp;
+	pl->n_stacks = (size_t)(e->n_layer - e->dense) * 3 * e->n_exp;
 	c->moe->slot = NULL;
 	return WF_OK;
 }
@@ -1855,6 +2026,17 @@ static enum wf_err map_tensor(const struct arch *a, struct cfg *c, const struct 
 	    (strncmp(g, "blk.", 4) == 0 && !has_part(a, g)))
 		return wf_fail(c->why, WF_ERR_UNSUP, "tensor %s: no GGUF name for %s (the converter refuses it too)",
 			       wf_quote(q, sizeof q, name, t->name_len), a->gguf);
+	/* the converter's name map covers the blocks block_count says (an MTP
+	 * block's eh_proj with num_nextn_predict_layers 0: "Can not map") */
+	const char *lp = g + 4;
+	bool blk = c->moe && strncmp(g, "blk.", 4) == 0 && num(&lp, &layer);
+	if (blk && layer >= c->moe->n_layer)
+		return wf_fail(c->why, WF_ERR_UNSUP, "tensor %s: layer %lu, past config.json's %s (%" PRIu32 ")",
+			       wf_quote(q, sizeof q, name, t->name_len), layer,
+			       c->moe->n_layer > c->moe->n_main ? "num_hidden_layers + MTP blocks" : "num_hidden_layers",
+			       c->moe->n_layer);
+	if (blk && layer >= c->moe->n_main)
+		c->moe->mtp_other++;
 	if (!convertible(t))
 		return wf_fail(c->why, WF_ERR_UNSUP, "tensor %s: dtype %s is not converted", wf_quote(q, sizeof q, name, t->name_len),
 			       wf_type_get(t->type) ? wf_type_get(t->type)->name : "?");
@@ -1944,9 +2126,6 @@ static enum wf_err plan_tensors(const struct arch *a, struct cfg *c, const struc
 	pl->ftype = ftype == WF_FTYPE_AUTO ? auto_ftype(m, o, m->n_tensors) : ftype;
 	struct moe moe = {.f = a->experts};
 	enum wf_err rc = WF_OK;
-	if (a->experts && is_mla(a) && not_null(hp(c, "first_k_dense_replace")) &&
-	    !as_u32(hp(c, "first_k_dense_replace"), &moe.dense_first))
-		rc = wf_fail(c->why, WF_ERR_FORMAT, "config.json: first_k_dense_replace: not an integer in [0, 2^32)");
 	if (rc == WF_OK && a->experts && (rc = moe_init(c, m, &moe)) == WF_OK)
 		c->moe = &moe;
 	if (rc == WF_OK)

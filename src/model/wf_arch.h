@@ -74,7 +74,8 @@ struct wf_arch_info {
 };
 
 /* The row of GGUF general.architecture gguf_arch ("llama", "qwen2",
- * "qwen3", "gemma2", "gemma3", "phi3", "qwen2moe", "qwen3moe"), or NULL;
+ * "qwen3", "gemma2", "gemma3", "phi3", "qwen2moe", "qwen3moe", "olmoe",
+ * "glm4moe"), or NULL;
  * with experts, the row of the mixture of experts of that name ("llama":
  * Mixtral's), without, the dense one, either when there is only one. */
 const struct wf_arch_info *wf_arch_info_of(const char *gguf_arch, bool experts);

@@ -101,12 +101,13 @@ struct hp {
 	int64_t n_exp;          /* a mixture of experts: its expert_count, else 0 */
 	uint32_t *exps;         /* ... and per layer, how many of its 3 stacked expert tensors were seen */
 	int64_t n_layer;
+	int64_t dense;          /* leading_dense_block_count: the first layers, with no experts */
+	int64_t n_nextn;        /* nextn_predict_layers: the last layers, MTP blocks (GLM) */
 	char arch[32];          /* general.architecture */
 	char key[96];
 	struct wf_buf *j;       /* config.json being written */
 	bool first;
 	char *why;
-	int64_t dense_first;    /* leading layers with no experts (leading_dense_block_count) */
 	bool ds_bias;           /* some layer has exp_probs_b (DeepSeek V3) */
 };
 
@@ -455,7 +456,7 @@ static enum wf_err ds_fields(struct hp *h, const struct dims *d, bool v3)
 		put_int(h, "num_experts_per_tok", used);
 		put_int(h, "moe_intermediate_size", ff);
 		put_int(h, "n_shared_experts", kv_int(&h->kv, k_(h, "expert_shared_count"), &v) && v >= 0 ? v : 0);
-		put_int(h, "first_k_dense_replace", h->dense_first);
+		put_int(h, "first_k_dense_replace", h->dense);
 		double sc;
 		put_num(h, "routed_scaling_factor", kv_num(&h->kv, k_(h, "expert_weights_scale"), &sc) && sc != 0 ? sc : 1.0,
 			true);
@@ -508,6 +509,55 @@ static enum wf_err ds_fields(struct hp *h, const struct dims *d, bool v3)
 	return WF_OK;
 }
 
+/* GLM-4.5's fields (moe-and-mla.md 7, hf/ view): what llama.cpp's
+ * glm4moe graph runs, as Glm4MoeConfig says it.  The MTP blocks stay in
+ * the file (transformers ignores their tensors) and out of
+ * num_hidden_layers. */
+/* The leading dense layers and the trailing MTP blocks, each within the
+ * block count (h->dense, h->n_nextn). */
+static enum wf_err layer_kinds(struct hp *h, const struct dims *d)
+{
+	h->dense = h->n_nextn = 0;
+	enum wf_err rc = WF_OK;
+	if (kv_get(&h->kv, k_(h, "leading_dense_block_count")))
+		rc = need_int(h, "leading_dense_block_count", 0, d->layers, &h->dense);
+	if (rc == WF_OK && kv_get(&h->kv, k_(h, "nextn_predict_layers")))
+		rc = need_int(h, "nextn_predict_layers", 0, d->layers - 1, &h->n_nextn);
+	return rc;
+}
+
+static enum wf_err glm4moe_fields(struct hp *h, const struct wf_model *m, const struct dims *d)
+{
+	int64_t used, ff, shared, v;
+	double scale;
+	enum wf_err rc;
+	if ((rc = need_int(h, "expert_used_count", 1, h->n_exp, &used)) != WF_OK ||
+	    (rc = need_int(h, "expert_feed_forward_length", 1, 1 << 24, &ff)) != WF_OK ||
+	    (rc = need_int(h, "expert_shared_count", 0, 1 << 16, &shared)) != WF_OK)
+		return rc;
+	/* llama.cpp: no key is sigmoid; transformers' router has no other */
+	if (kv_int(&h->kv, k_(h, "expert_gating_func"), &v) && v != 2)
+		return wf_fail(h->why, WF_ERR_UNSUP, "metadata key %s: %lld, but transformers' Glm4Moe routes by sigmoid (2) "
+			       "only", h->key, (long long)v);
+	put_int(h, "n_routed_experts", h->n_exp);
+	put_int(h, "num_experts_per_tok", used);
+	put_int(h, "moe_intermediate_size", ff);
+	put_int(h, "n_shared_experts", shared);
+	put_int(h, "first_k_dense_replace", h->dense);
+	/* llama.cpp scales by expert_weights_scale unless it is 0 or absent */
+	if (!kv_num(&h->kv, k_(h, "expert_weights_scale"), &scale) || scale == 0)
+		scale = 1.0;
+	put_num(h, "routed_scaling_factor", scale, true);
+	put_raw(h, "norm_topk_prob", kv_int(&h->kv, k_(h, "expert_weights_norm"), &v) && v ? "true" : "false");
+	put_int(h, "n_group", kv_int(&h->kv, k_(h, "expert_group_count"), &v) && v > 1 ? v : 1);
+	put_int(h, "topk_group", kv_int(&h->kv, k_(h, "expert_group_used_count"), &v) && v > 1 ? v : 1);
+	put_num(h, "partial_rotary_factor", (double)d->rot / (double)d->head_dim, false);
+	put_raw(h, "use_qk_norm", has_tensor(m, "blk.0.attn_q_norm.weight") ? "true" : "false");
+	put_raw(h, "attention_bias", has_tensor(m, "blk.0.attn_q.bias") ? "true" : "false");
+	put_int(h, "num_nextn_predict_layers", h->n_nextn);
+	return WF_OK;
+}
+
 static enum wf_err write_config(struct hp *h, const struct wf_model *m, enum wf_vk vk)
 {
 	struct dims d;
@@ -516,7 +566,10 @@ static enum wf_err write_config(struct hp *h, const struct wf_model *m, enum wf_
 		return rc;
 	bool g2 = strcmp(h->arch, "gemma2") == 0, g3 = strcmp(h->arch, "gemma3") == 0;
 	bool phi3 = strcmp(h->arch, "phi3") == 0, ds = strcmp(h->arch, "deepseek2") == 0, v3 = ds && ds_v3(h, m);
+	bool glm = strcmp(h->arch, "glm4moe") == 0;
 	const char *cls = !ds ? h->a->hf_class : v3 ? "DeepseekV3ForCausalLM" : "DeepseekV2ForCausalLM";
+	if ((rc = layer_kinds(h, &d)) != WF_OK)
+		return rc;
 	wf_buf_putc(h->j, '{');
 	field(h, "architectures");
 	wf_buf_puts(h->j, "[");
@@ -526,7 +579,7 @@ static enum wf_err write_config(struct hp *h, const struct wf_model *m, enum wf_
 				    : h->a->model_type ? h->a->model_type : g3 ? "gemma3_text" : h->arch);
 	put_int(h, "hidden_size", d.embd);
 	put_int(h, "intermediate_size", d.ff);
-	put_int(h, "num_hidden_layers", d.layers);
+	put_int(h, "num_hidden_layers", d.layers - h->n_nextn);
 	put_int(h, "num_attention_heads", d.heads);
 	/* MLA: the GGUF's one kv head and latent key length are llama.cpp's */
 	put_int(h, "num_key_value_heads", ds ? d.heads : d.kv_heads);
@@ -545,7 +598,9 @@ static enum wf_err write_config(struct hp *h, const struct wf_model *m, enum wf_
 		put_raw(h, "attention_bias", has_tensor(m, "blk.0.attn_q.bias") ? "true" : "false");
 	if (ds && (rc = ds_fields(h, &d, v3)) != WF_OK)
 		return rc;
-	if (h->a->experts && !ds && (rc = moe_fields(h)) != WF_OK)
+	if (glm && (rc = glm4moe_fields(h, m, &d)) != WF_OK)
+		return rc;
+	if (h->a->experts && !ds && !glm && (rc = moe_fields(h)) != WF_OK)
 		return rc;
 	if (strcmp(h->arch, "llama") == 0 && !h->a->experts)
 		put_raw(h, "mlp_bias", "false");
@@ -782,11 +837,13 @@ static enum wf_err plan_all(struct hp *h, const struct wf_model *m, enum wf_vk v
 		rc = WF_ERR_NOMEM;
 	for (size_t i = 0; rc == WF_OK && i < m->n_tensors; i++)
 		rc = plan_tensor(h, m, i, &d, vk, pl);
-	/* transformers would initialise a missing expert at random */
+	/* transformers would initialise a missing expert at random; the
+	 * leading dense layers have none, and an MTP block none or all */
 	for (int64_t l = 0; rc == WF_OK && h->exps && l < d.layers; l++)
-		if (h->exps[l] != 3 && !(l < h->dense_first && !h->exps[l]))
-			rc = wf_fail(h->why, WF_ERR_UNSUP, "metadata key %s %lld, but layer %lld has %u of its 3 stacked "
-				     "expert tensors", k_(h, "expert_count"), (long long)h->n_exp, (long long)l, h->exps[l]);
+		if (l < h->dense ? h->exps[l] != 0 : h->exps[l] != 3 && !(l >= d.layers - h->n_nextn && !h->exps[l]))
+			rc = wf_fail(h->why, WF_ERR_UNSUP, "metadata key %s %lld, but layer %lld has %u of its %d stacked "
+				     "expert tensors", k_(h, "expert_count"), (long long)h->n_exp, (long long)l, h->exps[l],
+				     l < h->dense ? 0 : 3);
 	free(h->exps);
 	h->exps = NULL;
 	if (rc == WF_OK)
@@ -831,8 +888,8 @@ enum wf_err wf_arch_hf_plan(const struct wf_model *m, enum wf_vk vk, struct wf_h
 		rc = need_int(&h, "expert_count", 1, UINT16_MAX, &h.n_exp);
 	if (rc == WF_OK && strcmp(h.arch, "deepseek2") == 0) {
 		/* DeepSeek's leading dense layers have no experts */
-		if (!kv_int(&h.kv, k_(&h, "leading_dense_block_count"), &h.dense_first) || h.dense_first < 0)
-			h.dense_first = 0;
+		if (!kv_int(&h.kv, k_(&h, "leading_dense_block_count"), &h.dense) || h.dense < 0)
+			h.dense = 0;
 		for (size_t i = 0; i < m->n_tensors && !h.ds_bias; i++)
 			h.ds_bias = m->tensors[i].name_len > 17 &&
 				    strcmp(m->tensors[i].name + m->tensors[i].name_len - 17, ".exp_probs_b.bias") == 0;

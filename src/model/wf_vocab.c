@@ -561,6 +561,8 @@ static enum wf_err route(struct voc *v, enum wf_vocab_route r)
 		return route_phi3(v);
 	case WF_VOCAB_GPT2:
 		return voc_gpt2(v);
+	case WF_VOCAB_GLM:
+		return voc_glm(v);
 	case WF_VOCAB_QWEN:
 	case WF_VOCAB_GEMMA3:
 		rc = voc_sentencepiece(v);

@@ -402,7 +402,9 @@ static enum wf_err check_merges(struct voc *v, bool llama_hf)
 	return rc;
 }
 
-enum wf_err voc_gpt2(struct voc *v)
+/* _set_vocab_gpt2's steps; the n_preset ids are SpecialVocab's
+ * _set_special_token calls after loading (_set_vocab_glm's). */
+static enum wf_err gpt2_route(struct voc *v, const char *const *ptypes, const int64_t *preset, size_t n_preset)
 {
 	struct hfv h;
 	const char *pre;
@@ -438,9 +440,70 @@ enum wf_err voc_gpt2(struct voc *v)
 	if (rc == WF_OK)
 		rc = voc_kv(v, "tokenizer.ggml.token_type", VKV_TYPES, 0, false, NULL, 0);
 	if (rc == WF_OK)
-		rc = voc_special(v, true, NULL, 0, -1, NULL, 0);
+		rc = voc_special_set(v, true, NULL, 0, -1, ptypes, preset, n_preset);
 	if (rc == WF_OK)
 		rc = check_merges(v, false);
+	return rc;
+}
+
+enum wf_err voc_gpt2(struct voc *v)
+{
+	return gpt2_route(v, NULL, NULL, 0);
+}
+
+/* tokenizer.get_added_vocab()[content]: the id of tokenizer.json's added
+ * token of that text.  tokenizer_config.json's added_tokens_decoder giving
+ * the text another id would make it depend on which the tokenizer keeps:
+ * refused, as is a token it alone adds (not in the token list written). */
+static enum wf_err added_vocab_id(struct voc *v, const char *content, int64_t *id)
+{
+	char q[96];
+	bool found = false;
+	for (size_t i = 0; i < v->big.n_add; i++) {
+		const struct tjadd *a = &v->big.add[i];
+		if (a->is_obj && a->content && strcmp(a->content, content) == 0 && added_id(a) != TJ_NOT_INT) {
+			*id = a->id;
+			found = true;
+		}
+	}
+	if (!found)
+		return wf_fail(v->err, WF_ERR_UNSUP, "tokenizer.json: added_tokens: no %s (GLM's vocabulary names it)",
+			       wf_quote(q, sizeof q, content, strlen(content)));
+	const cJSON *dec = jget(v->tc, "added_tokens_decoder");
+	for (const cJSON *e = cJSON_IsObject(dec) ? dec->child : NULL; e; e = e->next) {
+		const cJSON *c = jget(e, "content");
+		char *end = NULL;
+		long long k = e->string ? strtoll(e->string, &end, 10) : -1;
+		if (jstr_is(c, content) && (!end || *end || k != *id))
+			return wf_fail(v->err, WF_ERR_UNSUP, "tokenizer_config.json: added_tokens_decoder: %s under id %s, "
+				       "not tokenizer.json's %" PRId64, wf_quote(q, sizeof q, content, strlen(content)),
+				       e->string ? e->string : "?", *id);
+	}
+	return WF_OK;
+}
+
+enum wf_err voc_glm(struct voc *v)
+{
+	static const char *const types[] = {"bos", "eot", "unk", "eom"};
+	static const char *const toks[] = {"[gMASK]", "<|user|>", "<|endoftext|>", "<|observation|>"};
+	int64_t ids[WF_ARRAY_LEN(toks)];
+	enum wf_err rc = WF_OK;
+	if (!v->tj)
+		return voc_gpt2(v); /* which says why there is none */
+	for (size_t i = 0; i < WF_ARRAY_LEN(toks) && rc == WF_OK; i++)
+		rc = added_vocab_id(v, toks[i], &ids[i]);
+	if (rc == WF_OK)
+		rc = gpt2_route(v, types, ids, WF_ARRAY_LEN(toks));
+	/* The converter names the pre-tokenizer by a hash of the tokens it
+	 * makes, and GLM-4.5's own vocabulary (GLM's special tokens, Llama 3's
+	 * split) hashes to glm4, which llama.cpp runs as CHATGLM4 with no bos
+	 * [unverified: no GLM tokenizer here; docs/gguf.md] */
+	for (size_t i = 0; i < v->n_kv && rc == WF_OK; i++) {
+		const struct vkv *e = &v->kv[i];
+		if (strcmp(e->key, "tokenizer.ggml.pre") == 0 &&
+		    ((e->s.n == 9 && memcmp(e->s.s, "llama-bpe", 9) == 0) || (e->s.n == 9 && memcmp(e->s.s, "smaug-bpe", 9) == 0)))
+			return voc_kv(v, "tokenizer.ggml.pre", VKV_STR, 0, false, "glm4", 4);
+	}
 	return rc;
 }
 

@@ -160,9 +160,17 @@ enum wf_err voc_vocab_unique(struct voc *v);
  * after loading (llama's CodeLlama ids), n_preset of them */
 enum wf_err voc_special(struct voc *v, bool load_merges, const char *const *types, size_t n_types, int64_t n_vocab,
 			const int64_t *preset, size_t n_preset);
+/* The same with the preset ids' own types: preset[i] is of type ptypes[i]
+ * ("bos", "eot", ...) whatever types holds (NULL: the default types). */
+enum wf_err voc_special_set(struct voc *v, bool load_merges, const char *const *types, size_t n_types, int64_t n_vocab,
+			    const char *const *ptypes, const int64_t *preset, size_t n_preset);
 
 /* wf_vocab_bpe.c */
 enum wf_err voc_gpt2(struct voc *v);
+/* _set_vocab_glm: GPT-2 BPE, then bos, eot, unk and eom set to the ids of
+ * the added tokens [gMASK], <|user|>, <|endoftext|> and <|observation|>
+ * (a KeyError in the converter when one is missing: refused) */
+enum wf_err voc_glm(struct voc *v);
 /* WF_OK when written, WF_ERR_RANGE when the converter would fall through to GPT-2 BPE */
 enum wf_err voc_llama_hf(struct voc *v);
 enum wf_err voc_merges(struct voc *v);

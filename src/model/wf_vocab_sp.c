@@ -415,6 +415,12 @@ static enum wf_err write_kv(struct sv *s)
 enum wf_err voc_special(struct voc *v, bool load_merges, const char *const *types, size_t n_types, int64_t n_vocab,
 			const int64_t *preset, size_t n_preset)
 {
+	return voc_special_set(v, load_merges, types, n_types, n_vocab, types, preset, n_preset);
+}
+
+enum wf_err voc_special_set(struct voc *v, bool load_merges, const char *const *types, size_t n_types, int64_t n_vocab,
+			    const char *const *ptypes, const int64_t *preset, size_t n_preset)
+{
 	static const char *const dflt[] = {"bos", "eos", "unk", "sep", "pad", "cls", "mask"};
 	struct sv s = {.v = v, .n_vocab = n_vocab, .lower = -1, .strip = -1, .load_merges = load_merges};
 	enum wf_err rc;
@@ -435,7 +441,7 @@ enum wf_err voc_special(struct voc *v, bool load_merges, const char *const *type
 		rc = voc_merges_txt(v);
 	for (size_t i = 0; i < n_preset && rc == WF_OK; i++) {
 		cJSON num = {.type = cJSON_Number, .valuedouble = (double)preset[i]};
-		rc = set_special(&s, st_find(types[i]), &num, "config.json");
+		rc = set_special(&s, st_find(ptypes[i]), &num, "config.json");
 	}
 	if (rc == WF_OK)
 		rc = write_kv(&s);

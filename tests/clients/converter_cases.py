@@ -65,6 +65,10 @@ CASES = {
     # mounts the FP8 folder of the same name (fp8_folder) against these digests
     "Tiny-DeepSeek-V3-FP8": ("deepseek_v3", "gpt2", {"fp8": True}, ["f32", "bf16"]),
     "Tiny-OLMoE": ("olmoe", "gpt2", {}, ["f32", "bf16"]),
+    # GLM-4.5's layout (a dense first layer, sigmoid routing with a bias, shared experts, the
+    # MTP block kept); GPT-2's vocabulary with GLM's special tokens added (glm_folder)
+    "Tiny-GLM4-MoE": ("glm4moe", "glm", {"config": {"eos_token_id": [50256, 50263, 50265], "pad_token_id": 50256}},
+                      ["f32", "bf16"]),
     # general.size_label from a model card's front matter, and from config.json's _name_or_path
     "Tiny-Qwen3-Card": ("qwen3", "qwen3", {"files": {"README.md": "---\nlicense: mit\nsize_label: Tiny-7B\n---\n# A card\n"}},
                         ["f32"]),
@@ -154,9 +158,56 @@ def fp8_folder(folder, parent):
     return d
 
 
+# GLM-4.5's added tokens after <|endoftext|>, in its order ([MASK] 151330 ... <|observation|>
+# 151338 there)
+GLM_ADDED = ["[MASK]", "[gMASK]", "[sMASK]", "<sop>", "<eop>", "<|system|>", "<|user|>", "<|assistant|>",
+             "<|observation|>"]
+
+
+def glm_folder(parent, merges=None):
+    """parent/glm-tok: GPT-2's tokenizer.json (npm) with GLM-4.5's special tokens added after its
+    <|endoftext|> (ids 50257..50265), which the converter's GLM vocabulary routine looks up
+    ([gMASK] as bos, <|user|> as eot, <|endoftext|> as unk, <|observation|> as eom), and a
+    tokenizer_config.json as GLM-4.5's: eos and pad <|endoftext|>, no bos or unk. No npm package
+    ships GLM's own tokenizer; the pre-tokenizer stays GPT-2's (the converter's hash says
+    gpt-2, not glm4). merges=N keeps GPT-2's first N merges and the 256 + N tokens they make
+    (parent/glm-tok-N: a small vocabulary, for tests of the tensors)."""
+    import json
+    d = os.path.join(parent, "glm-tok" + ("-%d" % merges if merges is not None else ""))
+    if os.path.isdir(d):
+        return d
+    src = real_tokenizers.folder("gpt2")
+    if not src:
+        return None
+    with open(os.path.join(src, "tokenizer.json"), encoding="utf-8") as f:
+        tj = json.load(f)
+    if merges is not None:
+        m = tj["model"]
+        m["merges"] = m["merges"][:merges]
+        m["vocab"] = {t: i for t, i in m["vocab"].items() if i < 256 + merges}
+        for i, a in enumerate(tj["added_tokens"]):
+            a["id"] = 256 + merges + i
+    base = max(a["id"] for a in tj["added_tokens"]) + 1
+    dec = {}
+    for i, t in enumerate(GLM_ADDED):
+        a = {"id": base + i, "content": t, "single_word": False, "lstrip": False, "rstrip": False,
+             "normalized": False, "special": True}
+        tj["added_tokens"].append(a)
+        dec[str(base + i)] = {k: v for k, v in a.items() if k != "id"}
+    os.makedirs(d)
+    with open(os.path.join(d, "tokenizer.json"), "w", encoding="utf-8") as f:
+        json.dump(tj, f, ensure_ascii=False)
+    with open(os.path.join(d, "tokenizer_config.json"), "w") as f:
+        json.dump({"added_tokens_decoder": dec, "clean_up_tokenization_spaces": False, "do_lower_case": False,
+                   "eos_token": "<|endoftext|>", "pad_token": "<|endoftext|>", "model_max_length": 128000,
+                   "padding_side": "left", "remove_space": False, "tokenizer_class": "PreTrainedTokenizer"}, f,
+                  indent=1)
+    return d
+
+
 def make(name, parent):
     kind, key, opts, _ = CASES[name]
-    tdir = spm_folder(parent) if key == "spm" else real_tokenizers.folder(key)
+    tdir = spm_folder(parent) if key == "spm" else glm_folder(parent) if key == "glm" else real_tokenizers.folder(key)
     if not tdir:
         raise FileNotFoundError("tokenizer %s not installed (tests/clients/npm.sh)" % key)
     opts = dict(opts)

@@ -31,6 +31,10 @@ st_io. Written from transformers' modeling_llama / modeling_qwen2 / modeling_qwe
     gelu="ggml" replaces the exact GELU by llama.cpp's CPU one (ggml_vec_geglu_f32 with
     GGML_GELU_FP16: the input rounded to F16, a table of F16 results), for telling a
     weightfs error from that approximation.
+  - Glm4MoeForCausalLM (modeling_glm4_moe): q/k/v biases, per-head q_norm/k_norm, partial
+    rotary (rotate_half on the first head_dim x partial_rotary_factor dims of each head, the
+    rest passed through), a dense MLP in the first first_k_dense_replace layers and moe_glm's
+    sigmoid-routed experts with shared experts after; the MTP block is not run.
   - GptOssForCausalLM (modeling_gpt_oss): forward_gptoss; MXFP4 experts dequantized as
     transformers' convert_moe_packed_tensors does. gelu="q8_act" rounds the experts' inputs
     to Q8_0 as llama.cpp's CPU product with MXFP4 weights does.
@@ -63,7 +67,7 @@ import st_io  # noqa: E402
 SUPPORTED = ("LlamaForCausalLM", "MistralForCausalLM", "Qwen2ForCausalLM", "Qwen3ForCausalLM",
              "Phi3ForCausalLM", "Gemma2ForCausalLM", "Gemma3ForCausalLM", "MixtralForCausalLM",
              "Qwen2MoeForCausalLM", "Qwen3MoeForCausalLM", "OlmoeForCausalLM", "DeepseekV3ForCausalLM",
-             "DeepseekV2ForCausalLM", "GptOssForCausalLM")
+             "DeepseekV2ForCausalLM", "GptOssForCausalLM", "Glm4MoeForCausalLM")
 GEMMA = ("Gemma2ForCausalLM", "Gemma3ForCausalLM")
 
 
@@ -495,6 +499,36 @@ def forward_gptoss(cfg, w, ids, dtype=torch.float64, q8_act=False):
     return (x @ T["lm_head.weight"].T).numpy()
 
 
+def moe_glm(cfg, T, p, h, lin):
+    """GLM-4.5's MoE block (transformers Glm4MoeMoE, its router Glm4MoeTopkRouter = DeepSeek-V3's):
+    the sigmoid of the router's float32 logits; experts chosen by sigmoid + e_score_correction_bias
+    (n_group groups scored by the sum of their top 2, the best topk_group kept, the others 0),
+    the top num_experts_per_tok; their weights the unbiased sigmoids, divided by their sum (+1e-20)
+    when norm_topk_prob, times routed_scaling_factor; each expert down(silu(gate h) * up h); plus
+    the shared experts' MLP (mlp.shared_experts.*). The MTP block (layer num_hidden_layers) is
+    not used."""
+    E, k = cfg["n_routed_experts"], cfg["num_experts_per_tok"]
+    ng, tg = cfg.get("n_group", 1), cfg.get("topk_group", 1)
+    n = h.shape[0]
+    scores = (h.float() @ T[p + "gate.weight"].float().T).sigmoid()
+    choice = scores + T[p + "gate.e_score_correction_bias"].float()
+    group = choice.view(n, ng, E // ng).topk(2, dim=-1)[0].sum(-1)
+    keep = torch.zeros_like(group).scatter_(1, torch.topk(group, tg, dim=-1)[1], 1)
+    keep = keep.unsqueeze(-1).expand(n, ng, E // ng).reshape(n, E)
+    idx = torch.topk(choice.masked_fill(~keep.bool(), 0.0), k, dim=-1)[1]
+    top = scores.gather(1, idx)
+    if cfg.get("norm_topk_prob", True):
+        top = top / (top.sum(-1, keepdim=True) + 1e-20)
+    top = (top * cfg.get("routed_scaling_factor", 1.0)).to(h.dtype)
+    out = torch.zeros_like(h)
+    for x in range(E):
+        q = p + "experts.%d." % x
+        y = lin(torch.nn.functional.silu(lin(h, q + "gate_proj")) * lin(h, q + "up_proj"), q + "down_proj")
+        out = out + (top * (idx == x)).sum(-1, keepdim=True) * y
+    q = p + "shared_experts."
+    return out + lin(torch.nn.functional.silu(lin(h, q + "gate_proj")) * lin(h, q + "up_proj"), q + "down_proj")
+
+
 def forward(cfg, w, ids, dtype=torch.float64, gelu="exact"):
     arch = (cfg.get("architectures") or ["?"])[0]
     if arch not in SUPPORTED:
@@ -560,6 +594,9 @@ def forward(cfg, w, ids, dtype=torch.float64, gelu="exact"):
         h = rms(x, T[p + "post_attention_layernorm.weight"], eps)
         if (p + "block_sparse_moe.gate.weight") in T:
             x = x + moe_mixtral(cfg, T, p + "block_sparse_moe.", h, lin)
+            continue
+        if (p + "mlp.gate.weight") in T and arch == "Glm4MoeForCausalLM":
+            x = x + moe_glm(cfg, T, p + "mlp.", h, lin)
             continue
         if (p + "mlp.gate.weight") in T:
             x = x + moe_qwen(cfg, T, p + "mlp.", h, lin)

@@ -16,7 +16,12 @@ block_sparse_moe.gate, top-2; the counts can be changed with config=), "qwen2moe
 attention, 4 experts of 32 (mlp.experts.X.*_proj), top-2 without renormalising, a shared
 expert of 48 and its gate), "qwen3moe" (Qwen3's attention, 4 experts of 32, top-2 renormalised),
 "olmoe" (multi-head attention with q_norm/k_norm over the whole projection, 4 experts of
-intermediate_size, top-2 not renormalised). 2 layers (gemma3: 6),
+intermediate_size, top-2 not renormalised), "glm4moe" (GLM-4.5: q/k/v biases, q_norm/k_norm,
+head_dim 32 != n_embd/n_head with partial rotary 0.5, layer 0 a dense MLP
+(first_k_dense_replace 1), then 4 experts of 32 routed by sigmoid + e_score_correction_bias,
+top-2 renormalised and scaled by routed_scaling_factor 2.5, one shared expert; and its MTP
+block as layer num_hidden_layers: a MoE layer plus eh_proj, enorm, hnorm and
+shared_head.norm). 2 layers (gemma3: 6; glm4moe: 2 and the MTP block),
 n_embd 64, n_ff 128. The vocab is the real tokenizer.json in tokenizer_dir (copied with
 tokenizer_config.json); vocab_size is its size. A tokenizer_dir with tokenizer.model and no
 tokenizer.json (tests/clients/spm_model.py) gives a SentencePiece folder: tokenizer.model,
@@ -44,7 +49,7 @@ ARCHS = {"llama": "LlamaForCausalLM", "llama_tied": "LlamaForCausalLM",
          "gemma2": "Gemma2ForCausalLM", "gemma3": "Gemma3ForCausalLM", "mixtral": "MixtralForCausalLM",
          "qwen2moe": "Qwen2MoeForCausalLM", "qwen3moe": "Qwen3MoeForCausalLM", "olmoe": "OlmoeForCausalLM",
          "deepseek_v3": "DeepseekV3ForCausalLM", "deepseek_v2": "DeepseekV2ForCausalLM",
-         "gptoss": "GptOssForCausalLM", "gptoss_mxfp4": "GptOssForCausalLM"}
+         "gptoss": "GptOssForCausalLM", "gptoss_mxfp4": "GptOssForCausalLM", "glm4moe": "Glm4MoeForCausalLM"}
 
 
 def n_vocab_of(tokenizer_dir):
@@ -139,7 +144,7 @@ def make(folder, kind, tokenizer_dir, seed=0, vocab_size=None, dtype="F32", shar
     E, H, KV, FF, L = dims or (64, 4, 2, 128, (6 if kind == "gemma3" else 2))
     if kind == "olmoe":
         KV = H  # llama.cpp's OLMoE is multi-head only
-    hd = 32 if kind in ("qwen3", "qwen3moe") else E // H
+    hd = 32 if kind in ("qwen3", "qwen3moe", "glm4moe") else E // H
     cfg = {"architectures": [ARCHS[kind]], "model_type": ARCHS[kind][:-len("ForCausalLM")].lower(),
            "hidden_size": E, "intermediate_size": FF, "num_hidden_layers": L,
            "num_attention_heads": H, "num_key_value_heads": KV, "vocab_size": V,
@@ -168,6 +173,14 @@ def make(folder, kind, tokenizer_dir, seed=0, vocab_size=None, dtype="F32", shar
     if kind == "qwen3moe":
         cfg.update(model_type="qwen3_moe", head_dim=hd, num_experts=4, num_experts_per_tok=2, moe_intermediate_size=32,
                    norm_topk_prob=True, decoder_sparse_step=1, mlp_only_layers=[], tie_word_embeddings=False,
+                   rope_theta=1000000.0)
+    if kind == "glm4moe":
+        # every field the converter reads (AutoConfig's defaults are not there, see
+        # converter_cases), with eos/pad ids as GLM-4.5's config.json has them
+        cfg.update(model_type="glm4_moe", head_dim=hd, partial_rotary_factor=0.5, attention_bias=True,
+                   use_qk_norm=True, n_routed_experts=4, num_experts_per_tok=2, moe_intermediate_size=32,
+                   n_shared_experts=1, first_k_dense_replace=1, routed_scaling_factor=2.5, n_group=1,
+                   topk_group=1, norm_topk_prob=True, num_nextn_predict_layers=1, tie_word_embeddings=False,
                    rope_theta=1000000.0)
     gptoss = kind.startswith("gptoss")
     if gptoss:
@@ -240,13 +253,13 @@ def make(folder, kind, tokenizer_dir, seed=0, vocab_size=None, dtype="F32", shar
         w[p + "mlp.gate_proj.weight"] = r(FF, E)
         w[p + "mlp.up_proj.weight"] = r(FF, E)
         w[p + "mlp.down_proj.weight"] = r(E, FF)
-        if kind in ("qwen2", "llama_tied", "qwen2moe"):
+        if kind in ("qwen2", "llama_tied", "qwen2moe", "glm4moe"):
             w[p + "self_attn.q_proj.bias"] = r(H * hd, s=0.5)
             w[p + "self_attn.k_proj.bias"] = r(KV * hd, s=0.5)
             w[p + "self_attn.v_proj.bias"] = r(KV * hd, s=0.5)
         if kind == "llama_tied":
             w[p + "self_attn.o_proj.bias"] = r(E, s=0.5)
-        if kind in ("qwen3", "qwen3moe"):
+        if kind in ("qwen3", "qwen3moe", "glm4moe"):
             w[p + "self_attn.q_norm.weight"] = 1 + r(hd, s=0.2)
             w[p + "self_attn.k_norm.weight"] = 1 + r(hd, s=0.2)
         if gemma:
@@ -287,6 +300,40 @@ def make(folder, kind, tokenizer_dir, seed=0, vocab_size=None, dtype="F32", shar
                 w[p + "mlp.shared_expert.up_proj.weight"] = r(Fs, E)
                 w[p + "mlp.shared_expert.down_proj.weight"] = r(E, Fs)
                 w[p + "mlp.shared_expert_gate.weight"] = r(1, E, s=0.5)
+    if kind == "glm4moe":
+        # layers from first_k_dense_replace on, and the MTP block (layer L), are MoE: the
+        # router mlp.gate and its e_score_correction_bias (F32), routed experts
+        # mlp.experts.X.*_proj, shared experts mlp.shared_experts.* of n_shared_experts x
+        # moe_intermediate_size; the MTP block adds eh_proj [E, 2E], enorm, hnorm, shared_head.norm
+        Fm, n_exp = cfg["moe_intermediate_size"], cfg["n_routed_experts"]
+        Fs = Fm * cfg["n_shared_experts"]
+        for i in range(L + cfg["num_nextn_predict_layers"]):
+            p = "model.layers.%d." % i
+            if i >= L:
+                w[p + "input_layernorm.weight"] = 1 + r(E, s=0.1)
+                w[p + "post_attention_layernorm.weight"] = 1 + r(E, s=0.1)
+                for x, rows in (("q", H), ("k", KV), ("v", KV)):
+                    w[p + "self_attn.%s_proj.weight" % x] = r(rows * hd, E)
+                    w[p + "self_attn.%s_proj.bias" % x] = r(rows * hd, s=0.5)
+                w[p + "self_attn.o_proj.weight"] = r(E, H * hd)
+                w[p + "self_attn.q_norm.weight"] = 1 + r(hd, s=0.2)
+                w[p + "self_attn.k_norm.weight"] = 1 + r(hd, s=0.2)
+                w[p + "eh_proj.weight"] = r(E, 2 * E)
+                for x in ("enorm", "hnorm", "shared_head.norm"):
+                    w[p + x + ".weight"] = 1 + r(E, s=0.1)
+            if i < cfg["first_k_dense_replace"]:
+                continue
+            for x in ("gate", "up", "down"):
+                w.pop(p + "mlp.%s_proj.weight" % x, None)
+            w[p + "mlp.gate.weight"] = r(n_exp, E, s=0.5)
+            w[p + "mlp.gate.e_score_correction_bias"] = r(n_exp, s=0.3)
+            for x in range(n_exp):
+                w[p + "mlp.experts.%d.gate_proj.weight" % x] = r(Fm, E)
+                w[p + "mlp.experts.%d.up_proj.weight" % x] = r(Fm, E)
+                w[p + "mlp.experts.%d.down_proj.weight" % x] = r(E, Fm)
+            w[p + "mlp.shared_experts.gate_proj.weight"] = r(Fs, E)
+            w[p + "mlp.shared_experts.up_proj.weight"] = r(Fs, E)
+            w[p + "mlp.shared_experts.down_proj.weight"] = r(E, Fs)
     u8 = {}
     if gptoss:
         # attention with biases and a sink logit per head; a router with a bias; the experts

@@ -506,6 +506,64 @@ write("hfq", "moe_qwen3moe_missing", hfq_input([("config.json", cfg), ("model.sa
                                                 ("tokenizer.json", MOE_TOK)]))
 
 
+# GLM-4.5: a dense layer 0, layer 1 with experts, the router bias and shared experts, and the MTP
+# block (layer 2: its experts, eh_proj, enorm, hnorm, shared_head.norm); GLM's special tokens
+# added to the byte-level vocabulary (its own draws: the seeds above stay as they are)
+def glm_folder():
+    g = random.Random(6)
+    H, F, V, hd = 8, 8, 8, 4
+    cfg = {"architectures": ["Glm4MoeForCausalLM"], "model_type": "glm4_moe", "hidden_size": H,
+           "intermediate_size": F, "num_hidden_layers": 2, "num_attention_heads": 2, "num_key_value_heads": 1,
+           "head_dim": hd, "partial_rotary_factor": 0.5, "vocab_size": V, "n_routed_experts": 2,
+           "num_experts_per_tok": 1, "moe_intermediate_size": F, "n_shared_experts": 1, "first_k_dense_replace": 1,
+           "num_nextn_predict_layers": 1, "routed_scaling_factor": 2.5, "norm_topk_prob": True, "n_group": 1,
+           "topk_group": 1, "rms_norm_eps": 1e-5, "max_position_embeddings": 32, "attention_bias": True,
+           "use_qk_norm": True}
+    t = {}
+
+    def f32(name, *shape):
+        n = 1
+        for d in shape:
+            n *= d
+        t[name] = ("F32", list(shape), b"".join(struct.pack("<f", g.uniform(-1, 1)) for _ in range(n)))
+    f32("model.embed_tokens.weight", V, H)
+    f32("model.norm.weight", H)
+    f32("lm_head.weight", V, H)
+    for i in range(3):
+        p = "model.layers.%d." % i
+        for n, sh in (("input_layernorm.weight", (H,)), ("post_attention_layernorm.weight", (H,)),
+                      ("self_attn.q_proj.weight", (2 * hd, H)), ("self_attn.q_proj.bias", (2 * hd,)),
+                      ("self_attn.k_proj.weight", (hd, H)), ("self_attn.k_proj.bias", (hd,)),
+                      ("self_attn.v_proj.weight", (hd, H)), ("self_attn.v_proj.bias", (hd,)),
+                      ("self_attn.o_proj.weight", (H, 2 * hd)), ("self_attn.q_norm.weight", (hd,)),
+                      ("self_attn.k_norm.weight", (hd,))):
+            f32(p + n, *sh)
+        if i == 0:
+            for k, sh in (("gate_proj", (F, H)), ("up_proj", (F, H)), ("down_proj", (H, F))):
+                f32(p + "mlp.%s.weight" % k, *sh)
+            continue
+        f32(p + "mlp.gate.weight", 2, H)
+        f32(p + "mlp.gate.e_score_correction_bias", 2)
+        for x in range(2):
+            for k, sh in (("gate_proj", (F, H)), ("up_proj", (F, H)), ("down_proj", (H, F))):
+                f32(p + "mlp.experts.%d.%s.weight" % (x, k), *sh)
+        for k, sh in (("gate_proj", (F, H)), ("up_proj", (F, H)), ("down_proj", (H, F))):
+            f32(p + "mlp.shared_experts.%s.weight" % k, *sh)
+        if i == 2:
+            f32(p + "eh_proj.weight", H, 2 * H)
+            for n in ("enorm", "hnorm", "shared_head.norm"):
+                f32(p + n + ".weight", H)
+    tok = json.loads(json.dumps(MOE_TOK))
+    tok["added_tokens"] = [{"id": 4 + i, "content": c, "single_word": False, "lstrip": False, "rstrip": False,
+                            "normalized": False, "special": True}
+                           for i, c in enumerate(("<|endoftext|>", "[gMASK]", "<|user|>", "<|observation|>"))]
+    return cfg, t, tok
+
+
+cfg, t, tok = glm_folder()
+write("hfq", "moe_glm4moe", hfq_input([("config.json", cfg), ("model.safetensors", hst(t)), ("tokenizer.json", tok)]))
+
+
 # --- hfview, gguf_retype: mixtures of experts (hf/ splits the stacked experts back) ---
 def moe_t(emb, ff, n_exp, ty):
     return [("blk.0.ffn_gate_inp.weight", [emb, n_exp], 0), ("blk.0.ffn_gate_exps.weight", [emb, ff, n_exp], ty),

@@ -202,12 +202,14 @@ MOE_CASES = {"Tiny-Mixtral": "model.layers.1.block_sparse_moe.experts.%d.w2.weig
              "Tiny-OLMoE": "model.layers.1.mlp.experts.%d.down_proj.weight",
              # V3 only: llama.cpp takes a deepseek2 of no q_lora_rank for V2-Lite only at 26 or 27
              # layers (src/models/deepseek2.cpp is_lite)
-             "Tiny-DeepSeek-V3": "model.layers.1.mlp.experts.%d.down_proj.weight"}
+             "Tiny-DeepSeek-V3": "model.layers.1.mlp.experts.%d.down_proj.weight",
+             "Tiny-GLM4-MoE": "model.layers.1.mlp.experts.%d.down_proj.weight"}
 
 
 def moe_case(name):
     """A mixture of experts (4 experts, top-2; Mixtral's over two shards; Qwen2-MoE with a
-    shared expert): llama.cpp runs model.gguf, whose ffn_*_exps are stacked on read, and its
+    shared expert; GLM-4.5's sigmoid routing with a bias, a dense first layer, partial rotary
+    and its MTP block, which neither runs): llama.cpp runs model.gguf, whose ffn_*_exps are stacked on read, and its
     logits equal a torch forward over the HF experts; with two experts swapped in the
     reference they must not."""
     import converter_cases
@@ -331,7 +333,9 @@ def moe_roundtrip_case(name):
             # DeepSeek's
             "n_routed_experts", "n_shared_experts", "first_k_dense_replace", "kv_lora_rank", "q_lora_rank",
             "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim", "routed_scaling_factor", "n_group", "topk_group",
-            "scoring_func", "topk_method"]
+            "scoring_func", "topk_method",
+            # GLM-4.5's
+            "head_dim", "partial_rotary_factor", "use_qk_norm", "attention_bias", "num_nextn_predict_layers"]
     off = [(k, want_cfg[k], cfg.get(k)) for k in keys if k in want_cfg and cfg.get(k) != want_cfg[k]]
     if off:
         raise Fail("config.json: %r" % off)
@@ -342,7 +346,6 @@ def mixtral_bad_case():
     """Experts that do not add up: model.gguf left out, `weightfs info` saying why in one line
     naming the field or tensor; never a crash or a file made anyway."""
     import real_tokenizers
-    import st_io
     import tiny_models
     tdir = real_tokenizers.folder("llama2")
     if not tdir:
@@ -367,6 +370,13 @@ def mixtral_bad_case():
              ({}, drop, "layer 0: 11 of its 12 expert tensors"),
              ({}, reshape, "experts.1.w1.weight': not 2-D of expert 0's shape"),
              ({}, misname, "experts.02.w1.weight': no GGUF name")]
+    return refused_folders(base, cases)
+
+
+def refused_folders(base, cases):
+    """Each case (config.json changes, an edit of the tensors or None, the text expected) made
+    from folder base: `weightfs info` must end with model.gguf: none and that text."""
+    import st_io
     for cfg, edit, says in cases:
         d = new_dir("moebad-")
         for f in os.listdir(base):
@@ -487,7 +497,7 @@ def deepseek_bad_case():
              ({}, drop, "layer 1: 23 of its 24 expert tensors"),
              ({}, dup, "experts.02.gate_proj.weight': no GGUF name"),
              ({}, kv_cols, "layers.2.self_attn.kv_b_proj.weight': 31 columns"),
-             ({"first_k_dense_replace": 2}, None, "an expert of layer 1, below config.json's first_k_dense_replace (2)")]
+             ({"first_k_dense_replace": 2}, None, "layer 1: 24 expert tensors, but config.json's first_k_dense_replace 2")]
     for cfg, edit, says in cases:
         d = new_dir("dsbad-")
         for f in os.listdir(base):  # links: the 26 MB of weights are not copied 14 times
@@ -556,6 +566,70 @@ def gptoss_bad_case():
         if rc != 0 or not last.startswith("model.gguf: none: ") or says not in last:
             raise Fail("%r: weightfs info exit %d, last line %r, want %r" % (cfg or edit.__name__, rc, last[:200], says))
     return "%d folders refused, each naming why" % len(cases)
+
+
+def glm_bad_case():
+    """GLM-4.5's experts, dense layers and MTP block that do not add up: model.gguf left out,
+    `weightfs info` naming the field or tensor in one line; an expert given in two shards
+    refuses the folder, naming it."""
+    import converter_cases
+    import st_io
+    import tiny_models
+    # the case's folder with 512 embedding rows (the tensors are planned before the vocabulary)
+    d = new_dir("glmbad-")
+    tdir = converter_cases.glm_folder(d)
+    if not tdir:
+        skip_or_fail("tokenizer gpt2 not installed (tests/clients/npm.sh)")
+    base = tiny_models.make(os.path.join(d, "Tiny-GLM4-MoE"), "glm4moe", tdir, vocab_size=512,
+                            config=converter_cases.CASES["Tiny-GLM4-MoE"][2]["config"])
+    x = "model.layers.%d.mlp.experts.%d.%s.weight"
+
+    def drop_mtp(w):
+        del w[x % (2, 2, "up_proj")]
+
+    def mtp_no_experts(w):  # the rest of the MTP block kept: llama.cpp would want its experts
+        for k in [k for k in w if k.startswith("model.layers.2.mlp.experts.")]:
+            del w[k]
+
+    def reshape(w):
+        w[x % (1, 1, "gate_proj")] = w[x % (1, 1, "gate_proj")][:-1]
+
+    def misname(w):
+        w["model.layers.1.mlp.experts.02.down_proj.weight"] = w.pop(x % (1, 2, "down_proj"))
+
+    def dense_experts(w):
+        for k in range(4):
+            for p in ("gate_proj", "up_proj", "down_proj"):
+                w[x % (0, k, p)] = w[x % (1, k, p)]
+    cases = [({"n_routed_experts": 5}, None, "layer 1: 12 of its 15 expert tensors"),
+             ({"n_routed_experts": 3}, None, "expert 3, past config.json's n_routed_experts (3)"),
+             ({"num_experts_per_tok": 0}, None, "num_experts_per_tok: not from 1 to the 4 experts"),
+             ({"num_experts_per_tok": 5}, None, "num_experts_per_tok: not from 1 to the 4 experts"),
+             ({"first_k_dense_replace": 0}, None, "layer 0: 0 of its 12 expert tensors"),
+             ({"first_k_dense_replace": 2}, None,
+              "layer 1: 12 expert tensors, but config.json's first_k_dense_replace 2"),
+             ({}, dense_experts, "layer 0: 12 expert tensors, but config.json's first_k_dense_replace 1"),
+             ({"num_nextn_predict_layers": 0}, None, "layer 2, past config.json's num_hidden_layers (2)"),
+             ({"num_nextn_predict_layers": None}, None, "num_nextn_predict_layers: not a count of MTP blocks"),
+             ({}, drop_mtp, "layer 2: 11 of its 12 expert tensors"),
+             ({}, mtp_no_experts, "layer 2: 0 of its 12 expert tensors"),
+             ({}, reshape, "experts.1.gate_proj.weight': not 2-D of expert 0's shape"),
+             ({}, misname, "experts.02.down_proj.weight': no GGUF name")]
+    said = refused_folders(base, cases)
+    # the same expert in both shards: the folder is refused whole, naming it
+    d = new_dir("glmbad-")
+    for f in os.listdir(base):
+        if not f.endswith(".safetensors"):
+            shutil.copy(os.path.join(base, f), d)
+    w = st_io.load(os.path.join(base, "model.safetensors"))
+    names = sorted(w)
+    dup = x % (1, 2, "gate_proj")
+    for i, half in enumerate((names[:len(names) // 2] + [dup], names[len(names) // 2:] + [dup])):
+        st_io.save({n: w[n] for n in half}, os.path.join(d, "model-%05d-of-00002.safetensors" % (i + 1)))
+    rc, out, err, _ = run_cli(["info", d], timeout=60)
+    if rc == 0 or dup not in err or len(err.strip().splitlines()) != 1:
+        raise Fail("an expert in both shards: weightfs info exit %d, %r" % (rc, err[-300:]))
+    return said + ", and an expert in two shards"
 
 
 def logits_match(mp_gguf, folder, ids):
@@ -959,6 +1033,8 @@ def group_gguf():
     check("gguf: gpt-oss: expert counts that disagree leave model.gguf out, naming the tensor and field",
           gptoss_bad_case)
     check("gguf: Mixtral: experts that do not add up leave model.gguf out, naming why", mixtral_bad_case)
+    check("gguf: GLM-4.5: experts, dense layers and MTP block that do not add up leave model.gguf out, naming why",
+          glm_bad_case)
     check("gguf: DeepSeek: experts or MLA shapes that do not add up leave model.gguf out, naming why",
           deepseek_bad_case)
     check("gguf: DeepSeek: attn_k_b/attn_v_b read from kv_b_proj: numpy's split and transpose; any range; "

@@ -142,6 +142,23 @@ def deepseek_case():
     return "q4_k_m byte-identical"
 
 
+def glm_case():
+    """GLM-4.5 (4 experts, 256 wide, 4 layers and the MTP block; the first layer dense, shared
+    experts, the router bias, nextn.eh_proj) with -o gguf=q4_k_m = llama_model_quantize's:
+    ffn_down*'s more bits by the layer its name says among the 5 blocks, MTP block included."""
+    import converter_cases
+    import tiny_models
+    d = new_dir("qglm-")
+    tdir = converter_cases.glm_folder(d, merges=1000)
+    if not tdir:
+        skip_or_fail("tokenizer gpt2 not installed (tests/clients/npm.sh)")
+    folder = tiny_models.make(os.path.join(d, "moe-glm4moe"), "glm4moe", tdir, dims=(256, 8, 2, 256, 4),
+                              config={"moe_intermediate_size": 256})
+    g = make_f32(folder, d)
+    same_as_llama(folder, g, "q4_k_m", FTYPES["q4_k_m"], d=d)
+    return "q4_k_m byte-identical"
+
+
 def gguf_source_case(state):
     folder, g, _ = state["wide"]
     d = new_dir("qsrc-")  # refs of its own: convert_run_case compares with the folder's
@@ -274,6 +291,8 @@ def group_gguf_quant():
         check("gguf_quant: tiny %s (64 wide): model.gguf = llama_model_quantize's" % kind, narrow_case, kind)
     for kind in ("mixtral", "qwen3moe", "gptoss"):
         check("gguf_quant: %s: model.gguf = llama_model_quantize's (the expert rules)" % kind, moe_case, kind)
+    check("gguf_quant: GLM-4.5 (dense first layer, shared experts, MTP block): model.gguf = "
+          "llama_model_quantize's", glm_case)
     check("gguf_quant: deepseek2: model.gguf = llama_model_quantize's (attn_k_b, attn_v_b quantized from head "
           "slices of kv_b_proj)", deepseek_case)
     if "wide" in state:

@@ -135,6 +135,13 @@ START_TEST(hf_names_map_to_gguf)
 		 true},
 		{"gemma3", "model.layers.1.pre_feedforward_layernorm.weight", "blk.1.ffn_norm.weight", 0, true},
 		{NULL, "model.layers.9.mlp.down_proj.weight", "blk.9.ffn_down.weight", 0, false},
+		/* GLM-4.5's own names, the router bias renamed as filter_tensors does, the MTP block's */
+		{"glm4moe", "model.layers.1.post_attention_layernorm.weight", "blk.1.post_attention_norm.weight", 0, true},
+		{"glm4moe", "model.layers.1.mlp.gate.e_score_correction_bias", "blk.1.exp_probs_b.bias", 0, false},
+		{"glm4moe", "model.layers.3.mlp.shared_experts.down_proj.weight", "blk.3.ffn_down_shexp.weight", 0, false},
+		{"glm4moe", "model.layers.46.eh_proj.weight", "blk.46.nextn.eh_proj.weight", 0, false},
+		{"glm4moe", "model.layers.46.shared_head.norm.weight", "blk.46.nextn.shared_head_norm.weight", 0, true},
+		{"glm4moe", "model.layers.46.shared_head.head.weight", "blk.46.nextn.shared_head_head.weight", 0, false},
 	};
 	char out[128], qk;
 	bool norm;
@@ -144,10 +151,17 @@ START_TEST(hf_names_map_to_gguf)
 		ck_assert_str_eq(out, ok[i].gguf);
 		ck_assert_int_eq(qk, ok[i].qk);
 		ck_assert_int_eq(norm, ok[i].norm);
+		/* and back, for the rows hf/ reads (the bias's name put back) */
+		if (ok[i].arch && strcmp(ok[i].arch, "glm4moe") == 0) {
+			ck_assert_msg(wf_gguf_to_hf_name("glm4moe", ok[i].gguf, out, sizeof out, &qk, &norm), "%s", ok[i].gguf);
+			ck_assert_str_eq(out, ok[i].hf);
+		}
 	}
 	static const char *const bad[] = {
 		"model.layers.01.mlp.up_proj.weight", "model.layers.x.mlp.up_proj.weight", "model.layers.1.mlp.up_proj",
 		"model.layers.1.mlp.nothing.weight", "model.layers..mlp.up_proj.weight", "blk.0.attn_q.weight", "",
+		"model.layers.1.mlp.gate.e_score_correction_bias", "model.layers.1.e_score_correction_bias",
+		"e_score_correction_bias", "model.layers.46.eh_proj.weight",
 	};
 	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
 		ck_assert_msg(!wf_hf_to_gguf_name("llama", bad[i], strlen(bad[i]), out, sizeof out, &qk, &norm), "%s",

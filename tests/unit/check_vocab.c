@@ -297,6 +297,74 @@ START_TEST(test_pre_unknown)
 }
 END_TEST
 
+/* A byte-level BPE tokenizer.json (pre-tokenizer pre, model options extra) with the added
+ * tokens add[0..n), ids from 5. */
+static const char *glm_tj(const char *const *add, size_t n, const char *pre, const char *extra)
+{
+	char a[1024] = "";
+	for (size_t i = 0; i < n; i++)
+		snprintf(a + strlen(a), sizeof a - strlen(a), "%s{`id`:%zu,`content`:`%s`,`single_word`:false,`lstrip`:false,"
+			 "`rstrip`:false,`normalized`:false,`special`:true}", i ? "," : "", 5 + i, add[i]);
+	snprintf(tjbuf, sizeof tjbuf,
+		 "{`version`:`1.0`,`added_tokens`:[%s],`normalizer`:null,`pre_tokenizer`:%s,`post_processor`:null,"
+		 "`decoder`:{`type`:`ByteLevel`,`add_prefix_space`:true,`trim_offsets`:true,`use_regex`:true},"
+		 "`model`:{`type`:`BPE`,`dropout`:null,`unk_token`:null,`continuing_subword_prefix`:null,"
+		 "`end_of_word_suffix`:null,`fuse_unk`:false,`byte_fallback`:false%s,"
+		 "`vocab`:{`a`:0,`b`:1,`ab`:2,`\xc4\xa0`:3,`c`:4},`merges`:[`a b`]}}", a, pre, extra);
+	char *j = J(tjbuf);
+	snprintf(tjbuf, sizeof tjbuf, "%s", j);
+	free(j);
+	return tjbuf;
+}
+
+/* GLM (_set_vocab_glm): GPT-2 BPE, then bos, eot, unk, eom set to the added tokens [gMASK],
+ * <|user|>, <|endoftext|>, <|observation|> after SpecialVocab loaded its own (eos and pad
+ * from tokenizer_config.json, kept; unk among them would be kept too) */
+START_TEST(test_glm)
+{
+	static const char *const add[] = {"<|endoftext|>", "[gMASK]", "<|user|>", "<|observation|>"};
+	struct wf_vocab_files f = {0};
+	SET(&f, tokenizer_json, glm_tj(add, 4, PT_GPT2, ""));
+	SET(&f, tokenizer_config_json, jtext(tcbuf, sizeof tcbuf, "{`eos_token`:`<|endoftext|>`,`pad_token`:`<|endoftext|>`}"));
+	SET(&f, config_json, jtext(cfgbuf, sizeof cfgbuf, "{`eos_token_id`:[5,7,8],`pad_token_id`:5}"));
+	expect(&f, WF_VOCAB_GLM, -1,
+	       "tokenizer.ggml.model:str=gpt2\n"
+	       "tokenizer.ggml.pre:str=gpt-2\n"
+	       "tokenizer.ggml.tokens:[str]=a,b,ab,\xc4\xa0,c,<|endoftext|>,[gMASK],<|user|>,<|observation|>\n"
+	       "tokenizer.ggml.token_type:[i32]=1,1,1,1,1,3,3,3,3\n"
+	       "tokenizer.ggml.merges:[str]=a b\n"
+	       "tokenizer.ggml.eos_token_id:u32=5\n"
+	       "tokenizer.ggml.padding_token_id:u32=5\n"
+	       "tokenizer.ggml.bos_token_id:u32=6\n"
+	       "tokenizer.ggml.eot_token_id:u32=7\n"
+	       "tokenizer.ggml.unknown_token_id:u32=5\n"
+	       "tokenizer.ggml.eom_token_id:u32=8\n");
+	/* a bos of tokenizer_config.json's own is kept */
+	SET(&f, tokenizer_config_json, jtext(tcbuf, sizeof tcbuf, "{`bos_token`:`<|user|>`}"));
+	char err[WF_ERRLEN], *got;
+	ck_assert_int_eq(run(&f, WF_VOCAB_GLM, -1, &got, err), WF_OK);
+	ck_assert_msg(strstr(got, "tokenizer.ggml.bos_token_id:u32=7\n"), "%s", got);
+	free(got);
+	/* Llama 3's split with GLM's tokens (either ignore_merges): GLM-4.5's own vocabulary, which
+	 * the converter's hash names glm4 [unverified: no GLM tokenizer here] */
+	SET(&f, tokenizer_config_json, "{}");
+	for (int im = 0; im < 2; im++) {
+		SET(&f, tokenizer_json, glm_tj(add, 4, PT_SPLIT(RE_L3), im ? ",`ignore_merges`:true" : ""));
+		ck_assert_int_eq(run(&f, WF_VOCAB_GLM, -1, &got, err), WF_OK);
+		ck_assert_msg(strstr(got, "tokenizer.ggml.pre:str=glm4\n"), "%s", got);
+		free(got);
+	}
+	/* the converter's KeyError: one of the four missing */
+	SET(&f, tokenizer_json, glm_tj(add, 3, PT_GPT2, ""));
+	expect_fail(&f, WF_VOCAB_GLM, -1, WF_ERR_UNSUP, "tokenizer.json: added_tokens: no '<|observation|>'");
+	/* tokenizer_config.json giving one another id */
+	SET(&f, tokenizer_json, glm_tj(add, 4, PT_GPT2, ""));
+	SET(&f, tokenizer_config_json, jtext(tcbuf, sizeof tcbuf,
+		"{`added_tokens_decoder`:{`9`:{`content`:`[gMASK]`,`special`:true}}}"));
+	expect_fail(&f, WF_VOCAB_GLM, -1, WF_ERR_UNSUP, "added_tokens_decoder: '[gMASK]' under id 9");
+}
+END_TEST
+
 /* ---- a small protobuf encoder for tokenizer.model */
 
 struct pb {
@@ -1099,6 +1167,7 @@ static Suite *vocab_suite(void)
 	tcase_add_test(tc, test_qwen2_pairs);
 	tcase_add_test(tc, test_gpt2_merges_txt);
 	tcase_add_test(tc, test_pre_unknown);
+	tcase_add_test(tc, test_glm);
 	tcase_add_test(tc, test_llama_vocab_specials);
 	tcase_add_test(tc, test_template_eot);
 	suite_add_tcase(s, tc);
