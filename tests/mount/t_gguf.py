@@ -685,7 +685,8 @@ def one_case(kind, key, folders):
               os.path.join(folder, "tokenizer.json"), key)
 
         def convert_same():
-            out = os.path.join("/dev/shm" if os.path.isdir("/dev/shm") else TMP, "wf-%s.gguf" % kind)
+            out = os.path.join("/dev/shm" if os.path.isdir("/dev/shm") else TMP,
+                               "wf-%d-%s.gguf" % (os.getpid(), kind))  # runs side by side each have their own
             rc, _, err, _ = run_cli(["convert", "--force", "-o", "gguf=f32", folder, out], timeout=120)
             try:
                 if rc != 0:
