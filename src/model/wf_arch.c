@@ -89,18 +89,6 @@ static const struct {
 	{"mlp.shared_expert.up_proj", "ffn_up_shexp", 0},
 	{"mlp.shared_expert.down_proj", "ffn_down_shexp", 0},
 	{"mlp.shared_expert_gate", "ffn_gate_inp_shexp", 0},
-	/* DeepSeek's MLA and shared experts (moe-and-mla.md 6.1); kv_b_proj is
-	 * split in two (mla_split), e_score_correction_bias renamed first */
-	{"self_attn.q_a_proj", "attn_q_a", 0},
-	{"self_attn.q_a_layernorm", "attn_q_a_norm", 0},
-	{"self_attn.q_b_proj", "attn_q_b", 0},
-	{"self_attn.kv_a_proj_with_mqa", "attn_kv_a_mqa", 0},
-	{"self_attn.kv_a_layernorm", "attn_kv_a_norm", 0},
-	{"self_attn.kv_b_proj", "attn_kv_b", 0},
-	{"mlp.shared_experts.gate_proj", "ffn_gate_shexp", 0},
-	{"mlp.shared_experts.up_proj", "ffn_up_shexp", 0},
-	{"mlp.shared_experts.down_proj", "ffn_down_shexp", 0},
-	{"mlp.gate.e_score_correction", "exp_probs_b", 0},
 };
 
 struct part_map {
@@ -141,12 +129,20 @@ static const struct part_map gptoss_map[] = {
 	{"post_attention_layernorm", "post_attention_norm"},
 };
 
-/* DeepSeek's shared experts are plural (layer_map's first rows are
- * Qwen2-MoE's, which hf/ would otherwise name). */
+/* DeepSeek's MLA, shared experts (plural: layer_map's rows are
+ * Qwen2-MoE's) and router bias (moe-and-mla.md 6.1); kv_b_proj is split
+ * in two (mla_split), e_score_correction_bias read as a .bias. */
 static const struct part_map deepseek2_map[] = {
+	{"self_attn.q_a_proj", "attn_q_a"},
+	{"self_attn.q_a_layernorm", "attn_q_a_norm"},
+	{"self_attn.q_b_proj", "attn_q_b"},
+	{"self_attn.kv_a_proj_with_mqa", "attn_kv_a_mqa"},
+	{"self_attn.kv_a_layernorm", "attn_kv_a_norm"},
+	{"self_attn.kv_b_proj", "attn_kv_b"},
 	{"mlp.shared_experts.gate_proj", "ffn_gate_shexp"},
 	{"mlp.shared_experts.up_proj", "ffn_up_shexp"},
 	{"mlp.shared_experts.down_proj", "ffn_down_shexp"},
+	{"mlp.gate.e_score_correction", "exp_probs_b"},
 };
 
 /* The architectures whose layer parts take their own names first, both

@@ -387,8 +387,9 @@ enum wf_err wf_arch_quantize(struct wf_arch_plan *plan, uint32_t ftype, const st
 		if ((uint32_t)nt == t->type)
 			continue;
 		/* llama_model_quantize_impl: "requantizing from type %s is disabled"
-		 * (gpt-oss's MXFP4 experts; --allow-requantize is not the default) */
-		if (t->type != WF_T_F32 && t->type != WF_T_F16 && t->type != WF_T_BF16)
+		 * (gpt-oss's MXFP4 experts; --allow-requantize is not the default);
+		 * a GGUF source is retyped as with --allow-requantize (docs/gguf.md) */
+		if (!plan->from_gguf && t->type != WF_T_F32 && t->type != WF_T_F16 && t->type != WF_T_BF16)
 			return wf_fail(why, WF_ERR_UNSUP, "tensor %s: llama-quantize does not requantize from %s (without "
 				       "--allow-requantize)", t->name, wf_type_get((int)t->type) ? wf_type_get((int)t->type)->name
 												 : "?");
