@@ -197,6 +197,8 @@ struct cfg {
 	bool experts;       /* the architecture has experts: expert_count and expert_used_count written */
 	bool rms_eps_1e5;   /* OlmoeModel writes layer_norm_rms_epsilon 1e-5 over the config's */
 	struct moe *moe;    /* and its experts' tensors, parked for stacking */
+	bool wrapper;       /* a multimodal release (wrappers[]): its text model is converted */
+	bool renamed;       /* a wrapper's tensor lost "language_model.": two may now have one name */
 };
 
 static const cJSON *hp(const struct cfg *c, const char *k)
@@ -354,7 +356,8 @@ static const struct arch arch_rows[] = {
 	{{"Qwen2ForCausalLM", NULL}, "qwen2", WF_VOCAB_QWEN, false, false, false, kv_qwen, llama_parts, NULL},
 	{{"Qwen3ForCausalLM", NULL}, "qwen3", WF_VOCAB_QWEN, false, false, false, kv_qwen, qwen3_parts, NULL},
 	{{"Gemma2ForCausalLM", NULL}, "gemma2", WF_VOCAB_GEMMA2, false, true, true, kv_gemma2, gemma2_parts, NULL},
-	{{"Gemma3ForCausalLM", NULL}, "gemma3", WF_VOCAB_GEMMA3, false, true, false, kv_gemma3, gemma3_parts, NULL},
+	{{"Gemma3ForCausalLM", "Gemma3ForConditionalGeneration", NULL}, "gemma3", WF_VOCAB_GEMMA3, false, true, false,
+	 kv_gemma3, gemma3_parts, NULL},
 	{{"Phi3ForCausalLM", NULL}, "phi3", WF_VOCAB_PHI3, false, false, false, kv_phi3, phi3_parts, NULL},
 	/* after llama's: a GGUF "llama" is read back as the dense row */
 	{{"MixtralForCausalLM", NULL}, "llama", WF_VOCAB_LLAMA, true, false, false, kv_llama, mixtral_parts,
@@ -997,6 +1000,47 @@ static bool skipped(const struct arch *a, const char *name)
 	return a->drop_lm_head && strcmp(name, "lm_head.weight") == 0;
 }
 
+/* TextModel.filter_tensors (base.py): the tensors of a vision or audio
+ * tower and its projector, which the converter leaves out of the text
+ * model's file (they go to --mmproj's). */
+static bool not_text(const char *name)
+{
+	static const char *const pre[] = {"mlp", "vit.", "vpm.", "siglip2.", "conformer.", "merger.", "resampler.",
+					  "sound_encoder.", "sound_projection.", "speech_embeddings."};
+	static const char *const in[] = {"visual.", "vision.", "audio.", "talker.", "vision_", "audio_", "token2wav.",
+					 "code2wav.", "projector.", "pre_mm_projector_norm", "image_newline",
+					 "view_seperator", "patch_embed", "patch_embedding", "patch_merger.",
+					 "patch_merge_mlp.", "model.connector."};
+	for (size_t i = 0; i < WF_ARRAY_LEN(pre); i++)
+		if (strncmp(name, pre[i], strlen(pre[i])) == 0)
+			return true;
+	for (size_t i = 0; i < WF_ARRAY_LEN(in); i++)
+		if (strstr(name, in[i]))
+			return true;
+	return false;
+}
+
+/* ModelBase.filter_tensors: every "language_model." taken out of the name
+ * (str.replace), so that language_model.model.X (older saves) and
+ * model.language_model.X (transformers 4.52 on) are both model.X.  False
+ * when the result does not fit out. */
+static bool text_name(const char *name, char *out, size_t outlen)
+{
+	static const char lm[] = "language_model.";
+	size_t n = 0;
+	for (const char *s = name; *s;) {
+		if (strncmp(s, lm, sizeof lm - 1) == 0) {
+			s += sizeof lm - 1;
+			continue;
+		}
+		if (n + 1 >= outlen)
+			return false;
+		out[n++] = *s++;
+	}
+	out[n] = 0;
+	return true;
+}
+
 /* The source tensors in the converter's order: part files by name, and
  * names sorted within each file (B:206-295, U:331-333). */
 struct ord {
@@ -1374,13 +1418,25 @@ static enum wf_err map_tensor(const struct arch *a, struct cfg *c, const struct 
 	const char *name = t->name;
 	if (strlen(name) != t->name_len)
 		return wf_fail(c->why, WF_ERR_UNSUP, "tensor %s: a NUL in its name", wf_quote(q, sizeof q, name, t->name_len));
+	char tn[WF_GGUF_NAME_MAX + 64];
+	if (c->wrapper && not_text(name)) {
+		pl->n_not_text++;
+		return WF_OK;
+	}
+	if (c->wrapper && strstr(name, "language_model.")) {
+		if (!text_name(name, tn, sizeof tn))
+			return wf_fail(c->why, WF_ERR_UNSUP, "tensor %s: no GGUF name for %s (the converter refuses it too)",
+				       wf_quote(q, sizeof q, name, t->name_len), a->gguf);
+		name = tn;
+		c->renamed = true;
+	}
 	if (skipped(a, name))
 		return WF_OK;
 	unsigned long layer, x;
 	unsigned k;
 	if (c->moe && expert_name(c->moe->f, name, &layer, &x, &k))
 		return moe_park(c, m, i, pl, cap);
-	if (!wf_hf_to_gguf_name(a->gguf, name, t->name_len, g, sizeof g, &qk, &norm) ||
+	if (!wf_hf_to_gguf_name(a->gguf, name, strlen(name), g, sizeof g, &qk, &norm) ||
 	    (strncmp(g, "blk.", 4) == 0 && !has_part(a, g)))
 		return wf_fail(c->why, WF_ERR_UNSUP, "tensor %s: no GGUF name for %s (the converter refuses it too)",
 			       wf_quote(q, sizeof q, name, t->name_len), a->gguf);
@@ -1400,12 +1456,19 @@ static enum wf_err map_tensor(const struct arch *a, struct cfg *c, const struct 
 	if (a->permute_qk && qk)
 		rc = qk_heads(c, qk, t, &o->perm_heads);
 	/* G:116-121: every name ending in norm.weight, in the source's precision */
-	if (a->norm_plus_one && t->name_len >= 11 && strcmp(name + t->name_len - 11, "norm.weight") == 0)
+	if (a->norm_plus_one && strlen(name) >= 11 && strcmp(name + strlen(name) - 11, "norm.weight") == 0)
 		o->add = t->type == WF_T_F16 && !t->q ? WF_ADD_F16 : WF_ADD_F32;
 	return rc;
 }
 
-static const struct arch *find_arch(const struct cfg *c, char *why)
+/* The multimodal releases whose text model is converted: their vision
+ * tower and projector are left out and "language_model." taken out of
+ * the names, as TextModel.filter_tensors does for every class; weightfs
+ * does it for these only, refusing such tensors in a text model's
+ * checkpoint as before. */
+static const char *const wrappers[] = {"Gemma3ForConditionalGeneration"};
+
+static const struct arch *find_arch(struct cfg *c, char *why)
 {
 	const cJSON *as = hp(c, "architectures");
 	const cJSON *a0 = cJSON_IsArray(as) ? cJSON_GetArrayItem(as, 0) : NULL;
@@ -1414,8 +1477,11 @@ static const struct arch *find_arch(const struct cfg *c, char *why)
 		return wf_fail(why, WF_ERR_UNSUP, "config.json: architectures: missing"), NULL;
 	for (size_t i = 0; i < WF_ARRAY_LEN(arch_rows); i++)
 		for (size_t k = 0; k < 4 && arch_rows[i].hf[k]; k++)
-			if (strcmp(arch_rows[i].hf[k], a0->valuestring) == 0)
+			if (strcmp(arch_rows[i].hf[k], a0->valuestring) == 0) {
+				for (size_t w = 0; w < WF_ARRAY_LEN(wrappers); w++)
+					c->wrapper |= strcmp(wrappers[w], a0->valuestring) == 0;
 				return &arch_rows[i];
+			}
 	wf_fail(why, WF_ERR_UNSUP, "config.json: architectures: %s is not an architecture model.gguf is made for",
 		wf_quote(q, sizeof q, a0->valuestring, strlen(a0->valuestring)));
 	return NULL;
@@ -1451,6 +1517,32 @@ static enum wf_err kv_heads_ok(struct cfg *c)
 	return WF_OK;
 }
 
+static int name_cmp(const void *x, const void *y)
+{
+	return strcmp(*(const char *const *)x, *(const char *const *)y);
+}
+
+/* Each GGUF name once: the converter keeps a wrapper's tensors in a dict
+ * by their names without "language_model.", so of two that become one
+ * name (a checkpoint with both layouts) it would write the later's bytes
+ * at the earlier's place; such a checkpoint is refused instead. */
+static enum wf_err names_once(struct cfg *c, const struct wf_arch_plan *pl)
+{
+	const char **v = malloc((pl->n ? pl->n : 1) * sizeof *v);
+	if (!v)
+		return wf_fail(c->why, WF_ERR_NOMEM, "out of memory");
+	for (size_t i = 0; i < pl->n; i++)
+		v[i] = pl->t[i].name;
+	qsort(v, pl->n, sizeof *v, name_cmp);
+	enum wf_err rc = WF_OK;
+	for (size_t i = 1; i < pl->n && rc == WF_OK; i++)
+		if (strcmp(v[i - 1], v[i]) == 0)
+			rc = wf_fail(c->why, WF_ERR_UNSUP, "tensor %s: two of the checkpoint's tensors have this name once "
+				     "\"language_model.\" is taken out of theirs", v[i]);
+	free(v);
+	return rc;
+}
+
 static enum wf_err plan_tensors(const struct arch *a, struct cfg *c, const struct wf_model *m,
 				struct wf_arch_plan *pl, uint32_t ftype)
 {
@@ -1477,6 +1569,8 @@ static enum wf_err plan_tensors(const struct arch *a, struct cfg *c, const struc
 		rc = map_tensor(a, c, m, o[k].i, pl, cap);
 	if (rc == WF_OK && c->moe)
 		rc = moe_done(c, pl);
+	if (rc == WF_OK && c->renamed)
+		rc = names_once(c, pl);
 	free(moe.slot);
 	free(moe.count);
 	c->moe = NULL;

@@ -61,6 +61,10 @@ CASES = {
     "Tiny-Llama2": ("llama", "llama2", {"config": {"head_dim": 16}}, ["f32"]),
     "Tiny-Gemma2": ("gemma2", "spm", {}, ["f32", "bf16"]),
     "Tiny-Gemma3": ("gemma3", "spm", {}, ["f32", "bf16"]),
+    # the text model of a multimodal release (vision tower and projector left out), in the names
+    # transformers saved before 4.52 and, over two shards, in those it saves since
+    "Tiny-Gemma3-VL": ("gemma3", "spm", {"wrap": "old"}, ["f32", "bf16"]),
+    "Tiny-Gemma3-VL-New": ("gemma3", "spm", {"wrap": "new", "shards": 2}, ["f32"]),
 }
 
 

@@ -32,6 +32,10 @@ st_io. Written from transformers' modeling_llama / modeling_qwen2 / modeling_qwe
     GGML_GELU_FP16: the input rounded to F16, a table of F16 results), for telling a
     weightfs error from that approximation.
 
+  - Gemma3ForConditionalGeneration (a multimodal release): its text model, Gemma3ForCausalLM
+    over text_config's fields and the language model's tensors (language_model.model.* or
+    model.language_model.*), the vision tower and projector unused (text-only input).
+
 CLI: hf_forward.py HF_FOLDER OUT.npy ID...
 """
 import json
@@ -49,6 +53,31 @@ SUPPORTED = ("LlamaForCausalLM", "MistralForCausalLM", "Qwen2ForCausalLM", "Qwen
              "Phi3ForCausalLM", "Gemma2ForCausalLM", "Gemma3ForCausalLM", "MixtralForCausalLM",
              "Qwen2MoeForCausalLM", "Qwen3MoeForCausalLM", "OlmoeForCausalLM")
 GEMMA = ("Gemma2ForCausalLM", "Gemma3ForCausalLM")
+
+
+# a multimodal release -> the class of its text model
+TEXT_OF = {"Gemma3ForConditionalGeneration": "Gemma3ForCausalLM"}
+
+
+def unwrap(cfg, w):
+    """The text model of a multimodal release: config.json's text_config over its root (as
+    its text model is built from it), the language model's tensors under their text model
+    names (language_model.X -> X, model.language_model.X -> model.X), nothing else."""
+    arch = (cfg.get("architectures") or ["?"])[0]
+    if arch not in TEXT_OF:
+        return cfg, w
+    c = {k: v for k, v in cfg.items() if k not in ("text_config", "vision_config")}
+    c.update(cfg.get("text_config") or {})
+    c["architectures"] = [TEXT_OF[arch]]
+    t = {}
+    for n, a in w.items():
+        if n.startswith("language_model."):
+            t[n[len("language_model."):]] = a
+        elif n.startswith("model.language_model."):
+            t["model." + n[len("model.language_model."):]] = a
+        elif n == "lm_head.weight":
+            t[n] = a
+    return c, t
 
 
 def load_folder(folder):
@@ -251,6 +280,7 @@ def moe_qwen(cfg, T, p, h, lin):
 
 
 def forward(cfg, w, ids, dtype=torch.float64, gelu="exact"):
+    cfg, w = unwrap(cfg, w)
     arch = (cfg.get("architectures") or ["?"])[0]
     if arch not in SUPPORTED:
         raise NotImplementedError(arch)
@@ -327,7 +357,7 @@ def forward(cfg, w, ids, dtype=torch.float64, gelu="exact"):
 
 def logits(folder, ids, dtype=torch.float64, gelu="exact", config=None):
     """config: keys to override in config.json (for negative controls)"""
-    cfg, w = load_folder(folder)
+    cfg, w = unwrap(*load_folder(folder))
     cfg.update(config or {})
     return forward(cfg, w, list(ids), dtype, gelu)
 

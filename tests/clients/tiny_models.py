@@ -23,6 +23,12 @@ tokenizer.json (tests/clients/spm_model.py) gives a SentencePiece folder: tokeni
 tokenizer_config.json and added_tokens.json are copied, vocab_size is the number of pieces
 unless given.
 
+wrap="old" or "new" (gemma3): the text model inside its multimodal release's checkpoint
+(Gemma3ForConditionalGeneration: config.json's text_config, a small SigLIP vision tower and
+the projector), named as transformers saved it before 4.52 (language_model.model.*,
+vision_tower.*, multi_modal_projector.*) or since (model.language_model.*,
+model.vision_tower.*, model.multi_modal_projector.*).
+
 Options of make(): vocab_size= (config and embedding rows), dtype= "F32" (default), "F16"
 or "BF16" (every tensor stored so; BF16 by truncation of the float32 draw), dims=(n_embd,
 n_head, n_head_kv, n_ff, n_layer) in place of the defaults, shards=N
@@ -56,8 +62,51 @@ def n_vocab_of(tokenizer_dir):
     return max(ids) + 1
 
 
+# the multimodal releases: text kind -> (class, root model_type, vision_config)
+WRAPS = {"gemma3": ("Gemma3ForConditionalGeneration", "gemma3",
+                    {"model_type": "siglip_vision_model", "hidden_size": 32, "intermediate_size": 48,
+                     "num_hidden_layers": 1, "num_attention_heads": 2, "image_size": 16, "patch_size": 4,
+                     "layer_norm_eps": 1e-6, "vision_use_head": False})}
+
+
+def _wrap(kind, how, cfg, w, rng):
+    """cfg, w of the text model -> those of its multimodal release (module docstring)"""
+    cls, mt, vc = WRAPS[kind]
+    text = {k: v for k, v in cfg.items() if k != "architectures"}
+    out = {"architectures": [cls], "model_type": mt, "text_config": text, "vision_config": dict(vc),
+           "mm_tokens_per_image": 4, "boi_token_index": 3, "eoi_token_index": 4, "image_token_index": 5,
+           "initializer_range": 0.02, "torch_dtype": cfg["torch_dtype"]}
+    D, F, P = vc["hidden_size"], vc["intermediate_size"], vc["patch_size"]
+    npatch = (vc["image_size"] // P) ** 2
+
+    def r(*shape):
+        return (rng.standard_normal(shape) * 0.1).astype(np.float32)
+    vis = {"embeddings.patch_embedding.weight": r(D, 3, P, P), "embeddings.patch_embedding.bias": r(D),
+           "embeddings.position_embedding.weight": r(npatch, D), "post_layernorm.weight": r(D),
+           "post_layernorm.bias": r(D)}
+    for i in range(vc["num_hidden_layers"]):
+        q = "encoder.layers.%d." % i
+        for n in ("layer_norm1", "layer_norm2"):
+            vis[q + n + ".weight"], vis[q + n + ".bias"] = r(D), r(D)
+        for n in ("q_proj", "k_proj", "v_proj", "out_proj"):
+            vis[q + "self_attn." + n + ".weight"], vis[q + "self_attn." + n + ".bias"] = r(D, D), r(D)
+        vis[q + "mlp.fc1.weight"], vis[q + "mlp.fc1.bias"] = r(F, D), r(F)
+        vis[q + "mlp.fc2.weight"], vis[q + "mlp.fc2.bias"] = r(D, F), r(D)
+    proj = {"mm_input_projection_weight": r(D, cfg["hidden_size"]), "mm_soft_emb_norm.weight": r(D)}
+    top = "" if how == "old" else "model."
+    ww = {}
+    for n, a in w.items():
+        if how == "old":
+            ww["language_model." + n] = a
+        else:
+            ww["model.language_model." + n[len("model."):] if n.startswith("model.") else n] = a
+    ww.update({top + "vision_tower.vision_model." + n: a for n, a in vis.items()})
+    ww.update({top + "multi_modal_projector." + n: a for n, a in proj.items()})
+    return out, ww
+
+
 def make(folder, kind, tokenizer_dir, seed=0, vocab_size=None, dtype="F32", shards=None, shard_of=None,
-         config=None, dims=None):
+         config=None, dims=None, wrap=None):
     os.makedirs(folder, exist_ok=True)
     for fn in ("tokenizer.json", "tokenizer_config.json", "tokenizer.model", "added_tokens.json"):
         if os.path.exists(os.path.join(tokenizer_dir, fn)):
@@ -201,6 +250,8 @@ def make(folder, kind, tokenizer_dir, seed=0, vocab_size=None, dtype="F32", shar
                 [w.pop(p + "mlp.gate_proj.weight"), w.pop(p + "mlp.up_proj.weight")])
     # a non-persistent buffer some old checkpoints carry; the converter must skip it
     w["model.layers.0.self_attn.rotary_emb.inv_freq"] = np.ones(hd // 2, np.float32)
+    if wrap:
+        cfg, w = _wrap(kind, wrap, cfg, w, rng)
     with open(os.path.join(folder, "config.json"), "w") as f:
         json.dump(cfg, f, indent=1)
     dts = {}

@@ -325,6 +325,97 @@ def mixtral_bad_case():
     return "%d folders refused, each naming why" % len(cases)
 
 
+# the multimodal releases of converter_cases (their text model is converted), and a
+# config.json change the reference must notice (the negative control)
+WRAP_CASES = {"Tiny-Gemma3-VL": {"rope_local_base_freq": 1000000.0}}
+
+
+def wrapper_case(name):
+    """A multimodal release's checkpoint (vision tower and projector beside the language
+    model): model.gguf is its text model, WEIGHTFS.txt counts the tensors left out, llama.cpp
+    runs it and its logits equal a torch forward over the text model (with a changed rope base
+    they must not); its hf/ (through `weightfs convert`) is the text model's class with the
+    language model's tensors under their text model names and text_config's fields."""
+    import converter_cases
+    import hf_forward
+    d = new_dir("wrap-")
+    folder = converter_cases.make(name, d)
+    cfg, w = hf_forward.load_folder(folder)
+    tcfg, tw = hf_forward.unwrap(cfg, w)
+    n_vis = len([n for n in w if "vision_tower." in n or "multi_modal_projector." in n])
+    m = Mount(folder, ["-o", "gguf=f32"])
+    try:
+        g = m.path("model.gguf")
+        says = open(m.path("WEIGHTFS.txt")).read()
+        if not os.path.exists(g):
+            raise Fail("no model.gguf; WEIGHTFS.txt: %s" % says[-300:])
+        if "the %d tensors of the vision tower and projector" % n_vis not in says:
+            raise Fail("WEIGHTFS.txt does not say the %d vision tensors are left out" % n_vis)
+        ids = [1] + [int(x) for x in np.random.default_rng(7).integers(3, tcfg["vocab_size"], 23)]
+        out = os.path.join(TMP, "logits-wrap.npy")
+        client(["logits", g, out] + [str(i) for i in ids])
+        a = np.load(out)
+    finally:
+        m.unmount()
+    b = np.asarray(hf_forward.logits(folder, ids, gelu="ggml"))
+    rel = float(np.abs(a - b).max() / np.abs(b).max())
+    if rel > 1e-4 or (a.argmax(-1) != b.argmax(-1)).any():
+        raise Fail("llama.cpp's logits against the torch forward: relative error %.2g" % rel)
+    c = np.asarray(hf_forward.logits(folder, ids, gelu="ggml", config=WRAP_CASES[name]))
+    rel_ctl = float(np.abs(a - c).max() / np.abs(c).max())
+    if rel_ctl < 100 * max(rel, 1e-6):
+        raise Fail("the reference with %r is as close (%.2g): the check would not see it" % (WRAP_CASES[name], rel_ctl))
+    gg = os.path.join(d, "m.gguf")
+    rc, _, err, _ = run_cli(["convert", "-o", "gguf=f32", folder, gg], timeout=120)
+    if rc != 0:
+        raise Fail("convert: exit %d: %s" % (rc, err.strip()))
+    m = Mount(gg, [])
+    try:
+        if not os.path.exists(m.path("hf/model.safetensors")):
+            raise Fail("no hf/model.safetensors: %s" % [ln for ln in open(m.path("WEIGHTFS.txt")) if "hf/" in ln])
+        import st_io
+        got = st_io.load(m.path("hf/model.safetensors"))
+        with open(m.path("hf/config.json")) as f:
+            hcfg = json.load(f)
+    finally:
+        m.unmount()
+    want = {k: v for k, v in tw.items() if not k.endswith("rotary_emb.inv_freq")}
+    if set(got) != set(want):
+        raise Fail("hf/ names: only hf/'s %r, only the text model's %r" % (sorted(set(got) - set(want))[:4],
+                                                                        sorted(set(want) - set(got))[:4]))
+    bad = [k for k, v in want.items() if got[k].shape != v.shape or not np.array_equal(
+        got[k].view(np.uint32), ((np.float32(1) + v) - np.float32(1) if k.endswith("norm.weight") else v).view(np.uint32))]
+    if bad:
+        raise Fail("%d hf/ tensors differ from the text model's, e.g. %s" % (len(bad), bad[0]))
+    keys = ["hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads", "num_key_value_heads",
+            "head_dim", "vocab_size", "rms_norm_eps", "rope_theta", "rope_local_base_freq", "sliding_window",
+            "sliding_window_pattern", "query_pre_attn_scalar", "model_type"]
+    off = [(k, tcfg[k], hcfg.get(k)) for k in keys if k in tcfg and hcfg.get(k) != tcfg[k] and not (
+        isinstance(tcfg[k], float) and hcfg.get(k) is not None and np.float32(hcfg[k]) == np.float32(tcfg[k]))]
+    if hcfg.get("architectures") != tcfg["architectures"] or off:
+        raise Fail("hf/config.json: architectures %r (want %r), %r" % (hcfg.get("architectures"),
+                                                                     tcfg["architectures"], off))
+    return "%d vision tensors left out; logits rel %.1e over %d positions (control %.1e); hf/ %s: %d tensors, " \
+        "%d fields" % (n_vis, rel, len(ids), rel_ctl, hcfg["architectures"][0], len(got), len(keys))
+
+
+def wrapper_twice_case():
+    """A multimodal checkpoint with a tensor in both layouts (language_model.model.X and
+    model.language_model.X, one name once "language_model." is out): no model.gguf, naming it."""
+    import converter_cases
+    import st_io
+    folder = converter_cases.make("Tiny-Gemma3-VL", new_dir("wrap2-"))
+    p = os.path.join(folder, "model.safetensors")
+    w = st_io.load(p)
+    w["model.language_model.norm.weight"] = w["language_model.model.norm.weight"]
+    st_io.save(w, p)
+    rc, out, err, _ = run_cli(["info", folder], timeout=60)
+    last = out.rstrip("\n").splitlines()[-1] if out else ""
+    if rc != 0 or not last.startswith("model.gguf: none: ") or "output_norm.weight" not in last:
+        raise Fail("weightfs info exit %d, last line %r" % (rc, last[:200]))
+    return last[:120]
+
+
 def logits_match(mp_gguf, folder, ids):
     import hf_forward
     out = os.path.join(TMP, "logits.npy")
@@ -715,6 +806,10 @@ def group_gguf():
         check("gguf: %s: HF folder -> model.gguf -> its hf/: the same tensors and expert fields" % name,
               moe_roundtrip_case, name)
     check("gguf: Mixtral: experts that do not add up leave model.gguf out, naming why", mixtral_bad_case)
+    for name in WRAP_CASES:
+        check("gguf: %s: the text model of a multimodal checkpoint: llama.cpp's logits = torch forward; hf/ "
+              "its text model" % name, wrapper_case, name)
+    check("gguf: a multimodal checkpoint with a tensor in both layouts: no model.gguf, naming it", wrapper_twice_case)
     folders = {}
     for kind, key in CASES:
         check("gguf: %s with the %s tokenizer: mounted and checked" % (kind, key), one_case, kind, key, folders)
