@@ -343,6 +343,7 @@ static const char *const phi3_parts[] = {"attn_norm", "attn_qkv", "attn_q", "att
 					 "ffn_norm", "ffn_up", "ffn_down", NULL};
 
 static enum wf_err kv_llama(const struct arch *a, struct cfg *c, struct wf_gguf_w *w, uint32_t ftype);
+static enum wf_err kv_mistral3(const struct arch *a, struct cfg *c, struct wf_gguf_w *w, uint32_t ftype);
 static enum wf_err kv_qwen(const struct arch *a, struct cfg *c, struct wf_gguf_w *w, uint32_t ftype);
 static enum wf_err kv_gemma2(const struct arch *a, struct cfg *c, struct wf_gguf_w *w, uint32_t ftype);
 static enum wf_err kv_gemma3(const struct arch *a, struct cfg *c, struct wf_gguf_w *w, uint32_t ftype);
@@ -353,6 +354,11 @@ static enum wf_err kv_olmoe(const struct arch *a, struct cfg *c, struct wf_gguf_
 static const struct arch arch_rows[] = {
 	{{"LlamaForCausalLM", "LLaMAForCausalLM", "MistralForCausalLM", NULL}, "llama", WF_VOCAB_LLAMA, true, false,
 	 false, kv_llama, llama_parts, NULL},
+	/* Mistral3ForConditionalGeneration's text model (mistral3.py Ministral3Model, a
+	 * LlamaModel); hf[0] is its hf/ class, MistralForCausalLM, which
+	 * config.json matches on llama's row above */
+	{{"MistralForCausalLM", "Mistral3ForConditionalGeneration", NULL}, "mistral3", WF_VOCAB_LLAMA, true, false,
+	 false, kv_mistral3, llama_parts, NULL},
 	{{"Qwen2ForCausalLM", NULL}, "qwen2", WF_VOCAB_QWEN, false, false, false, kv_qwen, llama_parts, NULL},
 	{{"Qwen3ForCausalLM", NULL}, "qwen3", WF_VOCAB_QWEN, false, false, false, kv_qwen, qwen3_parts, NULL},
 	{{"Gemma2ForCausalLM", NULL}, "gemma2", WF_VOCAB_GEMMA2, false, true, true, kv_gemma2, gemma2_parts, NULL},
@@ -600,18 +606,33 @@ static enum wf_err kv_text(struct cfg *c, struct wf_gguf_w *w, const char *a, ui
 static enum wf_err kv_llama(const struct arch *a, struct cfg *c, struct wf_gguf_w *w, uint32_t ftype)
 {
 	enum wf_err rc = kv_text(c, w, a->gguf, ftype);
+	char kv[64], kr[64];
+	snprintf(kv, sizeof kv, "%s.vocab_size", a->gguf);
+	snprintf(kr, sizeof kr, "%s.rope.dimension_count", a->gguf);
 	if (rc == WF_OK)
-		rc = put_u32(c, w, "llama.vocab_size", KEYS("vocab_size"), true, NULL);
+		rc = put_u32(c, w, kv, KEYS("vocab_size"), true, NULL);
 	uint32_t h, n;
 	const cJSON *hd = not_null(hp(c, "head_dim"));
 	if (rc == WF_OK && hd)
-		rc = put_u32(c, w, "llama.rope.dimension_count", KEYS("head_dim"), true, NULL);
+		rc = put_u32(c, w, kr, KEYS("head_dim"), true, NULL);
 	else if (rc == WF_OK) {
 		if (!as_u32(hp(c, "hidden_size"), &n) || !as_u32(hp(c, "num_attention_heads"), &h) || !h)
 			return wf_fail(c->why, WF_ERR_UNSUP, "config.json: hidden_size, num_attention_heads: missing");
-		wf_gguf_w_u32(w, "llama.rope.dimension_count", n / h);
+		wf_gguf_w_u32(w, kr, n / h);
 	}
 	return rc;
+}
+
+/* Mistral3Model: Ministral3Model (LlamaModel's keys under mistral3) for a
+ * text model_type of mistral (Mistral Small 3.1, 3.2); ministral3's yarn
+ * keys and mistral4's experts (DeepseekV2Model) are not made. */
+static enum wf_err kv_mistral3(const struct arch *a, struct cfg *c, struct wf_gguf_w *w, uint32_t ftype)
+{
+	const cJSON *mt = hp(c, "model_type");
+	if (cJSON_IsString(mt) && (strcmp(mt->valuestring, "ministral3") == 0 || strcmp(mt->valuestring, "mistral4") == 0))
+		return wf_fail(c->why, WF_ERR_UNSUP, "config.json: model_type: %s text models are not made",
+			       mt->valuestring);
+	return kv_llama(a, c, w, ftype);
 }
 
 /* Qwen2MoeModel.set_gguf_parameters adds the experts' widths, each if
@@ -886,7 +907,8 @@ const struct wf_arch_info *wf_arch_info_of(const char *gguf_arch, bool experts)
 	info[i] = (struct wf_arch_info){.hf_class = a->hf[0], .gguf = a->gguf, .permute_qk = a->permute_qk,
 				       .norm_plus_one = a->norm_plus_one, .no_lm_head = a->drop_lm_head,
 				       .experts = a->experts != NULL,
-				       .model_type = a->experts ? a->experts->model_type : NULL};
+				       .model_type = a->experts ? a->experts->model_type
+						   : strcmp(a->gguf, "mistral3") == 0 ? "mistral" : NULL};
 	return &info[i];
 }
 
@@ -1221,7 +1243,7 @@ static enum wf_err gen_tensors(const struct arch *a, struct cfg *c, struct wf_ar
 	rope_of(c, &r);
 	if (strcmp(a->gguf, "phi3") == 0)
 		return phi3_factors(c, &r, pl, cap);
-	if (strcmp(a->gguf, "llama") != 0 || !type_is(&r, "llama3"))
+	if (!a->permute_qk || !type_is(&r, "llama3")) /* LlamaModel.generate_extra_tensors */
 		return WF_OK;
 	float *v = NULL;
 	uint64_t n;
@@ -1466,7 +1488,7 @@ static enum wf_err map_tensor(const struct arch *a, struct cfg *c, const struct 
  * the names, as TextModel.filter_tensors does for every class; weightfs
  * does it for these only, refusing such tensors in a text model's
  * checkpoint as before. */
-static const char *const wrappers[] = {"Gemma3ForConditionalGeneration"};
+static const char *const wrappers[] = {"Gemma3ForConditionalGeneration", "Mistral3ForConditionalGeneration"};
 
 static const struct arch *find_arch(struct cfg *c, char *why)
 {

@@ -452,6 +452,8 @@ static enum wf_err write_config(struct hp *h, const struct wf_model *m, enum wf_
 		return rc;
 	if (strcmp(h->arch, "llama") == 0 && !h->a->experts)
 		put_raw(h, "mlp_bias", "false");
+	if (strcmp(h->arch, "mistral3") == 0)
+		put_raw(h, "sliding_window", "null"); /* MistralConfig's default is 4096; llama.cpp's mistral3 has none */
 	token_ids(h);
 	if (g2 || g3)
 		gemma_fields(h, &d, g3);

@@ -65,6 +65,8 @@ CASES = {
     # transformers saved before 4.52 and, over two shards, in those it saves since
     "Tiny-Gemma3-VL": ("gemma3", "spm", {"wrap": "old"}, ["f32", "bf16"]),
     "Tiny-Gemma3-VL-New": ("gemma3", "spm", {"wrap": "new", "shards": 2}, ["f32"]),
+    "Tiny-Mistral3-VL": ("mistral", "llama2", {"wrap": "old"}, ["f32", "bf16"]),
+    "Tiny-Mistral3-VL-New": ("mistral", "llama2", {"wrap": "new", "shards": 2}, ["f32"]),
 }
 
 

@@ -32,7 +32,8 @@ st_io. Written from transformers' modeling_llama / modeling_qwen2 / modeling_qwe
     GGML_GELU_FP16: the input rounded to F16, a table of F16 results), for telling a
     weightfs error from that approximation.
 
-  - Gemma3ForConditionalGeneration (a multimodal release): its text model, Gemma3ForCausalLM
+  - Gemma3ForConditionalGeneration, Mistral3ForConditionalGeneration (multimodal releases):
+    their text model, Gemma3ForCausalLM or MistralForCausalLM
     over text_config's fields and the language model's tensors (language_model.model.* or
     model.language_model.*), the vision tower and projector unused (text-only input).
 
@@ -56,7 +57,8 @@ GEMMA = ("Gemma2ForCausalLM", "Gemma3ForCausalLM")
 
 
 # a multimodal release -> the class of its text model
-TEXT_OF = {"Gemma3ForConditionalGeneration": "Gemma3ForCausalLM"}
+TEXT_OF = {"Gemma3ForConditionalGeneration": "Gemma3ForCausalLM",
+           "Mistral3ForConditionalGeneration": "MistralForCausalLM"}
 
 
 def unwrap(cfg, w):

@@ -23,9 +23,10 @@ tokenizer.json (tests/clients/spm_model.py) gives a SentencePiece folder: tokeni
 tokenizer_config.json and added_tokens.json are copied, vocab_size is the number of pieces
 unless given.
 
-wrap="old" or "new" (gemma3): the text model inside its multimodal release's checkpoint
+"mistral" (MistralForCausalLM: Llama's layers, head_dim 32 apart from n_embd / n_head,
+no sliding window, untied). wrap="old" or "new" (gemma3, mistral): the text model inside its multimodal release's checkpoint
 (Gemma3ForConditionalGeneration: config.json's text_config, a small SigLIP vision tower and
-the projector), named as transformers saved it before 4.52 (language_model.model.*,
+the projector; Mistral3ForConditionalGeneration: a Pixtral tower and Mistral 3's projector), named as transformers saved it before 4.52 (language_model.model.*,
 vision_tower.*, multi_modal_projector.*) or since (model.language_model.*,
 model.vision_tower.*, model.multi_modal_projector.*).
 
@@ -48,7 +49,8 @@ import st_io  # noqa: E402
 ARCHS = {"llama": "LlamaForCausalLM", "llama_tied": "LlamaForCausalLM",
          "qwen2": "Qwen2ForCausalLM", "qwen3": "Qwen3ForCausalLM", "phi3": "Phi3ForCausalLM",
          "gemma2": "Gemma2ForCausalLM", "gemma3": "Gemma3ForCausalLM", "mixtral": "MixtralForCausalLM",
-         "qwen2moe": "Qwen2MoeForCausalLM", "qwen3moe": "Qwen3MoeForCausalLM", "olmoe": "OlmoeForCausalLM"}
+         "qwen2moe": "Qwen2MoeForCausalLM", "qwen3moe": "Qwen3MoeForCausalLM", "olmoe": "OlmoeForCausalLM",
+         "mistral": "MistralForCausalLM"}
 
 
 def n_vocab_of(tokenizer_dir):
@@ -66,7 +68,11 @@ def n_vocab_of(tokenizer_dir):
 WRAPS = {"gemma3": ("Gemma3ForConditionalGeneration", "gemma3",
                     {"model_type": "siglip_vision_model", "hidden_size": 32, "intermediate_size": 48,
                      "num_hidden_layers": 1, "num_attention_heads": 2, "image_size": 16, "patch_size": 4,
-                     "layer_norm_eps": 1e-6, "vision_use_head": False})}
+                     "layer_norm_eps": 1e-6, "vision_use_head": False}),
+         "mistral": ("Mistral3ForConditionalGeneration", "mistral3",
+                     {"model_type": "pixtral", "hidden_size": 32, "intermediate_size": 48, "num_hidden_layers": 1,
+                      "num_attention_heads": 2, "head_dim": 16, "image_size": 16, "patch_size": 4,
+                      "num_channels": 3, "rope_theta": 10000.0, "hidden_act": "silu"})}
 
 
 def _wrap(kind, how, cfg, w, rng):
@@ -81,10 +87,28 @@ def _wrap(kind, how, cfg, w, rng):
 
     def r(*shape):
         return (rng.standard_normal(shape) * 0.1).astype(np.float32)
-    vis = {"embeddings.patch_embedding.weight": r(D, 3, P, P), "embeddings.patch_embedding.bias": r(D),
-           "embeddings.position_embedding.weight": r(npatch, D), "post_layernorm.weight": r(D),
-           "post_layernorm.bias": r(D)}
-    for i in range(vc["num_hidden_layers"]):
+    if kind == "mistral":   # Pixtral's tower, Mistral 3's projector (its patch merger and norm)
+        out.update(image_token_index=10, projector_hidden_act="gelu", spatial_merge_size=2,
+                   multimodal_projector_bias=False, vision_feature_layer=-1)
+        for k in ("mm_tokens_per_image", "boi_token_index", "eoi_token_index"):
+            out.pop(k)
+        vis = {"patch_conv.weight": r(D, 3, P, P), "ln_pre.weight": r(D)}
+        for i in range(vc["num_hidden_layers"]):
+            q = "transformer.layers.%d." % i
+            vis[q + "attention_norm.weight"], vis[q + "ffn_norm.weight"] = r(D), r(D)
+            for n in ("q_proj", "k_proj", "v_proj", "o_proj"):
+                vis[q + "attention." + n + ".weight"] = r(D, D)
+            for n, sh in (("gate_proj", (F, D)), ("up_proj", (F, D)), ("down_proj", (D, F))):
+                vis[q + "feed_forward." + n + ".weight"] = r(*sh)
+        proj = {"norm.weight": r(D), "patch_merger.merging_layer.weight": r(D, 4 * D),
+                "linear_1.weight": r(cfg["hidden_size"], D), "linear_2.weight": r(cfg["hidden_size"], cfg["hidden_size"])}
+        vpre = "vision_tower."
+    else:
+        vis = {"embeddings.patch_embedding.weight": r(D, 3, P, P), "embeddings.patch_embedding.bias": r(D),
+               "embeddings.position_embedding.weight": r(npatch, D), "post_layernorm.weight": r(D),
+               "post_layernorm.bias": r(D)}
+        vpre = "vision_tower.vision_model."
+    for i in range(vc["num_hidden_layers"] if kind != "mistral" else 0):
         q = "encoder.layers.%d." % i
         for n in ("layer_norm1", "layer_norm2"):
             vis[q + n + ".weight"], vis[q + n + ".bias"] = r(D), r(D)
@@ -92,7 +116,8 @@ def _wrap(kind, how, cfg, w, rng):
             vis[q + "self_attn." + n + ".weight"], vis[q + "self_attn." + n + ".bias"] = r(D, D), r(D)
         vis[q + "mlp.fc1.weight"], vis[q + "mlp.fc1.bias"] = r(F, D), r(F)
         vis[q + "mlp.fc2.weight"], vis[q + "mlp.fc2.bias"] = r(D, F), r(D)
-    proj = {"mm_input_projection_weight": r(D, cfg["hidden_size"]), "mm_soft_emb_norm.weight": r(D)}
+    if kind != "mistral":
+        proj = {"mm_input_projection_weight": r(D, cfg["hidden_size"]), "mm_soft_emb_norm.weight": r(D)}
     top = "" if how == "old" else "model."
     ww = {}
     for n, a in w.items():
@@ -100,7 +125,7 @@ def _wrap(kind, how, cfg, w, rng):
             ww["language_model." + n] = a
         else:
             ww["model.language_model." + n[len("model."):] if n.startswith("model.") else n] = a
-    ww.update({top + "vision_tower.vision_model." + n: a for n, a in vis.items()})
+    ww.update({top + vpre + n: a for n, a in vis.items()})
     ww.update({top + "multi_modal_projector." + n: a for n, a in proj.items()})
     return out, ww
 
@@ -115,7 +140,7 @@ def make(folder, kind, tokenizer_dir, seed=0, vocab_size=None, dtype="F32", shar
     E, H, KV, FF, L = dims or (64, 4, 2, 128, (6 if kind == "gemma3" else 2))
     if kind == "olmoe":
         KV = H  # llama.cpp's OLMoE is multi-head only
-    hd = 32 if kind in ("qwen3", "qwen3moe") else E // H
+    hd = 32 if kind in ("qwen3", "qwen3moe", "mistral") else E // H
     cfg = {"architectures": [ARCHS[kind]], "model_type": ARCHS[kind][:-len("ForCausalLM")].lower(),
            "hidden_size": E, "intermediate_size": FF, "num_hidden_layers": L,
            "num_attention_heads": H, "num_key_value_heads": KV, "vocab_size": V,
@@ -145,6 +170,8 @@ def make(folder, kind, tokenizer_dir, seed=0, vocab_size=None, dtype="F32", shar
         cfg.update(model_type="qwen3_moe", head_dim=hd, num_experts=4, num_experts_per_tok=2, moe_intermediate_size=32,
                    norm_topk_prob=True, decoder_sparse_step=1, mlp_only_layers=[], tie_word_embeddings=False,
                    rope_theta=1000000.0)
+    if kind == "mistral":   # Mistral Small 3.1's text model: head_dim apart from hidden / heads
+        cfg.update(head_dim=hd, sliding_window=None, tie_word_embeddings=False, rope_theta=1000000.0)
     if kind == "qwen3":
         cfg["head_dim"] = hd
         cfg["tie_word_embeddings"] = False

@@ -327,7 +327,7 @@ def mixtral_bad_case():
 
 # the multimodal releases of converter_cases (their text model is converted), and a
 # config.json change the reference must notice (the negative control)
-WRAP_CASES = {"Tiny-Gemma3-VL": {"rope_local_base_freq": 1000000.0}}
+WRAP_CASES = {"Tiny-Gemma3-VL": {"rope_local_base_freq": 1000000.0}, "Tiny-Mistral3-VL": {"rope_theta": 10000.0}}
 
 
 def wrapper_case(name):
@@ -343,6 +343,8 @@ def wrapper_case(name):
     cfg, w = hf_forward.load_folder(folder)
     tcfg, tw = hf_forward.unwrap(cfg, w)
     n_vis = len([n for n in w if "vision_tower." in n or "multi_modal_projector." in n])
+    gemma = tcfg["architectures"][0].startswith("Gemma")
+    gelu = "ggml" if gemma else "exact"
     m = Mount(folder, ["-o", "gguf=f32"])
     try:
         g = m.path("model.gguf")
@@ -357,11 +359,11 @@ def wrapper_case(name):
         a = np.load(out)
     finally:
         m.unmount()
-    b = np.asarray(hf_forward.logits(folder, ids, gelu="ggml"))
+    b = np.asarray(hf_forward.logits(folder, ids, gelu=gelu))
     rel = float(np.abs(a - b).max() / np.abs(b).max())
     if rel > 1e-4 or (a.argmax(-1) != b.argmax(-1)).any():
         raise Fail("llama.cpp's logits against the torch forward: relative error %.2g" % rel)
-    c = np.asarray(hf_forward.logits(folder, ids, gelu="ggml", config=WRAP_CASES[name]))
+    c = np.asarray(hf_forward.logits(folder, ids, gelu=gelu, config=WRAP_CASES[name]))
     rel_ctl = float(np.abs(a - c).max() / np.abs(c).max())
     if rel_ctl < 100 * max(rel, 1e-6):
         raise Fail("the reference with %r is as close (%.2g): the check would not see it" % (WRAP_CASES[name], rel_ctl))
@@ -384,7 +386,7 @@ def wrapper_case(name):
         raise Fail("hf/ names: only hf/'s %r, only the text model's %r" % (sorted(set(got) - set(want))[:4],
                                                                         sorted(set(want) - set(got))[:4]))
     bad = [k for k, v in want.items() if got[k].shape != v.shape or not np.array_equal(
-        got[k].view(np.uint32), ((np.float32(1) + v) - np.float32(1) if k.endswith("norm.weight") else v).view(np.uint32))]
+        got[k].view(np.uint32), ((np.float32(1) + v) - np.float32(1) if gemma and k.endswith("norm.weight") else v).view(np.uint32))]
     if bad:
         raise Fail("%d hf/ tensors differ from the text model's, e.g. %s" % (len(bad), bad[0]))
     keys = ["hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads", "num_key_value_heads",
