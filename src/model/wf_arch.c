@@ -359,6 +359,9 @@ static const struct arch arch_rows[] = {
 	 * config.json matches on llama's row above */
 	{{"MistralForCausalLM", "Mistral3ForConditionalGeneration", NULL}, "mistral3", WF_VOCAB_LLAMA, true, false,
 	 false, kv_mistral3, llama_parts, NULL},
+	/* SmolLM3Model: LlamaModel's tensors and keys under smollm3; its NoPE
+	 * layers are not written (llama.cpp's smollm3 leaves every 4th out) */
+	{{"SmolLM3ForCausalLM", NULL}, "smollm3", WF_VOCAB_LLAMA, true, false, false, kv_llama, llama_parts, NULL},
 	{{"Qwen2ForCausalLM", NULL}, "qwen2", WF_VOCAB_QWEN, false, false, false, kv_qwen, llama_parts, NULL},
 	{{"Qwen3ForCausalLM", NULL}, "qwen3", WF_VOCAB_QWEN, false, false, false, kv_qwen, qwen3_parts, NULL},
 	{{"Gemma2ForCausalLM", NULL}, "gemma2", WF_VOCAB_GEMMA2, false, true, true, kv_gemma2, gemma2_parts, NULL},

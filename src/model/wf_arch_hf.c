@@ -416,6 +416,25 @@ static enum wf_err moe_fields(struct hp *h)
 	return WF_OK;
 }
 
+/* SmolLM3: llama.cpp ropes every layer but each 4th (smollm3.cpp,
+ * n_no_rope_layer_step), which is SmolLM3Config's no_rope_layers (1: rope)
+ * for an interval of 4. */
+static void smollm3_fields(struct hp *h, const struct dims *d)
+{
+	put_raw(h, "attention_bias", "false");
+	put_raw(h, "mlp_bias", "false");
+	put_int(h, "no_rope_layer_interval", 4);
+	field(h, "no_rope_layers");
+	wf_buf_putc(h->j, '[');
+	for (int64_t i = 0; i < d->layers; i++) {
+		if (i)
+			wf_buf_puts(h->j, ", ");
+		wf_buf_putc(h->j, (i + 1) % 4 ? '1' : '0');
+	}
+	wf_buf_putc(h->j, ']');
+	put_raw(h, "use_sliding_window", "false");
+}
+
 static enum wf_err write_config(struct hp *h, const struct wf_model *m, enum wf_vk vk)
 {
 	struct dims d;
@@ -452,6 +471,8 @@ static enum wf_err write_config(struct hp *h, const struct wf_model *m, enum wf_
 		return rc;
 	if (strcmp(h->arch, "llama") == 0 && !h->a->experts)
 		put_raw(h, "mlp_bias", "false");
+	if (strcmp(h->arch, "smollm3") == 0)
+		smollm3_fields(h, &d);
 	if (strcmp(h->arch, "mistral3") == 0)
 		put_raw(h, "sliding_window", "null"); /* MistralConfig's default is 4096; llama.cpp's mistral3 has none */
 	token_ids(h);

@@ -14,6 +14,7 @@ st_io. Written from transformers' modeling_llama / modeling_qwen2 / modeling_qwe
   - Qwen2ForCausalLM: the same with q/k/v biases (and no o bias).
   - Qwen3ForCausalLM: per-head RMSNorm q_norm/k_norm on q and k before RoPE, no biases
     (unless attention_bias), head_dim from config.
+  - SmolLM3ForCausalLM: Llama's layers, those whose no_rope_layers entry is 0 without RoPE.
   - Phi3ForCausalLM: fused qkv_proj (q, k, v rows) and gate_up_proj (gate, up rows),
     partial_rotary_factor; rope_scaling longrope/su not implemented.
   - Gemma2ForCausalLM / Gemma3ForCausalLM (modeling_gemma2 / modeling_gemma3, text):
@@ -52,7 +53,7 @@ import st_io  # noqa: E402
 
 SUPPORTED = ("LlamaForCausalLM", "MistralForCausalLM", "Qwen2ForCausalLM", "Qwen3ForCausalLM",
              "Phi3ForCausalLM", "Gemma2ForCausalLM", "Gemma3ForCausalLM", "MixtralForCausalLM",
-             "Qwen2MoeForCausalLM", "Qwen3MoeForCausalLM", "OlmoeForCausalLM")
+             "Qwen2MoeForCausalLM", "Qwen3MoeForCausalLM", "OlmoeForCausalLM", "SmolLM3ForCausalLM")
 GEMMA = ("Gemma2ForCausalLM", "Gemma3ForCausalLM")
 
 
@@ -330,8 +331,10 @@ def forward(cfg, w, ids, dtype=torch.float64, gelu="exact"):
         elif qwen3 or (p + "self_attn.q_norm.weight") in T:
             q = rms(q, T[p + "self_attn.q_norm.weight"], eps)
             k = rms(k, T[p + "self_attn.k_norm.weight"], eps)
-        q = torch.cat((q[..., :rd] * cos + rotate_half(q[..., :rd]) * sin, q[..., rd:]), -1)
-        k = torch.cat((k[..., :rd] * cos + rotate_half(k[..., :rd]) * sin, k[..., rd:]), -1)
+        nope = cfg.get("no_rope_layers")   # SmolLM3: 0 for a layer without rope
+        if not (nope and not nope[i]):
+            q = torch.cat((q[..., :rd] * cos + rotate_half(q[..., :rd]) * sin, q[..., rd:]), -1)
+            k = torch.cat((k[..., :rd] * cos + rotate_half(k[..., :rd]) * sin, k[..., rd:]), -1)
         rep = H // KV
         k = k.repeat_interleave(rep, dim=1)   # repeat_kv: kv head j serves q heads j*rep..
         v = v.repeat_interleave(rep, dim=1)

@@ -24,7 +24,8 @@ tokenizer_config.json and added_tokens.json are copied, vocab_size is the number
 unless given.
 
 "mistral" (MistralForCausalLM: Llama's layers, head_dim 32 apart from n_embd / n_head,
-no sliding window, untied). wrap="old" or "new" (gemma3, mistral): the text model inside its multimodal release's checkpoint
+no sliding window, untied), "smollm3" (SmolLM3ForCausalLM: 4 layers, the 4th without rope
+(no_rope_layers), tied). wrap="old" or "new" (gemma3, mistral): the text model inside its multimodal release's checkpoint
 (Gemma3ForConditionalGeneration: config.json's text_config, a small SigLIP vision tower and
 the projector; Mistral3ForConditionalGeneration: a Pixtral tower and Mistral 3's projector), named as transformers saved it before 4.52 (language_model.model.*,
 vision_tower.*, multi_modal_projector.*) or since (model.language_model.*,
@@ -50,7 +51,7 @@ ARCHS = {"llama": "LlamaForCausalLM", "llama_tied": "LlamaForCausalLM",
          "qwen2": "Qwen2ForCausalLM", "qwen3": "Qwen3ForCausalLM", "phi3": "Phi3ForCausalLM",
          "gemma2": "Gemma2ForCausalLM", "gemma3": "Gemma3ForCausalLM", "mixtral": "MixtralForCausalLM",
          "qwen2moe": "Qwen2MoeForCausalLM", "qwen3moe": "Qwen3MoeForCausalLM", "olmoe": "OlmoeForCausalLM",
-         "mistral": "MistralForCausalLM"}
+         "mistral": "MistralForCausalLM", "smollm3": "SmolLM3ForCausalLM"}
 
 
 def n_vocab_of(tokenizer_dir):
@@ -137,7 +138,7 @@ def make(folder, kind, tokenizer_dir, seed=0, vocab_size=None, dtype="F32", shar
         if os.path.exists(os.path.join(tokenizer_dir, fn)):
             shutil.copy(os.path.join(tokenizer_dir, fn), os.path.join(folder, fn))
     V = vocab_size or n_vocab_of(tokenizer_dir)
-    E, H, KV, FF, L = dims or (64, 4, 2, 128, (6 if kind == "gemma3" else 2))
+    E, H, KV, FF, L = dims or (64, 4, 2, 128, {"gemma3": 6, "smollm3": 4}.get(kind, 2))
     if kind == "olmoe":
         KV = H  # llama.cpp's OLMoE is multi-head only
     hd = 32 if kind in ("qwen3", "qwen3moe", "mistral") else E // H
@@ -172,6 +173,10 @@ def make(folder, kind, tokenizer_dir, seed=0, vocab_size=None, dtype="F32", shar
                    rope_theta=1000000.0)
     if kind == "mistral":   # Mistral Small 3.1's text model: head_dim apart from hidden / heads
         cfg.update(head_dim=hd, sliding_window=None, tie_word_embeddings=False, rope_theta=1000000.0)
+    if kind == "smollm3":   # every 4th layer without rope (NoPE), as SmolLM3-3B; tied
+        cfg.update(no_rope_layer_interval=4, no_rope_layers=[int((i + 1) % 4 != 0) for i in range(L)],
+                   use_sliding_window=False, sliding_window=None, tie_word_embeddings=True,
+                   attention_bias=False, mlp_bias=False, rope_theta=2000000.0)
     if kind == "qwen3":
         cfg["head_dim"] = hd
         cfg["tie_word_embeddings"] = False

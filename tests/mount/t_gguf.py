@@ -325,17 +325,19 @@ def mixtral_bad_case():
     return "%d folders refused, each naming why" % len(cases)
 
 
-# the multimodal releases of converter_cases (their text model is converted), and a
-# config.json change the reference must notice (the negative control)
-WRAP_CASES = {"Tiny-Gemma3-VL": {"rope_local_base_freq": 1000000.0}, "Tiny-Mistral3-VL": {"rope_theta": 10000.0}}
+# dense families of converter_cases (the multimodal releases: their text model is
+# converted), and a config.json change the reference must notice (the negative control)
+DENSE_CASES = {"Tiny-Gemma3-VL": {"rope_local_base_freq": 1000000.0}, "Tiny-Mistral3-VL": {"rope_theta": 10000.0},
+               "Tiny-SmolLM3": {"no_rope_layers": [1, 1, 1, 1]}}
 
 
-def wrapper_case(name):
-    """A multimodal release's checkpoint (vision tower and projector beside the language
-    model): model.gguf is its text model, WEIGHTFS.txt counts the tensors left out, llama.cpp
-    runs it and its logits equal a torch forward over the text model (with a changed rope base
-    they must not); its hf/ (through `weightfs convert`) is the text model's class with the
-    language model's tensors under their text model names and text_config's fields."""
+def dense_case(name):
+    """A dense family's checkpoint (of a multimodal release: its vision tower and projector
+    beside the language model): model.gguf is its (text) model, WEIGHTFS.txt counts the
+    tensors left out, llama.cpp runs it and its logits equal a torch forward over the text
+    model (with the control's config change they must not); its hf/ (through `weightfs
+    convert`) is the text model's class with its tensors under their text model names and
+    its config fields."""
     import converter_cases
     import hf_forward
     d = new_dir("wrap-")
@@ -351,7 +353,7 @@ def wrapper_case(name):
         says = open(m.path("WEIGHTFS.txt")).read()
         if not os.path.exists(g):
             raise Fail("no model.gguf; WEIGHTFS.txt: %s" % says[-300:])
-        if "the %d tensors of the vision tower and projector" % n_vis not in says:
+        if n_vis and "the %d tensors of the vision tower and projector" % n_vis not in says:
             raise Fail("WEIGHTFS.txt does not say the %d vision tensors are left out" % n_vis)
         ids = [1] + [int(x) for x in np.random.default_rng(7).integers(3, tcfg["vocab_size"], 23)]
         out = os.path.join(TMP, "logits-wrap.npy")
@@ -363,10 +365,10 @@ def wrapper_case(name):
     rel = float(np.abs(a - b).max() / np.abs(b).max())
     if rel > 1e-4 or (a.argmax(-1) != b.argmax(-1)).any():
         raise Fail("llama.cpp's logits against the torch forward: relative error %.2g" % rel)
-    c = np.asarray(hf_forward.logits(folder, ids, gelu=gelu, config=WRAP_CASES[name]))
+    c = np.asarray(hf_forward.logits(folder, ids, gelu=gelu, config=DENSE_CASES[name]))
     rel_ctl = float(np.abs(a - c).max() / np.abs(c).max())
     if rel_ctl < 100 * max(rel, 1e-6):
-        raise Fail("the reference with %r is as close (%.2g): the check would not see it" % (WRAP_CASES[name], rel_ctl))
+        raise Fail("the reference with %r is as close (%.2g): the check would not see it" % (DENSE_CASES[name], rel_ctl))
     gg = os.path.join(d, "m.gguf")
     rc, _, err, _ = run_cli(["convert", "-o", "gguf=f32", folder, gg], timeout=120)
     if rc != 0:
@@ -391,14 +393,15 @@ def wrapper_case(name):
         raise Fail("%d hf/ tensors differ from the text model's, e.g. %s" % (len(bad), bad[0]))
     keys = ["hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads", "num_key_value_heads",
             "head_dim", "vocab_size", "rms_norm_eps", "rope_theta", "rope_local_base_freq", "sliding_window",
-            "sliding_window_pattern", "query_pre_attn_scalar", "model_type"]
+            "sliding_window_pattern", "query_pre_attn_scalar", "model_type", "tie_word_embeddings", "no_rope_layers"]
     off = [(k, tcfg[k], hcfg.get(k)) for k in keys if k in tcfg and hcfg.get(k) != tcfg[k] and not (
         isinstance(tcfg[k], float) and hcfg.get(k) is not None and np.float32(hcfg[k]) == np.float32(tcfg[k]))]
     if hcfg.get("architectures") != tcfg["architectures"] or off:
         raise Fail("hf/config.json: architectures %r (want %r), %r" % (hcfg.get("architectures"),
                                                                      tcfg["architectures"], off))
-    return "%d vision tensors left out; logits rel %.1e over %d positions (control %.1e); hf/ %s: %d tensors, " \
-        "%d fields" % (n_vis, rel, len(ids), rel_ctl, hcfg["architectures"][0], len(got), len(keys))
+    return "%slogits rel %.1e over %d positions (control %.1e); hf/ %s: %d tensors, %d fields" % (
+        "%d vision tensors left out; " % n_vis if n_vis else "", rel, len(ids), rel_ctl, hcfg["architectures"][0],
+        len(got), len(keys))
 
 
 def wrapper_twice_case():
@@ -808,9 +811,9 @@ def group_gguf():
         check("gguf: %s: HF folder -> model.gguf -> its hf/: the same tensors and expert fields" % name,
               moe_roundtrip_case, name)
     check("gguf: Mixtral: experts that do not add up leave model.gguf out, naming why", mixtral_bad_case)
-    for name in WRAP_CASES:
-        check("gguf: %s: the text model of a multimodal checkpoint: llama.cpp's logits = torch forward; hf/ "
-              "its text model" % name, wrapper_case, name)
+    for name in DENSE_CASES:
+        check("gguf: %s: llama.cpp's logits on model.gguf = torch forward; HF -> model.gguf -> hf/ the same "
+              "(text) model" % name, dense_case, name)
     check("gguf: a multimodal checkpoint with a tensor in both layouts: no model.gguf, naming it", wrapper_twice_case)
     folders = {}
     for kind, key in CASES:
