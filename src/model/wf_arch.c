@@ -199,10 +199,13 @@ struct cfg {
 	struct moe *moe;    /* and its experts' tensors, parked for stacking */
 	bool wrapper;       /* a multimodal release (wrappers[]): its text model is converted */
 	bool renamed;       /* a wrapper's tensor lost "language_model.": two may now have one name */
+	bool no_head_dim;   /* GraniteModel pops head_dim from the hparams before writing them */
 };
 
 static const cJSON *hp(const struct cfg *c, const char *k)
 {
+	if (c->no_head_dim && strcmp(k, "head_dim") == 0)
+		return NULL;
 	const cJSON *v = c->text ? cJSON_GetObjectItemCaseSensitive(c->text, k) : NULL;
 	if (!v)
 		v = cJSON_GetObjectItemCaseSensitive(c->root, k);
@@ -344,6 +347,7 @@ static const char *const phi3_parts[] = {"attn_norm", "attn_qkv", "attn_q", "att
 
 static enum wf_err kv_llama(const struct arch *a, struct cfg *c, struct wf_gguf_w *w, uint32_t ftype);
 static enum wf_err kv_mistral3(const struct arch *a, struct cfg *c, struct wf_gguf_w *w, uint32_t ftype);
+static enum wf_err kv_granite(const struct arch *a, struct cfg *c, struct wf_gguf_w *w, uint32_t ftype);
 static enum wf_err kv_qwen(const struct arch *a, struct cfg *c, struct wf_gguf_w *w, uint32_t ftype);
 static enum wf_err kv_gemma2(const struct arch *a, struct cfg *c, struct wf_gguf_w *w, uint32_t ftype);
 static enum wf_err kv_gemma3(const struct arch *a, struct cfg *c, struct wf_gguf_w *w, uint32_t ftype);
@@ -362,6 +366,8 @@ static const struct arch arch_rows[] = {
 	/* SmolLM3Model: LlamaModel's tensors and keys under smollm3; its NoPE
 	 * layers are not written (llama.cpp's smollm3 leaves every 4th out) */
 	{{"SmolLM3ForCausalLM", NULL}, "smollm3", WF_VOCAB_LLAMA, true, false, false, kv_llama, llama_parts, NULL},
+	/* GraniteModel: LlamaModel without head_dim, and its four multipliers */
+	{{"GraniteForCausalLM", NULL}, "granite", WF_VOCAB_LLAMA, true, false, false, kv_granite, llama_parts, NULL},
 	{{"Qwen2ForCausalLM", NULL}, "qwen2", WF_VOCAB_QWEN, false, false, false, kv_qwen, llama_parts, NULL},
 	{{"Qwen3ForCausalLM", NULL}, "qwen3", WF_VOCAB_QWEN, false, false, false, kv_qwen, qwen3_parts, NULL},
 	{{"Gemma2ForCausalLM", NULL}, "gemma2", WF_VOCAB_GEMMA2, false, true, true, kv_gemma2, gemma2_parts, NULL},
@@ -402,6 +408,9 @@ static const struct {
 	 {{"max_position_embeddings", 131072}, {"rms_norm_eps", 1e-6}, {"rope_theta", 1000000},
 	  {"rope_local_base_freq", 10000}, {"num_key_value_heads", 4}, {"head_dim", 256},
 	  {"sliding_window", 4096}, {"sliding_window_pattern", 6}, {NULL, 0}}},
+	{"granite",
+	 {{"max_position_embeddings", 2048}, {"rms_norm_eps", 1e-6}, {"rope_theta", 10000}, {"embedding_multiplier", 1},
+	  {"logits_scaling", 1}, {"residual_multiplier", 1}, {"attention_multiplier", 1}, {NULL, 0}}},
 	{"phi3",
 	 {{"max_position_embeddings", 4096}, {"rms_norm_eps", 1e-5}, {"rope_theta", 10000},
 	  {"original_max_position_embeddings", 4096}, {NULL, 0}}},
@@ -428,7 +437,7 @@ static enum wf_err add_defaults(struct cfg *c)
 	bool llama_like = strcmp(t, "llama") == 0 || strcmp(t, "mistral") == 0;
 	const cJSON *kv = hp(c, "num_key_value_heads");
 	if ((!kv || cJSON_IsNull(kv)) && cJSON_IsNumber(heads) &&
-	    (llama_like || strcmp(t, "phi3") == 0 || strcmp(t, "olmoe") == 0)) {
+	    (llama_like || strcmp(t, "phi3") == 0 || strcmp(t, "olmoe") == 0 || strcmp(t, "granite") == 0)) {
 		cJSON_DeleteItemFromObjectCaseSensitive(c->dflt, "num_key_value_heads");
 		if (!cJSON_AddNumberToObject(c->dflt, "num_key_value_heads", heads->valuedouble))
 			return WF_ERR_NOMEM;
@@ -622,6 +631,26 @@ static enum wf_err kv_llama(const struct arch *a, struct cfg *c, struct wf_gguf_
 		if (!as_u32(hp(c, "hidden_size"), &n) || !as_u32(hp(c, "num_attention_heads"), &h) || !h)
 			return wf_fail(c->why, WF_ERR_UNSUP, "config.json: hidden_size, num_attention_heads: missing");
 		wf_gguf_w_u32(w, kr, n / h);
+	}
+	return rc;
+}
+
+/* GraniteModel.set_gguf_parameters: head_dim popped (no key/value length,
+ * rope.dimension_count = hidden / heads), LlamaModel's keys, then each of
+ * the multipliers that is truthy. */
+static enum wf_err kv_granite(const struct arch *a, struct cfg *c, struct wf_gguf_w *w, uint32_t ftype)
+{
+	c->no_head_dim = true;
+	enum wf_err rc = kv_llama(a, c, w, ftype);
+	c->no_head_dim = false;
+	static const char *const m[][2] = {{"attention_multiplier", "granite.attention.scale"},
+					   {"embedding_multiplier", "granite.embedding_scale"},
+					   {"residual_multiplier", "granite.residual_scale"},
+					   {"logits_scaling", "granite.logit_scale"}};
+	for (size_t i = 0; i < WF_ARRAY_LEN(m) && rc == WF_OK; i++) {
+		const cJSON *v = not_null(hp(c, m[i][0]));
+		if (v && !cJSON_IsFalse(v) && !(cJSON_IsNumber(v) && v->valuedouble == 0))
+			rc = put_f32(c, w, m[i][1], v, m[i][0]);
 	}
 	return rc;
 }

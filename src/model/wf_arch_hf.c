@@ -435,6 +435,25 @@ static void smollm3_fields(struct hp *h, const struct dims *d)
 	put_raw(h, "use_sliding_window", "false");
 }
 
+/* Granite's multipliers as llama.cpp applies them (granite.cpp): a key
+ * absent is no scaling, but for the attention's, 1/sqrt(head_dim). */
+static void granite_fields(struct hp *h, const struct dims *d)
+{
+	static const char *const m[][2] = {{"attention.scale", "attention_multiplier"},
+					   {"embedding_scale", "embedding_multiplier"},
+					   {"residual_scale", "residual_multiplier"},
+					   {"logit_scale", "logits_scaling"}};
+	put_raw(h, "attention_bias", "false");
+	put_raw(h, "mlp_bias", "false");
+	for (size_t i = 0; i < WF_ARRAY_LEN(m); i++) {
+		double v;
+		if (kv_num(&h->kv, k_(h, m[i][0]), &v) && v != 0)
+			put_num(h, m[i][1], v, true);
+		else
+			put_num(h, m[i][1], i ? 1.0 : 1.0 / sqrt((double)d->head_dim), i != 0);
+	}
+}
+
 static enum wf_err write_config(struct hp *h, const struct wf_model *m, enum wf_vk vk)
 {
 	struct dims d;
@@ -473,6 +492,8 @@ static enum wf_err write_config(struct hp *h, const struct wf_model *m, enum wf_
 		put_raw(h, "mlp_bias", "false");
 	if (strcmp(h->arch, "smollm3") == 0)
 		smollm3_fields(h, &d);
+	if (strcmp(h->arch, "granite") == 0)
+		granite_fields(h, &d);
 	if (strcmp(h->arch, "mistral3") == 0)
 		put_raw(h, "sliding_window", "null"); /* MistralConfig's default is 4096; llama.cpp's mistral3 has none */
 	token_ids(h);

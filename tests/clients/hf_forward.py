@@ -14,6 +14,9 @@ st_io. Written from transformers' modeling_llama / modeling_qwen2 / modeling_qwe
   - Qwen2ForCausalLM: the same with q/k/v biases (and no o bias).
   - Qwen3ForCausalLM: per-head RMSNorm q_norm/k_norm on q and k before RoPE, no biases
     (unless attention_bias), head_dim from config.
+  - GraniteForCausalLM: Llama's with embeddings times embedding_multiplier, attention scaled by
+    attention_multiplier, each sublayer's output times residual_multiplier before it is added,
+    logits divided by logits_scaling; head_dim is hidden / heads (GraniteAttention).
   - SmolLM3ForCausalLM: Llama's layers, those whose no_rope_layers entry is 0 without RoPE.
   - Phi3ForCausalLM: fused qkv_proj (q, k, v rows) and gate_up_proj (gate, up rows),
     partial_rotary_factor; rope_scaling longrope/su not implemented.
@@ -53,7 +56,8 @@ import st_io  # noqa: E402
 
 SUPPORTED = ("LlamaForCausalLM", "MistralForCausalLM", "Qwen2ForCausalLM", "Qwen3ForCausalLM",
              "Phi3ForCausalLM", "Gemma2ForCausalLM", "Gemma3ForCausalLM", "MixtralForCausalLM",
-             "Qwen2MoeForCausalLM", "Qwen3MoeForCausalLM", "OlmoeForCausalLM", "SmolLM3ForCausalLM")
+             "Qwen2MoeForCausalLM", "Qwen3MoeForCausalLM", "OlmoeForCausalLM", "SmolLM3ForCausalLM",
+             "GraniteForCausalLM")
 GEMMA = ("Gemma2ForCausalLM", "Gemma3ForCausalLM")
 
 
@@ -297,8 +301,15 @@ def forward(cfg, w, ids, dtype=torch.float64, gelu="exact"):
     hd = cfg.get("head_dim") or n_embd // H
     eps = float(cfg.get("rms_norm_eps", 1e-6))
     qwen3 = arch == "Qwen3ForCausalLM"
+    granite = arch == "GraniteForCausalLM"
+    if granite:
+        hd = n_embd // H
+    att_scale = cfg.get("attention_multiplier", hd ** -0.5) if granite else hd ** -0.5
+    res = cfg.get("residual_multiplier", 1.0) if granite else 1.0
     n = len(ids)
     x = T["model.embed_tokens.weight"][torch.tensor(ids, dtype=torch.long)]
+    if granite:
+        x = x * cfg.get("embedding_multiplier", 1.0)
     rd = int(hd * cfg.get("partial_rotary_factor", 1.0))   # Phi3's partial rotary
     inv, pos_scale = rope_inv_freq(cfg, rd)
     pos = torch.arange(n, dtype=torch.float64) * pos_scale
@@ -338,10 +349,10 @@ def forward(cfg, w, ids, dtype=torch.float64, gelu="exact"):
         rep = H // KV
         k = k.repeat_interleave(rep, dim=1)   # repeat_kv: kv head j serves q heads j*rep..
         v = v.repeat_interleave(rep, dim=1)
-        att = torch.einsum("qhd,khd->hqk", q, k) * (hd ** -0.5) + mask
+        att = torch.einsum("qhd,khd->hqk", q, k) * att_scale + mask
         att = torch.softmax(att, dim=-1)
         o = torch.einsum("hqk,khd->qhd", att, v).reshape(n, H * hd)
-        x = x + lin(o, p + "self_attn.o_proj")
+        x = x + lin(o, p + "self_attn.o_proj") * res
         h = rms(x, T[p + "post_attention_layernorm.weight"], eps)
         if (p + "block_sparse_moe.gate.weight") in T:
             x = x + moe_mixtral(cfg, T, p + "block_sparse_moe.", h, lin)
@@ -354,10 +365,13 @@ def forward(cfg, w, ids, dtype=torch.float64, gelu="exact"):
         else:
             g = lin(h, p + "mlp.gate_proj")
             u = lin(h, p + "mlp.up_proj")
-        x = x + lin(torch.nn.functional.silu(g) * u, p + "mlp.down_proj")
+        x = x + lin(torch.nn.functional.silu(g) * u, p + "mlp.down_proj") * res
     x = rms(x, T["model.norm.weight"], eps)
     head = T.get("lm_head.weight", T["model.embed_tokens.weight"])
-    return (x @ head.T).numpy()
+    out = x @ head.T
+    if granite:
+        out = out / cfg.get("logits_scaling", 1.0)
+    return out.numpy()
 
 
 def logits(folder, ids, dtype=torch.float64, gelu="exact", config=None):

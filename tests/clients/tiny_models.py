@@ -25,7 +25,8 @@ unless given.
 
 "mistral" (MistralForCausalLM: Llama's layers, head_dim 32 apart from n_embd / n_head,
 no sliding window, untied), "smollm3" (SmolLM3ForCausalLM: 4 layers, the 4th without rope
-(no_rope_layers), tied). wrap="old" or "new" (gemma3, mistral): the text model inside its multimodal release's checkpoint
+(no_rope_layers), tied), "granite" (GraniteForCausalLM: embedding, attention, residual and
+logits multipliers, a head_dim, tied). wrap="old" or "new" (gemma3, mistral): the text model inside its multimodal release's checkpoint
 (Gemma3ForConditionalGeneration: config.json's text_config, a small SigLIP vision tower and
 the projector; Mistral3ForConditionalGeneration: a Pixtral tower and Mistral 3's projector), named as transformers saved it before 4.52 (language_model.model.*,
 vision_tower.*, multi_modal_projector.*) or since (model.language_model.*,
@@ -51,7 +52,8 @@ ARCHS = {"llama": "LlamaForCausalLM", "llama_tied": "LlamaForCausalLM",
          "qwen2": "Qwen2ForCausalLM", "qwen3": "Qwen3ForCausalLM", "phi3": "Phi3ForCausalLM",
          "gemma2": "Gemma2ForCausalLM", "gemma3": "Gemma3ForCausalLM", "mixtral": "MixtralForCausalLM",
          "qwen2moe": "Qwen2MoeForCausalLM", "qwen3moe": "Qwen3MoeForCausalLM", "olmoe": "OlmoeForCausalLM",
-         "mistral": "MistralForCausalLM", "smollm3": "SmolLM3ForCausalLM"}
+         "mistral": "MistralForCausalLM", "smollm3": "SmolLM3ForCausalLM",
+         "granite": "GraniteForCausalLM"}
 
 
 def n_vocab_of(tokenizer_dir):
@@ -177,6 +179,9 @@ def make(folder, kind, tokenizer_dir, seed=0, vocab_size=None, dtype="F32", shar
         cfg.update(no_rope_layer_interval=4, no_rope_layers=[int((i + 1) % 4 != 0) for i in range(L)],
                    use_sliding_window=False, sliding_window=None, tie_word_embeddings=True,
                    attention_bias=False, mlp_bias=False, rope_theta=2000000.0)
+    if kind == "granite":   # Granite 3's multipliers (of its 2B), a head_dim the converter ignores; tied
+        cfg.update(embedding_multiplier=12.0, attention_multiplier=0.015625, residual_multiplier=0.22,
+                   logits_scaling=8.0, head_dim=hd, tie_word_embeddings=True, attention_bias=False, mlp_bias=False)
     if kind == "qwen3":
         cfg["head_dim"] = hd
         cfg["tie_word_embeddings"] = False

@@ -328,7 +328,7 @@ def mixtral_bad_case():
 # dense families of converter_cases (the multimodal releases: their text model is
 # converted), and a config.json change the reference must notice (the negative control)
 DENSE_CASES = {"Tiny-Gemma3-VL": {"rope_local_base_freq": 1000000.0}, "Tiny-Mistral3-VL": {"rope_theta": 10000.0},
-               "Tiny-SmolLM3": {"no_rope_layers": [1, 1, 1, 1]}}
+               "Tiny-SmolLM3": {"no_rope_layers": [1, 1, 1, 1]}, "Tiny-Granite": {"residual_multiplier": 0.25}}
 
 
 def dense_case(name):
@@ -393,7 +393,8 @@ def dense_case(name):
         raise Fail("%d hf/ tensors differ from the text model's, e.g. %s" % (len(bad), bad[0]))
     keys = ["hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads", "num_key_value_heads",
             "head_dim", "vocab_size", "rms_norm_eps", "rope_theta", "rope_local_base_freq", "sliding_window",
-            "sliding_window_pattern", "query_pre_attn_scalar", "model_type", "tie_word_embeddings", "no_rope_layers"]
+            "sliding_window_pattern", "query_pre_attn_scalar", "model_type", "tie_word_embeddings", "no_rope_layers",
+            "embedding_multiplier", "attention_multiplier", "residual_multiplier", "logits_scaling"]
     off = [(k, tcfg[k], hcfg.get(k)) for k in keys if k in tcfg and hcfg.get(k) != tcfg[k] and not (
         isinstance(tcfg[k], float) and hcfg.get(k) is not None and np.float32(hcfg[k]) == np.float32(tcfg[k]))]
     if hcfg.get("architectures") != tcfg["architectures"] or off:
