@@ -91,7 +91,8 @@ static const struct {
 	{"mlp.shared_expert_gate", "ffn_gate_inp_shexp", 0},
 };
 
-/* Gemma 2 and 3 norm around both sublayers: their own four names. */
+/* Gemma 2 and 3 norm around both sublayers: their own four names (OLMo 2
+ * after each only: two of them). */
 static const struct {
 	const char *hf, *gguf;
 } gemma2_map[] = {
@@ -127,9 +128,16 @@ static bool eq(const char *s, size_t n, const char *lit)
 	return strlen(lit) == n && memcmp(s, lit, n) == 0;
 }
 
+/* The architectures whose post_attention_layernorm is a norm after the
+ * attention (gemma2_map), not before the feed-forward. */
+static bool post_norms(const char *arch)
+{
+	return arch && (strcmp(arch, "gemma2") == 0 || strcmp(arch, "gemma3") == 0 || strcmp(arch, "olmo2") == 0);
+}
+
 static const char *layer_part(const char *arch, const char *s, size_t n, char *qk)
 {
-	bool g23 = arch && (strcmp(arch, "gemma2") == 0 || strcmp(arch, "gemma3") == 0);
+	bool g23 = post_norms(arch);
 	*qk = 0;
 	for (size_t i = 0; g23 && i < WF_ARRAY_LEN(gemma2_map); i++)
 		if (eq(s, n, gemma2_map[i].hf))
@@ -342,12 +350,16 @@ static const char *const qwen3moe_parts[] = {"attn_norm", "attn_q", "attn_k", "a
 					     "ffn_gate_inp", "attn_q_norm", "attn_k_norm", NULL};
 static const char *const olmoe_parts[] = {"attn_norm", "attn_q", "attn_k", "attn_v", "attn_output", "ffn_norm",
 					  "ffn_gate_inp", "attn_q_norm", "attn_k_norm", NULL};
+static const char *const olmo2_parts[] = {"attn_q", "attn_k", "attn_v", "attn_output", "attn_q_norm",
+					  "attn_k_norm", "post_attention_norm", "post_ffw_norm", "ffn_gate", "ffn_up",
+					  "ffn_down", NULL};
 static const char *const phi3_parts[] = {"attn_norm", "attn_qkv", "attn_q", "attn_k", "attn_v", "attn_output",
 					 "ffn_norm", "ffn_up", "ffn_down", NULL};
 
 static enum wf_err kv_llama(const struct arch *a, struct cfg *c, struct wf_gguf_w *w, uint32_t ftype);
 static enum wf_err kv_mistral3(const struct arch *a, struct cfg *c, struct wf_gguf_w *w, uint32_t ftype);
 static enum wf_err kv_granite(const struct arch *a, struct cfg *c, struct wf_gguf_w *w, uint32_t ftype);
+static enum wf_err kv_olmo2(const struct arch *a, struct cfg *c, struct wf_gguf_w *w, uint32_t ftype);
 static enum wf_err kv_qwen(const struct arch *a, struct cfg *c, struct wf_gguf_w *w, uint32_t ftype);
 static enum wf_err kv_gemma2(const struct arch *a, struct cfg *c, struct wf_gguf_w *w, uint32_t ftype);
 static enum wf_err kv_gemma3(const struct arch *a, struct cfg *c, struct wf_gguf_w *w, uint32_t ftype);
@@ -368,6 +380,8 @@ static const struct arch arch_rows[] = {
 	{{"SmolLM3ForCausalLM", NULL}, "smollm3", WF_VOCAB_LLAMA, true, false, false, kv_llama, llama_parts, NULL},
 	/* GraniteModel: LlamaModel without head_dim, and its four multipliers */
 	{{"GraniteForCausalLM", NULL}, "granite", WF_VOCAB_LLAMA, true, false, false, kv_granite, llama_parts, NULL},
+	/* Olmo2Model: norms after each sublayer, q/k norms over the whole projection */
+	{{"Olmo2ForCausalLM", NULL}, "olmo2", WF_VOCAB_GPT2, false, false, false, kv_olmo2, olmo2_parts, NULL},
 	{{"Qwen2ForCausalLM", NULL}, "qwen2", WF_VOCAB_QWEN, false, false, false, kv_qwen, llama_parts, NULL},
 	{{"Qwen3ForCausalLM", NULL}, "qwen3", WF_VOCAB_QWEN, false, false, false, kv_qwen, qwen3_parts, NULL},
 	{{"Gemma2ForCausalLM", NULL}, "gemma2", WF_VOCAB_GEMMA2, false, true, true, kv_gemma2, gemma2_parts, NULL},
@@ -411,6 +425,7 @@ static const struct {
 	{"granite",
 	 {{"max_position_embeddings", 2048}, {"rms_norm_eps", 1e-6}, {"rope_theta", 10000}, {"embedding_multiplier", 1},
 	  {"logits_scaling", 1}, {"residual_multiplier", 1}, {"attention_multiplier", 1}, {NULL, 0}}},
+	{"olmo2", {{"max_position_embeddings", 2048}, {"rms_norm_eps", 1e-5}, {"rope_theta", 10000}, {NULL, 0}}},
 	{"phi3",
 	 {{"max_position_embeddings", 4096}, {"rms_norm_eps", 1e-5}, {"rope_theta", 10000},
 	  {"original_max_position_embeddings", 4096}, {NULL, 0}}},
@@ -437,7 +452,8 @@ static enum wf_err add_defaults(struct cfg *c)
 	bool llama_like = strcmp(t, "llama") == 0 || strcmp(t, "mistral") == 0;
 	const cJSON *kv = hp(c, "num_key_value_heads");
 	if ((!kv || cJSON_IsNull(kv)) && cJSON_IsNumber(heads) &&
-	    (llama_like || strcmp(t, "phi3") == 0 || strcmp(t, "olmoe") == 0 || strcmp(t, "granite") == 0)) {
+	    (llama_like || strcmp(t, "phi3") == 0 || strcmp(t, "olmoe") == 0 || strcmp(t, "granite") == 0 ||
+	     strcmp(t, "olmo2") == 0)) {
 		cJSON_DeleteItemFromObjectCaseSensitive(c->dflt, "num_key_value_heads");
 		if (!cJSON_AddNumberToObject(c->dflt, "num_key_value_heads", heads->valuedouble))
 			return WF_ERR_NOMEM;
@@ -653,6 +669,15 @@ static enum wf_err kv_granite(const struct arch *a, struct cfg *c, struct wf_ggu
 			rc = put_f32(c, w, m[i][1], v, m[i][0]);
 	}
 	return rc;
+}
+
+/* Olmo2Model: the base block; a sliding_window (Olmo 3's, written with its
+ * per-layer pattern) is not made. */
+static enum wf_err kv_olmo2(const struct arch *a, struct cfg *c, struct wf_gguf_w *w, uint32_t ftype)
+{
+	if (hp(c, "sliding_window"))
+		return wf_fail(c->why, WF_ERR_UNSUP, "config.json: sliding_window: OLMo 3's sliding window is not made");
+	return kv_text(c, w, a->gguf, ftype);
 }
 
 /* Mistral3Model: Ministral3Model (LlamaModel's keys under mistral3) for a
@@ -968,7 +993,7 @@ bool wf_gguf_expert_name(const char *hf_class, const char *g, unsigned long x, c
 /* The HF layer part of GGUF part g[0..n) under row a, or NULL. */
 static const char *hf_part(const struct arch *a, const char *g, size_t n, char *qk)
 {
-	bool g23 = strcmp(a->gguf, "gemma2") == 0 || strcmp(a->gguf, "gemma3") == 0;
+	bool g23 = post_norms(a->gguf);
 	bool phi3 = strcmp(a->gguf, "phi3") == 0;
 	*qk = 0;
 	bool known = false;

@@ -484,7 +484,8 @@ static enum wf_err write_config(struct hp *h, const struct wf_model *m, enum wf_
 		put_str(h, "hidden_act", "silu");
 	else
 		put_str(h, "hidden_act", "gelu_pytorch_tanh");
-	if (strcmp(h->arch, "llama") == 0 || strcmp(h->arch, "qwen3") == 0 || strcmp(h->arch, "qwen3moe") == 0)
+	if (strcmp(h->arch, "llama") == 0 || strcmp(h->arch, "qwen3") == 0 || strcmp(h->arch, "qwen3moe") == 0 ||
+	    strcmp(h->arch, "olmo2") == 0)
 		put_raw(h, "attention_bias", has_tensor(m, "blk.0.attn_q.bias") ? "true" : "false");
 	if (h->a->experts && (rc = moe_fields(h)) != WF_OK)
 		return rc;

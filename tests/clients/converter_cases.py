@@ -69,6 +69,7 @@ CASES = {
     "Tiny-Mistral3-VL-New": ("mistral", "llama2", {"wrap": "new", "shards": 2}, ["f32"]),
     "Tiny-SmolLM3": ("smollm3", "gpt2", {}, ["f32", "bf16"]),
     "Tiny-Granite": ("granite", "gpt2", {}, ["f32", "f16"]),
+    "Tiny-OLMo2": ("olmo2", "gpt2", {}, ["f32", "bf16"]),
 }
 
 

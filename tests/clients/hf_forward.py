@@ -17,6 +17,9 @@ st_io. Written from transformers' modeling_llama / modeling_qwen2 / modeling_qwe
   - GraniteForCausalLM: Llama's with embeddings times embedding_multiplier, attention scaled by
     attention_multiplier, each sublayer's output times residual_multiplier before it is added,
     logits divided by logits_scaling; head_dim is hidden / heads (GraniteAttention).
+  - Olmo2ForCausalLM: no norm before the attention or the MLP, RMSNorm of each one's output
+    (post_attention_layernorm, post_feedforward_layernorm) before it is added; q_norm/k_norm
+    over the whole projection (as OLMoE).
   - SmolLM3ForCausalLM: Llama's layers, those whose no_rope_layers entry is 0 without RoPE.
   - Phi3ForCausalLM: fused qkv_proj (q, k, v rows) and gate_up_proj (gate, up rows),
     partial_rotary_factor; rope_scaling longrope/su not implemented.
@@ -57,7 +60,7 @@ import st_io  # noqa: E402
 SUPPORTED = ("LlamaForCausalLM", "MistralForCausalLM", "Qwen2ForCausalLM", "Qwen3ForCausalLM",
              "Phi3ForCausalLM", "Gemma2ForCausalLM", "Gemma3ForCausalLM", "MixtralForCausalLM",
              "Qwen2MoeForCausalLM", "Qwen3MoeForCausalLM", "OlmoeForCausalLM", "SmolLM3ForCausalLM",
-             "GraniteForCausalLM")
+             "GraniteForCausalLM", "Olmo2ForCausalLM")
 GEMMA = ("Gemma2ForCausalLM", "Gemma3ForCausalLM")
 
 
@@ -325,7 +328,8 @@ def forward(cfg, w, ids, dtype=torch.float64, gelu="exact"):
 
     for i in range(cfg["num_hidden_layers"]):
         p = "model.layers.%d." % i
-        h = rms(x, T[p + "input_layernorm.weight"], eps)
+        olmo2 = arch == "Olmo2ForCausalLM"
+        h = x if olmo2 else rms(x, T[p + "input_layernorm.weight"], eps)
         if (p + "self_attn.qkv_proj.weight") in T:   # Phi3: fused q, k, v rows
             qkv = lin(h, p + "self_attn.qkv_proj")
             q = qkv[:, :H * hd].reshape(n, H, hd)
@@ -352,7 +356,14 @@ def forward(cfg, w, ids, dtype=torch.float64, gelu="exact"):
         att = torch.einsum("qhd,khd->hqk", q, k) * att_scale + mask
         att = torch.softmax(att, dim=-1)
         o = torch.einsum("hqk,khd->qhd", att, v).reshape(n, H * hd)
-        x = x + lin(o, p + "self_attn.o_proj") * res
+        o = lin(o, p + "self_attn.o_proj")
+        if olmo2:
+            x = x + rms(o, T[p + "post_attention_layernorm.weight"], eps)
+            g, u = lin(x, p + "mlp.gate_proj"), lin(x, p + "mlp.up_proj")
+            m = lin(torch.nn.functional.silu(g) * u, p + "mlp.down_proj")
+            x = x + rms(m, T[p + "post_feedforward_layernorm.weight"], eps)
+            continue
+        x = x + o * res
         h = rms(x, T[p + "post_attention_layernorm.weight"], eps)
         if (p + "block_sparse_moe.gate.weight") in T:
             x = x + moe_mixtral(cfg, T, p + "block_sparse_moe.", h, lin)

@@ -26,7 +26,8 @@ unless given.
 "mistral" (MistralForCausalLM: Llama's layers, head_dim 32 apart from n_embd / n_head,
 no sliding window, untied), "smollm3" (SmolLM3ForCausalLM: 4 layers, the 4th without rope
 (no_rope_layers), tied), "granite" (GraniteForCausalLM: embedding, attention, residual and
-logits multipliers, a head_dim, tied). wrap="old" or "new" (gemma3, mistral): the text model inside its multimodal release's checkpoint
+logits multipliers, a head_dim, tied), "olmo2" (Olmo2ForCausalLM: norms after each sublayer
+only, q_norm/k_norm over the whole projection, multi-head). wrap="old" or "new" (gemma3, mistral): the text model inside its multimodal release's checkpoint
 (Gemma3ForConditionalGeneration: config.json's text_config, a small SigLIP vision tower and
 the projector; Mistral3ForConditionalGeneration: a Pixtral tower and Mistral 3's projector), named as transformers saved it before 4.52 (language_model.model.*,
 vision_tower.*, multi_modal_projector.*) or since (model.language_model.*,
@@ -53,7 +54,7 @@ ARCHS = {"llama": "LlamaForCausalLM", "llama_tied": "LlamaForCausalLM",
          "gemma2": "Gemma2ForCausalLM", "gemma3": "Gemma3ForCausalLM", "mixtral": "MixtralForCausalLM",
          "qwen2moe": "Qwen2MoeForCausalLM", "qwen3moe": "Qwen3MoeForCausalLM", "olmoe": "OlmoeForCausalLM",
          "mistral": "MistralForCausalLM", "smollm3": "SmolLM3ForCausalLM",
-         "granite": "GraniteForCausalLM"}
+         "granite": "GraniteForCausalLM", "olmo2": "Olmo2ForCausalLM"}
 
 
 def n_vocab_of(tokenizer_dir):
@@ -141,8 +142,8 @@ def make(folder, kind, tokenizer_dir, seed=0, vocab_size=None, dtype="F32", shar
             shutil.copy(os.path.join(tokenizer_dir, fn), os.path.join(folder, fn))
     V = vocab_size or n_vocab_of(tokenizer_dir)
     E, H, KV, FF, L = dims or (64, 4, 2, 128, {"gemma3": 6, "smollm3": 4}.get(kind, 2))
-    if kind == "olmoe":
-        KV = H  # llama.cpp's OLMoE is multi-head only
+    if kind in ("olmoe", "olmo2"):
+        KV = H  # llama.cpp's OLMoE is multi-head only; OLMo 2 as released
     hd = 32 if kind in ("qwen3", "qwen3moe", "mistral") else E // H
     cfg = {"architectures": [ARCHS[kind]], "model_type": ARCHS[kind][:-len("ForCausalLM")].lower(),
            "hidden_size": E, "intermediate_size": FF, "num_hidden_layers": L,
@@ -248,7 +249,15 @@ def make(folder, kind, tokenizer_dir, seed=0, vocab_size=None, dtype="F32", shar
         if kind == "gemma3":
             w[p + "self_attn.q_norm.weight"] = r(hd, s=0.2)
             w[p + "self_attn.k_norm.weight"] = r(hd, s=0.2)
-    if kind == "olmoe":
+    if kind == "olmo2":
+        # OLMo 2: no norm before either sublayer, one after each (post_attention_layernorm,
+        # post_feedforward_layernorm); its q_norm/k_norm as OLMoE's below
+        cfg.update(model_type="olmo2", tie_word_embeddings=False, attention_bias=False, rms_norm_eps=1e-6)
+        for i in range(L):
+            p = "model.layers.%d." % i
+            del w[p + "input_layernorm.weight"]
+            w[p + "post_feedforward_layernorm.weight"] = 1 + r(E, s=0.1)
+    if kind in ("olmoe", "olmo2"):
         # q_norm and k_norm over the whole projection, before the head split
         for i in range(L):
             p = "model.layers.%d." % i

@@ -328,7 +328,8 @@ def mixtral_bad_case():
 # dense families of converter_cases (the multimodal releases: their text model is
 # converted), and a config.json change the reference must notice (the negative control)
 DENSE_CASES = {"Tiny-Gemma3-VL": {"rope_local_base_freq": 1000000.0}, "Tiny-Mistral3-VL": {"rope_theta": 10000.0},
-               "Tiny-SmolLM3": {"no_rope_layers": [1, 1, 1, 1]}, "Tiny-Granite": {"residual_multiplier": 0.25}}
+               "Tiny-SmolLM3": {"no_rope_layers": [1, 1, 1, 1]}, "Tiny-Granite": {"residual_multiplier": 0.25},
+               "Tiny-OLMo2": {"rms_norm_eps": 0.1}}
 
 
 def dense_case(name):
