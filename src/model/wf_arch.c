@@ -362,6 +362,7 @@ static enum wf_err kv_granite(const struct arch *a, struct cfg *c, struct wf_ggu
 static enum wf_err kv_olmo2(const struct arch *a, struct cfg *c, struct wf_gguf_w *w, uint32_t ftype);
 static enum wf_err kv_qwen(const struct arch *a, struct cfg *c, struct wf_gguf_w *w, uint32_t ftype);
 static enum wf_err kv_gemma2(const struct arch *a, struct cfg *c, struct wf_gguf_w *w, uint32_t ftype);
+static enum wf_err kv_gemma(const struct arch *a, struct cfg *c, struct wf_gguf_w *w, uint32_t ftype);
 static enum wf_err kv_gemma3(const struct arch *a, struct cfg *c, struct wf_gguf_w *w, uint32_t ftype);
 static enum wf_err kv_phi3(const struct arch *a, struct cfg *c, struct wf_gguf_w *w, uint32_t ftype);
 static enum wf_err kv_olmoe(const struct arch *a, struct cfg *c, struct wf_gguf_w *w, uint32_t ftype);
@@ -384,6 +385,8 @@ static const struct arch arch_rows[] = {
 	{{"Olmo2ForCausalLM", NULL}, "olmo2", WF_VOCAB_GPT2, false, false, false, kv_olmo2, olmo2_parts, NULL},
 	{{"Qwen2ForCausalLM", NULL}, "qwen2", WF_VOCAB_QWEN, false, false, false, kv_qwen, llama_parts, NULL},
 	{{"Qwen3ForCausalLM", NULL}, "qwen3", WF_VOCAB_QWEN, false, false, false, kv_qwen, qwen3_parts, NULL},
+	/* GemmaModel: Gemma 2's keys without its softcaps and window; lm_head dropped */
+	{{"GemmaForCausalLM", NULL}, "gemma", WF_VOCAB_GEMMA, false, true, true, kv_gemma, llama_parts, NULL},
 	{{"Gemma2ForCausalLM", NULL}, "gemma2", WF_VOCAB_GEMMA2, false, true, true, kv_gemma2, gemma2_parts, NULL},
 	{{"Gemma3ForCausalLM", "Gemma3ForConditionalGeneration", NULL}, "gemma3", WF_VOCAB_GEMMA3, false, true, false,
 	 kv_gemma3, gemma3_parts, NULL},
@@ -414,6 +417,9 @@ static const struct {
 	{"qwen3",
 	 {{"max_position_embeddings", 32768}, {"rms_norm_eps", 1e-6}, {"rope_theta", 10000},
 	  {"num_key_value_heads", 32}, {"head_dim", 128}, {NULL, 0}}},
+	{"gemma",
+	 {{"max_position_embeddings", 8192}, {"rms_norm_eps", 1e-6}, {"rope_theta", 10000}, {"num_key_value_heads", 16},
+	  {"head_dim", 256}, {NULL, 0}}},
 	{"gemma2",
 	 {{"max_position_embeddings", 8192}, {"rms_norm_eps", 1e-6}, {"rope_theta", 10000},
 	  {"num_key_value_heads", 4}, {"head_dim", 256}, {"attn_logit_softcapping", 50},
@@ -720,32 +726,42 @@ static enum wf_err kv_olmoe(const struct arch *a, struct cfg *c, struct wf_gguf_
 	return rc;
 }
 
-static enum wf_err kv_gemma2(const struct arch *a, struct cfg *c, struct wf_gguf_w *w, uint32_t ftype)
+/* GemmaModel.set_gguf_parameters (and the first part of Gemma2Model's):
+ * every field required, in this order. */
+static enum wf_err kv_gemma(const struct arch *a, struct cfg *c, struct wf_gguf_w *w, uint32_t ftype)
 {
-	(void)a;
-	enum wf_err rc = put_u32(c, w, "gemma2.context_length", KEYS("max_position_embeddings"), true, NULL);
+	char k[64];
+#define K(s) (snprintf(k, sizeof k, "%s." s, a->gguf), k)
+	enum wf_err rc = put_u32(c, w, K("context_length"), KEYS("max_position_embeddings"), true, NULL);
 	if (rc == WF_OK)
-		rc = put_u32(c, w, "gemma2.embedding_length", KEYS("hidden_size"), true, NULL);
+		rc = put_u32(c, w, K("embedding_length"), KEYS("hidden_size"), true, NULL);
 	if (rc == WF_OK)
-		rc = put_u32(c, w, "gemma2.block_count", KEYS("n_layers", "num_hidden_layers", "n_layer", "num_layers"),
-			     true, NULL);
+		rc = put_u32(c, w, K("block_count"), KEYS("n_layers", "num_hidden_layers", "n_layer", "num_layers"), true,
+			     NULL);
 	if (rc == WF_OK)
-		rc = put_u32(c, w, "gemma2.feed_forward_length", KEYS("intermediate_size"), true, NULL);
+		rc = put_u32(c, w, K("feed_forward_length"), KEYS("intermediate_size"), true, NULL);
 	if (rc == WF_OK)
-		rc = put_u32(c, w, "gemma2.attention.head_count", KEYS("num_attention_heads"), true, NULL);
+		rc = put_u32(c, w, K("attention.head_count"), KEYS("num_attention_heads"), true, NULL);
 	if (rc == WF_OK)
-		rc = put_u32(c, w, "gemma2.attention.head_count_kv", KEYS("num_key_value_heads", "num_attention_heads"),
-			     true, NULL);
+		rc = put_u32(c, w, K("attention.head_count_kv"), KEYS("num_key_value_heads", "num_attention_heads"), true,
+			     NULL);
 	if (rc == WF_OK && !hp(c, "rms_norm_eps"))
 		rc = wf_fail(c->why, WF_ERR_UNSUP, "config.json: rms_norm_eps: missing");
 	if (rc == WF_OK)
-		rc = put_f32k(c, w, "gemma2.attention.layer_norm_rms_epsilon", KEYS("rms_norm_eps"));
+		rc = put_f32k(c, w, K("attention.layer_norm_rms_epsilon"), KEYS("rms_norm_eps"));
 	if (rc == WF_OK)
-		rc = put_u32(c, w, "gemma2.attention.key_length", KEYS("head_dim"), true, NULL);
+		rc = put_u32(c, w, K("attention.key_length"), KEYS("head_dim"), true, NULL);
 	if (rc == WF_OK)
-		rc = put_u32(c, w, "gemma2.attention.value_length", KEYS("head_dim"), true, NULL);
+		rc = put_u32(c, w, K("attention.value_length"), KEYS("head_dim"), true, NULL);
+#undef K
 	if (rc == WF_OK)
 		wf_gguf_w_u32(w, "general.file_type", ftype);
+	return rc;
+}
+
+static enum wf_err kv_gemma2(const struct arch *a, struct cfg *c, struct wf_gguf_w *w, uint32_t ftype)
+{
+	enum wf_err rc = kv_gemma(a, c, w, ftype);
 	static const char *const need[][2] = {{"attn_logit_softcapping", "gemma2.attn_logit_softcapping"},
 					      {"final_logit_softcapping", "gemma2.final_logit_softcapping"}};
 	for (size_t i = 0; i < WF_ARRAY_LEN(need) && rc == WF_OK; i++) {

@@ -480,10 +480,13 @@ static enum wf_err write_config(struct hp *h, const struct wf_model *m, enum wf_
 	put_int(h, "vocab_size", d.vocab);
 	bool tied = !has_tensor(m, "output.weight") || h->a->no_lm_head;
 	put_raw(h, "tie_word_embeddings", tied ? "true" : "false");
-	if (!g2 && !g3)
+	bool g1 = strcmp(h->arch, "gemma") == 0;
+	if (!g1 && !g2 && !g3)
 		put_str(h, "hidden_act", "silu");
 	else
 		put_str(h, "hidden_act", "gelu_pytorch_tanh");
+	if (g1)
+		put_str(h, "hidden_activation", "gelu_pytorch_tanh");
 	if (strcmp(h->arch, "llama") == 0 || strcmp(h->arch, "qwen3") == 0 || strcmp(h->arch, "qwen3moe") == 0 ||
 	    strcmp(h->arch, "olmo2") == 0)
 		put_raw(h, "attention_bias", has_tensor(m, "blk.0.attn_q.bias") ? "true" : "false");

@@ -70,6 +70,7 @@ CASES = {
     "Tiny-SmolLM3": ("smollm3", "gpt2", {}, ["f32", "bf16"]),
     "Tiny-Granite": ("granite", "gpt2", {}, ["f32", "f16"]),
     "Tiny-OLMo2": ("olmo2", "gpt2", {}, ["f32", "bf16"]),
+    "Tiny-Gemma": ("gemma", "spm", {}, ["f32", "bf16"]),
 }
 
 

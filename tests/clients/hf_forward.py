@@ -23,6 +23,8 @@ st_io. Written from transformers' modeling_llama / modeling_qwen2 / modeling_qwe
   - SmolLM3ForCausalLM: Llama's layers, those whose no_rope_layers entry is 0 without RoPE.
   - Phi3ForCausalLM: fused qkv_proj (q, k, v rows) and gate_up_proj (gate, up rows),
     partial_rotary_factor; rope_scaling longrope/su not implemented.
+  - GemmaForCausalLM (modeling_gemma): as Gemma 2 below with Llama's two norms (before the
+    attention and before the MLP), attention scaled by head_dim^-0.5, no window or softcaps.
   - Gemma2ForCausalLM / Gemma3ForCausalLM (modeling_gemma2 / modeling_gemma3, text):
     embeddings times sqrt(hidden_size) (in the weights' dtype: exact in float64 for
     hidden 64), Gemma RMSNorm x * rsqrt(mean(x^2) + eps) * (1 + w), pre and post attention
@@ -60,8 +62,9 @@ import st_io  # noqa: E402
 SUPPORTED = ("LlamaForCausalLM", "MistralForCausalLM", "Qwen2ForCausalLM", "Qwen3ForCausalLM",
              "Phi3ForCausalLM", "Gemma2ForCausalLM", "Gemma3ForCausalLM", "MixtralForCausalLM",
              "Qwen2MoeForCausalLM", "Qwen3MoeForCausalLM", "OlmoeForCausalLM", "SmolLM3ForCausalLM",
-             "GraniteForCausalLM", "Olmo2ForCausalLM")
-GEMMA = ("Gemma2ForCausalLM", "Gemma3ForCausalLM")
+             "GraniteForCausalLM", "Olmo2ForCausalLM",
+             "GemmaForCausalLM")
+GEMMA = ("GemmaForCausalLM", "Gemma2ForCausalLM", "Gemma3ForCausalLM")
 
 
 # a multimodal release -> the class of its text model
@@ -178,6 +181,7 @@ def gelu_ggml(x):
 def forward_gemma(cfg, T, ids, dtype, gelu="exact"):
     arch = cfg["architectures"][0]
     g3 = arch == "Gemma3ForCausalLM"
+    g1 = arch == "GemmaForCausalLM"
     E = cfg["hidden_size"]
     H = cfg["num_attention_heads"]
     KV = cfg.get("num_key_value_heads") or H
@@ -185,11 +189,14 @@ def forward_gemma(cfg, T, ids, dtype, gelu="exact"):
     eps = float(cfg.get("rms_norm_eps", 1e-6))
     L = cfg["num_hidden_layers"]
     n = len(ids)
-    scale = float(cfg.get("query_pre_attn_scalar", 256)) ** -0.5
-    attn_cap = cfg.get("attn_logit_softcapping") if not g3 else None
+    scale = float(hd if g1 else cfg.get("query_pre_attn_scalar", 256)) ** -0.5
+    attn_cap = cfg.get("attn_logit_softcapping") if not (g3 or g1) else None
     final_cap = cfg.get("final_logit_softcapping")
     window = cfg.get("sliding_window") or 4096
-    if g3:
+    if g1:
+        types = ["full_attention"] * L
+        final_cap = None
+    elif g3:
         pattern = cfg.get("sliding_window_pattern", 6)
         types = cfg.get("layer_types") or ["sliding_attention" if (i + 1) % pattern else "full_attention"
                                            for i in range(L)]
@@ -237,6 +244,12 @@ def forward_gemma(cfg, T, ids, dtype, gelu="exact"):
         att = torch.softmax(att + (sliding if slide else causal), dim=-1)
         o = torch.einsum("hqk,khd->qhd", att, v).reshape(n, H * hd)
         o = o @ T[p + "self_attn.o_proj.weight"].T
+        if g1:
+            x = x + o
+            h = norm(x, p + "post_attention_layernorm.weight")
+            m = act(h @ T[p + "mlp.gate_proj.weight"].T) * (h @ T[p + "mlp.up_proj.weight"].T)
+            x = x + m @ T[p + "mlp.down_proj.weight"].T
+            continue
         x = x + norm(o, p + "post_attention_layernorm.weight")
         h = norm(x, p + "pre_feedforward_layernorm.weight")
         m = act(h @ T[p + "mlp.gate_proj.weight"].T) * (h @ T[p + "mlp.up_proj.weight"].T)

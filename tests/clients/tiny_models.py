@@ -27,7 +27,9 @@ unless given.
 no sliding window, untied), "smollm3" (SmolLM3ForCausalLM: 4 layers, the 4th without rope
 (no_rope_layers), tied), "granite" (GraniteForCausalLM: embedding, attention, residual and
 logits multipliers, a head_dim, tied), "olmo2" (Olmo2ForCausalLM: norms after each sublayer
-only, q_norm/k_norm over the whole projection, multi-head). wrap="old" or "new" (gemma3, mistral): the text model inside its multimodal release's checkpoint
+only, q_norm/k_norm over the whole projection, multi-head), "gemma" (GemmaForCausalLM: Llama's
+layout, norms stored as w for 1 + w, GELU, head_dim 16, tied with a redundant lm_head.weight
+the converter drops). wrap="old" or "new" (gemma3, mistral): the text model inside its multimodal release's checkpoint
 (Gemma3ForConditionalGeneration: config.json's text_config, a small SigLIP vision tower and
 the projector; Mistral3ForConditionalGeneration: a Pixtral tower and Mistral 3's projector), named as transformers saved it before 4.52 (language_model.model.*,
 vision_tower.*, multi_modal_projector.*) or since (model.language_model.*,
@@ -54,7 +56,8 @@ ARCHS = {"llama": "LlamaForCausalLM", "llama_tied": "LlamaForCausalLM",
          "gemma2": "Gemma2ForCausalLM", "gemma3": "Gemma3ForCausalLM", "mixtral": "MixtralForCausalLM",
          "qwen2moe": "Qwen2MoeForCausalLM", "qwen3moe": "Qwen3MoeForCausalLM", "olmoe": "OlmoeForCausalLM",
          "mistral": "MistralForCausalLM", "smollm3": "SmolLM3ForCausalLM",
-         "granite": "GraniteForCausalLM", "olmo2": "Olmo2ForCausalLM"}
+         "granite": "GraniteForCausalLM", "olmo2": "Olmo2ForCausalLM",
+         "gemma": "GemmaForCausalLM"}
 
 
 def n_vocab_of(tokenizer_dir):
@@ -190,6 +193,10 @@ def make(folder, kind, tokenizer_dir, seed=0, vocab_size=None, dtype="F32", shar
         cfg.update(original_max_position_embeddings=256, partial_rotary_factor=0.5,
                    sliding_window=None, tie_word_embeddings=False)
     gemma = kind.startswith("gemma")
+    if kind == "gemma":     # Gemma 1: Llama's layout with Gemma's norms, GELU, embedding scale
+        cfg.update(model_type="gemma", head_dim=hd, hidden_act="gelu_pytorch_tanh",
+                   hidden_activation="gelu_pytorch_tanh", rms_norm_eps=1e-6, tie_word_embeddings=True,
+                   bos_token_id=1, eos_token_id=2, pad_token_id=0)
     if kind == "gemma2":
         cfg.update(model_type="gemma2", head_dim=hd, query_pre_attn_scalar=hd, attn_logit_softcapping=2.0,
                    final_logit_softcapping=3.0, sliding_window=16, hidden_act="gelu_pytorch_tanh",
@@ -214,7 +221,7 @@ def make(folder, kind, tokenizer_dir, seed=0, vocab_size=None, dtype="F32", shar
 
     w = {"model.embed_tokens.weight": r(V, E, s=0.5),
          "model.norm.weight": (1 + r(E, s=0.1))}
-    if kind == "gemma2":
+    if kind in ("gemma2", "gemma"):
         w["model.norm.weight"] = r(E, s=0.1)        # Gemma: the stored w of (1 + w)
         w["lm_head.weight"] = r(V, E, s=0.3)         # tied in HF; the converter drops it
     elif not cfg.get("tie_word_embeddings"):
@@ -241,7 +248,10 @@ def make(folder, kind, tokenizer_dir, seed=0, vocab_size=None, dtype="F32", shar
         if kind in ("qwen3", "qwen3moe"):
             w[p + "self_attn.q_norm.weight"] = 1 + r(hd, s=0.2)
             w[p + "self_attn.k_norm.weight"] = 1 + r(hd, s=0.2)
-        if gemma:
+        if kind == "gemma":
+            w[p + "input_layernorm.weight"] = r(E, s=0.1)
+            w[p + "post_attention_layernorm.weight"] = r(E, s=0.1)
+        elif gemma:
             w[p + "input_layernorm.weight"] = r(E, s=0.1)
             w[p + "post_attention_layernorm.weight"] = r(E, s=0.1)
             w[p + "pre_feedforward_layernorm.weight"] = r(E, s=0.1)
