@@ -71,6 +71,14 @@ CASES = {
     "Tiny-Granite": ("granite", "gpt2", {}, ["f32", "f16"]),
     "Tiny-OLMo2": ("olmo2", "gpt2", {}, ["f32", "bf16"]),
     "Tiny-Gemma": ("gemma", "spm", {}, ["f32", "bf16"]),
+    # Phi-4 and Phi-4-mini say Phi3ForCausalLM: Phi-4 full rotary, no window, untied; Phi-4-mini a
+    # partial rotary of 0.75, tied (no lm_head.weight), a sliding window and longrope factors
+    "Tiny-Phi4": ("phi3", "gpt2", {"config": {"partial_rotary_factor": 1.0, "rope_theta": 250000.0}}, ["f32"]),
+    "Tiny-Phi4-Mini": ("phi3", "gpt2", {"config": {
+        "partial_rotary_factor": 0.75, "tie_word_embeddings": True, "sliding_window": 262144,
+        "max_position_embeddings": 4096, "original_max_position_embeddings": 256,
+        "rope_scaling": {"type": "longrope", "long_factor": [1.0, 1.5, 2.0, 4.0, 8.0, 16.0],
+                         "short_factor": [1.0, 1.25, 1.5, 2.0, 3.0, 5.0]}}}, ["f32", "bf16"]),
 }
 
 

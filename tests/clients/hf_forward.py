@@ -22,7 +22,9 @@ st_io. Written from transformers' modeling_llama / modeling_qwen2 / modeling_qwe
     over the whole projection (as OLMoE).
   - SmolLM3ForCausalLM: Llama's layers, those whose no_rope_layers entry is 0 without RoPE.
   - Phi3ForCausalLM: fused qkv_proj (q, k, v rows) and gate_up_proj (gate, up rows),
-    partial_rotary_factor; rope_scaling longrope/su not implemented.
+    partial_rotary_factor; rope_scaling longrope/su (Phi-4-mini): short_factor (the sequence is
+    within original_max_position_embeddings) dividing the frequencies, cos/sin times
+    sqrt(1 + ln(max_pos / orig) / ln(orig)) when max_pos > orig.
   - GemmaForCausalLM (modeling_gemma): as Gemma 2 below with Llama's two norms (before the
     attention and before the MLP), attention scaled by head_dim^-0.5, no window or softcaps.
   - Gemma2ForCausalLM / Gemma3ForCausalLM (modeling_gemma2 / modeling_gemma3, text):
@@ -127,6 +129,8 @@ def rope_inv_freq(cfg, head_dim):
         inv = torch.where(medium, smoothed, inv_l)
     elif rtype == "linear":
         pos_scale = 1.0 / float(rs["factor"])
+    elif rtype in ("longrope", "su"):   # short sequences only (within the original context)
+        inv = inv / torch.tensor(rs["short_factor"], dtype=torch.float64)
     elif rtype not in ("default",):
         raise NotImplementedError("rope type %s" % rtype)
     return inv, pos_scale
@@ -331,7 +335,14 @@ def forward(cfg, w, ids, dtype=torch.float64, gelu="exact"):
     pos = torch.arange(n, dtype=torch.float64) * pos_scale
     freqs = torch.outer(pos, inv.double())
     emb = torch.cat((freqs, freqs), dim=-1)
-    cos, sin = emb.cos().to(dtype)[:, None, :], emb.sin().to(dtype)[:, None, :]
+    rs = cfg.get("rope_scaling") or {}
+    if (rs.get("rope_type") or rs.get("type")) in ("longrope", "su"):
+        orig = cfg["original_max_position_embeddings"]
+        f = cfg["max_position_embeddings"] / orig
+        emb_scale = math.sqrt(1 + math.log(f) / math.log(orig)) if f > 1 else 1.0
+    else:
+        emb_scale = 1.0
+    cos, sin = (emb.cos() * emb_scale).to(dtype)[:, None, :], (emb.sin() * emb_scale).to(dtype)[:, None, :]
     mask = torch.full((n, n), float("-inf"), dtype=dtype).triu(1)
 
     def lin(inp, name):

@@ -329,7 +329,8 @@ def mixtral_bad_case():
 # converted), and a config.json change the reference must notice (the negative control)
 DENSE_CASES = {"Tiny-Gemma3-VL": {"rope_local_base_freq": 1000000.0}, "Tiny-Mistral3-VL": {"rope_theta": 10000.0},
                "Tiny-SmolLM3": {"no_rope_layers": [1, 1, 1, 1]}, "Tiny-Granite": {"residual_multiplier": 0.25},
-               "Tiny-OLMo2": {"rms_norm_eps": 0.1}, "Tiny-Gemma": {"rope_theta": 100.0}}
+               "Tiny-OLMo2": {"rms_norm_eps": 0.1}, "Tiny-Gemma": {"rope_theta": 100.0},
+               "Tiny-Phi4-Mini": {"rope_scaling": None}}
 
 
 def dense_case(name):
@@ -397,9 +398,15 @@ def dense_case(name):
     keys = ["hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads", "num_key_value_heads",
             "head_dim", "vocab_size", "rms_norm_eps", "rope_theta", "rope_local_base_freq", "sliding_window",
             "sliding_window_pattern", "query_pre_attn_scalar", "model_type", "tie_word_embeddings", "no_rope_layers",
-            "embedding_multiplier", "attention_multiplier", "residual_multiplier", "logits_scaling"]
+            "embedding_multiplier", "attention_multiplier", "residual_multiplier", "logits_scaling",
+            "partial_rotary_factor", "original_max_position_embeddings"]
     off = [(k, tcfg[k], hcfg.get(k)) for k in keys if k in tcfg and hcfg.get(k) != tcfg[k] and not (
         isinstance(tcfg[k], float) and hcfg.get(k) is not None and np.float32(hcfg[k]) == np.float32(tcfg[k]))]
+    rs, hrs = tcfg.get("rope_scaling") or {}, hcfg.get("rope_scaling") or {}
+    for f in ("long_factor", "short_factor"):   # Phi-3's longrope, read back from its rope factor tensors
+        if f in rs and (len(hrs.get(f) or []) != len(rs[f]) or
+                        any(np.float32(a) != np.float32(b) for a, b in zip(rs[f], hrs[f]))):
+            off.append(("rope_scaling." + f, rs[f], hrs.get(f)))
     if hcfg.get("architectures") != tcfg["architectures"] or off:
         raise Fail("hf/config.json: architectures %r (want %r), %r" % (hcfg.get("architectures"),
                                                                      tcfg["architectures"], off))
