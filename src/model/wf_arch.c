@@ -25,6 +25,9 @@ static const struct {
 	{"gemma2", "gemma2"}, {"Gemma2ForCausalLM", "gemma2"},
 	{"gemma3", "gemma3"}, {"gemma3_text", "gemma3"}, {"Gemma3ForCausalLM", "gemma3"},
 	{"phi3", "phi3"}, {"Phi3ForCausalLM", "phi3"},
+	{"smollm3", "smollm3"}, {"SmolLM3ForCausalLM", "smollm3"},
+	{"granite", "granite"}, {"GraniteForCausalLM", "granite"},
+	{"olmo2", "olmo2"}, {"Olmo2ForCausalLM", "olmo2"},
 };
 
 const char *wf_arch_canon(const char *arch)
@@ -35,9 +38,13 @@ const char *wf_arch_canon(const char *arch)
 	return NULL;
 }
 
+struct arch;
+static const struct arch *row_of(const char *key, int experts);
+static bool row_permutes(const struct arch *a);
+
 bool wf_arch_permutes_qk(const char *arch)
 {
-	return arch && (strcmp(arch, "llama") == 0 || strcmp(arch, "mistral") == 0);
+	return arch && (strcmp(arch, "llama") == 0 || strcmp(arch, "mistral") == 0 || row_permutes(row_of(arch, 0)));
 }
 
 bool wf_arch_norm_plus_one(const char *arch)
@@ -968,6 +975,11 @@ static const struct arch *row_of(const char *key, int experts)
 		any = any ? any : a;
 	}
 	return any;
+}
+
+static bool row_permutes(const struct arch *a)
+{
+	return a && a->permute_qk;
 }
 
 const struct wf_arch_info *wf_arch_info_of(const char *gguf_arch, bool experts)
