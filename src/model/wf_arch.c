@@ -25,6 +25,9 @@ static const struct {
 	{"gemma2", "gemma2"}, {"Gemma2ForCausalLM", "gemma2"},
 	{"gemma3", "gemma3"}, {"gemma3_text", "gemma3"}, {"Gemma3ForCausalLM", "gemma3"},
 	{"phi3", "phi3"}, {"Phi3ForCausalLM", "phi3"},
+	{"smollm3", "smollm3"}, {"SmolLM3ForCausalLM", "smollm3"},
+	{"granite", "granite"}, {"GraniteForCausalLM", "granite"},
+	{"olmo2", "olmo2"}, {"Olmo2ForCausalLM", "olmo2"},
 };
 
 const char *wf_arch_canon(const char *arch)
@@ -35,9 +38,13 @@ const char *wf_arch_canon(const char *arch)
 	return NULL;
 }
 
+struct arch;
+static const struct arch *row_of(const char *key, int experts);
+static bool row_permutes(const struct arch *a);
+
 bool wf_arch_permutes_qk(const char *arch)
 {
-	return arch && (strcmp(arch, "llama") == 0 || strcmp(arch, "mistral") == 0);
+	return arch && (strcmp(arch, "llama") == 0 || strcmp(arch, "mistral") == 0 || row_permutes(row_of(arch, 0)));
 }
 
 bool wf_arch_norm_plus_one(const char *arch)
@@ -157,6 +164,7 @@ static const struct {
 	{"glm4moe", glm4moe_map, WF_ARRAY_LEN(glm4moe_map)},
 	{"gpt-oss", gptoss_map, WF_ARRAY_LEN(gptoss_map)},
 	{"deepseek2", deepseek2_map, WF_ARRAY_LEN(deepseek2_map)},
+	{"olmo2", gemma2_map, WF_ARRAY_LEN(gemma2_map)}, /* its norms after each sublayer: two of the four */
 };
 
 static const struct {
@@ -283,10 +291,15 @@ struct cfg {
 	const char *count_key; /* a row's own expert count field, written over the base's when present */
 	uint32_t gating;    /* a row's expert_gating_func written over the config's, or 0 */
 	struct moe *moe;    /* and its experts' tensors, parked for stacking */
+	bool wrapper;       /* a multimodal release (wrappers[]): its text model is converted */
+	bool renamed;       /* a wrapper's tensor lost "language_model.": two may now have one name */
+	bool no_head_dim;   /* GraniteModel pops head_dim from the hparams before writing them */
 };
 
 static const cJSON *hp(const struct cfg *c, const char *k)
 {
+	if (c->no_head_dim && strcmp(k, "head_dim") == 0)
+		return NULL;
 	const cJSON *v = c->text ? cJSON_GetObjectItemCaseSensitive(c->text, k) : NULL;
 	if (!v)
 		v = cJSON_GetObjectItemCaseSensitive(c->root, k);
@@ -452,12 +465,19 @@ static const char *const glm4moe_parts[] = {
 	"ffn_gate", "ffn_up", "ffn_down", "ffn_gate_inp", "exp_probs_b", "ffn_gate_shexp", "ffn_up_shexp",
 	"ffn_down_shexp", "nextn.eh_proj", "nextn.embed_tokens", "nextn.enorm", "nextn.hnorm", "nextn.shared_head_head",
 	"nextn.shared_head_norm", NULL};
+static const char *const olmo2_parts[] = {"attn_q", "attn_k", "attn_v", "attn_output", "attn_q_norm",
+					  "attn_k_norm", "post_attention_norm", "post_ffw_norm", "ffn_gate", "ffn_up",
+					  "ffn_down", NULL};
 static const char *const phi3_parts[] = {"attn_norm", "attn_qkv", "attn_q", "attn_k", "attn_v", "attn_output",
 					 "ffn_norm", "ffn_up", "ffn_down", NULL};
 
 static enum wf_err kv_llama(const struct arch *a, struct cfg *c, struct wf_gguf_w *w, uint32_t ftype);
+static enum wf_err kv_mistral3(const struct arch *a, struct cfg *c, struct wf_gguf_w *w, uint32_t ftype);
+static enum wf_err kv_granite(const struct arch *a, struct cfg *c, struct wf_gguf_w *w, uint32_t ftype);
+static enum wf_err kv_olmo2(const struct arch *a, struct cfg *c, struct wf_gguf_w *w, uint32_t ftype);
 static enum wf_err kv_qwen(const struct arch *a, struct cfg *c, struct wf_gguf_w *w, uint32_t ftype);
 static enum wf_err kv_gemma2(const struct arch *a, struct cfg *c, struct wf_gguf_w *w, uint32_t ftype);
+static enum wf_err kv_gemma(const struct arch *a, struct cfg *c, struct wf_gguf_w *w, uint32_t ftype);
 static enum wf_err kv_gemma3(const struct arch *a, struct cfg *c, struct wf_gguf_w *w, uint32_t ftype);
 static enum wf_err kv_phi3(const struct arch *a, struct cfg *c, struct wf_gguf_w *w, uint32_t ftype);
 static enum wf_err kv_olmoe(const struct arch *a, struct cfg *c, struct wf_gguf_w *w, uint32_t ftype);
@@ -469,10 +489,25 @@ static enum wf_err kv_glm4moe(const struct arch *a, struct cfg *c, struct wf_ggu
 static const struct arch arch_rows[] = {
 	{{"LlamaForCausalLM", "LLaMAForCausalLM", "MistralForCausalLM", NULL}, "llama", WF_VOCAB_LLAMA, true, false,
 	 false, kv_llama, llama_parts, NULL},
+	/* Mistral3ForConditionalGeneration's text model (mistral3.py Ministral3Model, a
+	 * LlamaModel); hf[0] is its hf/ class, MistralForCausalLM, which
+	 * config.json matches on llama's row above */
+	{{"MistralForCausalLM", "Mistral3ForConditionalGeneration", NULL}, "mistral3", WF_VOCAB_LLAMA, true, false,
+	 false, kv_mistral3, llama_parts, NULL},
+	/* SmolLM3Model: LlamaModel's tensors and keys under smollm3; its NoPE
+	 * layers are not written (llama.cpp's smollm3 leaves every 4th out) */
+	{{"SmolLM3ForCausalLM", NULL}, "smollm3", WF_VOCAB_LLAMA, true, false, false, kv_llama, llama_parts, NULL},
+	/* GraniteModel: LlamaModel without head_dim, and its four multipliers */
+	{{"GraniteForCausalLM", NULL}, "granite", WF_VOCAB_LLAMA, true, false, false, kv_granite, llama_parts, NULL},
+	/* Olmo2Model: norms after each sublayer, q/k norms over the whole projection */
+	{{"Olmo2ForCausalLM", NULL}, "olmo2", WF_VOCAB_GPT2, false, false, false, kv_olmo2, olmo2_parts, NULL},
 	{{"Qwen2ForCausalLM", NULL}, "qwen2", WF_VOCAB_QWEN, false, false, false, kv_qwen, llama_parts, NULL},
 	{{"Qwen3ForCausalLM", NULL}, "qwen3", WF_VOCAB_QWEN, false, false, false, kv_qwen, qwen3_parts, NULL},
+	/* GemmaModel: Gemma 2's keys without its softcaps and window; lm_head dropped */
+	{{"GemmaForCausalLM", NULL}, "gemma", WF_VOCAB_GEMMA, false, true, true, kv_gemma, llama_parts, NULL},
 	{{"Gemma2ForCausalLM", NULL}, "gemma2", WF_VOCAB_GEMMA2, false, true, true, kv_gemma2, gemma2_parts, NULL},
-	{{"Gemma3ForCausalLM", NULL}, "gemma3", WF_VOCAB_GEMMA3, false, true, false, kv_gemma3, gemma3_parts, NULL},
+	{{"Gemma3ForCausalLM", "Gemma3ForConditionalGeneration", NULL}, "gemma3", WF_VOCAB_GEMMA3, false, true, false,
+	 kv_gemma3, gemma3_parts, NULL},
 	{{"Phi3ForCausalLM", NULL}, "phi3", WF_VOCAB_PHI3, false, false, false, kv_phi3, phi3_parts, NULL},
 	/* after llama's: a GGUF "llama" is read back as the dense row */
 	{{"MixtralForCausalLM", NULL}, "llama", WF_VOCAB_LLAMA, true, false, false, kv_llama, mixtral_parts,
@@ -512,6 +547,9 @@ static const struct {
 	{"qwen3",
 	 {{"max_position_embeddings", 32768}, {"rms_norm_eps", 1e-6}, {"rope_theta", 10000},
 	  {"num_key_value_heads", 32}, {"head_dim", 128}, {NULL, 0}}},
+	{"gemma",
+	 {{"max_position_embeddings", 8192}, {"rms_norm_eps", 1e-6}, {"rope_theta", 10000}, {"num_key_value_heads", 16},
+	  {"head_dim", 256}, {NULL, 0}}},
 	{"gemma2",
 	 {{"max_position_embeddings", 8192}, {"rms_norm_eps", 1e-6}, {"rope_theta", 10000},
 	  {"num_key_value_heads", 4}, {"head_dim", 256}, {"attn_logit_softcapping", 50},
@@ -520,6 +558,13 @@ static const struct {
 	 {{"max_position_embeddings", 131072}, {"rms_norm_eps", 1e-6}, {"rope_theta", 1000000},
 	  {"rope_local_base_freq", 10000}, {"num_key_value_heads", 4}, {"head_dim", 256},
 	  {"sliding_window", 4096}, {"sliding_window_pattern", 6}, {NULL, 0}}},
+	{"granite",
+	 {{"max_position_embeddings", 2048}, {"rms_norm_eps", 1e-6}, {"rope_theta", 10000}, {"embedding_multiplier", 1},
+	  {"logits_scaling", 1}, {"residual_multiplier", 1}, {"attention_multiplier", 1}, {NULL, 0}}},
+	{"smollm3",
+	 {{"max_position_embeddings", 32768}, {"rms_norm_eps", 1e-6}, {"rope_theta", 2000000}, {"num_key_value_heads", 4},
+	  {NULL, 0}}},
+	{"olmo2", {{"max_position_embeddings", 2048}, {"rms_norm_eps", 1e-5}, {"rope_theta", 10000}, {NULL, 0}}},
 	{"phi3",
 	 {{"max_position_embeddings", 4096}, {"rms_norm_eps", 1e-5}, {"rope_theta", 10000},
 	  {"original_max_position_embeddings", 4096}, {NULL, 0}}},
@@ -556,7 +601,8 @@ static enum wf_err add_defaults(struct cfg *c)
 	bool llama_like = strcmp(t, "llama") == 0 || strcmp(t, "mistral") == 0;
 	const cJSON *kv = hp(c, "num_key_value_heads");
 	if ((!kv || cJSON_IsNull(kv)) && cJSON_IsNumber(heads) &&
-	    (llama_like || strcmp(t, "phi3") == 0 || strcmp(t, "olmoe") == 0)) {
+	    (llama_like || strcmp(t, "phi3") == 0 || strcmp(t, "olmoe") == 0 || strcmp(t, "granite") == 0 ||
+	     strcmp(t, "olmo2") == 0)) {
 		cJSON_DeleteItemFromObjectCaseSensitive(c->dflt, "num_key_value_heads");
 		if (!cJSON_AddNumberToObject(c->dflt, "num_key_value_heads", heads->valuedouble))
 			return WF_ERR_NOMEM;
@@ -797,18 +843,62 @@ static enum wf_err kv_text(struct cfg *c, struct wf_gguf_w *w, const char *a, ui
 static enum wf_err kv_llama(const struct arch *a, struct cfg *c, struct wf_gguf_w *w, uint32_t ftype)
 {
 	enum wf_err rc = kv_text(c, w, a->gguf, ftype);
+	char kv[64], kr[64];
+	snprintf(kv, sizeof kv, "%s.vocab_size", a->gguf);
+	snprintf(kr, sizeof kr, "%s.rope.dimension_count", a->gguf);
 	if (rc == WF_OK)
-		rc = put_u32(c, w, "llama.vocab_size", KEYS("vocab_size"), true, NULL);
+		rc = put_u32(c, w, kv, KEYS("vocab_size"), true, NULL);
 	uint32_t h, n;
 	const cJSON *hd = not_null(hp(c, "head_dim"));
 	if (rc == WF_OK && hd)
-		rc = put_u32(c, w, "llama.rope.dimension_count", KEYS("head_dim"), true, NULL);
+		rc = put_u32(c, w, kr, KEYS("head_dim"), true, NULL);
 	else if (rc == WF_OK) {
 		if (!as_u32(hp(c, "hidden_size"), &n) || !as_u32(hp(c, "num_attention_heads"), &h) || !h)
 			return wf_fail(c->why, WF_ERR_UNSUP, "config.json: hidden_size, num_attention_heads: missing");
-		wf_gguf_w_u32(w, "llama.rope.dimension_count", n / h);
+		wf_gguf_w_u32(w, kr, n / h);
 	}
 	return rc;
+}
+
+/* GraniteModel.set_gguf_parameters: head_dim popped (no key/value length,
+ * rope.dimension_count = hidden / heads), LlamaModel's keys, then each of
+ * the multipliers that is truthy. */
+static enum wf_err kv_granite(const struct arch *a, struct cfg *c, struct wf_gguf_w *w, uint32_t ftype)
+{
+	c->no_head_dim = true;
+	enum wf_err rc = kv_llama(a, c, w, ftype);
+	c->no_head_dim = false;
+	static const char *const m[][2] = {{"attention_multiplier", "granite.attention.scale"},
+					   {"embedding_multiplier", "granite.embedding_scale"},
+					   {"residual_multiplier", "granite.residual_scale"},
+					   {"logits_scaling", "granite.logit_scale"}};
+	for (size_t i = 0; i < WF_ARRAY_LEN(m) && rc == WF_OK; i++) {
+		const cJSON *v = not_null(hp(c, m[i][0]));
+		if (v && !cJSON_IsFalse(v) && !(cJSON_IsNumber(v) && v->valuedouble == 0))
+			rc = put_f32(c, w, m[i][1], v, m[i][0]);
+	}
+	return rc;
+}
+
+/* Olmo2Model: the base block; a sliding_window (Olmo 3's, written with its
+ * per-layer pattern) is not made. */
+static enum wf_err kv_olmo2(const struct arch *a, struct cfg *c, struct wf_gguf_w *w, uint32_t ftype)
+{
+	if (hp(c, "sliding_window"))
+		return wf_fail(c->why, WF_ERR_UNSUP, "config.json: sliding_window: OLMo 3's sliding window is not made");
+	return kv_text(c, w, a->gguf, ftype);
+}
+
+/* Mistral3Model: Ministral3Model (LlamaModel's keys under mistral3) for a
+ * text model_type of mistral (Mistral Small 3.1, 3.2); ministral3's yarn
+ * keys and mistral4's experts (DeepseekV2Model) are not made. */
+static enum wf_err kv_mistral3(const struct arch *a, struct cfg *c, struct wf_gguf_w *w, uint32_t ftype)
+{
+	const cJSON *mt = hp(c, "model_type");
+	if (cJSON_IsString(mt) && (strcmp(mt->valuestring, "ministral3") == 0 || strcmp(mt->valuestring, "mistral4") == 0))
+		return wf_fail(c->why, WF_ERR_UNSUP, "config.json: model_type: %s text models are not made",
+			       mt->valuestring);
+	return kv_llama(a, c, w, ftype);
 }
 
 /* Qwen2MoeModel.set_gguf_parameters adds the experts' widths, each if
@@ -1011,32 +1101,42 @@ static enum wf_err kv_gptoss(const struct arch *a, struct cfg *c, struct wf_gguf
 	return rc;
 }
 
-static enum wf_err kv_gemma2(const struct arch *a, struct cfg *c, struct wf_gguf_w *w, uint32_t ftype)
+/* GemmaModel.set_gguf_parameters (and the first part of Gemma2Model's):
+ * every field required, in this order. */
+static enum wf_err kv_gemma(const struct arch *a, struct cfg *c, struct wf_gguf_w *w, uint32_t ftype)
 {
-	(void)a;
-	enum wf_err rc = put_u32(c, w, "gemma2.context_length", KEYS("max_position_embeddings"), true, NULL);
+	char k[64];
+#define K(s) (snprintf(k, sizeof k, "%s." s, a->gguf), k)
+	enum wf_err rc = put_u32(c, w, K("context_length"), KEYS("max_position_embeddings"), true, NULL);
 	if (rc == WF_OK)
-		rc = put_u32(c, w, "gemma2.embedding_length", KEYS("hidden_size"), true, NULL);
+		rc = put_u32(c, w, K("embedding_length"), KEYS("hidden_size"), true, NULL);
 	if (rc == WF_OK)
-		rc = put_u32(c, w, "gemma2.block_count", KEYS("n_layers", "num_hidden_layers", "n_layer", "num_layers"),
-			     true, NULL);
+		rc = put_u32(c, w, K("block_count"), KEYS("n_layers", "num_hidden_layers", "n_layer", "num_layers"), true,
+			     NULL);
 	if (rc == WF_OK)
-		rc = put_u32(c, w, "gemma2.feed_forward_length", KEYS("intermediate_size"), true, NULL);
+		rc = put_u32(c, w, K("feed_forward_length"), KEYS("intermediate_size"), true, NULL);
 	if (rc == WF_OK)
-		rc = put_u32(c, w, "gemma2.attention.head_count", KEYS("num_attention_heads"), true, NULL);
+		rc = put_u32(c, w, K("attention.head_count"), KEYS("num_attention_heads"), true, NULL);
 	if (rc == WF_OK)
-		rc = put_u32(c, w, "gemma2.attention.head_count_kv", KEYS("num_key_value_heads", "num_attention_heads"),
-			     true, NULL);
+		rc = put_u32(c, w, K("attention.head_count_kv"), KEYS("num_key_value_heads", "num_attention_heads"), true,
+			     NULL);
 	if (rc == WF_OK && !hp(c, "rms_norm_eps"))
 		rc = wf_fail(c->why, WF_ERR_UNSUP, "config.json: rms_norm_eps: missing");
 	if (rc == WF_OK)
-		rc = put_f32k(c, w, "gemma2.attention.layer_norm_rms_epsilon", KEYS("rms_norm_eps"));
+		rc = put_f32k(c, w, K("attention.layer_norm_rms_epsilon"), KEYS("rms_norm_eps"));
 	if (rc == WF_OK)
-		rc = put_u32(c, w, "gemma2.attention.key_length", KEYS("head_dim"), true, NULL);
+		rc = put_u32(c, w, K("attention.key_length"), KEYS("head_dim"), true, NULL);
 	if (rc == WF_OK)
-		rc = put_u32(c, w, "gemma2.attention.value_length", KEYS("head_dim"), true, NULL);
+		rc = put_u32(c, w, K("attention.value_length"), KEYS("head_dim"), true, NULL);
+#undef K
 	if (rc == WF_OK)
 		wf_gguf_w_u32(w, "general.file_type", ftype);
+	return rc;
+}
+
+static enum wf_err kv_gemma2(const struct arch *a, struct cfg *c, struct wf_gguf_w *w, uint32_t ftype)
+{
+	enum wf_err rc = kv_gemma(a, c, w, ftype);
 	static const char *const need[][2] = {{"attn_logit_softcapping", "gemma2.attn_logit_softcapping"},
 					      {"final_logit_softcapping", "gemma2.final_logit_softcapping"}};
 	for (size_t i = 0; i < WF_ARRAY_LEN(need) && rc == WF_OK; i++) {
@@ -1245,6 +1345,11 @@ static const struct arch *row_of(const char *key, int experts)
 	return any;
 }
 
+static bool row_permutes(const struct arch *a)
+{
+	return a && a->permute_qk;
+}
+
 const struct wf_arch_info *wf_arch_info_of(const char *gguf_arch, bool experts)
 {
 	static struct wf_arch_info info[WF_ARRAY_LEN(arch_rows)];
@@ -1255,7 +1360,8 @@ const struct wf_arch_info *wf_arch_info_of(const char *gguf_arch, bool experts)
 	info[i] = (struct wf_arch_info){.hf_class = a->hf[0], .gguf = a->gguf, .permute_qk = a->permute_qk,
 				       .norm_plus_one = a->norm_plus_one, .no_lm_head = a->drop_lm_head,
 				       .experts = a->experts != NULL,
-				       .model_type = a->experts ? a->experts->model_type : NULL};
+				       .model_type = a->experts ? a->experts->model_type
+						   : strcmp(a->gguf, "mistral3") == 0 ? "mistral" : NULL};
 	return &info[i];
 }
 
@@ -1373,6 +1479,47 @@ static bool skipped(const struct arch *a, const char *name)
 		if (n >= strlen(ends[i]) && strcmp(name + n - strlen(ends[i]), ends[i]) == 0)
 			return true;
 	return a->drop_lm_head && strcmp(name, "lm_head.weight") == 0;
+}
+
+/* TextModel.filter_tensors (base.py): the tensors of a vision or audio
+ * tower and its projector, which the converter leaves out of the text
+ * model's file (they go to --mmproj's). */
+static bool not_text(const char *name)
+{
+	static const char *const pre[] = {"mlp", "vit.", "vpm.", "siglip2.", "conformer.", "merger.", "resampler.",
+					  "sound_encoder.", "sound_projection.", "speech_embeddings."};
+	static const char *const in[] = {"visual.", "vision.", "audio.", "talker.", "vision_", "audio_", "token2wav.",
+					 "code2wav.", "projector.", "pre_mm_projector_norm", "image_newline",
+					 "view_seperator", "patch_embed", "patch_embedding", "patch_merger.",
+					 "patch_merge_mlp.", "model.connector."};
+	for (size_t i = 0; i < WF_ARRAY_LEN(pre); i++)
+		if (strncmp(name, pre[i], strlen(pre[i])) == 0)
+			return true;
+	for (size_t i = 0; i < WF_ARRAY_LEN(in); i++)
+		if (strstr(name, in[i]))
+			return true;
+	return false;
+}
+
+/* ModelBase.filter_tensors: every "language_model." taken out of the name
+ * (str.replace), so that language_model.model.X (older saves) and
+ * model.language_model.X (transformers 4.52 on) are both model.X.  False
+ * when the result does not fit out. */
+static bool text_name(const char *name, char *out, size_t outlen)
+{
+	static const char lm[] = "language_model.";
+	size_t n = 0;
+	for (const char *s = name; *s;) {
+		if (strncmp(s, lm, sizeof lm - 1) == 0) {
+			s += sizeof lm - 1;
+			continue;
+		}
+		if (n + 1 >= outlen)
+			return false;
+		out[n++] = *s++;
+	}
+	out[n] = 0;
+	return true;
 }
 
 /* The source tensors in the converter's order: part files by name, and
@@ -1555,7 +1702,7 @@ static enum wf_err gen_tensors(const struct arch *a, struct cfg *c, struct wf_ar
 	rope_of(c, &r);
 	if (strcmp(a->gguf, "phi3") == 0)
 		return phi3_factors(c, &r, pl, cap);
-	if (strcmp(a->gguf, "llama") != 0 || !type_is(&r, "llama3"))
+	if (!a->permute_qk || !type_is(&r, "llama3")) /* LlamaModel.generate_extra_tensors */
 		return WF_OK;
 	float *v = NULL;
 	uint64_t n;
@@ -1994,6 +2141,18 @@ static enum wf_err map_tensor(const struct arch *a, struct cfg *c, const struct 
 	const char *name = t->name;
 	if (strlen(name) != t->name_len)
 		return wf_fail(c->why, WF_ERR_UNSUP, "tensor %s: a NUL in its name", wf_quote(q, sizeof q, name, t->name_len));
+	char tn[WF_GGUF_NAME_MAX + 64];
+	if (c->wrapper && not_text(name)) {
+		pl->n_not_text++;
+		return WF_OK;
+	}
+	if (c->wrapper && strstr(name, "language_model.")) {
+		if (!text_name(name, tn, sizeof tn))
+			return wf_fail(c->why, WF_ERR_UNSUP, "tensor %s: no GGUF name for %s (the converter refuses it too)",
+				       wf_quote(q, sizeof q, name, t->name_len), a->gguf);
+		name = tn;
+		c->renamed = true;
+	}
 	if (skipped(a, name) || (is_mla(a) && mla_skipped(c, name)))
 		return WF_OK;
 	unsigned long layer, x;
@@ -2007,7 +2166,7 @@ static enum wf_err map_tensor(const struct arch *a, struct cfg *c, const struct 
 	 * GptOssModel's "sinks" gets a ".weight" */
 	static const char esc[] = "e_score_correction_bias";
 	char renamed[WF_GGUF_NAME_MAX + 16];
-	size_t nl = t->name_len;
+	size_t nl = strlen(name); /* the wrappers' renamed, or as stored */
 	if (nl >= sizeof esc - 1 && strcmp(name + nl - (sizeof esc - 1), esc) == 0 && nl < sizeof renamed) {
 		memcpy(renamed, name, nl + 1);
 		renamed[nl - 5] = '.';
@@ -2051,12 +2210,19 @@ static enum wf_err map_tensor(const struct arch *a, struct cfg *c, const struct 
 	if (a->permute_qk && qk)
 		rc = qk_heads(c, qk, t, &o->perm_heads);
 	/* G:116-121: every name ending in norm.weight, in the source's precision */
-	if (a->norm_plus_one && t->name_len >= 11 && strcmp(name + t->name_len - 11, "norm.weight") == 0)
+	if (a->norm_plus_one && strlen(name) >= 11 && strcmp(name + strlen(name) - 11, "norm.weight") == 0)
 		o->add = t->type == WF_T_F16 && !t->q ? WF_ADD_F16 : WF_ADD_F32;
 	return rc;
 }
 
-static const struct arch *find_arch(const struct cfg *c, char *why)
+/* The multimodal releases whose text model is converted: their vision
+ * tower and projector are left out and "language_model." taken out of
+ * the names, as TextModel.filter_tensors does for every class; weightfs
+ * does it for these only, refusing such tensors in a text model's
+ * checkpoint as before. */
+static const char *const wrappers[] = {"Gemma3ForConditionalGeneration", "Mistral3ForConditionalGeneration"};
+
+static const struct arch *find_arch(struct cfg *c, char *why)
 {
 	const cJSON *as = hp(c, "architectures");
 	const cJSON *a0 = cJSON_IsArray(as) ? cJSON_GetArrayItem(as, 0) : NULL;
@@ -2065,8 +2231,11 @@ static const struct arch *find_arch(const struct cfg *c, char *why)
 		return wf_fail(why, WF_ERR_UNSUP, "config.json: architectures: missing"), NULL;
 	for (size_t i = 0; i < WF_ARRAY_LEN(arch_rows); i++)
 		for (size_t k = 0; k < 4 && arch_rows[i].hf[k]; k++)
-			if (strcmp(arch_rows[i].hf[k], a0->valuestring) == 0)
+			if (strcmp(arch_rows[i].hf[k], a0->valuestring) == 0) {
+				for (size_t w = 0; w < WF_ARRAY_LEN(wrappers); w++)
+					c->wrapper |= strcmp(wrappers[w], a0->valuestring) == 0;
 				return &arch_rows[i];
+			}
 	wf_fail(why, WF_ERR_UNSUP, "config.json: architectures: %s is not an architecture model.gguf is made for",
 		wf_quote(q, sizeof q, a0->valuestring, strlen(a0->valuestring)));
 	return NULL;
@@ -2102,6 +2271,32 @@ static enum wf_err kv_heads_ok(struct cfg *c)
 	return WF_OK;
 }
 
+static int name_cmp(const void *x, const void *y)
+{
+	return strcmp(*(const char *const *)x, *(const char *const *)y);
+}
+
+/* Each GGUF name once: the converter keeps a wrapper's tensors in a dict
+ * by their names without "language_model.", so of two that become one
+ * name (a checkpoint with both layouts) it would write the later's bytes
+ * at the earlier's place; such a checkpoint is refused instead. */
+static enum wf_err names_once(struct cfg *c, const struct wf_arch_plan *pl)
+{
+	const char **v = malloc((pl->n ? pl->n : 1) * sizeof *v);
+	if (!v)
+		return wf_fail(c->why, WF_ERR_NOMEM, "out of memory");
+	for (size_t i = 0; i < pl->n; i++)
+		v[i] = pl->t[i].name;
+	qsort(v, pl->n, sizeof *v, name_cmp);
+	enum wf_err rc = WF_OK;
+	for (size_t i = 1; i < pl->n && rc == WF_OK; i++)
+		if (strcmp(v[i - 1], v[i]) == 0)
+			rc = wf_fail(c->why, WF_ERR_UNSUP, "tensor %s: two of the checkpoint's tensors have this name once "
+				     "\"language_model.\" is taken out of theirs", v[i]);
+	free(v);
+	return rc;
+}
+
 static enum wf_err plan_tensors(const struct arch *a, struct cfg *c, const struct wf_model *m,
 				struct wf_arch_plan *pl, uint32_t ftype)
 {
@@ -2132,6 +2327,8 @@ static enum wf_err plan_tensors(const struct arch *a, struct cfg *c, const struc
 		rc = map_tensor(a, c, m, o[k].i, pl, cap);
 	if (rc == WF_OK && c->moe)
 		rc = moe_done(c, pl);
+	if (rc == WF_OK && c->renamed)
+		rc = names_once(c, pl);
 	free(moe.slot);
 	free(moe.count);
 	c->moe = NULL;

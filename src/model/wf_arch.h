@@ -242,6 +242,7 @@ struct wf_arch_plan {
 	bool from_gguf;              /* a GGUF source retyped (wf_arch_plan_gguf): no tokenizer to add */
 	bool has_attn_factor;        /* Phi-3 long-context rope: phi3.rope.scaling.attn_factor */
 	double attn_factor;
+	size_t n_not_text;           /* a multimodal wrapper's vision tower and projector tensors, left out */
 };
 
 /* A copy of s[0..n) and a NUL in plan's names, kept until

@@ -558,6 +558,44 @@ static enum wf_err glm4moe_fields(struct hp *h, const struct wf_model *m, const 
 	return WF_OK;
 }
 
+/* SmolLM3: llama.cpp ropes every layer but each 4th (smollm3.cpp,
+ * n_no_rope_layer_step), which is SmolLM3Config's no_rope_layers (1: rope)
+ * for an interval of 4. */
+static void smollm3_fields(struct hp *h, const struct dims *d)
+{
+	put_raw(h, "attention_bias", "false");
+	put_raw(h, "mlp_bias", "false");
+	put_int(h, "no_rope_layer_interval", 4);
+	field(h, "no_rope_layers");
+	wf_buf_putc(h->j, '[');
+	for (int64_t i = 0; i < d->layers; i++) {
+		if (i)
+			wf_buf_puts(h->j, ", ");
+		wf_buf_putc(h->j, (i + 1) % 4 ? '1' : '0');
+	}
+	wf_buf_putc(h->j, ']');
+	put_raw(h, "use_sliding_window", "false");
+}
+
+/* Granite's multipliers as llama.cpp applies them (granite.cpp): a key
+ * absent is no scaling, but for the attention's, 1/sqrt(head_dim). */
+static void granite_fields(struct hp *h, const struct dims *d)
+{
+	static const char *const m[][2] = {{"attention.scale", "attention_multiplier"},
+					   {"embedding_scale", "embedding_multiplier"},
+					   {"residual_scale", "residual_multiplier"},
+					   {"logit_scale", "logits_scaling"}};
+	put_raw(h, "attention_bias", "false");
+	put_raw(h, "mlp_bias", "false");
+	for (size_t i = 0; i < WF_ARRAY_LEN(m); i++) {
+		double v;
+		if (kv_num(&h->kv, k_(h, m[i][0]), &v) && v != 0)
+			put_num(h, m[i][1], v, true);
+		else
+			put_num(h, m[i][1], i ? 1.0 : 1.0 / sqrt((double)d->head_dim), i != 0);
+	}
+}
+
 static enum wf_err write_config(struct hp *h, const struct wf_model *m, enum wf_vk vk)
 {
 	struct dims d;
@@ -590,11 +628,15 @@ static enum wf_err write_config(struct hp *h, const struct wf_model *m, enum wf_
 	put_int(h, "vocab_size", d.vocab);
 	bool tied = !has_tensor(m, "output.weight") || h->a->no_lm_head;
 	put_raw(h, "tie_word_embeddings", tied ? "true" : "false");
-	if (!g2 && !g3)
+	bool g1 = strcmp(h->arch, "gemma") == 0;
+	if (!g1 && !g2 && !g3)
 		put_str(h, "hidden_act", "silu");
 	else
 		put_str(h, "hidden_act", "gelu_pytorch_tanh");
-	if (strcmp(h->arch, "llama") == 0 || strcmp(h->arch, "qwen3") == 0 || strcmp(h->arch, "qwen3moe") == 0)
+	if (g1)
+		put_str(h, "hidden_activation", "gelu_pytorch_tanh");
+	if (strcmp(h->arch, "llama") == 0 || strcmp(h->arch, "qwen3") == 0 || strcmp(h->arch, "qwen3moe") == 0 ||
+	    strcmp(h->arch, "olmo2") == 0)
 		put_raw(h, "attention_bias", has_tensor(m, "blk.0.attn_q.bias") ? "true" : "false");
 	if (ds && (rc = ds_fields(h, &d, v3)) != WF_OK)
 		return rc;
@@ -604,6 +646,12 @@ static enum wf_err write_config(struct hp *h, const struct wf_model *m, enum wf_
 		return rc;
 	if (strcmp(h->arch, "llama") == 0 && !h->a->experts)
 		put_raw(h, "mlp_bias", "false");
+	if (strcmp(h->arch, "smollm3") == 0)
+		smollm3_fields(h, &d);
+	if (strcmp(h->arch, "granite") == 0)
+		granite_fields(h, &d);
+	if (strcmp(h->arch, "mistral3") == 0)
+		put_raw(h, "sliding_window", "null"); /* MistralConfig's default is 4096; llama.cpp's mistral3 has none */
 	token_ids(h);
 	if (g2 || g3)
 		gemma_fields(h, &d, g3);

@@ -571,6 +571,24 @@ static enum wf_err route(struct voc *v, enum wf_vocab_route r)
 		if (rc == WF_OK && r == WF_VOCAB_GEMMA3)
 			rc = voc_kv(v, "tokenizer.ggml.add_space_prefix", VKV_BOOL, 0, false, NULL, 0);
 		return rc;
+	case WF_VOCAB_GEMMA:
+		/* GemmaModel.set_vocab: a second SpecialVocab of CodeGemma's ids
+		 * (prefix, suffix, middle and fsep have no writer handler: eot 107
+		 * is written; bos/eos flags again, in place), its chat template
+		 * not written twice */
+		rc = voc_sentencepiece(v);
+		if (rc == WF_ERR_RANGE)
+			return wf_fail(v->err, WF_ERR_FORMAT, "tokenizer.model: missing (gemma requires it)");
+		if (rc == WF_OK) {
+			static const char *const t[] = {"prefix", "suffix", "middle", "fsep", "eot"};
+			static const int64_t ids[] = {67, 69, 68, 70, 107};
+			v->no_chat_template = true;
+			rc = voc_special(v, false, t, 5, -1, ids, 5);
+			v->no_chat_template = false;
+		}
+		if (rc == WF_OK)
+			rc = voc_kv(v, "tokenizer.ggml.add_space_prefix", VKV_BOOL, 0, false, NULL, 0);
+		return rc;
 	case WF_VOCAB_GEMMA2:
 		rc = voc_sentencepiece(v);
 		if (rc == WF_ERR_RANGE)

@@ -51,6 +51,7 @@ enum wf_vocab_route {
 	WF_VOCAB_PHI3,   /* Phi-3's own SentencePiece routine, or GPT-2 BPE when tokenizer_class is GPT2Tokenizer */
 	WF_VOCAB_GPT2,   /* GPT-2 BPE only (TextModel.set_vocab) */
 	WF_VOCAB_GLM,    /* GPT-2 BPE, then GLM's bos/eot/unk/eom from its added tokens (_set_vocab_glm) */
+	WF_VOCAB_GEMMA,  /* Gemma's: SentencePiece, CodeGemma's special ids, then add_space_prefix=false */
 };
 
 /* Writes the tokenizer key/values into w in the converter's order.

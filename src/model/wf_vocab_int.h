@@ -90,6 +90,7 @@ struct voc {
 	cJSON *added;           /* added_tokens.json */
 	cJSON *ctj;             /* chat_template.json, parsed when needed */
 	int ct_kind;            /* the chat template found: 0 none, 1 the text ct, 2 the list ct_list */
+	bool no_chat_template;  /* voc_special leaves the chat template out (GemmaModel's second SpecialVocab) */
 	struct vstr ct;
 	const cJSON *ct_list;
 	const char *ct_src;

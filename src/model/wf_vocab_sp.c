@@ -441,8 +441,11 @@ enum wf_err voc_special_set(struct voc *v, bool load_merges, const char *const *
 		rc = voc_merges_txt(v);
 	for (size_t i = 0; i < n_preset && rc == WF_OK; i++) {
 		cJSON num = {.type = cJSON_Number, .valuedouble = (double)preset[i]};
-		rc = set_special(&s, st_find(ptypes[i]), &num, "config.json");
+		if (st_find(ptypes[i]) >= 0) /* a type without a writer handler (Gemma's fsep) is never written */
+			rc = set_special(&s, st_find(ptypes[i]), &num, "config.json");
 	}
+	if (v->no_chat_template) /* GemmaModel: special_vocab.chat_template = None */
+		v->ct_kind = 0;
 	if (rc == WF_OK)
 		rc = write_kv(&s);
 	return rc;

@@ -731,6 +731,11 @@ static void put_gguf(struct wf_buf *b, const struct wf_tree *t)
 		put_clean(b, t->gguf_why, strlen(t->gguf_why), 300);
 		wf_buf_puts(b, ".\n");
 	}
+	if (t->gguf && t->gguf->plan.n_not_text)
+		wf_buf_printf(b, "  It is the text model only: the %zu tensors of the vision tower and projector\n"
+				 "  are not in it (the converter writes those only with --mmproj, to a file of\n"
+				 "  their own).\n",
+			      t->gguf->plan.n_not_text);
 }
 
 /* hf/: what it is, or why a GGUF model has none. */

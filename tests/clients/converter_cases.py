@@ -61,6 +61,24 @@ CASES = {
     "Tiny-DeepSeek-V2-Lite": ("deepseek_v2", "gpt2", {}, ["f32", "bf16"]),
     # the oracle of an FP8 checkpoint (torch 1.13 has no float8, so the converter cannot read
     # one here): the folder with its FP8 layers dequantized as the converter's
+    # the text model of a multimodal release (vision tower and projector left out), in the names
+    # transformers saved before 4.52 and, over two shards, in those it saves since
+    "Tiny-Gemma3-VL": ("gemma3", "spm", {"wrap": "old"}, ["f32", "bf16"]),
+    "Tiny-Gemma3-VL-New": ("gemma3", "spm", {"wrap": "new", "shards": 2}, ["f32"]),
+    "Tiny-Mistral3-VL": ("mistral", "llama2", {"wrap": "old"}, ["f32", "bf16"]),
+    "Tiny-Mistral3-VL-New": ("mistral", "llama2", {"wrap": "new", "shards": 2}, ["f32"]),
+    "Tiny-SmolLM3": ("smollm3", "gpt2", {}, ["f32", "bf16"]),
+    "Tiny-Granite": ("granite", "gpt2", {}, ["f32", "f16"]),
+    "Tiny-OLMo2": ("olmo2", "gpt2", {}, ["f32", "bf16"]),
+    "Tiny-Gemma": ("gemma", "spm", {}, ["f32", "bf16"]),
+    # Phi-4 and Phi-4-mini say Phi3ForCausalLM: Phi-4 full rotary, no window, untied; Phi-4-mini a
+    # partial rotary of 0.75, tied (no lm_head.weight), a sliding window and longrope factors
+    "Tiny-Phi4": ("phi3", "gpt2", {"config": {"partial_rotary_factor": 1.0, "rope_theta": 250000.0}}, ["f32"]),
+    "Tiny-Phi4-Mini": ("phi3", "gpt2", {"config": {
+        "partial_rotary_factor": 0.75, "tie_word_embeddings": True, "sliding_window": 262144,
+        "max_position_embeddings": 4096, "original_max_position_embeddings": 256,
+        "rope_scaling": {"type": "longrope", "long_factor": [1.0, 1.5, 2.0, 4.0, 8.0, 16.0],
+                         "short_factor": [1.0, 1.25, 1.5, 2.0, 3.0, 5.0]}}}, ["f32", "bf16"]),
     # ModelBase.dequant_model does (float32(e4m3) x the block's scale, one rounding); the test
     # mounts the FP8 folder of the same name (fp8_folder) against these digests
     "Tiny-DeepSeek-V3-FP8": ("deepseek_v3", "gpt2", {"fp8": True}, ["f32", "bf16"]),

@@ -14,8 +14,19 @@ st_io. Written from transformers' modeling_llama / modeling_qwen2 / modeling_qwe
   - Qwen2ForCausalLM: the same with q/k/v biases (and no o bias).
   - Qwen3ForCausalLM: per-head RMSNorm q_norm/k_norm on q and k before RoPE, no biases
     (unless attention_bias), head_dim from config.
+  - GraniteForCausalLM: Llama's with embeddings times embedding_multiplier, attention scaled by
+    attention_multiplier, each sublayer's output times residual_multiplier before it is added,
+    logits divided by logits_scaling; head_dim is hidden / heads (GraniteAttention).
+  - Olmo2ForCausalLM: no norm before the attention or the MLP, RMSNorm of each one's output
+    (post_attention_layernorm, post_feedforward_layernorm) before it is added; q_norm/k_norm
+    over the whole projection (as OLMoE).
+  - SmolLM3ForCausalLM: Llama's layers, those whose no_rope_layers entry is 0 without RoPE.
   - Phi3ForCausalLM: fused qkv_proj (q, k, v rows) and gate_up_proj (gate, up rows),
-    partial_rotary_factor; rope_scaling longrope/su not implemented.
+    partial_rotary_factor; rope_scaling longrope/su (Phi-4-mini): short_factor (the sequence is
+    within original_max_position_embeddings) dividing the frequencies, cos/sin times
+    sqrt(1 + ln(max_pos / orig) / ln(orig)) when max_pos > orig.
+  - GemmaForCausalLM (modeling_gemma): as Gemma 2 below with Llama's two norms (before the
+    attention and before the MLP), attention scaled by head_dim^-0.5, no window or softcaps.
   - Gemma2ForCausalLM / Gemma3ForCausalLM (modeling_gemma2 / modeling_gemma3, text):
     embeddings times sqrt(hidden_size) (in the weights' dtype: exact in float64 for
     hidden 64), Gemma RMSNorm x * rsqrt(mean(x^2) + eps) * (1 + w), pre and post attention
@@ -51,6 +62,11 @@ st_io. Written from transformers' modeling_llama / modeling_qwen2 / modeling_qwe
     group_limited_greedy by each group's max), times routed_scaling_factor; plus the shared
     experts.
 
+  - Gemma3ForConditionalGeneration, Mistral3ForConditionalGeneration (multimodal releases):
+    their text model, Gemma3ForCausalLM or MistralForCausalLM
+    over text_config's fields and the language model's tensors (language_model.model.* or
+    model.language_model.*), the vision tower and projector unused (text-only input).
+
 CLI: hf_forward.py HF_FOLDER OUT.npy ID...
 """
 import json
@@ -67,8 +83,35 @@ import st_io  # noqa: E402
 SUPPORTED = ("LlamaForCausalLM", "MistralForCausalLM", "Qwen2ForCausalLM", "Qwen3ForCausalLM",
              "Phi3ForCausalLM", "Gemma2ForCausalLM", "Gemma3ForCausalLM", "MixtralForCausalLM",
              "Qwen2MoeForCausalLM", "Qwen3MoeForCausalLM", "OlmoeForCausalLM", "DeepseekV3ForCausalLM",
-             "DeepseekV2ForCausalLM", "GptOssForCausalLM", "Glm4MoeForCausalLM")
-GEMMA = ("Gemma2ForCausalLM", "Gemma3ForCausalLM")
+             "DeepseekV2ForCausalLM", "GptOssForCausalLM", "Glm4MoeForCausalLM", "SmolLM3ForCausalLM",
+             "GraniteForCausalLM", "Olmo2ForCausalLM", "GemmaForCausalLM")
+GEMMA = ("GemmaForCausalLM", "Gemma2ForCausalLM", "Gemma3ForCausalLM")
+
+
+# a multimodal release -> the class of its text model
+TEXT_OF = {"Gemma3ForConditionalGeneration": "Gemma3ForCausalLM",
+           "Mistral3ForConditionalGeneration": "MistralForCausalLM"}
+
+
+def unwrap(cfg, w):
+    """The text model of a multimodal release: config.json's text_config over its root (as
+    its text model is built from it), the language model's tensors under their text model
+    names (language_model.X -> X, model.language_model.X -> model.X), nothing else."""
+    arch = (cfg.get("architectures") or ["?"])[0]
+    if arch not in TEXT_OF:
+        return cfg, w
+    c = {k: v for k, v in cfg.items() if k not in ("text_config", "vision_config")}
+    c.update(cfg.get("text_config") or {})
+    c["architectures"] = [TEXT_OF[arch]]
+    t = {}
+    for n, a in w.items():
+        if n.startswith("language_model."):
+            t[n[len("language_model."):]] = a
+        elif n.startswith("model.language_model."):
+            t["model." + n[len("model.language_model."):]] = a
+        elif n == "lm_head.weight":
+            t[n] = a
+    return c, t
 
 
 def load_folder(folder):
@@ -105,6 +148,8 @@ def rope_inv_freq(cfg, head_dim):
         inv = torch.where(medium, smoothed, inv_l)
     elif rtype == "linear":
         pos_scale = 1.0 / float(rs["factor"])
+    elif rtype in ("longrope", "su"):   # short sequences only (within the original context)
+        inv = inv / torch.tensor(rs["short_factor"], dtype=torch.float64)
     elif rtype not in ("default",):
         raise NotImplementedError("rope type %s" % rtype)
     return inv, pos_scale
@@ -159,6 +204,7 @@ def gelu_ggml(x):
 def forward_gemma(cfg, T, ids, dtype, gelu="exact"):
     arch = cfg["architectures"][0]
     g3 = arch == "Gemma3ForCausalLM"
+    g1 = arch == "GemmaForCausalLM"
     E = cfg["hidden_size"]
     H = cfg["num_attention_heads"]
     KV = cfg.get("num_key_value_heads") or H
@@ -166,11 +212,14 @@ def forward_gemma(cfg, T, ids, dtype, gelu="exact"):
     eps = float(cfg.get("rms_norm_eps", 1e-6))
     L = cfg["num_hidden_layers"]
     n = len(ids)
-    scale = float(cfg.get("query_pre_attn_scalar", 256)) ** -0.5
-    attn_cap = cfg.get("attn_logit_softcapping") if not g3 else None
+    scale = float(hd if g1 else cfg.get("query_pre_attn_scalar", 256)) ** -0.5
+    attn_cap = cfg.get("attn_logit_softcapping") if not (g3 or g1) else None
     final_cap = cfg.get("final_logit_softcapping")
     window = cfg.get("sliding_window") or 4096
-    if g3:
+    if g1:
+        types = ["full_attention"] * L
+        final_cap = None
+    elif g3:
         pattern = cfg.get("sliding_window_pattern", 6)
         types = cfg.get("layer_types") or ["sliding_attention" if (i + 1) % pattern else "full_attention"
                                            for i in range(L)]
@@ -218,6 +267,12 @@ def forward_gemma(cfg, T, ids, dtype, gelu="exact"):
         att = torch.softmax(att + (sliding if slide else causal), dim=-1)
         o = torch.einsum("hqk,khd->qhd", att, v).reshape(n, H * hd)
         o = o @ T[p + "self_attn.o_proj.weight"].T
+        if g1:
+            x = x + o
+            h = norm(x, p + "post_attention_layernorm.weight")
+            m = act(h @ T[p + "mlp.gate_proj.weight"].T) * (h @ T[p + "mlp.up_proj.weight"].T)
+            x = x + m @ T[p + "mlp.down_proj.weight"].T
+            continue
         x = x + norm(o, p + "post_attention_layernorm.weight")
         h = norm(x, p + "pre_feedforward_layernorm.weight")
         m = act(h @ T[p + "mlp.gate_proj.weight"].T) * (h @ T[p + "mlp.up_proj.weight"].T)
@@ -530,6 +585,7 @@ def moe_glm(cfg, T, p, h, lin):
 
 
 def forward(cfg, w, ids, dtype=torch.float64, gelu="exact"):
+    cfg, w = unwrap(cfg, w)
     arch = (cfg.get("architectures") or ["?"])[0]
     if arch not in SUPPORTED:
         raise NotImplementedError(arch)
@@ -548,14 +604,28 @@ def forward(cfg, w, ids, dtype=torch.float64, gelu="exact"):
     hd = cfg.get("head_dim") or n_embd // H
     eps = float(cfg.get("rms_norm_eps", 1e-6))
     qwen3 = arch == "Qwen3ForCausalLM"
+    granite = arch == "GraniteForCausalLM"
+    if granite:
+        hd = n_embd // H
+    att_scale = cfg.get("attention_multiplier", hd ** -0.5) if granite else hd ** -0.5
+    res = cfg.get("residual_multiplier", 1.0) if granite else 1.0
     n = len(ids)
     x = T["model.embed_tokens.weight"][torch.tensor(ids, dtype=torch.long)]
+    if granite:
+        x = x * cfg.get("embedding_multiplier", 1.0)
     rd = int(hd * cfg.get("partial_rotary_factor", 1.0))   # Phi3's partial rotary
     inv, pos_scale = rope_inv_freq(cfg, rd)
     pos = torch.arange(n, dtype=torch.float64) * pos_scale
     freqs = torch.outer(pos, inv.double())
     emb = torch.cat((freqs, freqs), dim=-1)
-    cos, sin = emb.cos().to(dtype)[:, None, :], emb.sin().to(dtype)[:, None, :]
+    rs = cfg.get("rope_scaling") or {}
+    if (rs.get("rope_type") or rs.get("type")) in ("longrope", "su"):
+        orig = cfg["original_max_position_embeddings"]
+        f = cfg["max_position_embeddings"] / orig
+        emb_scale = math.sqrt(1 + math.log(f) / math.log(orig)) if f > 1 else 1.0
+    else:
+        emb_scale = 1.0
+    cos, sin = (emb.cos() * emb_scale).to(dtype)[:, None, :], (emb.sin() * emb_scale).to(dtype)[:, None, :]
     mask = torch.full((n, n), float("-inf"), dtype=dtype).triu(1)
 
     def lin(inp, name):
@@ -565,7 +635,8 @@ def forward(cfg, w, ids, dtype=torch.float64, gelu="exact"):
 
     for i in range(cfg["num_hidden_layers"]):
         p = "model.layers.%d." % i
-        h = rms(x, T[p + "input_layernorm.weight"], eps)
+        olmo2 = arch == "Olmo2ForCausalLM"
+        h = x if olmo2 else rms(x, T[p + "input_layernorm.weight"], eps)
         if (p + "self_attn.qkv_proj.weight") in T:   # Phi3: fused q, k, v rows
             qkv = lin(h, p + "self_attn.qkv_proj")
             q = qkv[:, :H * hd].reshape(n, H, hd)
@@ -582,15 +653,24 @@ def forward(cfg, w, ids, dtype=torch.float64, gelu="exact"):
         elif qwen3 or (p + "self_attn.q_norm.weight") in T:
             q = rms(q, T[p + "self_attn.q_norm.weight"], eps)
             k = rms(k, T[p + "self_attn.k_norm.weight"], eps)
-        q = torch.cat((q[..., :rd] * cos + rotate_half(q[..., :rd]) * sin, q[..., rd:]), -1)
-        k = torch.cat((k[..., :rd] * cos + rotate_half(k[..., :rd]) * sin, k[..., rd:]), -1)
+        nope = cfg.get("no_rope_layers")   # SmolLM3: 0 for a layer without rope
+        if not (nope and not nope[i]):
+            q = torch.cat((q[..., :rd] * cos + rotate_half(q[..., :rd]) * sin, q[..., rd:]), -1)
+            k = torch.cat((k[..., :rd] * cos + rotate_half(k[..., :rd]) * sin, k[..., rd:]), -1)
         rep = H // KV
         k = k.repeat_interleave(rep, dim=1)   # repeat_kv: kv head j serves q heads j*rep..
         v = v.repeat_interleave(rep, dim=1)
-        att = torch.einsum("qhd,khd->hqk", q, k) * (hd ** -0.5) + mask
+        att = torch.einsum("qhd,khd->hqk", q, k) * att_scale + mask
         att = torch.softmax(att, dim=-1)
         o = torch.einsum("hqk,khd->qhd", att, v).reshape(n, H * hd)
-        x = x + lin(o, p + "self_attn.o_proj")
+        o = lin(o, p + "self_attn.o_proj")
+        if olmo2:
+            x = x + rms(o, T[p + "post_attention_layernorm.weight"], eps)
+            g, u = lin(x, p + "mlp.gate_proj"), lin(x, p + "mlp.up_proj")
+            m = lin(torch.nn.functional.silu(g) * u, p + "mlp.down_proj")
+            x = x + rms(m, T[p + "post_feedforward_layernorm.weight"], eps)
+            continue
+        x = x + o * res
         h = rms(x, T[p + "post_attention_layernorm.weight"], eps)
         if (p + "block_sparse_moe.gate.weight") in T:
             x = x + moe_mixtral(cfg, T, p + "block_sparse_moe.", h, lin)
@@ -606,15 +686,18 @@ def forward(cfg, w, ids, dtype=torch.float64, gelu="exact"):
         else:
             g = lin(h, p + "mlp.gate_proj")
             u = lin(h, p + "mlp.up_proj")
-        x = x + lin(torch.nn.functional.silu(g) * u, p + "mlp.down_proj")
+        x = x + lin(torch.nn.functional.silu(g) * u, p + "mlp.down_proj") * res
     x = rms(x, T["model.norm.weight"], eps)
     head = T.get("lm_head.weight", T["model.embed_tokens.weight"])
-    return (x @ head.T).numpy()
+    out = x @ head.T
+    if granite:
+        out = out / cfg.get("logits_scaling", 1.0)
+    return out.numpy()
 
 
 def logits(folder, ids, dtype=torch.float64, gelu="exact", config=None):
     """config: keys to override in config.json (for negative controls)"""
-    cfg, w = load_folder(folder)
+    cfg, w = unwrap(*load_folder(folder))
     cfg.update(config or {})
     return forward(cfg, w, list(ids), dtype, gelu)
 

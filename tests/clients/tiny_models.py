@@ -28,6 +28,18 @@ tokenizer.json (tests/clients/spm_model.py) gives a SentencePiece folder: tokeni
 tokenizer_config.json and added_tokens.json are copied, vocab_size is the number of pieces
 unless given.
 
+"mistral" (MistralForCausalLM: Llama's layers, head_dim 32 apart from n_embd / n_head,
+no sliding window, untied), "smollm3" (SmolLM3ForCausalLM: 4 layers, the 4th without rope
+(no_rope_layers), tied), "granite" (GraniteForCausalLM: embedding, attention, residual and
+logits multipliers, a head_dim, tied), "olmo2" (Olmo2ForCausalLM: norms after each sublayer
+only, q_norm/k_norm over the whole projection, multi-head), "gemma" (GemmaForCausalLM: Llama's
+layout, norms stored as w for 1 + w, GELU, head_dim 16, tied with a redundant lm_head.weight
+the converter drops). wrap="old" or "new" (gemma3, mistral): the text model inside its multimodal release's checkpoint
+(Gemma3ForConditionalGeneration: config.json's text_config, a small SigLIP vision tower and
+the projector; Mistral3ForConditionalGeneration: a Pixtral tower and Mistral 3's projector), named as transformers saved it before 4.52 (language_model.model.*,
+vision_tower.*, multi_modal_projector.*) or since (model.language_model.*,
+model.vision_tower.*, model.multi_modal_projector.*).
+
 Options of make(): vocab_size= (config and embedding rows), dtype= "F32" (default), "F16"
 or "BF16" (every tensor stored so; BF16 by truncation of the float32 draw), dims=(n_embd,
 n_head, n_head_kv, n_ff, n_layer) in place of the defaults, shards=N
@@ -49,7 +61,10 @@ ARCHS = {"llama": "LlamaForCausalLM", "llama_tied": "LlamaForCausalLM",
          "gemma2": "Gemma2ForCausalLM", "gemma3": "Gemma3ForCausalLM", "mixtral": "MixtralForCausalLM",
          "qwen2moe": "Qwen2MoeForCausalLM", "qwen3moe": "Qwen3MoeForCausalLM", "olmoe": "OlmoeForCausalLM",
          "deepseek_v3": "DeepseekV3ForCausalLM", "deepseek_v2": "DeepseekV2ForCausalLM",
-         "gptoss": "GptOssForCausalLM", "gptoss_mxfp4": "GptOssForCausalLM", "glm4moe": "Glm4MoeForCausalLM"}
+         "gptoss": "GptOssForCausalLM", "gptoss_mxfp4": "GptOssForCausalLM", "glm4moe": "Glm4MoeForCausalLM",
+         "mistral": "MistralForCausalLM", "smollm3": "SmolLM3ForCausalLM",
+         "granite": "GraniteForCausalLM", "olmo2": "Olmo2ForCausalLM",
+         "gemma": "GemmaForCausalLM"}
 
 
 def n_vocab_of(tokenizer_dir):
@@ -101,6 +116,15 @@ def _deepseek_tensors(cfg, w, r):
         p = "model.layers.%d." % i
         for x in ("q", "k", "v", "o"):
             w.pop(p + "self_attn.%s_proj.weight" % x, None)
+    if kind == "mistral":   # Mistral Small 3.1's text model: head_dim apart from hidden / heads
+        cfg.update(head_dim=hd, sliding_window=None, tie_word_embeddings=False, rope_theta=1000000.0)
+    if kind == "smollm3":   # every 4th layer without rope (NoPE), as SmolLM3-3B; tied
+        cfg.update(no_rope_layer_interval=4, no_rope_layers=[int((i + 1) % 4 != 0) for i in range(L)],
+                   use_sliding_window=False, sliding_window=None, tie_word_embeddings=True,
+                   attention_bias=False, mlp_bias=False, rope_theta=2000000.0)
+    if kind == "granite":   # Granite 3's multipliers (of its 2B), a head_dim the converter ignores; tied
+        cfg.update(embedding_multiplier=12.0, attention_multiplier=0.015625, residual_multiplier=0.22,
+                   logits_scaling=8.0, head_dim=hd, tie_word_embeddings=True, attention_bias=False, mlp_bias=False)
         w[p + "input_layernorm.weight"] = 1 + r(E, s=0.1)
         w[p + "post_attention_layernorm.weight"] = 1 + r(E, s=0.1)
         if qr:
@@ -134,17 +158,83 @@ def _deepseek_tensors(cfg, w, r):
             w[p + "shared_head.norm.weight"] = 1 + r(E, s=0.1)
 
 
+# the multimodal releases: text kind -> (class, root model_type, vision_config)
+WRAPS = {"gemma3": ("Gemma3ForConditionalGeneration", "gemma3",
+                    {"model_type": "siglip_vision_model", "hidden_size": 32, "intermediate_size": 48,
+                     "num_hidden_layers": 1, "num_attention_heads": 2, "image_size": 16, "patch_size": 4,
+                     "layer_norm_eps": 1e-6, "vision_use_head": False}),
+         "mistral": ("Mistral3ForConditionalGeneration", "mistral3",
+                     {"model_type": "pixtral", "hidden_size": 32, "intermediate_size": 48, "num_hidden_layers": 1,
+                      "num_attention_heads": 2, "head_dim": 16, "image_size": 16, "patch_size": 4,
+                      "num_channels": 3, "rope_theta": 10000.0, "hidden_act": "silu"})}
+
+
+def _wrap(kind, how, cfg, w, rng):
+    """cfg, w of the text model -> those of its multimodal release (module docstring)"""
+    cls, mt, vc = WRAPS[kind]
+    text = {k: v for k, v in cfg.items() if k != "architectures"}
+    out = {"architectures": [cls], "model_type": mt, "text_config": text, "vision_config": dict(vc),
+           "mm_tokens_per_image": 4, "boi_token_index": 3, "eoi_token_index": 4, "image_token_index": 5,
+           "initializer_range": 0.02, "torch_dtype": cfg["torch_dtype"]}
+    D, F, P = vc["hidden_size"], vc["intermediate_size"], vc["patch_size"]
+    npatch = (vc["image_size"] // P) ** 2
+
+    def r(*shape):
+        return (rng.standard_normal(shape) * 0.1).astype(np.float32)
+    if kind == "mistral":   # Pixtral's tower, Mistral 3's projector (its patch merger and norm)
+        out.update(image_token_index=10, projector_hidden_act="gelu", spatial_merge_size=2,
+                   multimodal_projector_bias=False, vision_feature_layer=-1)
+        for k in ("mm_tokens_per_image", "boi_token_index", "eoi_token_index"):
+            out.pop(k)
+        vis = {"patch_conv.weight": r(D, 3, P, P), "ln_pre.weight": r(D)}
+        for i in range(vc["num_hidden_layers"]):
+            q = "transformer.layers.%d." % i
+            vis[q + "attention_norm.weight"], vis[q + "ffn_norm.weight"] = r(D), r(D)
+            for n in ("q_proj", "k_proj", "v_proj", "o_proj"):
+                vis[q + "attention." + n + ".weight"] = r(D, D)
+            for n, sh in (("gate_proj", (F, D)), ("up_proj", (F, D)), ("down_proj", (D, F))):
+                vis[q + "feed_forward." + n + ".weight"] = r(*sh)
+        proj = {"norm.weight": r(D), "patch_merger.merging_layer.weight": r(D, 4 * D),
+                "linear_1.weight": r(cfg["hidden_size"], D), "linear_2.weight": r(cfg["hidden_size"], cfg["hidden_size"])}
+        vpre = "vision_tower."
+    else:
+        vis = {"embeddings.patch_embedding.weight": r(D, 3, P, P), "embeddings.patch_embedding.bias": r(D),
+               "embeddings.position_embedding.weight": r(npatch, D), "post_layernorm.weight": r(D),
+               "post_layernorm.bias": r(D)}
+        vpre = "vision_tower.vision_model."
+    for i in range(vc["num_hidden_layers"] if kind != "mistral" else 0):
+        q = "encoder.layers.%d." % i
+        for n in ("layer_norm1", "layer_norm2"):
+            vis[q + n + ".weight"], vis[q + n + ".bias"] = r(D), r(D)
+        for n in ("q_proj", "k_proj", "v_proj", "out_proj"):
+            vis[q + "self_attn." + n + ".weight"], vis[q + "self_attn." + n + ".bias"] = r(D, D), r(D)
+        vis[q + "mlp.fc1.weight"], vis[q + "mlp.fc1.bias"] = r(F, D), r(F)
+        vis[q + "mlp.fc2.weight"], vis[q + "mlp.fc2.bias"] = r(D, F), r(D)
+    if kind != "mistral":
+        proj = {"mm_input_projection_weight": r(D, cfg["hidden_size"]), "mm_soft_emb_norm.weight": r(D)}
+    top = "" if how == "old" else "model."
+    ww = {}
+    for n, a in w.items():
+        if how == "old":
+            ww["language_model." + n] = a
+        else:
+            ww["model.language_model." + n[len("model."):] if n.startswith("model.") else n] = a
+    ww.update({top + vpre + n: a for n, a in vis.items()})
+    ww.update({top + "multi_modal_projector." + n: a for n, a in proj.items()})
+    return out, ww
+
+
 def make(folder, kind, tokenizer_dir, seed=0, vocab_size=None, dtype="F32", shards=None, shard_of=None,
-         config=None, dims=None):
+         config=None, dims=None, wrap=None):
     os.makedirs(folder, exist_ok=True)
     for fn in ("tokenizer.json", "tokenizer_config.json", "tokenizer.model", "added_tokens.json"):
         if os.path.exists(os.path.join(tokenizer_dir, fn)):
             shutil.copy(os.path.join(tokenizer_dir, fn), os.path.join(folder, fn))
     V = vocab_size or n_vocab_of(tokenizer_dir)
-    E, H, KV, FF, L = dims or (64, 4, 2, 128, (6 if kind == "gemma3" else 2))
-    if kind == "olmoe":
-        KV = H  # llama.cpp's OLMoE is multi-head only
-    hd = 32 if kind in ("qwen3", "qwen3moe", "glm4moe") else E // H
+    E, H, KV, FF, L = dims or (64, 4, 2, 128, {"gemma3": 6, "smollm3": 4}.get(kind, 2))
+    if kind in ("olmoe", "olmo2"):
+        KV = H  # llama.cpp's OLMoE is multi-head only; OLMo 2 as released
+    hd = 32 if kind in ("qwen3", "qwen3moe", "glm4moe", "mistral") else E // H
     cfg = {"architectures": [ARCHS[kind]], "model_type": ARCHS[kind][:-len("ForCausalLM")].lower(),
            "hidden_size": E, "intermediate_size": FF, "num_hidden_layers": L,
            "num_attention_heads": H, "num_key_value_heads": KV, "vocab_size": V,
@@ -209,6 +299,10 @@ def make(folder, kind, tokenizer_dir, seed=0, vocab_size=None, dtype="F32", shar
         cfg.update(original_max_position_embeddings=256, partial_rotary_factor=0.5,
                    sliding_window=None, tie_word_embeddings=False)
     gemma = kind.startswith("gemma")
+    if kind == "gemma":     # Gemma 1: Llama's layout with Gemma's norms, GELU, embedding scale
+        cfg.update(model_type="gemma", head_dim=hd, hidden_act="gelu_pytorch_tanh",
+                   hidden_activation="gelu_pytorch_tanh", rms_norm_eps=1e-6, tie_word_embeddings=True,
+                   bos_token_id=1, eos_token_id=2, pad_token_id=0)
     if kind == "gemma2":
         cfg.update(model_type="gemma2", head_dim=hd, query_pre_attn_scalar=hd, attn_logit_softcapping=2.0,
                    final_logit_softcapping=3.0, sliding_window=16, hidden_act="gelu_pytorch_tanh",
@@ -235,7 +329,7 @@ def make(folder, kind, tokenizer_dir, seed=0, vocab_size=None, dtype="F32", shar
 
     w = {"model.embed_tokens.weight": r(V, E, s=0.5),
          "model.norm.weight": (1 + r(E, s=0.1))}
-    if kind == "gemma2":
+    if kind in ("gemma2", "gemma"):
         w["model.norm.weight"] = r(E, s=0.1)        # Gemma: the stored w of (1 + w)
         w["lm_head.weight"] = r(V, E, s=0.3)         # tied in HF; the converter drops it
     elif not cfg.get("tie_word_embeddings"):
@@ -262,7 +356,10 @@ def make(folder, kind, tokenizer_dir, seed=0, vocab_size=None, dtype="F32", shar
         if kind in ("qwen3", "qwen3moe", "glm4moe"):
             w[p + "self_attn.q_norm.weight"] = 1 + r(hd, s=0.2)
             w[p + "self_attn.k_norm.weight"] = 1 + r(hd, s=0.2)
-        if gemma:
+        if kind == "gemma":
+            w[p + "input_layernorm.weight"] = r(E, s=0.1)
+            w[p + "post_attention_layernorm.weight"] = r(E, s=0.1)
+        elif gemma:
             w[p + "input_layernorm.weight"] = r(E, s=0.1)
             w[p + "post_attention_layernorm.weight"] = r(E, s=0.1)
             w[p + "pre_feedforward_layernorm.weight"] = r(E, s=0.1)
@@ -270,7 +367,15 @@ def make(folder, kind, tokenizer_dir, seed=0, vocab_size=None, dtype="F32", shar
         if kind == "gemma3":
             w[p + "self_attn.q_norm.weight"] = r(hd, s=0.2)
             w[p + "self_attn.k_norm.weight"] = r(hd, s=0.2)
-    if kind == "olmoe":
+    if kind == "olmo2":
+        # OLMo 2: no norm before either sublayer, one after each (post_attention_layernorm,
+        # post_feedforward_layernorm); its q_norm/k_norm as OLMoE's below
+        cfg.update(model_type="olmo2", tie_word_embeddings=False, attention_bias=False, rms_norm_eps=1e-6)
+        for i in range(L):
+            p = "model.layers.%d." % i
+            del w[p + "input_layernorm.weight"]
+            w[p + "post_feedforward_layernorm.weight"] = 1 + r(E, s=0.1)
+    if kind in ("olmoe", "olmo2"):
         # q_norm and k_norm over the whole projection, before the head split
         for i in range(L):
             p = "model.layers.%d." % i
@@ -374,6 +479,8 @@ def make(folder, kind, tokenizer_dir, seed=0, vocab_size=None, dtype="F32", shar
     # a non-persistent buffer some old checkpoints carry; the converter must skip it
     if not gptoss:
         w["model.layers.0.self_attn.rotary_emb.inv_freq"] = np.ones(hd // 2, np.float32)
+    if wrap:
+        cfg, w = _wrap(kind, wrap, cfg, w, rng)
     with open(os.path.join(folder, "config.json"), "w") as f:
         json.dump(cfg, f, indent=1)
     dts = {}

@@ -2,7 +2,7 @@
  * turned into GGUF tokenizer key/values (src/model/wf_vocab*.c, wf_spm.c).
  *
  * Input layout (little-endian; missing bytes read as 0):
- *   [0]      the route (mod 7: llama, qwen, gemma2, gemma3, phi3, gpt2, glm)
+ *   [0]      the route (mod 8: llama, qwen, gemma2, gemma3, phi3, gpt2, glm, gemma)
  *   [1..2]   vocab_size: a u16, 0xffff meaning absent (-1)
  *   then     records until the end of the input, each
  *              [1]   file id (mod 9), naming one field of wf_vocab_files
@@ -53,7 +53,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct wf_gguf_w w;
 	char err[WF_ERRLEN];
 	wf_gguf_w_init(&w);
-	enum wf_err rc = wf_vocab_write(&f, (enum wf_vocab_route)(data[0] % 7), vs, &w, err);
+	enum wf_err rc = wf_vocab_write(&f, (enum wf_vocab_route)(data[0] % 8), vs, &w, err);
 	if (rc != WF_OK) {
 		FUZZ_CHECK(rc == WF_ERR_FORMAT || rc == WF_ERR_UNSUP || rc == WF_ERR_NOMEM, "unexpected error %d", (int)rc);
 		fuzz_check_one_line(rc, err);

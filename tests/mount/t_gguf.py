@@ -636,6 +636,113 @@ def glm_bad_case():
     return said + ", and an expert in two shards"
 
 
+# dense families of converter_cases (the multimodal releases: their text model is
+# converted), and a config.json change the reference must notice (the negative control)
+DENSE_CASES = {"Tiny-Gemma3-VL": {"rope_local_base_freq": 1000000.0}, "Tiny-Mistral3-VL": {"rope_theta": 10000.0},
+               "Tiny-SmolLM3": {"no_rope_layers": [1, 1, 1, 1]}, "Tiny-Granite": {"residual_multiplier": 0.25},
+               "Tiny-OLMo2": {"rms_norm_eps": 0.1}, "Tiny-Gemma": {"rope_theta": 100.0},
+               "Tiny-Phi4-Mini": {"rope_scaling": None}}
+
+
+def dense_case(name):
+    """A dense family's checkpoint (of a multimodal release: its vision tower and projector
+    beside the language model): model.gguf is its (text) model, WEIGHTFS.txt counts the
+    tensors left out, llama.cpp runs it and its logits equal a torch forward over the text
+    model (with the control's config change they must not); its hf/ (through `weightfs
+    convert`) is the text model's class with its tensors under their text model names and
+    its config fields."""
+    import converter_cases
+    import hf_forward
+    d = new_dir("wrap-")
+    folder = converter_cases.make(name, d)
+    cfg, w = hf_forward.load_folder(folder)
+    tcfg, tw = hf_forward.unwrap(cfg, w)
+    n_vis = len([n for n in w if "vision_tower." in n or "multi_modal_projector." in n])
+    gemma = tcfg["architectures"][0].startswith("Gemma")
+    gelu = "ggml" if gemma else "exact"
+    m = Mount(folder, ["-o", "gguf=f32"])
+    try:
+        g = m.path("model.gguf")
+        says = open(m.path("WEIGHTFS.txt")).read()
+        if not os.path.exists(g):
+            raise Fail("no model.gguf; WEIGHTFS.txt: %s" % says[-300:])
+        if n_vis and "the %d tensors of the vision tower and projector" % n_vis not in says:
+            raise Fail("WEIGHTFS.txt does not say the %d vision tensors are left out" % n_vis)
+        ids = [1] + [int(x) for x in np.random.default_rng(7).integers(3, tcfg["vocab_size"], 23)]
+        out = os.path.join(TMP, "logits-wrap.npy")
+        client(["logits", g, out] + [str(i) for i in ids])
+        a = np.load(out)
+    finally:
+        m.unmount()
+    b = np.asarray(hf_forward.logits(folder, ids, gelu=gelu))
+    rel = float(np.abs(a - b).max() / np.abs(b).max())
+    if rel > 1e-4 or (a.argmax(-1) != b.argmax(-1)).any():
+        raise Fail("llama.cpp's logits against the torch forward: relative error %.2g" % rel)
+    c = np.asarray(hf_forward.logits(folder, ids, gelu=gelu, config=DENSE_CASES[name]))
+    rel_ctl = float(np.abs(a - c).max() / np.abs(c).max())
+    if rel_ctl < 100 * max(rel, 1e-6):
+        raise Fail("the reference with %r is as close (%.2g): the check would not see it" % (DENSE_CASES[name], rel_ctl))
+    gg = os.path.join(d, "m.gguf")
+    rc, _, err, _ = run_cli(["convert", "-o", "gguf=f32", folder, gg], timeout=120)
+    if rc != 0:
+        raise Fail("convert: exit %d: %s" % (rc, err.strip()))
+    m = Mount(gg, [])
+    try:
+        if not os.path.exists(m.path("hf/model.safetensors")):
+            raise Fail("no hf/model.safetensors: %s" % [ln for ln in open(m.path("WEIGHTFS.txt")) if "hf/" in ln])
+        import st_io
+        got = st_io.load(m.path("hf/model.safetensors"))
+        with open(m.path("hf/config.json")) as f:
+            hcfg = json.load(f)
+    finally:
+        m.unmount()
+    # a tied model's stored lm_head.weight (Gemma's) is one transformers ignores and the converter drops
+    want = {k: v for k, v in tw.items() if not k.endswith("rotary_emb.inv_freq") and
+            not (k == "lm_head.weight" and tcfg.get("tie_word_embeddings"))}
+    if set(got) != set(want):
+        raise Fail("hf/ names: only hf/'s %r, only the text model's %r" % (sorted(set(got) - set(want))[:4],
+                                                                        sorted(set(want) - set(got))[:4]))
+    bad = [k for k, v in want.items() if got[k].shape != v.shape or not np.array_equal(
+        got[k].view(np.uint32), ((np.float32(1) + v) - np.float32(1) if gemma and k.endswith("norm.weight") else v).view(np.uint32))]
+    if bad:
+        raise Fail("%d hf/ tensors differ from the text model's, e.g. %s" % (len(bad), bad[0]))
+    keys = ["hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads", "num_key_value_heads",
+            "head_dim", "vocab_size", "rms_norm_eps", "rope_theta", "rope_local_base_freq", "sliding_window",
+            "sliding_window_pattern", "query_pre_attn_scalar", "model_type", "tie_word_embeddings", "no_rope_layers",
+            "embedding_multiplier", "attention_multiplier", "residual_multiplier", "logits_scaling",
+            "partial_rotary_factor", "original_max_position_embeddings"]
+    off = [(k, tcfg[k], hcfg.get(k)) for k in keys if k in tcfg and hcfg.get(k) != tcfg[k] and not (
+        isinstance(tcfg[k], float) and hcfg.get(k) is not None and np.float32(hcfg[k]) == np.float32(tcfg[k]))]
+    rs, hrs = tcfg.get("rope_scaling") or {}, hcfg.get("rope_scaling") or {}
+    for f in ("long_factor", "short_factor"):   # Phi-3's longrope, read back from its rope factor tensors
+        if f in rs and (len(hrs.get(f) or []) != len(rs[f]) or
+                        any(np.float32(a) != np.float32(b) for a, b in zip(rs[f], hrs[f]))):
+            off.append(("rope_scaling." + f, rs[f], hrs.get(f)))
+    if hcfg.get("architectures") != tcfg["architectures"] or off:
+        raise Fail("hf/config.json: architectures %r (want %r), %r" % (hcfg.get("architectures"),
+                                                                     tcfg["architectures"], off))
+    return "%slogits rel %.1e over %d positions (control %.1e); hf/ %s: %d tensors, %d fields" % (
+        "%d vision tensors left out; " % n_vis if n_vis else "", rel, len(ids), rel_ctl, hcfg["architectures"][0],
+        len(got), len(keys))
+
+
+def wrapper_twice_case():
+    """A multimodal checkpoint with a tensor in both layouts (language_model.model.X and
+    model.language_model.X, one name once "language_model." is out): no model.gguf, naming it."""
+    import converter_cases
+    import st_io
+    folder = converter_cases.make("Tiny-Gemma3-VL", new_dir("wrap2-"))
+    p = os.path.join(folder, "model.safetensors")
+    w = st_io.load(p)
+    w["model.language_model.norm.weight"] = w["language_model.model.norm.weight"]
+    st_io.save(w, p)
+    rc, out, err, _ = run_cli(["info", folder], timeout=60)
+    last = out.rstrip("\n").splitlines()[-1] if out else ""
+    if rc != 0 or not last.startswith("model.gguf: none: ") or "output_norm.weight" not in last:
+        raise Fail("weightfs info exit %d, last line %r" % (rc, last[:200]))
+    return last[:120]
+
+
 def logits_match(mp_gguf, folder, ids):
     import hf_forward
     out = os.path.join(TMP, "logits.npy")
@@ -1026,6 +1133,10 @@ def group_gguf():
             continue
         check("gguf: %s: model.gguf = llama.cpp's convert_hf_to_gguf.py's file (digests)" % name,
               converter_case, name, digests)
+    for name in DENSE_CASES:
+        check("gguf: %s: llama.cpp's logits on model.gguf = torch forward; HF -> model.gguf -> hf/ the same "
+              "(text) model" % name, dense_case, name)
+    check("gguf: a multimodal checkpoint with a tensor in both layouts: no model.gguf, naming it", wrapper_twice_case)
     for name in MOE_CASES:
         check("gguf: %s: llama.cpp runs model.gguf (experts stacked on read); logits = torch forward" % name,
               moe_case, name)

@@ -159,6 +159,17 @@ def glm_case():
     return "q4_k_m byte-identical"
 
 
+def dense_case(name):
+    """A dense family of converter_cases (a multimodal checkpoint: its text model) at q4_k_m =
+    llama_model_quantize of its F32 GGUF."""
+    import converter_cases
+    d = new_dir("qdense-")
+    folder = converter_cases.make(name, d)
+    g = make_f32(folder, d)
+    same_as_llama(folder, g, "q4_k_m", FTYPES["q4_k_m"], d=d)
+    return "q4_k_m byte-identical"
+
+
 def gguf_source_case(state):
     folder, g, _ = state["wide"]
     d = new_dir("qsrc-")  # refs of its own: convert_run_case compares with the folder's
@@ -291,6 +302,8 @@ def group_gguf_quant():
         check("gguf_quant: tiny %s (64 wide): model.gguf = llama_model_quantize's" % kind, narrow_case, kind)
     for kind in ("mixtral", "qwen3moe", "gptoss"):
         check("gguf_quant: %s: model.gguf = llama_model_quantize's (the expert rules)" % kind, moe_case, kind)
+    for name in ("Tiny-Gemma3-VL", "Tiny-Mistral3-VL", "Tiny-OLMo2", "Tiny-Granite", "Tiny-SmolLM3", "Tiny-Gemma"):
+        check("gguf_quant: %s: -o gguf=q4_k_m = llama_model_quantize's" % name, dense_case, name)
     check("gguf_quant: GLM-4.5 (dense first layer, shared experts, MTP block): model.gguf = "
           "llama_model_quantize's", glm_case)
     check("gguf_quant: deepseek2: model.gguf = llama_model_quantize's (attn_k_b, attn_v_b quantized from head "

@@ -134,6 +134,9 @@ START_TEST(hf_names_map_to_gguf)
 		{"gemma2", "model.layers.1.post_attention_layernorm.weight", "blk.1.post_attention_norm.weight", 0,
 		 true},
 		{"gemma3", "model.layers.1.pre_feedforward_layernorm.weight", "blk.1.ffn_norm.weight", 0, true},
+		{"olmo2", "model.layers.1.post_attention_layernorm.weight", "blk.1.post_attention_norm.weight", 0, true},
+		{"olmo2", "model.layers.1.post_feedforward_layernorm.weight", "blk.1.post_ffw_norm.weight", 0, true},
+		{"granite", "model.layers.0.self_attn.k_proj.weight", "blk.0.attn_k.weight", 'k', false},
 		{NULL, "model.layers.9.mlp.down_proj.weight", "blk.9.ffn_down.weight", 0, false},
 		/* GLM-4.5's own names, the router bias renamed as filter_tensors does, the MTP block's */
 		{"glm4moe", "model.layers.1.post_attention_layernorm.weight", "blk.1.post_attention_norm.weight", 0, true},
@@ -172,6 +175,12 @@ START_TEST(hf_names_map_to_gguf)
 	ck_assert_str_eq(wf_arch_canon("gemma3_text"), "gemma3");
 	ck_assert_ptr_null(wf_arch_canon("gpt2"));
 	ck_assert(wf_arch_permutes_qk("mistral") && !wf_arch_permutes_qk("qwen2") && !wf_arch_permutes_qk(NULL));
+	/* the rows that permute (LlamaModel's subclasses), by general.architecture */
+	ck_assert(wf_arch_permutes_qk("granite") && wf_arch_permutes_qk("smollm3") && wf_arch_permutes_qk("mistral3") &&
+		  !wf_arch_permutes_qk("olmo2") && !wf_arch_permutes_qk("gemma"));
+	ck_assert_str_eq(wf_arch_info_of("mistral3", false)->hf_class, "MistralForCausalLM");
+	ck_assert_str_eq(wf_arch_info_of("mistral3", false)->model_type, "mistral");
+	ck_assert_str_eq(wf_arch_info_of("gemma3", false)->hf_class, "Gemma3ForCausalLM");
 	ck_assert(wf_arch_norm_plus_one("gemma2") && !wf_arch_norm_plus_one("llama"));
 	ck_assert_int_eq(wf_name_naming("blk.0.x", 7), WF_NAMES_GGUF);
 	ck_assert_int_eq(wf_name_naming("lm_head.weight", 14), WF_NAMES_HF);
