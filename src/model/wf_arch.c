@@ -757,6 +757,35 @@ static enum wf_err kv_gating(struct cfg *c, struct wf_gguf_w *w, const char *k)
 }
 
 /* TextModel.set_gguf_parameters (B:1268-1380), through general.file_type. */
+/* The base block's expert keys (moe-and-mla.md 1.4): the counts, the
+ * groups and the gating function, each when the config has it. */
+static enum wf_err kv_experts(struct cfg *c, struct wf_gguf_w *w, const char *a)
+{
+	char k[96];
+	enum wf_err rc = WF_OK;
+#define K(s) (snprintf(k, sizeof k, "%s." s, a), k)
+	if (!c->experts && find(c, KEYS("num_local_experts", "num_experts", "n_routed_experts"), NULL))
+		return wf_fail(c->why, WF_ERR_UNSUP, "config.json: num_local_experts: mixtures of experts are not made");
+	/* a row's own count, re-added after the base block, keeps this place */
+	const char *const own[] = {c->count_key, NULL};
+	const char *const *ek = KEYS("num_local_experts", "num_experts", "n_routed_experts");
+	if (c->count_key && find(c, own, NULL))
+		ek = own;
+	if (rc == WF_OK && c->experts)
+		rc = put_u32(c, w, K("expert_count"), ek, true, NULL);
+	if (rc == WF_OK && c->experts)
+		rc = put_u32(c, w, K("expert_used_count"),
+			     KEYS("num_experts_per_tok", "num_experts_per_token", "top_k_experts"), true, NULL);
+	if (rc == WF_OK)
+		rc = put_u32(c, w, K("expert_group_count"), KEYS("n_group"), false, NULL);
+	if (rc == WF_OK)
+		rc = put_u32(c, w, K("expert_group_used_count"), KEYS("topk_group"), false, NULL);
+	if (rc == WF_OK)
+		rc = kv_gating(c, w, K("expert_gating_func"));
+#undef K
+	return rc;
+}
+
 static enum wf_err kv_text(struct cfg *c, struct wf_gguf_w *w, const char *a, uint32_t ftype)
 {
 	char k[96];
@@ -807,24 +836,8 @@ static enum wf_err kv_text(struct cfg *c, struct wf_gguf_w *w, const char *a, ui
 	if (rc == WF_OK)
 		rc = put_f32k(c, w, K("attention.layer_norm_epsilon"),
 			      KEYS("layer_norm_eps", "layer_norm_epsilon", "norm_epsilon"));
-	if (rc == WF_OK && !c->experts && find(c, KEYS("num_local_experts", "num_experts", "n_routed_experts"), NULL))
-		return wf_fail(c->why, WF_ERR_UNSUP, "config.json: num_local_experts: mixtures of experts are not made");
-	/* a row's own count, re-added after the base block, keeps this place */
-	const char *const own[] = {c->count_key, NULL};
-	const char *const *ek = KEYS("num_local_experts", "num_experts", "n_routed_experts");
-	if (c->count_key && find(c, own, NULL))
-		ek = own;
-	if (rc == WF_OK && c->experts)
-		rc = put_u32(c, w, K("expert_count"), ek, true, NULL);
-	if (rc == WF_OK && c->experts)
-		rc = put_u32(c, w, K("expert_used_count"),
-			     KEYS("num_experts_per_tok", "num_experts_per_token", "top_k_experts"), true, NULL);
 	if (rc == WF_OK)
-		rc = put_u32(c, w, K("expert_group_count"), KEYS("n_group"), false, NULL);
-	if (rc == WF_OK)
-		rc = put_u32(c, w, K("expert_group_used_count"), KEYS("topk_group"), false, NULL);
-	if (rc == WF_OK)
-		rc = kv_gating(c, w, K("expert_gating_func"));
+		rc = kv_experts(c, w, a);
 	if (rc == WF_OK && c->mla && not_null(hp(c, "head_dim"))) {
 		/* written from head_dim, then overwritten in place with the latent's */
 		wf_gguf_w_u32(w, K("attention.key_length"), c->mla_k);
@@ -2162,16 +2175,11 @@ static enum wf_err map_tensor(const struct arch *a, struct cfg *c, const struct 
 	const char *ox = packed_experts(a) ? oss_expert(name, &layer) : NULL;
 	if (ox)
 		return oss_tensor(c, m, i, ox, layer, pl, cap);
-	/* filter_tensors: DeepSeek's e_score_correction_bias -> e_score_correction.bias;
-	 * GptOssModel's "sinks" gets a ".weight" */
-	static const char esc[] = "e_score_correction_bias";
+	/* GptOssModel.filter_tensors: "sinks" gets a ".weight" (DeepSeek's and
+	 * GLM's e_score_correction_bias is read as a .bias by the name map) */
 	char renamed[WF_GGUF_NAME_MAX + 16];
 	size_t nl = strlen(name); /* the wrappers' renamed, or as stored */
-	if (nl >= sizeof esc - 1 && strcmp(name + nl - (sizeof esc - 1), esc) == 0 && nl < sizeof renamed) {
-		memcpy(renamed, name, nl + 1);
-		renamed[nl - 5] = '.';
-		name = renamed;
-	} else if (packed_experts(a) && nl >= 6 && strcmp(name + nl - 6, ".sinks") == 0 && nl + 8 <= sizeof renamed) {
+	if (packed_experts(a) && nl >= 6 && strcmp(name + nl - 6, ".sinks") == 0 && nl + 8 <= sizeof renamed) {
 		memcpy(renamed, name, nl);
 		memcpy(renamed + nl, ".weight", 8);
 		name = renamed;
