@@ -109,17 +109,21 @@ static const struct part_map gemma2_map[] = {
 	{"post_feedforward_layernorm", "post_ffw_norm"},
 };
 
-/* GLM-4.5 (moe-and-mla.md 7): GLM4_MOE has ATTN_POST_NORM and no
- * FFN_NORM, so post_attention_layernorm is post_attention_norm; DeepSeek's
- * shared_experts and router bias (filter_tensors makes
- * e_score_correction_bias e_score_correction.bias); the MTP block's own
- * tensors (tensor_mapping.py NEXTN_*). */
-static const struct part_map glm4moe_map[] = {
-	{"post_attention_layernorm", "post_attention_norm"},
+/* DeepSeek's shared experts (plural: layer_map's rows are Qwen2-MoE's)
+ * and router bias (filter_tensors makes e_score_correction_bias
+ * e_score_correction.bias), which GLM-4.5 has too. */
+static const struct part_map shared_experts_map[] = {
 	{"mlp.shared_experts.gate_proj", "ffn_gate_shexp"},
 	{"mlp.shared_experts.up_proj", "ffn_up_shexp"},
 	{"mlp.shared_experts.down_proj", "ffn_down_shexp"},
 	{"mlp.gate.e_score_correction", "exp_probs_b"},
+};
+
+/* GLM-4.5 (moe-and-mla.md 7): GLM4_MOE has ATTN_POST_NORM and no
+ * FFN_NORM, so post_attention_layernorm is post_attention_norm; the MTP
+ * block's own tensors (tensor_mapping.py NEXTN_*). */
+static const struct part_map glm4moe_map[] = {
+	{"post_attention_layernorm", "post_attention_norm"},
 	{"eh_proj", "nextn.eh_proj"},
 	{"embed_tokens", "nextn.embed_tokens"},
 	{"enorm", "nextn.enorm"},
@@ -136,9 +140,8 @@ static const struct part_map gptoss_map[] = {
 	{"post_attention_layernorm", "post_attention_norm"},
 };
 
-/* DeepSeek's MLA, shared experts (plural: layer_map's rows are
- * Qwen2-MoE's) and router bias (moe-and-mla.md 6.1); kv_b_proj is split
- * in two (mla_split), e_score_correction_bias read as a .bias. */
+/* DeepSeek's MLA (moe-and-mla.md 6.1); kv_b_proj is split in two
+ * (mla_split). */
 static const struct part_map deepseek2_map[] = {
 	{"self_attn.q_a_proj", "attn_q_a"},
 	{"self_attn.q_a_layernorm", "attn_q_a_norm"},
@@ -146,14 +149,10 @@ static const struct part_map deepseek2_map[] = {
 	{"self_attn.kv_a_proj_with_mqa", "attn_kv_a_mqa"},
 	{"self_attn.kv_a_layernorm", "attn_kv_a_norm"},
 	{"self_attn.kv_b_proj", "attn_kv_b"},
-	{"mlp.shared_experts.gate_proj", "ffn_gate_shexp"},
-	{"mlp.shared_experts.up_proj", "ffn_up_shexp"},
-	{"mlp.shared_experts.down_proj", "ffn_down_shexp"},
-	{"mlp.gate.e_score_correction", "exp_probs_b"},
 };
 
 /* The architectures whose layer parts take their own names first, both
- * ways. */
+ * ways; an architecture may have several rows, read in order. */
 static const struct {
 	const char *arch;
 	const struct part_map *map;
@@ -162,8 +161,10 @@ static const struct {
 	{"gemma2", gemma2_map, WF_ARRAY_LEN(gemma2_map)},
 	{"gemma3", gemma2_map, WF_ARRAY_LEN(gemma2_map)},
 	{"glm4moe", glm4moe_map, WF_ARRAY_LEN(glm4moe_map)},
+	{"glm4moe", shared_experts_map, WF_ARRAY_LEN(shared_experts_map)},
 	{"gpt-oss", gptoss_map, WF_ARRAY_LEN(gptoss_map)},
 	{"deepseek2", deepseek2_map, WF_ARRAY_LEN(deepseek2_map)},
+	{"deepseek2", shared_experts_map, WF_ARRAY_LEN(shared_experts_map)},
 	{"olmo2", gemma2_map, WF_ARRAY_LEN(gemma2_map)}, /* its norms after each sublayer: two of the four */
 };
 
