@@ -116,15 +116,6 @@ def _deepseek_tensors(cfg, w, r):
         p = "model.layers.%d." % i
         for x in ("q", "k", "v", "o"):
             w.pop(p + "self_attn.%s_proj.weight" % x, None)
-    if kind == "mistral":   # Mistral Small 3.1's text model: head_dim apart from hidden / heads
-        cfg.update(head_dim=hd, sliding_window=None, tie_word_embeddings=False, rope_theta=1000000.0)
-    if kind == "smollm3":   # every 4th layer without rope (NoPE), as SmolLM3-3B; tied
-        cfg.update(no_rope_layer_interval=4, no_rope_layers=[int((i + 1) % 4 != 0) for i in range(L)],
-                   use_sliding_window=False, sliding_window=None, tie_word_embeddings=True,
-                   attention_bias=False, mlp_bias=False, rope_theta=2000000.0)
-    if kind == "granite":   # Granite 3's multipliers (of its 2B), a head_dim the converter ignores; tied
-        cfg.update(embedding_multiplier=12.0, attention_multiplier=0.015625, residual_multiplier=0.22,
-                   logits_scaling=8.0, head_dim=hd, tie_word_embeddings=True, attention_bias=False, mlp_bias=False)
         w[p + "input_layernorm.weight"] = 1 + r(E, s=0.1)
         w[p + "post_attention_layernorm.weight"] = 1 + r(E, s=0.1)
         if qr:
@@ -264,6 +255,15 @@ def make(folder, kind, tokenizer_dir, seed=0, vocab_size=None, dtype="F32", shar
         cfg.update(model_type="qwen3_moe", head_dim=hd, num_experts=4, num_experts_per_tok=2, moe_intermediate_size=32,
                    norm_topk_prob=True, decoder_sparse_step=1, mlp_only_layers=[], tie_word_embeddings=False,
                    rope_theta=1000000.0)
+    if kind == "mistral":   # Mistral Small 3.1's text model: head_dim apart from hidden / heads
+        cfg.update(head_dim=hd, sliding_window=None, tie_word_embeddings=False, rope_theta=1000000.0)
+    if kind == "smollm3":   # every 4th layer without rope (NoPE), as SmolLM3-3B; tied
+        cfg.update(no_rope_layer_interval=4, no_rope_layers=[int((i + 1) % 4 != 0) for i in range(L)],
+                   use_sliding_window=False, sliding_window=None, tie_word_embeddings=True,
+                   attention_bias=False, mlp_bias=False, rope_theta=2000000.0)
+    if kind == "granite":   # Granite 3's multipliers (of its 2B), a head_dim the converter ignores; tied
+        cfg.update(embedding_multiplier=12.0, attention_multiplier=0.015625, residual_multiplier=0.22,
+                   logits_scaling=8.0, head_dim=hd, tie_word_embeddings=True, attention_bias=False, mlp_bias=False)
     if kind == "glm4moe":
         # every field the converter reads (AutoConfig's defaults are not there, see
         # converter_cases), with eos/pad ids as GLM-4.5's config.json has them
