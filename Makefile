@@ -173,7 +173,7 @@ check:
 	$(Q)CHECK_LOGS=$(B)/check-logs bash tools/run_checks.sh "$(MAKE)" $(CHECK_TARGETS)
 
 # The edit loop: the layer rule, the unit tests and a few mount groups (the
-# oracle data of every type, errors, names, xattrs), in about a minute;
+# oracle data of every type, errors, names, xattrs), in under two minutes;
 # `make check` runs everything.
 check-quick:
 	$(Q)CHECK_LOGS=$(B)/check-logs bash tools/run_checks.sh "$(MAKE)" layers-check unit-check mount-smoke
