@@ -104,6 +104,18 @@ def _deepseek_cfg(kind, cfg):
         cfg.update(rope_scaling=None)
 
 
+def _routed_and_shared(w, p, r, n_exp, E, Fm, Fs):
+    """DeepSeek's and GLM-4.5's experts of layer prefix p: n_exp routed experts of width Fm, then
+    the shared experts of width Fs, drawn in this order (the test models' bytes depend on it)"""
+    for x in range(n_exp):
+        w[p + "mlp.experts.%d.gate_proj.weight" % x] = r(Fm, E)
+        w[p + "mlp.experts.%d.up_proj.weight" % x] = r(Fm, E)
+        w[p + "mlp.experts.%d.down_proj.weight" % x] = r(E, Fm)
+    w[p + "mlp.shared_experts.gate_proj.weight"] = r(Fs, E)
+    w[p + "mlp.shared_experts.up_proj.weight"] = r(Fs, E)
+    w[p + "mlp.shared_experts.down_proj.weight"] = r(E, Fs)
+
+
 def _deepseek_tensors(cfg, w, r):
     """A DeepSeek checkpoint's tensors in place of the Llama ones make() drew (then its MTP
     layer, for V3: a full layer at index num_hidden_layers plus eh_proj and its norms)."""
@@ -135,13 +147,7 @@ def _deepseek_tensors(cfg, w, r):
         w[p + "mlp.gate.weight"] = r(X, E, s=0.5)
         if v3:
             w[p + "mlp.gate.e_score_correction_bias"] = np.abs(r(X, s=0.1))
-        for x in range(X):
-            w[p + "mlp.experts.%d.gate_proj.weight" % x] = r(Fm, E)
-            w[p + "mlp.experts.%d.up_proj.weight" % x] = r(Fm, E)
-            w[p + "mlp.experts.%d.down_proj.weight" % x] = r(E, Fm)
-        w[p + "mlp.shared_experts.gate_proj.weight"] = r(Fs, E)
-        w[p + "mlp.shared_experts.up_proj.weight"] = r(Fs, E)
-        w[p + "mlp.shared_experts.down_proj.weight"] = r(E, Fs)
+        _routed_and_shared(w, p, r, X, E, Fm, Fs)
         if i == L:
             w[p + "eh_proj.weight"] = r(E, 2 * E)
             w[p + "enorm.weight"] = 1 + r(E, s=0.1)
@@ -432,13 +438,7 @@ def make(folder, kind, tokenizer_dir, seed=0, vocab_size=None, dtype="F32", shar
                 w.pop(p + "mlp.%s_proj.weight" % x, None)
             w[p + "mlp.gate.weight"] = r(n_exp, E, s=0.5)
             w[p + "mlp.gate.e_score_correction_bias"] = r(n_exp, s=0.3)
-            for x in range(n_exp):
-                w[p + "mlp.experts.%d.gate_proj.weight" % x] = r(Fm, E)
-                w[p + "mlp.experts.%d.up_proj.weight" % x] = r(Fm, E)
-                w[p + "mlp.experts.%d.down_proj.weight" % x] = r(E, Fm)
-            w[p + "mlp.shared_experts.gate_proj.weight"] = r(Fs, E)
-            w[p + "mlp.shared_experts.up_proj.weight"] = r(Fs, E)
-            w[p + "mlp.shared_experts.down_proj.weight"] = r(E, Fs)
+            _routed_and_shared(w, p, r, n_exp, E, Fm, Fs)
     u8 = {}
     if gptoss:
         # attention with biases and a sink logit per head; a router with a bias; the experts
