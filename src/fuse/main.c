@@ -9,6 +9,7 @@
 #include "view/wf_prefetch.h"
 #include "view/wf_view.h"
 #include "model/wf_set.h"
+#include "net/wf_source.h"
 #include "mount/wf_attr.h"
 #include "mount/wf_files.h"
 #include "mount/wf_tree.h"
@@ -55,7 +56,7 @@ struct opts {
 #define RA_DEFAULT_KB 512
 #define RA_MAX_KB 65536
 
-enum { KEY_NONEMPTY = 1, KEY_DISCARD, KEY_DTYPE, KEY_RA, KEY_GGUF };
+enum { KEY_NONEMPTY = 1, KEY_DISCARD, KEY_DTYPE, KEY_RA, KEY_GGUF, KEY_REMOTE };
 
 #define OPT(t, p) {t, offsetof(struct opts, p), 1}
 static const struct fuse_opt wf_opts[] = {
@@ -63,6 +64,9 @@ static const struct fuse_opt wf_opts[] = {
 	FUSE_OPT_KEY("dtype=", KEY_DTYPE),
 	FUSE_OPT_KEY("read_ahead_kb=", KEY_RA),
 	FUSE_OPT_KEY("gguf=", KEY_GGUF),
+	FUSE_OPT_KEY("remote_chunk=", KEY_REMOTE),
+	FUSE_OPT_KEY("remote_streams=", KEY_REMOTE),
+	FUSE_OPT_KEY("remote_mem=", KEY_REMOTE),
 	OPT("npy", npy),
 	OPT("suffix", suffix),
 	OPT("preview", preview),
@@ -92,6 +96,33 @@ static const struct fuse_opt wf_opts[] = {
 	OPT("--version", version),
 	FUSE_OPT_END
 };
+
+/* -o remote_chunk=BYTES (K/M suffixes; 64 KiB .. 256 MiB, whole pages),
+ * remote_streams=N (1..64), remote_mem=BYTES (chunks kept in memory). */
+static int remote_opt(const char *arg)
+{
+	const char *v = strchr(arg, '=') + 1;
+	char *end;
+	errno = 0;
+	unsigned long long x = *v >= '0' && *v <= '9' ? strtoull(v, &end, 10) : 0;
+	if (!errno && x && (*end == 'K' || *end == 'k'))
+		x <<= 10, end++;
+	else if (!errno && x && (*end == 'M' || *end == 'm'))
+		x <<= 20, end++;
+	bool ok = !errno && x && *end == '\0';
+	if (ok && strncmp(arg, "remote_streams=", 15) == 0 && x <= 64)
+		wf_remote_conf.streams = (unsigned)x;
+	else if (ok && strncmp(arg, "remote_chunk=", 13) == 0 && x >= (64u << 10) && x <= (256u << 20) && x % 4096 == 0)
+		wf_remote_conf.chunk = x;
+	else if (ok && strncmp(arg, "remote_mem=", 11) == 0 && x <= (1ull << 40))
+		wf_remote_conf.mem = x;
+	else {
+		fprintf(stderr, "weightfs: -o %s: remote_chunk= takes 64K to 256M in whole 4K pages, "
+			"remote_streams= 1 to 64, remote_mem= a size\n", cli_path(arg));
+		return -1;
+	}
+	return 0;
+}
 
 static int opt_proc(void *data, const char *arg, int key, struct fuse_args *outargs)
 {
@@ -129,6 +160,8 @@ static int opt_proc(void *data, const char *arg, int key, struct fuse_args *outa
 		o->gguf = strdup(v);
 		return o->gguf ? 0 : -1;
 	}
+	if (key == KEY_REMOTE)
+		return remote_opt(arg);
 	if (key == KEY_RA) {
 		const char *v = arg + strlen("read_ahead_kb="), *end = v;
 		errno = 0;
@@ -467,15 +500,27 @@ static int parse_mount_args(struct fuse_args *args, struct opts *o, struct fuse_
  * mounted.  Returns 0, or the exit status after saying what is wrong. */
 static int load_model(const struct opts *o, const char *mountpoint, struct wf_mount *mt)
 {
-	if (inside(o->model, mountpoint)) {
+	const char *model = o->model;
+	char *staged = NULL;
+	if (wf_source_is_remote(model)) {
+		/* staged as a folder (net/wf_source.h): the loaders read it as any */
+		char err[WF_ERRLEN];
+		if (wf_source_stage(model, &staged, err) != WF_OK) {
+			fprintf(stderr, "weightfs: %s: %s\n", cli_path(model), err);
+			return EXIT_OPEN;
+		}
+		model = staged;
+	} else if (inside(o->model, mountpoint)) {
 		fprintf(stderr, "weightfs: %s: lies inside the mount point %s\n", cli_path(o->model), cli_path(mountpoint));
 		return EXIT_OPEN;
 	}
 	uint32_t ft = WF_FTYPE_AUTO;
 	if (o->gguf)
 		wf_arch_parse_ftype(o->gguf, &ft);
-	return cli_open(mt, o->model, o->dtype, &(struct wf_tree_opts){.npy = o->npy, .suffix = o->suffix,
+	int rc = cli_open(mt, model, o->dtype, &(struct wf_tree_opts){.npy = o->npy, .suffix = o->suffix,
 								     .preview = o->preview, .gguf_set = o->gguf != NULL, .gguf = ft});
+	free(staged);
+	return rc;
 }
 
 /* Serves the mounted session until it is unmounted or signalled; returns
@@ -552,7 +597,16 @@ static int run_session(struct fuse_args *args, struct wf_fs *fs, const struct fu
 		log_syslog = true;
 	}
 	fuse_daemonize(co->foreground);
+	char rerr[WF_ERRLEN];
+	/* a fork: a remote model's fetch threads are the parent's */
+	if (!co->foreground && wf_remote_after_fork(rerr) != WF_OK) {
+		char line[WF_ERRLEN + 64];
+		snprintf(line, sizeof line, "weightfs: remote reads: %s", rerr);
+		say(line);
+		goto out_unmount;
+	}
 	ret = serve(se, co);
+out_unmount:
 	fuse_session_unmount(se);
 out_signals:
 	fuse_remove_signal_handlers(se);
@@ -633,6 +687,8 @@ out_model:
 	wf_perms_free(&perms);
 	wf_live_free(&live);
 	wf_mount_close(&mt);
+	wf_remote_shutdown();
+	wf_source_cleanup();
 out_args:
 	free(co.mountpoint);
 	free(o.mountpoint);
