@@ -471,26 +471,44 @@ static enum wf_err start(char *err)
 	return WF_OK;
 }
 
+/* Why a probe was refused, in the Hub's words where it gave its code
+ * (docs/remote.md 1.4). */
+static enum wf_err refusal(const struct wf_http_resp *rs, char *err)
+{
+	const char *code = rs->error_code;
+	if (strcmp(code, "GatedRepo") == 0)
+		return wf_fail(err, WF_ERR_IO, "the repository is gated: %s",
+			       rs->status == 401 ? "log in (HF_TOKEN or the token file) with an account granted access"
+						 : "this token's account is not granted access yet");
+	if (strcmp(code, "RepoNotFound") == 0)
+		return wf_fail(err, WF_ERR_IO, "no such repository (or it is private and the token has no access)");
+	if (rs->status == 404 || rs->status == 410)
+		return wf_fail(err, WF_ERR_IO, "no such file on the server (HTTP %ld%s%s)", rs->status,
+			       code[0] ? " " : "", code);
+	if (rs->status == 401 || rs->status == 403)
+		return wf_fail(err, WF_ERR_IO, "access refused (HTTP %ld%s%s)", rs->status,
+			       rs->error_msg[0] ? ": " : "", rs->error_msg);
+	if (rs->status == 200)
+		return wf_fail(err, WF_ERR_IO, "the server does not answer Range requests (HTTP 200)");
+	return wf_fail(err, WF_ERR_IO, "HTTP %ld%s%s", rs->status, code[0] ? " " : "", code);
+}
+
 enum wf_err wf_robj_open(struct wf_robj **out, const char *url, const char *token, int64_t want_size, char *err)
 {
 	*out = NULL;
-	uint8_t one[1];
+	/* the body into a buffer: a refusal's page is longer than the byte asked */
 	struct wf_http_req rq = {.url = url, .token = token, .has_range = true, .off = 0, .len = 1, .follow = true,
-				 .out = one, .cap = 1};
+				 .cap = 1u << 16};
 	struct wf_http_resp rs;
 	enum wf_err rc = wf_http_do(NULL, &rq, &rs, err);
 	free(rs.body);
 	if (rc != WF_OK)
 		return rc;
-	bool empty = rs.status == 416 && rs.has_cr == false && want_size == 0;
-	if (!empty && rs.status != 206) {
-		if (rs.status == 200)
-			return wf_fail(err, WF_ERR_IO, "the server does not answer Range requests (HTTP 200)");
-		return wf_fail(err, rs.status == 404 ? WF_ERR_IO : WF_ERR_IO, "HTTP %ld%s%s", rs.status,
-			       rs.error_code[0] ? " " : "", rs.error_code);
-	}
-	if (!empty && (!rs.has_cr || rs.cr_a != 0))
-		return wf_fail(err, WF_ERR_IO, "no usable Content-Range in the answer to a range request");
+	bool empty = rs.status == 416 && want_size == 0;
+	if (!empty && rs.status != 206)
+		return refusal(&rs, err);
+	if (!empty && (!rs.has_cr || rs.cr_a != 0 || rs.cr_b != 0 || rs.body_len != 1))
+		return wf_fail(err, WF_ERR_IO, "answered a range request with another range");
 	if (!rs.etag[0])
 		return wf_fail(err, WF_ERR_IO, "no ETag: the version read could not be pinned");
 	uint64_t size = empty ? 0 : rs.cr_total;

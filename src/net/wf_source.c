@@ -348,8 +348,14 @@ static enum wf_err stage_entry(const struct hub *h, const cJSON *e, size_t *n_fi
 	char rel[4096];
 	snprintf(rel, sizeof rel, "%s/%s", strrchr(h->repo, '/') + 1, p);
 	(*n_files)++;
-	if (weight)
-		return add_placeholder(rel, url, (int64_t)sz, NULL, err);
+	if (weight) {
+		/* pinned now: a gated or missing file refuses the mount */
+		struct wf_robj *o;
+		char why[WF_ERRLEN];
+		if (wf_robj_open(&o, url, token, (int64_t)sz, why) != WF_OK)
+			return wf_fail(err, WF_ERR_IO, "%s: %s: %s", h->repo, p, why);
+		return add_placeholder(rel, url, (int64_t)sz, o, err);
+	}
 	struct wf_http_req rq = {.url = url, .token = token, .follow = true, .cap = SMALL_MAX};
 	struct wf_http_resp r;
 	enum wf_err rc = wf_http_do(NULL, &rq, &r, err);

@@ -385,7 +385,7 @@ def run_checks(hub, models):
 
     check("net: missing repo: one line, no mount", refused, "hf://org/nope", "no repository org/nope")
     check("net: missing revision: one line, no mount", refused, "hf://org/gg@v9", "has no revision v9")
-    check("net: gated repo, anonymous: one line, no mount", refused, "hf://org/gated", "is gated")
+    check("net: gated repo, anonymous: one line, no mount", refused, "hf://org/gated", "gated: log in")
 
     def gated_token():
         os.environ["HF_TOKEN"] = "hf_not_approved"
@@ -443,7 +443,7 @@ def run_checks(hub, models):
             t0 = time.monotonic()
             try:
                 with open(rm.path("c/big"), "rb") as fh:
-                    fh.read(4096)
+                    fh.read()
             except OSError as e:
                 if e.errno != 5:
                     raise Fail("c/big with the server down: %s, want EIO" % e)
