@@ -262,8 +262,15 @@ static void on_fault(uintptr_t addr, pid_t tid)
 		return;
 	}
 	uint64_t c = (addr - (uintptr_t)o->base) / o->chunk;
+	unsigned char in = 0;
+	void *pg = (void *)(addr & ~(uintptr_t)(page - 1));
+	if (o->st[c] == PRESENT && mincore(pg, page, &in) == 0 && !(in & 1)) {
+		/* said here but gone (a copy interrupted by a fork): again */
+		madvise(o->base + c * o->chunk, chunk_span(o, c), MADV_DONTNEED);
+		o->st[c] = ABSENT;
+	}
 	if (o->st[c] == PRESENT) {
-		wake(o, c);
+		wake(o, c); /* the copy came between the fault and its message */
 	} else if (atomic_load(&o->changed)) {
 		bus_thread(tid, addr);
 	} else {

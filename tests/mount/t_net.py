@@ -32,6 +32,7 @@ from st_file import st_bytes
 CLIENTS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "clients")
 NGINX = "/usr/sbin/nginx"
 COMMIT = "0123456789abcdef0123456789abcdef01234567"
+STAGE = [None]  # the TMPDIR the daemons stage sources in: empty once they are gone
 
 
 def free_port():
@@ -269,6 +270,7 @@ def env_hub(hub):
     for k in ("HF_TOKEN", "HF_HUB_OFFLINE", "HUGGING_FACE_HUB_TOKEN"):
         os.environ.pop(k, None)
     os.environ["HF_TOKEN_PATH"] = "/nonexistent/token"
+    os.environ["TMPDIR"] = STAGE[0] = new_dir("stage-")
 
 
 def refused(src, want):
@@ -342,8 +344,14 @@ def group_net():
         run_checks(hub, models)
     finally:
         hub.stop()
-        for k in ("HF_ENDPOINT", "HF_TOKEN_PATH"):
+        for k in ("HF_ENDPOINT", "HF_TOKEN_PATH", "TMPDIR"):
             os.environ.pop(k, None)
+
+    def staged_gone():
+        left = os.listdir(STAGE[0]) if STAGE[0] else []
+        if left:
+            raise Fail("staging folders left behind: %s" % left[:5])
+    check("net: every daemon removed its staging folder", staged_gone)
 
     def stopped():
         if hub.proc is not None or os.path.exists(os.path.join(hub.dir, "nginx.pid")):
@@ -356,6 +364,27 @@ def run_checks(hub, models):
         with Mount(models["tiny"]) as lm, Mount("hf://org/Tiny-Llama") as rm:
             return same_trees(lm.mp, rm.mp)
     check("net: hf:// sharded safetensors folder = the local mount, every file", folder)
+
+    def daemonized():
+        # no -f: the daemon forks after the header was fetched; the fetch
+        # threads are made again in the child (wf_remote_after_fork)
+        mp = new_dir()
+        r = subprocess.run([wf_harness.BIN, "hf://org/Tiny-Llama", mp], stdin=subprocess.DEVNULL,
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=60)
+        if r.returncode != 0:
+            raise Fail("exit %d: %s" % (r.returncode, r.stderr.decode(errors="replace")[:300]))
+        try:
+            with Mount(models["tiny"]) as lm:
+                info = same_trees(lm.mp, mp)
+        finally:
+            pids = wf_harness.daemon_pid(mp)
+            subprocess.run(["fusermount3", "-u", mp], timeout=30)
+            t0 = time.monotonic()
+            while any(os.path.exists("/proc/%d" % p) for p in pids) and time.monotonic() - t0 < 10:
+                for p in pids:
+                    wf_harness.wait_pid(p, 0.05)
+        return info
+    check("net: hf:// mounted as a daemon (forked) = the local mount", daemonized)
 
     def gguf_repo():
         with Mount(models["gg"]) as lm, Mount("hf://org/gg@main") as rm:
