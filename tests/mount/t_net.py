@@ -32,6 +32,7 @@ from st_file import st_bytes
 CLIENTS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "clients")
 NGINX = "/usr/sbin/nginx"
 COMMIT = "0123456789abcdef0123456789abcdef01234567"
+TOKEN = "hf_good_token"
 STAGE = [None]  # the TMPDIR the daemons stage sources in: empty once they are gone
 
 
@@ -65,6 +66,7 @@ class Hub:
         self.port, self.cdn_port = free_port(), free_port()
         self.repos = {}   # repo -> {rel: (size, sha256)}
         self.gated = set()
+        self.private = set()
         self.proc = None
 
     def url(self):
@@ -73,7 +75,7 @@ class Hub:
     def cdn_url(self, repo, rel):
         return "http://127.0.0.1:%d/%s/%s/%s" % (self.cdn_port, repo, COMMIT, rel)
 
-    def add(self, repo, folder, gated=False, missing=()):
+    def add(self, repo, folder, gated=False, missing=(), private=False):
         """Serves folder's files as repo at COMMIT (revision main); the listing
         also names the files in `missing`, which are not served."""
         files = {}
@@ -110,6 +112,8 @@ class Hub:
         self.repos[repo] = meta
         if gated:
             self.gated.add(repo)
+        if private:
+            self.private.add(repo)
 
     def conf(self):
         lfs_map = []
@@ -132,6 +136,8 @@ class Hub:
                 add_header Link '<http://127.0.0.1:%d/api/models/%s/tree/%s-p2?recursive=true&expand=false>; rel="next"';
             }
         }""" % (r, COMMIT, self.port, r, COMMIT) for r in sorted(self.repos))
+        private = "\n".join("""
+        if ($uri ~ "^/(api/models/)?%s/") { set $gate "${gate}p"; }""" % r for r in sorted(self.private))
         return """
 user root;
 daemon off;
@@ -150,6 +156,10 @@ http {
     scgi_temp_path %(d)s/tmp-scgi;
     sendfile on;
     map_hash_bucket_size 256;
+    map $http_authorization $deny {
+        default "0";
+        "Bearer %(token)s" "1";
+    }
     map $uri $linked {
         default "";
 %(lfs)s
@@ -158,6 +168,15 @@ http {
         listen 127.0.0.1:%(port)d;
         root %(www)s;
         default_type application/octet-stream;
+        # a private repo: RepoNotFound without the token, as the Hub answers
+        set $gate $deny;
+%(private)s
+        error_page 418 = @private;
+        if ($gate = "0p") { return 418; }
+        location @private {
+            add_header X-Error-Code RepoNotFound always;
+            return 401;
+        }
 %(gated)s
 %(revs)s
         location /api/ {
@@ -188,10 +207,13 @@ http {
         listen 127.0.0.1:%(cdn_port)d;
         root %(cdn)s;
         default_type application/octet-stream;
+        # pre-signed URLs: a token sent here is one leaked off the Hub's host
+        if ($http_authorization) { return 400; }
     }
 }
 """ % {"d": self.dir, "www": self.www, "cdn": self.cdn, "port": self.port, "cdn_port": self.cdn_port,
-       "lfs": "\n".join(lfs_map), "gated": gated, "revs": revs}
+       "lfs": "\n".join(lfs_map), "gated": gated, "revs": revs,
+       "private": private, "token": TOKEN}
 
     def start(self):
         with open(os.path.join(self.dir, "nginx.conf"), "w") as f:
@@ -337,6 +359,7 @@ def group_net():
     hub.add("org/chg", models["chg"])
     hub.add("org/gated", models["gg"], gated=True)
     hub.add("org/broken", models["gg"], missing=("config.json",))
+    hub.add("org/private", models["tiny"], private=True)
     try:
         if not check("net: nginx started", hub.start):
             return
@@ -425,6 +448,25 @@ def run_checks(hub, models):
     check("net: gated repo, token not approved (403): one line, no mount", gated_token)
     check("net: missing file: one line, no mount", refused, "hf://org/broken", "has no file config.json")
     check("net: missing subfolder: one line, no mount", refused, "hf://org/gg/nosub", "no model files")
+
+    check("net: private repo without a token: one line, no mount", refused, "hf://org/private",
+          "no repository org/private")
+
+    def private():
+        # the token file as huggingface_hub writes it, blanks around; kept off the CDN's host
+        tok = os.path.join(new_dir("tok-"), "token")
+        with open(tok, "w") as f:
+            f.write("  %s\n" % TOKEN)
+        os.environ["HF_TOKEN_PATH"] = tok
+        try:
+            # a folder named as the repo: model.gguf's general.name comes from it
+            local = os.path.join(new_dir("priv-"), "private")
+            shutil.copytree(models["tiny"], local)
+            with Mount(local) as lm, Mount("hf://org/private") as rm:
+                return same_trees(lm.mp, rm.mp)
+        finally:
+            os.environ["HF_TOKEN_PATH"] = "/nonexistent/token"
+    check("net: private repo with the token file = the local mount (no token sent to the CDN)", private)
 
     def offline():
         os.environ["HF_HUB_OFFLINE"] = "1"
