@@ -31,7 +31,7 @@ LAYERS = ["base", "net", "codec", "model", "view", "lib", "mount", "cli", "fuse"
 MAY = {"base": set(), "net": {"base"}, "codec": {"base"}, "model": {"base", "net", "codec"},
        "view": {"base", "codec", "model"},
        "lib": {"base", "codec", "model", "view"}, "mount": {"base", "codec", "model", "view"},
-       "cli": {"base", "codec", "model", "view", "lib", "mount"},
+       "cli": {"base", "net", "codec", "model", "view", "lib", "mount"},
        "fuse": {"base", "net", "codec", "model", "view", "lib", "mount", "cli"}}
 # Files that call each other today (issue 41 items 1-4 take them apart):
 # each set must be exactly one cycle of the call graph.

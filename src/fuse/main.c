@@ -500,27 +500,15 @@ static int parse_mount_args(struct fuse_args *args, struct opts *o, struct fuse_
  * mounted.  Returns 0, or the exit status after saying what is wrong. */
 static int load_model(const struct opts *o, const char *mountpoint, struct wf_mount *mt)
 {
-	const char *model = o->model;
-	char *staged = NULL;
-	if (wf_source_is_remote(model)) {
-		/* staged as a folder (net/wf_source.h): the loaders read it as any */
-		char err[WF_ERRLEN];
-		if (wf_source_stage(model, &staged, err) != WF_OK) {
-			fprintf(stderr, "weightfs: %s: %s\n", cli_path(model), err);
-			return EXIT_OPEN;
-		}
-		model = staged;
-	} else if (inside(o->model, mountpoint)) {
+	if (inside(o->model, mountpoint)) {
 		fprintf(stderr, "weightfs: %s: lies inside the mount point %s\n", cli_path(o->model), cli_path(mountpoint));
 		return EXIT_OPEN;
 	}
 	uint32_t ft = WF_FTYPE_AUTO;
 	if (o->gguf)
 		wf_arch_parse_ftype(o->gguf, &ft);
-	int rc = cli_open(mt, model, o->dtype, &(struct wf_tree_opts){.npy = o->npy, .suffix = o->suffix,
+	return cli_open(mt, o->model, o->dtype, &(struct wf_tree_opts){.npy = o->npy, .suffix = o->suffix,
 								     .preview = o->preview, .gguf_set = o->gguf != NULL, .gguf = ft});
-	free(staged);
-	return rc;
 }
 
 /* Serves the mounted session until it is unmounted or signalled; returns

@@ -441,6 +441,11 @@ enum wf_err wf_source_stage(const char *src, char **local, char *err)
 	pthread_mutex_lock(&mu);
 	rc = strncmp(src, "hf://", 5) == 0 ? stage_hf(src, local, err) : stage_url(src, local, err);
 	pthread_mutex_unlock(&mu);
+	/* gone at exit, whoever exits: a command, or the mount's daemon (the
+	 * parent of its fork leaves by _exit, which runs no handler) */
+	static bool once;
+	if (!once)
+		once = atexit(wf_source_cleanup) == 0;
 	return rc;
 }
 

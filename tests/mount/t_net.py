@@ -414,6 +414,22 @@ def run_checks(hub, models):
             return same_trees(lm.mp, rm.mp)
     check("net: hf:// GGUF repo = the local mount, every file", gguf_repo)
 
+    def commands():
+        out = []
+        for cmd in (["ls"], ["info"], ["cat", "output_norm.weight"], ["stats", "output_norm.weight"]):
+            got = {}
+            for src in ("hf://org/gg", models["gg"]):
+                r = subprocess.run([wf_harness.BIN, cmd[0], src] + cmd[1:], stdin=subprocess.DEVNULL,
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=60)
+                if r.returncode != 0:
+                    raise Fail("weightfs %s %s: exit %d: %s" % (cmd[0], src, r.returncode, r.stderr[:300]))
+                got[src] = r.stdout
+            if got["hf://org/gg"] != got[models["gg"]] or not got[models["gg"]]:
+                raise Fail("weightfs %s: hf:// and the local folder print different things" % cmd[0])
+            out.append(cmd[0])
+        return ", ".join(out) + " identical"
+    check("net: commands take hf:// (ls, info, cat, stats = the local folder's)", commands)
+
     def single_url():
         f = os.path.join(models["gg"], "demo-llama.gguf")
         with Mount(f) as lm, Mount(hub.cdn_url("org/gg", "demo-llama.gguf")) as rm:
