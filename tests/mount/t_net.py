@@ -259,6 +259,75 @@ http {
         return total
 
 
+class FaultProxy:
+    """A proxy in front of the CDN that answers as told (self.mode): "ok"
+    passes through; "range" shifts Content-Range by one byte; "short" sends
+    half the body and closes; "200" answers 200 with the whole file to a
+    range; "503" answers 503 with Retry-After: 1 to the next self.left
+    requests; "reset" closes the next self.left connections unanswered."""
+
+    def __init__(self, port):
+        import http.server
+        import threading
+        proxy = self
+        self.mode, self.left, self.port, self.seen = "ok", 0, free_port(), []
+
+        class H(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.0"
+
+            def log_message(self, *a):
+                pass
+
+            def do_GET(self):
+                import http.client
+                mode = proxy.mode
+                if mode in ("503", "reset"):
+                    if proxy.left > 0:
+                        proxy.left -= 1
+                        proxy.seen.append(mode)
+                        if mode == "reset":
+                            self.connection.shutdown(socket.SHUT_RDWR)
+                            self.close_connection = True
+                            return
+                        self.send_response(503)
+                        self.send_header("Retry-After", "1")
+                        self.send_header("Content-Length", "0")
+                        self.end_headers()
+                        return
+                    mode = "ok"
+                hd = {k: v for k, v in self.headers.items() if k.lower() in ("range", "if-match")}
+                if mode == "200":
+                    hd.pop("Range", None)
+                c = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+                c.request("GET", self.path, headers=hd)
+                r = c.getresponse()
+                body = r.read()
+                c.close()
+                self.send_response(r.status)
+                for k, v in r.getheaders():
+                    if k.lower() in ("etag", "content-range", "last-modified", "content-type"):
+                        if k.lower() == "content-range" and mode == "range":
+                            a, b = v.split(" ")[1].split("/")[0].split("-")
+                            v = "bytes %d-%d/%s" % (int(a) + 1, int(b) + 1, v.split("/")[1])
+                        self.send_header(k, v)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body[:len(body) // 2] if mode == "short" else body)
+                if mode == "short":
+                    self.wfile.flush()
+                    self.connection.shutdown(socket.SHUT_RDWR)
+                    self.close_connection = True
+
+        self.srv = http.server.ThreadingHTTPServer(("127.0.0.1", self.port), H)
+        self.srv.daemon_threads = True
+        self.thr = threading.Thread(target=self.srv.serve_forever, daemon=True)
+        self.thr.start()
+
+    def stop(self):
+        self.srv.shutdown()
+        self.srv.server_close()
+
+
 def walk_files(mp):
     out = {}
     for root, dirs, names in os.walk(mp):
@@ -520,6 +589,46 @@ def run_checks(hub, models):
             os.listdir(rm.mp)
         return "EIO and one notice"
     check("net: a file changed on the server: EIO, never other bytes", changed)
+
+    def faults():
+        px = FaultProxy(hub.cdn_port)
+        url = "http://127.0.0.1:%d/org/big/%s/model.safetensors" % (px.port, COMMIT)
+        out = []
+        try:
+            with Mount(models["big"]) as lm, Mount(url, opts=["-o", "remote_chunk=64K"]) as rm:
+                lf, rf = os.open(lm.path("a/big"), os.O_RDONLY), os.open(rm.path("a/big"), os.O_RDONLY)
+                try:
+                    for i, (mode, left, want_ok) in enumerate(
+                            [("range", 0, False), ("short", 0, False), ("200", 0, False),
+                             ("503", 2, True), ("reset", 2, True), ("ok", 0, True)]):
+                        px.mode, px.left = mode, left
+                        off = (i + 1) * (2 << 20)
+                        try:
+                            got = os.pread(rf, 4096, off)
+                        except OSError as e:
+                            if want_ok or e.errno != 5:
+                                raise Fail("%s: %s" % (mode, e))
+                            out.append("%s EIO" % mode)
+                            continue
+                        if not want_ok:
+                            raise Fail("%s: read %d bytes, want EIO" % (mode, len(got)))
+                        if got != os.pread(lf, 4096, off):
+                            raise Fail("%s: other bytes than the local mount's" % mode)
+                        if left and px.left:
+                            raise Fail("%s: the faults were not met (%d left)" % (mode, px.left))
+                        out.append("%s ok" % mode)
+                    px.mode = "ok"
+                    whole = os.pread(rf, 1 << 20, 3 << 20)
+                    if whole != os.pread(lf, 1 << 20, 3 << 20):
+                        raise Fail("after the faults, a range reads other bytes than the local mount's")
+                finally:
+                    os.close(lf)
+                    os.close(rf)
+        finally:
+            px.stop()
+        return ", ".join(out)
+    check("net: faults from a proxy (wrong Content-Range, short body, 200 to a range: EIO; "
+          "503 + Retry-After, resets: retried, right bytes)", faults)
 
     def dead_server():
         f = os.path.join(models["big"], "model.safetensors")
