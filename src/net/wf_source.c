@@ -348,14 +348,8 @@ static enum wf_err stage_entry(const struct hub *h, const cJSON *e, size_t *n_fi
 	char rel[4096];
 	snprintf(rel, sizeof rel, "%s/%s", strrchr(h->repo, '/') + 1, p);
 	(*n_files)++;
-	if (weight) {
-		/* pinned now: a gated or missing file refuses the mount */
-		struct wf_robj *o;
-		char why[WF_ERRLEN];
-		if (wf_robj_open(&o, url, token, (int64_t)sz, why) != WF_OK)
-			return wf_fail(err, WF_ERR_IO, "%s: %s: %s", h->repo, p, why);
-		return add_placeholder(rel, url, (int64_t)sz, o, err);
-	}
+	if (weight) /* pinned once the listing is done (pin_all) */
+		return add_placeholder(rel, url, (int64_t)sz, NULL, err);
 	struct wf_http_req rq = {.url = url, .token = token, .follow = true, .cap = SMALL_MAX};
 	struct wf_http_resp r;
 	enum wf_err rc = wf_http_do(NULL, &rq, &r, err);
@@ -403,6 +397,60 @@ static enum wf_err stage_tree(const struct hub *h, size_t *n_files, char *err)
 	return rc;
 }
 
+/* Pinning: every weight file opened side by side (a folder of 100 shards
+ * costs a few round trips, not 100), at most PIN_THREADS at once. */
+#define PIN_THREADS 16
+
+struct pin {
+	size_t next;
+	pthread_mutex_t mu;
+	char (*why)[WF_ERRLEN]; /* per entry: empty, or why it failed */
+};
+
+static void *pin_loop(void *u)
+{
+	struct pin *pn = u;
+	for (;;) {
+		pthread_mutex_lock(&pn->mu);
+		size_t i = pn->next++;
+		pthread_mutex_unlock(&pn->mu);
+		if (i >= n_reg)
+			return NULL;
+		if (!reg[i].o && wf_robj_open(&reg[i].o, reg[i].url, token, reg[i].size, pn->why[i]) != WF_OK)
+			reg[i].o = NULL;
+		else
+			pn->why[i][0] = '\0';
+	}
+}
+
+/* Pins what the listing staged; a gated or missing file refuses the mount
+ * (the first in listing order says why). */
+static enum wf_err pin_all(const struct hub *h, char *err)
+{
+	struct pin pn = {.next = 0, .why = calloc(n_reg ? n_reg : 1, WF_ERRLEN)};
+	if (!pn.why)
+		return wf_fail(err, WF_ERR_NOMEM, "out of memory");
+	pthread_mutex_init(&pn.mu, NULL);
+	pthread_t t[PIN_THREADS];
+	unsigned n = 0;
+	for (; n < PIN_THREADS && n + 1 < n_reg; n++)
+		if (pthread_create(&t[n], NULL, pin_loop, &pn) != 0)
+			break;
+	pin_loop(&pn);
+	for (unsigned i = 0; i < n; i++)
+		pthread_join(t[i], NULL);
+	pthread_mutex_destroy(&pn.mu);
+	enum wf_err rc = WF_OK;
+	for (size_t i = 0; i < n_reg && rc == WF_OK; i++)
+		if (!reg[i].o) {
+			const char *rel = strstr(reg[i].url, "/resolve/");
+			rel = rel ? strchr(rel + 9, '/') : NULL;
+			rc = wf_fail(err, WF_ERR_IO, "%s: %s: %s", h->repo, rel ? rel + 1 : reg[i].url, pn.why[i]);
+		}
+	free(pn.why);
+	return rc;
+}
+
 static enum wf_err stage_hf(const char *src, char **local, char *err)
 {
 	struct hub h;
@@ -417,7 +465,7 @@ static enum wf_err stage_hf(const char *src, char **local, char *err)
 	if ((rc = resolve_rev(&h, err)) != WF_OK || (rc = make_root(err)) != WF_OK)
 		return rc;
 	size_t n = 0;
-	if ((rc = stage_tree(&h, &n, err)) != WF_OK)
+	if ((rc = stage_tree(&h, &n, err)) != WF_OK || (rc = pin_all(&h, err)) != WF_OK)
 		return rc;
 	if (n == 0)
 		return wf_fail(err, WF_ERR_IO, "%s has no model files%s%s at %s", h.repo, h.sub[0] ? " under " : "",
