@@ -500,8 +500,19 @@ def run_checks(hub, models):
             if got["hf://org/gg"] != got[models["gg"]] or not got[models["gg"]]:
                 raise Fail("weightfs %s: hf:// and the local folder print different things" % cmd[0])
             out.append(cmd[0])
+        conv = {}
+        for src in ("hf://org/gg", models["gg"]):
+            dst = os.path.join(new_dir("conv-"), "out.gguf")
+            r = subprocess.run([wf_harness.BIN, "convert", "-o", "gguf=q8_0", src, dst], stdin=subprocess.DEVNULL,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=120)
+            if r.returncode != 0:
+                raise Fail("weightfs convert %s: exit %d: %s" % (src, r.returncode, r.stderr[:300]))
+            conv[src] = sha256(dst)
+        if conv["hf://org/gg"] != conv[models["gg"]]:
+            raise Fail("weightfs convert: hf:// and the local folder give different files")
+        out.append("convert")
         return ", ".join(out) + " identical"
-    check("net: commands take hf:// (ls, info, cat, stats = the local folder's)", commands)
+    check("net: commands take hf:// (ls, info, cat, stats, convert = the local folder's)", commands)
 
     def single_url():
         f = os.path.join(models["gg"], "demo-llama.gguf")
