@@ -67,6 +67,7 @@ static const struct fuse_opt wf_opts[] = {
 	FUSE_OPT_KEY("remote_chunk=", KEY_REMOTE),
 	FUSE_OPT_KEY("remote_streams=", KEY_REMOTE),
 	FUSE_OPT_KEY("remote_mem=", KEY_REMOTE),
+	FUSE_OPT_KEY("cache=", KEY_REMOTE),
 	OPT("npy", npy),
 	OPT("suffix", suffix),
 	OPT("preview", preview),
@@ -102,6 +103,21 @@ static const struct fuse_opt wf_opts[] = {
 static int remote_opt(const char *arg)
 {
 	const char *v = strchr(arg, '=') + 1;
+	if (strncmp(arg, "cache=", 6) == 0) {
+		/* an absolute path: the daemon changes to / */
+		static char dir[PATH_MAX];
+		if (strcmp(v, "none") == 0) {
+			wf_remote_conf.cache = NULL;
+			return 0;
+		}
+		mkdir(v, 0755);
+		if (!*v || !realpath(v, dir)) {
+			fprintf(stderr, "weightfs: -o cache=%s: %s\n", cli_path(v), *v ? strerror(errno) : "empty");
+			return -1;
+		}
+		wf_remote_conf.cache = dir;
+		return 0;
+	}
 	char *end;
 	errno = 0;
 	unsigned long long x = *v >= '0' && *v <= '9' ? strtoull(v, &end, 10) : 0;

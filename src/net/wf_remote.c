@@ -15,6 +15,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -25,6 +26,7 @@ enum { ABSENT, QUEUED, INFLIGHT, PRESENT };
 
 struct wf_robj {
 	char *url, *etag, *token;
+	char key[33];      /* the cache's name for this version of the object */
 	uint64_t size;
 	uint8_t *base;     /* the registered mapping, maplen bytes */
 	size_t maplen;
@@ -314,6 +316,85 @@ static void *fault_loop(void *u)
 	return NULL;
 }
 
+/* ---- the cache folder ---- */
+
+static uint64_t fnv(uint64_t h, const void *p, size_t n)
+{
+	const uint8_t *b = p;
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ b[i]) * 0x100000001b3ull;
+	return h;
+}
+
+/* Two FNV-1a streams from different offsets: 128 bits of name. */
+static void cache_key(struct wf_robj *o, const char *url)
+{
+	char sz[32];
+	snprintf(sz, sizeof sz, "%llu", (unsigned long long)o->size);
+	uint64_t a = 0xcbf29ce484222325ull, b = 0x84222325cbf29ce4ull;
+	const char *parts[3] = {url, o->etag, sz};
+	for (int i = 0; i < 3; i++) {
+		a = fnv(a, parts[i], strlen(parts[i]) + 1);
+		b = fnv(b, parts[i], strlen(parts[i]) + 1);
+		b = fnv(b, &a, sizeof a);
+	}
+	snprintf(o->key, sizeof o->key, "%016llx%016llx", (unsigned long long)a, (unsigned long long)b);
+}
+
+static void chunk_path(const struct wf_robj *o, uint64_t c, char *out, size_t cap)
+{
+	snprintf(out, cap, "%s/%s/%llu-%llu", wf_remote_conf.cache, o->key, (unsigned long long)o->chunk,
+		 (unsigned long long)c);
+}
+
+/* Chunk c from the cache into buf: true only when the file is whole and
+ * its checksum right. */
+static bool cache_get(const struct wf_robj *o, uint64_t c, uint8_t *buf)
+{
+	if (!wf_remote_conf.cache)
+		return false;
+	char path[4096];
+	chunk_path(o, c, path, sizeof path);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	uint64_t len = chunk_len(o, c), sum = 0;
+	bool ok = pread(fd, buf, len, 0) == (ssize_t)len && pread(fd, &sum, sizeof sum, (off_t)len) == sizeof sum;
+	uint8_t extra;
+	ok = ok && pread(fd, &extra, 1, (off_t)(len + sizeof sum)) == 0 && fnv(0xcbf29ce484222325ull, buf, len) == sum;
+	close(fd);
+	return ok;
+}
+
+/* Keeps chunk c: written under a temporary name, then renamed whole.
+ * Failures only cost a later fetch. */
+static void cache_put(const struct wf_robj *o, uint64_t c, const uint8_t *buf)
+{
+	if (!wf_remote_conf.cache)
+		return;
+	char path[4096], tmp[4200];
+	chunk_path(o, c, path, sizeof path);
+	snprintf(tmp, sizeof tmp, "%s.tmp.%d.%ld", path, (int)getpid(), (long)syscall(SYS_gettid));
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return;
+	uint64_t len = chunk_len(o, c), sum = fnv(0xcbf29ce484222325ull, buf, len);
+	bool ok = pwrite(fd, buf, len, 0) == (ssize_t)len && pwrite(fd, &sum, sizeof sum, (off_t)len) == sizeof sum;
+	ok = close(fd) == 0 && ok;
+	if (!ok || rename(tmp, path) != 0)
+		unlink(tmp);
+}
+
+static void cache_dir(const struct wf_robj *o)
+{
+	if (!wf_remote_conf.cache)
+		return;
+	char path[4096];
+	mkdir(wf_remote_conf.cache, 0755);
+	snprintf(path, sizeof path, "%s/%s", wf_remote_conf.cache, o->key);
+	mkdir(path, 0755);
+}
+
 /* ---- the fetch threads ---- */
 
 static void fail_notice(struct wf_robj *o, bool changed, const char *why)
@@ -384,7 +465,10 @@ static void *worker_loop(void *u)
 		memmove(queue, queue + 1, --q_n * sizeof *queue);
 		j.o->st[j.c] = INFLIGHT;
 		pthread_mutex_unlock(&mu);
-		bool changed = false, ok = !atomic_load(&j.o->changed) && fetch(w, j.o, j.c, &changed, why);
+		bool changed = false, cached = !atomic_load(&j.o->changed) && cache_get(j.o, j.c, w->buf);
+		bool ok = cached || (!atomic_load(&j.o->changed) && fetch(w, j.o, j.c, &changed, why));
+		if (ok && !cached)
+			cache_put(j.o, j.c, w->buf);
 		if (ok) {
 			uint64_t len = chunk_len(j.o, j.c);
 			memset(w->buf + len, 0, chunk_span(j.o, j.c) - len);
@@ -534,6 +618,8 @@ enum wf_err wf_robj_open(struct wf_robj **out, const char *url, const char *toke
 	o->token = token && strcmp(h0, h1) == 0 ? strdup(token) : NULL;
 	o->size = size;
 	atomic_init(&o->changed, false);
+	if (o->etag)
+		cache_key(o, url);
 	if (!o->url || !o->etag || (token && strcmp(h0, h1) == 0 && !o->token)) {
 		free(o->url), free(o->etag), free(o->token), free(o);
 		return wf_fail(err, WF_ERR_NOMEM, "out of memory");
@@ -562,6 +648,7 @@ const uint8_t *wf_robj_data(struct wf_robj *o, char *err)
 		return NULL;
 	}
 	o->chunk = wf_remote_conf.chunk;
+	cache_dir(o);
 	o->n_chunks = (o->size + o->chunk - 1) / o->chunk;
 	o->maplen = (size_t)((o->size + page - 1) / page * page);
 	o->st = calloc(o->n_chunks, 1);

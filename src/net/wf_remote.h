@@ -25,6 +25,14 @@
  * Chunks held in memory are capped (-o remote_mem=, 256 MiB): the oldest
  * are dropped (MADV_DONTNEED) and fetched again if touched again, so
  * memory is bounded by streams x chunk plus that cap, whatever the model.
+ *
+ * With a cache folder (-o cache=DIR), each chunk fetched is also kept in
+ * DIR/KEY/CHUNKSIZE-INDEX, KEY a hash of the URL opened, the pinned ETag
+ * and the size: a later mount of the same version reads it from disk.  A
+ * chunk file is written under a temporary name and renamed whole, and it
+ * ends with a checksum of its bytes, checked on every read from the cache:
+ * a torn or partial file (a crash, a full disk) is fetched again, never
+ * served.
  */
 #ifndef WF_REMOTE_H
 #define WF_REMOTE_H
@@ -38,6 +46,7 @@ struct wf_remote_conf {
 	uint64_t chunk;   /* bytes per ranged GET: a multiple of the page size, 64 KiB .. 256 MiB */
 	unsigned streams; /* fetches in flight, 1..64 */
 	uint64_t mem;     /* chunks kept in memory at most, in bytes */
+	const char *cache; /* a folder keeping fetched chunks across mounts, or NULL */
 };
 extern struct wf_remote_conf wf_remote_conf;
 

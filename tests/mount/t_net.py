@@ -535,6 +535,34 @@ def run_checks(hub, models):
         return "%d of %d bytes fetched (%.2f%%)" % (sent, size, 100.0 * sent / size)
     check("net: one small tensor of a 32 MiB file fetches only its ranges", ranges)
 
+    def cache():
+        cdir = os.path.join(new_dir("cache-"), "c")
+        opts = ["-o", "remote_chunk=64K,cache=" + cdir]
+
+        def read_small():
+            before = hub.sent(uri_part="/org/big/")
+            with Mount("hf://org/big", opts=opts) as rm:
+                with open(rm.path("b/small"), "rb") as f:
+                    got = np.frombuffer(f.read(), dtype=np.float32)
+            if not np.array_equal(got, np.arange(16, dtype=np.float32)):
+                raise Fail("b/small read %r" % got[:4])
+            return hub.sent(uri_part="/org/big/") - before
+        first = read_small()
+        second = read_small()
+        if first < 65536 or second > 16:
+            raise Fail("first mount fetched %d bytes, the second %d (want only the pinning byte)"
+                       % (first, second))
+        # a torn chunk (a crash while it was written, a full disk) is fetched again, never served
+        files = [os.path.join(r, n) for r, _, ns in os.walk(cdir) for n in ns]
+        for p in files:
+            with open(p, "r+b") as f:
+                f.truncate(os.path.getsize(p) // 2)
+        third = read_small()
+        if third < 65536:
+            raise Fail("torn cache chunks were not fetched again (%d bytes fetched)" % third)
+        return "fetched %d, then %d bytes; %d after tearing %d chunk files" % (first, second, third, len(files))
+    check("net: -o cache=DIR: a second mount reads from disk; torn chunks fetched again", cache)
+
     check("net: missing repo: one line, no mount", refused, "hf://org/nope", "no repository org/nope")
     check("net: missing revision: one line, no mount", refused, "hf://org/gg@v9", "has no revision v9")
     check("net: gated repo, anonymous: one line, no mount", refused, "hf://org/gated", "gated: log in")
