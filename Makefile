@@ -55,9 +55,10 @@ ZLIB_LIBS    := $(shell $(PKG_CONFIG) --libs zlib 2>/dev/null || echo -lz)
 # libcrypto's SHA-256 and SHA-1 for verify and user.weightfs.sha256 (the
 # program only: src/mount/wf_sha.h)
 CRYPTO_LIBS  := $(shell $(PKG_CONFIG) --libs libcrypto 2>/dev/null || echo -lcrypto)
-# libcurl for the remote sources (src/net/: hf://, https://)
+# libcurl for the remote sources (src/net/: hf://, https://): its headers
+# here; the library is loaded on first use (src/net/wf_http.c says why)
 CURL_CFLAGS  := $(shell $(PKG_CONFIG) --cflags libcurl 2>/dev/null)
-CURL_LIBS    := $(shell $(PKG_CONFIG) --libs libcurl 2>/dev/null || echo -lcurl)
+CURL_LIBS    := -ldl
 CHECK_CFLAGS := $(shell $(PKG_CONFIG) --cflags check 2>/dev/null)
 CHECK_LIBS   := $(shell $(PKG_CONFIG) --libs check 2>/dev/null)
 

@@ -2,6 +2,7 @@
 #include "net/wf_http.h"
 
 #include <curl/curl.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -12,8 +13,51 @@
 
 struct wf_http_conf wf_http_conf = {.attempts = 4, .stall_s = 10, .connect_s = 10};
 
+/* libcurl, loaded on first use (dlopen): linked, it and the 28 libraries
+ * it pulls in cost every run of the program ~50 ms at start-up (measured
+ * with `weightfs ls` side by side), remote source or not. */
+static struct {
+	CURLcode (*global_init)(long);
+	CURL *(*easy_init)(void);
+	void (*easy_cleanup)(CURL *);
+	CURLcode (*easy_setopt)(CURL *, CURLoption, ...);
+	CURLcode (*easy_perform)(CURL *);
+	CURLcode (*easy_getinfo)(CURL *, CURLINFO, ...);
+	void (*easy_reset)(CURL *);
+	const char *(*easy_strerror)(CURLcode);
+	struct curl_slist *(*slist_append)(struct curl_slist *, const char *);
+	void (*slist_free_all)(struct curl_slist *);
+	CURLSH *(*share_init)(void);
+	CURLSHcode (*share_setopt)(CURLSH *, CURLSHoption, ...);
+} cu;
+static const char *load_err;
+
+static bool load(void)
+{
+	void *h = dlopen("libcurl.so.4", RTLD_NOW | RTLD_LOCAL);
+	if (!h) {
+		load_err = dlerror();
+		return false;
+	}
+	void **slot[] = {(void **)&cu.global_init, (void **)&cu.easy_init, (void **)&cu.easy_cleanup,
+			 (void **)&cu.easy_setopt, (void **)&cu.easy_perform, (void **)&cu.easy_getinfo,
+			 (void **)&cu.easy_reset, (void **)&cu.easy_strerror, (void **)&cu.slist_append,
+			 (void **)&cu.slist_free_all, (void **)&cu.share_init, (void **)&cu.share_setopt};
+	static const char *const name[] = {"curl_global_init", "curl_easy_init", "curl_easy_cleanup",
+					   "curl_easy_setopt", "curl_easy_perform", "curl_easy_getinfo",
+					   "curl_easy_reset", "curl_easy_strerror", "curl_slist_append",
+					   "curl_slist_free_all", "curl_share_init", "curl_share_setopt"};
+	for (size_t i = 0; i < sizeof name / sizeof name[0]; i++)
+		if (!(*slot[i] = dlsym(h, name[i]))) {
+			load_err = "libcurl.so.4 lacks a function weightfs uses";
+			return false;
+		}
+	return true;
+}
+
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 static CURLcode global_rc;
+static bool loaded;
 static CURLSH *share;
 static pthread_mutex_t share_mu[CURL_LOCK_DATA_LAST];
 
@@ -31,27 +75,32 @@ static void share_unlock(CURL *h, curl_lock_data d, void *u)
 
 static void global_init(void)
 {
-	global_rc = curl_global_init(CURL_GLOBAL_DEFAULT);
+	if (!(loaded = load()))
+		return;
+	global_rc = cu.global_init(CURL_GLOBAL_DEFAULT);
 	if (global_rc != CURLE_OK)
 		return;
 	for (int i = 0; i < CURL_LOCK_DATA_LAST; i++)
 		pthread_mutex_init(&share_mu[i], NULL);
 	/* DNS and TLS sessions only: sharing connections is not thread-safe
 	 * in libcurl (KNOWN_BUGS 11.11); each handle keeps its own */
-	share = curl_share_init();
+	share = cu.share_init();
 	if (share) {
-		curl_share_setopt(share, CURLSHOPT_LOCKFUNC, share_lock);
-		curl_share_setopt(share, CURLSHOPT_UNLOCKFUNC, share_unlock);
-		curl_share_setopt(share, CURLSHOPT_SHARE, CURL_LOCK_DATA_DNS);
-		curl_share_setopt(share, CURLSHOPT_SHARE, CURL_LOCK_DATA_SSL_SESSION);
+		cu.share_setopt(share, CURLSHOPT_LOCKFUNC, share_lock);
+		cu.share_setopt(share, CURLSHOPT_UNLOCKFUNC, share_unlock);
+		cu.share_setopt(share, CURLSHOPT_SHARE, CURL_LOCK_DATA_DNS);
+		cu.share_setopt(share, CURLSHOPT_SHARE, CURL_LOCK_DATA_SSL_SESSION);
 	}
 }
 
 enum wf_err wf_http_global(char *err)
 {
 	pthread_once(&once, global_init);
+	if (!loaded)
+		return wf_fail(err, WF_ERR_IO, "libcurl is needed for remote sources (Debian: libcurl4): %s",
+			       load_err ? load_err : "cannot load libcurl.so.4");
 	if (global_rc != CURLE_OK)
-		return wf_fail(err, WF_ERR_IO, "libcurl: %s", curl_easy_strerror(global_rc));
+		return wf_fail(err, WF_ERR_IO, "libcurl: %s", cu.easy_strerror(global_rc));
 	return WF_OK;
 }
 
@@ -59,13 +108,13 @@ void *wf_http_new(void)
 {
 	if (wf_http_global(NULL) != WF_OK)
 		return NULL;
-	return curl_easy_init();
+	return cu.easy_init();
 }
 
 void wf_http_free(void *h)
 {
 	if (h)
-		curl_easy_cleanup(h);
+		cu.easy_cleanup(h);
 }
 
 void wf_http_host(const char *url, char *out, size_t cap)
@@ -228,51 +277,51 @@ static void reset_resp(struct wf_http_resp *r)
 static CURLcode attempt(CURL *h, const struct wf_http_req *req, struct wf_http_resp *resp)
 {
 	struct sink s = {.req = req, .resp = resp, .cap = req->cap};
-	curl_easy_reset(h);
-	curl_easy_setopt(h, CURLOPT_URL, req->url);
-	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+	cu.easy_reset(h);
+	cu.easy_setopt(h, CURLOPT_URL, req->url);
+	cu.easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
 	if (share)
-		curl_easy_setopt(h, CURLOPT_SHARE, share);
-	curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
-	curl_easy_setopt(h, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
-	curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, req->follow ? 1L : 0L);
-	curl_easy_setopt(h, CURLOPT_MAXREDIRS, 10L);
-	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT, (long)wf_http_conf.connect_s);
-	curl_easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, 1024L);
-	curl_easy_setopt(h, CURLOPT_LOW_SPEED_TIME, (long)wf_http_conf.stall_s);
-	curl_easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);
-	curl_easy_setopt(h, CURLOPT_USERAGENT, "weightfs");
-	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
-	curl_easy_setopt(h, CURLOPT_WRITEDATA, &s);
-	curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
-	curl_easy_setopt(h, CURLOPT_HEADERDATA, &s);
+		cu.easy_setopt(h, CURLOPT_SHARE, share);
+	cu.easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
+	cu.easy_setopt(h, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
+	cu.easy_setopt(h, CURLOPT_FOLLOWLOCATION, req->follow ? 1L : 0L);
+	cu.easy_setopt(h, CURLOPT_MAXREDIRS, 10L);
+	cu.easy_setopt(h, CURLOPT_CONNECTTIMEOUT, (long)wf_http_conf.connect_s);
+	cu.easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, 1024L);
+	cu.easy_setopt(h, CURLOPT_LOW_SPEED_TIME, (long)wf_http_conf.stall_s);
+	cu.easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);
+	cu.easy_setopt(h, CURLOPT_USERAGENT, "weightfs");
+	cu.easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
+	cu.easy_setopt(h, CURLOPT_WRITEDATA, &s);
+	cu.easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
+	cu.easy_setopt(h, CURLOPT_HEADERDATA, &s);
 	/* no Accept-Encoding: a CDN may then drop Range (docs/remote.md) */
 	struct curl_slist *hd = NULL, *t;
 	char line[512];
 	if (req->token && *req->token) {
 		snprintf(line, sizeof line, "Authorization: Bearer %s", req->token);
-		if ((t = curl_slist_append(hd, line)))
+		if ((t = cu.slist_append(hd, line)))
 			hd = t;
 	}
 	if (req->if_match && *req->if_match) {
 		snprintf(line, sizeof line, "If-Match: %s", req->if_match);
-		if ((t = curl_slist_append(hd, line)))
+		if ((t = cu.slist_append(hd, line)))
 			hd = t;
 	}
-	curl_easy_setopt(h, CURLOPT_HTTPHEADER, hd);
+	cu.easy_setopt(h, CURLOPT_HTTPHEADER, hd);
 	char range[64];
 	if (req->has_range) {
 		snprintf(range, sizeof range, "%llu-%llu", (unsigned long long)req->off,
 			 (unsigned long long)(req->off + req->len - 1));
-		curl_easy_setopt(h, CURLOPT_RANGE, range);
+		cu.easy_setopt(h, CURLOPT_RANGE, range);
 	}
-	CURLcode rc = curl_easy_perform(h);
-	curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &resp->status);
+	CURLcode rc = cu.easy_perform(h);
+	cu.easy_getinfo(h, CURLINFO_RESPONSE_CODE, &resp->status);
 	char *eff = NULL;
-	if (curl_easy_getinfo(h, CURLINFO_EFFECTIVE_URL, &eff) == CURLE_OK && eff)
+	if (cu.easy_getinfo(h, CURLINFO_EFFECTIVE_URL, &eff) == CURLE_OK && eff)
 		snprintf(resp->url, sizeof resp->url, "%s", eff);
-	curl_easy_setopt(h, CURLOPT_HTTPHEADER, NULL);
-	curl_slist_free_all(hd);
+	cu.easy_setopt(h, CURLOPT_HTTPHEADER, NULL);
+	cu.slist_free_all(hd);
 	return rc;
 }
 
@@ -322,7 +371,7 @@ enum wf_err wf_http_do(void *hv, const struct wf_http_req *req, struct wf_http_r
 	enum wf_err g = wf_http_global(err);
 	if (g != WF_OK)
 		return g;
-	CURL *h = hv ? hv : curl_easy_init();
+	CURL *h = hv ? hv : cu.easy_init();
 	if (!h)
 		return wf_fail(err, WF_ERR_NOMEM, "out of memory");
 	unsigned tries = wf_http_conf.attempts < 1 ? 1 : wf_http_conf.attempts > 10 ? 10 : wf_http_conf.attempts;
@@ -337,12 +386,12 @@ enum wf_err wf_http_do(void *hv, const struct wf_http_req *req, struct wf_http_r
 		backoff(n, rc == CURLE_OK ? resp->retry_after : -1);
 	}
 	if (!hv)
-		curl_easy_cleanup(h);
+		cu.easy_cleanup(h);
 	if (rc == CURLE_OK)
 		return WF_OK;
 	char q[256];
 	wf_quote(q, sizeof q, req->url, strlen(req->url));
 	if (resp->body_over)
 		return wf_fail(err, WF_ERR_IO, "%s: the answer is longer than %zu bytes", q, req->cap);
-	return wf_fail(err, WF_ERR_IO, "%s: %s", q, curl_easy_strerror(rc));
+	return wf_fail(err, WF_ERR_IO, "%s: %s", q, cu.easy_strerror(rc));
 }
