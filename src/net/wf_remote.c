@@ -204,7 +204,8 @@ static void note_resident(struct wf_robj *o, uint64_t c)
 	evict_over_cap();
 }
 
-/* Copies a fetched chunk in, which wakes whoever waits on its pages. */
+/* Copies a fetched chunk in, which wakes whoever waits on its pages.
+ * Without the lock: the chunk is INFLIGHT, this thread's alone. */
 static bool place(struct wf_robj *o, uint64_t c, const uint8_t *buf)
 {
 	uint64_t span = chunk_span(o, c);
@@ -473,11 +474,14 @@ static void *worker_loop(void *u)
 			uint64_t len = chunk_len(j.o, j.c);
 			memset(w->buf + len, 0, chunk_span(j.o, j.c) - len);
 		}
-		pthread_mutex_lock(&mu);
+		/* the copy outside the lock: the chunk is INFLIGHT, so no one else
+		 * copies it or evicts it; a thread preempted while holding the
+		 * lock stalled every fault behind it (waits of 270 ms seen under load) */
 		if (ok && !place(j.o, j.c, w->buf)) {
 			ok = false;
 			snprintf(why, sizeof why, "cannot place fetched bytes: %s", strerror(errno));
 		}
+		pthread_mutex_lock(&mu);
 		if (ok) {
 			j.o->st[j.c] = PRESENT;
 			j.o->failing = false;
