@@ -55,10 +55,14 @@ ZLIB_LIBS    := $(shell $(PKG_CONFIG) --libs zlib 2>/dev/null || echo -lz)
 # libcrypto's SHA-256 and SHA-1 for verify and user.weightfs.sha256 (the
 # program only: src/mount/wf_sha.h)
 CRYPTO_LIBS  := $(shell $(PKG_CONFIG) --libs libcrypto 2>/dev/null || echo -lcrypto)
+# libcurl for the remote sources (src/net/: hf://, https://): its headers
+# here; the library is loaded on first use (src/net/wf_http.c says why)
+CURL_CFLAGS  := $(shell $(PKG_CONFIG) --cflags libcurl 2>/dev/null)
+CURL_LIBS    := -ldl
 CHECK_CFLAGS := $(shell $(PKG_CONFIG) --cflags check 2>/dev/null)
 CHECK_LIBS   := $(shell $(PKG_CONFIG) --libs check 2>/dev/null)
 
-ALL_CFLAGS  = $(CSTD) $(OPT) $(WARN) $(SAN) -MMD -MP -Isrc $(CJSON_CFLAGS) $(CFLAGS) $(CPPFLAGS)
+ALL_CFLAGS  = $(CSTD) $(OPT) $(WARN) $(SAN) -MMD -MP -Isrc $(CJSON_CFLAGS) $(CURL_CFLAGS) $(CFLAGS) $(CPPFLAGS)
 # Library objects go into both libweightfs.so and libweightfs.a: position
 # independent, and hidden unless weightfs.h marks them WEIGHTFS_API.
 LIB_CFLAGS := -fPIC -fvisibility=hidden
@@ -68,6 +72,7 @@ ALL_LDFLAGS = $(SAN) $(LDFLAGS)
 # own folder and of the folders listed before it, never after (layers-check).
 BASE_SRC  := src/base/wf_common.c src/base/wf_buf.c src/base/wf_hash.c src/base/wf_names.c src/base/wf_bus.c src/base/wf_pool.c \
              src/base/wf_unmap.c
+NET_SRC   := src/net/wf_http.c src/net/wf_remote.c src/net/wf_source.c
 CODEC_SRC := src/codec/wf_types.c src/codec/wf_decode.c src/codec/wf_decode_x86.c \
              src/codec/wf_iq_tables.c src/codec/wf_round.c src/codec/wf_quant.c src/codec/wf_quant_k.c \
              src/codec/wf_quant_x86.c
@@ -88,7 +93,7 @@ CLI_SRC   := src/cli/cli.c src/cli/cli_read.c src/cli/cli_show.c src/cli/cli_con
              src/cli/cli_verify.c src/cli/cli_hub.c
 
 # The format library (libweightfs.so and .a): no FUSE, no mount tree.
-LIB_SRC  := $(BASE_SRC) $(CODEC_SRC) $(MODEL_SRC) $(VIEW_SRC) $(LIBAPI_SRC)
+LIB_SRC  := $(BASE_SRC) $(NET_SRC) $(CODEC_SRC) $(MODEL_SRC) $(VIEW_SRC) $(LIBAPI_SRC)
 LIB_OBJ  := $(LIB_SRC:src/%.c=$(B)/obj/%.o)
 # What the program adds: the tree and its files, the commands, the FUSE
 # front-end.  All of it but main() and the FUSE callbacks also goes into an
@@ -136,7 +141,7 @@ $(B)/libwfprog.a: $(PROG_OBJ)
 # The shared library exports weightfs.h and nothing else (api-check).
 $(B)/libweightfs.so.$(SOVER): $(LIB_OBJ)
 	$(Q)$(CC) $(ALL_LDFLAGS) -shared -Wl,-soname,libweightfs.so.$(SOVER) -Wl,-z,defs -o $@ $^ \
-		$(CJSON_LIBS) -lm -lpthread
+		$(CJSON_LIBS) $(CURL_LIBS) -lm -lpthread
 
 $(B)/libweightfs.so: $(B)/libweightfs.so.$(SOVER)
 	$(Q)ln -sf libweightfs.so.$(SOVER) $@
@@ -149,18 +154,18 @@ PC_SED := -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' -e 's|@INCDIR@|$
 # also uses the internals the shared library hides (wf_live, the model), and
 # an installed binary then cannot meet a libweightfs.so of another version.
 $(B)/weightfs: $(BIN_OBJ) $(B)/libwfprog.a $(B)/libweightfs.a
-	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $^ $(FUSE_LIBS) $(CJSON_LIBS) $(ZLIB_LIBS) $(CRYPTO_LIBS) -lm -lpthread
+	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $^ $(FUSE_LIBS) $(CJSON_LIBS) $(ZLIB_LIBS) $(CRYPTO_LIBS) $(CURL_LIBS) -lm -lpthread
 
 $(B)/tests/%.o: tests/unit/%.c
 	@mkdir -p $(@D)
 	$(Q)$(CC) $(ALL_CFLAGS) $(CHECK_CFLAGS) -c -o $@ $<
 
 $(B)/tests/check_%: $(B)/tests/check_%.o $(B)/libwfprog.a $(B)/libweightfs.a
-	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $^ $(CHECK_LIBS) $(CJSON_LIBS) $(ZLIB_LIBS) $(CRYPTO_LIBS) -lm -lpthread
+	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $^ $(CHECK_LIBS) $(CJSON_LIBS) $(ZLIB_LIBS) $(CRYPTO_LIBS) $(CURL_LIBS) -lm -lpthread
 
 # hftok_dump MODEL.gguf OUTDIR: the hf/ tokenizer files (tests/mount/t_hftok.py).
 $(B)/hftok_dump: $(B)/tests/hftok_dump.o $(B)/libweightfs.a
-	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $^ $(CJSON_LIBS) -lm -lpthread
+	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $^ $(CJSON_LIBS) $(CURL_LIBS) -lm -lpthread
 
 # `make check` first installs what the tests need and is missing (apt, when
 # root or passwordless sudo; otherwise it says what to install), then runs

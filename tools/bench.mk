@@ -18,7 +18,7 @@ $(B)/bench/%.o: tools/%.c
 	$(Q)$(CC) $(ALL_CFLAGS) -c -o $@ $<
 
 $(B)/bench/bench $(B)/bench/gen_model: $(B)/bench/%: $(B)/bench/%.o $(B)/libwfprog.a $(B)/libweightfs.a
-	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $^ $(CJSON_LIBS) $(ZLIB_LIBS) -lm -lpthread
+	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $^ $(CJSON_LIBS) $(ZLIB_LIBS) $(CURL_LIBS) -lm -lpthread
 
 bench: $(B)/weightfs $(B)/libweightfs.so $(BENCH_TOOLS)
 	$(Q)$(PYTHON) tools/bench.py --weightfs $(B)/weightfs --tools $(B)/bench \

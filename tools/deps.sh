@@ -18,10 +18,13 @@ need_pc fuse3 libfuse3-dev
 need_pc libcjson libcjson-dev
 need_pc zlib zlib1g-dev
 need_pc libcrypto libssl-dev
+need_pc libcurl libcurl4-openssl-dev
 if [ "$what" = test ]; then
 	need_pc check check
 	need_cmd getfattr attr
 	need_cmd rclone rclone
+	# the net mount tests: a hub-shaped server on loopback (tests/mount/t_net.py)
+	[ -x /usr/sbin/nginx ] || missing+=(nginx)
 	# which write path convert took (copy_file_range or its fallback)
 	need_cmd strace strace
 	# the desktop mount tests: content types as a file manager sees them

@@ -9,6 +9,7 @@
  * the mount's.  Part of the command-line program: it prints and picks
  * exit codes; the library never does. */
 #include "cli/cli.h"
+#include "net/wf_source.h"
 #include "cli/cli_int.h"
 #include "view/wf_view.h"
 #include "model/wf_arch.h"
@@ -252,7 +253,13 @@ int cli_open(struct wf_mount *mt, const char *model, const char *dtype, const st
 	memset(mt, 0, sizeof *mt);
 	if (cli_dtype(dtype, &want) != 0)
 		return EXIT_USAGE;
-	enum wf_err rc = wf_mount_open(mt, model, want, opts, err);
+	/* hf:// and https:// (net/wf_source.h): staged as a folder the loaders
+	 * read as any, the mount and every command alike */
+	char *staged = NULL;
+	enum wf_err rc = wf_source_is_remote(model) ? wf_source_stage(model, &staged, err) : WF_OK;
+	if (rc == WF_OK)
+		rc = wf_mount_open(mt, staged ? staged : model, want, opts, err);
+	free(staged);
 	if (rc != WF_OK) {
 		fprintf(stderr, "weightfs: %s: %s\n", cli_path(model), err);
 		return cli_exit_code(rc);

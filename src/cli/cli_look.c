@@ -1,5 +1,6 @@
 /* cli_look.c - shared by stats and diff (cli_look.h). */
 #include "cli/cli_look.h"
+#include "net/wf_source.h"
 #include "cli/cli.h"
 #include "model/wf_set.h"
 #include "view/wf_view.h"
@@ -24,7 +25,12 @@ int cli_model_open(struct cli_model *cm, const char *path, const char *dtype)
 		fprintf(stderr, "weightfs: sigaction: %s\n", strerror(errno));
 		return EXIT_USAGE;
 	}
-	enum wf_err rc = wf_set_open(&cm->m, path, err);
+	/* hf:// and https://: staged as cli_open does (net/wf_source.h) */
+	char *staged = NULL;
+	enum wf_err rc = wf_source_is_remote(path) ? wf_source_stage(path, &staged, err) : WF_OK;
+	if (rc == WF_OK)
+		rc = wf_set_open(&cm->m, staged ? staged : path, err);
+	free(staged);
 	if (rc == WF_OK)
 		rc = wf_model_set_view(cm->m, out, err);
 	if (rc != WF_OK) {

@@ -9,6 +9,7 @@
 #include "view/wf_prefetch.h"
 #include "view/wf_view.h"
 #include "model/wf_set.h"
+#include "net/wf_source.h"
 #include "mount/wf_attr.h"
 #include "mount/wf_files.h"
 #include "mount/wf_tree.h"
@@ -55,7 +56,7 @@ struct opts {
 #define RA_DEFAULT_KB 512
 #define RA_MAX_KB 65536
 
-enum { KEY_NONEMPTY = 1, KEY_DISCARD, KEY_DTYPE, KEY_RA, KEY_GGUF };
+enum { KEY_NONEMPTY = 1, KEY_DISCARD, KEY_DTYPE, KEY_RA, KEY_GGUF, KEY_REMOTE };
 
 #define OPT(t, p) {t, offsetof(struct opts, p), 1}
 static const struct fuse_opt wf_opts[] = {
@@ -63,6 +64,10 @@ static const struct fuse_opt wf_opts[] = {
 	FUSE_OPT_KEY("dtype=", KEY_DTYPE),
 	FUSE_OPT_KEY("read_ahead_kb=", KEY_RA),
 	FUSE_OPT_KEY("gguf=", KEY_GGUF),
+	FUSE_OPT_KEY("remote_chunk=", KEY_REMOTE),
+	FUSE_OPT_KEY("remote_streams=", KEY_REMOTE),
+	FUSE_OPT_KEY("remote_mem=", KEY_REMOTE),
+	FUSE_OPT_KEY("cache=", KEY_REMOTE),
 	OPT("npy", npy),
 	OPT("suffix", suffix),
 	OPT("preview", preview),
@@ -92,6 +97,48 @@ static const struct fuse_opt wf_opts[] = {
 	OPT("--version", version),
 	FUSE_OPT_END
 };
+
+/* -o remote_chunk=BYTES (K/M suffixes; 64 KiB .. 256 MiB, whole pages),
+ * remote_streams=N (1..64), remote_mem=BYTES (chunks kept in memory). */
+static int remote_opt(const char *arg)
+{
+	const char *v = strchr(arg, '=') + 1;
+	if (strncmp(arg, "cache=", 6) == 0) {
+		/* an absolute path: the daemon changes to / */
+		static char dir[PATH_MAX];
+		if (strcmp(v, "none") == 0) {
+			wf_remote_conf.cache = NULL;
+			return 0;
+		}
+		mkdir(v, 0755);
+		if (!*v || !realpath(v, dir)) {
+			fprintf(stderr, "weightfs: -o cache=%s: %s\n", cli_path(v), *v ? strerror(errno) : "empty");
+			return -1;
+		}
+		wf_remote_conf.cache = dir;
+		return 0;
+	}
+	char *end;
+	errno = 0;
+	unsigned long long x = *v >= '0' && *v <= '9' ? strtoull(v, &end, 10) : 0;
+	if (!errno && x && (*end == 'K' || *end == 'k'))
+		x <<= 10, end++;
+	else if (!errno && x && (*end == 'M' || *end == 'm'))
+		x <<= 20, end++;
+	bool ok = !errno && x && *end == '\0';
+	if (ok && strncmp(arg, "remote_streams=", 15) == 0 && x <= 64)
+		wf_remote_conf.streams = (unsigned)x;
+	else if (ok && strncmp(arg, "remote_chunk=", 13) == 0 && x >= (64u << 10) && x <= (256u << 20) && x % 4096 == 0)
+		wf_remote_conf.chunk = x;
+	else if (ok && strncmp(arg, "remote_mem=", 11) == 0 && x <= (1ull << 40))
+		wf_remote_conf.mem = x;
+	else {
+		fprintf(stderr, "weightfs: -o %s: remote_chunk= takes 64K to 256M in whole 4K pages, "
+			"remote_streams= 1 to 64, remote_mem= a size\n", cli_path(arg));
+		return -1;
+	}
+	return 0;
+}
 
 static int opt_proc(void *data, const char *arg, int key, struct fuse_args *outargs)
 {
@@ -129,6 +176,8 @@ static int opt_proc(void *data, const char *arg, int key, struct fuse_args *outa
 		o->gguf = strdup(v);
 		return o->gguf ? 0 : -1;
 	}
+	if (key == KEY_REMOTE)
+		return remote_opt(arg);
 	if (key == KEY_RA) {
 		const char *v = arg + strlen("read_ahead_kb="), *end = v;
 		errno = 0;
@@ -190,6 +239,10 @@ static void usage(const char *prog)
 	       "                           (desktops then show their type; see weightfs(1))\n"
 	       "       read_ahead_kb=N     the kernel's read-ahead on the mount, in KiB (default 512\n"
 	       "                           when run as root; 0 keeps the kernel's own, 128)\n"
+	       "       remote_chunk=N      hf:// and https:// models: bytes per ranged GET (4M)\n"
+	       "       remote_streams=N    ranged GETs in flight (4)\n"
+	       "       remote_mem=N        fetched bytes kept in memory at most (256M)\n"
+	       "       cache=DIR           keep fetched chunks in DIR across mounts (docs/remote.md)\n"
 	       "       max_threads=N       at most N worker threads (default 10)\n"
 	       "       max_idle_threads=N  at most N idle worker threads\n"
 	       "       clone_fd            one /dev/fuse descriptor per thread\n"
@@ -552,7 +605,16 @@ static int run_session(struct fuse_args *args, struct wf_fs *fs, const struct fu
 		log_syslog = true;
 	}
 	fuse_daemonize(co->foreground);
+	char rerr[WF_ERRLEN];
+	/* a fork: a remote model's fetch threads are the parent's */
+	if (!co->foreground && wf_remote_after_fork(rerr) != WF_OK) {
+		char line[WF_ERRLEN + 64];
+		snprintf(line, sizeof line, "weightfs: remote reads: %s", rerr);
+		say(line);
+		goto out_unmount;
+	}
 	ret = serve(se, co);
+out_unmount:
 	fuse_session_unmount(se);
 out_signals:
 	fuse_remove_signal_handlers(se);
@@ -633,6 +695,8 @@ out_model:
 	wf_perms_free(&perms);
 	wf_live_free(&live);
 	wf_mount_close(&mt);
+	wf_remote_shutdown();
+	wf_source_cleanup();
 out_args:
 	free(co.mountpoint);
 	free(o.mountpoint);

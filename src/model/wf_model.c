@@ -1,6 +1,7 @@
 /* wf_model.c - a model's own life: made, checked against its files, sized, freed.
  * Opening a file and picking its parser is wf_open.c. */
 #include "model/wf_model.h"
+#include "net/wf_remote.h"
 #include "model/wf_watch.h"
 #include "model/wf_maps.h"
 #include "model/wf_gguf_meta.h"
@@ -88,6 +89,8 @@ enum wf_err wf_model_check(const struct wf_model *m, uint32_t part, char *err)
 	if (part >= m->n_parts)
 		return wf_fail(err, WF_ERR_RANGE, "no part %" PRIu32, part);
 	const struct wf_part *p = &m->parts[part];
+	if (p->remote)
+		return wf_robj_check(p->remote, err); /* pinned by its ETag, not by a stat */
 	if (p->fd < 0 && !p->path)
 		return WF_OK;
 	struct stat now;

@@ -3,6 +3,7 @@
 #include "model/wf_gguf.h"
 #include "model/wf_st.h"
 #include "base/wf_bus.h"
+#include "net/wf_source.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -76,9 +77,49 @@ enum wf_err wf_open_file(struct wf_model **out, const char *path, char *err)
 	return wf_open_file_at(out, path, false, err);
 }
 
+/* A staged remote file (net/wf_source.h): parsed from its remote memory,
+ * each chunk the parser touches fetched then.  A fetch that fails while
+ * the header is read is a SIGBUS in the window: refused, never zeros. */
+static enum wf_err open_remote(struct wf_model **out, const char *path, struct wf_robj *ro, char *err)
+{
+	const uint8_t *buf = wf_robj_data(ro, err);
+	if (!buf)
+		return WF_ERR_IO;
+	uint64_t len = wf_robj_size(ro);
+	if (wf_bus_catch() != 0)
+		return wf_fail(err, WF_ERR_IO, "cannot install the SIGBUS handler: %s", strerror(errno));
+	struct wf_model *m;
+	wf_bus_window(buf, (size_t)len);
+	enum wf_err rc = wf_open_parse(&m, buf, len, path, err);
+	bool hit = wf_bus_window_end();
+	if (hit) {
+		wf_model_free(m);
+		return wf_fail(err, WF_ERR_IO, "could not be fetched while its header was read (%s)", wf_robj_url(ro));
+	}
+	if (rc != WF_OK)
+		return rc;
+	struct wf_part *p = &m->parts[0];
+	const char *base = strrchr(path, '/');
+	p->name = strdup(base ? base + 1 : path);
+	p->path = realpath(path, NULL);
+	if (!p->name || !p->path || stat(path, &p->st) != 0) {
+		wf_model_free(m);
+		return wf_fail(err, WF_ERR_NOMEM, "out of memory");
+	}
+	p->remote = ro;
+	*out = m;
+	return WF_OK;
+}
+
 enum wf_err wf_open_file_at(struct wf_model **out, const char *path, bool canonical, char *err)
 {
 	*out = NULL;
+	struct wf_robj *ro;
+	enum wf_err rrc = wf_source_open(path, &ro, err);
+	if (rrc != WF_OK)
+		return rrc;
+	if (ro)
+		return open_remote(out, path, ro, err);
 	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
 	if (fd < 0)
 		return wf_fail(err, WF_ERR_IO, "cannot open: %s", strerror(errno));

@@ -18,6 +18,7 @@ struct wf_part {
 	int fd;              /* open read-only; -1 for a buffer, or when closed to spare descriptors */
 	struct stat st;      /* of the file when opened: the identity the mount serves */
 	void *map;           /* mmap base to unmap, or NULL */
+	struct wf_robj *remote; /* a remote object (net/wf_remote.h) data is the memory of, else NULL */
 };
 
 #endif

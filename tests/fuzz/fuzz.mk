@@ -62,7 +62,7 @@ $(FUZZ_B)/obj/codec/%.o: FUZZ_CFLAGS += -ffp-contract=off
 
 $(FUZZ_B)/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz_common.h tests/fuzz/fuzz_made.h $(FUZZ_LIB_OBJ)
 	@mkdir -p $(@D)
-	$(Q)$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $< $(FUZZ_LIB_OBJ) $(CJSON_LIBS) $(ZLIB_LIBS) $(CRYPTO_LIBS) -lm
+	$(Q)$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $< $(FUZZ_LIB_OBJ) $(CJSON_LIBS) $(ZLIB_LIBS) $(CRYPTO_LIBS) $(CURL_LIBS) -lm
 
 # $(call fuzz_run,target,corpus dir,limit flags)
 define fuzz_run

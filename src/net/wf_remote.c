@@ -1,0 +1,756 @@
+/* wf_remote.c - remote objects as memory, fetched by the chunk on first
+ * touch (wf_remote.h). */
+#include "net/wf_remote.h"
+#include "net/wf_http.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/userfaultfd.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+struct wf_remote_conf wf_remote_conf = {.chunk = 4u << 20, .streams = 4, .mem = 256u << 20};
+
+enum { ABSENT, QUEUED, INFLIGHT, PRESENT };
+#define RA_MAX 16 /* chunks fetched ahead at most */
+
+struct wf_robj {
+	char *url, *etag, *token;
+	char key[33];      /* the cache's name for this version of the object */
+	uint64_t size;
+	uint8_t *base;     /* the registered mapping, maplen bytes */
+	size_t maplen;
+	uint64_t chunk, n_chunks;
+	uint8_t *st;       /* per chunk: ABSENT ... PRESENT */
+	uint64_t last_c, ra_end;
+	unsigned window;
+	bool seen;         /* a fault came: last_c means something */
+	bool failing;      /* a notice was given for a failure; reset by a success */
+	atomic_bool changed;
+	char why[WF_ERRLEN];
+	struct wf_robj *next;
+};
+
+struct job {
+	struct wf_robj *o;
+	uint64_t c;
+};
+
+struct waiter {
+	struct wf_robj *o;
+	uint64_t c;
+	pid_t tid;
+	uintptr_t addr;
+};
+
+struct worker {
+	pthread_t thr;
+	void *curl;
+	uint8_t *buf;
+};
+
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t work = PTHREAD_COND_INITIALIZER;
+static int uffd = -1, stop_pipe[2] = {-1, -1};
+static bool running, stopping;
+static pthread_t fault_thr;
+static struct worker *workers;
+static unsigned n_workers;
+static struct wf_robj *objs;
+static struct job *queue;
+static size_t q_n, q_cap;
+static struct waiter *waiters;
+static size_t w_n, w_cap;
+static struct job *resident; /* chunks in memory, oldest first (a ring) */
+static size_t r_head, r_n, r_cap;
+static atomic_uint_least64_t fetched;
+static size_t page;
+
+uint64_t wf_remote_fetched(void)
+{
+	return atomic_load(&fetched);
+}
+
+uint64_t wf_robj_size(const struct wf_robj *o)
+{
+	return o->size;
+}
+
+const char *wf_robj_url(const struct wf_robj *o)
+{
+	return o->url;
+}
+
+enum wf_err wf_robj_check(const struct wf_robj *o, char *err)
+{
+	if (!atomic_load(&o->changed))
+		return WF_OK;
+	return wf_fail(err, WF_ERR_CHANGED, "%s", o->why);
+}
+
+/* ---- under mu ---- */
+
+static uint64_t chunk_len(const struct wf_robj *o, uint64_t c)
+{
+	uint64_t off = c * o->chunk;
+	return o->size - off < o->chunk ? o->size - off : o->chunk;
+}
+
+/* The chunk's bytes in the mapping: whole pages. */
+static uint64_t chunk_span(const struct wf_robj *o, uint64_t c)
+{
+	return (chunk_len(o, c) + page - 1) / page * page;
+}
+
+static bool push(struct wf_robj *o, uint64_t c, bool front)
+{
+	if (q_n == q_cap) {
+		size_t n = q_cap ? q_cap * 2 : 64;
+		struct job *q = realloc(queue, n * sizeof *q);
+		if (!q)
+			return false;
+		queue = q, q_cap = n;
+	}
+	if (front) {
+		memmove(queue + 1, queue, q_n * sizeof *queue);
+		queue[0] = (struct job){o, c};
+	} else {
+		queue[q_n] = (struct job){o, c};
+	}
+	q_n++;
+	o->st[c] = QUEUED;
+	pthread_cond_signal(&work);
+	return true;
+}
+
+/* SIGBUS at addr for thread tid, as a fault there would give: the one
+ * handler (wf_bus) reads only si_addr.  SI_QUEUE, since only a process's
+ * main thread may send another thread a kernel-looking code. */
+static void bus_thread(pid_t tid, uintptr_t addr)
+{
+	siginfo_t si;
+	memset(&si, 0, sizeof si);
+	si.si_signo = SIGBUS;
+	si.si_code = SI_QUEUE;
+	si.si_addr = (void *)addr;
+	syscall(SYS_rt_tgsigqueueinfo, getpid(), tid, SIGBUS, &si);
+}
+
+static void wake(struct wf_robj *o, uint64_t c)
+{
+	struct uffdio_range r = {.start = (uintptr_t)(o->base + c * o->chunk), .len = chunk_span(o, c)};
+	ioctl(uffd, UFFDIO_WAKE, &r);
+}
+
+/* Gives up the waiters of chunk c: woken (the bytes are there) or told
+ * by SIGBUS (they never will be, this time). */
+static void settle(struct wf_robj *o, uint64_t c, bool ok)
+{
+	size_t k = 0;
+	for (size_t i = 0; i < w_n; i++) {
+		if (waiters[i].o == o && waiters[i].c == c) {
+			if (!ok)
+				bus_thread(waiters[i].tid, waiters[i].addr);
+			continue;
+		}
+		waiters[k++] = waiters[i];
+	}
+	w_n = k;
+	if (ok)
+		wake(o, c);
+}
+
+static void evict_over_cap(void)
+{
+	uint64_t cap = wf_remote_conf.mem / (wf_remote_conf.chunk ? wf_remote_conf.chunk : 1);
+	if (cap < (uint64_t)n_workers * 2)
+		cap = (uint64_t)n_workers * 2;
+	while (r_n > cap) {
+		struct job v = resident[r_head];
+		r_head = (r_head + 1) % r_cap;
+		r_n--;
+		if (v.o->st[v.c] != PRESENT)
+			continue;
+		/* gone from memory; a touch faults again and fetches it again */
+		madvise(v.o->base + v.c * v.o->chunk, chunk_span(v.o, v.c), MADV_DONTNEED);
+		v.o->st[v.c] = ABSENT;
+	}
+}
+
+static void note_resident(struct wf_robj *o, uint64_t c)
+{
+	if (r_n == r_cap) {
+		size_t n = r_cap ? r_cap * 2 : 64;
+		struct job *r = malloc(n * sizeof *r);
+		if (!r)
+			return; /* not tracked: stays in memory */
+		for (size_t i = 0; i < r_n; i++)
+			r[i] = resident[(r_head + i) % r_cap];
+		free(resident);
+		resident = r, r_cap = n, r_head = 0;
+	}
+	resident[(r_head + r_n) % r_cap] = (struct job){o, c};
+	r_n++;
+	evict_over_cap();
+}
+
+/* Copies a fetched chunk in, which wakes whoever waits on its pages.
+ * Without the lock: the chunk is INFLIGHT, this thread's alone. */
+static bool place(struct wf_robj *o, uint64_t c, const uint8_t *buf)
+{
+	uint64_t span = chunk_span(o, c);
+	struct uffdio_copy cp = {.dst = (uintptr_t)(o->base + c * o->chunk), .src = (uintptr_t)buf, .len = span};
+	if (ioctl(uffd, UFFDIO_COPY, &cp) == 0)
+		return true;
+	if (errno != EEXIST)
+		return false;
+	/* some pages are there already: the rest page by page */
+	for (uint64_t p = 0; p < span; p += page) {
+		struct uffdio_copy one = {.dst = cp.dst + p, .src = cp.src + p, .len = page,
+					  .mode = UFFDIO_COPY_MODE_DONTWAKE};
+		if (ioctl(uffd, UFFDIO_COPY, &one) != 0 && errno != EEXIST)
+			return false;
+	}
+	return true;
+}
+
+/* ---- the fault thread ---- */
+
+static struct wf_robj *owner(uintptr_t a)
+{
+	for (struct wf_robj *o = objs; o; o = o->next)
+		if (o->base && a >= (uintptr_t)o->base && a < (uintptr_t)o->base + o->maplen)
+			return o;
+	return NULL;
+}
+
+/* Read-ahead: a fault just past what was fetched ahead last time doubles
+ * the window, any other fault resets it (mountpoint-s3 and hf-mount do
+ * the same: random reads fetch only what they touch). */
+static void read_ahead(struct wf_robj *o, uint64_t c)
+{
+	if (o->seen && c > o->last_c && c <= o->ra_end)
+		return; /* inside the window: already asked for */
+	if (o->seen && c == o->ra_end + 1)
+		o->window = o->window ? (o->window * 2 > RA_MAX ? RA_MAX : o->window * 2) : 1;
+	else
+		o->window = 0;
+	o->seen = true;
+	o->last_c = c;
+	o->ra_end = c;
+	for (unsigned k = 1; k <= o->window && c + k < o->n_chunks; k++) {
+		o->ra_end = c + k;
+		if (o->st[c + k] == ABSENT)
+			push(o, c + k, false);
+	}
+}
+
+static void on_fault(uintptr_t addr, pid_t tid)
+{
+	pthread_mutex_lock(&mu);
+	struct wf_robj *o = owner(addr);
+	if (!o) {
+		pthread_mutex_unlock(&mu);
+		bus_thread(tid, addr);
+		return;
+	}
+	uint64_t c = (addr - (uintptr_t)o->base) / o->chunk;
+	unsigned char in = 0;
+	void *pg = (void *)(addr & ~(uintptr_t)(page - 1));
+	if (o->st[c] == PRESENT && mincore(pg, page, &in) == 0 && !(in & 1)) {
+		/* said here but gone (a copy interrupted by a fork): again */
+		madvise(o->base + c * o->chunk, chunk_span(o, c), MADV_DONTNEED);
+		o->st[c] = ABSENT;
+	}
+	if (o->st[c] == PRESENT) {
+		wake(o, c); /* the copy came between the fault and its message */
+	} else if (atomic_load(&o->changed)) {
+		bus_thread(tid, addr);
+	} else {
+		if (w_n == w_cap) {
+			size_t n = w_cap ? w_cap * 2 : 64;
+			struct waiter *w = realloc(waiters, n * sizeof *w);
+			if (!w) {
+				pthread_mutex_unlock(&mu);
+				bus_thread(tid, addr);
+				return;
+			}
+			waiters = w, w_cap = n;
+		}
+		waiters[w_n++] = (struct waiter){o, c, tid, addr};
+		if (o->st[c] == ABSENT && !push(o, c, true))
+			settle(o, c, false);
+		read_ahead(o, c);
+	}
+	pthread_mutex_unlock(&mu);
+}
+
+static void *fault_loop(void *u)
+{
+	(void)u;
+	struct pollfd p[2] = {{.fd = uffd, .events = POLLIN}, {.fd = stop_pipe[0], .events = POLLIN}};
+	for (;;) {
+		if (poll(p, 2, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			break;
+		}
+		if (p[1].revents)
+			break;
+		struct uffd_msg msg[16];
+		ssize_t n = read(uffd, msg, sizeof msg);
+		for (ssize_t i = 0; n > 0 && i < n / (ssize_t)sizeof msg[0]; i++)
+			if (msg[i].event == UFFD_EVENT_PAGEFAULT)
+				on_fault((uintptr_t)msg[i].arg.pagefault.address,
+					 (pid_t)msg[i].arg.pagefault.feat.ptid);
+	}
+	return NULL;
+}
+
+/* ---- the cache folder ---- */
+
+static uint64_t fnv(uint64_t h, const void *p, size_t n)
+{
+	const uint8_t *b = p;
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ b[i]) * 0x100000001b3ull;
+	return h;
+}
+
+/* Two FNV-1a streams from different offsets: 128 bits of name. */
+static void cache_key(struct wf_robj *o, const char *url)
+{
+	char sz[32];
+	snprintf(sz, sizeof sz, "%llu", (unsigned long long)o->size);
+	uint64_t a = 0xcbf29ce484222325ull, b = 0x84222325cbf29ce4ull;
+	const char *parts[3] = {url, o->etag, sz};
+	for (int i = 0; i < 3; i++) {
+		a = fnv(a, parts[i], strlen(parts[i]) + 1);
+		b = fnv(b, parts[i], strlen(parts[i]) + 1);
+		b = fnv(b, &a, sizeof a);
+	}
+	snprintf(o->key, sizeof o->key, "%016llx%016llx", (unsigned long long)a, (unsigned long long)b);
+}
+
+static void chunk_path(const struct wf_robj *o, uint64_t c, char *out, size_t cap)
+{
+	snprintf(out, cap, "%s/%s/%llu-%llu", wf_remote_conf.cache, o->key, (unsigned long long)o->chunk,
+		 (unsigned long long)c);
+}
+
+/* Chunk c from the cache into buf: true only when the file is whole and
+ * its checksum right. */
+static bool cache_get(const struct wf_robj *o, uint64_t c, uint8_t *buf)
+{
+	if (!wf_remote_conf.cache)
+		return false;
+	char path[4096];
+	chunk_path(o, c, path, sizeof path);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	uint64_t len = chunk_len(o, c), sum = 0;
+	bool ok = pread(fd, buf, len, 0) == (ssize_t)len && pread(fd, &sum, sizeof sum, (off_t)len) == sizeof sum;
+	uint8_t extra;
+	ok = ok && pread(fd, &extra, 1, (off_t)(len + sizeof sum)) == 0 && fnv(0xcbf29ce484222325ull, buf, len) == sum;
+	close(fd);
+	return ok;
+}
+
+/* Keeps chunk c: written under a temporary name, then renamed whole.
+ * Failures only cost a later fetch. */
+static void cache_put(const struct wf_robj *o, uint64_t c, const uint8_t *buf)
+{
+	if (!wf_remote_conf.cache)
+		return;
+	char path[4096], tmp[4200];
+	chunk_path(o, c, path, sizeof path);
+	snprintf(tmp, sizeof tmp, "%s.tmp.%d.%ld", path, (int)getpid(), (long)syscall(SYS_gettid));
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return;
+	uint64_t len = chunk_len(o, c), sum = fnv(0xcbf29ce484222325ull, buf, len);
+	bool ok = pwrite(fd, buf, len, 0) == (ssize_t)len && pwrite(fd, &sum, sizeof sum, (off_t)len) == sizeof sum;
+	ok = close(fd) == 0 && ok;
+	if (!ok || rename(tmp, path) != 0)
+		unlink(tmp);
+}
+
+static void cache_dir(const struct wf_robj *o)
+{
+	if (!wf_remote_conf.cache)
+		return;
+	char path[4096];
+	mkdir(wf_remote_conf.cache, 0755);
+	snprintf(path, sizeof path, "%s/%s", wf_remote_conf.cache, o->key);
+	mkdir(path, 0755);
+}
+
+/* ---- the fetch threads ---- */
+
+static void fail_notice(struct wf_robj *o, bool changed, const char *why)
+{
+	if (changed) {
+		snprintf(o->why, sizeof o->why, "%s", why);
+		if (!atomic_exchange(&o->changed, true))
+			fprintf(stderr, "weightfs: %s: %s; its reads fail with EIO\n", o->url, why);
+	} else if (!o->failing) {
+		o->failing = true;
+		fprintf(stderr, "weightfs: %s: %s; reads fail with EIO until it answers again\n", o->url, why);
+	}
+}
+
+/* One chunk's ranged GET, checked: *changed when the answer is of
+ * another version of the object. */
+static bool fetch(struct worker *w, struct wf_robj *o, uint64_t c, bool *changed, char *why)
+{
+	uint64_t off = c * o->chunk, len = chunk_len(o, c);
+	struct wf_http_req rq = {.url = o->url, .token = o->token, .if_match = o->etag, .has_range = true,
+				 .off = off, .len = len, .out = w->buf, .cap = (size_t)len};
+	struct wf_http_resp rs;
+	*changed = false;
+	enum wf_err rc = wf_http_do(w->curl, &rq, &rs, why);
+	free(rs.body);
+	if (rc != WF_OK)
+		return false;
+	atomic_fetch_add(&fetched, rs.body_len);
+	if (rs.status == 412 || rs.status == 404 || rs.status == 410 || rs.status == 416) {
+		*changed = true;
+		wf_fail(why, WF_ERR_CHANGED, "%s on the server (HTTP %ld to a range of the version mounted)",
+			rs.status == 412 ? "changed" : rs.status == 416 ? "shrank" : "is gone", rs.status);
+		return false;
+	}
+	if (rs.status != 206) {
+		wf_fail(why, WF_ERR_IO, "HTTP %ld to a range request", rs.status);
+		return false;
+	}
+	if (rs.etag[0] && strcmp(rs.etag, o->etag) != 0) {
+		*changed = true;
+		wf_fail(why, WF_ERR_CHANGED, "changed on the server (ETag %s, mounted %s)", rs.etag, o->etag);
+		return false;
+	}
+	if (!rs.has_cr || rs.cr_a != off || rs.cr_b != off + len - 1 || rs.cr_total != o->size) {
+		wf_fail(why, WF_ERR_IO, "answered another range than bytes %llu-%llu/%llu",
+			(unsigned long long)off, (unsigned long long)(off + len - 1), (unsigned long long)o->size);
+		*changed = rs.has_cr && rs.cr_total != o->size;
+		return false;
+	}
+	if (rs.body_len != len) {
+		wf_fail(why, WF_ERR_IO, "sent %zu bytes of a %llu-byte range", rs.body_len, (unsigned long long)len);
+		return false;
+	}
+	return true;
+}
+
+static void *worker_loop(void *u)
+{
+	struct worker *w = u;
+	char why[WF_ERRLEN];
+	pthread_mutex_lock(&mu);
+	for (;;) {
+		while (!stopping && q_n == 0)
+			pthread_cond_wait(&work, &mu);
+		if (stopping)
+			break;
+		struct job j = queue[0];
+		memmove(queue, queue + 1, --q_n * sizeof *queue);
+		j.o->st[j.c] = INFLIGHT;
+		pthread_mutex_unlock(&mu);
+		bool changed = false, cached = !atomic_load(&j.o->changed) && cache_get(j.o, j.c, w->buf);
+		bool ok = cached || (!atomic_load(&j.o->changed) && fetch(w, j.o, j.c, &changed, why));
+		if (ok && !cached)
+			cache_put(j.o, j.c, w->buf);
+		if (ok) {
+			uint64_t len = chunk_len(j.o, j.c);
+			memset(w->buf + len, 0, chunk_span(j.o, j.c) - len);
+		}
+		/* the copy outside the lock: the chunk is INFLIGHT, so no one else
+		 * copies it or evicts it; a thread preempted while holding the
+		 * lock stalled every fault behind it (waits of 270 ms seen under load) */
+		if (ok && !place(j.o, j.c, w->buf)) {
+			ok = false;
+			snprintf(why, sizeof why, "cannot place fetched bytes: %s", strerror(errno));
+		}
+		pthread_mutex_lock(&mu);
+		if (ok) {
+			j.o->st[j.c] = PRESENT;
+			j.o->failing = false;
+			note_resident(j.o, j.c);
+		} else {
+			j.o->st[j.c] = ABSENT;
+			if (!atomic_load(&j.o->changed))
+				fail_notice(j.o, changed, why);
+		}
+		settle(j.o, j.c, ok);
+	}
+	pthread_mutex_unlock(&mu);
+	return NULL;
+}
+
+/* ---- set-up ---- */
+
+static int make_uffd(void)
+{
+	int fd = (int)syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK);
+#ifdef UFFD_USER_MODE_ONLY
+	if (fd < 0 && errno == EPERM)
+		fd = (int)syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK | UFFD_USER_MODE_ONLY);
+#endif
+	if (fd < 0)
+		return -1;
+	struct uffdio_api api = {.api = UFFD_API, .features = UFFD_FEATURE_THREAD_ID};
+	if (ioctl(fd, UFFDIO_API, &api) != 0) {
+		int e = errno;
+		close(fd);
+		errno = e;
+		return -1;
+	}
+	return fd;
+}
+
+static enum wf_err reg(struct wf_robj *o, char *err)
+{
+	struct uffdio_register r = {.range = {.start = (uintptr_t)o->base, .len = o->maplen},
+				    .mode = UFFDIO_REGISTER_MODE_MISSING};
+	if (ioctl(uffd, UFFDIO_REGISTER, &r) != 0)
+		return wf_fail(err, WF_ERR_IO, "userfaultfd register: %s", strerror(errno));
+	return WF_OK;
+}
+
+/* Under mu: the threads, when none run. */
+static enum wf_err start(char *err)
+{
+	if (running)
+		return WF_OK;
+	long ps = sysconf(_SC_PAGESIZE);
+	page = ps > 0 ? (size_t)ps : 4096;
+	if (uffd < 0 && (uffd = make_uffd()) < 0)
+		return wf_fail(err, WF_ERR_IO, "userfaultfd: %s (remote sources need it: vm.unprivileged_userfaultfd=1 "
+			       "or root)", strerror(errno));
+	if (stop_pipe[0] < 0 && pipe2(stop_pipe, O_CLOEXEC) != 0)
+		return wf_fail(err, WF_ERR_IO, "pipe: %s", strerror(errno));
+	unsigned n = wf_remote_conf.streams < 1 ? 1 : wf_remote_conf.streams > 64 ? 64 : wf_remote_conf.streams;
+	if (!workers && !(workers = calloc(n, sizeof *workers)))
+		return wf_fail(err, WF_ERR_NOMEM, "out of memory");
+	stopping = false;
+	for (unsigned i = 0; i < n; i++) {
+		struct worker *w = &workers[i];
+		if (!w->curl)
+			w->curl = wf_http_new();
+		if (!w->buf)
+			w->buf = malloc(wf_remote_conf.chunk);
+		if (!w->curl || !w->buf)
+			return wf_fail(err, WF_ERR_NOMEM, "out of memory");
+	}
+	/* the threads must not take the SIGBUS meant for readers, nor FUSE's signals */
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, &old);
+	int e = pthread_create(&fault_thr, NULL, fault_loop, NULL);
+	for (unsigned i = 0; e == 0 && i < n; i++, n_workers = i)
+		e = pthread_create(&workers[i].thr, NULL, worker_loop, &workers[i]);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	running = true;
+	if (e != 0)
+		return wf_fail(err, WF_ERR_IO, "cannot start a fetch thread: %s", strerror(e));
+	return WF_OK;
+}
+
+/* Why a probe was refused, in the Hub's words where it gave its code
+ * (docs/remote.md 1.4). */
+static enum wf_err refusal(const struct wf_http_resp *rs, char *err)
+{
+	const char *code = rs->error_code;
+	if (strcmp(code, "GatedRepo") == 0)
+		return wf_fail(err, WF_ERR_IO, "the repository is gated: %s",
+			       rs->status == 401 ? "log in (HF_TOKEN or the token file) with an account granted access"
+						 : "this token's account is not granted access yet");
+	if (strcmp(code, "RepoNotFound") == 0)
+		return wf_fail(err, WF_ERR_IO, "no such repository (or it is private and the token has no access)");
+	if (rs->status == 404 || rs->status == 410)
+		return wf_fail(err, WF_ERR_IO, "no such file on the server (HTTP %ld%s%s)", rs->status,
+			       code[0] ? " " : "", code);
+	if (rs->status == 401 || rs->status == 403)
+		return wf_fail(err, WF_ERR_IO, "access refused (HTTP %ld%s%s)", rs->status,
+			       rs->error_msg[0] ? ": " : "", rs->error_msg);
+	if (rs->status == 200)
+		return wf_fail(err, WF_ERR_IO, "the server does not answer Range requests (HTTP 200)");
+	return wf_fail(err, WF_ERR_IO, "HTTP %ld%s%s", rs->status, code[0] ? " " : "", code);
+}
+
+enum wf_err wf_robj_open(struct wf_robj **out, const char *url, const char *token, int64_t want_size, char *err)
+{
+	*out = NULL;
+	/* the body into a buffer: a refusal's page is longer than the byte asked */
+	struct wf_http_req rq = {.url = url, .token = token, .has_range = true, .off = 0, .len = 1, .follow = true,
+				 .cap = 1u << 16};
+	struct wf_http_resp rs;
+	enum wf_err rc = wf_http_do(NULL, &rq, &rs, err);
+	free(rs.body);
+	if (rc != WF_OK)
+		return rc;
+	bool empty = rs.status == 416 && want_size == 0;
+	if (!empty && rs.status != 206)
+		return refusal(&rs, err);
+	if (!empty && (!rs.has_cr || rs.cr_a != 0 || rs.cr_b != 0 || rs.body_len != 1))
+		return wf_fail(err, WF_ERR_IO, "answered a range request with another range");
+	if (!rs.etag[0])
+		return wf_fail(err, WF_ERR_IO, "no ETag: the version read could not be pinned");
+	uint64_t size = empty ? 0 : rs.cr_total;
+	if (want_size >= 0 && size != (uint64_t)want_size)
+		return wf_fail(err, WF_ERR_IO, "is %llu bytes, the listing said %lld", (unsigned long long)size,
+			       (long long)want_size);
+	struct wf_robj *o = calloc(1, sizeof *o);
+	if (!o)
+		return wf_fail(err, WF_ERR_NOMEM, "out of memory");
+	char h0[256], h1[256];
+	wf_http_host(url, h0, sizeof h0);
+	wf_http_host(rs.url[0] ? rs.url : url, h1, sizeof h1);
+	o->url = strdup(rs.url[0] ? rs.url : url);
+	o->etag = strdup(rs.etag);
+	/* a pre-signed URL elsewhere gets no token (huggingface_hub does the same) */
+	o->token = token && strcmp(h0, h1) == 0 ? strdup(token) : NULL;
+	o->size = size;
+	atomic_init(&o->changed, false);
+	if (o->etag)
+		cache_key(o, url);
+	if (!o->url || !o->etag || (token && strcmp(h0, h1) == 0 && !o->token)) {
+		free(o->url), free(o->etag), free(o->token), free(o);
+		return wf_fail(err, WF_ERR_NOMEM, "out of memory");
+	}
+	pthread_mutex_lock(&mu);
+	o->next = objs;
+	objs = o;
+	pthread_mutex_unlock(&mu);
+	*out = o;
+	return WF_OK;
+}
+
+const uint8_t *wf_robj_data(struct wf_robj *o, char *err)
+{
+	static const uint8_t empty[1];
+	if (o->size == 0)
+		return empty;
+	pthread_mutex_lock(&mu);
+	if (o->base) {
+		pthread_mutex_unlock(&mu);
+		return o->base;
+	}
+	enum wf_err rc = start(err);
+	if (rc != WF_OK) {
+		pthread_mutex_unlock(&mu);
+		return NULL;
+	}
+	o->chunk = wf_remote_conf.chunk;
+	cache_dir(o);
+	o->n_chunks = (o->size + o->chunk - 1) / o->chunk;
+	o->maplen = (size_t)((o->size + page - 1) / page * page);
+	o->st = calloc(o->n_chunks, 1);
+	void *m = o->st ? mmap(NULL, o->maplen, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0)
+			: MAP_FAILED;
+	if (m == MAP_FAILED) {
+		free(o->st);
+		o->st = NULL;
+		pthread_mutex_unlock(&mu);
+		wf_fail(err, WF_ERR_NOMEM, "cannot map %llu bytes", (unsigned long long)o->size);
+		return NULL;
+	}
+	o->base = m;
+	if (reg(o, err) != WF_OK) {
+		munmap(m, o->maplen);
+		o->base = NULL;
+		pthread_mutex_unlock(&mu);
+		return NULL;
+	}
+	pthread_mutex_unlock(&mu);
+	return o->base;
+}
+
+enum wf_err wf_remote_after_fork(char *err)
+{
+	if (!objs)
+		return WF_OK;
+	/* alone now: the parent's threads are gone, whatever they held */
+	pthread_mutex_t m0 = PTHREAD_MUTEX_INITIALIZER;
+	pthread_cond_t c0 = PTHREAD_COND_INITIALIZER;
+	memcpy(&mu, &m0, sizeof mu);
+	memcpy(&work, &c0, sizeof work);
+	running = false;
+	n_workers = 0;
+	q_n = w_n = 0;
+	if (uffd >= 0)
+		close(uffd);
+	uffd = make_uffd();
+	if (uffd < 0)
+		return wf_fail(err, WF_ERR_IO, "userfaultfd: %s", strerror(errno));
+	for (struct wf_robj *o = objs; o; o = o->next) {
+		if (!o->base)
+			continue;
+		/* a chunk the parent was copying in may be here in part: dropped */
+		for (uint64_t c = 0; c < o->n_chunks; c++)
+			if (o->st[c] != PRESENT) {
+				o->st[c] = ABSENT;
+				madvise(o->base + c * o->chunk, chunk_span(o, c), MADV_DONTNEED);
+			}
+		if (reg(o, err) != WF_OK)
+			return WF_ERR_IO;
+	}
+	for (unsigned i = 0; workers && i < wf_remote_conf.streams && i < 64; i++) {
+		wf_http_free(workers[i].curl); /* the parent's connections: closed here */
+		workers[i].curl = NULL;
+	}
+	pthread_mutex_lock(&mu);
+	enum wf_err rc = start(err);
+	pthread_mutex_unlock(&mu);
+	return rc;
+}
+
+void wf_remote_shutdown(void)
+{
+	pthread_mutex_lock(&mu);
+	bool was = running;
+	stopping = true;
+	pthread_cond_broadcast(&work);
+	pthread_mutex_unlock(&mu);
+	if (was) {
+		if (write(stop_pipe[1], "x", 1) < 0) {
+		}
+		pthread_join(fault_thr, NULL);
+		for (unsigned i = 0; i < n_workers; i++)
+			pthread_join(workers[i].thr, NULL);
+	}
+	for (unsigned i = 0; workers && i < n_workers; i++) {
+		wf_http_free(workers[i].curl);
+		free(workers[i].buf);
+	}
+	free(workers);
+	workers = NULL;
+	n_workers = 0;
+	running = false;
+	while (objs) {
+		struct wf_robj *o = objs;
+		objs = o->next;
+		if (o->base)
+			munmap(o->base, o->maplen);
+		free(o->st), free(o->url), free(o->etag), free(o->token), free(o);
+	}
+	free(queue), free(waiters), free(resident);
+	queue = NULL, waiters = NULL, resident = NULL;
+	q_n = q_cap = w_n = w_cap = r_n = r_cap = r_head = 0;
+	if (uffd >= 0)
+		close(uffd);
+	uffd = -1;
+	for (int i = 0; i < 2; i++)
+		if (stop_pipe[i] >= 0)
+			close(stop_pipe[i]), stop_pipe[i] = -1;
+}

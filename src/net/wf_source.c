@@ -1,0 +1,548 @@
+/* wf_source.c - hf:// and http(s):// sources staged as folders
+ * (wf_source.h). */
+#include "net/wf_source.h"
+#include "net/wf_http.h"
+
+#include <cjson/cJSON.h>
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define SMALL_MAX (64u << 20)   /* non-weight files fetched whole up to this */
+#define PAGE_MAX (64u << 20)    /* one API answer at most */
+#define PAGES_MAX 10000         /* tree pages followed at most */
+
+struct staged {
+	dev_t dev;
+	ino_t ino;
+	char *url;
+	int64_t size;
+	struct wf_robj *o;
+};
+
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static struct staged *reg;
+static size_t n_reg;
+static char *root;    /* the staging folder */
+static char *token;
+
+bool wf_source_is_remote(const char *name)
+{
+	return strncmp(name, "hf://", 5) == 0 || strncmp(name, "https://", 8) == 0 ||
+	       strncmp(name, "http://", 7) == 0;
+}
+
+static bool is_weight(const char *path)
+{
+	size_t n = strlen(path);
+	return (n > 12 && strcasecmp(path + n - 12, ".safetensors") == 0) ||
+	       (n > 5 && strcasecmp(path + n - 5, ".gguf") == 0);
+}
+
+/* Files no loader reads: not worth fetching whole. */
+static bool is_skipped(const char *path)
+{
+	static const char *const ext[] = {".bin", ".pt", ".pth", ".h5", ".msgpack", ".onnx", ".onnx_data", ".ot",
+					  ".ckpt", ".pkl", ".npz", ".zip", ".tflite", ".mlmodel", ".gitattributes"};
+	size_t n = strlen(path);
+	for (size_t i = 0; i < sizeof ext / sizeof ext[0]; i++) {
+		size_t k = strlen(ext[i]);
+		if (n >= k && strcasecmp(path + n - k, ext[i]) == 0)
+			return true;
+	}
+	return false;
+}
+
+/* s percent-encoded (malloc'd); '/' kept unless seg (one path segment). */
+static char *encode(const char *s, bool seg)
+{
+	size_t n = strlen(s);
+	char *out = malloc(n * 3 + 1), *o = out;
+	if (!out)
+		return NULL;
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+		if (isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~' || (c == '/' && !seg))
+			*o++ = (char)c;
+		else
+			o += sprintf(o, "%%%02X", c);
+	}
+	*o = '\0';
+	return out;
+}
+
+/* HF_TOKEN, else the token file (huggingface_hub's order, docs/remote.md). */
+static char *find_token(void)
+{
+	const char *e = getenv("HF_TOKEN");
+	if (!e || !*e)
+		e = getenv("HUGGING_FACE_HUB_TOKEN");
+	if (e && *e)
+		return strdup(e);
+	char path[4096];
+	const char *tp = getenv("HF_TOKEN_PATH"), *home = getenv("HF_HOME"), *xdg = getenv("XDG_CACHE_HOME"),
+		   *h = getenv("HOME");
+	if (tp && *tp)
+		snprintf(path, sizeof path, "%s", tp);
+	else if (home && *home)
+		snprintf(path, sizeof path, "%s/token", home);
+	else if (xdg && *xdg)
+		snprintf(path, sizeof path, "%s/huggingface/token", xdg);
+	else if (h && *h)
+		snprintf(path, sizeof path, "%s/.cache/huggingface/token", h);
+	else
+		return NULL;
+	FILE *f = fopen(path, "re");
+	if (!f)
+		return NULL;
+	char buf[1024];
+	size_t n = fread(buf, 1, sizeof buf - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	char *s = buf;
+	while (*s && isspace((unsigned char)*s))
+		s++;
+	size_t k = strlen(s);
+	while (k && isspace((unsigned char)s[k - 1]))
+		s[--k] = '\0';
+	return k ? strdup(s) : NULL;
+}
+
+static bool truthy(const char *v)
+{
+	return v && (strcasecmp(v, "1") == 0 || strcasecmp(v, "on") == 0 || strcasecmp(v, "yes") == 0 ||
+		     strcasecmp(v, "true") == 0);
+}
+
+/* The Hub's own words for a refusal (docs/remote.md 1.4). */
+static enum wf_err hub_error(const struct wf_http_resp *r, const char *repo, const char *what, char *err)
+{
+	const char *code = r->error_code;
+	if (strcmp(code, "GatedRepo") == 0)
+		return wf_fail(err, WF_ERR_IO, "%s is gated: %s", repo,
+			       r->status == 401 ? "log in (HF_TOKEN or the token file) with an account granted access"
+						: "this token's account is not granted access yet");
+	if (strcmp(code, "RepoNotFound") == 0 || (r->status == 401 && !code[0]) || (r->status == 404 && !code[0] &&
+										      strcmp(what, "repo") == 0))
+		return wf_fail(err, WF_ERR_IO, "no repository %s on the Hub (or it is private and %s)", repo,
+			       token ? "this token has no access" : "no token was found: set HF_TOKEN");
+	if (strcmp(code, "RevisionNotFound") == 0 || (r->status == 404 && strcmp(what, "revision") == 0))
+		return wf_fail(err, WF_ERR_IO, "%s has no revision %s", repo, what);
+	if (strcmp(code, "EntryNotFound") == 0 || r->status == 404)
+		return wf_fail(err, WF_ERR_IO, "%s has no file %s", repo, what);
+	if (r->status == 403)
+		return wf_fail(err, WF_ERR_IO, "%s: access refused (HTTP 403)%s%s", repo, r->error_msg[0] ? ": " : "",
+			       r->error_msg);
+	return wf_fail(err, WF_ERR_IO, "%s: HTTP %ld%s%s", repo, r->status, r->error_msg[0] ? ": " : "", r->error_msg);
+}
+
+/* Makes the folders of rel under root and returns root/rel (malloc'd). */
+static char *local_path(const char *rel)
+{
+	size_t n = strlen(root) + strlen(rel) + 2;
+	char *p = malloc(n);
+	if (!p)
+		return NULL;
+	snprintf(p, n, "%s/%s", root, rel);
+	for (char *s = p + strlen(root) + 1; (s = strchr(s, '/')); s++) {
+		*s = '\0';
+		mkdir(p, 0755);
+		*s = '/';
+	}
+	return p;
+}
+
+static enum wf_err add_placeholder(const char *rel, const char *url, int64_t size, struct wf_robj *o, char *err)
+{
+	char *p = local_path(rel);
+	if (!p)
+		return wf_fail(err, WF_ERR_NOMEM, "out of memory");
+	int fd = open(p, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0444);
+	struct stat st;
+	bool ok = fd >= 0 && ftruncate(fd, size) == 0 && fstat(fd, &st) == 0;
+	int e = errno;
+	if (fd >= 0)
+		close(fd);
+	free(p);
+	if (!ok)
+		return wf_fail(err, WF_ERR_IO, "cannot stage %s: %s", rel, strerror(e));
+	struct staged *r = realloc(reg, (n_reg + 1) * sizeof *reg);
+	if (!r)
+		return wf_fail(err, WF_ERR_NOMEM, "out of memory");
+	reg = r;
+	reg[n_reg] = (struct staged){.dev = st.st_dev, .ino = st.st_ino, .url = strdup(url), .size = size, .o = o};
+	if (!reg[n_reg].url)
+		return wf_fail(err, WF_ERR_NOMEM, "out of memory");
+	n_reg++;
+	return WF_OK;
+}
+
+static enum wf_err write_file(const char *rel, const uint8_t *data, size_t len, char *err)
+{
+	char *p = local_path(rel);
+	if (!p)
+		return wf_fail(err, WF_ERR_NOMEM, "out of memory");
+	int fd = open(p, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0444);
+	free(p);
+	bool ok = fd >= 0;
+	for (size_t done = 0; ok && done < len;) {
+		ssize_t w = write(fd, data + done, len - done);
+		ok = w > 0;
+		done += ok ? (size_t)w : 0;
+	}
+	int e = errno;
+	if (fd >= 0)
+		close(fd);
+	return ok ? WF_OK : wf_fail(err, WF_ERR_IO, "cannot stage %s: %s", rel, strerror(e));
+}
+
+static enum wf_err make_root(char *err)
+{
+	const char *t = getenv("TMPDIR");
+	char tmpl[4096];
+	snprintf(tmpl, sizeof tmpl, "%s/weightfs-remote-XXXXXX", t && *t ? t : "/tmp");
+	if (!mkdtemp(tmpl))
+		return wf_fail(err, WF_ERR_IO, "cannot make a staging folder in %s: %s", t && *t ? t : "/tmp",
+			       strerror(errno));
+	chmod(tmpl, 0755);
+	root = realpath(tmpl, NULL);
+	return root ? WF_OK : wf_fail(err, WF_ERR_NOMEM, "out of memory");
+}
+
+/* ---- https:// ---- */
+
+static enum wf_err stage_url(const char *src, char **local, char *err)
+{
+	struct wf_robj *o;
+	enum wf_err rc = wf_robj_open(&o, src, NULL, -1, err);
+	if (rc != WF_OK)
+		return rc;
+	const char *end = src + strcspn(src, "?#"), *b = end;
+	while (b > src && b[-1] != '/')
+		b--;
+	char name[256];
+	size_t n = (size_t)(end - b);
+	if (n == 0 || n >= sizeof name || memchr(b, '%', n))
+		snprintf(name, sizeof name, "model%s", n > 5 && strncasecmp(end - 5, ".gguf", 5) == 0 ? ".gguf"
+							: ".safetensors");
+	else
+		memcpy(name, b, n), name[n] = '\0';
+	if ((rc = make_root(err)) != WF_OK || (rc = add_placeholder(name, wf_robj_url(o), (int64_t)wf_robj_size(o), o,
+								   err)) != WF_OK)
+		return rc;
+	*local = local_path(name);
+	return *local ? WF_OK : wf_fail(err, WF_ERR_NOMEM, "out of memory");
+}
+
+/* ---- hf:// ---- */
+
+struct hub {
+	char ep[1024], repo[512], rev[256], sub[1024], sha[64];
+};
+
+static enum wf_err parse_hf(struct hub *h, const char *src, char *err)
+{
+	const char *e = getenv("HF_ENDPOINT");
+	snprintf(h->ep, sizeof h->ep, "%s", e && *e ? e : "https://huggingface.co");
+	size_t k = strlen(h->ep);
+	while (k && h->ep[k - 1] == '/')
+		h->ep[--k] = '\0';
+	const char *s = src + 5, *slash = strchr(s, '/');
+	if (!slash || slash == s)
+		return wf_fail(err, WF_ERR_IO, "not a Hub source: hf://ORG/NAME[@REVISION][/SUBFOLDER]");
+	const char *name = slash + 1, *end = name + strcspn(name, "@/");
+	if (end == name || (size_t)(end - s) >= sizeof h->repo)
+		return wf_fail(err, WF_ERR_IO, "not a Hub source: hf://ORG/NAME[@REVISION][/SUBFOLDER]");
+	memcpy(h->repo, s, (size_t)(end - s));
+	h->repo[end - s] = '\0';
+	snprintf(h->rev, sizeof h->rev, "main");
+	const char *rest = end;
+	if (*rest == '@') {
+		const char *r = rest + 1, *re = r + strcspn(r, "/");
+		/* refs/pr/N holds slashes: a revision runs to the end unless a subfolder follows it */
+		if (strncmp(r, "refs/", 5) == 0)
+			re = r + strlen(r);
+		if (re == r || (size_t)(re - r) >= sizeof h->rev)
+			return wf_fail(err, WF_ERR_IO, "an empty or too long revision after @");
+		memcpy(h->rev, r, (size_t)(re - r));
+		h->rev[re - r] = '\0';
+		rest = re;
+	}
+	snprintf(h->sub, sizeof h->sub, "%s", *rest == '/' ? rest + 1 : "");
+	k = strlen(h->sub);
+	while (k && h->sub[k - 1] == '/')
+		h->sub[--k] = '\0';
+	if (strstr(h->sub, "..") || strstr(h->repo, ".."))
+		return wf_fail(err, WF_ERR_IO, "a source with \"..\" in it");
+	return WF_OK;
+}
+
+static enum wf_err api_get(const char *url, struct wf_http_resp *r, char *err)
+{
+	struct wf_http_req rq = {.url = url, .token = token, .follow = true, .cap = PAGE_MAX};
+	return wf_http_do(NULL, &rq, r, err);
+}
+
+static enum wf_err resolve_rev(struct hub *h, char *err)
+{
+	if (strlen(h->rev) == 40 && strspn(h->rev, "0123456789abcdef") == 40) {
+		snprintf(h->sha, sizeof h->sha, "%s", h->rev); /* a commit already */
+	}
+	char *rv = encode(h->rev, true), url[4096];
+	if (!rv)
+		return wf_fail(err, WF_ERR_NOMEM, "out of memory");
+	snprintf(url, sizeof url, "%s/api/models/%s/revision/%s", h->ep, h->repo, rv);
+	free(rv);
+	struct wf_http_resp r;
+	enum wf_err rc = api_get(url, &r, err);
+	if (rc != WF_OK)
+		return rc;
+	if (r.status != 200) {
+		rc = hub_error(&r, h->repo, strcmp(r.error_code, "RevisionNotFound") == 0 ? h->rev : "repo", err);
+		if (strcmp(r.error_code, "RevisionNotFound") == 0)
+			rc = wf_fail(err, WF_ERR_IO, "%s has no revision %s", h->repo, h->rev);
+		free(r.body);
+		return rc;
+	}
+	cJSON *j = cJSON_ParseWithLength((const char *)r.body, r.body_len);
+	free(r.body);
+	const cJSON *sha = cJSON_GetObjectItemCaseSensitive(j, "sha");
+	bool ok = cJSON_IsString(sha) && strlen(sha->valuestring) == 40 &&
+		  strspn(sha->valuestring, "0123456789abcdef") == 40;
+	if (ok)
+		snprintf(h->sha, sizeof h->sha, "%s", sha->valuestring);
+	cJSON_Delete(j);
+	return ok ? WF_OK : wf_fail(err, WF_ERR_FORMAT, "%s: the revision API gave no commit (sha)", h->repo);
+}
+
+static enum wf_err stage_entry(const struct hub *h, const cJSON *e, size_t *n_files, char *err)
+{
+	const cJSON *type = cJSON_GetObjectItemCaseSensitive(e, "type"), *path = cJSON_GetObjectItemCaseSensitive(e, "path"),
+		    *size = cJSON_GetObjectItemCaseSensitive(e, "size"), *lfs = cJSON_GetObjectItemCaseSensitive(e, "lfs");
+	if (!cJSON_IsString(type) || strcmp(type->valuestring, "file") != 0 || !cJSON_IsString(path))
+		return WF_OK;
+	const cJSON *ls = lfs ? cJSON_GetObjectItemCaseSensitive(lfs, "size") : NULL;
+	double sz = cJSON_IsNumber(ls) ? ls->valuedouble : cJSON_IsNumber(size) ? size->valuedouble : -1;
+	const char *p = path->valuestring;
+	size_t sl = strlen(h->sub);
+	if (sl && (strncmp(p, h->sub, sl) != 0 || p[sl] != '/'))
+		return WF_OK;
+	if (strstr(p, "..") || p[0] == '/' || sz < 0 || sz > 9e15)
+		return wf_fail(err, WF_ERR_FORMAT, "%s: the listing has a bad entry", h->repo);
+	bool weight = is_weight(p);
+	if (!weight && (is_skipped(p) || sz > SMALL_MAX))
+		return WF_OK;
+	char *ep = encode(p, false), url[8192];
+	if (!ep)
+		return wf_fail(err, WF_ERR_NOMEM, "out of memory");
+	snprintf(url, sizeof url, "%s/%s/resolve/%s/%s", h->ep, h->repo, h->sha, ep);
+	free(ep);
+	char rel[4096];
+	snprintf(rel, sizeof rel, "%s/%s", strrchr(h->repo, '/') + 1, p);
+	(*n_files)++;
+	if (weight) /* pinned once the listing is done (pin_all) */
+		return add_placeholder(rel, url, (int64_t)sz, NULL, err);
+	struct wf_http_req rq = {.url = url, .token = token, .follow = true, .cap = SMALL_MAX};
+	struct wf_http_resp r;
+	enum wf_err rc = wf_http_do(NULL, &rq, &r, err);
+	if (rc == WF_OK && r.status != 200)
+		rc = hub_error(&r, h->repo, p, err);
+	else if (rc == WF_OK && r.body_len != (size_t)sz)
+		rc = wf_fail(err, WF_ERR_IO, "%s: %s came %zu bytes, listed %.0f", h->repo, p, r.body_len, sz);
+	if (rc == WF_OK)
+		rc = write_file(rel, r.body ? r.body : (const uint8_t *)"", r.body_len, err);
+	free(r.body);
+	return rc;
+}
+
+static enum wf_err stage_tree(const struct hub *h, size_t *n_files, char *err)
+{
+	char url[4096];
+	snprintf(url, sizeof url, "%s/api/models/%s/tree/%s?recursive=true&expand=false", h->ep, h->repo, h->sha);
+	enum wf_err rc = WF_OK;
+	for (unsigned page_n = 0; rc == WF_OK && url[0]; page_n++) {
+		if (page_n == PAGES_MAX)
+			return wf_fail(err, WF_ERR_FORMAT, "%s: more than %d listing pages", h->repo, PAGES_MAX);
+		struct wf_http_resp r;
+		if ((rc = api_get(url, &r, err)) != WF_OK)
+			return rc;
+		if (r.status != 200) {
+			rc = hub_error(&r, h->repo, "repo", err);
+			free(r.body);
+			return rc;
+		}
+		cJSON *j = cJSON_ParseWithLength((const char *)r.body, r.body_len);
+		free(r.body);
+		if (!cJSON_IsArray(j)) {
+			cJSON_Delete(j);
+			return wf_fail(err, WF_ERR_FORMAT, "%s: the tree API did not answer a JSON list", h->repo);
+		}
+		const cJSON *e;
+		cJSON_ArrayForEach(e, j)
+		{
+			if ((rc = stage_entry(h, e, n_files, err)) != WF_OK)
+				break;
+		}
+		cJSON_Delete(j);
+		snprintf(url, sizeof url, "%s", r.next);
+	}
+	return rc;
+}
+
+/* Pinning: every weight file opened side by side (a folder of 100 shards
+ * costs a few round trips, not 100), at most PIN_THREADS at once. */
+#define PIN_THREADS 16
+
+struct pin {
+	size_t next;
+	pthread_mutex_t mu;
+	char (*why)[WF_ERRLEN]; /* per entry: empty, or why it failed */
+};
+
+static void *pin_loop(void *u)
+{
+	struct pin *pn = u;
+	for (;;) {
+		pthread_mutex_lock(&pn->mu);
+		size_t i = pn->next++;
+		pthread_mutex_unlock(&pn->mu);
+		if (i >= n_reg)
+			return NULL;
+		if (!reg[i].o && wf_robj_open(&reg[i].o, reg[i].url, token, reg[i].size, pn->why[i]) != WF_OK)
+			reg[i].o = NULL;
+		else
+			pn->why[i][0] = '\0';
+	}
+}
+
+/* Pins what the listing staged; a gated or missing file refuses the mount
+ * (the first in listing order says why). */
+static enum wf_err pin_all(const struct hub *h, char *err)
+{
+	struct pin pn = {.next = 0, .why = calloc(n_reg ? n_reg : 1, WF_ERRLEN)};
+	if (!pn.why)
+		return wf_fail(err, WF_ERR_NOMEM, "out of memory");
+	pthread_mutex_init(&pn.mu, NULL);
+	pthread_t t[PIN_THREADS];
+	unsigned n = 0;
+	for (; n < PIN_THREADS && n + 1 < n_reg; n++)
+		if (pthread_create(&t[n], NULL, pin_loop, &pn) != 0)
+			break;
+	pin_loop(&pn);
+	for (unsigned i = 0; i < n; i++)
+		pthread_join(t[i], NULL);
+	pthread_mutex_destroy(&pn.mu);
+	enum wf_err rc = WF_OK;
+	for (size_t i = 0; i < n_reg && rc == WF_OK; i++)
+		if (!reg[i].o) {
+			const char *rel = strstr(reg[i].url, "/resolve/");
+			rel = rel ? strchr(rel + 9, '/') : NULL;
+			rc = wf_fail(err, WF_ERR_IO, "%s: %s: %s", h->repo, rel ? rel + 1 : reg[i].url, pn.why[i]);
+		}
+	free(pn.why);
+	return rc;
+}
+
+static enum wf_err stage_hf(const char *src, char **local, char *err)
+{
+	struct hub h;
+	memset(&h, 0, sizeof h);
+	enum wf_err rc = parse_hf(&h, src, err);
+	if (rc != WF_OK)
+		return rc;
+	if (truthy(getenv("HF_HUB_OFFLINE")) || truthy(getenv("TRANSFORMERS_OFFLINE")))
+		return wf_fail(err, WF_ERR_IO, "HF_HUB_OFFLINE is set: mount the hub cache's folder "
+			       "(~/.cache/huggingface/hub/models--ORG--NAME) instead");
+	token = find_token();
+	if ((rc = resolve_rev(&h, err)) != WF_OK || (rc = make_root(err)) != WF_OK)
+		return rc;
+	size_t n = 0;
+	if ((rc = stage_tree(&h, &n, err)) != WF_OK || (rc = pin_all(&h, err)) != WF_OK)
+		return rc;
+	if (n == 0)
+		return wf_fail(err, WF_ERR_IO, "%s has no model files%s%s at %s", h.repo, h.sub[0] ? " under " : "",
+			       h.sub, h.rev);
+	char rel[4096];
+	snprintf(rel, sizeof rel, "%s%s%s", strrchr(h.repo, '/') + 1, h.sub[0] ? "/" : "", h.sub);
+	size_t k = strlen(root) + strlen(rel) + 2;
+	*local = malloc(k);
+	if (!*local)
+		return wf_fail(err, WF_ERR_NOMEM, "out of memory");
+	snprintf(*local, k, "%s/%s", root, rel);
+	return WF_OK;
+}
+
+enum wf_err wf_source_stage(const char *src, char **local, char *err)
+{
+	*local = NULL;
+	enum wf_err rc = wf_http_global(err);
+	if (rc != WF_OK)
+		return rc;
+	pthread_mutex_lock(&mu);
+	rc = strncmp(src, "hf://", 5) == 0 ? stage_hf(src, local, err) : stage_url(src, local, err);
+	pthread_mutex_unlock(&mu);
+	/* gone at exit, whoever exits: a command, or the mount's daemon (the
+	 * parent of its fork leaves by _exit, which runs no handler) */
+	static bool once;
+	if (!once)
+		once = atexit(wf_source_cleanup) == 0;
+	return rc;
+}
+
+enum wf_err wf_source_open(const char *path, struct wf_robj **out, char *err)
+{
+	*out = NULL;
+	if (!n_reg)
+		return WF_OK;
+	struct stat st;
+	if (stat(path, &st) != 0 || !S_ISREG(st.st_mode))
+		return WF_OK;
+	enum wf_err rc = WF_OK;
+	pthread_mutex_lock(&mu);
+	for (size_t i = 0; i < n_reg; i++) {
+		struct staged *s = &reg[i];
+		if (s->dev != st.st_dev || s->ino != st.st_ino)
+			continue;
+		if (!s->o)
+			rc = wf_robj_open(&s->o, s->url, token, s->size, err);
+		*out = s->o;
+		break;
+	}
+	pthread_mutex_unlock(&mu);
+	return rc;
+}
+
+static int rm_one(const char *p, const struct stat *st, int flag, struct FTW *f)
+{
+	(void)st, (void)f;
+	return flag == FTW_DP ? rmdir(p) : unlink(p);
+}
+
+/* The staging folder, ours alone: files and folders, no links followed. */
+static void rm_tree(const char *p)
+{
+	nftw(p, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+void wf_source_cleanup(void)
+{
+	if (root)
+		rm_tree(root);
+	free(root);
+	root = NULL;
+	for (size_t i = 0; i < n_reg; i++)
+		free(reg[i].url);
+	free(reg);
+	reg = NULL;
+	n_reg = 0;
+	free(token);
+	token = NULL;
+}

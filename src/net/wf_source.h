@@ -1,0 +1,36 @@
+/* wf_source.h - remote sources named on the command line: hf://ORG/NAME
+ * [@REV][/SUBFOLDER] and http(s)://HOST/PATH (docs/remote.md).
+ *
+ * A source is staged as a local folder the model loaders read as they read
+ * any folder: the small files (config.json, the tokenizer's, the index:
+ * every file that is no weight file and at most 64 MiB) fetched whole, and
+ * each weight file (.safetensors, .gguf) a sparse placeholder of its size,
+ * registered here.  wf_open_file_at asks wf_source_open for every path it
+ * opens: a placeholder comes back as its remote object (wf_remote.h),
+ * pinned then; its bytes are never read from the placeholder.  The Hub's
+ * revision is resolved to a commit once, and every file read at it.
+ */
+#ifndef WF_SOURCE_H
+#define WF_SOURCE_H
+
+#include "base/wf_common.h"
+#include "net/wf_remote.h"
+
+#include <stdbool.h>
+
+/* True for hf://, http:// and https:// names. */
+bool wf_source_is_remote(const char *name);
+
+/* Resolves src and stages it; *local (malloc'd) is the path to open in
+ * its place.  err: one line (gated, private, missing repository, revision
+ * or file, HF_HUB_OFFLINE, the server's answer). */
+enum wf_err wf_source_stage(const char *src, char **local, char *err);
+
+/* *out: the remote object a staged placeholder at path stands for, opened
+ * and pinned on first ask; NULL for any other path (WF_OK). */
+enum wf_err wf_source_open(const char *path, struct wf_robj **out, char *err);
+
+/* Removes what wf_source_stage made (at exit). */
+void wf_source_cleanup(void);
+
+#endif

@@ -1,0 +1,701 @@
+"""Group net: hf:// and http(s):// sources (src/net/, docs/remote.md) against a
+real HTTP server on loopback: Debian's nginx, started here in the foreground
+with a generated config, serving a hub-shaped tree from a test folder.
+
+Server block "hub" answers /api/models/ORG/NAME/revision/REV and
+/api/models/ORG/NAME/tree/COMMIT from static JSON files, and
+/ORG/NAME/resolve/COMMIT/FILE as the Hub does: small files with ETag and
+X-Repo-Commit, LFS files (.safetensors, .gguf) by a 302 to a second server
+block standing for the CDN, with X-Linked-Etag, X-Linked-Size and
+X-Repo-Commit; refusals with X-Error-Code (RepoNotFound, RevisionNotFound,
+GatedRepo, EntryNotFound).  The CDN block is nginx's static module: Range,
+ETag and If-Match as nginx does them.  Bytes sent are counted from the access
+log ($body_bytes_sent).
+"""
+
+import hashlib
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+import wf_harness
+from wf_harness import Fail, Mount, check, new_dir, skip_or_fail
+from st_file import st_bytes
+
+CLIENTS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "clients")
+NGINX = "/usr/sbin/nginx"
+COMMIT = "0123456789abcdef0123456789abcdef01234567"
+TOKEN = "hf_good_token"
+STAGE = [None]  # the TMPDIR the daemons stage sources in: empty once they are gone
+
+
+def free_port():
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def sha256(path):
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for b in iter(lambda: f.read(1 << 20), b""):
+            h.update(b)
+    return h.hexdigest()
+
+
+def is_lfs(name):
+    return name.endswith(".safetensors") or name.endswith(".gguf")
+
+
+class Hub:
+    """nginx on two free ports: the hub and its CDN; repos added by add()."""
+
+    def __init__(self):
+        self.dir = new_dir("nginx-")
+        self.www = os.path.join(self.dir, "hub")
+        self.cdn = os.path.join(self.dir, "cdn")
+        os.makedirs(self.www)
+        os.makedirs(self.cdn)
+        self.port, self.cdn_port = free_port(), free_port()
+        self.repos = {}   # repo -> {rel: (size, sha256)}
+        self.gated = set()
+        self.private = set()
+        self.proc = None
+
+    def url(self):
+        return "http://127.0.0.1:%d" % self.port
+
+    def cdn_url(self, repo, rel):
+        return "http://127.0.0.1:%d/%s/%s/%s" % (self.cdn_port, repo, COMMIT, rel)
+
+    def add(self, repo, folder, gated=False, missing=(), private=False):
+        """Serves folder's files as repo at COMMIT (revision main); the listing
+        also names the files in `missing`, which are not served."""
+        files = {}
+        for root, _, names in os.walk(folder):
+            for n in names:
+                p = os.path.join(root, n)
+                files[os.path.relpath(p, folder)] = p
+        tree, meta = [], {}
+        for rel, p in sorted(files.items()):
+            size, digest = os.path.getsize(p), sha256(p)
+            meta[rel] = (size, digest)
+            ent = {"type": "file", "path": rel, "oid": digest[:40], "size": size}
+            if is_lfs(rel):
+                ent["lfs"] = {"oid": digest, "size": size, "pointerSize": 134}
+                dst = os.path.join(self.cdn, repo, COMMIT, rel)
+            else:
+                dst = os.path.join(self.www, repo, "resolve", COMMIT, rel)
+            os.makedirs(os.path.dirname(dst), exist_ok=True)
+            shutil.copyfile(p, dst)
+            tree.append(ent)
+        for rel in missing:
+            tree.append({"type": "file", "path": rel, "oid": "0" * 40, "size": 10})
+        api = os.path.join(self.www, "api", "models", repo)
+        os.makedirs(os.path.join(api, "revision"), exist_ok=True)
+        os.makedirs(os.path.join(api, "tree"), exist_ok=True)
+        with open(os.path.join(api, "revision", "main"), "w") as f:
+            json.dump({"id": repo, "sha": COMMIT, "siblings": [{"rfilename": e["path"]} for e in tree]}, f)
+        # the listing in two pages, the first with a Link to the second
+        half = len(tree) // 2
+        with open(os.path.join(api, "tree", COMMIT), "w") as f:
+            json.dump(tree[:half], f)
+        with open(os.path.join(api, "tree", COMMIT + "-p2"), "w") as f:
+            json.dump(tree[half:], f)
+        self.repos[repo] = meta
+        if gated:
+            self.gated.add(repo)
+        if private:
+            self.private.add(repo)
+
+    def conf(self):
+        lfs_map = []
+        for repo, meta in self.repos.items():
+            for rel, (size, digest) in meta.items():
+                if is_lfs(rel):
+                    lfs_map.append('    "/%s/resolve/%s/%s" "%d %s";' % (repo, COMMIT, rel, size, digest))
+        gated = "\n".join("""
+        location ^~ /%s/resolve/ {
+            add_header X-Error-Code GatedRepo always;
+            add_header X-Error-Message "Access to model %s is restricted." always;
+            if ($http_authorization = "") { return 401; }
+            return 403;
+        }""" % (r, r) for r in sorted(self.gated))
+        revs = "\n".join("""
+        location ^~ /api/models/%s/ {
+            default_type application/json;
+            error_page 404 = @norev;
+            location ~ /tree/%s$ {
+                add_header Link '<http://127.0.0.1:%d/api/models/%s/tree/%s-p2?recursive=true&expand=false>; rel="next"';
+            }
+        }""" % (r, COMMIT, self.port, r, COMMIT) for r in sorted(self.repos))
+        private = "\n".join("""
+        if ($uri ~ "^/(api/models/)?%s/") { set $gate "${gate}p"; }""" % r for r in sorted(self.private))
+        return """
+user root;
+daemon off;
+master_process on;
+worker_processes 1;
+pid %(d)s/nginx.pid;
+error_log %(d)s/error.log warn;
+events { worker_connections 256; }
+http {
+    log_format bytes '$server_port $request_method $uri $status $body_bytes_sent';
+    access_log %(d)s/access.log bytes;
+    client_body_temp_path %(d)s/tmp-body;
+    proxy_temp_path %(d)s/tmp-proxy;
+    fastcgi_temp_path %(d)s/tmp-fcgi;
+    uwsgi_temp_path %(d)s/tmp-uwsgi;
+    scgi_temp_path %(d)s/tmp-scgi;
+    sendfile on;
+    map_hash_bucket_size 256;
+    map $http_authorization $deny {
+        default "0";
+        "Bearer %(token)s" "1";
+    }
+    map $uri $linked {
+        default "";
+%(lfs)s
+    }
+    server {
+        listen 127.0.0.1:%(port)d;
+        root %(www)s;
+        default_type application/octet-stream;
+        # a private repo: RepoNotFound without the token, as the Hub answers
+        set $gate $deny;
+%(private)s
+        error_page 418 = @private;
+        if ($gate = "0p") { return 418; }
+        location @private {
+            add_header X-Error-Code RepoNotFound always;
+            return 401;
+        }
+%(gated)s
+%(revs)s
+        location /api/ {
+            add_header X-Error-Code RepoNotFound always;
+            add_header X-Error-Message "Repository not found" always;
+            return 401;
+        }
+        location @norev {
+            add_header X-Error-Code RevisionNotFound always;
+            return 404;
+        }
+        location ~ "^/(?<repo>[^/]+/[^/]+)/resolve/(?<commit>[0-9a-f]{40})/(?<file>.+)$" {
+            add_header X-Repo-Commit $commit always;
+            if ($linked ~ "^(?<lsize>[0-9]+) (?<lsha>[0-9a-f]+)$") {
+                add_header X-Repo-Commit $commit always;
+                add_header X-Linked-Size $lsize always;
+                add_header X-Linked-Etag '"$lsha"' always;
+                return 302 http://127.0.0.1:%(cdn_port)d/$repo/$commit/$file;
+            }
+            error_page 404 = @noentry;
+        }
+        location @noentry {
+            add_header X-Error-Code EntryNotFound always;
+            return 404;
+        }
+    }
+    server {
+        listen 127.0.0.1:%(cdn_port)d;
+        root %(cdn)s;
+        default_type application/octet-stream;
+        # pre-signed URLs: a token sent here is one leaked off the Hub's host
+        if ($http_authorization) { return 400; }
+    }
+}
+""" % {"d": self.dir, "www": self.www, "cdn": self.cdn, "port": self.port, "cdn_port": self.cdn_port,
+       "lfs": "\n".join(lfs_map), "gated": gated, "revs": revs,
+       "private": private, "token": TOKEN}
+
+    def start(self):
+        with open(os.path.join(self.dir, "nginx.conf"), "w") as f:
+            f.write(self.conf())
+        self.log = open(os.path.join(self.dir, "nginx.out"), "wb")
+        self.proc = subprocess.Popen([NGINX, "-p", self.dir, "-c", os.path.join(self.dir, "nginx.conf")],
+                                     stdin=subprocess.DEVNULL, stdout=self.log, stderr=self.log)
+        t0 = time.monotonic()
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", self.cdn_port), timeout=1).close()
+                socket.create_connection(("127.0.0.1", self.port), timeout=1).close()
+                return
+            except OSError:
+                if self.proc.poll() is not None:
+                    raise Fail("nginx exited: %s" % open(os.path.join(self.dir, "nginx.out")).read()[-800:])
+                if time.monotonic() - t0 > 10:
+                    raise Fail("nginx not listening after 10 s")
+                time.sleep(0.02)
+
+    def stop(self):
+        if self.proc and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGQUIT)
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(5)
+        self.proc = None
+        if getattr(self, "log", None):
+            self.log.close()
+            self.log = None
+
+    def sent(self, port=None, uri_part=""):
+        """Body bytes the server sent so far (the CDN's by default) for URIs with uri_part."""
+        port = port or self.cdn_port
+        total = 0
+        with open(os.path.join(self.dir, "access.log")) as f:
+            for line in f:
+                w = line.split()
+                if len(w) >= 5 and w[0] == str(port) and uri_part in w[2]:
+                    total += int(w[4])
+        return total
+
+
+class FaultProxy:
+    """A proxy in front of the CDN that answers as told (self.mode): "ok"
+    passes through; "range" shifts Content-Range by one byte; "short" sends
+    half the body and closes; "200" answers 200 with the whole file to a
+    range; "503" answers 503 with Retry-After: 1 to the next self.left
+    requests; "reset" closes the next self.left connections unanswered."""
+
+    def __init__(self, port):
+        import http.server
+        import threading
+        proxy = self
+        self.mode, self.left, self.port, self.seen = "ok", 0, free_port(), []
+
+        class H(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.0"
+
+            def log_message(self, *a):
+                pass
+
+            def do_GET(self):
+                import http.client
+                mode = proxy.mode
+                if mode in ("503", "reset"):
+                    if proxy.left > 0:
+                        proxy.left -= 1
+                        proxy.seen.append(mode)
+                        if mode == "reset":
+                            self.connection.shutdown(socket.SHUT_RDWR)
+                            self.close_connection = True
+                            return
+                        self.send_response(503)
+                        self.send_header("Retry-After", "1")
+                        self.send_header("Content-Length", "0")
+                        self.end_headers()
+                        return
+                    mode = "ok"
+                hd = {k: v for k, v in self.headers.items() if k.lower() in ("range", "if-match")}
+                if mode == "200":
+                    hd.pop("Range", None)
+                c = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+                c.request("GET", self.path, headers=hd)
+                r = c.getresponse()
+                body = r.read()
+                c.close()
+                self.send_response(r.status)
+                for k, v in r.getheaders():
+                    if k.lower() in ("etag", "content-range", "last-modified", "content-type"):
+                        if k.lower() == "content-range" and mode == "range":
+                            a, b = v.split(" ")[1].split("/")[0].split("-")
+                            v = "bytes %d-%d/%s" % (int(a) + 1, int(b) + 1, v.split("/")[1])
+                        self.send_header(k, v)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body[:len(body) // 2] if mode == "short" else body)
+                if mode == "short":
+                    self.wfile.flush()
+                    self.connection.shutdown(socket.SHUT_RDWR)
+                    self.close_connection = True
+
+        class Quiet(http.server.ThreadingHTTPServer):
+            def handle_error(self, request, client_address):
+                pass  # weightfs hanging up on a short body is the point
+
+        self.srv = Quiet(("127.0.0.1", self.port), H)
+        self.srv.daemon_threads = True
+        self.thr = threading.Thread(target=self.srv.serve_forever, daemon=True)
+        self.thr.start()
+
+    def stop(self):
+        self.srv.shutdown()
+        self.srv.server_close()
+
+
+def walk_files(mp):
+    out = {}
+    for root, dirs, names in os.walk(mp):
+        dirs.sort()
+        for n in names:
+            p = os.path.join(root, n)
+            out[os.path.relpath(p, mp)] = p
+    return out
+
+
+def same_trees(local_mp, remote_mp):
+    a, b = walk_files(local_mp), walk_files(remote_mp)
+    if sorted(a) != sorted(b):
+        raise Fail("file lists differ: only local %s, only remote %s"
+                   % (sorted(set(a) - set(b))[:5], sorted(set(b) - set(a))[:5]))
+    bad = []
+    for rel in sorted(a):
+        with open(a[rel], "rb") as f:
+            x = f.read()
+        with open(b[rel], "rb") as f:
+            y = f.read()
+        if x != y:
+            bad.append(rel)
+    if bad:
+        raise Fail("%d of %d files differ: %s" % (len(bad), len(a), bad[:5]))
+    return "%d files identical" % len(a)
+
+
+def env_hub(hub):
+    os.environ["HF_ENDPOINT"] = hub.url() + "/"
+    for k in ("HF_TOKEN", "HF_HUB_OFFLINE", "HUGGING_FACE_HUB_TOKEN"):
+        os.environ.pop(k, None)
+    os.environ["HF_TOKEN_PATH"] = "/nonexistent/token"
+    os.environ["TMPDIR"] = STAGE[0] = new_dir("stage-")
+
+
+def refused(src, want):
+    mp = new_dir()
+    r = subprocess.run([wf_harness.BIN, "-f", src, mp], stdin=subprocess.DEVNULL,
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=60)
+    err = r.stderr.decode(errors="replace")
+    lines = [l for l in err.splitlines() if l.strip()]
+    if r.returncode == 0:
+        raise Fail("%s mounted (exit 0)" % src)
+    if len(lines) != 1 or want not in lines[0]:
+        raise Fail("%s: want one line with %r, got %r" % (src, want, err[:400]))
+    with open("/proc/self/mountinfo") as f:
+        if mp in f.read():
+            raise Fail("%s: something is mounted at %s" % (src, mp))
+    return lines[0]
+
+
+def make_models(base):
+    sys.path.insert(0, CLIENTS)
+    import tiny_models
+    import real_tokenizers
+    tdir = real_tokenizers.folder("gpt2")
+    if not tdir:
+        skip_or_fail("tokenizer gpt2 not installed (tests/clients/npm.sh)")
+    tiny = tiny_models.make(os.path.join(base, "Tiny-Llama"), "llama", tdir, shards=2)
+    gg = os.path.join(base, "gg")
+    os.makedirs(gg)
+    src = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data", "demo",
+                       "demo-llama.gguf")
+    shutil.copyfile(src, os.path.join(gg, "demo-llama.gguf"))
+    # a large file with one small tensor: what one small read fetches
+    big = os.path.join(base, "big")
+    os.makedirs(big)
+    rng = np.random.default_rng(7)
+    t = {"a.big": ("F32", (1024, 4096), rng.standard_normal((1024, 4096), dtype=np.float32).tobytes()),
+         "b.small": ("F32", (16,), np.arange(16, dtype=np.float32).tobytes()),
+         "c.big": ("F32", (1024, 4096), rng.standard_normal((1024, 4096), dtype=np.float32).tobytes())}
+    with open(os.path.join(big, "model.safetensors"), "wb") as f:
+        f.write(st_bytes(t))
+    chg = os.path.join(base, "chg")
+    os.makedirs(chg)
+    t = {"t%02d" % i: ("F32", (256, 1024), rng.standard_normal((256, 1024), dtype=np.float32).tobytes())
+         for i in range(8)}
+    with open(os.path.join(chg, "model.safetensors"), "wb") as f:
+        f.write(st_bytes(t))
+    return tiny, gg, big, chg
+
+
+def group_net():
+    if not os.path.exists(NGINX):
+        skip_or_fail("no nginx (apt-get install nginx)")
+    base = new_dir("netmodels-")
+    models = {}
+
+    def build():
+        models["tiny"], models["gg"], models["big"], models["chg"] = make_models(base)
+    if not check("net: test models made", build):
+        return
+    hub = Hub()
+    hub.add("org/Tiny-Llama", models["tiny"])
+    hub.add("org/gg", models["gg"])
+    hub.add("org/big", models["big"])
+    hub.add("org/chg", models["chg"])
+    hub.add("org/gated", models["gg"], gated=True)
+    hub.add("org/broken", models["gg"], missing=("config.json",))
+    hub.add("org/private", models["tiny"], private=True)
+    try:
+        if not check("net: nginx started", hub.start):
+            return
+        env_hub(hub)
+        run_checks(hub, models)
+    finally:
+        hub.stop()
+        for k in ("HF_ENDPOINT", "HF_TOKEN_PATH", "TMPDIR"):
+            os.environ.pop(k, None)
+
+    def staged_gone():
+        left = os.listdir(STAGE[0]) if STAGE[0] else []
+        if left:
+            raise Fail("staging folders left behind: %s" % left[:5])
+    check("net: every daemon removed its staging folder", staged_gone)
+
+    def stopped():
+        if hub.proc is not None or os.path.exists(os.path.join(hub.dir, "nginx.pid")):
+            raise Fail("nginx left behind (pid file %s)" % os.path.join(hub.dir, "nginx.pid"))
+    check("net: nginx stopped, nothing left", stopped)
+
+
+def run_checks(hub, models):
+    def folder():
+        with Mount(models["tiny"]) as lm, Mount("hf://org/Tiny-Llama") as rm:
+            return same_trees(lm.mp, rm.mp)
+    check("net: hf:// sharded safetensors folder = the local mount, every file", folder)
+
+    def daemonized():
+        # no -f: the daemon forks after the header was fetched; the fetch
+        # threads are made again in the child (wf_remote_after_fork)
+        mp = new_dir()
+        r = subprocess.run([wf_harness.BIN, "hf://org/Tiny-Llama", mp], stdin=subprocess.DEVNULL,
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=60)
+        if r.returncode != 0:
+            raise Fail("exit %d: %s" % (r.returncode, r.stderr.decode(errors="replace")[:300]))
+        try:
+            with Mount(models["tiny"]) as lm:
+                info = same_trees(lm.mp, mp)
+        finally:
+            pids = wf_harness.daemon_pid(mp)
+            subprocess.run(["fusermount3", "-u", mp], timeout=30)
+            t0 = time.monotonic()
+            while any(os.path.exists("/proc/%d" % p) for p in pids) and time.monotonic() - t0 < 10:
+                for p in pids:
+                    wf_harness.wait_pid(p, 0.05)
+        return info
+    check("net: hf:// mounted as a daemon (forked) = the local mount", daemonized)
+
+    def gguf_repo():
+        with Mount(models["gg"]) as lm, Mount("hf://org/gg@main") as rm:
+            return same_trees(lm.mp, rm.mp)
+    check("net: hf:// GGUF repo = the local mount, every file", gguf_repo)
+
+    def commands():
+        out = []
+        for cmd in (["ls"], ["info"], ["cat", "output_norm.weight"], ["stats", "output_norm.weight"]):
+            got = {}
+            for src in ("hf://org/gg", models["gg"]):
+                r = subprocess.run([wf_harness.BIN, cmd[0], src] + cmd[1:], stdin=subprocess.DEVNULL,
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=60)
+                if r.returncode != 0:
+                    raise Fail("weightfs %s %s: exit %d: %s" % (cmd[0], src, r.returncode, r.stderr[:300]))
+                got[src] = r.stdout
+            if got["hf://org/gg"] != got[models["gg"]] or not got[models["gg"]]:
+                raise Fail("weightfs %s: hf:// and the local folder print different things" % cmd[0])
+            out.append(cmd[0])
+        conv = {}
+        for src in ("hf://org/gg", models["gg"]):
+            dst = os.path.join(new_dir("conv-"), "out.gguf")
+            r = subprocess.run([wf_harness.BIN, "convert", "-o", "gguf=q8_0", src, dst], stdin=subprocess.DEVNULL,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=120)
+            if r.returncode != 0:
+                raise Fail("weightfs convert %s: exit %d: %s" % (src, r.returncode, r.stderr[:300]))
+            conv[src] = sha256(dst)
+        if conv["hf://org/gg"] != conv[models["gg"]]:
+            raise Fail("weightfs convert: hf:// and the local folder give different files")
+        out.append("convert")
+        return ", ".join(out) + " identical"
+    check("net: commands take hf:// (ls, info, cat, stats, convert = the local folder's)", commands)
+
+    def single_url():
+        f = os.path.join(models["gg"], "demo-llama.gguf")
+        with Mount(f) as lm, Mount(hub.cdn_url("org/gg", "demo-llama.gguf")) as rm:
+            return same_trees(lm.mp, rm.mp)
+    check("net: http:// single GGUF file = the local mount, every file", single_url)
+
+    def ranges():
+        before = hub.sent(uri_part="/org/big/")
+        with Mount("hf://org/big", opts=["-o", "remote_chunk=64K"]) as rm:
+            with open(rm.path("b/small"), "rb") as f:
+                got = np.frombuffer(f.read(), dtype=np.float32)
+            if not np.array_equal(got, np.arange(16, dtype=np.float32)):
+                raise Fail("b/small read %r" % got[:4])
+        sent = hub.sent(uri_part="/org/big/") - before
+        size = os.path.getsize(os.path.join(models["big"], "model.safetensors"))
+        if sent > 4 * 65536:
+            raise Fail("the server sent %d bytes of a %d-byte file for a header and a 64-byte tensor"
+                       % (sent, size))
+        return "%d of %d bytes fetched (%.2f%%)" % (sent, size, 100.0 * sent / size)
+    check("net: one small tensor of a 32 MiB file fetches only its ranges", ranges)
+
+    def cache():
+        cdir = os.path.join(new_dir("cache-"), "c")
+        opts = ["-o", "remote_chunk=64K,cache=" + cdir]
+
+        def read_small():
+            before = hub.sent(uri_part="/org/big/")
+            with Mount("hf://org/big", opts=opts) as rm:
+                with open(rm.path("b/small"), "rb") as f:
+                    got = np.frombuffer(f.read(), dtype=np.float32)
+            if not np.array_equal(got, np.arange(16, dtype=np.float32)):
+                raise Fail("b/small read %r" % got[:4])
+            return hub.sent(uri_part="/org/big/") - before
+        first = read_small()
+        second = read_small()
+        if first < 65536 or second > 16:
+            raise Fail("first mount fetched %d bytes, the second %d (want only the pinning byte)"
+                       % (first, second))
+        # a torn chunk (a crash while it was written, a full disk) is fetched again, never served
+        files = [os.path.join(r, n) for r, _, ns in os.walk(cdir) for n in ns]
+        for p in files:
+            with open(p, "r+b") as f:
+                f.truncate(os.path.getsize(p) // 2)
+        third = read_small()
+        if third < 65536:
+            raise Fail("torn cache chunks were not fetched again (%d bytes fetched)" % third)
+        return "fetched %d, then %d bytes; %d after tearing %d chunk files" % (first, second, third, len(files))
+    check("net: -o cache=DIR: a second mount reads from disk; torn chunks fetched again", cache)
+
+    check("net: missing repo: one line, no mount", refused, "hf://org/nope", "no repository org/nope")
+    check("net: missing revision: one line, no mount", refused, "hf://org/gg@v9", "has no revision v9")
+    check("net: gated repo, anonymous: one line, no mount", refused, "hf://org/gated", "gated: log in")
+
+    def gated_token():
+        os.environ["HF_TOKEN"] = "hf_not_approved"
+        try:
+            return refused("hf://org/gated", "not granted access")
+        finally:
+            os.environ.pop("HF_TOKEN")
+    check("net: gated repo, token not approved (403): one line, no mount", gated_token)
+    check("net: missing file: one line, no mount", refused, "hf://org/broken", "has no file config.json")
+    check("net: missing subfolder: one line, no mount", refused, "hf://org/gg/nosub", "no model files")
+
+    check("net: private repo without a token: one line, no mount", refused, "hf://org/private",
+          "no repository org/private")
+
+    def private():
+        # the token file as huggingface_hub writes it, blanks around; kept off the CDN's host
+        tok = os.path.join(new_dir("tok-"), "token")
+        with open(tok, "w") as f:
+            f.write("  %s\n" % TOKEN)
+        os.environ["HF_TOKEN_PATH"] = tok
+        try:
+            # a folder named as the repo: model.gguf's general.name comes from it
+            local = os.path.join(new_dir("priv-"), "private")
+            shutil.copytree(models["tiny"], local)
+            with Mount(local) as lm, Mount("hf://org/private") as rm:
+                return same_trees(lm.mp, rm.mp)
+        finally:
+            os.environ["HF_TOKEN_PATH"] = "/nonexistent/token"
+    check("net: private repo with the token file = the local mount (no token sent to the CDN)", private)
+
+    def offline():
+        os.environ["HF_HUB_OFFLINE"] = "1"
+        try:
+            return refused("hf://org/gg", "HF_HUB_OFFLINE")
+        finally:
+            os.environ.pop("HF_HUB_OFFLINE")
+    check("net: HF_HUB_OFFLINE: one line, no mount", offline)
+
+    def changed():
+        path = os.path.join(hub.cdn, "org/chg", COMMIT, "model.safetensors")
+        with Mount("hf://org/chg", opts=["-o", "remote_chunk=64K"]) as rm:
+            with open(rm.path("t00"), "rb") as f:
+                first = f.read()
+            want = np.frombuffer(first, dtype=np.float32)
+            if want.size != 256 * 1024:
+                raise Fail("t00 read %d floats" % want.size)
+            data = bytearray(open(path, "rb").read())
+            for i in range(len(data) - 1, len(data) - 4000000, -1):
+                data[i] ^= 0x55
+            with open(path + ".new", "wb") as f:
+                f.write(data)
+            os.utime(path + ".new", (time.time() + 5, time.time() + 5))
+            os.rename(path + ".new", path)
+            try:
+                with open(rm.path("t07"), "rb") as f:
+                    f.read()
+            except OSError as e:
+                if e.errno != 5:
+                    raise Fail("t07: %s, want EIO" % e)
+            else:
+                raise Fail("t07 of a file changed on the server read without an error")
+            if "changed on the server" not in rm.stderr():
+                raise Fail("no notice on stderr: %r" % rm.stderr()[-300:])
+            os.listdir(rm.mp)
+        return "EIO and one notice"
+    check("net: a file changed on the server: EIO, never other bytes", changed)
+
+    def faults():
+        px = FaultProxy(hub.cdn_port)
+        url = "http://127.0.0.1:%d/org/big/%s/model.safetensors" % (px.port, COMMIT)
+        out = []
+        try:
+            with Mount(models["big"]) as lm, Mount(url, opts=["-o", "remote_chunk=64K"]) as rm:
+                lf, rf = os.open(lm.path("a/big"), os.O_RDONLY), os.open(rm.path("a/big"), os.O_RDONLY)
+                try:
+                    for i, (mode, left, want_ok) in enumerate(
+                            [("range", 0, False), ("short", 0, False), ("200", 0, False),
+                             ("503", 2, True), ("reset", 2, True), ("ok", 0, True)]):
+                        px.mode, px.left = mode, left
+                        off = (i + 1) * (2 << 20)
+                        try:
+                            got = os.pread(rf, 4096, off)
+                        except OSError as e:
+                            if want_ok or e.errno != 5:
+                                raise Fail("%s: %s" % (mode, e))
+                            out.append("%s EIO" % mode)
+                            continue
+                        if not want_ok:
+                            raise Fail("%s: read %d bytes, want EIO" % (mode, len(got)))
+                        if got != os.pread(lf, 4096, off):
+                            raise Fail("%s: other bytes than the local mount's" % mode)
+                        if left and px.left:
+                            raise Fail("%s: the faults were not met (%d left)" % (mode, px.left))
+                        out.append("%s ok" % mode)
+                    px.mode = "ok"
+                    whole = os.pread(rf, 1 << 20, 3 << 20)
+                    if whole != os.pread(lf, 1 << 20, 3 << 20):
+                        raise Fail("after the faults, a range reads other bytes than the local mount's")
+                finally:
+                    os.close(lf)
+                    os.close(rf)
+        finally:
+            px.stop()
+        return ", ".join(out)
+    check("net: faults from a proxy (wrong Content-Range, short body, 200 to a range: EIO; "
+          "503 + Retry-After, resets: retried, right bytes)", faults)
+
+    def dead_server():
+        f = os.path.join(models["big"], "model.safetensors")
+        with Mount(hub.cdn_url("org/big", "model.safetensors"), opts=["-o", "remote_chunk=64K"]) as rm:
+            with open(rm.path("b/small"), "rb") as fh:
+                fh.read()
+            hub.stop()
+            t0 = time.monotonic()
+            try:
+                with open(rm.path("c/big"), "rb") as fh:
+                    fh.read()
+            except OSError as e:
+                if e.errno != 5:
+                    raise Fail("c/big with the server down: %s, want EIO" % e)
+            else:
+                raise Fail("c/big read with the server down")
+            waited = time.monotonic() - t0
+            if not os.listdir(rm.mp):
+                raise Fail("the mount lists nothing while the server is down")
+            hub.start()
+            with open(rm.path("c/big"), "rb") as fh:
+                got = fh.read()
+        with Mount(f) as lm, open(lm.path("c/big"), "rb") as fh:
+            if fh.read() != got:
+                raise Fail("c/big read after the server came back differs from the local mount")
+        return "EIO after %.1f s, then served again" % waited
+    check("net: a dead server: EIO, the mount stays up and serves again", dead_server)
