@@ -678,6 +678,19 @@ static enum wf_err gather_tile(struct wf_live *lv, struct touched *tc, const str
 	return WF_OK;
 }
 
+/* n bytes at off of t's view into tmp, and of t2's (when not NULL) after them. */
+static enum wf_err gather_row(struct wf_live *lv, struct touched *tc, const struct wf_tensor *t,
+			      const struct wf_tensor *t2, uint64_t off, uint64_t n, uint8_t *tmp)
+{
+	size_t gg;
+	enum wf_err rc = view_piece(lv, tc, t, off, (size_t)n, tmp, &gg);
+	if (rc == WF_OK && gg != n)
+		rc = WF_ERR_RANGE;
+	if (rc == WF_OK && t2 && (rc = view_piece(lv, tc, t2, off, (size_t)n, tmp + n, &gg)) == WF_OK && gg != n)
+		rc = WF_ERR_RANGE;
+	return rc;
+}
+
 /* Elements of a float view gathered into another layout (WF_GATHER_COLS_*,
  * WF_GATHER_T_* and the two-source PAIR / T_PAIR, model/wf_arch.h):
  * source runs read a piece at a time into a buffer and picked from.  A
@@ -736,19 +749,10 @@ static enum wf_err gather_floats(struct wf_live *lv, struct touched *tc, const s
 		uint64_t na = cols || pair ? 1 : A - a0 < need ? A - a0 : need;
 		if (na > TILE)
 			na = TILE;
-		size_t gg;
-		if (cols || pair) { /* one source row, of each source */
-			rc = view_piece(lv, tc, t, a0 * Y * es, (size_t)(Y * es), tmp, &gg);
-			if (rc == WF_OK && gg != Y * es)
-				rc = WF_ERR_RANGE;
-			if (rc == WF_OK && pair && (rc = view_piece(lv, tc, &t2, a0 * Y * es, (size_t)(Y * es), tmp + Y * es,
-								    &gg)) == WF_OK && gg != Y * es)
-				rc = WF_ERR_RANGE;
-		} else {
-			rc = gather_tile(lv, tc, t, es, e, a0, na, S, par, X, Y, tmp);
-			if (rc == WF_OK && tpair)
-				rc = gather_tile(lv, tc, &t2, es, e, a0, na, S, par, X, Y, tmp + X * na * es);
-		}
+		if (cols || pair) /* one source row, of each source */
+			rc = gather_row(lv, tc, t, pair ? &t2 : NULL, a0 * Y * es, Y * es, tmp);
+		else if ((rc = gather_tile(lv, tc, t, es, e, a0, na, S, par, X, Y, tmp)) == WF_OK && tpair)
+			rc = gather_tile(lv, tc, &t2, es, e, a0, na, S, par, X, Y, tmp + X * na * es);
 		uint64_t st = na * S * es; /* a source row's run in tmp */
 		for (uint64_t i = 0; i < na && rc == WF_OK && done < len; i++) {
 			uint64_t skip = off + done - (orow + i) * rowb;

@@ -465,6 +465,24 @@ def deepseek_ranges_case():
     return "values = numpy's split; %d ranges = a whole read; hf/ of Q8_0: kv_b_proj within %.1e" % (n, worst)
 
 
+def _ranges_equal(path, what):
+    """Random ranges of path (cut elements, across rows, past 64 rows) equal to the same bytes
+    of a whole read; how many were read."""
+    import random
+    with open(path, "rb") as f:
+        whole = f.read()
+    rnd = random.Random(38)
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        for k in [1, 3, 29, 4097, 33000, 70001] * 20:
+            a = rnd.randrange(len(whole))
+            if os.pread(fd, k, a) != whole[a:a + k]:
+                raise Fail("%s: %d bytes at %d of %s differ from a whole read" % (what, k, a, path))
+    finally:
+        os.close(fd)
+    return 120
+
+
 def gptoss_hf_case(name):
     """hf/ of a gpt-oss GGUF (GptOssForCausalLM, transformers' layout): from the F32 and BF16
     files `weightfs convert` makes of a BF16 folder, every tensor of the folder back bit for bit
@@ -508,6 +526,7 @@ def gptoss_hf_case(name):
             got = st_io.load(m.path("hf/model.safetensors"))
             with open(m.path("hf/config.json")) as f:
                 cfg = json.load(f)
+            ranges = _ranges_equal(m.path("hf/model.safetensors"), ot)
         finally:
             m.unmount()
         if set(got) != set(want):
@@ -526,7 +545,7 @@ def gptoss_hf_case(name):
         if off or rs.get("truncate") is not True:
             raise Fail("%s: config.json: %r (truncate %r)" % (ot, off, rs.get("truncate")))
         if ot == "bf16":
-            said.append("%s: %d tensors bit for bit" % (ot, len(got)))
+            said.append("%s: %d tensors bit for bit, %d ranges" % (ot, len(got), ranges))
             continue
         out = os.path.join(TMP, "logits-osshf.npy")
         client(["logits", g, out] + [str(i) for i in ids])
@@ -545,8 +564,8 @@ def gptoss_hf_case(name):
         if rel_sw < 1e-3:
             raise Fail("%s: with experts 0 and 3 of layer 1 swapped the forward over hf/ still matches (%.2g)" %
                        (ot, rel_sw))
-        said.append("%s: %d tensors as the folder's%s, logits rel %.1e (swapped %.1e)" % (
-            ot, len(got), " (MXFP4 experts dequantized)" if mx else "", rel, rel_sw))
+        said.append("%s: %d tensors as the folder's%s, %d ranges, logits rel %.1e (swapped %.1e)" % (
+            ot, len(got), " (MXFP4 experts dequantized)" if mx else "", ranges, rel, rel_sw))
     return "; ".join(said)
 
 
