@@ -80,6 +80,10 @@ measures, side by side in one run:
   25. model.gguf of a BF16 Qwen3-MoE folder, its experts stacked on read:
      part 15's reads, and the daemon's peak memory (tools/bench_gguf.py;
      --parts gguf-moe).
+  26. random 4 KiB and 128 KiB reads of a BF16 gpt-oss model.gguf's
+     experts (transposed and split on read; gpt-oss-20b's widths), side by
+     side with --prev-weightfs when given (tools/bench_gguf.py; --parts
+     gguf-oss).
 Prints medians of several runs as tables with ratios and writes the same to
 --out as JSON.  Needs root only for --drop-caches / --read-ahead-kb; uses no
 third-party modules.
@@ -1302,12 +1306,13 @@ def main():
                     help="comma list of decode, io, mount, whole, module (a Python with numpy), remote "
                          "(needs rclone), convert, views, load, prev (needs --prev-weightfs), "
                          "ggml (needs --ggml-src), gguf (parts 15-17, model.gguf; needs the npm clients; "
-                         "or one of gguf-read, gguf-llama, gguf-convert), share (part 18), verify (part 19), quant (part 20), "
+                         "or one of gguf-read, gguf-llama, gguf-convert, gguf-moe, gguf-oss), share (part 18), verify (part 19), quant (part 20), "
                          "hf (parts 21-22: hf-read, hf-module), q4 (parts 23-24: q4-read, q4-llama)")
     ap.add_argument("--load-mib", type=int,
                     help="MiB of float32 output per tensor in the load part (default 128, quick 32)")
     ap.add_argument("--load-types", help="comma list of types for the load part (default: all; F16 always)")
-    ap.add_argument("--prev-weightfs", help="an older weightfs binary to compare first reads with (part 11)")
+    ap.add_argument("--prev-weightfs", help="an older weightfs binary to compare first reads (part 11) and "
+                         "gpt-oss expert reads (part 26) with")
     ap.add_argument("--disk-dir", default="build/bench",
                     help="directory on a disk filesystem for the whole-read part's reference file")
     ap.add_argument("--drop-caches", action="store_true",
@@ -1335,7 +1340,8 @@ def main():
     parts = set(args.parts.split(","))
     # the benchmark model is for every part but load and ggml (their own inputs)
     gguf_parts = bench_gguf.selected(parts)
-    need_model = bool(parts - {"load", "ggml", "gguf", "verify", "quant"} - bench_gguf.all_names()) or bool(args.prev_weightfs)
+    need_model = bool(parts - {"load", "ggml", "gguf", "verify", "quant"} - bench_gguf.all_names()) or \
+        bool(args.prev_weightfs and parts - bench_gguf.all_names())
 
     # the model, the tmpfs reference, and convert's output (the whole model)
     need = (args.mib * MiB * 4 if need_model else 0) + 64 * MiB \
@@ -1414,7 +1420,7 @@ def main():
             res["convert"] = part_convert(args, model)
         if "views" in parts:
             res["views"] = part_views(args, model)
-        if args.prev_weightfs:
+        if args.prev_weightfs and need_model:
             res["prev"] = part_prev(args, model)
         if "load" in parts:
             res["load"] = part_load(args)

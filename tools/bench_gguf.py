@@ -40,7 +40,18 @@ ratios (--runs, at least 5; 3 with --quick):
                     tensors on read into 3, and the daemon's peak memory while reading it
                     (goal >= 0.9x model.safetensors; memory not growing with the experts).
 
-Selection: --parts gguf (all four) or any of gguf-read, gguf-llama, gguf-convert, gguf-moe.
+  26 (gguf-oss)     random 4 KiB and 128 KiB reads of model.gguf's expert tensors
+                    (ffn_gate_exps, ffn_up_exps: gate_up_proj transposed and split on read;
+                    ffn_down_exps: down_proj transposed) on a BF16 gpt-oss folder with
+                    gpt-oss-20b's widths (hidden 2880, experts 2880 wide; 4 experts, 1 layer,
+                    a 959-token GPT-2 vocabulary: 0.22 GB), -o gguf=f32 and the default (auto:
+                    BF16 kept); with --prev-weightfs the same reads through that binary's
+                    mount, side by side in each run (order rotated), each figure the median of
+                    per-run medians of the reads' times (POSIX_FADV_RANDOM: no readahead, so
+                    that a read is one FUSE read of its size).
+
+Selection: --parts gguf (all five) or any of gguf-read, gguf-llama, gguf-convert, gguf-moe,
+gguf-oss.
 Needs the npm clients (WEIGHTFS_NPM, or bash tests/clients/npm.sh) and a Python with numpy;
 says why and returns a note otherwise.
 """
@@ -54,7 +65,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 CLIENTS = os.path.join(os.path.dirname(HERE), "tests", "clients")
 MiB = 1 << 20
-PARTS = ("gguf-read", "gguf-llama", "gguf-convert", "gguf-moe")
+PARTS = ("gguf-read", "gguf-llama", "gguf-convert", "gguf-moe", "gguf-oss")
 # parts 21-24 (tools/bench_hf.py) run on the same folder
 MORE = {"hf": ("hf-read", "hf-module"), "q4": ("q4-read", "q4-llama")}
 # hidden, layers, ffn, heads, kv heads (vocab: Llama 3.1's 128256)
@@ -147,6 +158,151 @@ def _make_moe(folder, shape):
     with open(os.path.join(folder, "bench-shape"), "w") as f:
         f.write(shape)
     return True
+
+
+def _make_oss(folder):
+    sys.path.insert(0, CLIENTS)
+    import converter_cases
+    import tiny_models
+    tdir = converter_cases.glm_folder(os.path.dirname(folder), merges=700)
+    if not tdir:
+        return False
+    tiny_models.make(folder, "gptoss", tdir, dtype="BF16", dims=(2880, 64, 8, 2880, 1),
+                     config={"num_local_experts": 4, "intermediate_size": 2880})
+    with open(os.path.join(folder, "bench-shape"), "w") as f:
+        f.write("oss")
+    return True
+
+
+def _gguf_tensors(path):
+    """{name: (absolute offset, bytes)} of a GGUF's tensors, from its header (read in one go)."""
+    import struct
+    with open(path, "rb") as f:
+        b = f.read(64 * MiB)
+    at = [24]
+    n_t, n_kv = struct.unpack_from("<QQ", b, 8)
+    sizes = {0: 1, 1: 1, 2: 2, 3: 2, 4: 4, 5: 4, 6: 4, 7: 1, 10: 8, 11: 8, 12: 8}
+
+    def u(fmt):
+        v = struct.unpack_from(fmt, b, at[0])
+        at[0] += struct.calcsize(fmt)
+        return v[0]
+
+    def s():
+        n = u("<Q")
+        at[0] += n
+        return b[at[0] - n:at[0]].decode()
+
+    def val(t):
+        if t == 8:
+            return s()
+        if t == 9:
+            et, n = u("<I"), u("<Q")
+            return [val(et) for _ in range(n)] if et in (8, 9) else at.__setitem__(0, at[0] + n * sizes[et])
+        v = b[at[0]:at[0] + sizes[t]]
+        at[0] += sizes[t]
+        return v
+    align = 32
+    for _ in range(n_kv):
+        k = s()
+        v = val(u("<I"))
+        if k == "general.alignment":
+            align = struct.unpack("<I", v)[0]
+    info = {}
+    for _ in range(n_t):
+        name = s()
+        ne = [u("<Q") for _ in range(u("<I"))]
+        ty, off = u("<I"), u("<Q")
+        n = 1
+        for x in ne:
+            n *= x
+        info[name] = (off, n * {0: 4, 1: 2, 30: 2}[ty] if ty in (0, 1, 30) else None)
+    start = (at[0] + align - 1) // align * align
+    return {k: (start + o, n) for k, (o, n) in info.items()}
+
+
+def part_oss(args, runs):
+    """Part 26: random reads of a gpt-oss model.gguf's gathered experts, this binary and
+    --prev-weightfs side by side."""
+    import random
+    py = _numpy_python()
+    folder = os.path.join(os.path.abspath(args.disk_dir), "gguf-gptoss")
+    if not os.path.exists(os.path.join(folder, "bench-shape")):
+        log("bench: writing the BF16 gpt-oss folder for part 26 in %s" % folder)
+        if subprocess.run([py, os.path.abspath(__file__), "make-oss", folder]).returncode != 0:
+            return {"note": "skipped: the npm clients are not installed (bash tests/clients/npm.sh)"}
+    _read(os.path.join(folder, "model.safetensors"))  # the source in the page cache
+    bins = [("new", args.weightfs)] + ([("prev", args.prev_weightfs)] if args.prev_weightfs else [])
+    res = {"runs": runs, "sizes": {}, "src_bytes": os.path.getsize(os.path.join(folder, "model.safetensors"))}
+    n_reads = 40 if args.quick else 100
+    try:
+        for ot in ("f32", "auto"):
+            mounts = {}
+            try:
+                for name, wfs in bins:
+                    mounts[name] = _Mount(wfs, folder, os.path.join(args.dir, "mnt-oss-" + name),
+                                          ("-o", "gguf=" + ot))
+                g = {k: os.path.join(m.mnt, "model.gguf") for k, m in mounts.items()}
+                tens = [v for k, v in _gguf_tensors(g["new"]).items() if "_exps.weight" in k]
+                for size in (4096, 128 << 10):
+                    rnd = random.Random(26)
+                    key = "%s_%dk" % (ot, size >> 10)
+                    per = {k: [] for k in mounts}
+                    first = {}  # the first read of the size (4 KiB: a fresh mount's first read)
+                    for run in range(runs):
+                        offs = []
+                        for _ in range(n_reads):
+                            a, n = rnd.choice(tens)
+                            offs.append(a + rnd.randrange(n - size))
+                        for k, _ in _rotate(bins, run):
+                            fd = os.open(g[k], os.O_RDONLY)
+                            try:
+                                # no readahead: a 4 KiB read is a 4 KiB FUSE read, not 128 KiB or more
+                                os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_RANDOM)
+                                ts = []
+                                for a in offs:
+                                    t0 = time.perf_counter()
+                                    if len(os.pread(fd, size, a)) != size:
+                                        raise SystemExit("bench: short read of %s" % g[k])
+                                    ts.append(time.perf_counter() - t0)
+                            finally:
+                                os.close(fd)
+                            per[k].append(median(ts))
+                            if run == 0:
+                                first[k] = ts[0]
+                    res["sizes"][key] = {k: median(v) for k, v in per.items()}
+                    res["sizes"][key].update({"first_" + k: v for k, v in first.items()})
+                    if "prev" in per:
+                        res["sizes"][key]["x_prev"] = median([p / n for p, n in zip(per["prev"], per["new"])])
+                    log("bench: part 26 %s: %s" % (key, res["sizes"][key]))
+            finally:
+                for m in mounts.values():
+                    m.close()
+                    if os.path.isdir(m.mnt) and not os.path.ismount(m.mnt):
+                        os.rmdir(m.mnt)
+    finally:
+        if not args.keep and os.path.isdir(folder):
+            for f in os.listdir(folder):
+                os.unlink(os.path.join(folder, f))
+            os.rmdir(folder)
+    return res
+
+
+def report_oss(r):
+    if "note" in r:
+        return ["(26) %s" % r["note"]]
+    out = ["(26) random reads of a BF16 gpt-oss model.gguf's experts (hidden 2880, experts 2880 wide, "
+           "model.safetensors %.0f MB), median of %d runs' median read time" % (r["src_bytes"] / 1e6, r["runs"])]
+    for key, v in r["sizes"].items():
+        line = "  -o gguf=%-10s this build %8.1f us  %6.1f MB/s" % (
+            key.replace("_", ", ") + " reads", v["new"] * 1e6, int(key.split("_")[1][:-1]) * 1024 / v["new"] / 1e6)
+        if "prev" in v:
+            line += "   --prev-weightfs %8.1f us  %6.1f MB/s   %.2fx faster" % (
+                v["prev"] * 1e6, int(key.split("_")[1][:-1]) * 1024 / v["prev"] / 1e6, v["x_prev"])
+        out.append(line)
+        out.append("  %-34s first read: this build %.1f us%s" % (
+            "", v["first_new"] * 1e6, "   --prev-weightfs %.1f us" % (v["first_prev"] * 1e6) if "prev" in v else ""))
+    return out
 
 
 def _hwm_kib(pid):
@@ -439,6 +595,9 @@ def part_gguf(args, parts):
     py = _numpy_python()
     if not py:
         return {"note": "skipped: no Python with numpy"}
+    oss = part_oss(args, max(3 if args.quick else 5, args.runs)) if "gguf-oss" in parts else None
+    if oss is not None and not (set(parts) - {"gguf-oss"}):
+        return {"oss": oss, "text": report_oss(oss)}  # no llama folder needed
     shape = "quick" if args.quick else "full"
     os.makedirs(args.disk_dir, exist_ok=True)
     folder = os.path.join(os.path.abspath(args.disk_dir), "gguf-llama-" + shape)
@@ -479,6 +638,9 @@ def part_gguf(args, parts):
             os.rmdir(mnt)
     res["loadavg_end"] = os.getloadavg()
     res["text"] = report(res)
+    if oss is not None:
+        res["oss"] = oss
+        res["text"] += report_oss(oss)
     return res
 
 
@@ -542,6 +704,8 @@ if __name__ == "__main__":
         sys.exit(0 if _make(sys.argv[2], sys.argv[3]) else 1)
     if len(sys.argv) == 4 and sys.argv[1] == "make-moe":
         sys.exit(0 if _make_moe(sys.argv[2], sys.argv[3]) else 1)
+    if len(sys.argv) == 3 and sys.argv[1] == "make-oss":
+        sys.exit(0 if _make_oss(sys.argv[2]) else 1)
     if len(sys.argv) == 3 and sys.argv[1] == "first-token":
         _first_token_child(sys.argv[2])
         sys.exit(0)

@@ -177,12 +177,16 @@ enum wf_add {
  * << 4) behind its scale byte.  COLS_*: a float view [A, 2B] whose even
  * or odd columns make [A, B].  T_*: a float view [E, B, S*A] (S 1 for
  * T_ALL, 2 for T_EVEN / T_ODD) transposed to [E, A, B], taking columns
- * S*a (+1 for T_ODD). */
+ * S*a (+1 for T_ODD).  The way back (hf/ of a gpt-oss GGUF): T_PAIR, two
+ * float views [E, B, A] (src and src2: gate and up) transposed into one
+ * [E, A, 2B], the first's in the even columns, the second's in the odd;
+ * PAIR, two [E, B] interleaved into [E, 2B] likewise. */
 enum wf_gather {
 	WF_GATHER_NONE = 0,
 	WF_GATHER_MX_ALL, WF_GATHER_MX_EVEN, WF_GATHER_MX_ODD,
 	WF_GATHER_COLS_EVEN, WF_GATHER_COLS_ODD,
 	WF_GATHER_T_ALL, WF_GATHER_T_EVEN, WF_GATHER_T_ODD,
+	WF_GATHER_T_PAIR, WF_GATHER_PAIR,
 };
 
 /* One tensor of model.gguf, in the order the converter writes them.  A
@@ -200,6 +204,7 @@ struct wf_arch_tensor {
 		float *gen;          /* src -1: its values, [elements], owned */
 		const uint32_t *stack; /* n_stack > 0: the source tensor of each slab, in the plan's stacks */
 		uint64_t slab;       /* sliced: which of src's n_stack slabs this is */
+		uint32_t src2;       /* gather T_PAIR, PAIR: the second source (index into m->tensors) */
 		struct {             /* hs: a slice of each head's rows of src (wf_xform.hs): heads ne[2] */
 			uint32_t off;
 			uint16_t n;

@@ -596,6 +596,54 @@ static void granite_fields(struct hp *h, const struct dims *d)
 	}
 }
 
+/* gpt-oss's fields (moe-and-mla.md 8.3) as GptOssConfig reads them, for
+ * what llama.cpp's gpt-oss graph runs: even layers slide (its default
+ * period 2, layer 0 sliding), SWIGLU_OAI's limit 7 (hard-coded there), and
+ * YaRN's correction dims rounded (ggml_rope_yarn_corr_dims floors and ceils
+ * them: rope_scaling.truncate true, whatever the checkpoint said). */
+static enum wf_err gptoss_fields(struct hp *h, const struct wf_model *m, const struct dims *d)
+{
+	int64_t used, win, old;
+	double v;
+	enum wf_err rc;
+	if ((rc = need_int(h, "expert_used_count", 1, h->n_exp, &used)) != WF_OK ||
+	    (rc = need_int(h, "attention.sliding_window", 1, INT32_MAX, &win)) != WF_OK)
+		return rc;
+	put_int(h, "num_local_experts", h->n_exp);
+	put_int(h, "num_experts_per_tok", used);
+	put_int(h, "experts_per_token", used);
+	put_int(h, "sliding_window", win);
+	field(h, "layer_types");
+	wf_buf_putc(h->j, '[');
+	for (int64_t i = 0; i < d->layers; i++)
+		wf_buf_puts(h->j, i ? (i % 2 ? ", \"full_attention\"" : ", \"sliding_attention\"") : "\"sliding_attention\"");
+	wf_buf_putc(h->j, ']');
+	put_raw(h, "attention_bias", has_tensor(m, "blk.0.attn_q.bias") ? "true" : "false");
+	put_num(h, "attention_dropout", 0.0, false);
+	put_num(h, "swiglu_limit", 7.0, false);
+	put_num(h, "router_aux_loss_coef", 0.9, false);
+	put_raw(h, "output_router_logits", "false");
+	size_t n;
+	const uint8_t *type = kv_str(&h->kv, k_(h, "rope.scaling.type"), &n);
+	if (!type || n != 4 || memcmp(type, "yarn", 4) != 0 || !kv_num(&h->kv, k_(h, "rope.scaling.factor"), &v)) {
+		put_raw(h, "rope_scaling", "null");
+		return WF_OK;
+	}
+	field(h, "rope_scaling");
+	wf_buf_puts(h->j, "{\"rope_type\": \"yarn\", \"factor\": ");
+	wf_buf_json_f32(h->j, (float)v);
+	wf_buf_puts(h->j, ", \"beta_fast\": ");
+	wf_buf_json_f32(h->j, kv_num(&h->kv, k_(h, "rope.scaling.yarn_beta_fast"), &v) ? (float)v : 32.0f);
+	wf_buf_puts(h->j, ", \"beta_slow\": ");
+	wf_buf_json_f32(h->j, kv_num(&h->kv, k_(h, "rope.scaling.yarn_beta_slow"), &v) ? (float)v : 1.0f);
+	if (kv_int(&h->kv, k_(h, "rope.scaling.original_context_length"), &old))
+		wf_buf_printf(h->j, ", \"original_max_position_embeddings\": %lld", (long long)old);
+	wf_buf_puts(h->j, ", \"truncate\": true}");
+	if (kv_int(&h->kv, k_(h, "rope.scaling.original_context_length"), &old))
+		put_int(h, "initial_context_length", old);
+	return WF_OK;
+}
+
 static enum wf_err write_config(struct hp *h, const struct wf_model *m, enum wf_vk vk)
 {
 	struct dims d;
@@ -604,7 +652,7 @@ static enum wf_err write_config(struct hp *h, const struct wf_model *m, enum wf_
 		return rc;
 	bool g2 = strcmp(h->arch, "gemma2") == 0, g3 = strcmp(h->arch, "gemma3") == 0;
 	bool phi3 = strcmp(h->arch, "phi3") == 0, ds = strcmp(h->arch, "deepseek2") == 0, v3 = ds && ds_v3(h, m);
-	bool glm = strcmp(h->arch, "glm4moe") == 0;
+	bool glm = strcmp(h->arch, "glm4moe") == 0, oss = strcmp(h->arch, "gpt-oss") == 0;
 	const char *cls = !ds ? h->a->hf_class : v3 ? "DeepseekV3ForCausalLM" : "DeepseekV2ForCausalLM";
 	if ((rc = layer_kinds(h, &d)) != WF_OK)
 		return rc;
@@ -614,7 +662,7 @@ static enum wf_err write_config(struct hp *h, const struct wf_model *m, enum wf_
 	wf_buf_json_str(h->j, cls, strlen(cls));
 	wf_buf_puts(h->j, "]");
 	put_str(h, "model_type", ds ? (v3 ? "deepseek_v3" : "deepseek_v2")
-				    : h->a->model_type ? h->a->model_type : g3 ? "gemma3_text" : h->arch);
+				    : h->a->model_type ? h->a->model_type : g3 ? "gemma3_text" : oss ? "gpt_oss" : h->arch);
 	put_int(h, "hidden_size", d.embd);
 	put_int(h, "intermediate_size", d.ff);
 	put_int(h, "num_hidden_layers", d.layers - h->n_nextn);
@@ -642,6 +690,8 @@ static enum wf_err write_config(struct hp *h, const struct wf_model *m, enum wf_
 		return rc;
 	if (glm && (rc = glm4moe_fields(h, m, &d)) != WF_OK)
 		return rc;
+	if (oss && (rc = gptoss_fields(h, m, &d)) != WF_OK)
+		return rc;
 	if (h->a->experts && !ds && !glm && (rc = moe_fields(h)) != WF_OK)
 		return rc;
 	if (strcmp(h->arch, "llama") == 0 && !h->a->experts)
@@ -659,7 +709,7 @@ static enum wf_err write_config(struct hp *h, const struct wf_model *m, enum wf_
 		phi3_fields(h, m, &d);
 	else if (strcmp(h->arch, "llama") == 0 && has_tensor(m, "rope_freqs.weight"))
 		llama3_scaling(h, m, &d);
-	else if (!g2 && !ds)
+	else if (!g2 && !ds && !oss)
 		kv_scaling(h);
 	put_str(h, "torch_dtype", dtype_name(vk));
 	wf_buf_puts(h->j, "\n}\n");
@@ -800,6 +850,113 @@ static enum wf_err plan_kv_b(struct hp *h, const struct wf_model *m, size_t i, e
 	return WF_OK;
 }
 
+/* Index of the tensor named "blk.L.<part><sfx>" (the layer's prefix
+ * taken from name, up to its dot at stem), or m->n_tensors. */
+static size_t sibling(const struct wf_model *m, const char *name, size_t stem, const char *part, const char *sfx)
+{
+	char want[WF_GGUF_NAME_MAX + 32];
+	int n = snprintf(want, sizeof want, "%.*s%s%s", (int)stem, name, part, sfx);
+	for (size_t x = 0; n > 0 && (size_t)n < sizeof want && x < m->n_tensors; x++)
+		if (m->tensors[x].name_len == (size_t)n && memcmp(m->tensors[x].name, want, (size_t)n) == 0)
+			return x;
+	return m->n_tensors;
+}
+
+/* One planned tensor read from m->tensors[i] (and src2) through gather,
+ * numpy shape shape[0..ndim) (outermost first). */
+static enum wf_err oss_put(struct hp *h, const struct wf_model *m, size_t i, size_t src2, enum wf_gather gather,
+			   uint32_t ndim, const uint64_t *shape, const char *hn, enum wf_vk vk, struct wf_arch_plan *pl)
+{
+	struct wf_arch_tensor *o = &pl->t[pl->n];
+	memset(o, 0, sizeof *o);
+	o->src = (int64_t)i;
+	o->ndim = ndim;
+	uint64_t nel = 1;
+	for (uint32_t k = 0; k < ndim; k++)
+		o->ne[k] = shape[ndim - 1 - k], nel *= shape[ndim - 1 - k];
+	o->type = out_type(vk);
+	o->gather = (uint8_t)gather;
+	if (gather == WF_GATHER_T_PAIR || gather == WF_GATHER_PAIR) {
+		if (src2 > UINT32_MAX)
+			return wf_fail(h->why, WF_ERR_UNSUP, "tensor %s: too many tensors", m->tensors[i].name);
+		o->src2 = (uint32_t)src2;
+	}
+	if (!wf_mul_ok(nel, o->type == WF_T_F32 ? 4 : 2, &o->nbytes))
+		return wf_fail(h->why, WF_ERR_UNSUP, "tensor %s: too many bytes", m->tensors[i].name);
+	if (!(o->name = wf_arch_name_add(pl, hn, strlen(hn))))
+		return wf_fail(h->why, WF_ERR_NOMEM, "out of memory");
+	pl->n++;
+	return WF_OK;
+}
+
+/* gpt-oss's experts as transformers' GptOssExperts holds them
+ * (moe-and-mla.md 8.3), one tensor a projection: gate_up_proj [E, H, 2F]
+ * is ffn_gate_exps and ffn_up_exps [E, F, H] transposed and interleaved
+ * (gate in the even columns), read from both (WF_GATHER_T_PAIR; planned
+ * at gate, up gives nothing of its own), its bias [E, 2F] likewise
+ * (WF_GATHER_PAIR); down_proj [E, F, H] is ffn_down_exps [E, H, F]
+ * transposed (WF_GATHER_T_ALL), its bias as it is.  The sinks lose the
+ * ".weight" the converter gave them.  False when t is none of these. */
+static bool plan_gptoss(struct hp *h, const struct wf_model *m, size_t i, enum wf_vk vk, struct wf_arch_plan *pl,
+			enum wf_err *rc)
+{
+	const struct wf_tensor *t = &m->tensors[i];
+	char hn[WF_GGUF_NAME_MAX + 32], q[96];
+	const char *dot = strlen(t->name) == t->name_len && strncmp(t->name, "blk.", 4) == 0 ? strchr(t->name + 4, '.')
+											       : NULL;
+	unsigned long layer = dot ? strtoul(t->name + 4, NULL, 10) : 0;
+	const char *part = dot ? dot + 1 : "";
+	bool w = strstr(part, ".weight") && strcmp(strstr(part, ".weight"), ".weight") == 0;
+	bool b = !w && strstr(part, ".bias") && strcmp(strstr(part, ".bias"), ".bias") == 0;
+	size_t stem = (size_t)(part - t->name);
+	const char *sfx = w ? ".weight" : ".bias";
+	bool gate = strncmp(part, "ffn_gate_exps.", 14) == 0, up = strncmp(part, "ffn_up_exps.", 12) == 0;
+	bool down = strncmp(part, "ffn_down_exps.", 14) == 0;
+	*rc = WF_OK;
+	if (dot && w && strcmp(part, "attn_sinks.weight") == 0) {
+		snprintf(hn, sizeof hn, "model.layers.%lu.self_attn.sinks", layer);
+		uint64_t shape[1] = {t->ndim == 1 ? t->shape[0] : 0};
+		if (t->ndim != 1)
+			*rc = wf_fail(h->why, WF_ERR_UNSUP, "tensor %s: not 1-D", wf_quote(q, sizeof q, t->name, t->name_len));
+		else
+			*rc = oss_put(h, m, i, 0, WF_GATHER_NONE, 1, shape, hn, vk, pl);
+		return true;
+	}
+	if (!dot || !(w || b) || !(gate || up || down))
+		return false;
+	const struct wf_type *ty = wf_type_get(t->type);
+	bool floats = t->type == WF_T_F32 || t->type == WF_T_F16 || t->type == WF_T_BF16 ||
+		      (ty && ty->vk == WF_VK_F32 && !ty->layer);
+	uint32_t nd = w ? 3 : 2;
+	if (!floats || t->ndim != nd || (int64_t)t->shape[0] != h->n_exp || !t->shape[1] || (w && !t->shape[2])) {
+		*rc = wf_fail(h->why, WF_ERR_UNSUP, "tensor %s: not %lld experts of a float type stacked on its outer axis "
+			      "(metadata key %s)", wf_quote(q, sizeof q, t->name, t->name_len), (long long)h->n_exp,
+			      k_(h, "expert_count"));
+		return true;
+	}
+	if (w && layer < (unsigned long)h->n_layer)
+		h->exps[layer]++;
+	if (up)
+		return true; /* read by gate's gate_up_proj */
+	if (down) {
+		snprintf(hn, sizeof hn, "model.layers.%lu.mlp.experts.%s", layer, w ? "down_proj" : "down_proj_bias");
+		uint64_t shape[3] = {t->shape[0], w ? t->shape[2] : t->shape[1], w ? t->shape[1] : 0};
+		*rc = oss_put(h, m, i, 0, w ? WF_GATHER_T_ALL : WF_GATHER_NONE, nd, shape, hn, vk, pl);
+		return true;
+	}
+	size_t j = sibling(m, t->name, stem, "ffn_up_exps", sfx);
+	const struct wf_tensor *u = j < m->n_tensors ? &m->tensors[j] : NULL;
+	if (!u || u->type != t->type || u->ndim != t->ndim || memcmp(u->shape, t->shape, nd * sizeof *t->shape) != 0) {
+		*rc = wf_fail(h->why, WF_ERR_UNSUP, "tensor %s: no ffn_up_exps%s of its type and shape to make gate_up_proj "
+			      "with", wf_quote(q, sizeof q, t->name, t->name_len), sfx);
+		return true;
+	}
+	snprintf(hn, sizeof hn, "model.layers.%lu.mlp.experts.%s", layer, w ? "gate_up_proj" : "gate_up_proj_bias");
+	uint64_t shape[3] = {t->shape[0], w ? t->shape[2] : 2 * t->shape[1], w ? 2 * t->shape[1] : 0};
+	*rc = oss_put(h, m, i, j, w ? WF_GATHER_T_PAIR : WF_GATHER_PAIR, nd, shape, hn, vk, pl);
+	return true;
+}
+
 /* One GGUF tensor as its HF tensor, or nothing (no HF counterpart).  A
  * tensor the architecture's row does not know (a Mixtral's experts and
  * router under general.architecture llama) is refused: transformers would
@@ -814,6 +971,9 @@ static enum wf_err plan_tensor(struct hp *h, const struct wf_model *m, size_t i,
 	memset(o, 0, sizeof *o);
 	if (strlen(t->name) == t->name_len && h->a->experts && wf_gguf_expert_name(h->a->hf_class, t->name, 0, hn, sizeof hn))
 		return plan_experts(h, m, i, vk, pl);
+	enum wf_err rc;
+	if (strcmp(h->arch, "gpt-oss") == 0 && plan_gptoss(h, m, i, vk, pl, &rc))
+		return rc;
 	if (strlen(t->name) == t->name_len && strcmp(h->arch, "deepseek2") == 0 && strstr(t->name, ".attn_") &&
 	    (strcmp(strstr(t->name, ".attn_"), ".attn_k_b.weight") == 0 ||
 	     strcmp(strstr(t->name, ".attn_"), ".attn_v_b.weight") == 0))
@@ -932,7 +1092,7 @@ enum wf_err wf_arch_hf_plan(const struct wf_model *m, enum wf_vk vk, struct wf_h
 				     wf_quote(q, sizeof q, arch, n));
 		}
 	}
-	if (rc == WF_OK && h.a->experts)
+	if (rc == WF_OK && (h.a->experts || strcmp(h.arch, "gpt-oss") == 0))
 		rc = need_int(&h, "expert_count", 1, UINT16_MAX, &h.n_exp);
 	if (rc == WF_OK && strcmp(h.arch, "deepseek2") == 0) {
 		/* DeepSeek's leading dense layers have no experts */

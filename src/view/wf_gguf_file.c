@@ -94,7 +94,20 @@ static enum wf_err set_xf(const struct wf_model *m, const struct wf_gguf_file *g
 		return rc;
 	uint32_t heads = 0;
 	const struct wf_tensor *t2 = NULL;
-	if (!p->n_stack && !p->sliced && p->hs.kind == WF_HS_KVB) {
+	bool pair = p->gather == WF_GATHER_T_PAIR || p->gather == WF_GATHER_PAIR;
+	if (pair) {
+		/* gpt-oss's gate_up_proj (hf/): gate (src) and up, alike, both in this view */
+		struct wf_tensor v2;
+		if (p->n_stack || p->sliced || p->src2 >= m->n_tensors)
+			return wf_fail(why, WF_ERR_RANGE, "tensor %s: no second source", p->name);
+		v2 = m->tensors[p->src2];
+		if ((rc = wf_tensor_set_view(&v2, vk, why)) != WF_OK)
+			return rc;
+		if (v2.size != view.size || v2.ndim != src->ndim ||
+		    memcmp(v2.shape, src->shape, src->ndim * sizeof *src->shape) != 0)
+			return wf_fail(why, WF_ERR_RANGE, "tensor %s: its two sources differ in shape", p->name);
+		view.size += v2.size;
+	} else if (!p->n_stack && !p->sliced && p->hs.kind == WF_HS_KVB) {
 		/* kv_b_proj of k_b (src) and v_b: both in this view */
 		struct wf_tensor v2;
 		if (p->hs.off >= m->n_tensors)
@@ -115,7 +128,8 @@ static enum wf_err set_xf(const struct wf_model *m, const struct wf_gguf_file *g
 	/* a gathered tensor makes all of its source's elements, or half (gate or up); MXFP4 ones as
 	 * 17 bytes per 32 of the source's float32 elements */
 	bool mx = p->gather >= WF_GATHER_MX_ALL && p->gather <= WF_GATHER_MX_ODD;
-	unsigned parts = p->gather == WF_GATHER_NONE || p->gather == WF_GATHER_MX_ALL || p->gather == WF_GATHER_T_ALL ? 1 : 2;
+	unsigned parts = p->gather == WF_GATHER_NONE || p->gather == WF_GATHER_MX_ALL || p->gather == WF_GATHER_T_ALL ||
+				 pair ? 1 : 2;
 	uint64_t made = mx ? view.size / 128 * 17 / parts : view.size / parts;
 	if (!p->quant && made != nbytes)
 		return wf_fail(why, WF_ERR_RANGE, "tensor %s: %" PRIu64 " bytes planned, %" PRIu64 " made", p->name, nbytes,
@@ -126,6 +140,8 @@ static enum wf_err set_xf(const struct wf_model *m, const struct wf_gguf_file *g
 		xf->hs = p->hs.kind, xf->hs_heads = heads, xf->hs_off = p->hs.off, xf->hs_n = p->hs.n;
 	if (t2)
 		xf->hs = WF_HS_KVB, xf->t2 = t2;
+	if (pair)
+		xf->t2 = &m->tensors[p->src2];
 	xf->quant = p->quant ? (uint8_t)p->type : 0;
 	xf->gather = p->gather;
 	xf->validate = p->validate;

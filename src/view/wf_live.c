@@ -9,6 +9,7 @@
 #include "codec/wf_decode.h"
 #include "codec/wf_round.h"
 
+#include <pthread.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -38,10 +39,13 @@ enum wf_err wf_live_init(struct wf_live *lv, const struct wf_model *m, wf_seg_fn
 	return WF_OK;
 }
 
+static void gather_buf_drop(void);
+
 void wf_live_free(struct wf_live *lv)
 {
 	free(lv->changed);
 	lv->changed = NULL;
+	gather_buf_drop();
 }
 
 /* Parts a read touched, to check after the copy. */
@@ -137,9 +141,12 @@ static bool use_pread(void)
 }
 
 /* Copies view bytes of one tensor, noting its part (every part of a layer
- * made of several stored tensors, which may lie in several files). */
-static enum wf_err view_piece(struct wf_live *lv, struct touched *tc, const struct wf_tensor *t, uint64_t off,
-			      size_t len, uint8_t *out, size_t *got)
+ * made of several stored tensors, which may lie in several files).
+ * mapped: through the mapping even where pread is the rule (a transposed
+ * read's thousands of runs of a few bytes: a system call each costs more
+ * than the page faults, which the next reads of the rows share). */
+static enum wf_err view_piece_as(struct wf_live *lv, struct touched *tc, const struct wf_tensor *t, uint64_t off,
+				 size_t len, uint8_t *out, size_t *got, bool mapped)
 {
 	uint32_t files[WF_HFQ_MAX_PARTS + 1], n = 0;
 	files[n++] = t->part;
@@ -157,7 +164,7 @@ static enum wf_err view_piece(struct wf_live *lv, struct touched *tc, const stru
 		return rc;
 	if (!t->q)
 		wf_prefetch_read(t, p->fd, off, len); /* network storage: one reader, ahead */
-	if (!t->q && !pooled && p->fd >= 0 && use_pread()) {
+	if (!t->q && !pooled && p->fd >= 0 && !mapped && use_pread()) {
 		/* pread, not the mapping: a page's first touch through the
 		 * mapping is a fault, several times the copy on a VM
 		 * (docs/performance.md, model.gguf) */
@@ -176,6 +183,12 @@ static enum wf_err view_piece(struct wf_live *lv, struct touched *tc, const stru
 	for (uint32_t k = 0; k < n && rc == WF_OK; k++)
 		rc = note_part(lv, tc, files[k]);
 	return rc;
+}
+
+static enum wf_err view_piece(struct wf_live *lv, struct touched *tc, const struct wf_tensor *t, uint64_t off,
+			      size_t len, uint8_t *out, size_t *got)
+{
+	return view_piece_as(lv, tc, t, off, len, out, got, false);
 }
 
 /* Float32 bytes quant_piece makes before it encodes them: well inside
@@ -595,9 +608,95 @@ static enum wf_err gather_mx(struct wf_live *lv, struct touched *tc, const struc
 	return rc;
 }
 
-/* Elements of a float view gathered into another layout (WF_GATHER_COLS_*
- * and WF_GATHER_T_*, model/wf_arch.h): source runs read a piece at a time
- * into a buffer and picked from. */
+/* Each thread's gather_floats buffer, kept between reads and grown to the
+ * largest tile a read needed: a fresh malloc of a tile (1.5 MB on
+ * gpt-oss's widths) is an mmap, its page faults and an munmap every read.
+ * Freed when the thread ends, or by wf_live_free on the thread that
+ * calls it (a program's main thread runs no key destructor).  Never
+ * nested: gather_floats reads plain views only. */
+static pthread_key_t gather_key;
+static pthread_once_t gather_once = PTHREAD_ONCE_INIT;
+static bool gather_key_ok;
+
+struct gather_buf {
+	size_t cap;
+	uint8_t bytes[];
+};
+
+static void gather_key_init(void)
+{
+	gather_key_ok = pthread_key_create(&gather_key, free) == 0;
+}
+
+/* This thread's buffer of at least size bytes, or NULL. */
+static uint8_t *gather_buf(size_t size)
+{
+	pthread_once(&gather_once, gather_key_init);
+	if (!gather_key_ok)
+		return NULL;
+	struct gather_buf *b = pthread_getspecific(gather_key);
+	if (b && b->cap >= size)
+		return b->bytes;
+	struct gather_buf *nb = malloc(sizeof *nb + size);
+	if (!nb || pthread_setspecific(gather_key, nb) != 0) {
+		free(nb);
+		return NULL;
+	}
+	free(b);
+	nb->cap = size;
+	return nb->bytes;
+}
+
+static void gather_buf_drop(void)
+{
+	pthread_once(&gather_once, gather_key_init);
+	if (!gather_key_ok)
+		return;
+	free(pthread_getspecific(gather_key));
+	pthread_setspecific(gather_key, NULL);
+}
+
+/* Output rows (e, a) of B elements from source [E, X, Y]: a tile of na
+ * rows, the columns S*a0 .. S*(a0+na) of every source row of expert e,
+ * read into tmp at a stride of na*S elements (gather_floats). */
+static enum wf_err gather_tile(struct wf_live *lv, struct touched *tc, const struct wf_tensor *t, uint64_t es,
+			       uint64_t e, uint64_t a0, uint64_t na, unsigned S, unsigned par, uint64_t X, uint64_t Y,
+			       uint8_t *tmp)
+{
+	uint64_t st = na * S * es, want = (na - 1) * S + 1 + par;
+	if (S * a0 + want > Y)
+		want = Y - S * a0;
+	for (uint64_t b = 0; b < X; b++) {
+		size_t gg;
+		enum wf_err rc = view_piece_as(lv, tc, t, ((e * X + b) * Y + S * a0) * es, (size_t)(want * es),
+					       tmp + b * st, &gg, true);
+		if (rc == WF_OK && gg != want * es)
+			rc = WF_ERR_RANGE;
+		if (rc != WF_OK)
+			return rc;
+	}
+	return WF_OK;
+}
+
+/* n bytes at off of t's view into tmp, and of t2's (when not NULL) after them. */
+static enum wf_err gather_row(struct wf_live *lv, struct touched *tc, const struct wf_tensor *t,
+			      const struct wf_tensor *t2, uint64_t off, uint64_t n, uint8_t *tmp)
+{
+	size_t gg;
+	enum wf_err rc = view_piece(lv, tc, t, off, (size_t)n, tmp, &gg);
+	if (rc == WF_OK && gg != n)
+		rc = WF_ERR_RANGE;
+	if (rc == WF_OK && t2 && (rc = view_piece(lv, tc, t2, off, (size_t)n, tmp + n, &gg)) == WF_OK && gg != n)
+		rc = WF_ERR_RANGE;
+	return rc;
+}
+
+/* Elements of a float view gathered into another layout (WF_GATHER_COLS_*,
+ * WF_GATHER_T_* and the two-source PAIR / T_PAIR, model/wf_arch.h):
+ * source runs read a piece at a time into a buffer and picked from.  A
+ * piece is the output rows the read covers, at most TILE: a transposed
+ * row costs one source run per source row, so rows past the read's end
+ * would be all cost. */
 static enum wf_err gather_floats(struct wf_live *lv, struct touched *tc, const struct wf_xform *xf, uint64_t off,
 				 size_t len, uint8_t *out, size_t *got)
 {
@@ -606,64 +705,71 @@ static enum wf_err gather_floats(struct wf_live *lv, struct touched *tc, const s
 	if (!t->nelems || t->size % t->nelems)
 		return WF_ERR_RANGE;
 	uint64_t es = t->size / t->nelems;
-	bool cols = xf->gather == WF_GATHER_COLS_EVEN || xf->gather == WF_GATHER_COLS_ODD;
-	unsigned S = xf->gather == WF_GATHER_T_ALL ? 1 : 2;
-	unsigned par = xf->gather == WF_GATHER_COLS_ODD || xf->gather == WF_GATHER_T_ODD;
-	uint64_t E, A, B, X, Y; /* out [E, A, B] from source [E, X, Y] */
-	if (cols) {
-		if (t->ndim != 2 || t->shape[1] % 2)
+	enum wf_gather gk = (enum wf_gather)xf->gather;
+	bool cols = gk == WF_GATHER_COLS_EVEN || gk == WF_GATHER_COLS_ODD;
+	bool pair = gk == WF_GATHER_PAIR, tpair = gk == WF_GATHER_T_PAIR;
+	struct wf_tensor t2 = {0}; /* PAIR, T_PAIR: the second source in t's view */
+	if (pair || tpair) {
+		char err[WF_ERRLEN];
+		if (!xf->t2)
 			return WF_ERR_RANGE;
-		E = 1, A = X = t->shape[0], Y = t->shape[1], B = Y / 2;
+		t2 = *xf->t2;
+		if (wf_tensor_set_view(&t2, t->vk, err) != WF_OK || t2.size != t->size || t2.ndim != t->ndim ||
+		    memcmp(t2.shape, t->shape, t->ndim * sizeof *t->shape) != 0)
+			return WF_ERR_RANGE;
+	}
+	unsigned S = gk == WF_GATHER_T_ALL || tpair ? 1 : 2;
+	unsigned par = gk == WF_GATHER_COLS_ODD || gk == WF_GATHER_T_ODD;
+	uint64_t E, A, B, X, Y; /* out [E, A, B] from source [E, X, Y] */
+	if (cols || pair) {
+		if (t->ndim != 2 || (cols && t->shape[1] % 2))
+			return WF_ERR_RANGE;
+		E = 1, A = X = t->shape[0], Y = t->shape[1], B = cols ? Y / 2 : 2 * Y;
 	} else {
 		if (t->ndim != 3 || t->shape[2] % S)
 			return WF_ERR_RANGE;
-		E = t->shape[0], X = B = t->shape[1], Y = t->shape[2], A = Y / S;
+		E = t->shape[0], X = t->shape[1], Y = t->shape[2], A = Y / S, B = tpair ? 2 * X : X;
 	}
 	uint64_t total = E * A * B * es;
 	if (off >= total)
 		return WF_OK;
 	if (len > total - off)
 		len = (size_t)(total - off);
-	/* output rows (e, a) of B elements, a tile of up to TILE rows of one e at a time */
 	enum { TILE = 64 };
-	uint64_t rowb = B * es, tile_b = (uint64_t)TILE * S * es;
-	uint64_t tmpb = cols ? Y * es : B * tile_b;
-	uint8_t *tmp = malloc(tmpb + rowb), *row = tmp ? tmp + tmpb : NULL;
+	uint64_t rowb = B * es, rows = (off % rowb + len + rowb - 1) / rowb; /* output rows the read covers */
+	if (rows > TILE)
+		rows = TILE;
+	uint64_t tmpb = cols ? Y * es : pair ? 2 * Y * es : (tpair ? 2 : 1) * X * rows * S * es;
+	uint8_t *tmp = gather_buf((size_t)(tmpb + rowb)), *row = tmp ? tmp + tmpb : NULL;
 	enum wf_err rc = tmp ? WF_OK : WF_ERR_NOMEM;
-	xform_tmp = tmp; /* freed by after_sigbus should the copy fault */
 	size_t done = 0;
 	while (rc == WF_OK && done < len) {
 		uint64_t at = off + done, orow = at / rowb, e = orow / A, a0 = orow % A;
-		uint64_t na = cols ? 1 : (A - a0 < TILE ? A - a0 : TILE);
-		size_t gg;
-		if (cols) { /* one source row */
-			rc = view_piece(lv, tc, t, a0 * Y * es, (size_t)(Y * es), tmp, &gg);
-			if (rc == WF_OK && gg != Y * es)
-				rc = WF_ERR_RANGE;
-		} else { /* columns S*a0 .. S*(a0+na) of every source row b of expert e */
-			for (uint64_t b = 0; b < B && rc == WF_OK; b++) {
-				uint64_t want = (na - 1) * S + 1 + par;
-				if (S * a0 + want > Y)
-					want = Y - S * a0;
-				rc = view_piece(lv, tc, t, ((e * X + b) * Y + S * a0) * es, (size_t)(want * es), tmp + b * tile_b,
-						&gg);
-				if (rc == WF_OK && gg != want * es)
-					rc = WF_ERR_RANGE;
-			}
-		}
+		uint64_t need = (at % rowb + (len - done) + rowb - 1) / rowb;
+		uint64_t na = cols || pair ? 1 : A - a0 < need ? A - a0 : need;
+		if (na > TILE)
+			na = TILE;
+		if (cols || pair) /* one source row, of each source */
+			rc = gather_row(lv, tc, t, pair ? &t2 : NULL, a0 * Y * es, Y * es, tmp);
+		else if ((rc = gather_tile(lv, tc, t, es, e, a0, na, S, par, X, Y, tmp)) == WF_OK && tpair)
+			rc = gather_tile(lv, tc, &t2, es, e, a0, na, S, par, X, Y, tmp + X * na * es);
+		uint64_t st = na * S * es; /* a source row's run in tmp */
 		for (uint64_t i = 0; i < na && rc == WF_OK && done < len; i++) {
-			for (uint64_t b = 0; b < B; b++) {
-				const uint8_t *from = cols ? tmp + (2 * b + par) * es : tmp + b * tile_b + (i * S + par) * es;
-				memcpy(row + b * es, from, (size_t)es);
-			}
-			uint64_t r_at = off + done, skip = r_at - (orow + i) * rowb;
+			uint64_t skip = off + done - (orow + i) * rowb;
 			size_t n = rowb - skip < len - done ? (size_t)(rowb - skip) : len - done;
-			memcpy(out + done, row + skip, n);
+			uint8_t *dst = n == rowb ? out + done : row; /* a whole row goes straight out */
+			for (uint64_t b = 0; b < B; b++) {
+				const uint8_t *from = cols ? tmp + (2 * b + par) * es
+						      : pair ? tmp + ((b & 1) * Y + b / 2) * es
+						      : tpair ? tmp + ((b & 1) * X + b / 2) * st + i * es
+							      : tmp + b * st + (i * S + par) * es;
+				memcpy(dst + b * es, from, (size_t)es);
+			}
+			if (dst == row)
+				memcpy(out + done, row + skip, n);
 			done += n;
 		}
 	}
-	xform_tmp = NULL;
-	free(tmp);
 	*got = rc == WF_OK ? done : 0;
 	return rc;
 }

@@ -54,7 +54,8 @@ struct wf_xform {
 	uint32_t hs_heads, hs_off, hs_n;
 	const struct wf_tensor *t2; /* WF_HS_KVB: kv_b_proj put back together (hf/): t is attn_k_b
 				     * [heads, kv_lora_rank, nope], t2 attn_v_b [heads, v, kv_lora_rank];
-				     * the output's head h is k_b[h] transposed (nope rows) then v_b[h] */
+				     * the output's head h is k_b[h] transposed (nope rows) then v_b[h];
+				     * gather T_PAIR / PAIR: the second source, t's shape, read in t's view */
 	uint8_t gather;             /* enum wf_gather (model/wf_arch.h): the elements of another layout */
 };
 

@@ -328,6 +328,8 @@ def make(folder, kind, tokenizer_dir, seed=0, vocab_size=None, dtype="F32", shar
     if dtype != "F32":
         cfg["torch_dtype"] = {"F16": "float16", "BF16": "bfloat16"}[dtype]
     cfg.update(config or {})
+    if gptoss:  # config= may widen the experts
+        FF = cfg["intermediate_size"]
     rng = np.random.default_rng(seed)
 
     def r(*shape, s=0.15):

@@ -465,6 +465,162 @@ def deepseek_ranges_case():
     return "values = numpy's split; %d ranges = a whole read; hf/ of Q8_0: kv_b_proj within %.1e" % (n, worst)
 
 
+def _ranges_equal(path, what):
+    """Random ranges of path (cut elements, across rows, past 64 rows) equal to the same bytes
+    of a whole read; how many were read."""
+    import random
+    with open(path, "rb") as f:
+        whole = f.read()
+    rnd = random.Random(38)
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        for k in [1, 3, 29, 4097, 33000, 70001] * 20:
+            a = rnd.randrange(len(whole))
+            if os.pread(fd, k, a) != whole[a:a + k]:
+                raise Fail("%s: %d bytes at %d of %s differ from a whole read" % (what, k, a, path))
+    finally:
+        os.close(fd)
+    return 120
+
+
+def gptoss_hf_case(name):
+    """hf/ of a gpt-oss GGUF (GptOssForCausalLM, transformers' layout): from the F32 and BF16
+    files `weightfs convert` makes of a BF16 folder, every tensor of the folder back bit for bit
+    (gate_up_proj made on read from ffn_gate_exps and ffn_up_exps transposed and interleaved,
+    down_proj transposed, the sinks) and config.json's fields as the folder's; from the MXFP4
+    file of an MXFP4 folder, the experts equal to transformers' dequantization of the
+    folder's blocks (as values: ggml decodes MXFP4's -0 as +0). A torch forward over hf/ (its
+    config.json as written) equals llama.cpp's logits on the F32 GGUF (MXFP4 experts kept);
+    with experts 0 and 3 of layer 1 swapped in hf/'s tensors it must not."""
+    import converter_cases
+    import hf_forward
+    import st_io
+    d = new_dir("osshf-")
+    folder = converter_cases.make(name, d)
+    cfg0, w0 = hf_forward.load_folder(folder)
+    mx = any(k.endswith("_blocks") for k in w0)
+    want = {}
+    for k, v in w0.items():
+        if k.endswith("_blocks"):
+            want[k[:-len("_blocks")]] = hf_forward.mxfp4_dequant(v, w0[k[:-7] + "_scales"]).numpy().astype(np.float32)
+        elif not k.endswith("_scales"):
+            want[k] = v
+    ids = [1, 415, 2936, 9060, 285, 1142, 28705, 13, 1014, 4300, 378, 1010, 264, 5565, 28723, 2]
+    keys = ("architectures", "model_type", "hidden_size", "intermediate_size", "num_hidden_layers",
+            "num_attention_heads", "num_key_value_heads", "head_dim", "num_local_experts", "num_experts_per_tok",
+            "experts_per_token", "sliding_window", "layer_types", "attention_bias", "swiglu_limit", "rms_norm_eps",
+            "rope_theta", "vocab_size", "tie_word_embeddings", "max_position_embeddings")
+    said = []
+    # -o gguf=f32 (MXFP4 experts stay MXFP4) for the forward: llama.cpp rounds the activations
+    # of a BF16 weight's product to BF16 (about 3e-2 off a float64 forward)
+    for ot in (["f32"] if mx else ["f32", "bf16"]):
+        g = os.path.join(d, "m-%s.gguf" % ot)
+        rc, _, err, _ = run_cli(["convert", "-o", "gguf=" + ot, folder, g], timeout=120)
+        if rc != 0:
+            raise Fail("convert -o gguf=%s: exit %d: %s" % (ot, rc, err.strip()[-300:]))
+        m = Mount(g, [])
+        try:
+            if not os.path.exists(m.path("hf/model.safetensors")):
+                raise Fail("%s: no hf/model.safetensors: %s" % (ot, [ln for ln in open(m.path("WEIGHTFS.txt"))
+                                                                  if "hf/" in ln]))
+            got = st_io.load(m.path("hf/model.safetensors"))
+            with open(m.path("hf/config.json")) as f:
+                cfg = json.load(f)
+            ranges = _ranges_equal(m.path("hf/model.safetensors"), ot)
+        finally:
+            m.unmount()
+        if set(got) != set(want):
+            raise Fail("%s: names: only hf/'s %r, only the folder's %r" % (
+                ot, sorted(set(got) - set(want))[:4], sorted(set(want) - set(got))[:4]))
+        # MXFP4's code 8 is -0 to transformers, +0 to ggml's decoder (int8 values): the dequantized
+        # experts are compared as values, every other tensor as bits
+        bad = [k for k in want if got[k].shape != want[k].shape or
+               (got[k].astype(np.float32).tobytes() != want[k].astype(np.float32).tobytes() if k in w0 else
+                not np.array_equal(got[k].astype(np.float32), want[k]))]
+        if bad:
+            raise Fail("%s: %d tensors differ from the folder's, e.g. %s" % (ot, len(bad), bad[0]))
+        off = [(k, cfg0.get(k), cfg.get(k)) for k in keys if cfg.get(k) != cfg0.get(k)]
+        rs, rs0 = cfg.get("rope_scaling") or {}, cfg0["rope_scaling"]
+        off += [("rope_scaling." + k, rs0[k], rs.get(k)) for k in rs0 if k != "truncate" and rs.get(k) != rs0[k]]
+        if off or rs.get("truncate") is not True:
+            raise Fail("%s: config.json: %r (truncate %r)" % (ot, off, rs.get("truncate")))
+        if ot == "bf16":
+            said.append("%s: %d tensors bit for bit, %d ranges" % (ot, len(got), ranges))
+            continue
+        out = os.path.join(TMP, "logits-osshf.npy")
+        client(["logits", g, out] + [str(i) for i in ids])
+        a = np.load(out)
+        act = "q8_act" if mx else "exact"
+        b = np.asarray(hf_forward.forward(cfg, got, ids, gelu=act))
+        rel = float(np.abs(a - b).max() / np.abs(b).max())
+        if rel > 1e-4 or (a.argmax(-1) != b.argmax(-1)).any():
+            raise Fail("%s: llama.cpp's logits against the torch forward over hf/: relative error %.2g" % (ot, rel))
+        sw = dict(got)
+        for k in ("model.layers.1.mlp.experts.down_proj", "model.layers.1.mlp.experts.gate_up_proj"):
+            sw[k] = sw[k].copy()
+            sw[k][[0, 3]] = sw[k][[3, 0]]
+        c = np.asarray(hf_forward.forward(cfg, sw, ids, gelu=act))
+        rel_sw = float(np.abs(a - c).max() / np.abs(c).max())
+        if rel_sw < 1e-3:
+            raise Fail("%s: with experts 0 and 3 of layer 1 swapped the forward over hf/ still matches (%.2g)" %
+                       (ot, rel_sw))
+        said.append("%s: %d tensors as the folder's%s, %d ranges, logits rel %.1e (swapped %.1e)" % (
+            ot, len(got), " (MXFP4 experts dequantized)" if mx else "", ranges, rel, rel_sw))
+    return "; ".join(said)
+
+
+def gptoss_ranges_case():
+    """gpt-oss's experts read from gate_up_proj and down_proj on demand (each a transpose, gate
+    and up the even and odd columns; the biases split): in F32 equal to numpy's; in F32 and
+    BF16, any range (cut elements, within a row, across rows and past a tile of 64 rows) equal
+    to the same bytes of a whole read."""
+    import random
+    import converter_cases
+    import st_io
+    folder = converter_cases.make("Tiny-GptOss-BF16", new_dir("ossrange-"))
+    w = st_io.load(os.path.join(folder, "model.safetensors"))
+    n = 0
+    for ot in ("f32", "bf16"):
+        m = Mount(folder, ["-o", "gguf=" + ot])
+        try:
+            p = m.path("model.gguf")
+            _, infos, whole, start = gguf_read(p)
+            rnd = random.Random(38)
+            fd = os.open(p, os.O_RDONLY)
+            seen = set()
+            try:
+                for name, ne, ty, off in infos:
+                    if "_exps." not in name:
+                        continue
+                    es = 4 if ty == 0 else 2
+                    a0, size, rowb = start + off, int(np.prod(ne)) * es, ne[0] * es
+                    part = name.split(".")[2]
+                    seen.add(part + "." + name.split(".")[-1])
+                    if ot == "f32":
+                        got = np.frombuffer(whole[a0:a0 + size], "<f4").reshape(ne[::-1])
+                        x = "model.layers.%s.mlp.experts." % name.split(".")[1]
+                        src = w[x + ("down_proj" if "down" in part else "gate_up_proj")
+                                + ("_bias" if name.endswith("bias") else "")]
+                        if "down" not in part:
+                            src = src[..., 0::2] if "gate" in part else src[..., 1::2]
+                        want = src if name.endswith("bias") else src.transpose(0, 2, 1)
+                        if got.shape != want.shape or got.tobytes() != np.ascontiguousarray(want).tobytes():
+                            raise Fail("%s: not numpy's split and transpose of the folder's" % name)
+                    for k in (1, 3, es * 7 + 1, rowb - 1, rowb + es + 1, 4097, 64 * rowb + 5, 33000):
+                        for _ in range(8):
+                            a = a0 + rnd.randrange(size)
+                            if os.pread(fd, k, a) != whole[a:a + k]:
+                                raise Fail("-o gguf=%s: %s: %d bytes at %d differ from a whole read" % (ot, name, k, a))
+                            n += 1
+            finally:
+                os.close(fd)
+            if len(seen) != 6:
+                raise Fail("-o gguf=%s: expert tensors %s, want gate/up/down weight and bias" % (ot, sorted(seen)))
+        finally:
+            m.unmount()
+    return "values = numpy's split and transpose; %d ranges = a whole read" % n
+
+
 def deepseek_bad_case():
     """A DeepSeek V3 checkpoint whose experts or MLA shapes do not add up: model.gguf left out,
     `weightfs info` saying why in one line naming the field or tensor."""
@@ -1148,6 +1304,11 @@ def group_gguf():
               gptoss_case, name)
     check("gguf: gpt-oss: expert counts that disagree leave model.gguf out, naming the tensor and field",
           gptoss_bad_case)
+    check("gguf: gpt-oss: experts read transposed and split from gate_up_proj/down_proj: numpy's; any range",
+          gptoss_ranges_case)
+    for name in ("Tiny-GptOss-BF16", "Tiny-GptOss-MXFP4"):
+        check("gguf: %s: HF folder -> model.gguf -> its hf/ (GptOssForCausalLM): the same tensors and config; "
+              "a torch forward over hf/ = llama.cpp's logits" % name, gptoss_hf_case, name)
     check("gguf: Mixtral: experts that do not add up leave model.gguf out, naming why", mixtral_bad_case)
     check("gguf: GLM-4.5: experts, dense layers and MTP block that do not add up leave model.gguf out, naming why",
           glm_bad_case)
