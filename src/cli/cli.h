@@ -1,5 +1,5 @@
 /* cli.h - the commands of the weightfs program besides mounting: ls, info,
- * cat and convert (docs/weightfs.1, COMMANDS).  Part of the command-line
+ * cat, convert, stats, diff and verify (docs/weightfs.1, COMMANDS).  Part of the command-line
  * program, not of the library: these print and choose exit codes. */
 #ifndef CLI_H
 #define CLI_H
@@ -25,7 +25,7 @@ enum {
  * and the mount answer the same model with the same code. */
 int cli_exit_code(enum wf_err rc);
 
-/* True if arg is the name of a command ("ls", "info", "cat", "convert"):
+/* True if arg is the name of a command ("ls", "info", "cat", ...):
  * only an exact match counts, so a model file named like one is mounted
  * as ./ls. */
 bool cli_is_command(const char *arg);
@@ -36,6 +36,11 @@ void cli_usage(FILE *f, const char *prog);
 
 /* Writes the commands' names, comma-separated, for messages. */
 void cli_command_names(FILE *f);
+
+/* Writes command cmd's options, one spelling a line with " ARG" after one
+ * that takes a value (weightfs --list-options CMD, which the bash
+ * completion reads); -1 when cmd is no command, else 0. */
+int cli_list_options(FILE *f, const char *cmd);
 
 /* Reads -o dtype=`dtype` (NULL: f32) into *want; on an unknown name says
  * so in one line and returns EXIT_USAGE, else 0. */

@@ -5,7 +5,7 @@
  * digits), snapshots/REV/ holds a symlink per file of revision REV into
  * blobs/, and refs/main names a revision. */
 #include "cli/cli.h"
-#include "cli/cli_verify.h"
+#include "cli/cli_hub.h"
 
 #include <dirent.h>
 #include <fcntl.h>
