@@ -5,25 +5,11 @@
 #define CLI_H
 
 #include "base/wf_common.h"
+#include "cli/cli_opt.h"
 #include "mount/wf_mount.h"
 
 #include <stdbool.h>
 #include <stdio.h>
-
-/* Exit codes of the program, the mount's and the commands' alike
- * (documented in docs/weightfs.1). */
-enum {
-	EXIT_USAGE = 1,    /* bad command line, the mount itself failed, or OUT cannot be written */
-	EXIT_OPEN = 2,     /* MODEL cannot be opened, is not a regular file, lies inside the mount
-			    * point, or changed while being read */
-	EXIT_FORMAT = 3,   /* MODEL is malformed */
-	EXIT_UNSUP = 4,    /* MODEL is well-formed but uses something weightfs does not support */
-	EXIT_NOMEM = 5,
-};
-
-/* The exit code for a failure of wf_set_open and friends, so the commands
- * and the mount answer the same model with the same code. */
-int cli_exit_code(enum wf_err rc);
 
 /* True if arg is the name of a command ("ls", "info", "cat", ...):
  * only an exact match counts, so a model file named like one is mounted
@@ -50,11 +36,6 @@ int cli_dtype(const char *dtype, enum wf_vk *want);
  * (NULL: f32) and the tree options; on failure says why in one line
  * ("weightfs: MODEL: ...") and returns the exit code, else 0. */
 int cli_open(struct wf_mount *mt, const char *model, const char *dtype, const struct wf_tree_opts *opts);
-
-/* A path or file name for a one-line message: p as it is when printable,
- * else its escaped form (wf_quote_path) in one of four buffers of the
- * calling thread, so up to four can go into one fprintf. */
-const char *cli_path(const char *p);
 
 /* Runs the command argv[1] with its arguments; returns the exit code. */
 int cli_main(int argc, char **argv);

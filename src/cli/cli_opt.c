@@ -3,7 +3,6 @@
  * shares: how a path is shown in a message, and which exit code a
  * failure gets.  Nothing here knows a command: it reads their tables. */
 #include "cli/cli_opt.h"
-#include "cli/cli.h"
 
 #include <errno.h>
 #include <inttypes.h>

@@ -7,10 +7,32 @@
 #ifndef CLI_OPT_H
 #define CLI_OPT_H
 
+#include "base/wf_common.h"
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+
+/* Exit codes of the program, the mount's and the commands' alike
+ * (documented in docs/weightfs.1). */
+enum {
+	EXIT_USAGE = 1,    /* bad command line, the mount itself failed, or OUT cannot be written */
+	EXIT_OPEN = 2,     /* MODEL cannot be opened, is not a regular file, lies inside the mount
+			    * point, or changed while being read */
+	EXIT_FORMAT = 3,   /* MODEL is malformed */
+	EXIT_UNSUP = 4,    /* MODEL is well-formed but uses something weightfs does not support */
+	EXIT_NOMEM = 5,
+};
+
+/* The exit code for a failure of wf_set_open and friends, so the commands
+ * and the mount answer the same model with the same code. */
+int cli_exit_code(enum wf_err rc);
+
+/* A path or file name for a one-line message: p as it is when printable,
+ * else its escaped form (wf_quote_path) in one of four buffers of the
+ * calling thread, so up to four can go into one fprintf. */
+const char *cli_path(const char *p);
 
 enum cli_opt_kind {
 	CLI_OPT_END = 0,  /* ends a table */
