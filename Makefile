@@ -93,7 +93,7 @@ LIB_OBJ  := $(LIB_SRC:src/%.c=$(B)/obj/%.o)
 # What the program adds: the tree and its files, the commands, the FUSE
 # front-end.  All of it but main() and the FUSE callbacks also goes into an
 # archive of its own (libwfprog.a), which the unit tests link.
-PROG_OBJ := $(MOUNT_SRC:src/%.c=$(B)/obj/%.o) $(B)/obj/fuse/wf_mnt.o $(B)/obj/fuse/wf_limiter.o $(B)/obj/cli/cli_out.o
+PROG_OBJ := $(MOUNT_SRC:src/%.c=$(B)/obj/%.o) $(B)/obj/fuse/wf_mnt.o $(B)/obj/fuse/wf_limiter.o $(B)/obj/cli/cli_out.o $(B)/obj/cli/cli_opt.o
 BIN_OBJ  := $(B)/obj/fuse/main.o $(B)/obj/fuse/wf_fuse.o $(CLI_SRC:src/%.c=$(B)/obj/%.o)
 ALL_SRC  := $(LIB_SRC) $(MOUNT_SRC) $(FUSE_SRC) $(CLI_SRC)
 UNIT_SRC := $(wildcard tests/unit/check_*.c)
