@@ -16,16 +16,12 @@ const char *v_strerror(int err_no)
 void v_problem(struct v_state *st, enum v_sev sev, const char *kind, const char *file, const char *tensor,
 	       size_t tensor_len, const char *fmt, ...)
 {
-	if (st->n_probs == st->cap_probs) {
-		size_t cap = st->cap_probs ? 2 * st->cap_probs : 16;
-		struct v_prob *np = realloc(st->probs, cap * sizeof *np);
-		if (!np) {
-			st->oom = true;
-			return;
-		}
-		st->probs = np;
-		st->cap_probs = cap;
+	struct v_prob *np = wf_grow(st->probs, st->n_probs, &st->cap_probs, sizeof *np, 16);
+	if (!np) {
+		st->oom = true;
+		return;
 	}
+	st->probs = np;
 	struct v_prob *p = &st->probs[st->n_probs];
 	memset(p, 0, sizeof *p);
 	p->sev = sev;
@@ -55,16 +51,12 @@ void v_problem(struct v_state *st, enum v_sev sev, const char *kind, const char 
 size_t v_add_job(struct v_state *st, enum v_job_kind kind, const char *path, int fd, uint64_t off, uint64_t len,
 		 size_t ref)
 {
-	if (st->n_jobs == st->cap_jobs) {
-		size_t cap = st->cap_jobs ? 2 * st->cap_jobs : 64;
-		struct v_job *nj = realloc(st->jobs, cap * sizeof *nj);
-		if (!nj) {
-			st->oom = true;
-			return SIZE_MAX;
-		}
-		st->jobs = nj;
-		st->cap_jobs = cap;
+	struct v_job *nj = wf_grow(st->jobs, st->n_jobs, &st->cap_jobs, sizeof *nj, 64);
+	if (!nj) {
+		st->oom = true;
+		return SIZE_MAX;
 	}
+	st->jobs = nj;
 	struct v_job *j = &st->jobs[st->n_jobs];
 	memset(j, 0, sizeof *j);
 	j->kind = kind;

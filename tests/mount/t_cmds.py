@@ -258,7 +258,7 @@ def group_cmds():
                     bad.append(([c, sp[0] + "=1", tiny], "%s=1: %s takes no value" % (sp[0], sp[0])))
             for args, what in bad:
                 rc, out, err = cmd_run(args)
-                e = err.decode()
+                e = err
                 if (rc != code or out or len(e.splitlines()) != 1 or what not in e or
                         not e.startswith("weightfs %s: " % c) or
                         "(usage: weightfs %s %s)" % (c, usage.get(c)) not in e):
