@@ -90,7 +90,7 @@ MOUNT_SRC := src/mount/wf_tree.c src/mount/wf_gen.c src/mount/wf_st_stream.c src
              src/mount/wf_usage.c src/mount/wf_perm.c src/mount/wf_preview.c src/mount/wf_sha.c
 FUSE_SRC  := src/fuse/main.c src/fuse/wf_fuse.c src/fuse/wf_mnt.c src/fuse/wf_limiter.c
 CLI_SRC   := src/cli/cli.c src/cli/cli_read.c src/cli/cli_show.c src/cli/cli_convert.c src/cli/cli_out.c src/cli/cli_span.c src/cli/cli_look.c src/cli/cli_stats.c src/cli/cli_diff.c \
-             src/cli/cli_verify.c src/cli/cli_hub.c
+             src/cli/cli_verify.c src/cli/cli_vstate.c src/cli/cli_hub.c src/cli/cli_opt.c
 
 # The format library (libweightfs.so and .a): no FUSE, no mount tree.
 LIB_SRC  := $(BASE_SRC) $(NET_SRC) $(CODEC_SRC) $(MODEL_SRC) $(VIEW_SRC) $(LIBAPI_SRC)
@@ -98,7 +98,7 @@ LIB_OBJ  := $(LIB_SRC:src/%.c=$(B)/obj/%.o)
 # What the program adds: the tree and its files, the commands, the FUSE
 # front-end.  All of it but main() and the FUSE callbacks also goes into an
 # archive of its own (libwfprog.a), which the unit tests link.
-PROG_OBJ := $(MOUNT_SRC:src/%.c=$(B)/obj/%.o) $(B)/obj/fuse/wf_mnt.o $(B)/obj/fuse/wf_limiter.o $(B)/obj/cli/cli_out.o
+PROG_OBJ := $(MOUNT_SRC:src/%.c=$(B)/obj/%.o) $(B)/obj/fuse/wf_mnt.o $(B)/obj/fuse/wf_limiter.o $(B)/obj/cli/cli_out.o $(B)/obj/cli/cli_opt.o
 BIN_OBJ  := $(B)/obj/fuse/main.o $(B)/obj/fuse/wf_fuse.o $(CLI_SRC:src/%.c=$(B)/obj/%.o)
 ALL_SRC  := $(LIB_SRC) $(MOUNT_SRC) $(FUSE_SRC) $(CLI_SRC)
 UNIT_SRC := $(wildcard tests/unit/check_*.c)

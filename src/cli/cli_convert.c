@@ -7,6 +7,7 @@
 #include "cli/cli_span.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <fcntl.h>
 #include <libgen.h>
 #include <limits.h>
@@ -250,7 +251,7 @@ static mode_t model_mode(const struct wf_model *m)
 	return mode;
 }
 
-int cli_convert(struct cli_session *s, const struct cli_opts *o)
+static int convert(struct cli_session *s, const struct cli_opts *o)
 {
 	const char *model = o->pos[0], *out = o->pos[1];
 	struct conv c = {.s = s, .fd = -1, .model = model};
@@ -326,3 +327,21 @@ out:
 		sigaction(sigs[i], &prev[i], NULL);
 	return ret;
 }
+
+static int convert_main(const struct cli_cmd *c, int argc, char **argv)
+{
+	return cli_session_main(c, argc, argv, convert);
+}
+
+static const struct cli_opt convert_opts[] = {
+	CLI_FLAG(0, "force", offsetof(struct cli_opts, force), "replace OUT if it exists"),
+	{.kind = CLI_OPT_CALLBACK, .short_name = 'o', .argh = "dtype=T,gguf=T", .off = offsetof(struct cli_opts, o),
+	 .cb = cli_o_list, .data = CLI_O_GGUF, .help = "the mount's options that change what the files hold (weightfs(1))"},
+	CLI_END,
+};
+
+const struct cli_cmd cli_cmd_convert = {
+	.name = "convert", .args = "MODEL OUT.safetensors|OUT.gguf", .min_pos = 2, .max_pos = 2,
+	.missing = "MODEL and OUT are needed", .opts = convert_opts, .usage_exit = EXIT_USAGE, .run = convert_main,
+	.summary = "Writes MODEL as the mount's model.safetensors (or model.gguf) would hold it to OUT.",
+};

@@ -29,7 +29,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define USAGE "weightfs diff [--json] A B"
 #define TROUBLE 2
 /* config.json beside a model file is read only up to this size. */
 #define CONFIG_MAX (16u << 20)
@@ -59,12 +58,6 @@ struct result {
 	size_t *only_a, *only_b, n_only_a, n_only_b;
 	size_t *bad_a, *bad_b, n_bad; /* shape mismatches */
 };
-
-static int usage_err(const char *what, const char *arg)
-{
-	fprintf(stderr, "weightfs diff: %s%s%s (usage: " USAGE ")\n", arg ? cli_path(arg) : "", arg ? ": " : "", what);
-	return TROUBLE;
-}
 
 /* ---------------------------------------------------------------- what each side is */
 
@@ -600,30 +593,6 @@ static void result_free(struct result *r)
 
 /* ---------------------------------------------------------------- the command */
 
-static int parse(int argc, char **argv, bool *json, const char *pos[2])
-{
-	int n = 0;
-	bool dd = false;
-	for (int i = 2; i < argc; i++) {
-		const char *a = argv[i];
-		if (dd || a[0] != '-' || a[1] == '\0') {
-			if (n == 2)
-				return usage_err("one argument too many", a);
-			pos[n++] = a;
-		} else if (strcmp(a, "--") == 0) {
-			dd = true;
-		} else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
-			printf("usage: " USAGE "\nSee weightfs(1), COMMANDS.\n");
-			return -1;
-		} else if (strcmp(a, "--json") == 0) {
-			*json = true;
-		} else {
-			return usage_err("unknown option", a);
-		}
-	}
-	return n == 2 ? 0 : usage_err("A and B are needed", NULL);
-}
-
 /* Opens both sides and decides the names to pair by. */
 static int prepare(struct side *sa, struct side *sb, const char *pa, const char *pb, char *arch, size_t archlen)
 {
@@ -684,13 +653,13 @@ static int report(const struct side *sa, const struct side *sb, struct result *r
 	return failed ? TROUBLE : same ? 0 : 1;
 }
 
-int cli_diff(int argc, char **argv)
+static int diff_main(const struct cli_cmd *c, int argc, char **argv)
 {
-	const char *pos[2] = {NULL, NULL};
 	bool json = false;
-	int ret = parse(argc, argv, &json, pos);
+	int n_pos = 0, ret = cli_parse(c, argc, argv, &json, &n_pos);
 	if (ret != 0)
-		return ret < 0 ? 0 : ret;
+		return ret == CLI_HELP ? 0 : ret;
+	const char *pos[2] = {argv[2], argv[3]};
 	struct side sa = {0}, sb = {0};
 	struct result r = {0};
 	char arch[64] = "";
@@ -704,3 +673,15 @@ int cli_diff(int argc, char **argv)
 	side_free(&sb);
 	return ret;
 }
+
+static const struct cli_opt diff_opts[] = {
+	CLI_FLAG(0, "json", 0, "print JSON: the pairs, the tensors of one side only, the verdict"),
+	CLI_END,
+};
+
+const struct cli_cmd cli_cmd_diff = {
+	.name = "diff", .args = "A B", .min_pos = 2, .max_pos = 2, .missing = "A and B are needed", .opts = diff_opts,
+	.usage_exit = TROUBLE, .run = diff_main,
+	.summary = "Tensor by tensor, how far apart two models' values are, across formats and naming conventions "
+		   "(exit 0: the same, 1: they differ, 2: trouble).",
+};

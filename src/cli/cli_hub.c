@@ -5,7 +5,7 @@
  * digits), snapshots/REV/ holds a symlink per file of revision REV into
  * blobs/, and refs/main names a revision. */
 #include "cli/cli.h"
-#include "cli/cli_verify.h"
+#include "cli/cli_hub.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -20,21 +20,9 @@
 /* Snapshot folders deeper than this are not walked (a loop, or abuse). */
 #define MAX_DEPTH 32
 
-static char *join(const char *a, const char *b)
-{
-	size_t la = strlen(a), lb = strlen(b);
-	char *p = malloc(la + lb + 2);
-	if (p) {
-		memcpy(p, a, la);
-		p[la] = '/';
-		memcpy(p + la + 1, b, lb + 1);
-	}
-	return p;
-}
-
 static bool is_dir(const char *dir, const char *name)
 {
-	char *p = join(dir, name);
+	char *p = wf_path_join(dir, name);
 	struct stat st;
 	bool ok = p && stat(p, &st) == 0 && S_ISDIR(st.st_mode);
 	free(p);
@@ -85,19 +73,15 @@ static struct v_blob *blob_of(struct v_hub *h, struct v_state *st, const char *n
 	for (size_t i = 0; i < h->n_blobs; i++) /* a cache holds tens of files */
 		if (strcmp(h->blobs[i].name, name) == 0)
 			return &h->blobs[i];
-	if (h->n_blobs == h->cap_blobs) {
-		size_t cap = h->cap_blobs ? 2 * h->cap_blobs : 16;
-		struct v_blob *nb = realloc(h->blobs, cap * sizeof *nb);
-		if (!nb)
-			return NULL;
-		h->blobs = nb;
-		h->cap_blobs = cap;
-	}
+	struct v_blob *nb = wf_grow(h->blobs, h->n_blobs, &h->cap_blobs, sizeof *nb, 16);
+	if (!nb)
+		return NULL;
+	h->blobs = nb;
 	struct v_blob *b = &h->blobs[h->n_blobs];
 	memset(b, 0, sizeof *b);
-	char *dir = join(h->root, "blobs");
+	char *dir = wf_path_join(h->root, "blobs");
 	b->name = strdup(name);
-	b->path = dir ? join(dir, name) : NULL;
+	b->path = dir ? wf_path_join(dir, name) : NULL;
 	free(dir);
 	if (!b->name || !b->path) {
 		free(b->name);
@@ -158,7 +142,7 @@ static bool walk(struct v_hub *h, struct v_state *st, const char *dir, const cha
 	while (ok && (de = readdir(d)) != NULL) {
 		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
 			continue;
-		char *path = join(dir, de->d_name), *r = join(rel, de->d_name);
+		char *path = wf_path_join(dir, de->d_name), *r = wf_path_join(rel, de->d_name);
 		struct stat ls;
 		ok = path && r;
 		if (ok && lstat(path, &ls) == 0) {
@@ -178,7 +162,7 @@ static bool walk(struct v_hub *h, struct v_state *st, const char *dir, const cha
 /* refs/main, when there is one, must name a snapshot. */
 static void check_refs(struct v_hub *h, struct v_state *st)
 {
-	char *refs = join(h->root, "refs/main");
+	char *refs = wf_path_join(h->root, "refs/main");
 	int fd = refs ? open(refs, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK) : -1; /* a FIFO must not block */
 	struct stat s;
 	FILE *f = fd >= 0 && fstat(fd, &s) == 0 && S_ISREG(s.st_mode) ? fdopen(fd, "r") : NULL;
@@ -190,7 +174,7 @@ static void check_refs(struct v_hub *h, struct v_state *st)
 	if (f && fgets(rev, sizeof rev, f))
 		rev[strcspn(rev, "\r\n")] = '\0';
 	if (f) {
-		char *snaps = join(h->root, "snapshots");
+		char *snaps = wf_path_join(h->root, "snapshots");
 		if (!*rev || strchr(rev, '/') || !snaps || !is_dir(snaps, rev))
 			v_problem(st, V_DIFFERS, "refs", "refs/main", NULL, 0,
 				  "refs/main names revision %s, which has no folder in snapshots/", cli_path(rev));
@@ -203,7 +187,7 @@ static void check_refs(struct v_hub *h, struct v_state *st)
 /* Every file of blobs/ (the whole cache is checked). */
 static bool all_blobs(struct v_hub *h, struct v_state *st)
 {
-	char *dir = join(h->root, "blobs");
+	char *dir = wf_path_join(h->root, "blobs");
 	DIR *d = dir ? opendir(dir) : NULL;
 	bool ok = dir != NULL;
 	struct dirent *de;
@@ -225,12 +209,12 @@ static bool all_blobs(struct v_hub *h, struct v_state *st)
 
 bool v_hub_scan(struct v_hub *h, struct v_state *st)
 {
-	char *snaps = join(h->root, "snapshots");
+	char *snaps = wf_path_join(h->root, "snapshots");
 	if (!snaps)
 		return false;
 	bool ok = true;
 	if (h->snap) {
-		char *one = join(snaps, h->snap);
+		char *one = wf_path_join(snaps, h->snap);
 		ok = one && walk(h, st, one, h->snap, 0);
 		free(one);
 	} else {
@@ -239,7 +223,7 @@ bool v_hub_scan(struct v_hub *h, struct v_state *st)
 		while (ok && d && (de = readdir(d)) != NULL) {
 			if (de->d_name[0] == '.')
 				continue;
-			char *one = join(snaps, de->d_name);
+			char *one = wf_path_join(snaps, de->d_name);
 			ok = one && walk(h, st, one, de->d_name, 0);
 			free(one);
 		}

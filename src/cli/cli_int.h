@@ -1,8 +1,9 @@
 /* cli_int.h - what the command files share (cli.c, cli_read.c,
- * cli_show.c, cli_convert.c); private to src/cli. */
+ * cli_show.c, cli_convert.c, cli_stats.c); private to src/cli. */
 #ifndef CLI_INT_H
 #define CLI_INT_H
 
+#include "cli/cli_opt.h"
 #include "mount/wf_files.h"
 #include "mount/wf_mount.h"
 #include "view/wf_live.h"
@@ -15,16 +16,33 @@
  * in 1 MiB steps, cli_span.h). */
 #define CLI_PIECE (16u << 20)
 
-/* A command's parsed arguments. */
+/* What -o gave a command: the mount's options that change what the files
+ * hold (cli_o_list); the strings lie in argv. */
+struct cli_o {
+	const char *dtype;    /* -o dtype=T, or NULL */
+	const char *gguf;     /* -o gguf=T, or NULL */
+	bool npy, preview;
+};
+
+/* What -o accepts besides dtype= (a -o option's `data`). */
+enum {
+	CLI_O_GGUF = 1 << 0,     /* gguf=T */
+	CLI_O_NPY = 1 << 1,      /* npy */
+	CLI_O_PREVIEW = 1 << 2,  /* preview */
+	CLI_O_VIEWS = 1 << 3,    /* npy, suffix and preview taken and ignored: they change no value */
+	CLI_O_ANY = 1 << 4,      /* every other option taken and ignored: the output is the same under it */
+};
+
+/* The -o option's callback: a comma-separated list into the struct cli_o
+ * at the option's `off`. */
+int cli_o_list(const struct cli_opt *opt, char *arg, void *vals, char *msg, size_t len);
+
+/* ls, info, cat and convert's values. */
 struct cli_opts {
-	const char *cmd;
 	const char *pos[2];   /* MODEL, then TENSOR or OUT */
-	int n_pos;
-	bool json, force, npy, preview;
-	char *dtype;          /* -o dtype=T; owned */
-	char *gguf;           /* -o gguf=T (convert); owned */
-	uint64_t offset, length;
-	bool have_length;
+	bool json, force;
+	struct cli_o o;
+	uint64_t offset, length; /* cat's range; length UINT64_MAX: to the end */
 };
 
 /* The model as a mount would serve it, and the mount's read path. */
@@ -34,29 +52,20 @@ struct cli_session {
 	bool live;
 };
 
-/* The commands: each returns its exit code (cli.h). */
-int cli_ls(struct cli_session *s, const struct cli_opts *o);
-int cli_info(struct cli_session *s, const struct cli_opts *o);
-int cli_cat(struct cli_session *s, const struct cli_opts *o);
-int cli_convert(struct cli_session *s, const struct cli_opts *o);
+/* Parses argv by c's table into a struct cli_opts, opens MODEL as a mount
+ * would serve it, runs fn and closes; returns the exit code. */
+int cli_session_main(const struct cli_cmd *c, int argc, char **argv,
+		     int (*fn)(struct cli_session *s, const struct cli_opts *o));
 
-/* Commands that parse their own arguments (argv[1] is the command's
- * name): weightfs stats [--json] [-o dtype=T] MODEL [NAME|PREFIX ...]
- * (cli_stats.c) and weightfs diff [--json] A B (cli_diff.c).  cli_stats
- * returns 0, or the code of the first failure, every selected tensor that
- * could be summarised printed first; cli_diff returns 0 when A and B are
- * the same and fully paired, 1 when they differ, 2 on trouble, as
- * diff(1). */
-int cli_stats(int argc, char **argv);
-int cli_diff(int argc, char **argv);
-/* weightfs verify [--json] [--write FILE] [--against FILE] MODEL
- * (cli_verify.c): 0 when MODEL is intact, 1 when something differs from
- * what it should be, 2 when it could not be checked, as cmp(1). */
-int cli_verify(int argc, char **argv);
-
-/* Says "weightfs CMD: MESSAGE (usage: ...)" on stderr; returns EXIT_USAGE. */
-__attribute__((format(printf, 2, 3)))
-int cli_usage_error(const char *cmd, const char *fmt, ...);
+/* The commands, each declared beside its code and listed in cli.c's
+ * commands[]: weightfs stats (cli_stats.c) returns 0, or the code of the
+ * first failure, every selected tensor that could be summarised printed
+ * first; diff (cli_diff.c) 0 when A and B are the same and fully paired,
+ * 1 when they differ, 2 on trouble, as diff(1); verify (cli_verify.c) 0
+ * when MODEL is intact, 1 when something differs from what it should
+ * be, 2 when it could not be checked, as cmp(1). */
+extern const struct cli_cmd cli_cmd_ls, cli_cmd_info, cli_cmd_cat, cli_cmd_convert, cli_cmd_stats, cli_cmd_diff,
+	cli_cmd_verify;
 
 /* A wf_notice_fn: keeps the first change a read ran into, which
  * cli_read_failed then names. */

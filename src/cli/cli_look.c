@@ -170,16 +170,12 @@ void cli_table_init(struct cli_table *tb, unsigned ncols, unsigned right_mask)
 
 static void add_cell(struct cli_table *tb, size_t off, size_t width)
 {
-	if (tb->n_cells == tb->cap) {
-		size_t cap = tb->cap ? tb->cap * 2 : 64;
-		size_t *c = realloc(tb->cells, cap * 2 * sizeof *c);
-		if (!c) {
-			tb->oom = true;
-			return;
-		}
-		tb->cells = c;
-		tb->cap = cap;
+	size_t (*c)[2] = wf_grow(tb->cells, tb->n_cells, &tb->cap, sizeof *c, 64); /* (offset, width) a cell */
+	if (!c) {
+		tb->oom = true;
+		return;
 	}
+	tb->cells = (size_t *)c;
 	tb->cells[2 * tb->n_cells] = off;
 	tb->cells[2 * tb->n_cells + 1] = width;
 	tb->n_cells++;

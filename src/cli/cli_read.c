@@ -1,8 +1,12 @@
-/* cli_read.c - what the commands share to read MODEL's files: the guarded
- * read of a file to stdout, and the message for a read that failed. */
+/* cli_read.c - what the commands share to read MODEL's files: opening it as
+ * the mount does, -o's list, the guarded read of a file to stdout, and the
+ * message for a read that failed. */
 #include "cli/cli.h"
 #include "cli/cli_int.h"
+#include "model/wf_arch.h"
+#include "net/wf_source.h"
 #include "view/wf_gguf_file.h"
+#include "view/wf_view.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -144,4 +148,122 @@ int cli_dump_root_file(struct cli_session *s, const char *model, const char *nam
 	if (ret == 0 && fflush(stdout) != 0)
 		ret = EXIT_USAGE;
 	return ret;
+}
+
+/* ---------------------------------------------------------------- opening MODEL */
+
+int cli_dtype(const char *dtype, enum wf_vk *want)
+{
+	*want = WF_VK_F32;
+	if (dtype && !wf_view_parse(dtype, want)) {
+		fprintf(stderr, "weightfs: -o dtype=%s: unknown output type (f32, f16, bf16 or stored)\n",
+			cli_path(dtype));
+		return EXIT_USAGE;
+	}
+	return 0;
+}
+
+int cli_open(struct wf_mount *mt, const char *model, const char *dtype, const struct wf_tree_opts *opts)
+{
+	char err[WF_ERRLEN];
+	enum wf_vk want;
+	memset(mt, 0, sizeof *mt);
+	if (cli_dtype(dtype, &want) != 0)
+		return EXIT_USAGE;
+	/* hf:// and https:// (net/wf_source.h): staged as a folder the loaders
+	 * read as any, the mount and every command alike */
+	char *staged = NULL;
+	enum wf_err rc = wf_source_is_remote(model) ? wf_source_stage(model, &staged, err) : WF_OK;
+	if (rc == WF_OK)
+		rc = wf_mount_open(mt, staged ? staged : model, want, opts, err);
+	free(staged);
+	if (rc != WF_OK) {
+		fprintf(stderr, "weightfs: %s: %s\n", cli_path(model), err);
+		return cli_exit_code(rc);
+	}
+	return 0;
+}
+
+static int open_session(const struct cli_opts *o, struct cli_session *s)
+{
+	memset(s, 0, sizeof *s);
+	uint32_t ft = WF_FTYPE_AUTO;
+	if (o->o.gguf)
+		wf_arch_parse_ftype(o->o.gguf, &ft);
+	int ret = cli_open(&s->mt, o->pos[0], o->o.dtype,
+			   &(struct wf_tree_opts){.npy = o->o.npy, .preview = o->o.preview, .gguf_set = o->o.gguf != NULL,
+						  .gguf = ft});
+	if (ret != 0)
+		return ret;
+	if (wf_live_init(&s->lv, s->mt.m, wf_files_seg, s->mt.t, cli_notice, NULL) != WF_OK) {
+		fprintf(stderr, "weightfs: %s: out of memory\n", cli_path(o->pos[0]));
+		return EXIT_NOMEM;
+	}
+	s->live = true;
+	return 0;
+}
+
+int cli_session_main(const struct cli_cmd *c, int argc, char **argv,
+		     int (*fn)(struct cli_session *s, const struct cli_opts *o))
+{
+	struct cli_opts o = {.length = UINT64_MAX};
+	struct cli_session s = {0};
+	int n_pos = 0, ret = cli_parse(c, argc, argv, &o, &n_pos);
+	if (ret != 0)
+		return ret == CLI_HELP ? 0 : ret;
+	for (int k = 0; k < n_pos; k++)
+		o.pos[k] = argv[2 + k];
+	if ((ret = open_session(&o, &s)) == 0)
+		ret = fn(&s, &o);
+	if (s.live)
+		wf_live_free(&s.lv);
+	wf_mount_close(&s.mt);
+	return ret;
+}
+
+/* ---------------------------------------------------------------- -o */
+
+/* One item of -o's list; 0, or EXIT_USAGE with msg filled. */
+static int o_item(struct cli_o *o, unsigned takes, char *opt, char *msg, size_t len)
+{
+	if (strncmp(opt, "dtype=", 6) == 0) {
+		if (o->dtype && strcmp(o->dtype, opt + 6) != 0) {
+			snprintf(msg, len, "-o dtype=%s and dtype=%s contradict each other", cli_path(o->dtype),
+				 cli_path(opt + 6));
+			return EXIT_USAGE;
+		}
+		o->dtype = opt + 6;
+	} else if (strncmp(opt, "gguf=", 5) == 0 && (takes & CLI_O_GGUF)) {
+		uint32_t ft;
+		if (!wf_arch_parse_ftype(opt + 5, &ft) || (o->gguf && strcmp(o->gguf, opt + 5) != 0)) {
+			snprintf(msg, len, "-o gguf=%s: not a type model.gguf is made in (auto, f32, f16, bf16, or a "
+				 "llama-quantize type: q8_0, q4_k_m, ...)%s", cli_path(opt + 5),
+				 o->gguf ? ", or it contradicts another" : "");
+			return EXIT_USAGE;
+		}
+		o->gguf = opt + 5;
+	} else if (strcmp(opt, "npy") == 0 && (takes & CLI_O_NPY)) {
+		o->npy = true;
+	} else if (strcmp(opt, "preview") == 0 && (takes & CLI_O_PREVIEW)) {
+		o->preview = true;
+	} else if ((takes & CLI_O_VIEWS) &&
+		   (strcmp(opt, "npy") == 0 || strcmp(opt, "suffix") == 0 || strcmp(opt, "preview") == 0)) {
+		/* a view of the same values */
+	} else if (!(takes & CLI_O_ANY)) {
+		snprintf(msg, len, "-o %s: not an option of this command", cli_path(opt));
+		return EXIT_USAGE;
+	}
+	return 0;
+}
+
+int cli_o_list(const struct cli_opt *opt, char *arg, void *vals, char *msg, size_t len)
+{
+	struct cli_o *o = (struct cli_o *)((char *)vals + opt->off);
+	char *save = NULL;
+	for (char *item = strtok_r(arg, ",", &save); item; item = strtok_r(NULL, ",", &save)) {
+		int rc = o_item(o, opt->data, item, msg, len);
+		if (rc != 0)
+			return rc;
+	}
+	return 0;
 }

@@ -9,6 +9,7 @@
 #include "view/wf_view.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,7 +21,7 @@ static void pad(size_t have, size_t want)
 		putchar(' ');
 }
 
-int cli_ls(struct cli_session *s, const struct cli_opts *o)
+static int ls(struct cli_session *s, const struct cli_opts *o)
 {
 	if (o->json)
 		return cli_dump_root_file(s, o->pos[0], "tensors.json");
@@ -106,7 +107,7 @@ static void info_gguf(const struct wf_tree *t, struct wf_buf *line)
 		fwrite(line->data, 1, line->len, stdout);
 }
 
-int cli_info(struct cli_session *s, const struct cli_opts *o)
+static int info(struct cli_session *s, const struct cli_opts *o)
 {
 	if (o->json)
 		return cli_dump_root_file(s, o->pos[0], "metadata.json");
@@ -194,7 +195,7 @@ static uint32_t find_tensor(const struct cli_session *s, const char *name)
 	return WF_NO_NODE;
 }
 
-int cli_cat(struct cli_session *s, const struct cli_opts *o)
+static int cat(struct cli_session *s, const struct cli_opts *o)
 {
 	uint32_t node = find_tensor(s, o->pos[1]);
 	if (node == WF_NO_NODE) {
@@ -213,5 +214,67 @@ int cli_cat(struct cli_session *s, const struct cli_opts *o)
 		fprintf(stderr, "weightfs: sigaction: %s\n", strerror(errno));
 		return EXIT_USAGE;
 	}
-	return cli_dump_node(s, o->pos[0], o->pos[1], node, o->offset, o->have_length ? o->length : UINT64_MAX);
+	return cli_dump_node(s, o->pos[0], o->pos[1], node, o->offset, o->length);
 }
+
+/* ---------------------------------------------------------------- the commands' tables */
+
+#define JSON_OPT(what) CLI_FLAG(0, "json", offsetof(struct cli_opts, json), what)
+#define O_OPT(arg, takes) \
+	{.kind = CLI_OPT_CALLBACK, .short_name = 'o', .argh = (arg), .off = offsetof(struct cli_opts, o), \
+	 .cb = cli_o_list, .data = (takes), .help = "the mount's options that change what the files hold (weightfs(1))"}
+
+static int ls_main(const struct cli_cmd *c, int argc, char **argv)
+{
+	return cli_session_main(c, argc, argv, ls);
+}
+
+static int info_main(const struct cli_cmd *c, int argc, char **argv)
+{
+	return cli_session_main(c, argc, argv, info);
+}
+
+static int cat_main(const struct cli_cmd *c, int argc, char **argv)
+{
+	return cli_session_main(c, argc, argv, cat);
+}
+
+static const struct cli_opt ls_opts[] = {
+	JSON_OPT("print tensors.json as the mount shows it"),
+	O_OPT("dtype=T,npy", CLI_O_NPY),
+	CLI_END,
+};
+
+const struct cli_cmd cli_cmd_ls = {
+	.name = "ls", .args = "MODEL", .min_pos = 1, .max_pos = 1, .missing = "MODEL is missing", .opts = ls_opts,
+	.usage_exit = EXIT_USAGE, .run = ls_main,
+	.summary = "Lists MODEL's tensors: name, type, dtype, shape and size of each file a mount shows.",
+};
+
+static const struct cli_opt info_opts[] = {
+	JSON_OPT("print metadata.json as the mount shows it"),
+	O_OPT("gguf=T", CLI_O_GGUF | CLI_O_ANY),
+	CLI_END,
+};
+
+const struct cli_cmd cli_cmd_info = {
+	.name = "info", .args = "MODEL", .min_pos = 1, .max_pos = 1, .missing = "MODEL is missing",
+	.opts = info_opts, .usage_exit = EXIT_USAGE, .run = info_main,
+	.summary = "Shows MODEL's format, parts, metadata and what its model.gguf would be.",
+};
+
+static const struct cli_opt cat_opts[] = {
+	{.kind = CLI_OPT_UINT, .long_name = "offset", .argh = "N", .off = offsetof(struct cli_opts, offset),
+	 .max = UINT64_MAX, .noun = "byte count", .help = "start N bytes into the file"},
+	{.kind = CLI_OPT_UINT, .long_name = "length", .argh = "N", .off = offsetof(struct cli_opts, length),
+	 .max = UINT64_MAX, .noun = "byte count", .help = "write at most N bytes"},
+	CLI_FLAG(0, "force", offsetof(struct cli_opts, force), "write to a terminal too"),
+	O_OPT("dtype=T,npy,preview", CLI_O_NPY | CLI_O_PREVIEW),
+	CLI_END,
+};
+
+const struct cli_cmd cli_cmd_cat = {
+	.name = "cat", .args = "MODEL TENSOR", .min_pos = 2, .max_pos = 2, .missing = "MODEL and TENSOR are needed",
+	.opts = cat_opts, .usage_exit = EXIT_USAGE, .run = cat_main,
+	.summary = "Writes the bytes of TENSOR's file (its name, or its path in a mount) to stdout.",
+};

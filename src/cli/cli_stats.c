@@ -8,15 +8,14 @@
 #include "view/wf_stats.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#define USAGE "weightfs stats [--json] [-o dtype=T] MODEL [NAME|PREFIX ...]"
-
 struct stats_opts {
 	bool json;
-	const char *dtype;
+	struct cli_o o;   /* -o: only dtype= changes the values */
 	const char *model;
 	char **sel;       /* the NAME|PREFIX arguments */
 	int n_sel;
@@ -29,59 +28,6 @@ struct row {
 	struct wf_stats st;
 	char *err;       /* the failure's line, when rc != WF_OK */
 };
-
-static int usage_err(const char *what, const char *arg)
-{
-	fprintf(stderr, "weightfs stats: %s%s%s (usage: " USAGE ")\n", arg ? arg : "", arg ? ": " : "", what);
-	return EXIT_USAGE;
-}
-
-/* -o takes the mount's options; only dtype changes the values. */
-static int parse_o(struct stats_opts *o, char *list)
-{
-	char *save = NULL;
-	for (char *opt = strtok_r(list, ",", &save); opt; opt = strtok_r(NULL, ",", &save)) {
-		if (strncmp(opt, "dtype=", 6) == 0) {
-			if (o->dtype && strcmp(o->dtype, opt + 6) != 0)
-				return usage_err("contradicts an earlier dtype=", opt);
-			o->dtype = opt + 6;
-		} else if (strcmp(opt, "npy") != 0 && strcmp(opt, "suffix") != 0 && strcmp(opt, "preview") != 0) {
-			return usage_err("not an option of this command", opt);
-		}
-	}
-	return 0;
-}
-
-static int parse(int argc, char **argv, struct stats_opts *o)
-{
-	bool dd = false;
-	for (int i = 2; i < argc; i++) {
-		char *a = argv[i];
-		if (dd || a[0] != '-' || a[1] == '\0') {
-			if (!o->model)
-				o->model = a;
-			else
-				o->sel[o->n_sel++] = a;
-		} else if (strcmp(a, "--") == 0) {
-			dd = true;
-		} else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
-			printf("usage: " USAGE "\nSee weightfs(1), COMMANDS.\n");
-			return -1;
-		} else if (strcmp(a, "--json") == 0) {
-			o->json = true;
-		} else if (strcmp(a, "-o") == 0 || (a[1] == 'o' && a[2])) {
-			char *list = a[2] ? a + 2 : (i + 1 < argc ? argv[++i] : NULL);
-			if (!list)
-				return usage_err("needs a value", a);
-			int rc = parse_o(o, list);
-			if (rc)
-				return rc;
-		} else {
-			return usage_err("unknown option", a);
-		}
-	}
-	return o->model ? 0 : usage_err("MODEL is missing", NULL);
-}
 
 static bool selected(const struct wf_tensor *t, const struct stats_opts *o, bool *hit)
 {
@@ -238,22 +184,19 @@ static int compute(struct cli_model *cm, struct row *rows, size_t n)
 	return ret;
 }
 
-int cli_stats(int argc, char **argv)
+static int stats_main(const struct cli_cmd *c, int argc, char **argv)
 {
-	struct stats_opts o = {.sel = calloc((size_t)argc + 1, sizeof(char *))};
+	struct stats_opts o = {0};
 	struct cli_model cm = {0};
 	struct row *rows = NULL;
 	size_t n = 0;
-	int ret;
-	if (!o.sel) {
-		fprintf(stderr, "weightfs: out of memory\n");
-		return EXIT_NOMEM;
-	}
-	if ((ret = parse(argc, argv, &o)) != 0) {
-		free(o.sel);
-		return ret < 0 ? 0 : ret;
-	}
-	if ((ret = cli_model_open(&cm, o.model, o.dtype)) != 0 || (ret = select_rows(&cm, &o, &rows, &n)) != 0 ||
+	int n_pos = 0, ret = cli_parse(c, argc, argv, &o, &n_pos);
+	if (ret != 0)
+		return ret == CLI_HELP ? 0 : ret;
+	o.model = argv[2];
+	o.sel = argv + 3;
+	o.n_sel = n_pos - 1;
+	if ((ret = cli_model_open(&cm, o.model, o.o.dtype)) != 0 || (ret = select_rows(&cm, &o, &rows, &n)) != 0 ||
 	    (ret = compute(&cm, rows, n)) != 0)
 		goto out;
 	struct wf_buf b = {0};
@@ -280,6 +223,20 @@ out:
 		free(rows[i].err);
 	free(rows);
 	cli_model_close(&cm);
-	free(o.sel);
 	return ret;
 }
+
+static const struct cli_opt stats_opts[] = {
+	CLI_FLAG(0, "json", offsetof(struct stats_opts, json), "print JSON: one object a tensor, and the errors"),
+	{.kind = CLI_OPT_CALLBACK, .short_name = 'o', .argh = "dtype=T", .off = offsetof(struct stats_opts, o),
+	 .cb = cli_o_list, .data = CLI_O_VIEWS, .help = "the values of the mount's -o dtype=T (npy, suffix and preview "
+	 "taken, changing nothing)"},
+	CLI_END,
+};
+
+const struct cli_cmd cli_cmd_stats = {
+	.name = "stats", .args = "MODEL [NAME|PREFIX ...]", .min_pos = 1, .max_pos = -1, .missing = "MODEL is missing",
+	.opts = stats_opts, .usage_exit = EXIT_USAGE, .run = stats_main,
+	.summary = "Per-tensor statistics (count, min, max, mean, std, absmax, zeros, NaN, inf) of the values a "
+		   "mount shows, of every tensor or those named or starting with a PREFIX.",
+};

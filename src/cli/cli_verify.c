@@ -16,11 +16,13 @@
 #include "cli/cli.h"
 #include "cli/cli_int.h"
 #include "cli/cli_look.h"
-#include "cli/cli_verify.h"
+#include "cli/cli_hub.h"
+#include "cli/cli_vstate.h"
 #include "model/wf_set.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
+#include <stddef.h>
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -30,7 +32,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define USAGE "weightfs verify [--json] [--write FILE] [--against FILE] MODEL"
 #define MANIFEST_FORMAT "weightfs-manifest"
 /* A manifest larger than this is refused (a million tensors take ~250 MB). */
 #define MANIFEST_MAX (1u << 30)
@@ -58,75 +59,6 @@ struct v_run {
 	size_t open_prob;     /* the problem saying so */
 	cJSON *manifest;
 };
-
-/* ---------------------------------------------------------------- problems and jobs */
-
-void v_problem(struct v_state *st, enum v_sev sev, const char *kind, const char *file, const char *tensor,
-	       size_t tensor_len, const char *fmt, ...)
-{
-	if (st->n_probs == st->cap_probs) {
-		size_t cap = st->cap_probs ? 2 * st->cap_probs : 16;
-		struct v_prob *np = realloc(st->probs, cap * sizeof *np);
-		if (!np) {
-			st->oom = true;
-			return;
-		}
-		st->probs = np;
-		st->cap_probs = cap;
-	}
-	struct v_prob *p = &st->probs[st->n_probs];
-	memset(p, 0, sizeof *p);
-	p->sev = sev;
-	p->kind = kind;
-	char line[WF_ERRLEN];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(line, sizeof line, fmt, ap);
-	va_end(ap);
-	p->msg = strdup(line);
-	p->file = file ? strdup(file) : NULL;
-	if (tensor && (p->tensor = malloc(tensor_len + 1))) {
-		memcpy(p->tensor, tensor, tensor_len);
-		p->tensor[tensor_len] = '\0';
-		p->tensor_len = tensor_len;
-	}
-	if (!p->msg || (file && !p->file) || (tensor && !p->tensor)) {
-		free(p->msg);
-		free(p->file);
-		free(p->tensor);
-		st->oom = true;
-		return;
-	}
-	st->n_probs++;
-}
-
-size_t v_add_job(struct v_state *st, enum v_job_kind kind, const char *path, int fd, uint64_t off, uint64_t len,
-		 size_t ref)
-{
-	if (st->n_jobs == st->cap_jobs) {
-		size_t cap = st->cap_jobs ? 2 * st->cap_jobs : 64;
-		struct v_job *nj = realloc(st->jobs, cap * sizeof *nj);
-		if (!nj) {
-			st->oom = true;
-			return SIZE_MAX;
-		}
-		st->jobs = nj;
-		st->cap_jobs = cap;
-	}
-	struct v_job *j = &st->jobs[st->n_jobs];
-	memset(j, 0, sizeof *j);
-	j->kind = kind;
-	j->path = path;
-	j->fd = fd;
-	j->off = off;
-	j->len = len;
-	j->ref = ref;
-	if (kind != V_RANGE_SHA256) { /* its size orders it among the others */
-		struct stat s;
-		j->len = stat(path, &s) == 0 ? (uint64_t)s.st_size : 0;
-	}
-	return st->n_jobs++;
-}
 
 /* ---------------------------------------------------------------- digests */
 
@@ -161,11 +93,6 @@ static int hash_fd(int fd, uint64_t off, uint64_t len, struct wf_sha *s, uint8_t
 		atomic_fetch_add_explicit(done, (uint64_t)n, memory_order_relaxed);
 	}
 	return 0;
-}
-
-const char *v_strerror(int err_no)
-{
-	return err_no == V_NOT_FILE ? "not a regular file" : strerror(err_no);
 }
 
 /* Opened O_NONBLOCK and held to a regular file by fstat: a FIFO would
@@ -911,56 +838,6 @@ static int report(const struct v_run *r)
 
 /* ---------------------------------------------------------------- the command */
 
-static int usage_err(const char *what, const char *arg)
-{
-	fprintf(stderr, "weightfs verify: %s%s%s (usage: " USAGE ")\n", arg ? cli_path(arg) : "", arg ? ": " : "",
-		what);
-	return V_TROUBLE;
-}
-
-/* An option's value: "--write=F" or "--write F"; NULL if a is not it. */
-static const char *value_of(int argc, char **argv, int *i, const char *name, bool *missing)
-{
-	size_t n = strlen(name);
-	const char *a = argv[*i];
-	if (strncmp(a, name, n) != 0 || (a[n] != '=' && a[n] != '\0'))
-		return NULL;
-	if (a[n] == '=')
-		return a + n + 1;
-	if (*i + 1 < argc)
-		return argv[++*i];
-	*missing = true;
-	return NULL;
-}
-
-static int parse(int argc, char **argv, struct v_opts *o)
-{
-	bool dd = false;
-	for (int i = 2; i < argc; i++) {
-		const char *a = argv[i], *v;
-		bool missing = false;
-		if (dd || a[0] != '-' || a[1] == '\0') {
-			if (o->model)
-				return usage_err("one argument too many", a);
-			o->model = a;
-		} else if (strcmp(a, "--") == 0) {
-			dd = true;
-		} else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
-			printf("usage: " USAGE "\nSee weightfs(1), COMMANDS.\n");
-			return -1;
-		} else if (strcmp(a, "--json") == 0) {
-			o->json = true;
-		} else if ((v = value_of(argc, argv, &i, "--write", &missing)) != NULL) {
-			o->write = v;
-		} else if ((v = value_of(argc, argv, &i, "--against", &missing)) != NULL) {
-			o->against = v;
-		} else {
-			return usage_err(missing ? "needs a FILE" : "unknown option", a);
-		}
-	}
-	return o->model ? 0 : usage_err("MODEL is missing", NULL);
-}
-
 static bool verify(struct v_run *r)
 {
 	r->is_hub = v_hub_detect(r->o.model, &r->hub);
@@ -990,12 +867,13 @@ static bool verify(struct v_run *r)
 	return !r->st.oom;
 }
 
-int cli_verify(int argc, char **argv)
+static int verify_main(const struct cli_cmd *c, int argc, char **argv)
 {
 	struct v_run r = {0};
-	int ret = parse(argc, argv, &r.o);
+	int n_pos = 0, ret = cli_parse(c, argc, argv, &r.o, &n_pos);
 	if (ret != 0)
-		return ret < 0 ? 0 : ret;
+		return ret == CLI_HELP ? 0 : ret;
+	r.o.model = argv[2];
 	if (!verify(&r))
 		r.st.oom = true;
 	if (r.st.oom)
@@ -1016,3 +894,18 @@ int cli_verify(int argc, char **argv)
 	wf_model_free(r.m);
 	return ret;
 }
+
+static const struct cli_opt verify_opts[] = {
+	CLI_FLAG(0, "json", offsetof(struct v_opts, json), "print JSON: the verdict, the exit code, every problem"),
+	CLI_STRING(0, "write", "FILE", offsetof(struct v_opts, write), "write a manifest of every file's and tensor's "
+		   "SHA-256 to FILE"),
+	CLI_STRING(0, "against", "FILE", offsetof(struct v_opts, against), "compare with the manifest FILE"),
+	CLI_END,
+};
+
+const struct cli_cmd cli_cmd_verify = {
+	.name = "verify", .args = "MODEL", .min_pos = 1, .max_pos = 1, .missing = "MODEL is missing",
+	.opts = verify_opts, .usage_exit = V_TROUBLE, .run = verify_main,
+	.summary = "Checks MODEL whole: its own checks, every file read, a hub cache's blobs against their names "
+		   "(exit 0: intact, 1: something differs, 2: it could not be checked).",
+};

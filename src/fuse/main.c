@@ -640,6 +640,16 @@ static bool unknown_command(const char *word)
 
 int main(int argc, char *argv[])
 {
+	/* Not in -h: what the bash completion asks, a command's options as its
+	 * table has them, one spelling a line */
+	if (argc == 3 && strcmp(argv[1], "--list-options") == 0) {
+		if (cli_list_options(stdout, argv[2]) == 0)
+			return fflush(stdout) == 0 ? 0 : EXIT_USAGE;
+		fprintf(stderr, "weightfs: --list-options %s: no such command (", cli_path(argv[2]));
+		cli_command_names(stderr);
+		fprintf(stderr, ")\n");
+		return EXIT_USAGE;
+	}
 	/* A command is argv[1] exactly; a model file of that name mounts as ./ls */
 	if (argc > 1 && cli_is_command(argv[1])) {
 		if (open_std_fds() != 0) {

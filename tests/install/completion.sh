@@ -81,6 +81,18 @@ expect "weightfs convert -o " dtype=bf16 '!npy'
 expect "weightfs convert demo.gguf " w.safetensors "models dir" '!demo.gguf'
 expect "weightfs verify -" --json --write --against '!--force'
 expect "weightfs verify " demo.gguf "models dir" '!verify'
+expect "weightfs verify --write " notes.txt demo.gguf
+expect "weightfs verify --write m.json " demo.gguf "models dir" '!notes.txt'
+expect "weightfs stats -" --json -o -h --help
+expect "weightfs diff -" --json '!--force'
+expect "weightfs cat --length 8 --offset 4 demo.gguf out" output.weight
+# every option of every command, as its table has it (weightfs --list-options), is offered
+for c in ls info cat convert stats diff verify; do
+	opts=$(weightfs --list-options "$c" | awk '{print $1}')
+	[ -n "$opts" ] || { failed=$((failed + 1)); echo "completion: FAIL: weightfs --list-options $c says nothing"; }
+	# shellcheck disable=SC2086
+	expect "weightfs $c -" $opts
+done
 # every command `weightfs -h` lists completes
 for c in $(weightfs -h 2>&1 | sed -n -E 's/^(usage:)?[[:space:]]+[^[:space:]]*weightfs[[:space:]]+([a-z][a-z0-9-]*)([[:space:]].*)?$/\2/p'); do
 	expect "weightfs ${c:0:1}" "$c"

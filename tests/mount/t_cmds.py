@@ -8,6 +8,7 @@ import json
 import os
 import random
 import re
+import shlex
 import shutil
 import signal
 import stat
@@ -212,6 +213,117 @@ def group_cmds():
             errs.add("ls --help: rc %d, %r" % (rc, out[:100]))
         errs.raise_if_any()
     check("cmds: bad command lines: one line, exit 1", cat_errors)
+
+    # what each command's table gives, checked from outside: the exit code
+    # of its bad command lines (diff and verify answer as diff(1) and cmp(1))
+    usage_exit = {"ls": 1, "info": 1, "cat": 1, "convert": 1, "stats": 1, "diff": 2, "verify": 2}
+
+    def tables():
+        errs = Errs()
+        rc, top, _ = cmd_run(["-h"])
+        usage = {}
+        for line in top.decode().splitlines():
+            m = re.match(r"^\s+\S*weightfs (\w+) (.*)$", line)
+            if m:
+                usage[m.group(1)] = m.group(2)
+        if sorted(usage) != sorted(usage_exit):
+            errs.add("weightfs -h lists %r" % sorted(usage))
+        for c, code in usage_exit.items():
+            rc, lst, err = cmd_run(["--list-options", c])
+            spell = [ln.split(" ", 1) for ln in lst.decode().splitlines()]
+            if rc != 0 or err or ["-h"] not in spell or ["--help"] not in spell:
+                errs.add("--list-options %s: rc %d %r %r" % (c, rc, lst, err))
+                continue
+            for flag in ("-h", "--help"):
+                rc, out, err = cmd_run([c, flag])
+                text = out.decode()
+                first = text.splitlines()[0] if text else ""
+                # the help's usage line is the one weightfs -h shows
+                if rc != 0 or err or first != "usage: weightfs %s %s" % (c, usage.get(c)):
+                    errs.add("%s %s: rc %d, %r" % (c, flag, rc, first))
+                # every spelling of every option in the table has its help line
+                for sp in spell:
+                    if not re.search(r"^    .*%s%s(,|\s)" % (re.escape(sp[0]), re.escape(" " + sp[1]) if len(sp) > 1 else ""),
+                                     text, re.M):
+                        errs.add("%s %s: no help line for %s" % (c, flag, " ".join(sp)))
+            # a bad option, a value-taking option with no value, a flag given one
+            bad = [([c, "--no-such-option", tiny], "--no-such-option: unknown option"),
+                   ([c, "-Z", tiny], "-Z: unknown option")]
+            for sp in spell:
+                if sp[0] in ("-h", "--help"):
+                    continue
+                if len(sp) > 1:
+                    bad.append(([c, tiny, sp[0]], "%s: needs a value (%s)" % (sp[0], sp[1])))
+                elif sp[0].startswith("--"):
+                    bad.append(([c, sp[0] + "=1", tiny], "%s=1: %s takes no value" % (sp[0], sp[0])))
+            for args, what in bad:
+                rc, out, err = cmd_run(args)
+                e = err
+                if (rc != code or out or len(e.splitlines()) != 1 or what not in e or
+                        not e.startswith("weightfs %s: " % c) or
+                        "(usage: weightfs %s %s)" % (c, usage.get(c)) not in e):
+                    errs.add("%r: rc %d (expected %d), stdout %r, stderr %r" % (args[:3], rc, code, out[:60], e))
+        errs.raise_if_any()
+    check("cmds: every command's -h and usage line come from its option table (weightfs --list-options); "
+          "a bad option, a missing value, a flag given one: one line naming the command and the option, "
+          "the command's usage exit code", tables)
+
+    def man_synopsis():
+        # docs/weightfs.1's SYNOPSIS shows each command as its table does
+        with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "docs", "weightfs.1")) as f:
+            man = f.read()
+        a = man.index(".SH SYNOPSIS")
+        syn = man[a:man.index("\n.SH", a + 3)]
+        shown = {}
+        for block in syn.split("\n.br\n"):
+            words = []
+            for line in block.splitlines():
+                m = re.match(r"^\.(B|I|RB|RI|BR|IR|BI|IB)\s+(.*)$", line)
+                if m:
+                    args = shlex.split(m.group(2).replace("\\", "\\\\"))
+                    w = (" " if m.group(1) in ("B", "I") else "").join(args)
+                    words.append(re.sub(r"\\f[RIB]", "", w.replace("\\-", "-")))
+            m = re.match(r"^weightfs (\w+) (.*)$", " ".join(words))
+            if m:
+                shown[m.group(1)] = m.group(2)
+        errs = Errs()
+        for c in usage_exit:
+            out = cmd_run([c, "-h"])[1].decode().splitlines()[0]
+            if "usage: weightfs %s %s" % (c, shown.get(c)) != out:
+                errs.add("weightfs.1 shows %s as %r, its -h as %r" % (c, shown.get(c), out))
+        errs.raise_if_any()
+    check("cmds: weightfs.1's SYNOPSIS shows every command as its option table does", man_synopsis)
+
+    def spellings():
+        # every spelling the commands took before their tables still works
+        errs = Errs()
+        want = cmd_run(["cat", tiny, "output.weight"])[1]
+        for args in (["cat", "--offset", "4", "--length", "8", tiny, "output.weight"],
+                     ["cat", "--offset=4", "--length=8", tiny, "output.weight"],
+                     ["cat", tiny, "--length", "8", "output.weight", "--offset=4"],
+                     ["cat", "--offset", "4", "--length", "8", "--", tiny, "output.weight"]):
+            rc, out, err = cmd_run(args)
+            if rc != 0 or out != want[4:12]:
+                errs.add("%r: rc %d, %d bytes %r" % (args, rc, len(out), err))
+        base = cmd_run(["ls", "-o", "dtype=f16,npy", tiny])[1]
+        for args in (["ls", "-odtype=f16,npy", tiny], ["ls", "-o", "dtype=f16", "-o", "npy", tiny],
+                     ["ls", tiny, "-o", "npy,dtype=f16"], ["ls", "-o", "dtype=f16,npy", "--", tiny]):
+            rc, out, err = cmd_run(args)
+            if rc != 0 or out != base:
+                errs.add("%r: rc %d %r" % (args, rc, err))
+        for args, code in ((["info", "--json", "-o", "gguf=q8_0,npy,allow_other", tiny], 0),
+                           (["info", "-o", "gguf=nope", tiny], 1),
+                           (["stats", "-o", "dtype=f16,npy,suffix,preview", "--json", tiny, "output"], 0),
+                           (["stats", "-o", "allow_other", tiny], 1),
+                           (["stats", "-o", "dtype=f16", "-o", "dtype=bf16", tiny], 1),
+                           (["diff", "--json", "--", tiny, tiny], 0),
+                           (["verify", "--json", tiny], 0)):
+            rc, out, err = cmd_run(args)
+            if rc != code:
+                errs.add("%r: rc %d (expected %d) %r" % (args, rc, code, err[:200]))
+        errs.raise_if_any()
+    check("cmds: every spelling the commands took still works (--opt=V and --opt V, -oLIST, options after "
+          "arguments, --)", spellings)
 
     def same_as_mount():
         errs = Errs()
