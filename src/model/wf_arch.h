@@ -131,10 +131,11 @@ struct wf_quant_hp {
 	uint32_t n_layer, n_head, n_head_kv, n_expert;
 };
 
-/* Reads *hp from the key/values of the GGUF header at gguf[0..len) (a
- * whole file or a header made in memory).  WF_ERR_UNSUP with one line in
- * why when block_count or head_count is missing. */
-enum wf_err wf_quant_hp_read(const uint8_t *gguf, uint64_t len, struct wf_quant_hp *hp, char *why);
+/* Reads *hp from a GGUF's key/values (a model's, or a header made in
+ * memory and parsed).  WF_ERR_UNSUP with one line in why when block_count
+ * or head_count is missing. */
+struct wf_gguf_vals;
+enum wf_err wf_quant_hp_read(const struct wf_gguf_vals *v, struct wf_quant_hp *hp, char *why);
 
 /* Whether llama-quantize quantizes a tensor named `name` of ne[0..ndim)
  * (ggml order): 2 dims or more as ggml_n_dims counts them, a name ending

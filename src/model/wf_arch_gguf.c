@@ -103,14 +103,17 @@ struct kv_copy {
 	char *why;
 };
 
-static enum wf_err copy_kv(void *ctx, const struct wf_gguf_kv *kv)
+static enum wf_err copy_kv(struct kv_copy *c, const struct wf_gguf_vals *v, int64_t id)
 {
-	struct kv_copy *c = ctx;
 	char q[96];
-	if (memchr(kv->key, 0, (size_t)kv->key_len))
+	uint64_t key_len, n;
+	const uint8_t *key = wf_gguf_key(v, id, &key_len), *val = wf_gguf_raw(v, id, &n);
+	if (!key || !val)
+		return wf_fail(c->why, WF_ERR_CHANGED, "metadata key %" PRId64 ": no longer in the file", id);
+	if (memchr(key, 0, (size_t)key_len))
 		return wf_fail(c->why, WF_ERR_UNSUP, "metadata key %s: holds a NUL byte",
-			       wf_quote(q, sizeof q, kv->key, (size_t)kv->key_len));
-	char *k = strndup((const char *)kv->key, (size_t)kv->key_len);
+			       wf_quote(q, sizeof q, key, (size_t)key_len));
+	char *k = strndup((const char *)key, (size_t)key_len);
 	if (!k)
 		return wf_fail(c->why, WF_ERR_NOMEM, "out of memory");
 	static const char *const drop[] = {"general.quantization_version", "general.file_type", "general.alignment",
@@ -119,7 +122,7 @@ static enum wf_err copy_kv(void *ctx, const struct wf_gguf_kv *kv)
 	for (size_t i = 0; i < WF_ARRAY_LEN(drop); i++)
 		skip |= strcmp(k, drop[i]) == 0;
 	if (!skip)
-		wf_gguf_w_raw(c->w, k, (enum wf_gtype)kv->type, kv->val, (size_t)kv->val_len);
+		wf_gguf_w_raw(c->w, k, (enum wf_gtype)wf_gguf_at(v, id)->type, val, (size_t)n);
 	free(k);
 	return c->w->rc == WF_OK ? WF_OK : wf_fail(c->why, c->w->rc, "%s", c->w->err);
 }
@@ -165,7 +168,8 @@ static enum wf_err retype_tensor(const struct wf_tensor *t, size_t src, uint32_t
 static enum wf_err plan_quantized(const struct wf_model *m, uint32_t ftype, struct wf_arch_plan *plan, char *why)
 {
 	struct wf_quant_hp hp;
-	enum wf_err rc = wf_quant_hp_read(m->data, m->data_len, &hp, why);
+	struct wf_gguf_vals v = wf_gguf_vals_of(m);
+	enum wf_err rc = wf_quant_hp_read(&v, &hp, why);
 	for (size_t i = 0; rc == WF_OK && i < m->n_tensors; i++)
 		if ((rc = retype_tensor(&m->tensors[i], i, WF_FTYPE_AUTO, &plan->t[i], why)) == WF_OK)
 			plan->n++;
@@ -218,8 +222,9 @@ enum wf_err wf_arch_plan_gguf(const struct wf_model *m, uint32_t ftype, struct w
 	plan->ftype = ftype;
 	enum wf_err rc = plan_tensors(m, ftype, plan, why);
 	struct kv_copy c = {.w = w, .why = why};
-	if (rc == WF_OK && m->n_parts && m->data)
-		rc = wf_gguf_kvs(m->data, m->data_len, copy_kv, &c, why);
+	struct wf_gguf_vals v = wf_gguf_vals_of(m);
+	for (size_t i = 0; rc == WF_OK && m->n_parts && v.data && i < v.ix->n; i++)
+		rc = copy_kv(&c, &v, (int64_t)i);
 	if (rc == WF_OK) {
 		wf_gguf_w_u32(w, "general.quantization_version", 2);
 		wf_gguf_w_u32(w, "general.file_type", ftype & ~WF_FTYPE_PURE);

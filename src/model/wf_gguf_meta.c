@@ -12,6 +12,7 @@
  */
 #include "model/wf_gguf_meta.h"
 #include "base/wf_buf.h"
+#include "model/wf_gguf_kv.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,10 +21,6 @@
 #define PIECE (4u << 10)  /* string bytes a step writes, at most (plus one UTF-8 sequence) */
 #define ARR_RUN 64        /* array scalars a step writes, at most */
 
-/* GGUF's value types (gguf.h), as wf_gguf.c numbers them. */
-enum { GV_U8, GV_I8, GV_U16, GV_I16, GV_U32, GV_I32, GV_F32, GV_BOOL, GV_STR, GV_ARR, GV_U64, GV_I64, GV_F64,
-       GV_COUNT };
-static const uint8_t vsize[GV_COUNT] = {1, 1, 2, 2, 4, 4, 4, 1, 0, 0, 8, 8, 8};
 
 enum { P_OPEN, P_SEP, P_KEY, P_VAL, P_STR, P_ARR, P_ASTR, P_END, P_TAIL, P_DONE };
 
@@ -117,19 +114,19 @@ static void put_scalar(struct sink *k, uint32_t t, const uint8_t *p)
 	char s[32];
 	int n = 0;
 	switch (t) {
-	case GV_U8: n = snprintf(s, sizeof s, "%u", p[0]); break;
-	case GV_I8: n = snprintf(s, sizeof s, "%d", (int8_t)p[0]); break;
-	case GV_U16: n = snprintf(s, sizeof s, "%u", wf_le16(p)); break;
-	case GV_I16: n = snprintf(s, sizeof s, "%d", (int16_t)wf_le16(p)); break;
-	case GV_U32: n = snprintf(s, sizeof s, "%" PRIu32, wf_le32(p)); break;
-	case GV_I32: n = snprintf(s, sizeof s, "%" PRId32, (int32_t)wf_le32(p)); break;
-	case GV_U64: n = snprintf(s, sizeof s, "%" PRIu64, wf_le64(p)); break;
-	case GV_I64: n = snprintf(s, sizeof s, "%" PRId64, (int64_t)wf_le64(p)); break;
+	case WF_GT_UINT8: n = snprintf(s, sizeof s, "%u", p[0]); break;
+	case WF_GT_INT8: n = snprintf(s, sizeof s, "%d", (int8_t)p[0]); break;
+	case WF_GT_UINT16: n = snprintf(s, sizeof s, "%u", wf_le16(p)); break;
+	case WF_GT_INT16: n = snprintf(s, sizeof s, "%d", (int16_t)wf_le16(p)); break;
+	case WF_GT_UINT32: n = snprintf(s, sizeof s, "%" PRIu32, wf_le32(p)); break;
+	case WF_GT_INT32: n = snprintf(s, sizeof s, "%" PRId32, (int32_t)wf_le32(p)); break;
+	case WF_GT_UINT64: n = snprintf(s, sizeof s, "%" PRIu64, wf_le64(p)); break;
+	case WF_GT_INT64: n = snprintf(s, sizeof s, "%" PRId64, (int64_t)wf_le64(p)); break;
 	/* ggml reads any non-zero byte as true */
-	case GV_BOOL: n = snprintf(s, sizeof s, "%s", p[0] ? "true" : "false"); break;
-	case GV_F32: case GV_F64: {
+	case WF_GT_BOOL: n = snprintf(s, sizeof s, "%s", p[0] ? "true" : "false"); break;
+	case WF_GT_FLOAT32: case WF_GT_FLOAT64: {
 		k->t.len = 0;
-		if (t == GV_F32) { /* 4 bytes only: a value may end the file */
+		if (t == WF_GT_FLOAT32) { /* 4 bytes only: a value may end the file */
 			uint32_t u32 = wf_le32(p);
 			float f;
 			memcpy(&f, &u32, 4);
@@ -157,7 +154,7 @@ static void step_val(const struct wf_gguf_meta *g, struct cur *c, struct sink *k
 	if (k->measure)
 		g->keys[c->kv].v0 = k->pos;
 	c->pos = kv->val;
-	if (kv->type == GV_STR) {
+	if (kv->type == WF_GT_STRING) {
 		if (!fits(k, kv->val, 8, kv->end))
 			return;
 		uint64_t n = wf_le64(k->data + kv->val);
@@ -167,13 +164,13 @@ static void step_val(const struct wf_gguf_meta *g, struct cur *c, struct sink *k
 		c->end = c->pos + n;
 		puts_(k, "\"");
 		c->ph = P_STR;
-	} else if (kv->type == GV_ARR) {
+	} else if (kv->type == WF_GT_ARRAY) {
 		puts_(k, "[");
 		c->j = 0;
 		c->ph = P_ARR;
-	} else if (kv->type < GV_COUNT && fits(k, kv->val, vsize[kv->type], kv->end)) {
+	} else if (wf_gguf_type_size(kv->type) && fits(k, kv->val, wf_gguf_type_size(kv->type), kv->end)) {
 		put_scalar(k, kv->type, k->data + kv->val);
-		c->pos += vsize[kv->type];
+		c->pos += wf_gguf_type_size(kv->type);
 		c->ph = P_END;
 	} else {
 		k->bad = true;
@@ -190,7 +187,7 @@ static void step_arr(const struct wf_gguf_meta *g, struct cur *c, struct sink *k
 		c->ph = P_END;
 		return;
 	}
-	if (kv->elem == GV_STR) {
+	if (kv->elem == WF_GT_STRING) {
 		if (!fits(k, c->pos, 8, kv->end))
 			return;
 		uint64_t n = wf_le64(k->data + c->pos);
@@ -202,7 +199,7 @@ static void step_arr(const struct wf_gguf_meta *g, struct cur *c, struct sink *k
 		c->ph = P_ASTR;
 		return;
 	}
-	uint8_t sz = kv->elem < GV_COUNT ? vsize[kv->elem] : 0;
+	unsigned sz = wf_gguf_type_size(kv->elem);
 	if (sz == 0) {
 		k->bad = true;
 		return;
@@ -419,7 +416,7 @@ enum wf_err wf_gguf_meta_read(const struct wf_gguf_meta *g, const uint8_t *data,
 uint64_t wf_gguf_meta_value_len(const struct wf_gguf_meta *g, size_t i)
 {
 	const struct wf_gguf_meta_key *kv = &g->keys[i];
-	return kv->type == GV_STR ? kv->end - kv->val - 8 : kv->v1 - kv->v0;
+	return kv->type == WF_GT_STRING ? kv->end - kv->val - 8 : kv->v1 - kv->v0;
 }
 
 enum wf_err wf_gguf_meta_value(const struct wf_gguf_meta *g, const uint8_t *data, uint64_t len, size_t i,
@@ -431,7 +428,7 @@ enum wf_err wf_gguf_meta_value(const struct wf_gguf_meta *g, const uint8_t *data
 	uint64_t vlen = wf_gguf_meta_value_len(g, i);
 	if (off > vlen || n > vlen - off)
 		return WF_ERR_RANGE;
-	if (kv->type != GV_STR)
+	if (kv->type != WF_GT_STRING)
 		return wf_gguf_meta_read(g, data, len, kv->v0 + off, n, buf);
 	/* a string's file is its bytes: its length must still be the one measured */
 	if (kv->end > len || wf_le64(data + kv->val) != vlen)

@@ -23,6 +23,7 @@
 #define WF_GGUF_META_H
 
 #include "base/wf_common.h"
+#include "model/wf_gguf_kv.h" /* enum wf_gtype */
 
 #include <stddef.h>
 #include <stdint.h>
@@ -40,12 +41,8 @@ struct wf_gguf_meta_key {
 	uint64_t count;        /* an array's elements */
 	uint64_t t0;           /* text: where the entry starts (its separator) */
 	uint64_t v0, v1;       /* text: the value's JSON text [v0, v1) */
-	uint8_t type, elem;    /* GGUF value type; an array's element type (never an array) */
+	uint8_t type, elem;    /* enum wf_gtype; an array's element type (never an array) */
 };
-
-/* GGUF's value types that the text treats apart (gguf.h's numbering). */
-#define WF_GGUF_META_STR 8
-#define WF_GGUF_META_ARR 9
 
 struct wf_gguf_meta;
 
