@@ -142,6 +142,12 @@ enum wf_err wf_quant_hp_read(const struct wf_gguf_vals *v, struct wf_quant_hp *h
  * in "weight", not a norm or one of llama-quant.cpp's exceptions. */
 bool wf_arch_quantizes(const char *name, const uint64_t *ne, uint32_t ndim);
 
+/* llama.cpp's loader order of tensor names a[0..na) and b[0..nb)
+ * (weight_name_comparer, the order llama-quantize writes): names without
+ * a blk.N. prefix first, then by layer N as sscanf("blk.%d.") reads it,
+ * then bytewise, a prefix first.  <0, 0 or >0 as for qsort. */
+int wf_arch_loader_cmp(const char *a, size_t na, const char *b, size_t nb);
+
 /* Applies llama-quantize's file type ftype to plan (its tensors as the
  * F32 GGUF llama-quantize reads, or a GGUF model's as stored): puts them
  * in llama.cpp's loader order and gives each tensor it quantizes its type

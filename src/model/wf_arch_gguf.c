@@ -67,35 +67,15 @@ static bool allows_retype(const struct wf_tensor *t)
 	return wf_arch_quantizes(t->name, ne, t->ndim ? t->ndim : 1);
 }
 
-/* The layer sscanf("blk.%d.") finds in a name, or -1. */
-static long name_layer(const char *s)
-{
-	if (strncmp(s, "blk.", 4) != 0)
-		return -1;
-	char *end;
-	long v = strtol(s + 4, &end, 10);
-	if (end == s + 4)
-		return -1;
-	/* %d into an int: what glibc keeps of a longer number */
-	return (long)(int)(unsigned int)(unsigned long)v;
-}
-
 struct ord {
 	size_t i;
-	long layer;
 	const struct wf_tensor *t;
 };
 
 static int cmp_ord(const void *a, const void *b)
 {
 	const struct ord *x = a, *y = b;
-	if (x->layer != y->layer)
-		return x->layer < y->layer ? -1 : 1;
-	size_t n = x->t->name_len < y->t->name_len ? x->t->name_len : y->t->name_len;
-	int c = memcmp(x->t->name, y->t->name, n);
-	if (c)
-		return c;
-	return x->t->name_len < y->t->name_len ? -1 : x->t->name_len > y->t->name_len;
+	return wf_arch_loader_cmp(x->t->name, x->t->name_len, y->t->name, y->t->name_len);
 }
 
 struct kv_copy {
@@ -201,7 +181,7 @@ static enum wf_err plan_tensors(const struct wf_model *m, uint32_t ftype, struct
 		return plan_quantized(m, ftype, plan, why);
 	}
 	for (size_t i = 0; i < n; i++)
-		o[i] = (struct ord){.i = i, .layer = name_layer(m->tensors[i].name), .t = &m->tensors[i]};
+		o[i] = (struct ord){.i = i, .t = &m->tensors[i]};
 	qsort(o, n, sizeof *o, cmp_ord);
 	enum wf_err rc = WF_OK;
 	for (size_t k = 0; k < n && rc == WF_OK; k++)

@@ -303,6 +303,8 @@ static int fallback(int t, uint64_t ne0)
 
 /* ---------------------------------------------------------------- the plan */
 
+/* The layer sscanf("blk.%d.") finds in a name, or -1 (%d into an int:
+ * what glibc keeps of a longer number). */
 static long layer_of(const char *s)
 {
 	if (strncmp(s, "blk.", 4) != 0)
@@ -312,13 +314,21 @@ static long layer_of(const char *s)
 	return end == s + 4 ? -1 : (long)(int)(unsigned int)(unsigned long)v;
 }
 
+int wf_arch_loader_cmp(const char *a, size_t na, const char *b, size_t nb)
+{
+	long la = layer_of(a), lb = layer_of(b);
+	if (la != lb)
+		return la < lb ? -1 : 1;
+	int c = memcmp(a, b, na < nb ? na : nb);
+	if (c)
+		return c;
+	return na < nb ? -1 : na > nb;
+}
+
 static int loader_order(const void *x, const void *y)
 {
 	const struct wf_arch_tensor *a = x, *b = y;
-	long la = layer_of(a->name), lb = layer_of(b->name);
-	if (la != lb)
-		return la < lb ? -1 : 1;
-	return strcmp(a->name, b->name);
+	return wf_arch_loader_cmp(a->name, strlen(a->name), b->name, strlen(b->name));
 }
 
 static uint64_t row_bytes(int t, uint64_t ne0)

@@ -65,18 +65,18 @@ static const uint8_t *json_gstr(struct wf_buf *b, const uint8_t *p)
 }
 
 /* The old builder: one entry per key/value, framed as wf_meta.h says. */
-static enum wf_err oracle_kv(void *ctx, const struct wf_gguf_kv *kv)
+static void oracle_kv(struct wf_meta_json *w, const uint8_t *buf, const struct wf_gguf_kv *kv)
 {
-	struct wf_meta_json *w = ctx;
 	struct wf_buf *b = &w->b;
-	wf_meta_json_key(w, kv->key, (size_t)kv->key_len);
-	const uint8_t *p = kv->val;
+	wf_meta_json_key(w, buf + kv->key, (size_t)kv->key_len);
+	const uint8_t *p = buf + kv->val;
 	if (kv->type == GV_STR) {
 		json_gstr(b, p);
 	} else if (kv->type == GV_ARR) {
-		uint32_t elem = wf_le32(p);
-		uint64_t count = wf_le64(p + 4);
-		p += 12;
+		uint32_t elem = wf_le32(p - 12);
+		uint64_t count = wf_le64(p - 8);
+		ck_assert_uint_eq(elem, kv->elem);
+		ck_assert_uint_eq(count, kv->count);
 		wf_buf_putc(b, '[');
 		for (uint64_t j = 0; j < count; j++) {
 			if (j)
@@ -92,14 +92,17 @@ static enum wf_err oracle_kv(void *ctx, const struct wf_gguf_kv *kv)
 	} else {
 		json_scalar(b, kv->type, p);
 	}
-	return WF_OK;
 }
 
 static char *oracle(const uint8_t *buf, size_t len, size_t *out_len)
 {
 	struct wf_meta_json w = {0};
 	char err[WF_ERRLEN];
-	ck_assert_int_eq(wf_gguf_kvs(buf, len, oracle_kv, &w, err), WF_OK);
+	struct wf_model *m = NULL;
+	ck_assert_msg(wf_gguf_parse(&m, buf, len, err) == WF_OK, "%s", err);
+	for (size_t i = 0; i < m->kvs->n; i++)
+		oracle_kv(&w, buf, &m->kvs->kv[i]);
+	wf_model_free(m);
 	wf_buf_puts(&w.b, w.n ? "\n}\n" : "{}\n");
 	ck_assert(wf_buf_finish(&w.b));
 	*out_len = w.b.len;
