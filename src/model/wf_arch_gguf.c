@@ -120,8 +120,7 @@ static enum wf_err retype_tensor(const struct wf_tensor *t, size_t src, uint32_t
 	const struct wf_type *ty = wf_type_get(t->type);
 	/* WF_FTYPE_AUTO here: every tensor as stored (a quantized file type decides after) */
 	bool retype = ftype != WF_FTYPE_AUTO && allows_retype(t) && (uint32_t)t->type != want;
-	bool floats = t->type == WF_T_F32 || t->type == WF_T_F16 || t->type == WF_T_BF16 ||
-		      (ty && ty->vk == WF_VK_F32 && !ty->layer);
+	bool floats = wf_type_floats(t->type);
 	if (retype && !floats)
 		return wf_fail(why, WF_ERR_UNSUP, "tensor %s: its type %s has no float32 decoding to make %s from",
 			       wf_quote(q, sizeof q, t->name, t->name_len), ty && ty->name ? ty->name : "?",
@@ -159,8 +158,7 @@ static enum wf_err plan_quantized(const struct wf_model *m, uint32_t ftype, stru
 		const struct wf_arch_tensor *p = &plan->t[i];
 		const struct wf_tensor *t = &m->tensors[p->src];
 		const struct wf_type *ty = wf_type_get(t->type);
-		bool floats = t->type == WF_T_F32 || t->type == WF_T_F16 || t->type == WF_T_BF16 ||
-			      (ty && ty->vk == WF_VK_F32 && !ty->layer);
+		bool floats = wf_type_floats(t->type);
 		if (p->vk != WF_VK_RAW && !floats)
 			rc = wf_fail(why, WF_ERR_UNSUP, "tensor %s: its type %s has no float32 decoding to quantize from",
 				     p->name, ty && ty->name ? ty->name : "?");

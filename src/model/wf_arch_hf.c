@@ -666,9 +666,7 @@ static enum wf_err plan_experts(struct hp *h, const struct wf_model *m, size_t i
 {
 	const struct wf_tensor *t = &m->tensors[i];
 	char q[96], hn[WF_GGUF_NAME_MAX];
-	const struct wf_type *ty = wf_type_get(t->type);
-	bool floats = t->type == WF_T_F32 || t->type == WF_T_F16 || t->type == WF_T_BF16 ||
-		      (ty && ty->vk == WF_VK_F32 && !ty->layer);
+	bool floats = wf_type_floats(t->type);
 	unsigned long layer = strtoul(t->name + 4, NULL, 10); /* "blk.L.": wf_gguf_expert_name checked it */
 	if (layer < (unsigned long)h->n_layer)
 		h->exps[layer]++;
@@ -729,11 +727,7 @@ static enum wf_err plan_kv_b(struct hp *h, const struct wf_model *m, size_t i, e
 	if (!is_k)
 		return WF_OK;
 	const struct wf_tensor *v = &m->tensors[j];
-	const struct wf_type *tk = wf_type_get(t->type), *tv = wf_type_get(v->type);
-	bool floats = (t->type == WF_T_F32 || t->type == WF_T_F16 || t->type == WF_T_BF16 ||
-		       (tk && tk->vk == WF_VK_F32 && !tk->layer)) &&
-		      (v->type == WF_T_F32 || v->type == WF_T_F16 || v->type == WF_T_BF16 ||
-		       (tv && tv->vk == WF_VK_F32 && !tv->layer));
+	bool floats = wf_type_floats(t->type) && wf_type_floats(v->type);
 	/* k_b [heads, kv_lora_rank, nope], v_b [heads, v, kv_lora_rank] */
 	if (!floats || t->ndim != 3 || v->ndim != 3 || t->shape[0] != v->shape[0] || t->shape[1] != v->shape[2] ||
 	    !t->shape[0] || !t->shape[1] || !t->shape[2] || !v->shape[1])
@@ -784,8 +778,7 @@ static enum wf_err plan_tensor(struct hp *h, const struct wf_model *m, size_t i,
 			       "model without it)", wf_quote(q, sizeof q, t->name, t->name_len), h->a->hf_class);
 	}
 	const struct wf_type *ty = wf_type_get(t->type);
-	bool floats = t->type == WF_T_F32 || t->type == WF_T_F16 || t->type == WF_T_BF16 ||
-		      (ty && ty->vk == WF_VK_F32 && !ty->layer);
+	bool floats = wf_type_floats(t->type);
 	if (!floats || t->ndim < 1 || t->ndim > 4)
 		return wf_fail(h->why, WF_ERR_UNSUP, "tensor %s: its type %s has no float values for model.safetensors",
 			       wf_quote(q, sizeof q, t->name, t->name_len), ty && ty->name ? ty->name : "?");
