@@ -114,17 +114,7 @@ static enum wf_err skip_value(struct cur *c, uint32_t t, uint32_t elem, uint64_t
  * time on read (wf_gguf_meta.h); here only measured. */
 static enum wf_err metadata_json(struct wf_model *m, char *err)
 {
-	const struct wf_gguf_kvs *ix = m->kvs;
-	struct wf_gguf_meta_key *keys = calloc(ix->n ? ix->n : 1, sizeof *keys);
-	if (!keys)
-		return wf_fail(err, WF_ERR_NOMEM, "out of memory for metadata.json");
-	for (size_t i = 0; i < ix->n; i++) {
-		const struct wf_gguf_kv *kv = &ix->kv[i];
-		keys[i] = (struct wf_gguf_meta_key){.key = kv->key, .key_len = kv->key_len, .val = kv->val,
-						    .end = kv->end, .count = kv->count, .type = kv->type,
-						    .elem = kv->elem};
-	}
-	enum wf_err rc = wf_gguf_meta_new(m->data, m->data_len, keys, ix->n, &m->meta_gen);
+	enum wf_err rc = wf_gguf_meta_new(m->data, m->data_len, m->kvs, &m->meta_gen);
 	if (rc == WF_ERR_NOMEM)
 		return wf_fail(err, rc, "out of memory writing metadata.json");
 	if (rc != WF_OK)

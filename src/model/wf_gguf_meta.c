@@ -35,7 +35,8 @@ struct cur {
 };
 
 struct wf_gguf_meta {
-	struct wf_gguf_meta_key *keys;
+	const struct wf_gguf_kv *keys; /* the index's entries (wf_gguf_kv.h), not owned */
+	struct wf_gguf_meta_text *text; /* [n] */
 	size_t n;
 	uint64_t len;
 	struct cur *cps;  /* checkpoints, ascending by out */
@@ -150,9 +151,9 @@ static void put_scalar(struct sink *k, uint32_t t, const uint8_t *p)
 /* Begins key kv's value: a scalar whole, an array's '[' or a string's '"'. */
 static void step_val(const struct wf_gguf_meta *g, struct cur *c, struct sink *k)
 {
-	const struct wf_gguf_meta_key *kv = &g->keys[c->kv];
+	const struct wf_gguf_kv *kv = &g->keys[c->kv];
 	if (k->measure)
-		g->keys[c->kv].v0 = k->pos;
+		g->text[c->kv].v0 = k->pos;
 	c->pos = kv->val;
 	if (kv->type == WF_GT_STRING) {
 		if (!fits(k, kv->val, 8, kv->end))
@@ -181,7 +182,7 @@ static void step_val(const struct wf_gguf_meta *g, struct cur *c, struct sink *k
  * opening; ']' after the last. */
 static void step_arr(const struct wf_gguf_meta *g, struct cur *c, struct sink *k)
 {
-	const struct wf_gguf_meta_key *kv = &g->keys[c->kv];
+	const struct wf_gguf_kv *kv = &g->keys[c->kv];
 	if (c->j >= kv->count) {
 		puts_(k, "]");
 		c->ph = P_END;
@@ -217,12 +218,13 @@ static void step_arr(const struct wf_gguf_meta *g, struct cur *c, struct sink *k
 /* Ends key kv's value, checking it ended where it did when measured. */
 static void step_end(struct wf_gguf_meta *g, struct cur *c, struct sink *k)
 {
-	struct wf_gguf_meta_key *kv = &g->keys[c->kv];
+	const struct wf_gguf_kv *kv = &g->keys[c->kv];
+	struct wf_gguf_meta_text *tx = &g->text[c->kv];
 	if (c->pos != kv->end)
 		k->bad = true;
 	if (k->measure)
-		kv->v1 = k->pos;
-	else if (k->pos != kv->v1)
+		tx->v1 = k->pos;
+	else if (k->pos != tx->v1)
 		k->bad = true;
 	c->kv++;
 	c->ph = c->kv < g->n ? P_SEP : P_TAIL;
@@ -230,7 +232,7 @@ static void step_end(struct wf_gguf_meta *g, struct cur *c, struct sink *k)
 
 static void step(struct wf_gguf_meta *g, struct cur *c, struct sink *k)
 {
-	const struct wf_gguf_meta_key *kv = c->kv < g->n ? &g->keys[c->kv] : NULL;
+	const struct wf_gguf_kv *kv = c->kv < g->n ? &g->keys[c->kv] : NULL;
 	switch (c->ph) {
 	case P_OPEN:
 		if (g->n == 0)
@@ -239,7 +241,7 @@ static void step(struct wf_gguf_meta *g, struct cur *c, struct sink *k)
 		break;
 	case P_SEP:
 		if (k->measure)
-			g->keys[c->kv].t0 = k->pos;
+			g->text[c->kv].t0 = k->pos;
 		puts_(k, c->kv ? ",\n \"" : "{\n \"");
 		if (fits(k, kv->key, kv->key_len, k->len)) {
 			c->pos = kv->key;
@@ -316,17 +318,17 @@ static enum wf_err measure(struct wf_gguf_meta *g, const uint8_t *data, uint64_t
 	return WF_OK;
 }
 
-enum wf_err wf_gguf_meta_new(const uint8_t *data, uint64_t len, struct wf_gguf_meta_key *keys, size_t n,
+enum wf_err wf_gguf_meta_new(const uint8_t *data, uint64_t len, const struct wf_gguf_kvs *ix,
 			     struct wf_gguf_meta **out)
 {
 	*out = NULL;
 	struct wf_gguf_meta *g = calloc(1, sizeof *g);
-	if (!g) {
-		free(keys);
+	if (!g || !(g->text = calloc(ix->n ? ix->n : 1, sizeof *g->text))) {
+		free(g);
 		return WF_ERR_NOMEM;
 	}
-	g->keys = keys;
-	g->n = n;
+	g->keys = ix->kv;
+	g->n = ix->n;
 	enum wf_err rc = measure(g, data, len);
 	if (rc != WF_OK) {
 		wf_gguf_meta_free(g);
@@ -346,7 +348,7 @@ void wf_gguf_meta_free(struct wf_gguf_meta *g)
 {
 	if (!g)
 		return;
-	free(g->keys);
+	free(g->text);
 	free(g->cps);
 	free(g);
 }
@@ -361,9 +363,14 @@ size_t wf_gguf_meta_count(const struct wf_gguf_meta *g)
 	return g->n;
 }
 
-const struct wf_gguf_meta_key *wf_gguf_meta_key(const struct wf_gguf_meta *g, size_t i)
+const struct wf_gguf_kv *wf_gguf_meta_key(const struct wf_gguf_meta *g, size_t i)
 {
 	return &g->keys[i];
+}
+
+const struct wf_gguf_meta_text *wf_gguf_meta_text(const struct wf_gguf_meta *g, size_t i)
+{
+	return &g->text[i];
 }
 
 /* Whether the walk at c (k.pos bytes out) is where checkpoint p says. */
@@ -415,8 +422,8 @@ enum wf_err wf_gguf_meta_read(const struct wf_gguf_meta *g, const uint8_t *data,
 
 uint64_t wf_gguf_meta_value_len(const struct wf_gguf_meta *g, size_t i)
 {
-	const struct wf_gguf_meta_key *kv = &g->keys[i];
-	return kv->type == WF_GT_STRING ? kv->end - kv->val - 8 : kv->v1 - kv->v0;
+	const struct wf_gguf_kv *kv = &g->keys[i];
+	return kv->type == WF_GT_STRING ? kv->end - kv->val - 8 : g->text[i].v1 - g->text[i].v0;
 }
 
 enum wf_err wf_gguf_meta_value(const struct wf_gguf_meta *g, const uint8_t *data, uint64_t len, size_t i,
@@ -424,12 +431,12 @@ enum wf_err wf_gguf_meta_value(const struct wf_gguf_meta *g, const uint8_t *data
 {
 	if (i >= g->n)
 		return WF_ERR_RANGE;
-	const struct wf_gguf_meta_key *kv = &g->keys[i];
+	const struct wf_gguf_kv *kv = &g->keys[i];
 	uint64_t vlen = wf_gguf_meta_value_len(g, i);
 	if (off > vlen || n > vlen - off)
 		return WF_ERR_RANGE;
 	if (kv->type != WF_GT_STRING)
-		return wf_gguf_meta_read(g, data, len, kv->v0 + off, n, buf);
+		return wf_gguf_meta_read(g, data, len, g->text[i].v0 + off, n, buf);
 	/* a string's file is its bytes: its length must still be the one measured */
 	if (kv->end > len || wf_le64(data + kv->val) != vlen)
 		return WF_ERR_CHANGED;

@@ -296,7 +296,7 @@ static void gguf_meta_start(const struct wf_st_stream *s, struct cur *c, struct 
 /* A GGUF's key and value, a piece at a time (step_meta's, from the file). */
 static void gguf_step_meta(const struct wf_st_stream *s, struct cur *c, struct sink *k)
 {
-	const struct wf_gguf_meta_key *kv = c->phase == P_START ? NULL : wf_gguf_meta_key(s->m->meta_gen, c->idx);
+	const struct wf_gguf_kv *kv = c->phase == P_START ? NULL : wf_gguf_meta_key(s->m->meta_gen, c->idx);
 	if (c->phase == P_START) {
 		gguf_meta_start(s, c, k);
 	} else if (c->phase == P_KEY) {
