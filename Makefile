@@ -76,7 +76,7 @@ NET_SRC   := src/net/wf_http.c src/net/wf_remote.c src/net/wf_source.c
 CODEC_SRC := src/codec/wf_types.c src/codec/wf_decode.c src/codec/wf_decode_x86.c \
              src/codec/wf_iq_tables.c src/codec/wf_round.c src/codec/wf_quant.c src/codec/wf_quant_k.c \
              src/codec/wf_quant_x86.c
-MODEL_SRC := src/model/wf_model.c src/model/wf_gguf.c src/model/wf_st.c src/model/wf_meta.c src/model/wf_gguf_meta.c \
+MODEL_SRC := src/model/wf_model.c src/model/wf_gguf.c src/model/wf_gguf_kv.c src/model/wf_st.c src/model/wf_meta.c src/model/wf_gguf_meta.c \
              src/model/wf_open.c src/model/wf_set.c \
              src/model/wf_set_parts.c src/model/wf_set_split.c src/model/wf_set_index.c \
              src/model/wf_set_folder.c src/model/wf_watch.c src/model/wf_json_scan.c \

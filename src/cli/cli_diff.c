@@ -15,7 +15,6 @@
 #include "cli/cli_look.h"
 #include "model/wf_gguf.h"
 #include "model/wf_maps.h"
-#include "model/wf_gguf_w.h"
 #include "view/wf_diff.h"
 #include "view/wf_view.h"
 
@@ -74,79 +73,44 @@ static void set_arch(struct side *s, const char *name)
 		snprintf(s->arch, sizeof s->arch, "%s", c);
 }
 
-/* from_metadata's keys, found by walking the GGUF header: a cJSON tree of
- * metadata.json costs about 64 bytes a value (1.3 GB for a
- * 20,000,000-element array, issue 31), the walk nothing.  The first walk
- * finds general.architecture, the second ARCH.attention.head_count(_kv). */
-struct md_keys {
-	const uint8_t *arch;
-	size_t arch_len;
-	bool second;
-	int64_t heads, heads_kv;
-};
-
 /* An integer scalar in [1, 1e6), else 0 (as json_int). */
-static int64_t kv_count(const struct wf_gguf_kv *kv)
+static int64_t kv_count(const struct wf_gguf_vals *v, const char *arch, const char *tail)
 {
-	static const uint8_t size[] = {1, 1, 2, 2, 4, 4, 0, 0, 0, 0, 8, 8, 0};
-	if (kv->type >= sizeof size || !size[kv->type] || kv->val_len < size[kv->type])
-		return 0;
-	uint64_t u = 0;
-	for (unsigned i = 0; i < size[kv->type]; i++)
-		u |= (uint64_t)kv->val[i] << (8 * i);
-	bool sign = kv->type & 1; /* INT8, INT16, INT32 and INT64 are the odd types */
-	if (sign && (u >> (8 * size[kv->type] - 1)) & 1)
-		return 0;
-	return u >= 1 && u < 1000000 ? (int64_t)u : 0;
+	char key[96];
+	int64_t x;
+	snprintf(key, sizeof key, "%s%s", arch, tail);
+	return wf_gguf_int(v, wf_gguf_find(v, key), 1, 999999, &x) == WF_GGUF_OK ? x : 0;
 }
 
-static bool key_is(const struct wf_gguf_kv *kv, const struct md_keys *k, const char *tail)
-{
-	size_t n = strlen(tail);
-	return kv->key_len == k->arch_len + n && memcmp(kv->key, k->arch, k->arch_len) == 0 &&
-	       memcmp(kv->key + k->arch_len, tail, n) == 0;
-}
-
-static enum wf_err md_key(void *ctx, const struct wf_gguf_kv *kv)
-{
-	struct md_keys *k = ctx;
-	if (k->second) {
-		if (key_is(kv, k, ".attention.head_count"))
-			k->heads = kv_count(kv);
-		else if (key_is(kv, k, ".attention.head_count_kv"))
-			k->heads_kv = kv_count(kv);
-	} else if (kv->key_len == 20 && memcmp(kv->key, "general.architecture", 20) == 0 &&
-		   kv->type == WF_GT_STRING && kv->val_len >= 8 && wf_le64(kv->val) == kv->val_len - 8) {
-		k->arch = kv->val + 8;
-		k->arch_len = (size_t)(kv->val_len - 8);
-	}
-	return WF_OK;
-}
-
+/* from_metadata's keys, through the GGUF's key/value index: a cJSON tree of
+ * metadata.json costs about 64 bytes a value (1.3 GB for a
+ * 20,000,000-element array, issue 31), the index nothing more. */
 static void from_gguf(struct side *s)
 {
-	struct md_keys k = {0};
 	char err[WF_ERRLEN], arch[40];
 	const struct wf_model *m = s->cm.m;
 	const uint8_t *data; /* the key/values are in parts[0], which a set of many parts maps on use */
 	if (m->n_parts == 0 || wf_maps_get(m->maps, m->parts, 0, &data, err) != WF_OK)
 		return;
-	uint64_t len = m->parts[0].len;
-	bool ok = wf_gguf_kvs(data, len, md_key, &k, err) == WF_OK && k.arch && k.arch_len < sizeof arch &&
-		  !memchr(k.arch, 0, k.arch_len);
-	k.second = true;
-	ok = ok && wf_gguf_kvs(data, len, md_key, &k, err) == WF_OK;
+	struct wf_gguf_vals v = {m->kvs, data, m->parts[0].len};
+	const uint8_t *a;
+	uint64_t n;
+	bool ok = wf_gguf_str(&v, wf_gguf_find(&v, "general.architecture"), &a, &n) == WF_GGUF_OK &&
+		  n < sizeof arch && !memchr(a, 0, (size_t)n);
+	int64_t heads = 0, heads_kv = 0;
 	if (ok) {
-		memcpy(arch, k.arch, k.arch_len);
-		arch[k.arch_len] = 0;
+		memcpy(arch, a, (size_t)n);
+		arch[n] = 0;
+		heads = kv_count(&v, arch, ".attention.head_count");
+		heads_kv = kv_count(&v, arch, ".attention.head_count_kv");
 	}
 	wf_maps_put(m->maps, m->parts, 0);
 	if (!ok)
 		return;
 	set_arch(s, arch);
-	s->heads = k.heads;
+	s->heads = heads;
 	/* llama.cpp's default: as many as query heads */
-	s->heads_kv = k.heads_kv ? k.heads_kv : k.heads;
+	s->heads_kv = heads_kv ? heads_kv : heads;
 }
 
 /* general.architecture and ARCH.attention.head_count(_kv): a GGUF's from its

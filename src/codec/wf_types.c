@@ -31,32 +31,33 @@
 /* Blocks of bl elements in by bytes, decoded to float32 by fn. */
 #define DEC(n, bl, by, fn) \
 	{ .name = (n), .dtype = "float32", .blck = (bl), .bytes = (by), \
-	  .vk = WF_VK_F32, .decode = (fn) }
+	  .vk = WF_VK_F32, .decode = (fn), .floats = true }
 
 /* The same with a SIMD twin of fn (wf_decode_x86.c). */
 #define DECS(n, bl, by, fn) \
 	{ .name = (n), .dtype = "float32", .blck = (bl), .bytes = (by), \
-	  .vk = WF_VK_F32, .decode = (fn), .decode_simd = SIMD(fn) }
+	  .vk = WF_VK_F32, .decode = (fn), .decode_simd = SIMD(fn), .floats = true }
 
 /* The same with an encoder qfn (wf_quant.h). */
 #define DECSQ(n, bl, by, fn, qfn) \
 	{ .name = (n), .dtype = "float32", .blck = (bl), .bytes = (by), \
-	  .vk = WF_VK_F32, .decode = (fn), .decode_simd = SIMD(fn), .quantize = (qfn) }
+	  .vk = WF_VK_F32, .decode = (fn), .decode_simd = SIMD(fn), .quantize = (qfn), .floats = true }
 
 /* The same with an AVX2 twin of qfn too. */
 #define DECSQS(n, bl, by, fn, qfn) \
 	{ .name = (n), .dtype = "float32", .blck = (bl), .bytes = (by), \
 	  .vk = WF_VK_F32, .decode = (fn), .decode_simd = SIMD(fn), .quantize = (qfn), \
-	  .quantize_simd = SIMD(qfn) }
+	  .quantize_simd = SIMD(qfn), .floats = true }
 
 /* One element per block, decoded to float32, stored as the element type
  * el (numpy or ml_dtypes name). */
 #define DECE(n, by, fn, el) \
 	{ .name = (n), .dtype = "float32", .blck = 1, .bytes = (by), \
-	  .vk = WF_VK_F32, .decode = (fn), .stored = (el) }
+	  .vk = WF_VK_F32, .decode = (fn), .stored = (el), .floats = true }
 #define DECESQ(n, by, fn, el, qfn) \
 	{ .name = (n), .dtype = "float32", .blck = 1, .bytes = (by), \
-	  .vk = WF_VK_F32, .decode = (fn), .decode_simd = SIMD(fn), .stored = (el), .quantize = (qfn) }
+	  .vk = WF_VK_F32, .decode = (fn), .decode_simd = SIMD(fn), .stored = (el), .quantize = (qfn), \
+	  .floats = true }
 
 /* Known geometry, no decoder: served as the stored bytes (uint8) under
  * every output dtype, its type named in tensors.json. */
@@ -72,7 +73,7 @@
 static const struct wf_type wf_types[WF_T_COUNT] = {
 	/* F32's encoder is a copy, as ggml_quantize_chunk's. */
 	[WF_T_F32]      = { .name = "F32", .dtype = "float32", .blck = 1, .bytes = 4,
-			    .vk = WF_VK_RAW, .stored = "float32", .quantize = wf_quant_f32 },
+			    .vk = WF_VK_RAW, .stored = "float32", .quantize = wf_quant_f32, .floats = true },
 	[WF_T_F16]      = DECESQ("F16", 2, wf_decode_f16, "float16", wf_quant_f16_n),
 	[WF_T_Q4_0]     = DECSQ("Q4_0", WF_Q4_0_BLCK, WF_Q4_0_BYTES, wf_decode_q4_0, wf_quant_q4_0),
 	[WF_T_Q4_1]     = DECSQ("Q4_1", WF_Q4_1_BLCK, WF_Q4_1_BYTES, wf_decode_q4_1, wf_quant_q4_1),
@@ -151,6 +152,12 @@ const struct wf_type *wf_type_get(int id)
 	if (id < 0 || id >= WF_T_COUNT || wf_types[id].name == NULL)
 		return NULL;
 	return &wf_types[id];
+}
+
+bool wf_type_floats(int id)
+{
+	const struct wf_type *ty = wf_type_get(id);
+	return ty && ty->floats;
 }
 
 unsigned wf_vk_elem_size(const struct wf_type *ty, enum wf_vk vk)

@@ -125,6 +125,12 @@ struct wf_type {
 			       * plain arrays, and types with no decoder, shown as uint8) */
 	bool layer;           /* a layer of several stored tensors, decoded by its scheme
 			       * (wf_hfq.h): never the dtype of a file */
+	bool floats;          /* its elements are real numbers float32 serves: F32 as stored, or
+			       * decoded to float32 (F16, BF16, F64, the float8s, every quantized
+			       * block).  False for integers, bool, complex, the types with no
+			       * decoder, and layers (whose floats are the tensor's scheme's,
+			       * wf_tensor.q, not the type's).  What may be converted to
+			       * float16/bfloat16, retyped, or quantized from. */
 	wf_decode_fn decode;  /* set iff vk == WF_VK_F32; portable C, the reference */
 	wf_decode_fn decode_simd; /* optional AVX2 twin, bit-identical to decode; NULL if none */
 	wf_quant_fn quantize; /* float32 -> this type as ggml_quantize_chunk writes it (wf_quant.h);
@@ -137,6 +143,10 @@ struct wf_type {
 /* Returns the row for id, or NULL when id is out of range or names no type
  * (the removed ggml ids, the gap before WF_T_ST_FIRST). */
 const struct wf_type *wf_type_get(int id);
+
+/* Whether type id's row has floats (struct wf_type.floats); false for
+ * an id that names no type. */
+bool wf_type_floats(int id);
 
 /* Bytes per element of a file that shows a tensor of type ty as vk: the
  * stored element (1 for types packed in blocks, shown as bytes) for

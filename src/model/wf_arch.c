@@ -1576,8 +1576,7 @@ static uint32_t auto_ftype(const struct wf_model *m, const struct ord *o, size_t
 /* A plain float (or decoded) tensor the converter can read. */
 static bool convertible(const struct wf_tensor *t)
 {
-	return t->q || t->type == WF_T_F32 || t->type == WF_T_F16 || t->type == WF_T_BF16 || t->type == WF_T_F64 ||
-	       (wf_type_get(t->type) && wf_type_get(t->type)->vk == WF_VK_F32 && !wf_type_get(t->type)->layer);
+	return t->q || wf_type_floats(t->type);
 }
 
 static enum wf_err add_tensor(struct wf_arch_plan *pl, size_t cap, const char *name, int64_t src, uint32_t ndim,

@@ -131,15 +131,22 @@ struct wf_quant_hp {
 	uint32_t n_layer, n_head, n_head_kv, n_expert;
 };
 
-/* Reads *hp from the key/values of the GGUF header at gguf[0..len) (a
- * whole file or a header made in memory).  WF_ERR_UNSUP with one line in
- * why when block_count or head_count is missing. */
-enum wf_err wf_quant_hp_read(const uint8_t *gguf, uint64_t len, struct wf_quant_hp *hp, char *why);
+/* Reads *hp from a GGUF's key/values (a model's, or a header made in
+ * memory and parsed).  WF_ERR_UNSUP with one line in why when block_count
+ * or head_count is missing. */
+struct wf_gguf_vals;
+enum wf_err wf_quant_hp_read(const struct wf_gguf_vals *v, struct wf_quant_hp *hp, char *why);
 
 /* Whether llama-quantize quantizes a tensor named `name` of ne[0..ndim)
  * (ggml order): 2 dims or more as ggml_n_dims counts them, a name ending
  * in "weight", not a norm or one of llama-quant.cpp's exceptions. */
 bool wf_arch_quantizes(const char *name, const uint64_t *ne, uint32_t ndim);
+
+/* llama.cpp's loader order of tensor names a[0..na) and b[0..nb)
+ * (weight_name_comparer, the order llama-quantize writes): names without
+ * a blk.N. prefix first, then by layer N as sscanf("blk.%d.") reads it,
+ * then bytewise, a prefix first.  <0, 0 or >0 as for qsort. */
+int wf_arch_loader_cmp(const char *a, size_t na, const char *b, size_t nb);
 
 /* Applies llama-quantize's file type ftype to plan (its tensors as the
  * F32 GGUF llama-quantize reads, or a GGUF model's as stored): puts them

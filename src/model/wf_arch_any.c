@@ -30,8 +30,7 @@ static bool any_type(const struct wf_tensor *t, uint32_t *type, uint8_t *vk, uns
 			*es = same[i].es;
 			return true;
 		}
-	const struct wf_type *ty = wf_type_get(t->type);
-	if (t->q || (ty && ty->vk == WF_VK_F32)) {
+	if (t->q || wf_type_floats(t->type)) {
 		*type = WF_T_F32;
 		*vk = WF_VK_F32;
 		*es = 4;

@@ -67,35 +67,15 @@ static bool allows_retype(const struct wf_tensor *t)
 	return wf_arch_quantizes(t->name, ne, t->ndim ? t->ndim : 1);
 }
 
-/* The layer sscanf("blk.%d.") finds in a name, or -1. */
-static long name_layer(const char *s)
-{
-	if (strncmp(s, "blk.", 4) != 0)
-		return -1;
-	char *end;
-	long v = strtol(s + 4, &end, 10);
-	if (end == s + 4)
-		return -1;
-	/* %d into an int: what glibc keeps of a longer number */
-	return (long)(int)(unsigned int)(unsigned long)v;
-}
-
 struct ord {
 	size_t i;
-	long layer;
 	const struct wf_tensor *t;
 };
 
 static int cmp_ord(const void *a, const void *b)
 {
 	const struct ord *x = a, *y = b;
-	if (x->layer != y->layer)
-		return x->layer < y->layer ? -1 : 1;
-	size_t n = x->t->name_len < y->t->name_len ? x->t->name_len : y->t->name_len;
-	int c = memcmp(x->t->name, y->t->name, n);
-	if (c)
-		return c;
-	return x->t->name_len < y->t->name_len ? -1 : x->t->name_len > y->t->name_len;
+	return wf_arch_loader_cmp(x->t->name, x->t->name_len, y->t->name, y->t->name_len);
 }
 
 struct kv_copy {
@@ -103,14 +83,17 @@ struct kv_copy {
 	char *why;
 };
 
-static enum wf_err copy_kv(void *ctx, const struct wf_gguf_kv *kv)
+static enum wf_err copy_kv(struct kv_copy *c, const struct wf_gguf_vals *v, int64_t id)
 {
-	struct kv_copy *c = ctx;
 	char q[96];
-	if (memchr(kv->key, 0, (size_t)kv->key_len))
+	uint64_t key_len, n;
+	const uint8_t *key = wf_gguf_key(v, id, &key_len), *val = wf_gguf_raw(v, id, &n);
+	if (!key || !val)
+		return wf_fail(c->why, WF_ERR_CHANGED, "metadata key %" PRId64 ": no longer in the file", id);
+	if (memchr(key, 0, (size_t)key_len))
 		return wf_fail(c->why, WF_ERR_UNSUP, "metadata key %s: holds a NUL byte",
-			       wf_quote(q, sizeof q, kv->key, (size_t)kv->key_len));
-	char *k = strndup((const char *)kv->key, (size_t)kv->key_len);
+			       wf_quote(q, sizeof q, key, (size_t)key_len));
+	char *k = strndup((const char *)key, (size_t)key_len);
 	if (!k)
 		return wf_fail(c->why, WF_ERR_NOMEM, "out of memory");
 	static const char *const drop[] = {"general.quantization_version", "general.file_type", "general.alignment",
@@ -119,7 +102,7 @@ static enum wf_err copy_kv(void *ctx, const struct wf_gguf_kv *kv)
 	for (size_t i = 0; i < WF_ARRAY_LEN(drop); i++)
 		skip |= strcmp(k, drop[i]) == 0;
 	if (!skip)
-		wf_gguf_w_raw(c->w, k, (enum wf_gtype)kv->type, kv->val, (size_t)kv->val_len);
+		wf_gguf_w_raw(c->w, k, (enum wf_gtype)wf_gguf_at(v, id)->type, val, (size_t)n);
 	free(k);
 	return c->w->rc == WF_OK ? WF_OK : wf_fail(c->why, c->w->rc, "%s", c->w->err);
 }
@@ -137,8 +120,7 @@ static enum wf_err retype_tensor(const struct wf_tensor *t, size_t src, uint32_t
 	const struct wf_type *ty = wf_type_get(t->type);
 	/* WF_FTYPE_AUTO here: every tensor as stored (a quantized file type decides after) */
 	bool retype = ftype != WF_FTYPE_AUTO && allows_retype(t) && (uint32_t)t->type != want;
-	bool floats = t->type == WF_T_F32 || t->type == WF_T_F16 || t->type == WF_T_BF16 ||
-		      (ty && ty->vk == WF_VK_F32 && !ty->layer);
+	bool floats = wf_type_floats(t->type);
 	if (retype && !floats)
 		return wf_fail(why, WF_ERR_UNSUP, "tensor %s: its type %s has no float32 decoding to make %s from",
 			       wf_quote(q, sizeof q, t->name, t->name_len), ty && ty->name ? ty->name : "?",
@@ -165,7 +147,8 @@ static enum wf_err retype_tensor(const struct wf_tensor *t, size_t src, uint32_t
 static enum wf_err plan_quantized(const struct wf_model *m, uint32_t ftype, struct wf_arch_plan *plan, char *why)
 {
 	struct wf_quant_hp hp;
-	enum wf_err rc = wf_quant_hp_read(m->data, m->data_len, &hp, why);
+	struct wf_gguf_vals v = wf_gguf_vals_of(m);
+	enum wf_err rc = wf_quant_hp_read(&v, &hp, why);
 	for (size_t i = 0; rc == WF_OK && i < m->n_tensors; i++)
 		if ((rc = retype_tensor(&m->tensors[i], i, WF_FTYPE_AUTO, &plan->t[i], why)) == WF_OK)
 			plan->n++;
@@ -175,8 +158,7 @@ static enum wf_err plan_quantized(const struct wf_model *m, uint32_t ftype, stru
 		const struct wf_arch_tensor *p = &plan->t[i];
 		const struct wf_tensor *t = &m->tensors[p->src];
 		const struct wf_type *ty = wf_type_get(t->type);
-		bool floats = t->type == WF_T_F32 || t->type == WF_T_F16 || t->type == WF_T_BF16 ||
-			      (ty && ty->vk == WF_VK_F32 && !ty->layer);
+		bool floats = wf_type_floats(t->type);
 		if (p->vk != WF_VK_RAW && !floats)
 			rc = wf_fail(why, WF_ERR_UNSUP, "tensor %s: its type %s has no float32 decoding to quantize from",
 				     p->name, ty && ty->name ? ty->name : "?");
@@ -197,7 +179,7 @@ static enum wf_err plan_tensors(const struct wf_model *m, uint32_t ftype, struct
 		return plan_quantized(m, ftype, plan, why);
 	}
 	for (size_t i = 0; i < n; i++)
-		o[i] = (struct ord){.i = i, .layer = name_layer(m->tensors[i].name), .t = &m->tensors[i]};
+		o[i] = (struct ord){.i = i, .t = &m->tensors[i]};
 	qsort(o, n, sizeof *o, cmp_ord);
 	enum wf_err rc = WF_OK;
 	for (size_t k = 0; k < n && rc == WF_OK; k++)
@@ -218,8 +200,9 @@ enum wf_err wf_arch_plan_gguf(const struct wf_model *m, uint32_t ftype, struct w
 	plan->ftype = ftype;
 	enum wf_err rc = plan_tensors(m, ftype, plan, why);
 	struct kv_copy c = {.w = w, .why = why};
-	if (rc == WF_OK && m->n_parts && m->data)
-		rc = wf_gguf_kvs(m->data, m->data_len, copy_kv, &c, why);
+	struct wf_gguf_vals v = wf_gguf_vals_of(m);
+	for (size_t i = 0; rc == WF_OK && m->n_parts && v.data && i < v.ix->n; i++)
+		rc = copy_kv(&c, &v, (int64_t)i);
 	if (rc == WF_OK) {
 		wf_gguf_w_u32(w, "general.quantization_version", 2);
 		wf_gguf_w_u32(w, "general.file_type", ftype & ~WF_FTYPE_PURE);

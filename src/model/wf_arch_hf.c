@@ -17,86 +17,45 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The GGUF key/values, kept as pointers into the mapping. */
-struct kvs {
-	struct wf_gguf_kv *kv;
-	size_t n, cap;
-};
+/* The GGUF's key/values through wf_gguf_kv.h's getters, as the plan reads them. */
 
-static enum wf_err keep_kv(void *ctx, const struct wf_gguf_kv *kv)
+/* A whole-number scalar (any integer type, or a bool as 0 or 1), or false. */
+static bool kv_int(const struct wf_gguf_vals *k, const char *key, int64_t *v)
 {
-	struct kvs *k = ctx;
-	if (k->n == k->cap) {
-		size_t cap = k->cap ? k->cap * 2 : 64;
-		struct wf_gguf_kv *p = realloc(k->kv, cap * sizeof *p);
-		if (!p)
-			return WF_ERR_NOMEM;
-		k->kv = p;
-		k->cap = cap;
+	int64_t id = wf_gguf_find(k, key);
+	bool b;
+	if (wf_gguf_bool(k, id, &b) == WF_GGUF_OK) {
+		*v = b;
+		return true;
 	}
-	k->kv[k->n++] = *kv;
-	return WF_OK;
+	return wf_gguf_int(k, id, INT64_MIN, INT64_MAX, v) == WF_GGUF_OK;
 }
 
-static const struct wf_gguf_kv *kv_get(const struct kvs *k, const char *key)
+/* A finite float scalar (FLOAT32 or FLOAT64), or false. */
+static bool kv_num(const struct wf_gguf_vals *k, const char *key, double *v)
 {
-	size_t n = strlen(key);
-	for (size_t i = 0; i < k->n; i++)
-		if (k->kv[i].key_len == n && memcmp(k->kv[i].key, key, n) == 0)
-			return &k->kv[i];
-	return NULL;
-}
-
-/* A whole-number scalar (any integer type, or a bool), or false. */
-static bool kv_int(const struct kvs *k, const char *key, int64_t *v)
-{
-	const struct wf_gguf_kv *kv = kv_get(k, key);
-	static const uint8_t size[] = {1, 1, 2, 2, 4, 4, 0, 1, 0, 0, 8, 8, 0};
-	if (!kv || kv->type >= sizeof size || !size[kv->type] || kv->val_len < size[kv->type])
-		return false;
-	uint64_t u = 0;
-	for (unsigned i = 0; i < size[kv->type]; i++)
-		u |= (uint64_t)kv->val[i] << (8 * i);
-	bool sign = kv->type == WF_GT_INT8 || kv->type == WF_GT_INT16 || kv->type == WF_GT_INT32 || kv->type == WF_GT_INT64;
-	unsigned bits = 8 * size[kv->type];
-	if (sign && bits < 64 && (u >> (bits - 1)) & 1)
-		u |= ~0ull << bits;
-	*v = (int64_t)u;
-	return !(kv->type == WF_GT_UINT64 && u > INT64_MAX);
-}
-
-/* A float scalar (FLOAT32 or FLOAT64), or false. */
-static bool kv_num(const struct kvs *k, const char *key, double *v)
-{
-	const struct wf_gguf_kv *kv = kv_get(k, key);
-	if (kv && kv->type == WF_GT_FLOAT32 && kv->val_len >= 4) {
-		float f;
-		uint32_t u = wf_le32(kv->val);
-		memcpy(&f, &u, 4);
-		*v = f;
-		return isfinite(f);
-	}
-	if (kv && kv->type == WF_GT_FLOAT64 && kv->val_len >= 8) {
-		uint64_t u = wf_le64(kv->val);
-		memcpy(v, &u, 8);
-		return isfinite(*v);
-	}
-	return false;
+	return wf_gguf_float(k, wf_gguf_find(k, key), v) == WF_GGUF_OK && isfinite(*v);
 }
 
 /* A string's bytes, or NULL. */
-static const uint8_t *kv_str(const struct kvs *k, const char *key, size_t *n)
+static const uint8_t *kv_str(const struct wf_gguf_vals *k, const char *key, size_t *n)
 {
-	const struct wf_gguf_kv *kv = kv_get(k, key);
-	if (!kv || kv->type != WF_GT_STRING || kv->val_len < 8 || wf_le64(kv->val) != kv->val_len - 8)
+	const uint8_t *p;
+	uint64_t len;
+	if (wf_gguf_str(k, wf_gguf_find(k, key), &p, &len) != WF_GGUF_OK)
 		return NULL;
-	*n = (size_t)(kv->val_len - 8);
-	return kv->val + 8;
+	*n = (size_t)len;
+	return p;
+}
+
+static bool kv_get(const struct wf_gguf_vals *k, const char *key)
+{
+	return wf_gguf_find(k, key) >= 0;
 }
 
 /* What the plan reads, in one place. */
 struct hp {
-	struct kvs kv;
+	struct wf_gguf_vals kv;
 	const struct wf_arch_info *a;
 	int64_t n_exp;          /* a mixture of experts: its expert_count, else 0 */
 	uint32_t *exps;         /* ... and per layer, how many of its 3 stacked expert tensors were seen */
@@ -757,9 +716,7 @@ static enum wf_err plan_experts(struct hp *h, const struct wf_model *m, size_t i
 {
 	const struct wf_tensor *t = &m->tensors[i];
 	char q[96], hn[WF_GGUF_NAME_MAX];
-	const struct wf_type *ty = wf_type_get(t->type);
-	bool floats = t->type == WF_T_F32 || t->type == WF_T_F16 || t->type == WF_T_BF16 ||
-		      (ty && ty->vk == WF_VK_F32 && !ty->layer);
+	bool floats = wf_type_floats(t->type);
 	unsigned long layer = strtoul(t->name + 4, NULL, 10); /* "blk.L.": wf_gguf_expert_name checked it */
 	if (layer < (unsigned long)h->n_layer)
 		h->exps[layer]++;
@@ -820,11 +777,7 @@ static enum wf_err plan_kv_b(struct hp *h, const struct wf_model *m, size_t i, e
 	if (!is_k)
 		return WF_OK;
 	const struct wf_tensor *v = &m->tensors[j];
-	const struct wf_type *tk = wf_type_get(t->type), *tv = wf_type_get(v->type);
-	bool floats = (t->type == WF_T_F32 || t->type == WF_T_F16 || t->type == WF_T_BF16 ||
-		       (tk && tk->vk == WF_VK_F32 && !tk->layer)) &&
-		      (v->type == WF_T_F32 || v->type == WF_T_F16 || v->type == WF_T_BF16 ||
-		       (tv && tv->vk == WF_VK_F32 && !tv->layer));
+	bool floats = wf_type_floats(t->type) && wf_type_floats(v->type);
 	/* k_b [heads, kv_lora_rank, nope], v_b [heads, v, kv_lora_rank] */
 	if (!floats || t->ndim != 3 || v->ndim != 3 || t->shape[0] != v->shape[0] || t->shape[1] != v->shape[2] ||
 	    !t->shape[0] || !t->shape[1] || !t->shape[2] || !v->shape[1])
@@ -985,8 +938,7 @@ static enum wf_err plan_tensor(struct hp *h, const struct wf_model *m, size_t i,
 			       "model without it)", wf_quote(q, sizeof q, t->name, t->name_len), h->a->hf_class);
 	}
 	const struct wf_type *ty = wf_type_get(t->type);
-	bool floats = t->type == WF_T_F32 || t->type == WF_T_F16 || t->type == WF_T_BF16 ||
-		      (ty && ty->vk == WF_VK_F32 && !ty->layer);
+	bool floats = wf_type_floats(t->type);
 	if (!floats || t->ndim < 1 || t->ndim > 4)
 		return wf_fail(h->why, WF_ERR_UNSUP, "tensor %s: its type %s has no float values for model.safetensors",
 			       wf_quote(q, sizeof q, t->name, t->name_len), ty && ty->name ? ty->name : "?");
@@ -1075,8 +1027,9 @@ enum wf_err wf_arch_hf_plan(const struct wf_model *m, enum wf_vk vk, struct wf_h
 {
 	memset(out, 0, sizeof *out);
 	struct hp h = {.why = why};
-	enum wf_err rc = m->format == WF_FMT_GGUF && m->n_parts && m->data
-				 ? wf_gguf_kvs(m->data, m->data_len, keep_kv, &h.kv, why)
+	h.kv = wf_gguf_vals_of(m);
+	enum wf_err rc = m->format == WF_FMT_GGUF && m->n_parts && h.kv.data
+				 ? WF_OK
 				 : wf_fail(why, WF_ERR_UNSUP, "not a GGUF model");
 	size_t n = 0;
 	const uint8_t *arch = rc == WF_OK ? kv_str(&h.kv, "general.architecture", &n) : NULL;
@@ -1104,7 +1057,6 @@ enum wf_err wf_arch_hf_plan(const struct wf_model *m, enum wf_vk vk, struct wf_h
 	}
 	if (rc == WF_OK)
 		rc = plan_all(&h, m, vk, out);
-	free(h.kv.kv);
 	if (rc == WF_ERR_NOMEM)
 		wf_fail(why, rc, "out of memory");
 	if (rc != WF_OK)

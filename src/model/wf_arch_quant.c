@@ -101,70 +101,37 @@ int wf_ftype_default_type(uint32_t ftype)
 
 /* ---------------------------------------------------------------- the hparams the rules read */
 
-struct kvscan {
-	struct wf_quant_hp *hp;
-	char arch[32];
-};
-
-static uint64_t kv_uint(const struct wf_gguf_kv *kv, bool *ok)
+/* ARCH.rest as a count (any integer type in [0, 2^32)), else 0. */
+static uint32_t kv_count(const struct wf_gguf_vals *v, const char *arch, const char *rest)
 {
-	static const uint8_t size[] = {1, 1, 2, 2, 4, 4, 0, 1, 0, 0, 8, 8, 0};
-	*ok = kv->type < sizeof size && size[kv->type] && kv->val_len >= size[kv->type];
-	uint64_t u = 0;
-	for (unsigned i = 0; *ok && i < size[kv->type]; i++)
-		u |= (uint64_t)kv->val[i] << (8 * i);
-	return u;
+	char key[96];
+	uint64_t x;
+	snprintf(key, sizeof key, "%s.%s", arch, rest);
+	return wf_gguf_uint(v, wf_gguf_find(v, key), UINT32_MAX, &x) == WF_GGUF_OK ? (uint32_t)x : 0;
 }
 
-static bool key_is(const struct wf_gguf_kv *kv, const char *arch, const char *rest)
-{
-	size_t a = strlen(arch), r = strlen(rest);
-	return kv->key_len == a + 1 + r && memcmp(kv->key, arch, a) == 0 && kv->key[a] == '.' &&
-	       memcmp(kv->key + a + 1, rest, r) == 0;
-}
-
-static enum wf_err scan_kv(void *ctx, const struct wf_gguf_kv *kv)
-{
-	struct kvscan *s = ctx;
-	if (kv->key_len == 20 && memcmp(kv->key, "general.architecture", 20) == 0 && kv->type == WF_GT_STRING &&
-	    kv->val_len >= 8 && kv->val_len - 8 < sizeof s->arch) {
-		memcpy(s->arch, kv->val + 8, (size_t)(kv->val_len - 8));
-		s->arch[kv->val_len - 8] = '\0';
-		snprintf(s->hp->arch, sizeof s->hp->arch, "%s", s->arch);
-		return WF_OK;
-	}
-	if (!*s->arch)
-		return WF_OK;
-	bool ok;
-	uint64_t v = kv_uint(kv, &ok);
-	if (!ok || v > UINT32_MAX)
-		return WF_OK;
-	if (key_is(kv, s->arch, "block_count"))
-		s->hp->n_layer = (uint32_t)v;
-	else if (key_is(kv, s->arch, "attention.head_count"))
-		s->hp->n_head = (uint32_t)v;
-	else if (key_is(kv, s->arch, "attention.head_count_kv"))
-		s->hp->n_head_kv = (uint32_t)v;
-	else if (key_is(kv, s->arch, "expert_count"))
-		s->hp->n_expert = (uint32_t)v;
-	return WF_OK;
-}
-
-enum wf_err wf_quant_hp_read(const uint8_t *gguf, uint64_t len, struct wf_quant_hp *hp, char *why)
+enum wf_err wf_quant_hp_read(const struct wf_gguf_vals *v, struct wf_quant_hp *hp, char *why)
 {
 	memset(hp, 0, sizeof *hp);
-	struct kvscan s = {.hp = hp};
-	enum wf_err rc = wf_gguf_kvs(gguf, len, scan_kv, &s, why);
-	if (rc != WF_OK)
-		return rc;
+	const uint8_t *a;
+	uint64_t n;
+	if (wf_gguf_str(v, wf_gguf_find(v, "general.architecture"), &a, &n) == WF_GGUF_OK && n < sizeof hp->arch &&
+	    !memchr(a, 0, (size_t)n)) {
+		memcpy(hp->arch, a, (size_t)n);
+		hp->arch[n] = '\0';
+		hp->n_layer = kv_count(v, hp->arch, "block_count");
+		hp->n_head = kv_count(v, hp->arch, "attention.head_count");
+		hp->n_head_kv = kv_count(v, hp->arch, "attention.head_count_kv");
+		hp->n_expert = kv_count(v, hp->arch, "expert_count");
+	}
 	if (!hp->n_head_kv)
 		hp->n_head_kv = hp->n_head;
 	if (!hp->n_layer || !hp->n_head) {
 		/* the architecture is the file's bytes: quoted, never raw */
 		char q[80];
-		const char *a = *hp->arch ? wf_quote(q, sizeof q, hp->arch, strlen(hp->arch)) : "ARCH";
+		const char *an = *hp->arch ? wf_quote(q, sizeof q, hp->arch, strlen(hp->arch)) : "ARCH";
 		return wf_fail(why, WF_ERR_UNSUP, "metadata: %s.block_count and %s.attention.head_count are needed "
-						  "to choose the types (llama-quantize reads them)", a, a);
+						  "to choose the types (llama-quantize reads them)", an, an);
 	}
 	return WF_OK;
 }
@@ -336,6 +303,8 @@ static int fallback(int t, uint64_t ne0)
 
 /* ---------------------------------------------------------------- the plan */
 
+/* The layer sscanf("blk.%d.") finds in a name, or -1 (%d into an int:
+ * what glibc keeps of a longer number). */
 static long layer_of(const char *s)
 {
 	if (strncmp(s, "blk.", 4) != 0)
@@ -345,13 +314,21 @@ static long layer_of(const char *s)
 	return end == s + 4 ? -1 : (long)(int)(unsigned int)(unsigned long)v;
 }
 
+int wf_arch_loader_cmp(const char *a, size_t na, const char *b, size_t nb)
+{
+	long la = layer_of(a), lb = layer_of(b);
+	if (la != lb)
+		return la < lb ? -1 : 1;
+	int c = memcmp(a, b, na < nb ? na : nb);
+	if (c)
+		return c;
+	return na < nb ? -1 : na > nb;
+}
+
 static int loader_order(const void *x, const void *y)
 {
 	const struct wf_arch_tensor *a = x, *b = y;
-	long la = layer_of(a->name), lb = layer_of(b->name);
-	if (la != lb)
-		return la < lb ? -1 : 1;
-	return strcmp(a->name, b->name);
+	return wf_arch_loader_cmp(a->name, strlen(a->name), b->name, strlen(b->name));
 }
 
 static uint64_t row_bytes(int t, uint64_t ne0)

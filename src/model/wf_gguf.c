@@ -19,18 +19,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum gguf_vtype {
-	GV_U8, GV_I8, GV_U16, GV_I16, GV_U32, GV_I32, GV_F32, GV_BOOL,
-	GV_STR, GV_ARR, GV_U64, GV_I64, GV_F64, GV_COUNT
-};
-
-static const char *const vtype_name[GV_COUNT] = {
-	"u8", "i8", "u16", "i16", "u32", "i32", "f32", "bool", "str", "arr", "u64", "i64", "f64",
-};
-
-/* Bytes of one scalar of type t; 0 for strings and arrays. */
-static const uint8_t vtype_size[GV_COUNT] = {1, 1, 2, 2, 4, 4, 4, 1, 0, 0, 8, 8, 8};
-
 struct cur {
 	const uint8_t *p;
 	uint64_t len;
@@ -83,28 +71,17 @@ static enum wf_err rd_str(struct cur *c, const uint8_t **s, uint64_t *n)
 	return WF_OK;
 }
 
-/* One key/value pair, kept as a position in the buffer until JSON output. */
-struct kv {
-	const uint8_t *key;
-	uint64_t key_len;
-	uint32_t type;      /* enum gguf_vtype */
-	uint32_t elem;      /* element type for arrays */
-	uint64_t count;     /* elements for arrays */
-	uint64_t val;       /* buffer offset of the value (after type, elem, count) */
-	uint64_t end;       /* buffer offset just past the value */
-};
-
 /* Skips over a value of type t (elem/count for arrays already read),
  * checking it fits. */
 static enum wf_err skip_value(struct cur *c, uint32_t t, uint32_t elem, uint64_t count)
 {
-	if (t == GV_STR) {
+	if (t == WF_GT_STRING) {
 		const uint8_t *s;
 		uint64_t n;
 		return rd_str(c, &s, &n);
 	}
-	if (t == GV_ARR) {
-		if (elem == GV_STR) {
+	if (t == WF_GT_ARRAY) {
+		if (elem == WF_GT_STRING) {
 			/* each element needs at least its 8-byte length */
 			if (count > left(c) / 8)
 				return wf_fail(c->err, WF_ERR_FORMAT,
@@ -120,33 +97,24 @@ static enum wf_err skip_value(struct cur *c, uint32_t t, uint32_t elem, uint64_t
 			return WF_OK;
 		}
 		uint64_t bytes;
-		if (!wf_mul_ok(count, vtype_size[elem], &bytes) || bytes > left(c))
+		if (!wf_mul_ok(count, wf_gguf_type_size(elem), &bytes) || bytes > left(c))
 			return wf_fail(c->err, WF_ERR_FORMAT,
 				       "%s: array of %" PRIu64 " %s values runs past end of file",
-				       c->what, count, vtype_name[elem]);
+				       c->what, count, wf_gguf_type_name(elem));
 		c->pos += bytes;
 		return WF_OK;
 	}
-	if (left(c) < vtype_size[t])
+	if (left(c) < wf_gguf_type_size(t))
 		return truncated(c);
-	c->pos += vtype_size[t];
+	c->pos += wf_gguf_type_size(t);
 	return WF_OK;
 }
 
 /* metadata.json: every key/value pair, in file order, made a window at a
  * time on read (wf_gguf_meta.h); here only measured. */
-static enum wf_err metadata_json(struct wf_model *m, const struct kv *kvs, uint64_t n_kv, char *err)
+static enum wf_err metadata_json(struct wf_model *m, char *err)
 {
-	struct wf_gguf_meta_key *keys = calloc(n_kv ? n_kv : 1, sizeof *keys);
-	if (!keys)
-		return wf_fail(err, WF_ERR_NOMEM, "out of memory for metadata.json");
-	for (uint64_t i = 0; i < n_kv; i++) {
-		const struct kv *kv = &kvs[i];
-		keys[i] = (struct wf_gguf_meta_key){.key = (uint64_t)(kv->key - m->data), .key_len = kv->key_len,
-						    .val = kv->val, .end = kv->end, .count = kv->count,
-						    .type = (uint8_t)kv->type, .elem = (uint8_t)kv->elem};
-	}
-	enum wf_err rc = wf_gguf_meta_new(m->data, m->data_len, keys, (size_t)n_kv, &m->meta_gen);
+	enum wf_err rc = wf_gguf_meta_new(m->data, m->data_len, m->kvs, &m->meta_gen);
 	if (rc == WF_ERR_NOMEM)
 		return wf_fail(err, rc, "out of memory writing metadata.json");
 	if (rc != WF_OK)
@@ -154,129 +122,100 @@ static enum wf_err metadata_json(struct wf_model *m, const struct kv *kvs, uint6
 	return WF_OK;
 }
 
-/* The integer value of kv into *v; false if kv is not of an integer type
- * or is negative. */
-static bool kv_uint(const struct wf_model *m, const struct kv *kv, uint64_t *v)
-{
-	const uint8_t *p = m->data + kv->val;
-	int64_t s;
-	switch (kv->type) {
-	case GV_U8: *v = p[0]; return true;
-	case GV_U16: *v = wf_le16(p); return true;
-	case GV_U32: *v = wf_le32(p); return true;
-	case GV_U64: *v = wf_le64(p); return true;
-	case GV_I8: s = (int8_t)p[0]; break;
-	case GV_I16: s = (int16_t)wf_le16(p); break;
-	case GV_I32: s = (int32_t)wf_le32(p); break;
-	case GV_I64: s = (int64_t)wf_le64(p); break;
-	default: return false;
-	}
-	if (s < 0)
-		return false;
-	*v = (uint64_t)s;
-	return true;
-}
-
 /* Records llama.cpp's split keys (gguf-split writes split.no and
  * split.count as u16 and split.tensors.count as i32; any non-negative
  * integer is taken) for the split-set rules in wf_set.c. */
-static enum wf_err split_key(struct cur *c, struct wf_model *m, const struct kv *kv, const char *what)
+static enum wf_err split_key(struct cur *c, struct wf_model *m, const struct wf_gguf_vals *v, int64_t id,
+			     const char *what)
 {
 	static const char *const names[] = {"split.no", "split.count", "split.tensors.count"};
 	int64_t *dst[] = {&m->split_no, &m->split_count, &m->split_tensors};
+	const struct wf_gguf_kv *kv = wf_gguf_at(v, id);
 	for (size_t i = 0; i < WF_ARRAY_LEN(names); i++) {
-		if (kv->key_len != strlen(names[i]) || memcmp(kv->key, names[i], kv->key_len) != 0)
+		if (kv->key_len != strlen(names[i]) || memcmp(v->data + kv->key, names[i], kv->key_len) != 0)
 			continue;
-		uint64_t v;
-		if (!kv_uint(m, kv, &v) || v > INT64_MAX)
+		uint64_t x;
+		if (wf_gguf_uint(v, id, INT64_MAX, &x) != WF_GGUF_OK)
 			return wf_fail(c->err, WF_ERR_FORMAT, "%s: must be a non-negative integer", what);
-		*dst[i] = (int64_t)v;
+		*dst[i] = (int64_t)x;
 	}
 	return WF_OK;
 }
 
 /* Takes in the keys that change how the file is read: general.alignment
  * and the split keys. */
-static enum wf_err known_key(struct cur *c, struct wf_model *m, const struct kv *kv, const char *what)
+static enum wf_err known_key(struct cur *c, struct wf_model *m, const struct wf_gguf_vals *v, int64_t id,
+			     const char *what)
 {
-	if (kv->key_len != 17 || memcmp(kv->key, "general.alignment", 17) != 0)
-		return split_key(c, m, kv, what);
-	if (kv->type != GV_U32)
-		return wf_fail(c->err, WF_ERR_FORMAT, "%s: must be of type u32, not %s", what, vtype_name[kv->type]);
-	uint32_t a = wf_le32(m->data + kv->val);
+	const struct wf_gguf_kv *kv = wf_gguf_at(v, id);
+	if (kv->key_len != 17 || memcmp(v->data + kv->key, "general.alignment", 17) != 0)
+		return split_key(c, m, v, id, what);
+	uint64_t a;
+	if (kv->type != WF_GT_UINT32 || wf_gguf_uint(v, id, UINT32_MAX, &a) != WF_GGUF_OK)
+		return wf_fail(c->err, WF_ERR_FORMAT, "%s: must be of type u32, not %s", what,
+			       wf_gguf_type_name(kv->type));
 	if (a == 0 || (a & (a - 1)) != 0)
-		return wf_fail(c->err, WF_ERR_FORMAT, "%s: %" PRIu32 " is not a power of two", what, a);
-	m->alignment = a;
+		return wf_fail(c->err, WF_ERR_FORMAT, "%s: %" PRIu64 " is not a power of two", what, a);
+	m->alignment = (uint32_t)a;
 	return WF_OK;
 }
 
-static enum wf_err parse_kvs(struct cur *c, struct wf_model *m, uint64_t n_kv, struct kv **out)
+/* Key/value i: its key, type and value checked to lie in the file, added
+ * to the index (a second of the same key is refused, as ggml does). */
+static enum wf_err parse_kv(struct cur *c, struct wf_model *m, uint64_t i)
 {
-	char q[96];
+	char q[96], what[160];
+	struct wf_gguf_kv kv = {0};
+	const uint8_t *key;
+	uint32_t type, elem = 0;
+	enum wf_err rc;
+	snprintf(what, sizeof what, "metadata key %" PRIu64, i);
+	c->what = what;
+	if ((rc = rd_str(c, &key, &kv.key_len)))
+		return rc;
+	kv.key = (uint64_t)(key - c->p);
+	snprintf(what, sizeof what, "metadata key %s", wf_quote(q, sizeof q, key, (size_t)kv.key_len));
+	if (kv.key_len == 0)
+		return wf_fail(c->err, WF_ERR_FORMAT, "metadata key %" PRIu64 ": empty key", i);
+	struct wf_gguf_vals v = {m->kvs, c->p, c->len};
+	if (wf_gguf_findn(&v, key, (size_t)kv.key_len) >= 0)
+		return wf_fail(c->err, WF_ERR_FORMAT, "%s: duplicate key", what);
+	if ((rc = rd_u32(c, &type)))
+		return rc;
+	if (type >= WF_GT_COUNT)
+		return wf_fail(c->err, WF_ERR_FORMAT, "%s: unknown value type %" PRIu32, what, type);
+	if (type == WF_GT_ARRAY) {
+		if ((rc = rd_u32(c, &elem)) || (rc = rd_u64(c, &kv.count)))
+			return rc;
+		if (elem >= WF_GT_COUNT)
+			return wf_fail(c->err, WF_ERR_FORMAT, "%s: unknown array element type %" PRIu32, what, elem);
+		if (elem == WF_GT_ARRAY)
+			return wf_fail(c->err, WF_ERR_UNSUP, "%s: arrays of arrays are not supported (ggml rejects them)",
+				       what);
+	}
+	kv.type = (uint8_t)type;
+	kv.elem = (uint8_t)elem;
+	kv.val = c->pos;
+	if ((rc = skip_value(c, type, elem, kv.count)))
+		return rc;
+	kv.end = c->pos;
+	if (wf_gguf_kvs_add(m->kvs, c->p, c->len, &kv) != 1)
+		return wf_fail(c->err, WF_ERR_FORMAT, "%s: duplicate key", what);
+	return known_key(c, m, &v, (int64_t)m->kvs->n - 1, what);
+}
+
+static enum wf_err parse_kvs(struct cur *c, struct wf_model *m, uint64_t n_kv)
+{
 	/* smallest pair: 8-byte key length, 1 key byte, 4-byte type, 1 value byte */
 	if (n_kv > left(c) / 14)
 		return wf_fail(c->err, WF_ERR_FORMAT,
 			       "header: n_kv %" PRIu64 " cannot fit in a %" PRIu64 "-byte file", n_kv, c->len);
-	struct kv *kvs = calloc(n_kv ? n_kv : 1, sizeof *kvs);
-	struct wf_names keys = {0}; /* to refuse duplicates in linear time whatever the keys are */
-	if (!kvs || !wf_names_init(&keys, (size_t)n_kv)) {
-		free(kvs);
-		wf_names_free(&keys);
+	if (!(m->kvs = wf_gguf_kvs_new((size_t)n_kv)))
 		return wf_fail(c->err, WF_ERR_NOMEM, "out of memory for %" PRIu64 " metadata keys", n_kv);
-	}
 	enum wf_err rc = WF_OK;
-	for (uint64_t i = 0; i < n_kv; i++) {
-		struct kv *kv = &kvs[i];
-		char what[160];
-		snprintf(what, sizeof what, "metadata key %" PRIu64, i);
-		c->what = what;
-		if ((rc = rd_str(c, &kv->key, &kv->key_len)))
-			goto out;
-		snprintf(what, sizeof what, "metadata key %s",
-			 wf_quote(q, sizeof q, kv->key, (size_t)kv->key_len));
-		if (kv->key_len == 0) {
-			rc = wf_fail(c->err, WF_ERR_FORMAT, "metadata key %" PRIu64 ": empty key", i);
-			goto out;
-		}
-		if (wf_names_put(&keys, kv->key, (size_t)kv->key_len, 0) != WF_NAMES_NONE) {
-			rc = wf_fail(c->err, WF_ERR_FORMAT, "%s: duplicate key", what);
-			goto out;
-		}
-		if ((rc = rd_u32(c, &kv->type)))
-			goto out;
-		if (kv->type >= GV_COUNT) {
-			rc = wf_fail(c->err, WF_ERR_FORMAT, "%s: unknown value type %" PRIu32, what, kv->type);
-			goto out;
-		}
-		if (kv->type == GV_ARR) {
-			if ((rc = rd_u32(c, &kv->elem)) || (rc = rd_u64(c, &kv->count)))
-				goto out;
-			if (kv->elem >= GV_COUNT) {
-				rc = wf_fail(c->err, WF_ERR_FORMAT, "%s: unknown array element type %" PRIu32,
-					     what, kv->elem);
-				goto out;
-			}
-			if (kv->elem == GV_ARR) {
-				rc = wf_fail(c->err, WF_ERR_UNSUP, "%s: arrays of arrays are not supported (ggml rejects them)",
-					     what);
-				goto out;
-			}
-		}
-		kv->val = c->pos;
-		if ((rc = skip_value(c, kv->type, kv->elem, kv->count)))
-			goto out;
-		kv->end = c->pos;
-		if ((rc = known_key(c, m, kv, what)))
-			goto out;
-	}
-out:
-	wf_names_free(&keys);
-	if (rc) {
-		free(kvs);
-		return rc;
-	}
-	*out = kvs;
-	return WF_OK;
+	for (uint64_t i = 0; i < n_kv && rc == WF_OK; i++)
+		rc = parse_kv(c, m, i);
+	return rc;
 }
 
 
@@ -467,44 +406,10 @@ enum wf_err wf_gguf_parse(struct wf_model **out, const uint8_t *buf, uint64_t le
 	m->version = version;
 	m->alignment = 32; /* GGUF_DEFAULT_ALIGNMENT */
 	m->n_kv = n_kv;
-	struct kv *kvs = NULL;
-	if ((rc = parse_kvs(&c, m, n_kv, &kvs)) || (rc = parse_tensors(&c, m, n_tensors)) ||
-	    (rc = metadata_json(m, kvs, n_kv, err))) {
-		free(kvs);
+	if ((rc = parse_kvs(&c, m, n_kv)) || (rc = parse_tensors(&c, m, n_tensors)) || (rc = metadata_json(m, err))) {
 		wf_model_free(m);
 		return rc;
 	}
-	free(kvs);
 	*out = m;
 	return WF_OK;
-}
-
-enum wf_err wf_gguf_kvs(const uint8_t *buf, uint64_t len, enum wf_err (*fn)(void *ctx, const struct wf_gguf_kv *kv),
-			void *ctx, char *err)
-{
-	struct cur c = {.p = buf, .len = len, .pos = 16, .err = err, .what = "header"};
-	uint64_t n_kv;
-	enum wf_err rc = len >= 24 && wf_gguf_magic(buf, len) ? rd_u64(&c, &n_kv)
-							       : wf_fail(err, WF_ERR_FORMAT, "header: not a GGUF file, or shorter than its 24 bytes");
-	for (uint64_t i = 0; rc == WF_OK && i < n_kv; i++) {
-		struct wf_gguf_kv kv;
-		uint32_t elem = 0;
-		uint64_t count = 0, start;
-		c.what = "metadata key";
-		if ((rc = rd_str(&c, &kv.key, &kv.key_len)) || (rc = rd_u32(&c, &kv.type)))
-			break;
-		if (kv.type >= GV_COUNT)
-			return wf_fail(err, WF_ERR_FORMAT, "metadata key %" PRIu64 ": unknown value type", i);
-		start = c.pos;
-		if (kv.type == GV_ARR && ((rc = rd_u32(&c, &elem)) || (rc = rd_u64(&c, &count))))
-			break;
-		if (kv.type == GV_ARR && (elem >= GV_COUNT || elem == GV_ARR))
-			return wf_fail(err, WF_ERR_FORMAT, "metadata key %" PRIu64 ": bad array element type", i);
-		if ((rc = skip_value(&c, kv.type, elem, count)))
-			break;
-		kv.val = buf + start;
-		kv.val_len = c.pos - start;
-		rc = fn(ctx, &kv);
-	}
-	return rc;
 }

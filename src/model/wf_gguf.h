@@ -1,8 +1,11 @@
-/* wf_gguf.h - the GGUF parser (versions 2 and 3, little-endian). */
+/* wf_gguf.h - the GGUF parser (versions 2 and 3, little-endian) and, through
+ * wf_gguf_kv.h, the API of a GGUF's key/values: the value-type table, the
+ * index the parser builds (wf_model.kvs) and typed getters. */
 #ifndef WF_GGUF_H
 #define WF_GGUF_H
 
 #include "base/wf_common.h"
+#include "model/wf_gguf_kv.h"
 #include "model/wf_model.h"
 
 /* Whether buf starts with GGUF's magic in either byte order ("GGUF", or
@@ -16,21 +19,14 @@ bool wf_gguf_magic(const uint8_t *buf, uint64_t len);
  * for overlapping data), or WF_ERR_NOMEM when an allocation fails. */
 enum wf_err wf_gguf_parse(struct wf_model **out, const uint8_t *buf, uint64_t len, char *err);
 
-/* One key/value of a GGUF header, its value as the bytes that encode it. */
-struct wf_gguf_kv {
-	const uint8_t *key;  /* key bytes (not NUL-terminated) */
-	uint64_t key_len;
-	uint32_t type;       /* GGUF value type (gguf.h's enum gguf_type) */
-	const uint8_t *val;  /* the value's encoding after its type: for an array its element type, count and elements */
-	uint64_t val_len;
-};
-
-/* Calls fn(ctx, kv) for each key/value of the GGUF file buf[0..len), in
- * file order, and stops at the first call that does not return WF_OK,
- * returning what it returned.  Every length is checked again (buf may
- * have been parsed by wf_gguf_parse, but the walk trusts nothing);
- * WF_ERR_FORMAT with one line in err for a header that does not walk. */
-enum wf_err wf_gguf_kvs(const uint8_t *buf, uint64_t len, enum wf_err (*fn)(void *ctx, const struct wf_gguf_kv *kv),
-			void *ctx, char *err);
+/* The key/values of GGUF model m (a set's: its first part's, as llama.cpp
+ * reads them) for the getters of wf_gguf_kv.h, over m->data: none (every
+ * getter WF_GGUF_ABSENT) when m is no GGUF or its first part is not mapped
+ * now (a set of many parts maps it on use: wf_maps_get, then give the
+ * bytes in .data and .len yourself). */
+static inline struct wf_gguf_vals wf_gguf_vals_of(const struct wf_model *m)
+{
+	return (struct wf_gguf_vals){m->kvs, m->kvs ? m->data : NULL, m->data_len};
+}
 
 #endif

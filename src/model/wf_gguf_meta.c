@@ -12,6 +12,7 @@
  */
 #include "model/wf_gguf_meta.h"
 #include "base/wf_buf.h"
+#include "model/wf_gguf_kv.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,10 +21,6 @@
 #define PIECE (4u << 10)  /* string bytes a step writes, at most (plus one UTF-8 sequence) */
 #define ARR_RUN 64        /* array scalars a step writes, at most */
 
-/* GGUF's value types (gguf.h), as wf_gguf.c numbers them. */
-enum { GV_U8, GV_I8, GV_U16, GV_I16, GV_U32, GV_I32, GV_F32, GV_BOOL, GV_STR, GV_ARR, GV_U64, GV_I64, GV_F64,
-       GV_COUNT };
-static const uint8_t vsize[GV_COUNT] = {1, 1, 2, 2, 4, 4, 4, 1, 0, 0, 8, 8, 8};
 
 enum { P_OPEN, P_SEP, P_KEY, P_VAL, P_STR, P_ARR, P_ASTR, P_END, P_TAIL, P_DONE };
 
@@ -38,7 +35,8 @@ struct cur {
 };
 
 struct wf_gguf_meta {
-	struct wf_gguf_meta_key *keys;
+	const struct wf_gguf_kv *keys; /* the index's entries (wf_gguf_kv.h), not owned */
+	struct wf_gguf_meta_text *text; /* [n] */
 	size_t n;
 	uint64_t len;
 	struct cur *cps;  /* checkpoints, ascending by out */
@@ -117,19 +115,19 @@ static void put_scalar(struct sink *k, uint32_t t, const uint8_t *p)
 	char s[32];
 	int n = 0;
 	switch (t) {
-	case GV_U8: n = snprintf(s, sizeof s, "%u", p[0]); break;
-	case GV_I8: n = snprintf(s, sizeof s, "%d", (int8_t)p[0]); break;
-	case GV_U16: n = snprintf(s, sizeof s, "%u", wf_le16(p)); break;
-	case GV_I16: n = snprintf(s, sizeof s, "%d", (int16_t)wf_le16(p)); break;
-	case GV_U32: n = snprintf(s, sizeof s, "%" PRIu32, wf_le32(p)); break;
-	case GV_I32: n = snprintf(s, sizeof s, "%" PRId32, (int32_t)wf_le32(p)); break;
-	case GV_U64: n = snprintf(s, sizeof s, "%" PRIu64, wf_le64(p)); break;
-	case GV_I64: n = snprintf(s, sizeof s, "%" PRId64, (int64_t)wf_le64(p)); break;
+	case WF_GT_UINT8: n = snprintf(s, sizeof s, "%u", p[0]); break;
+	case WF_GT_INT8: n = snprintf(s, sizeof s, "%d", (int8_t)p[0]); break;
+	case WF_GT_UINT16: n = snprintf(s, sizeof s, "%u", wf_le16(p)); break;
+	case WF_GT_INT16: n = snprintf(s, sizeof s, "%d", (int16_t)wf_le16(p)); break;
+	case WF_GT_UINT32: n = snprintf(s, sizeof s, "%" PRIu32, wf_le32(p)); break;
+	case WF_GT_INT32: n = snprintf(s, sizeof s, "%" PRId32, (int32_t)wf_le32(p)); break;
+	case WF_GT_UINT64: n = snprintf(s, sizeof s, "%" PRIu64, wf_le64(p)); break;
+	case WF_GT_INT64: n = snprintf(s, sizeof s, "%" PRId64, (int64_t)wf_le64(p)); break;
 	/* ggml reads any non-zero byte as true */
-	case GV_BOOL: n = snprintf(s, sizeof s, "%s", p[0] ? "true" : "false"); break;
-	case GV_F32: case GV_F64: {
+	case WF_GT_BOOL: n = snprintf(s, sizeof s, "%s", p[0] ? "true" : "false"); break;
+	case WF_GT_FLOAT32: case WF_GT_FLOAT64: {
 		k->t.len = 0;
-		if (t == GV_F32) { /* 4 bytes only: a value may end the file */
+		if (t == WF_GT_FLOAT32) { /* 4 bytes only: a value may end the file */
 			uint32_t u32 = wf_le32(p);
 			float f;
 			memcpy(&f, &u32, 4);
@@ -153,11 +151,11 @@ static void put_scalar(struct sink *k, uint32_t t, const uint8_t *p)
 /* Begins key kv's value: a scalar whole, an array's '[' or a string's '"'. */
 static void step_val(const struct wf_gguf_meta *g, struct cur *c, struct sink *k)
 {
-	const struct wf_gguf_meta_key *kv = &g->keys[c->kv];
+	const struct wf_gguf_kv *kv = &g->keys[c->kv];
 	if (k->measure)
-		g->keys[c->kv].v0 = k->pos;
+		g->text[c->kv].v0 = k->pos;
 	c->pos = kv->val;
-	if (kv->type == GV_STR) {
+	if (kv->type == WF_GT_STRING) {
 		if (!fits(k, kv->val, 8, kv->end))
 			return;
 		uint64_t n = wf_le64(k->data + kv->val);
@@ -167,13 +165,13 @@ static void step_val(const struct wf_gguf_meta *g, struct cur *c, struct sink *k
 		c->end = c->pos + n;
 		puts_(k, "\"");
 		c->ph = P_STR;
-	} else if (kv->type == GV_ARR) {
+	} else if (kv->type == WF_GT_ARRAY) {
 		puts_(k, "[");
 		c->j = 0;
 		c->ph = P_ARR;
-	} else if (kv->type < GV_COUNT && fits(k, kv->val, vsize[kv->type], kv->end)) {
+	} else if (wf_gguf_type_size(kv->type) && fits(k, kv->val, wf_gguf_type_size(kv->type), kv->end)) {
 		put_scalar(k, kv->type, k->data + kv->val);
-		c->pos += vsize[kv->type];
+		c->pos += wf_gguf_type_size(kv->type);
 		c->ph = P_END;
 	} else {
 		k->bad = true;
@@ -184,13 +182,13 @@ static void step_val(const struct wf_gguf_meta *g, struct cur *c, struct sink *k
  * opening; ']' after the last. */
 static void step_arr(const struct wf_gguf_meta *g, struct cur *c, struct sink *k)
 {
-	const struct wf_gguf_meta_key *kv = &g->keys[c->kv];
+	const struct wf_gguf_kv *kv = &g->keys[c->kv];
 	if (c->j >= kv->count) {
 		puts_(k, "]");
 		c->ph = P_END;
 		return;
 	}
-	if (kv->elem == GV_STR) {
+	if (kv->elem == WF_GT_STRING) {
 		if (!fits(k, c->pos, 8, kv->end))
 			return;
 		uint64_t n = wf_le64(k->data + c->pos);
@@ -202,7 +200,7 @@ static void step_arr(const struct wf_gguf_meta *g, struct cur *c, struct sink *k
 		c->ph = P_ASTR;
 		return;
 	}
-	uint8_t sz = kv->elem < GV_COUNT ? vsize[kv->elem] : 0;
+	unsigned sz = wf_gguf_type_size(kv->elem);
 	if (sz == 0) {
 		k->bad = true;
 		return;
@@ -220,12 +218,13 @@ static void step_arr(const struct wf_gguf_meta *g, struct cur *c, struct sink *k
 /* Ends key kv's value, checking it ended where it did when measured. */
 static void step_end(struct wf_gguf_meta *g, struct cur *c, struct sink *k)
 {
-	struct wf_gguf_meta_key *kv = &g->keys[c->kv];
+	const struct wf_gguf_kv *kv = &g->keys[c->kv];
+	struct wf_gguf_meta_text *tx = &g->text[c->kv];
 	if (c->pos != kv->end)
 		k->bad = true;
 	if (k->measure)
-		kv->v1 = k->pos;
-	else if (k->pos != kv->v1)
+		tx->v1 = k->pos;
+	else if (k->pos != tx->v1)
 		k->bad = true;
 	c->kv++;
 	c->ph = c->kv < g->n ? P_SEP : P_TAIL;
@@ -233,7 +232,7 @@ static void step_end(struct wf_gguf_meta *g, struct cur *c, struct sink *k)
 
 static void step(struct wf_gguf_meta *g, struct cur *c, struct sink *k)
 {
-	const struct wf_gguf_meta_key *kv = c->kv < g->n ? &g->keys[c->kv] : NULL;
+	const struct wf_gguf_kv *kv = c->kv < g->n ? &g->keys[c->kv] : NULL;
 	switch (c->ph) {
 	case P_OPEN:
 		if (g->n == 0)
@@ -242,7 +241,7 @@ static void step(struct wf_gguf_meta *g, struct cur *c, struct sink *k)
 		break;
 	case P_SEP:
 		if (k->measure)
-			g->keys[c->kv].t0 = k->pos;
+			g->text[c->kv].t0 = k->pos;
 		puts_(k, c->kv ? ",\n \"" : "{\n \"");
 		if (fits(k, kv->key, kv->key_len, k->len)) {
 			c->pos = kv->key;
@@ -319,17 +318,17 @@ static enum wf_err measure(struct wf_gguf_meta *g, const uint8_t *data, uint64_t
 	return WF_OK;
 }
 
-enum wf_err wf_gguf_meta_new(const uint8_t *data, uint64_t len, struct wf_gguf_meta_key *keys, size_t n,
+enum wf_err wf_gguf_meta_new(const uint8_t *data, uint64_t len, const struct wf_gguf_kvs *ix,
 			     struct wf_gguf_meta **out)
 {
 	*out = NULL;
 	struct wf_gguf_meta *g = calloc(1, sizeof *g);
-	if (!g) {
-		free(keys);
+	if (!g || !(g->text = calloc(ix->n ? ix->n : 1, sizeof *g->text))) {
+		free(g);
 		return WF_ERR_NOMEM;
 	}
-	g->keys = keys;
-	g->n = n;
+	g->keys = ix->kv;
+	g->n = ix->n;
 	enum wf_err rc = measure(g, data, len);
 	if (rc != WF_OK) {
 		wf_gguf_meta_free(g);
@@ -349,7 +348,7 @@ void wf_gguf_meta_free(struct wf_gguf_meta *g)
 {
 	if (!g)
 		return;
-	free(g->keys);
+	free(g->text);
 	free(g->cps);
 	free(g);
 }
@@ -364,9 +363,14 @@ size_t wf_gguf_meta_count(const struct wf_gguf_meta *g)
 	return g->n;
 }
 
-const struct wf_gguf_meta_key *wf_gguf_meta_key(const struct wf_gguf_meta *g, size_t i)
+const struct wf_gguf_kv *wf_gguf_meta_key(const struct wf_gguf_meta *g, size_t i)
 {
 	return &g->keys[i];
+}
+
+const struct wf_gguf_meta_text *wf_gguf_meta_text(const struct wf_gguf_meta *g, size_t i)
+{
+	return &g->text[i];
 }
 
 /* Whether the walk at c (k.pos bytes out) is where checkpoint p says. */
@@ -418,8 +422,8 @@ enum wf_err wf_gguf_meta_read(const struct wf_gguf_meta *g, const uint8_t *data,
 
 uint64_t wf_gguf_meta_value_len(const struct wf_gguf_meta *g, size_t i)
 {
-	const struct wf_gguf_meta_key *kv = &g->keys[i];
-	return kv->type == GV_STR ? kv->end - kv->val - 8 : kv->v1 - kv->v0;
+	const struct wf_gguf_kv *kv = &g->keys[i];
+	return kv->type == WF_GT_STRING ? kv->end - kv->val - 8 : g->text[i].v1 - g->text[i].v0;
 }
 
 enum wf_err wf_gguf_meta_value(const struct wf_gguf_meta *g, const uint8_t *data, uint64_t len, size_t i,
@@ -427,12 +431,12 @@ enum wf_err wf_gguf_meta_value(const struct wf_gguf_meta *g, const uint8_t *data
 {
 	if (i >= g->n)
 		return WF_ERR_RANGE;
-	const struct wf_gguf_meta_key *kv = &g->keys[i];
+	const struct wf_gguf_kv *kv = &g->keys[i];
 	uint64_t vlen = wf_gguf_meta_value_len(g, i);
 	if (off > vlen || n > vlen - off)
 		return WF_ERR_RANGE;
-	if (kv->type != GV_STR)
-		return wf_gguf_meta_read(g, data, len, kv->v0 + off, n, buf);
+	if (kv->type != WF_GT_STRING)
+		return wf_gguf_meta_read(g, data, len, g->text[i].v0 + off, n, buf);
 	/* a string's file is its bytes: its length must still be the one measured */
 	if (kv->end > len || wf_le64(data + kv->val) != vlen)
 		return WF_ERR_CHANGED;

@@ -23,6 +23,7 @@
 #define WF_GGUF_META_H
 
 #include "base/wf_common.h"
+#include "model/wf_gguf_kv.h" /* enum wf_gtype */
 
 #include <stddef.h>
 #include <stdint.h>
@@ -31,29 +32,20 @@
  * this many bytes more than it returns). */
 #define WF_GGUF_META_STEP (64u << 10)
 
-/* One key/value of the header, as the parser found it (the first six
- * fields), and where it lands in the text (filled by wf_gguf_meta_new). */
-struct wf_gguf_meta_key {
-	uint64_t key, key_len; /* the key's bytes: data[key .. key + key_len) */
-	uint64_t val, end;     /* the value's bytes after its type (an array's after its element
-				* type and count): data[val .. end) */
-	uint64_t count;        /* an array's elements */
-	uint64_t t0;           /* text: where the entry starts (its separator) */
-	uint64_t v0, v1;       /* text: the value's JSON text [v0, v1) */
-	uint8_t type, elem;    /* GGUF value type; an array's element type (never an array) */
+/* Where key i's entry lands in the text (filled by wf_gguf_meta_new). */
+struct wf_gguf_meta_text {
+	uint64_t t0;           /* where the entry starts (its separator) */
+	uint64_t v0, v1;       /* the value's JSON text [v0, v1) */
 };
-
-/* GGUF's value types that the text treats apart (gguf.h's numbering). */
-#define WF_GGUF_META_STR 8
-#define WF_GGUF_META_ARR 9
 
 struct wf_gguf_meta;
 
-/* Measures metadata.json for the n keys (in file order) of the GGUF file
- * data[0..len), whose values the parser checked, and makes the generator,
- * which takes keys (malloc'd; freed on failure too).  Returns WF_OK,
- * WF_ERR_NOMEM, or WF_ERR_CHANGED if the bytes no longer agree with keys. */
-enum wf_err wf_gguf_meta_new(const uint8_t *data, uint64_t len, struct wf_gguf_meta_key *keys, size_t n,
+/* Measures metadata.json for the key/values of the GGUF file data[0..len)
+ * that the parser checked and indexed (ix, in file order), and makes the
+ * generator, which reads ix's entries from then on: ix must outlive it
+ * (a model owns both, wf_model.h).  Returns WF_OK, WF_ERR_NOMEM, or
+ * WF_ERR_CHANGED if the bytes no longer agree with ix. */
+enum wf_err wf_gguf_meta_new(const uint8_t *data, uint64_t len, const struct wf_gguf_kvs *ix,
 			     struct wf_gguf_meta **out);
 
 /* Frees g; safe on NULL. */
@@ -62,9 +54,10 @@ void wf_gguf_meta_free(struct wf_gguf_meta *g);
 /* metadata.json's length in bytes. */
 uint64_t wf_gguf_meta_len(const struct wf_gguf_meta *g);
 
-/* The keys, and key i (i < the count). */
+/* The keys, key i (i < the count: its index entry) and where it is in the text. */
 size_t wf_gguf_meta_count(const struct wf_gguf_meta *g);
-const struct wf_gguf_meta_key *wf_gguf_meta_key(const struct wf_gguf_meta *g, size_t i);
+const struct wf_gguf_kv *wf_gguf_meta_key(const struct wf_gguf_meta *g, size_t i);
+const struct wf_gguf_meta_text *wf_gguf_meta_text(const struct wf_gguf_meta *g, size_t i);
 
 /* Fills buf with bytes [off, off + n) of metadata.json, made from the
  * file's bytes data[0..len) (the file g was measured on).  Safe from

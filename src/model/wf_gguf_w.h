@@ -14,26 +14,10 @@
 #include "base/wf_buf.h"
 #include "base/wf_common.h"
 #include "base/wf_hash.h"
+#include "model/wf_gguf_kv.h" /* enum wf_gtype */
 
 #include <stdbool.h>
 #include <stdint.h>
-
-/* GGUF value types (gguf.h's enum gguf_type). */
-enum wf_gtype {
-	WF_GT_UINT8 = 0,
-	WF_GT_INT8 = 1,
-	WF_GT_UINT16 = 2,
-	WF_GT_INT16 = 3,
-	WF_GT_UINT32 = 4,
-	WF_GT_INT32 = 5,
-	WF_GT_FLOAT32 = 6,
-	WF_GT_BOOL = 7,
-	WF_GT_STRING = 8,
-	WF_GT_ARRAY = 9,
-	WF_GT_UINT64 = 10,
-	WF_GT_INT64 = 11,
-	WF_GT_FLOAT64 = 12,
-};
 
 /* GGUF's default alignment of the data section and of every tensor. */
 #define WF_GGUF_ALIGN 32
@@ -78,7 +62,8 @@ void wf_gguf_w_bool(struct wf_gguf_w *w, const char *key, bool v);
 void wf_gguf_w_str(struct wf_gguf_w *w, const char *key, const char *s, size_t n);
 
 /* A value already in GGUF's encoding (val[0..n): what follows the type
- * field, as wf_gguf_kvs gives it), of type t, copied as it is. */
+ * field: data[kv.val - 4 .. kv.end) of an index entry, an array's element
+ * type and count included), of type t, copied as it is. */
 void wf_gguf_w_raw(struct wf_gguf_w *w, const char *key, enum wf_gtype t, const void *val, size_t n);
 
 /* An array of `count` elements of type `elem` (not ARRAY): begin, then

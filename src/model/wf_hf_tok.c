@@ -5,6 +5,7 @@
  * and why (llama.cpp's ids are the reference). */
 #include "model/wf_hf_tok.h"
 #include "model/wf_hf_tok_int.h"
+#include "model/wf_gguf.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -33,13 +34,11 @@ static bool tok_is(const struct ht_str *t, const char *s)
 
 static bool name_is_phi3(const struct ht_in *in)
 {
-	if (!in->name.set || in->name.type != HT_STR || in->name.len < 8)
+	struct ht_str name;
+	if (!ht_str_of(in, &in->name, &name))
 		return false;
-	uint64_t n;
-	memcpy(&n, in->name.val, 8);
-	if (n > in->name.len - 8)
-		return false;
-	const uint8_t *p = in->name.val + 8;
+	uint64_t n = name.n;
+	const uint8_t *p = name.p;
 	for (uint64_t i = 0; i + 4 <= n; i++) {
 		char c[5];
 		for (int k = 0; k < 5 && i + k < n; k++)
@@ -128,7 +127,7 @@ static enum wf_err bl_merges(struct ht_in *in, char *why)
 	size_t nm;
 	if (!in->merges.set)
 		return wf_fail(why, WF_ERR_UNSUP, "tokenizer.ggml.merges: absent, and a gpt2 vocabulary needs it");
-	if (!ht_arr_strs(&in->merges, "tokenizer.ggml.merges", 0, &m, &nm, why))
+	if (!ht_arr_strs(in, &in->merges, "tokenizer.ggml.merges", 0, &m, &nm, why))
 		return strstr(why, "out of memory") ? WF_ERR_NOMEM : WF_ERR_UNSUP;
 	struct pairset ps = {.cap = 16};
 	while (ps.cap < nm * 2)
@@ -365,12 +364,12 @@ static void j_chat(struct wf_buf *b, const struct ht_in *in)
 		wf_buf_puts(b, "},");
 	}
 	for (size_t i = 0; i < in->n_tpl; i++) {
-		uint64_t n;
-		memcpy(&n, in->tpl[i].val, 8);
+		struct ht_str t = {0};
+		ht_str_of(in, &in->tpl[i], &t); /* checked by prepare */
 		wf_buf_puts(b, "{\"name\":");
 		jstr(b, &in->tpl_name[i]);
 		wf_buf_puts(b, ",\"template\":");
-		wf_buf_json_str(b, in->tpl[i].val + 8, (size_t)n);
+		wf_buf_json_str(b, t.p, t.n);
 		wf_buf_putc(b, '}');
 		if (i + 1 < in->n_tpl)
 			wf_buf_putc(b, ',');
@@ -440,19 +439,16 @@ static enum wf_err prepare(const struct wf_model *m, struct ht_in *in, char *why
 	enum wf_err e;
 	if (!m || m->format != WF_FMT_GGUF)
 		return wf_fail(why, WF_ERR_UNSUP, "not a GGUF model: no tokenizer key/values");
-	if ((e = ht_read(m->data, m->data_len, in, why)))
+	struct wf_gguf_vals v = wf_gguf_vals_of(m);
+	if ((e = ht_read(&v, in, why)))
 		return e;
 	if (!in->spm && !in->gemma4 && (e = ht_pre(in, why)))
 		return e;
 	if ((e = ht_read_flags(in, why)) || (e = mark_added(in, why)))
 		return e;
 	for (size_t i = 0; i < in->n_tpl; i++) {
-		struct ht_raw *r = &in->tpl[i];
-		uint64_t n = 0;
-		if (r->type == HT_STR && r->len >= 8)
-			memcpy(&n, r->val, 8);
-		if (r->type != HT_STR || r->len < 8 || n > r->len - 8 || !ht_utf8(r->val + 8, (size_t)n) ||
-		    !ht_utf8(in->tpl_name[i].p, in->tpl_name[i].n))
+		struct ht_str t;
+		if (!ht_str_of(in, &in->tpl[i], &t) || !ht_utf8(t.p, t.n) || !ht_utf8(in->tpl_name[i].p, in->tpl_name[i].n))
 			return wf_fail(why, WF_ERR_UNSUP, "tokenizer.chat_template.NAME (the %zu-th): name or value not a UTF-8 string", i + 1);
 	}
 	return in->spm ? ht_spm_merges(in, why) : bl_merges(in, why);

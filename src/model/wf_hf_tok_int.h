@@ -6,13 +6,11 @@
 #include "base/wf_buf.h"
 #include "base/wf_common.h"
 #include "base/wf_hash.h"
+#include "model/wf_gguf_kv.h"
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-
-/* GGUF value types (gguf.h enum gguf_type) */
-enum { HT_U8, HT_I8, HT_U16, HT_I16, HT_U32, HT_I32, HT_F32, HT_BOOL, HT_STR, HT_ARR, HT_U64, HT_I64, HT_F64 };
 
 /* llama.cpp token types */
 enum { HT_NORMAL = 1, HT_UNKNOWN = 2, HT_CONTROL = 3, HT_USER = 4, HT_UNUSED = 5, HT_BYTE = 6 };
@@ -22,19 +20,19 @@ struct ht_str {
 	uint32_t n;
 };
 
-/* one raw key/value (value bytes after the type) */
+/* one key/value: its entry in the GGUF's index (wf_gguf_kv.h) */
 struct ht_raw {
 	bool set;
-	uint32_t type;
-	const uint8_t *val;
-	uint64_t len;
+	int64_t id;     /* -1 when absent */
+	uint32_t type;  /* enum wf_gtype */
 };
 
 /* the named chat templates (tokenizer.chat_template.NAME) */
 #define HT_MAX_TEMPLATES 16
 
 struct ht_in {
-	/* raw key/values */
+	struct wf_gguf_vals v;    /* the GGUF's key/values */
+	/* the ones read */
 	struct ht_raw model, pre, tokens, scores, types, merges, bos_kv, eos_kv, unk_kv, pad_kv,
 		add_bos_kv, add_eos_kv, add_space, rm_ws, chat, name;
 	struct ht_str tpl_name[HT_MAX_TEMPLATES];
@@ -65,7 +63,7 @@ struct ht_in {
 };
 
 /* wf_hf_tok_kv.c */
-enum wf_err ht_read(const uint8_t *buf, uint64_t len, struct ht_in *in, char *why);
+enum wf_err ht_read(const struct wf_gguf_vals *v, struct ht_in *in, char *why);
 /* the flags read after the pre-tokenizer set their defaults */
 enum wf_err ht_read_flags(struct ht_in *in, char *why);
 void ht_in_free(struct ht_in *in);
@@ -76,8 +74,12 @@ bool ht_utf8(const uint8_t *p, size_t n);
  * valid UTF-8 but refused) */
 const char *ht_text_bad(const uint8_t *p, size_t n);
 int64_t ht_lookup(const struct ht_in *in, const uint8_t *p, size_t n);
-/* the i-th string of the string array r (already checked by ht_read) */
-bool ht_arr_strs(const struct ht_raw *r, const char *key, size_t want, struct ht_str **out, size_t *n, char *why);
+/* the strings of the string array r (at most want, or MAX_MERGES when 0),
+ * each valid UTF-8 without NUL, into *out (malloc'd, *n of them) */
+bool ht_arr_strs(const struct ht_in *in, const struct ht_raw *r, const char *key, size_t want, struct ht_str **out,
+		 size_t *n, char *why);
+/* r's string (any bytes), or false when r is absent or no string */
+bool ht_str_of(const struct ht_in *in, const struct ht_raw *r, struct ht_str *out);
 
 /* wf_hf_tok_pre.c: regex and flags from tokenizer.ggml.pre */
 enum wf_err ht_pre(struct ht_in *in, char *why);

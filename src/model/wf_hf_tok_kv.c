@@ -1,5 +1,5 @@
 /* wf_hf_tok_kv.c - the GGUF tokenizer key/values for wf_hf_tok: typed,
- * bounds-checked accessors over wf_gguf_kvs' raw values, the meaning
+ * read through wf_gguf_kv.h's getters, the meaning
  * llama.cpp gives them (llama-vocab.cpp, llama_vocab::impl::load), and a
  * text -> id table. */
 #include "model/wf_hf_tok_int.h"
@@ -13,37 +13,10 @@
 
 #define MAX_MERGES ((uint64_t)WF_VOCAB_MAX_TOKENS * 4)
 
-static uint64_t rd64(const uint8_t *p)
+/* Fills in's key/value handles from the index: the keys it reads, and
+ * the named chat templates in file order. */
+static void find_keys(struct ht_in *in)
 {
-	uint64_t v;
-	memcpy(&v, p, 8);
-	return v;
-}
-
-static uint32_t rd32(const uint8_t *p)
-{
-	uint32_t v;
-	memcpy(&v, p, 4);
-	return v;
-}
-
-static bool key_is(const struct wf_gguf_kv *kv, const char *k)
-{
-	size_t n = strlen(k);
-	return kv->key_len == n && memcmp(kv->key, k, n) == 0;
-}
-
-static void set_raw(struct ht_raw *r, const struct wf_gguf_kv *kv)
-{
-	r->set = true;
-	r->type = kv->type;
-	r->val = kv->val;
-	r->len = kv->val_len;
-}
-
-static enum wf_err on_kv(void *ctx, const struct wf_gguf_kv *kv)
-{
-	struct ht_in *in = ctx;
 	static const char tp[] = "tokenizer.chat_template.";
 	static const struct { const char *k; size_t off; } map[] = {
 		{"tokenizer.ggml.model", offsetof(struct ht_in, model)},
@@ -63,16 +36,20 @@ static enum wf_err on_kv(void *ctx, const struct wf_gguf_kv *kv)
 		{"tokenizer.chat_template", offsetof(struct ht_in, chat)},
 		{"general.name", offsetof(struct ht_in, name)},
 	};
-	for (size_t i = 0; i < sizeof map / sizeof map[0]; i++)
-		if (key_is(kv, map[i].k)) {
-			set_raw((struct ht_raw *)((char *)in + map[i].off), kv);
-			return WF_OK;
-		}
-	if (kv->key_len > sizeof tp - 1 && memcmp(kv->key, tp, sizeof tp - 1) == 0 && in->n_tpl < HT_MAX_TEMPLATES) {
-		in->tpl_name[in->n_tpl] = (struct ht_str){kv->key + sizeof tp - 1, (uint32_t)(kv->key_len - (sizeof tp - 1))};
-		set_raw(&in->tpl[in->n_tpl++], kv);
+	for (size_t i = 0; i < sizeof map / sizeof map[0]; i++) {
+		struct ht_raw *r = (struct ht_raw *)((char *)in + map[i].off);
+		r->id = wf_gguf_find(&in->v, map[i].k);
+		r->set = r->id >= 0;
+		r->type = r->set ? wf_gguf_at(&in->v, r->id)->type : 0;
 	}
-	return WF_OK;
+	for (size_t i = 0; i < in->v.ix->n && in->n_tpl < HT_MAX_TEMPLATES; i++) {
+		uint64_t n;
+		const uint8_t *k = wf_gguf_key(&in->v, (int64_t)i, &n);
+		if (k && n > sizeof tp - 1 && memcmp(k, tp, sizeof tp - 1) == 0) {
+			in->tpl_name[in->n_tpl] = (struct ht_str){k + sizeof tp - 1, (uint32_t)(n - (sizeof tp - 1))};
+			in->tpl[in->n_tpl++] = (struct ht_raw){true, (int64_t)i, in->v.ix->kv[i].type};
+		}
+	}
 }
 
 const char *ht_text_bad(const uint8_t *p, size_t n)
@@ -94,91 +71,103 @@ bool ht_utf8(const uint8_t *p, size_t n)
 }
 
 /* A string value: type STR, length inside the value, valid UTF-8 without NUL. */
-static enum wf_err get_str(const struct ht_raw *r, const char *key, struct ht_str *out, char *why)
+static enum wf_err get_str(const struct ht_in *in, const struct ht_raw *r, const char *key, struct ht_str *out,
+			   char *why)
 {
-	if (r->type != HT_STR || r->len < 8)
+	const uint8_t *p;
+	uint64_t n;
+	enum wf_gguf_got g = wf_gguf_str(&in->v, r->id, &p, &n);
+	if (g == WF_GGUF_TYPE || g == WF_GGUF_ABSENT)
 		return wf_fail(why, WF_ERR_UNSUP, "%s: GGUF type %u, not a string", key, r->type);
-	uint64_t n = rd64(r->val);
-	if (n > r->len - 8 || n > UINT32_MAX)
-		return wf_fail(why, WF_ERR_UNSUP, "%s: string length %llu past its value", key, (unsigned long long)n);
-	const char *bad = ht_text_bad(r->val + 8, (size_t)n);
+	if (g != WF_GGUF_OK || n > UINT32_MAX)
+		return wf_fail(why, WF_ERR_UNSUP, "%s: string length past its value", key);
+	const char *bad = ht_text_bad(p, (size_t)n);
 	if (bad)
 		return wf_fail(why, WF_ERR_UNSUP, "%s: %s", key, bad);
-	*out = (struct ht_str){r->val + 8, (uint32_t)n};
+	*out = (struct ht_str){p, (uint32_t)n};
 	return WF_OK;
+}
+
+bool ht_str_of(const struct ht_in *in, const struct ht_raw *r, struct ht_str *out)
+{
+	const uint8_t *p;
+	uint64_t n;
+	if (!r->set || wf_gguf_str(&in->v, r->id, &p, &n) != WF_GGUF_OK || n > UINT32_MAX)
+		return false;
+	*out = (struct ht_str){p, (uint32_t)n};
+	return true;
 }
 
 /* A token id: UINT32 (or a non-negative INT32), as llama.cpp's get_key
  * reads it; an id past the vocabulary is ignored, as llama.cpp does
  * ("bad special token ... using default id"). */
-static enum wf_err get_id(const struct ht_raw *r, const char *key, size_t n_tok, int64_t *id, char *why)
+static enum wf_err get_id(const struct ht_in *in, const struct ht_raw *r, const char *key, size_t n_tok, int64_t *id,
+			  char *why)
 {
 	if (!r->set)
 		return WF_OK;
-	if ((r->type != HT_U32 && r->type != HT_I32) || r->len != 4)
+	int64_t v;
+	if (r->type != WF_GT_UINT32 && r->type != WF_GT_INT32)
 		return wf_fail(why, WF_ERR_UNSUP, "%s: GGUF type %u, not a uint32", key, r->type);
-	uint32_t v = rd32(r->val);
-	if (r->type == HT_I32 && (int32_t)v < 0)
-		return wf_fail(why, WF_ERR_UNSUP, "%s: negative id %d", key, (int32_t)v);
-	if (v < n_tok)
+	if (wf_gguf_int(&in->v, r->id, INT32_MIN, UINT32_MAX, &v) != WF_GGUF_OK)
+		return wf_fail(why, WF_ERR_UNSUP, "%s: GGUF type %u, not a uint32", key, r->type);
+	if (v < 0)
+		return wf_fail(why, WF_ERR_UNSUP, "%s: negative id %d", key, (int)v);
+	if ((uint64_t)v < n_tok)
 		*id = v;
 	return WF_OK;
 }
 
-static enum wf_err get_bool(const struct ht_raw *r, const char *key, bool *out, char *why)
+/* A bool: BOOL, read as llama.cpp reads it (any non-zero byte is true). */
+static enum wf_err get_bool(const struct ht_in *in, const struct ht_raw *r, const char *key, bool *out, char *why)
 {
 	if (!r->set)
 		return WF_OK;
-	if (r->type != HT_BOOL || r->len != 1 || r->val[0] > 1)
+	if (wf_gguf_bool(&in->v, r->id, out) != WF_GGUF_OK)
 		return wf_fail(why, WF_ERR_UNSUP, "%s: GGUF type %u, not a bool", key, r->type);
-	*out = r->val[0] != 0;
 	return WF_OK;
 }
 
-/* Array header: element type and count, the count checked against the
- * bytes of the value (at least min_elem bytes each) and against max. */
-static enum wf_err arr_head(const struct ht_raw *r, const char *key, uint32_t *et, uint64_t *cnt, uint64_t min_elem,
-			    uint64_t max, char *why)
+/* Array header: element type and count, the count checked against max
+ * (the parser checked it against the value's bytes). */
+static enum wf_err arr_head(const struct ht_in *in, const struct ht_raw *r, const char *key, uint32_t *et,
+			    uint64_t *cnt, uint64_t max, char *why)
 {
-	if (r->type != HT_ARR || r->len < 12)
+	if (wf_gguf_arr(&in->v, r->id, et, cnt) != WF_GGUF_OK)
 		return wf_fail(why, WF_ERR_UNSUP, "%s: GGUF type %u, not an array", key, r->type);
-	*et = rd32(r->val);
-	*cnt = rd64(r->val + 4);
 	if (*cnt > max)
 		return wf_fail(why, WF_ERR_UNSUP, "%s: %llu elements, more than %llu", key, (unsigned long long)*cnt,
 			       (unsigned long long)max);
-	if (*cnt > (r->len - 12) / min_elem)
-		return wf_fail(why, WF_ERR_UNSUP, "%s: %llu elements do not fit in its %llu bytes", key,
-			       (unsigned long long)*cnt, (unsigned long long)r->len);
 	return WF_OK;
 }
 
-bool ht_arr_strs(const struct ht_raw *r, const char *key, size_t want, struct ht_str **out, size_t *n, char *why)
+bool ht_arr_strs(const struct ht_in *in, const struct ht_raw *r, const char *key, size_t want, struct ht_str **out,
+		 size_t *n, char *why)
 {
 	uint32_t et;
 	uint64_t cnt;
 	*out = NULL;
-	if (r->type == HT_ARR && r->len >= 12 && rd32(r->val) != HT_STR)
-		return wf_fail(why, WF_ERR_UNSUP, "%s: an array of GGUF type %u, not of strings", key, rd32(r->val)), false;
-	if (arr_head(r, key, &et, &cnt, 8, want ? want : MAX_MERGES, why) != WF_OK)
+	if (wf_gguf_arr(&in->v, r->id, &et, &cnt) == WF_GGUF_OK && et != WF_GT_STRING)
+		return wf_fail(why, WF_ERR_UNSUP, "%s: an array of GGUF type %u, not of strings", key, et), false;
+	if (arr_head(in, r, key, &et, &cnt, want ? want : MAX_MERGES, why) != WF_OK)
 		return false;
 	struct ht_str *s = calloc(cnt ? cnt : 1, sizeof *s);
 	if (!s)
 		return wf_fail(why, WF_ERR_NOMEM, "%s: out of memory", key), false;
-	uint64_t at = 12;
+	struct wf_gguf_it it = {0};
 	for (uint64_t i = 0; i < cnt; i++) {
-		uint64_t len = r->len - at < 8 ? UINT64_MAX : rd64(r->val + at);
-		if (len > r->len - at - 8 || len > UINT32_MAX) {
+		const uint8_t *p;
+		uint64_t len;
+		if (wf_gguf_arr_str_next(&in->v, r->id, &it, &p, &len) != WF_GGUF_OK || len > UINT32_MAX) {
 			free(s);
 			return wf_fail(why, WF_ERR_UNSUP, "%s[%llu]: length past the value", key, (unsigned long long)i), false;
 		}
-		s[i] = (struct ht_str){r->val + at + 8, (uint32_t)len};
+		s[i] = (struct ht_str){p, (uint32_t)len};
 		const char *bad = ht_text_bad(s[i].p, s[i].n);
 		if (bad) {
 			free(s);
 			return wf_fail(why, WF_ERR_UNSUP, "%s[%llu]: %s", key, (unsigned long long)i, bad), false;
 		}
-		at += 8 + len;
 	}
 	*out = s;
 	*n = (size_t)cnt;
@@ -193,21 +182,22 @@ static enum wf_err get_scores(struct ht_in *in, char *why)
 	uint64_t cnt;
 	if (!in->scores.set)
 		return in->spm ? wf_fail(why, WF_ERR_UNSUP, "%s: absent, and a SentencePiece vocabulary needs it", key) : WF_OK;
-	enum wf_err e = arr_head(&in->scores, key, &et, &cnt, 4, WF_VOCAB_MAX_TOKENS, why);
+	enum wf_err e = arr_head(in, &in->scores, key, &et, &cnt, WF_VOCAB_MAX_TOKENS, why);
 	if (e != WF_OK)
 		return e;
-	if (et != HT_F32 && et != HT_I32)
+	if (et != WF_GT_FLOAT32 && et != WF_GT_INT32)
 		return wf_fail(why, WF_ERR_UNSUP, "%s: an array of GGUF type %u, not of float32", key, et);
 	if (cnt != in->n)
 		return wf_fail(why, WF_ERR_UNSUP, "%s: %llu scores for %zu tokens", key, (unsigned long long)cnt, in->n);
 	if (!(in->score = malloc((in->n ? in->n : 1) * sizeof *in->score)))
 		return wf_fail(why, WF_ERR_NOMEM, "%s: out of memory", key);
 	for (size_t i = 0; i < in->n; i++) {
-		uint32_t v = rd32(in->scores.val + 12 + 4 * i);
-		float f;
-		memcpy(&f, &v, 4);
-		in->score[i] = et == HT_I32 ? (float)(int32_t)v : f;
-		if (!isfinite(in->score[i]))
+		double d = 0;
+		int64_t v = 0;
+		enum wf_gguf_got g = et == WF_GT_INT32 ? wf_gguf_arr_int(&in->v, in->scores.id, i, INT32_MIN, INT32_MAX, &v)
+						       : wf_gguf_arr_float(&in->v, in->scores.id, i, &d);
+		in->score[i] = et == WF_GT_INT32 ? (float)v : (float)d;
+		if (g != WF_GGUF_OK || !isfinite(in->score[i]))
 			return wf_fail(why, WF_ERR_UNSUP, "%s[%zu]: not a finite number", key, i);
 	}
 	return WF_OK;
@@ -224,15 +214,18 @@ static enum wf_err get_types(struct ht_in *in, char *why)
 		in->type[i] = HT_NORMAL;
 	if (!in->types.set)
 		return WF_OK;
-	enum wf_err e = arr_head(&in->types, key, &et, &cnt, 4, WF_VOCAB_MAX_TOKENS, why);
+	enum wf_err e = arr_head(in, &in->types, key, &et, &cnt, WF_VOCAB_MAX_TOKENS, why);
 	if (e != WF_OK)
 		return e;
-	if (et != HT_I32)
+	if (et != WF_GT_INT32)
 		return wf_fail(why, WF_ERR_UNSUP, "%s: an array of GGUF type %u, not of int32", key, et);
 	if (cnt != in->n)
 		return wf_fail(why, WF_ERR_UNSUP, "%s: %llu types for %zu tokens", key, (unsigned long long)cnt, in->n);
 	for (size_t i = 0; i < in->n; i++) {
-		in->type[i] = (int32_t)rd32(in->types.val + 12 + 4 * i);
+		int64_t t;
+		if (wf_gguf_arr_int(&in->v, in->types.id, i, INT32_MIN, INT32_MAX, &t) != WF_GGUF_OK)
+			return wf_fail(why, WF_ERR_UNSUP, "%s[%zu]: not in its value", key, i);
+		in->type[i] = (int32_t)t;
 		if (in->type[i] < 0 || in->type[i] > HT_BYTE)
 			return wf_fail(why, WF_ERR_UNSUP, "%s[%zu]: unknown token type %d", key, i, in->type[i]);
 	}
@@ -302,7 +295,7 @@ static enum wf_err get_model(struct ht_in *in, char *why)
 	struct ht_str s;
 	if (!in->model.set)
 		return wf_fail(why, WF_ERR_UNSUP, "tokenizer.ggml.model: absent, no tokenizer in this file");
-	enum wf_err e = get_str(&in->model, "tokenizer.ggml.model", &s, why);
+	enum wf_err e = get_str(in, &in->model, "tokenizer.ggml.model", &s, why);
 	if (e != WF_OK)
 		return e;
 	if (s.n == 5 && !memcmp(s.p, "llama", 5))
@@ -314,13 +307,13 @@ static enum wf_err get_model(struct ht_in *in, char *why)
 		return wf_fail(why, WF_ERR_UNSUP, "tokenizer.ggml.model: %s is not one weightfs maps (llama, gpt2, gemma4)",
 			       wf_quote(q, sizeof q, s.p, s.n));
 	}
-	if (in->pre.set && (e = get_str(&in->pre, "tokenizer.ggml.pre", &in->pre_s, why)) != WF_OK)
+	if (in->pre.set && (e = get_str(in, &in->pre, "tokenizer.ggml.pre", &in->pre_s, why)) != WF_OK)
 		return e;
-	if (in->chat.set && (e = get_str(&in->chat, "tokenizer.chat_template", &in->chat_s, why)) != WF_OK)
+	if (in->chat.set && (e = get_str(in, &in->chat, "tokenizer.chat_template", &in->chat_s, why)) != WF_OK)
 		return e;
 	if (!in->tokens.set)
 		return wf_fail(why, WF_ERR_UNSUP, "tokenizer.ggml.tokens: absent");
-	if (!ht_arr_strs(&in->tokens, "tokenizer.ggml.tokens", WF_VOCAB_MAX_TOKENS, &in->tok, &in->n, why))
+	if (!ht_arr_strs(in, &in->tokens, "tokenizer.ggml.tokens", WF_VOCAB_MAX_TOKENS, &in->tok, &in->n, why))
 		return strstr(why, "out of memory") ? WF_ERR_NOMEM : WF_ERR_UNSUP;
 	if (in->n == 0)
 		return wf_fail(why, WF_ERR_UNSUP, "tokenizer.ggml.tokens: empty");
@@ -345,27 +338,26 @@ static enum wf_err get_flags(struct ht_in *in, char *why)
 		in->bos = -1;
 	if (in->eos >= (int64_t)in->n)
 		in->eos = -1;
-	if ((e = get_id(&in->bos_kv, "tokenizer.ggml.bos_token_id", in->n, &in->bos, why)) ||
-	    (e = get_id(&in->eos_kv, "tokenizer.ggml.eos_token_id", in->n, &in->eos, why)) ||
-	    (e = get_id(&in->unk_kv, "tokenizer.ggml.unknown_token_id", in->n, &in->unk, why)) ||
-	    (e = get_id(&in->pad_kv, "tokenizer.ggml.padding_token_id", in->n, &in->pad, why)))
+	if ((e = get_id(in, &in->bos_kv, "tokenizer.ggml.bos_token_id", in->n, &in->bos, why)) ||
+	    (e = get_id(in, &in->eos_kv, "tokenizer.ggml.eos_token_id", in->n, &in->eos, why)) ||
+	    (e = get_id(in, &in->unk_kv, "tokenizer.ggml.unknown_token_id", in->n, &in->unk, why)) ||
+	    (e = get_id(in, &in->pad_kv, "tokenizer.ggml.padding_token_id", in->n, &in->pad, why)))
 		return e;
 	return WF_OK;
 }
 
-enum wf_err ht_read(const uint8_t *buf, uint64_t len, struct ht_in *in, char *why)
+enum wf_err ht_read(const struct wf_gguf_vals *v, struct ht_in *in, char *why)
 {
-	/* wf_gguf_kvs starts at byte 16 without checking that the file has it */
-	if (len < 24)
-		return wf_fail(why, WF_ERR_UNSUP, "header: %llu bytes, too short for GGUF", (unsigned long long)len);
-	enum wf_err e = wf_gguf_kvs(buf, len, on_kv, in, why);
-	if (e != WF_OK)
-		return e == WF_ERR_NOMEM ? e : WF_ERR_UNSUP;
+	enum wf_err e;
+	if (!v->ix || !v->data)
+		return wf_fail(why, WF_ERR_UNSUP, "header: no GGUF key/values to read");
+	in->v = *v;
+	find_keys(in);
 	if ((e = get_model(in, why)) || (e = fill_empty(in, why)) || (e = get_scores(in, why)) ||
 	    (e = get_types(in, why)) || (e = build_table(in, why)) || (e = get_flags(in, why)))
 		return e;
 	bool rm = false;
-	if ((e = get_bool(&in->rm_ws, "tokenizer.ggml.remove_extra_whitespaces", &rm, why)))
+	if ((e = get_bool(in, &in->rm_ws, "tokenizer.ggml.remove_extra_whitespaces", &rm, why)))
 		return e;
 	if (rm)
 		return wf_fail(why, WF_ERR_UNSUP, "tokenizer.ggml.remove_extra_whitespaces: true, which HF tokenizers' BPE cannot do");
@@ -375,9 +367,9 @@ enum wf_err ht_read(const uint8_t *buf, uint64_t len, struct ht_in *in, char *wh
 enum wf_err ht_read_flags(struct ht_in *in, char *why)
 {
 	enum wf_err e;
-	if ((e = get_bool(&in->add_bos_kv, "tokenizer.ggml.add_bos_token", &in->add_bos, why)) ||
-	    (e = get_bool(&in->add_eos_kv, "tokenizer.ggml.add_eos_token", &in->add_eos, why)) ||
-	    (e = get_bool(&in->add_space, "tokenizer.ggml.add_space_prefix", &in->add_space_prefix, why)))
+	if ((e = get_bool(in, &in->add_bos_kv, "tokenizer.ggml.add_bos_token", &in->add_bos, why)) ||
+	    (e = get_bool(in, &in->add_eos_kv, "tokenizer.ggml.add_eos_token", &in->add_eos, why)) ||
+	    (e = get_bool(in, &in->add_space, "tokenizer.ggml.add_space_prefix", &in->add_space_prefix, why)))
 		return e;
 	if (in->gemma4)
 		in->add_bos = true; /* llama.cpp overrides add_bos_token false for Gemma 4 */

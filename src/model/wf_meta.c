@@ -86,7 +86,7 @@ enum wf_err wf_meta_gguf_key_read(const struct wf_model *m, size_t i, uint64_t o
 {
 	if (!m->meta_gen || i >= wf_gguf_meta_count(m->meta_gen))
 		return gen_fail(WF_ERR_RANGE, err);
-	const struct wf_gguf_meta_key *k = wf_gguf_meta_key(m->meta_gen, i);
+	const struct wf_gguf_kv *k = wf_gguf_meta_key(m->meta_gen, i);
 	if (off > k->key_len || n > k->key_len - off)
 		return gen_fail(WF_ERR_RANGE, err);
 	const uint8_t *data;

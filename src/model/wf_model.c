@@ -5,6 +5,7 @@
 #include "model/wf_watch.h"
 #include "model/wf_maps.h"
 #include "model/wf_gguf_meta.h"
+#include "model/wf_gguf_kv.h"
 #include "base/wf_buf.h"
 #include "codec/wf_types.h"
 
@@ -48,6 +49,7 @@ void wf_model_free(struct wf_model *m)
 	free(m->tensors);
 	free(m->metadata_json);
 	wf_gguf_meta_free(m->meta_gen);
+	wf_gguf_kvs_free(m->kvs);
 	wf_maps_free(m->maps, m->parts);
 	for (uint32_t i = 0; i < m->n_parts; i++) {
 		struct wf_part *p = &m->parts[i];

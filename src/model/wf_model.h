@@ -24,6 +24,7 @@ enum wf_format {
 };
 
 struct wf_gguf_meta;
+struct wf_gguf_kvs;
 
 struct wf_tensor {
 	char *name;          /* name bytes as stored, NUL-terminated; may hold NUL or invalid UTF-8 */
@@ -69,6 +70,8 @@ struct wf_model {
 				  * NULL for a GGUF, whose text is made on read from meta_gen.
 				  * Read either through wf_meta.h (wf_meta_len, wf_meta_read) */
 	size_t metadata_json_len;
+	struct wf_gguf_kvs *kvs; /* a GGUF's key/values (parts[0]'s), indexed once by the parser: read them
+				  * through wf_gguf_kv.h's getters; else NULL */
 	struct wf_gguf_meta *meta_gen; /* a GGUF's metadata.json, made a window at a time from parts[0]'s
 					* key/values (wf_gguf_meta.h); else NULL */
 	struct wf_part *parts;   /* [n_parts]: the files behind the tensors; parts[0] holds data */

@@ -372,8 +372,10 @@ enum wf_err wf_set_merge(struct wf_set_loader *L, struct wf_model **parts, uint3
 		/* llama.cpp reads a split model's key/values from its first part,
 		 * which becomes the set's parts[0] below */
 		m->meta_gen = parts[0]->meta_gen;
+		m->kvs = parts[0]->kvs;
 		m->n_kv = parts[0]->n_kv;
 		parts[0]->meta_gen = NULL;
+		parts[0]->kvs = NULL;
 	} else if ((rc = st_metadata(L, m, parts, n, index_md)) != WF_OK) {
 		goto out;
 	}

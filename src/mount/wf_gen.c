@@ -323,7 +323,7 @@ enum wf_err wf_meta_files_gguf(const struct wf_model *m, struct wf_meta_file **f
 		f[i].name[key.len] = '\0';
 		f[i].name_len = key.len;
 		f[i].len = (size_t)wf_gguf_meta_value_len(m->meta_gen, i);
-		f[i].json = wf_gguf_meta_key(m->meta_gen, i)->type != WF_GGUF_META_STR;
+		f[i].json = wf_gguf_meta_key(m->meta_gen, i)->type != WF_GT_STRING;
 	}
 	wf_buf_free(&key);
 	*files = NULL;

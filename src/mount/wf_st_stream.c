@@ -296,7 +296,7 @@ static void gguf_meta_start(const struct wf_st_stream *s, struct cur *c, struct 
 /* A GGUF's key and value, a piece at a time (step_meta's, from the file). */
 static void gguf_step_meta(const struct wf_st_stream *s, struct cur *c, struct sink *k)
 {
-	const struct wf_gguf_meta_key *kv = c->phase == P_START ? NULL : wf_gguf_meta_key(s->m->meta_gen, c->idx);
+	const struct wf_gguf_kv *kv = c->phase == P_START ? NULL : wf_gguf_meta_key(s->m->meta_gen, c->idx);
 	if (c->phase == P_START) {
 		gguf_meta_start(s, c, k);
 	} else if (c->phase == P_KEY) {
@@ -310,7 +310,7 @@ static void gguf_step_meta(const struct wf_st_stream *s, struct cur *c, struct s
 	} else {
 		uint64_t len = wf_gguf_meta_value_len(s->m->meta_gen, c->idx);
 		if (c->in < len) {
-			gguf_put(s, c, k, false, c->idx, len, kv->type != WF_GGUF_META_STR);
+			gguf_put(s, c, k, false, c->idx, len, kv->type != WF_GT_STRING);
 			return;
 		}
 		puts_(k, "\"");
@@ -556,7 +556,7 @@ static enum wf_err find_meta(struct wf_st_stream *s)
 	if (s->m->meta_gen) {
 		s->gguf = true;
 		for (size_t i = 0; i < wf_gguf_meta_count(s->m->meta_gen); i++)
-			if (wf_gguf_meta_key(s->m->meta_gen, i)->type == WF_GGUF_META_STR && gguf_is_format(s, i))
+			if (wf_gguf_meta_key(s->m->meta_gen, i)->type == WF_GT_STRING && gguf_is_format(s, i))
 				s->fmt_key = i;
 		return WF_OK;
 	}

@@ -1,5 +1,6 @@
 /* wf_gguf_file.c - model.gguf made on read (wf_gguf_file.h). */
 #include "view/wf_gguf_file.h"
+#include "model/wf_gguf.h"
 #include "model/wf_gguf_w.h"
 #include "model/wf_vocab.h"
 #include "view/wf_view.h"
@@ -209,7 +210,13 @@ static enum wf_err quantize_plan(const struct wf_gguf_w *w, uint32_t ftype, stru
 		return wf_fail(why, WF_ERR_NOMEM, "out of memory");
 	}
 	struct wf_quant_hp hp;
-	enum wf_err rc = wf_quant_hp_read((const uint8_t *)b.data, b.len, &hp, why);
+	struct wf_model *hm = NULL;
+	enum wf_err rc = wf_gguf_parse(&hm, (const uint8_t *)b.data, b.len, why);
+	if (rc == WF_OK) {
+		struct wf_gguf_vals v = wf_gguf_vals_of(hm);
+		rc = wf_quant_hp_read(&v, &hp, why);
+	}
+	wf_model_free(hm);
 	wf_buf_free(&b);
 	return rc == WF_OK ? wf_arch_quantize(&g->plan, ftype, &hp, why) : rc;
 }

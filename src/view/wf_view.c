@@ -221,16 +221,6 @@ bool wf_view_parse(const char *s, enum wf_vk *want)
 	return false;
 }
 
-/* A float type whose elements can be converted: decoded types, and raw F32. */
-/* A float type whose elements can be converted: decoded types, and raw
- * F32.  A type with no decoder is not: it is served as its stored bytes
- * under every option (its row's view is WF_VK_RAW), so every file of a
- * model reads. */
-static bool is_float(const struct wf_type *ty)
-{
-	return ty->vk == WF_VK_F32 || (ty->vk == WF_VK_RAW && strcmp(ty->dtype, "float32") == 0);
-}
-
 enum wf_err wf_tensor_set_view(struct wf_tensor *t, enum wf_vk want, char *err)
 {
 	char q[96];
@@ -250,7 +240,9 @@ enum wf_err wf_tensor_set_view(struct wf_tensor *t, enum wf_vk want, char *err)
 		t->size = t->nelems * wf_view_elem_size(t);
 		return WF_OK;
 	}
-	if (!is_float(ty) || want == WF_VK_RAW)
+	/* a type with no floats (integers, a type with no decoder) is served
+	 * as its stored bytes under every option, so every file of a model reads */
+	if (!ty->floats || want == WF_VK_RAW)
 		vk = WF_VK_RAW;
 	else if (want == WF_VK_F32)
 		vk = ty->vk;

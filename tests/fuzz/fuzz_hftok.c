@@ -1,11 +1,12 @@
 /* fuzz_hftok.c - libFuzzer target: the hf/ tokenizer files made from
  * arbitrary GGUF bytes (src/model/wf_hf_tok*.c).
  *
- * The input is the GGUF file.  wf_hf_tok_make runs on it twice: on a
- * model holding only the bytes (no parser in front: the key/value walk
- * must check everything itself), and on wf_gguf_parse's model when the
- * file parses.  A refusal must be UNSUP or NOMEM with one printable line
- * and no file; a success must give three JSON files cJSON reads.
+ * The input is the GGUF file.  wf_hf_tok_make runs on wf_gguf_parse's model
+ * when the file parses (the tokenizer reads the key/values through the
+ * parser's index, wf_gguf_kv.h, whose getters check every position again),
+ * and on a model holding only the bytes and no index, which it must refuse.
+ * A refusal must be UNSUP or NOMEM with one printable line and no file; a
+ * success must give three JSON files cJSON reads.
  */
 #include "fuzz_common.h"
 

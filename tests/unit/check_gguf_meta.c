@@ -65,18 +65,18 @@ static const uint8_t *json_gstr(struct wf_buf *b, const uint8_t *p)
 }
 
 /* The old builder: one entry per key/value, framed as wf_meta.h says. */
-static enum wf_err oracle_kv(void *ctx, const struct wf_gguf_kv *kv)
+static void oracle_kv(struct wf_meta_json *w, const uint8_t *buf, const struct wf_gguf_kv *kv)
 {
-	struct wf_meta_json *w = ctx;
 	struct wf_buf *b = &w->b;
-	wf_meta_json_key(w, kv->key, (size_t)kv->key_len);
-	const uint8_t *p = kv->val;
+	wf_meta_json_key(w, buf + kv->key, (size_t)kv->key_len);
+	const uint8_t *p = buf + kv->val;
 	if (kv->type == GV_STR) {
 		json_gstr(b, p);
 	} else if (kv->type == GV_ARR) {
-		uint32_t elem = wf_le32(p);
-		uint64_t count = wf_le64(p + 4);
-		p += 12;
+		uint32_t elem = wf_le32(p - 12);
+		uint64_t count = wf_le64(p - 8);
+		ck_assert_uint_eq(elem, kv->elem);
+		ck_assert_uint_eq(count, kv->count);
 		wf_buf_putc(b, '[');
 		for (uint64_t j = 0; j < count; j++) {
 			if (j)
@@ -92,14 +92,17 @@ static enum wf_err oracle_kv(void *ctx, const struct wf_gguf_kv *kv)
 	} else {
 		json_scalar(b, kv->type, p);
 	}
-	return WF_OK;
 }
 
 static char *oracle(const uint8_t *buf, size_t len, size_t *out_len)
 {
 	struct wf_meta_json w = {0};
 	char err[WF_ERRLEN];
-	ck_assert_int_eq(wf_gguf_kvs(buf, len, oracle_kv, &w, err), WF_OK);
+	struct wf_model *m = NULL;
+	ck_assert_msg(wf_gguf_parse(&m, buf, len, err) == WF_OK, "%s", err);
+	for (size_t i = 0; i < m->kvs->n; i++)
+		oracle_kv(&w, buf, &m->kvs->kv[i]);
+	wf_model_free(m);
 	wf_buf_puts(&w.b, w.n ? "\n}\n" : "{}\n");
 	ck_assert(wf_buf_finish(&w.b));
 	*out_len = w.b.len;
@@ -134,7 +137,8 @@ static void values_eq(const struct wf_model *m, const char *want)
 {
 	const struct wf_gguf_meta *g = m->meta_gen;
 	for (size_t i = 0; i < wf_gguf_meta_count(g); i++) {
-		const struct wf_gguf_meta_key *k = wf_gguf_meta_key(g, i);
+		const struct wf_gguf_kv *k = wf_gguf_meta_key(g, i);
+		const struct wf_gguf_meta_text *tx = wf_gguf_meta_text(g, i);
 		uint64_t n = wf_gguf_meta_value_len(g, i);
 		char *v = malloc(n + 1);
 		ck_assert_ptr_nonnull(v);
@@ -143,11 +147,11 @@ static void values_eq(const struct wf_model *m, const char *want)
 			/* the JSON string in the text, made from exactly these bytes */
 			struct wf_buf j = {0};
 			wf_buf_json_str(&j, v, (size_t)n);
-			ck_assert_uint_eq(j.len, k->v1 - k->v0);
-			ck_assert(memcmp(j.data, want + k->v0, j.len) == 0);
+			ck_assert_uint_eq(j.len, tx->v1 - tx->v0);
+			ck_assert(memcmp(j.data, want + tx->v0, j.len) == 0);
 			wf_buf_free(&j);
 		} else {
-			ck_assert(memcmp(v, want + k->v0, (size_t)n) == 0);
+			ck_assert(memcmp(v, want + tx->v0, (size_t)n) == 0);
 		}
 		if (n > 2) { /* a window inside it */
 			char c;
@@ -473,13 +477,14 @@ START_TEST(test_changed)
 	ck_assert_int_eq(wf_gguf_meta_read(g, buf, 30, len - 10, 10, out), WF_ERR_CHANGED);
 	/* each string's length, and each array's first string's, made larger */
 	for (size_t i = 0; i < wf_gguf_meta_count(g); i++) {
-		const struct wf_gguf_meta_key *k = wf_gguf_meta_key(g, i);
+		const struct wf_gguf_kv *k = wf_gguf_meta_key(g, i);
+		const struct wf_gguf_meta_text *tx = wf_gguf_meta_text(g, i);
 		uint64_t at = k->type == GV_STR ? k->val : k->type == GV_ARR && k->elem == GV_STR && k->count ? k->val : 0;
 		if (!at)
 			continue;
 		buf[at + 1] ^= 0x10;
-		ck_assert_int_eq(wf_gguf_meta_read(g, buf, b.len, k->v0, (size_t)(k->v1 - k->v0), out), WF_ERR_CHANGED);
-		ck_assert_int_eq(wf_meta_read(m, k->v0, (size_t)(k->v1 - k->v0), out, NULL), WF_ERR_CHANGED);
+		ck_assert_int_eq(wf_gguf_meta_read(g, buf, b.len, tx->v0, (size_t)(tx->v1 - tx->v0), out), WF_ERR_CHANGED);
+		ck_assert_int_eq(wf_meta_read(m, tx->v0, (size_t)(tx->v1 - tx->v0), out, NULL), WF_ERR_CHANGED);
 		if (k->type == GV_STR && wf_gguf_meta_value_len(g, i) > 0)
 			ck_assert_int_eq(wf_meta_gguf_value(m, i, 0, 1, out, NULL), WF_ERR_CHANGED);
 		char *t;
@@ -489,17 +494,18 @@ START_TEST(test_changed)
 	}
 	/* a bool made false ("true" to "false"): the value's end moves */
 	for (size_t i = 0; i < wf_gguf_meta_count(g); i++) {
-		const struct wf_gguf_meta_key *k = wf_gguf_meta_key(g, i);
+		const struct wf_gguf_kv *k = wf_gguf_meta_key(g, i);
+		const struct wf_gguf_meta_text *tx = wf_gguf_meta_text(g, i);
 		if (k->type != GV_BOOL)
 			continue;
 		uint8_t was = buf[k->val];
 		buf[k->val] = !was;
-		ck_assert_int_eq(wf_gguf_meta_read(g, buf, b.len, k->v0, (size_t)(k->v1 - k->v0 + 1), out),
+		ck_assert_int_eq(wf_gguf_meta_read(g, buf, b.len, tx->v0, (size_t)(tx->v1 - tx->v0 + 1), out),
 				 WF_ERR_CHANGED);
 		buf[k->val] = was;
 	}
 	/* a key's length changed */
-	const struct wf_gguf_meta_key *k0 = wf_gguf_meta_key(g, 0);
+	const struct wf_gguf_kv *k0 = wf_gguf_meta_key(g, 0);
 	buf[k0->key - 8] ^= 1;
 	ck_assert_int_eq(wf_meta_gguf_key_read(m, 0, 0, 1, out, NULL), WF_ERR_CHANGED);
 	buf[k0->key - 8] ^= 1;

@@ -196,6 +196,27 @@ START_TEST(test_lookup_edges)
 }
 END_TEST
 
+/* The floats column: exactly F32 and the rows that decode to float32 and
+ * are no layer; every site that asks "has floats" reads it. */
+START_TEST(test_floats_column)
+{
+	for (int id = -1; id <= WF_T_COUNT; id++) {
+		const struct wf_type *t = wf_type_get(id);
+		bool want = t && (id == WF_T_F32 || (t->vk == WF_VK_F32 && !t->layer && t->decode));
+		ck_assert_msg(wf_type_floats(id) == want, "type %d (%s)", id, t && t->name ? t->name : "-");
+		if (t)
+			ck_assert(t->floats == want);
+	}
+	static const int yes[] = {WF_T_F32, WF_T_F16, WF_T_BF16, WF_T_F64, WF_T_Q4_K, WF_T_MXFP4, WF_T_F8_E4M3, WF_T_F4};
+	static const int no[] = {WF_T_I8, WF_T_I32, WF_T_U8, WF_T_BOOL, WF_T_C64, WF_T_F6_E2M3, WF_T_HFQ_GPTQ,
+				 WF_T_HFQ_MXFP4};
+	for (size_t i = 0; i < sizeof yes / sizeof *yes; i++)
+		ck_assert(wf_type_floats(yes[i]));
+	for (size_t i = 0; i < sizeof no / sizeof *no; i++)
+		ck_assert(!wf_type_floats(no[i]));
+}
+END_TEST
+
 /* --- known blocks from the oracle ---------------------------------------- */
 
 #define N_KNOWN ((int)(sizeof known_blocks / sizeof known_blocks[0]))
@@ -443,6 +464,7 @@ static Suite *types_suite(void)
 	tcase_add_loop_test(tc, test_row, 0, WF_T_COUNT);
 	tcase_add_loop_test(tc, test_row_blocks_h, 0, WF_T_COUNT);
 	tcase_add_test(tc, test_lookup_edges);
+	tcase_add_test(tc, test_floats_column);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("known_blocks");
