@@ -11,7 +11,7 @@
 #include "cli/cli.h"
 #include "cli/cli_int.h"
 #include "view/wf_view.h"
-#include "model/wf_arch.h"
+#include "arch/wf_arch.h"
 
 #include <errno.h>
 #include <stdarg.h>

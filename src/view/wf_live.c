@@ -5,7 +5,7 @@
 #include "base/wf_bus.h"
 #include "view/wf_prefetch.h"
 #include "model/wf_maps.h"
-#include "model/wf_arch.h"
+#include "arch/wf_arch.h"
 #include "codec/wf_decode.h"
 #include "codec/wf_round.h"
 
@@ -596,7 +596,7 @@ static enum wf_err gather_mx(struct wf_live *lv, struct touched *tc, const struc
 }
 
 /* Elements of a float view gathered into another layout (WF_GATHER_COLS_*
- * and WF_GATHER_T_*, model/wf_arch.h): source runs read a piece at a time
+ * and WF_GATHER_T_*, arch/wf_arch.h): source runs read a piece at a time
  * into a buffer and picked from. */
 static enum wf_err gather_floats(struct wf_live *lv, struct touched *tc, const struct wf_xform *xf, uint64_t off,
 				 size_t len, uint8_t *out, size_t *got)

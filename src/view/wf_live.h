@@ -55,7 +55,7 @@ struct wf_xform {
 	const struct wf_tensor *t2; /* WF_HS_KVB: kv_b_proj put back together (hf/): t is attn_k_b
 				     * [heads, kv_lora_rank, nope], t2 attn_v_b [heads, v, kv_lora_rank];
 				     * the output's head h is k_b[h] transposed (nope rows) then v_b[h] */
-	uint8_t gather;             /* enum wf_gather (model/wf_arch.h): the elements of another layout */
+	uint8_t gather;             /* enum wf_gather (arch/wf_arch.h): the elements of another layout */
 };
 
 

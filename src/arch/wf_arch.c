@@ -1,6 +1,6 @@
 /* wf_arch.c - the architecture table (wf_arch.h). */
-#include "model/wf_arch.h"
-#include "model/wf_card.h"
+#include "arch/wf_arch.h"
+#include "arch/wf_card.h"
 #include "base/wf_buf.h"
 #include "codec/wf_types.h"
 #include "model/wf_json_scan.h"
