@@ -80,7 +80,9 @@ MODEL_SRC := src/model/wf_model.c src/model/wf_gguf.c src/model/wf_st.c src/mode
              src/model/wf_hf_tok.c src/model/wf_hf_tok_kv.c src/model/wf_hf_tok_pre.c src/model/wf_hf_tok_spm.c
 # the bridge between runtimes: one descriptor per architecture (docs/design.md)
 ARCH_SRC  := src/arch/wf_arch.c src/arch/wf_arch_any.c src/arch/wf_arch_gguf.c src/arch/wf_arch_hf.c src/arch/wf_arch_quant.c \
-             src/arch/wf_card.c
+             src/arch/wf_card.c src/arch/wf_arch_kv.c src/arch/wf_arch_reg.c \
+             src/arch/wf_arch_llama.c src/arch/wf_arch_qwen.c src/arch/wf_arch_gemma.c src/arch/wf_arch_phi3.c \
+             src/arch/wf_arch_olmo.c src/arch/wf_arch_deepseek2.c src/arch/wf_arch_glm4moe.c src/arch/wf_arch_gptoss.c
 VIEW_SRC  := src/view/wf_view.c src/view/wf_live.c src/view/wf_prefetch.c src/view/wf_hfq.c src/view/wf_hfq_x86.c src/view/wf_hfq_detect.c src/view/wf_hfq_bnb8.c src/view/wf_hfq_mxfp4.c src/view/wf_stats.c src/view/wf_diff.c src/view/wf_gguf_file.c src/view/wf_hf_file.c
 LIBAPI_SRC := src/lib/wf_api.c src/lib/wf_stack.c src/lib/wf_api_quant.c
 MOUNT_SRC := src/mount/wf_tree.c src/mount/wf_gen.c src/mount/wf_st_stream.c src/mount/wf_tj.c src/mount/wf_summary.c src/mount/wf_attr.c \
