@@ -3,7 +3,7 @@
  * message for a read that failed. */
 #include "cli/cli.h"
 #include "cli/cli_int.h"
-#include "model/wf_arch.h"
+#include "arch/wf_arch.h"
 #include "net/wf_source.h"
 #include "view/wf_gguf_file.h"
 #include "view/wf_view.h"

@@ -5,7 +5,7 @@
 #include "fuse/wf_limiter.h"
 #include "fuse/wf_mnt.h"
 #include "model/wf_model.h"
-#include "model/wf_arch.h"
+#include "arch/wf_arch.h"
 #include "view/wf_prefetch.h"
 #include "view/wf_view.h"
 #include "model/wf_set.h"

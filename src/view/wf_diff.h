@@ -17,7 +17,7 @@
 #define WF_DIFF_H
 
 #include "base/wf_common.h"
-#include "model/wf_arch.h"
+#include "arch/wf_arch.h"
 #include "model/wf_model.h"
 #include "view/wf_live.h"
 

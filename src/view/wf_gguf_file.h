@@ -13,7 +13,7 @@
 #define WF_GGUF_FILE_H
 
 #include "base/wf_common.h"
-#include "model/wf_arch.h"
+#include "arch/wf_arch.h"
 #include "model/wf_model.h"
 #include "view/wf_live.h"
 

@@ -10,7 +10,7 @@
 #define WF_HF_FILE_H
 
 #include "base/wf_common.h"
-#include "model/wf_arch.h"
+#include "arch/wf_arch.h"
 #include "model/wf_hf_tok.h"
 #include "model/wf_model.h"
 #include "view/wf_gguf_file.h"

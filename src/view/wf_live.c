@@ -5,7 +5,7 @@
 #include "base/wf_bus.h"
 #include "view/wf_prefetch.h"
 #include "model/wf_maps.h"
-#include "model/wf_arch.h"
+#include "arch/wf_arch.h"
 #include "codec/wf_decode.h"
 #include "codec/wf_round.h"
 
@@ -692,7 +692,7 @@ static enum wf_err gather_row(struct wf_live *lv, struct touched *tc, const stru
 }
 
 /* Elements of a float view gathered into another layout (WF_GATHER_COLS_*,
- * WF_GATHER_T_* and the two-source PAIR / T_PAIR, model/wf_arch.h):
+ * WF_GATHER_T_* and the two-source PAIR / T_PAIR, arch/wf_arch.h):
  * source runs read a piece at a time into a buffer and picked from.  A
  * piece is the output rows the read covers, at most TILE: a transposed
  * row costs one source run per source row, so rows past the read's end

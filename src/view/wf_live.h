@@ -56,7 +56,7 @@ struct wf_xform {
 				     * [heads, kv_lora_rank, nope], t2 attn_v_b [heads, v, kv_lora_rank];
 				     * the output's head h is k_b[h] transposed (nope rows) then v_b[h];
 				     * gather T_PAIR / PAIR: the second source, t's shape, read in t's view */
-	uint8_t gather;             /* enum wf_gather (model/wf_arch.h): the elements of another layout */
+	uint8_t gather;             /* enum wf_gather (arch/wf_arch.h): the elements of another layout */
 };
 
 

@@ -1,5 +1,5 @@
 /* fuzz_gguf_retype.c - libFuzzer target: model.gguf of a GGUF retyped or
- * quantized on read (src/view/wf_gguf_file.c, src/model/wf_arch_gguf.c,
+ * quantized on read (src/view/wf_gguf_file.c, src/arch/wf_arch_gguf.c,
  * wf_arch_quant.c, the quant pieces of src/view/wf_live.c).
  *
  * The input is the GGUF file.  When it parses, wf_gguf_file_new makes
@@ -11,7 +11,7 @@
 #include "fuzz_common.h"
 #include "fuzz_made.h"
 
-#include "model/wf_arch.h"
+#include "arch/wf_arch.h"
 
 #include <inttypes.h>
 

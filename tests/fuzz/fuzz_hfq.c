@@ -4,7 +4,7 @@
  * wf_open.c) and the quantized-safetensors layer (src/view/wf_hfq*.c:
  * GPTQ, AWQ, FP8, MLX, bitsandbytes 4- and 8-bit) on attacker-made JSON
  * and tensor shapes; with a config.json of an architecture model.gguf is
- * made for, its plan (src/model/wf_arch.c: experts stacked, the key/values)
+ * made for, its plan (src/arch/wf_arch.c: experts stacked, the key/values)
  * and model.gguf read at its start and end, as every other file.
  *
  * Input layout (little-endian; missing bytes read as 0):

@@ -1,5 +1,5 @@
 /* fuzz_hfview.c - libFuzzer target: hf/ made from arbitrary GGUF bytes
- * (src/view/wf_hf_file.c, src/model/wf_arch_hf.c: config.json from the
+ * (src/view/wf_hf_file.c, src/arch/wf_arch_hf.c: config.json from the
  * key/values, the tensors' HF names, the q/k rows put back in HF's order).
  *
  * The input is the GGUF file.  When it parses, wf_hf_file_new makes hf/

@@ -436,7 +436,7 @@ write("gguf_retype", "rows256_finite.gguf", finite_f32(w256, 4 * (512 * 3 + 256)
 
 
 # --- hfq: mixtures of experts, whose model.gguf stacks the experts on read ---
-# (src/model/wf_arch.c struct moe); a byte-level tokenizer.json so that model.gguf is made
+# (src/arch/wf_arch.c struct moe); a byte-level tokenizer.json so that model.gguf is made
 mrng = random.Random(5)
 MOE_TOK = {"version": "1.0", "added_tokens": [], "normalizer": None, "post_processor": None,
            "pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": True},

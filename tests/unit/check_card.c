@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "model/wf_card.h"
+#include "arch/wf_card.h"
 
 static void expect_rounded(uint64_t n, const char *want)
 {

@@ -7,7 +7,7 @@
  * scaling, head_dim of qwen2/phi3, Gemma's soft caps and query scale,
  * attention biases), config.json says it, so that the model computes what
  * llama.cpp computes (docs/hf.md). */
-#include "model/wf_arch.h"
+#include "arch/wf_arch.h"
 #include "base/wf_buf.h"
 #include "codec/wf_types.h"
 #include "model/wf_gguf.h"

@@ -6,7 +6,7 @@
  * at the version of the npm package the tests load, for a run without an
  * imatrix, tensor-type overrides or pruning; ../shared/docs/
  * gguf-to-hf-and-quantizers.md B.8 restates the rules. */
-#include "model/wf_arch.h"
+#include "arch/wf_arch.h"
 #include "codec/wf_types.h"
 #include "model/wf_gguf.h"
 

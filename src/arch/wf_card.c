@@ -1,5 +1,5 @@
 /* wf_card.c - general.size_label (wf_card.h). */
-#include "model/wf_card.h"
+#include "arch/wf_card.h"
 
 #include <math.h>
 #include <stdio.h>

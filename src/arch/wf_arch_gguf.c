@@ -16,7 +16,7 @@
  *
  * One difference: ggml aligns the data to the source's general.alignment;
  * model.gguf always uses GGUF's default 32 and drops that key. */
-#include "model/wf_arch.h"
+#include "arch/wf_arch.h"
 #include "codec/wf_types.h"
 #include "model/wf_gguf.h"
 

@@ -3,7 +3,7 @@
  * its stored dtype where GGUF has one and else decoded to F32, with the
  * model's __metadata__ and config.json as key/values.  llama.cpp will not
  * run it, but every GGUF tool reads it (gguf-py, gguf-dump, a GGUF viewer). */
-#include "model/wf_arch.h"
+#include "arch/wf_arch.h"
 #include "codec/wf_types.h"
 
 #include <cjson/cJSON.h>

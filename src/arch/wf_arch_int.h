@@ -1,0 +1,173 @@
+/* wf_arch_int.h - inside src/arch/: one descriptor per architecture.
+ *
+ * An architecture is one `struct wf_arch` in a file of its own
+ * (wf_arch_llama.c, wf_arch_qwen.c, ...) and one line in the registry
+ * (wf_arch_reg.c), as Linux's squashfs registers its decompressors: the
+ * engine (wf_arch.c: model.gguf's plan and the name map) walks the
+ * registry, reads the descriptor's facts and calls its hooks where an
+ * architecture needs code.  The key/value writers the hooks share, and
+ * config.json as the converter reads it, are in wf_arch_kv.c.  Not
+ * exported from src/arch/. */
+#ifndef WF_ARCH_INT_H
+#define WF_ARCH_INT_H
+
+#include "base/wf_common.h"
+#include "model/wf_gguf_w.h"
+#include "model/wf_vocab.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <cjson/cJSON.h>
+
+#define KEYS(...) ((const char *const[]){__VA_ARGS__, NULL})
+
+struct moe;
+struct wf_arch;
+
+/* config.json as the converter sees it: text_config's keys over the
+ * root's (B:1186), and the transformers config class's defaults for what
+ * the file leaves out (AutoConfig, hf-to-gguf.md 5.6), added to `dflt`. */
+struct wf_cfg {
+	cJSON *root;
+	const cJSON *text;
+	cJSON *dflt;
+	char *why;
+	bool experts;       /* the architecture has experts: expert_count and expert_used_count written */
+	bool rms_eps_1e5;   /* OlmoeModel writes layer_norm_rms_epsilon 1e-5 over the config's */
+	bool mla;           /* DeepseekV2Model: head_count_kv 1, key/value_length the latent's (below) */
+	uint32_t mla_k, mla_v; /* kv_lora_rank + qk_rope_head_dim, kv_lora_rank */
+	int mla_tied;       /* mla_skipped's config fields, read once: -1 not yet, else tie_word_embeddings */
+	uint32_t mla_layers; /* ... and num_hidden_layers (UINT32_MAX: absent) */
+	bool mxfp4;         /* gpt-oss experts written as MXFP4: general.file_type MOSTLY_MXFP4_MOE */
+	uint32_t extra_blocks; /* Glm4MoeModel: the MTP blocks block_count counts too (struct wf_moe_form nextn) */
+	const char *count_key; /* a row's own expert count field, written over the base's when present */
+	uint32_t gating;    /* a row's expert_gating_func written over the config's, or 0 */
+	struct moe *moe;    /* and its experts' tensors, parked for stacking */
+	bool wrapper;       /* a multimodal release (wrappers[]): its text model is converted */
+	bool renamed;       /* a wrapper's tensor lost "language_model.": two may now have one name */
+	bool no_head_dim;   /* GraniteModel pops head_dim from the hparams before writing them */
+};
+
+/* rope_parameters as TextModel.__init__ mirrors them (B:1193-1211): the
+ * object to read scaling fields from (its full_attention part if any),
+ * and the mirrored top-level values.  Returns the object (may be NULL). */
+struct wf_rope {
+	const cJSON *p;          /* rope_parameters / rope_scaling, or NULL */
+	const cJSON *type;       /* rope_type, mirrored from `type` */
+	const cJSON *theta;      /* rope_theta, mirrored from the top level */
+	const cJSON *theta_swa;  /* sliding_attention.rope_theta, mirrored from local keys */
+	const cJSON *orig_ctx;   /* original_max_position_embeddings */
+	const cJSON *prf;        /* partial_rotary_factor */
+};
+/* A transformers config class's default the converter sees (5.6). */
+struct wf_dflt {
+	const char *key;
+	double v;
+};
+
+/* Fields a config class derives from others when config.json leaves them
+ * out. */
+enum {
+	WF_DERIVE_KV_HEADS = 1,  /* num_key_value_heads = num_attention_heads */
+	WF_DERIVE_HEAD_DIM = 2,  /* LlamaConfig: head_dim = hidden_size / num_attention_heads */
+	WF_DERIVE_MLA = 4,       /* DeepseekV2/V3Config: kv heads = heads, head_dim = qk_rope_head_dim */
+};
+
+/* One config class, by config.json's model_type (which picks the class
+ * AutoConfig builds, whatever the architecture): its defaults,
+ * NULL-terminated, and what it derives. */
+struct wf_cfg_class {
+	const char *model_type;
+	unsigned derive;
+	struct wf_dflt d[16];
+};
+
+/* Layer parts named otherwise than layer_map's (wf_arch.c), both ways. */
+struct wf_part_map {
+	const char *hf, *gguf;
+};
+struct wf_part_maps {
+	const struct wf_part_map *map;
+	size_t n;
+};
+
+/* How an architecture's checkpoint names its experts, and the order the
+ * converter writes the three stacked tensors in (moe-and-mla.md 1.2). */
+struct wf_moe_form {
+	const char *mid;          /* "model.layers.L" MID "X.PROJ.weight" */
+	const char *proj[3];      /* in the order written */
+	const char *gguf[3];      /* what each becomes: blk.L.GGUF.weight */
+	const char *router;       /* the router's HF layer part (ffn_gate_inp) */
+	const char *model_type;   /* config.json's model_type (hf/) */
+	const char *count;        /* the count of experts the converter reads first, or NULL: the base's keys */
+	const char *dense;        /* config field: that many leading layers have a dense MLP, no experts */
+	const char *nextn;        /* config field: that many MTP blocks follow the layers, with experts too */
+};
+
+typedef enum wf_err (*wf_arch_kv_fn)(const struct wf_arch *a, struct wf_cfg *c, struct wf_gguf_w *w,
+				     uint32_t ftype);
+
+/* One architecture: what convert_hf_to_gguf.py's class for it does, and
+ * what transformers' class reads back. */
+struct wf_arch {
+	const char *hf[4];        /* config.json architectures[0]; hf[0] is hf/'s */
+	const char *gguf;         /* general.architecture, and the name map's name for the row */
+	const char *canon;        /* the name wf_arch_canon gives `names` (diff's), or NULL */
+	const char *names[4];     /* the names (model_type aliases, classes) wf_arch_canon takes */
+	const char *wrapper;      /* the class of hf[] that is a multimodal release: its text model converted */
+	const char *hf_model_type; /* hf/'s model_type when not general.architecture's (nor the experts') */
+	enum wf_vocab_route tok;
+	bool permute_qk;          /* LlamaModel's undo_permute */
+	bool norm_plus_one;       /* Gemma: every *norm.weight stored as 1 + w */
+	bool drop_lm_head;        /* Gemma 2 never writes output.weight */
+	bool mla;                 /* DeepseekV2Model: kv_b_proj split (mla_split), MTP skipped, tied lm_head dropped */
+	bool packed_experts;      /* every expert of a projection in one tensor (gpt-oss: oss_tensor) */
+	bool rope_factors;        /* Phi3MiniModel's generated rope_factors_long/short */
+	bool fused_gate_up;       /* ffn_up is HF's mlp.gate_up_proj (gate and up, in that order) */
+	wf_arch_kv_fn kvs;        /* set_gguf_parameters */
+	const char *const *parts; /* the layer parts (GGUF names) the arch has, NULL-terminated */
+	const struct wf_moe_form *experts; /* per-expert tensors stacked (struct moe), or NULL */
+	struct wf_part_maps maps[3]; /* own layer part names, read before layer_map's, in order */
+	const struct wf_cfg_class *configs; /* the config classes of its model_types */
+	size_t n_configs;
+};
+
+/* The registry (wf_arch_reg.c): every descriptor, in the order config.json
+ * classes and general.architecture are looked up (a dense row before the
+ * mixture of experts of the same general.architecture). */
+#define WF_ARCH_ROWS_MAX 64
+extern const struct wf_arch *const wf_arch_rows[];
+extern const size_t wf_arch_n_rows;
+
+/* The descriptors (one file each, or one per converter family). */
+extern const struct wf_arch wf_arch_llama, wf_arch_mistral3, wf_arch_smollm3, wf_arch_granite, wf_arch_mixtral;
+extern const struct wf_arch wf_arch_qwen2, wf_arch_qwen3, wf_arch_qwen2moe, wf_arch_qwen3moe;
+extern const struct wf_arch wf_arch_gemma, wf_arch_gemma2, wf_arch_gemma3;
+extern const struct wf_arch wf_arch_phi3, wf_arch_olmo2, wf_arch_olmoe;
+extern const struct wf_arch wf_arch_deepseek2, wf_arch_gptoss, wf_arch_glm4moe;
+/* data two families share */
+extern const char *const wf_arch_llama_parts[];
+extern const struct wf_part_map wf_arch_norms4[3];
+extern const struct wf_part_map wf_arch_shared_experts[4];
+
+/* config.json as the converter reads it, and the writers the hooks share
+ * (wf_arch_kv.c). */
+const cJSON *wf_cfg_hp(const struct wf_cfg *c, const char *k);
+const cJSON *wf_cfg_find(const struct wf_cfg *c, const char *const *keys, const char **which);
+bool wf_cfg_u32(const cJSON *v, uint32_t *out);
+enum wf_err wf_cfg_put_u32(struct wf_cfg *c, struct wf_gguf_w *w, const char *k, const char *const *keys,
+			   bool required, uint32_t *val);
+enum wf_err wf_cfg_put_f32(struct wf_cfg *c, struct wf_gguf_w *w, const char *k, const cJSON *v, const char *field);
+enum wf_err wf_cfg_put_f32k(struct wf_cfg *c, struct wf_gguf_w *w, const char *k, const char *const *keys);
+const cJSON *wf_cfg_item(const cJSON *o, const char *k);
+const cJSON *wf_cfg_not_null(const cJSON *v);
+void wf_cfg_rope(const struct wf_cfg *c, struct wf_rope *r);
+bool wf_rope_is(const struct wf_rope *r, const char *s);
+enum wf_err wf_cfg_need_u32(struct wf_cfg *c, const char *field, uint32_t max, uint32_t *v);
+/* TextModel.set_gguf_parameters, the key/values every converter class
+ * here writes first (block_count through general.file_type, with rope
+ * scaling and the expert keys), under architecture a. */
+enum wf_err wf_kv_text(struct wf_cfg *c, struct wf_gguf_w *w, const char *a, uint32_t ftype);
+
+#endif

@@ -1,0 +1,133 @@
+/* wf_arch_llama.c - LlamaModel and the classes built on it: Llama,
+ * Mistral (and Mistral3ForConditionalGeneration's text model), SmolLM3,
+ * Granite, and Mixtral, a Llama with experts (wf_arch_int.h). */
+#include "arch/wf_arch.h"
+#include "arch/wf_arch_int.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char *const wf_arch_llama_parts[] = {"attn_norm", "attn_q",   "attn_k", "attn_v", "attn_output",
+					   "ffn_norm",  "ffn_gate", "ffn_up", "ffn_down", NULL};
+static const char *const mixtral_parts[] = {"attn_norm", "attn_q", "attn_k", "attn_v", "attn_output",
+					    "ffn_norm", "ffn_gate_inp", NULL};
+
+static const struct wf_moe_form mixtral_experts = {
+	".block_sparse_moe.experts.", {"w1", "w2", "w3"}, {"ffn_gate_exps", "ffn_down_exps", "ffn_up_exps"},
+	"block_sparse_moe.gate", "mixtral", NULL, NULL, NULL};
+
+static const struct wf_cfg_class llama_cfg[] = {
+	{"llama", WF_DERIVE_KV_HEADS | WF_DERIVE_HEAD_DIM,
+	 {{"max_position_embeddings", 2048}, {"rms_norm_eps", 1e-6}, {"rope_theta", 10000}, {NULL, 0}}},
+	{"mistral", WF_DERIVE_KV_HEADS | WF_DERIVE_HEAD_DIM,
+	 {{"max_position_embeddings", 131072}, {"rms_norm_eps", 1e-6}, {"rope_theta", 10000},
+	  {"num_key_value_heads", 8}, {NULL, 0}}},
+};
+static const struct wf_cfg_class granite_cfg[] = {
+	{"granite", WF_DERIVE_KV_HEADS,
+	 {{"max_position_embeddings", 2048}, {"rms_norm_eps", 1e-6}, {"rope_theta", 10000}, {"embedding_multiplier", 1},
+	  {"logits_scaling", 1}, {"residual_multiplier", 1}, {"attention_multiplier", 1}, {NULL, 0}}},
+};
+static const struct wf_cfg_class smollm3_cfg[] = {
+	{"smollm3", 0,
+	 {{"max_position_embeddings", 32768}, {"rms_norm_eps", 1e-6}, {"rope_theta", 2000000}, {"num_key_value_heads", 4},
+	  {NULL, 0}}},
+};
+
+static enum wf_err kv_llama(const struct wf_arch *a, struct wf_cfg *c, struct wf_gguf_w *w, uint32_t ftype)
+{
+	enum wf_err rc = wf_kv_text(c, w, a->gguf, ftype);
+	char kv[64], kr[64];
+	snprintf(kv, sizeof kv, "%s.vocab_size", a->gguf);
+	snprintf(kr, sizeof kr, "%s.rope.dimension_count", a->gguf);
+	if (rc == WF_OK)
+		rc = wf_cfg_put_u32(c, w, kv, KEYS("vocab_size"), true, NULL);
+	uint32_t h, n;
+	const cJSON *hd = wf_cfg_not_null(wf_cfg_hp(c, "head_dim"));
+	if (rc == WF_OK && hd)
+		rc = wf_cfg_put_u32(c, w, kr, KEYS("head_dim"), true, NULL);
+	else if (rc == WF_OK) {
+		if (!wf_cfg_u32(wf_cfg_hp(c, "hidden_size"), &n) || !wf_cfg_u32(wf_cfg_hp(c, "num_attention_heads"), &h) || !h)
+			return wf_fail(c->why, WF_ERR_UNSUP, "config.json: hidden_size, num_attention_heads: missing");
+		wf_gguf_w_u32(w, kr, n / h);
+	}
+	return rc;
+}
+
+/* GraniteModel.set_gguf_parameters: head_dim popped (no key/value length,
+ * rope.dimension_count = hidden / heads), LlamaModel's keys, then each of
+ * the multipliers that is truthy. */
+static enum wf_err kv_granite(const struct wf_arch *a, struct wf_cfg *c, struct wf_gguf_w *w, uint32_t ftype)
+{
+	c->no_head_dim = true;
+	enum wf_err rc = kv_llama(a, c, w, ftype);
+	c->no_head_dim = false;
+	static const char *const m[][2] = {{"attention_multiplier", "granite.attention.scale"},
+					   {"embedding_multiplier", "granite.embedding_scale"},
+					   {"residual_multiplier", "granite.residual_scale"},
+					   {"logits_scaling", "granite.logit_scale"}};
+	for (size_t i = 0; i < WF_ARRAY_LEN(m) && rc == WF_OK; i++) {
+		const cJSON *v = wf_cfg_not_null(wf_cfg_hp(c, m[i][0]));
+		if (v && !cJSON_IsFalse(v) && !(cJSON_IsNumber(v) && v->valuedouble == 0))
+			rc = wf_cfg_put_f32(c, w, m[i][1], v, m[i][0]);
+	}
+	return rc;
+}
+
+/* Mistral3Model: Ministral3Model (LlamaModel's keys under mistral3) for a
+ * text model_type of mistral (Mistral Small 3.1, 3.2); ministral3's yarn
+ * keys and mistral4's experts (DeepseekV2Model) are not made. */
+static enum wf_err kv_mistral3(const struct wf_arch *a, struct wf_cfg *c, struct wf_gguf_w *w, uint32_t ftype)
+{
+	const cJSON *mt = wf_cfg_hp(c, "model_type");
+	if (cJSON_IsString(mt) && (strcmp(mt->valuestring, "ministral3") == 0 || strcmp(mt->valuestring, "mistral4") == 0))
+		return wf_fail(c->why, WF_ERR_UNSUP, "config.json: model_type: %s text models are not made",
+			       mt->valuestring);
+	return kv_llama(a, c, w, ftype);
+}
+
+
+/* conversion/__init__.py's LlamaModel registrations */
+const struct wf_arch wf_arch_llama = {
+	.hf = {"LlamaForCausalLM", "LLaMAForCausalLM", "MistralForCausalLM", NULL},
+	.gguf = "llama", .canon = "llama", .names = {"llama", "LlamaForCausalLM"},
+	.tok = WF_VOCAB_LLAMA, .permute_qk = true, .kvs = kv_llama, .parts = wf_arch_llama_parts,
+	.configs = llama_cfg, .n_configs = WF_ARRAY_LEN(llama_cfg),
+};
+
+/* Mistral3ForConditionalGeneration's text model (mistral3.py
+ * Ministral3Model, a LlamaModel); hf[0] is its hf/ class,
+ * MistralForCausalLM, which config.json matches on llama's row */
+const struct wf_arch wf_arch_mistral3 = {
+	.hf = {"MistralForCausalLM", "Mistral3ForConditionalGeneration", NULL},
+	.gguf = "mistral3", .canon = "mistral", .names = {"mistral", "MistralForCausalLM"},
+	.wrapper = "Mistral3ForConditionalGeneration", .hf_model_type = "mistral",
+	.tok = WF_VOCAB_LLAMA, .permute_qk = true, .kvs = kv_mistral3, .parts = wf_arch_llama_parts,
+};
+
+/* SmolLM3Model: LlamaModel's tensors and keys under smollm3; its NoPE
+ * layers are not written (llama.cpp's smollm3 leaves every 4th out) */
+const struct wf_arch wf_arch_smollm3 = {
+	.hf = {"SmolLM3ForCausalLM", NULL}, .gguf = "smollm3", .canon = "smollm3",
+	.names = {"smollm3", "SmolLM3ForCausalLM"},
+	.tok = WF_VOCAB_LLAMA, .permute_qk = true, .kvs = kv_llama, .parts = wf_arch_llama_parts,
+	.configs = smollm3_cfg, .n_configs = WF_ARRAY_LEN(smollm3_cfg),
+};
+
+/* GraniteModel: LlamaModel without head_dim, and its four multipliers */
+const struct wf_arch wf_arch_granite = {
+	.hf = {"GraniteForCausalLM", NULL}, .gguf = "granite", .canon = "granite",
+	.names = {"granite", "GraniteForCausalLM"},
+	.tok = WF_VOCAB_LLAMA, .permute_qk = true, .kvs = kv_granite, .parts = wf_arch_llama_parts,
+	.configs = granite_cfg, .n_configs = WF_ARRAY_LEN(granite_cfg),
+};
+
+/* registered after llama's: a GGUF "llama" is read back as the dense row */
+const struct wf_arch wf_arch_mixtral = {
+	.hf = {"MixtralForCausalLM", NULL}, .gguf = "llama",
+	.tok = WF_VOCAB_LLAMA, .permute_qk = true, .kvs = kv_llama, .parts = mixtral_parts,
+	.experts = &mixtral_experts,
+};
