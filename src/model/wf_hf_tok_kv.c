@@ -69,42 +69,24 @@ static enum wf_err on_kv(void *ctx, const struct wf_gguf_kv *kv)
 			return WF_OK;
 		}
 	if (kv->key_len > sizeof tp - 1 && memcmp(kv->key, tp, sizeof tp - 1) == 0 && in->n_tpl < HT_MAX_TEMPLATES) {
-		in->tpl_name[in->n_tpl] = (struct ht_str){kv->key + sizeof tp - 1, (uint32_t)(kv->key_len - (sizeof tp - 1))};
+		in->tpl_name[in->n_tpl] = (struct wf_tok_str){.p = kv->key + sizeof tp - 1, .n = kv->key_len - (sizeof tp - 1)};
 		set_raw(&in->tpl[in->n_tpl++], kv);
 	}
 	return WF_OK;
 }
 
-const char *ht_text_bad(const uint8_t *p, size_t n)
-{
-	for (size_t i = 0; i < n;) {
-		size_t k = wf_utf8_seq(p + i, n - i);
-		if (!k)
-			return "not valid UTF-8";
-		if (k == 1 && p[i] == 0)
-			return "holds U+0000 (valid UTF-8, but a NUL is refused)";
-		i += k;
-	}
-	return NULL;
-}
-
-bool ht_utf8(const uint8_t *p, size_t n)
-{
-	return !ht_text_bad(p, n);
-}
-
 /* A string value: type STR, length inside the value, valid UTF-8 without NUL. */
-static enum wf_err get_str(const struct ht_raw *r, const char *key, struct ht_str *out, char *why)
+static enum wf_err get_str(const struct ht_raw *r, const char *key, struct wf_tok_str *out, char *why)
 {
 	if (r->type != HT_STR || r->len < 8)
 		return wf_fail(why, WF_ERR_UNSUP, "%s: GGUF type %u, not a string", key, r->type);
 	uint64_t n = rd64(r->val);
 	if (n > r->len - 8 || n > UINT32_MAX)
 		return wf_fail(why, WF_ERR_UNSUP, "%s: string length %llu past its value", key, (unsigned long long)n);
-	const char *bad = ht_text_bad(r->val + 8, (size_t)n);
+	const char *bad = wf_tok_text_bad(r->val + 8, (size_t)n);
 	if (bad)
 		return wf_fail(why, WF_ERR_UNSUP, "%s: %s", key, bad);
-	*out = (struct ht_str){r->val + 8, (uint32_t)n};
+	*out = (struct wf_tok_str){.p = r->val + 8, .n = (size_t)n};
 	return WF_OK;
 }
 
@@ -153,7 +135,7 @@ static enum wf_err arr_head(const struct ht_raw *r, const char *key, uint32_t *e
 	return WF_OK;
 }
 
-bool ht_arr_strs(const struct ht_raw *r, const char *key, size_t want, struct ht_str **out, size_t *n, char *why)
+bool ht_arr_strs(const struct ht_raw *r, const char *key, size_t want, struct wf_tok_str **out, size_t *n, char *why)
 {
 	uint32_t et;
 	uint64_t cnt;
@@ -162,7 +144,7 @@ bool ht_arr_strs(const struct ht_raw *r, const char *key, size_t want, struct ht
 		return wf_fail(why, WF_ERR_UNSUP, "%s: an array of GGUF type %u, not of strings", key, rd32(r->val)), false;
 	if (arr_head(r, key, &et, &cnt, 8, want ? want : MAX_MERGES, why) != WF_OK)
 		return false;
-	struct ht_str *s = calloc(cnt ? cnt : 1, sizeof *s);
+	struct wf_tok_str *s = calloc(cnt ? cnt : 1, sizeof *s);
 	if (!s)
 		return wf_fail(why, WF_ERR_NOMEM, "%s: out of memory", key), false;
 	uint64_t at = 12;
@@ -172,8 +154,8 @@ bool ht_arr_strs(const struct ht_raw *r, const char *key, size_t want, struct ht
 			free(s);
 			return wf_fail(why, WF_ERR_UNSUP, "%s[%llu]: length past the value", key, (unsigned long long)i), false;
 		}
-		s[i] = (struct ht_str){r->val + at + 8, (uint32_t)len};
-		const char *bad = ht_text_bad(s[i].p, s[i].n);
+		s[i] = (struct wf_tok_str){.p = r->val + at + 8, .n = (size_t)len};
+		const char *bad = wf_tok_text_bad(s[i].p, s[i].n);
 		if (bad) {
 			free(s);
 			return wf_fail(why, WF_ERR_UNSUP, "%s[%llu]: %s", key, (unsigned long long)i, bad), false;
@@ -221,7 +203,7 @@ static enum wf_err get_types(struct ht_in *in, char *why)
 	if (!(in->type = malloc((in->n ? in->n : 1) * sizeof *in->type)))
 		return wf_fail(why, WF_ERR_NOMEM, "%s: out of memory", key);
 	for (size_t i = 0; i < in->n; i++)
-		in->type[i] = HT_NORMAL;
+		in->type[i] = WF_TOK_NORMAL;
 	if (!in->types.set)
 		return WF_OK;
 	enum wf_err e = arr_head(&in->types, key, &et, &cnt, 4, WF_VOCAB_MAX_TOKENS, why);
@@ -233,7 +215,7 @@ static enum wf_err get_types(struct ht_in *in, char *why)
 		return wf_fail(why, WF_ERR_UNSUP, "%s: %llu types for %zu tokens", key, (unsigned long long)cnt, in->n);
 	for (size_t i = 0; i < in->n; i++) {
 		in->type[i] = (int32_t)rd32(in->types.val + 12 + 4 * i);
-		if (in->type[i] < 0 || in->type[i] > HT_BYTE)
+		if (in->type[i] < 0 || in->type[i] > WF_TOK_BYTE)
 			return wf_fail(why, WF_ERR_UNSUP, "%s[%zu]: unknown token type %d", key, i, in->type[i]);
 	}
 	return WF_OK;
@@ -252,54 +234,39 @@ static enum wf_err fill_empty(struct ht_in *in, char *why)
 	for (size_t i = 0; i < in->n; i++)
 		if (in->tok[i].n == 0) {
 			int k = snprintf(in->empty_buf + at, 24, "[EMPTY_%zu]", i);
-			in->tok[i] = (struct ht_str){(const uint8_t *)in->empty_buf + at, (uint32_t)k};
+			in->tok[i] = (struct wf_tok_str){.s = in->empty_buf + at, .n = k};
 			at += 24;
 		}
 	return WF_OK;
 }
 
+static const void *tok_text(const void *ctx, uint32_t i, size_t *n)
+{
+	const struct wf_tok_str *t = &((const struct ht_in *)ctx)->tok[i];
+	*n = t->n;
+	return t->p;
+}
+
 static enum wf_err build_table(struct ht_in *in, char *why)
 {
-	in->cap = 16;
-	while (in->cap < in->n * 2)
-		in->cap <<= 1;
-	if (!(in->slot = calloc(in->cap, sizeof *in->slot)))
+	if (in->n >= UINT32_MAX - 1 || !wf_idset_init(&in->ids, in->n, tok_text, in))
 		return wf_fail(why, WF_ERR_NOMEM, "tokenizer.ggml.tokens: out of memory");
-	wf_hash_key_init(&in->key);
-	for (size_t i = 0; i < in->n; i++) {
-		size_t h = wf_hash(&in->key, in->tok[i].p, in->tok[i].n) & (in->cap - 1);
-		for (;; h = (h + 1) & (in->cap - 1)) {
-			uint32_t s = in->slot[h];
-			if (!s) {
-				in->slot[h] = (uint32_t)i + 1;
-				break;
-			}
-			const struct ht_str *t = &in->tok[s - 1];
-			if (t->n == in->tok[i].n && memcmp(t->p, in->tok[i].p, t->n) == 0) {
-				in->slot[h] = (uint32_t)i + 1; /* the last one wins, as in llama.cpp */
-				break;
-			}
-		}
-	}
+	/* the set keeps the first index put of equal texts: putting the last
+	 * first makes the last one win, as in llama.cpp */
+	for (size_t i = in->n; i-- > 0;)
+		wf_idset_put(&in->ids, in->tok[i].p, in->tok[i].n, (uint32_t)i);
 	return WF_OK;
 }
 
 int64_t ht_lookup(const struct ht_in *in, const uint8_t *p, size_t n)
 {
-	size_t h = wf_hash(&in->key, p, n) & (in->cap - 1);
-	for (;; h = (h + 1) & (in->cap - 1)) {
-		uint32_t s = in->slot[h];
-		if (!s)
-			return -1;
-		const struct ht_str *t = &in->tok[s - 1];
-		if (t->n == n && memcmp(t->p, p, n) == 0)
-			return s - 1;
-	}
+	uint32_t i = wf_idset_get(&in->ids, p, n);
+	return i == WF_NAMES_NONE ? -1 : (int64_t)i;
 }
 
 static enum wf_err get_model(struct ht_in *in, char *why)
 {
-	struct ht_str s;
+	struct wf_tok_str s;
 	if (!in->model.set)
 		return wf_fail(why, WF_ERR_UNSUP, "tokenizer.ggml.model: absent, no tokenizer in this file");
 	enum wf_err e = get_str(&in->model, "tokenizer.ggml.model", &s, why);
@@ -396,7 +363,7 @@ void ht_in_free(struct ht_in *in)
 	free(in->type);
 	free(in->added);
 	free(in->rstrip);
-	free(in->slot);
+	wf_idset_free(&in->ids);
 	free(in->merge);
 	memset(in, 0, sizeof *in);
 }

@@ -66,7 +66,7 @@ enum wf_err voc_tokens(struct voc *v, size_t n)
 	if (!v->tok)
 		return voc_nomem(v);
 	for (size_t i = 0; i < n; i++)
-		v->tok[i] = (struct vtok){NULL, 0, TT_UNUSED, -10000.0f};
+		v->tok[i] = (struct vtok){NULL, 0, WF_TOK_UNUSED, -10000.0f};
 	v->n_tok = n;
 	return WF_OK;
 }
@@ -117,33 +117,6 @@ bool jint(const cJSON *j, int64_t *out)
 	    fabs(j->valuedouble) > 9007199254740992.0)
 		return false;
 	*out = (int64_t)j->valuedouble;
-	return true;
-}
-
-bool utf8_ok(const char *s, size_t n)
-{
-	const uint8_t *p = (const uint8_t *)s;
-	size_t o = 0;
-	while (o < n) {
-		uint64_t w;
-		if (p[o] < 0x80) {
-			/* an ASCII run, 8 bytes at a time where it is long */
-			while (o + 8 <= n && (memcpy(&w, p + o, 8), (w & 0x8080808080808080ull) == 0))
-				o += 8;
-			while (o < n && p[o] < 0x80)
-				o++;
-			continue;
-		}
-		/* the two-byte forms (Llama 3's "Ġ") without a call */
-		if (p[o] >= 0xc2 && p[o] <= 0xdf && o + 1 < n && (p[o + 1] & 0xc0) == 0x80) {
-			o += 2;
-			continue;
-		}
-		size_t k = wf_utf8_seq(p + o, n - o);
-		if (!k)
-			return false;
-		o += k;
-	}
 	return true;
 }
 
@@ -228,7 +201,7 @@ const char *replace_u2581(struct voc *v, const char *s, size_t n, size_t *out_n)
 
 enum wf_err voc_json_ok(struct voc *v, const char *name, const char *t, size_t n)
 {
-	if (!utf8_ok(t, n))
+	if (!wf_utf8_valid(t, n))
 		return wf_fail(v->err, WF_ERR_FORMAT, "%s: not valid UTF-8", name);
 	if (wf_json_bom(t, n))
 		return wf_json_strict(name, t, n, NULL, v->err);
@@ -262,11 +235,11 @@ enum wf_err voc_parse_json(struct voc *v, const char *name, const char *t, size_
 
 /* open(path, encoding='utf-8').read(): universal newlines turn "\r\n"
  * and a lone "\r" into "\n". */
-static enum wf_err read_text(struct voc *v, const char *name, const char *t, size_t n, struct vstr *out)
+static enum wf_err read_text(struct voc *v, const char *name, const char *t, size_t n, struct wf_tok_str *out)
 {
 	char *o;
 	size_t k = 0;
-	if (!utf8_ok(t, n))
+	if (!wf_utf8_valid(t, n))
 		return wf_fail(v->err, WF_ERR_FORMAT, "%s: not valid UTF-8", name);
 	o = voc_alloc(v, n + 1);
 	if (!o)
