@@ -112,7 +112,7 @@ struct voc {
 	char *err;
 };
 
-/* wf_vocab.c */
+/* wf_vocab_base.c */
 void *voc_alloc(struct voc *v, size_t n);
 enum wf_err voc_nomem(struct voc *v);
 enum wf_err voc_kv(struct voc *v, const char *key, enum vkv_kind kind, uint32_t u, bool b, const char *s, size_t n);
@@ -123,6 +123,8 @@ bool jstr_is(const cJSON *j, const char *s);
 bool jint(const cJSON *j, int64_t *out);
 /* wf_idset's string function over a struct vpool (ctx) */
 const void *voc_pool_at(const void *ctx, uint32_t i, size_t *n);
+/* wf_idset's string function over an array of struct vtok (ctx) */
+const void *voc_tok_at(const void *ctx, uint32_t i, size_t *n);
 /* Whether v->ts is the set of v->tok's strings, each at its token's
  * index (so it answers for them without another table) */
 bool voc_ts_exact(const struct voc *v);
@@ -166,6 +168,8 @@ enum wf_err voc_gpt2(struct voc *v);
 enum wf_err voc_glm(struct voc *v);
 /* WF_OK when written, WF_ERR_RANGE when the converter would fall through to GPT-2 BPE */
 enum wf_err voc_llama_hf(struct voc *v);
+
+/* wf_vocab_merges.c: SpecialVocab's merges, from tokenizer.json or merges.txt */
 enum wf_err voc_merges(struct voc *v);
 enum wf_err voc_merges_txt(struct voc *v);
 
