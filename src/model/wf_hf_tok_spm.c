@@ -154,13 +154,10 @@ static int cand_add(struct cands *cs, struct cand c, size_t len)
 	if (len + MERGE_COST > cs->left)
 		return ADD_OVER;
 	cs->left -= len + MERGE_COST;
-	if (cs->n == cs->cap) {
-		size_t nc = cs->cap ? cs->cap * 2 : 1024;
-		struct cand *g = realloc(cs->c, nc * sizeof *g);
-		if (!g)
-			return ADD_NOMEM;
-		cs->c = g, cs->cap = nc;
-	}
+	struct cand *g = wf_grow(cs->c, &cs->cap, cs->n, sizeof *g, 1024);
+	if (!g)
+		return ADD_NOMEM;
+	cs->c = g;
 	cs->c[cs->n++] = c;
 	return ADD_OK;
 }

@@ -12,18 +12,15 @@
 #include <string.h>
 
 #include "base/wf_names.h"
+#include "base/wf_buf.h"
 #include "model/wf_json_scan.h"
 
 void *voc_alloc(struct voc *v, size_t n)
 {
-	if (v->n_blk == v->cap_blk) {
-		size_t nc = v->cap_blk ? v->cap_blk * 2 : 16;
-		void **nb = realloc(v->blk, nc * sizeof *nb);
-		if (!nb)
-			return NULL;
-		v->blk = nb;
-		v->cap_blk = nc;
-	}
+	void **nb = wf_grow(v->blk, &v->cap_blk, v->n_blk, sizeof *nb, 16);
+	if (!nb)
+		return NULL;
+	v->blk = nb;
 	void *p = malloc(n ? n : 1);
 	if (p)
 		v->blk[v->n_blk++] = p;

@@ -1,6 +1,8 @@
 /* wf_perm.c - owner, group and mode of each node (wf_perm.h). */
 #include "mount/wf_perm.h"
 
+#include "base/wf_buf.h"
+
 #include <errno.h>
 #include <limits.h>
 #include <stdint.h>
@@ -182,14 +184,10 @@ struct needs {
 
 static bool needs_push(struct needs *s, struct wf_perm p)
 {
-	if (s->n == s->cap) {
-		size_t cap = s->cap ? 2 * s->cap : 16;
-		struct wf_perm *v = realloc(s->v, cap * sizeof *v);
-		if (!v)
-			return false;
-		s->v = v;
-		s->cap = cap;
-	}
+	struct wf_perm *v = wf_grow(s->v, &s->cap, s->n, sizeof *v, 16);
+	if (!v)
+		return false;
+	s->v = v;
 	s->v[s->n++] = p;
 	return true;
 }
