@@ -8,24 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-void *wf_grow(void *p, size_t *cap, size_t n, size_t elem, size_t first)
-{
-	if (n < *cap)
-		return p;
-	size_t nc = *cap ? *cap : first ? first : 1, bytes;
-	while (nc <= n) {
-		if (nc > SIZE_MAX / 2)
-			return NULL;
-		nc *= 2;
-	}
-	if (__builtin_mul_overflow(nc, elem, &bytes))
-		return NULL;
-	void *q = realloc(p, bytes);
-	if (q)
-		*cap = nc;
-	return q;
-}
-
 static bool grow(struct wf_buf *b, size_t extra)
 {
 	if (b->oom)

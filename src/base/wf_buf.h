@@ -19,12 +19,6 @@ struct wf_buf {
 	bool oom;    /* an append failed; data is incomplete */
 };
 
-/* Room for element n of an array p of *cap elements of elem bytes, each
- * holding one: p itself when n < *cap, else p reallocated to twice *cap
- * (first when *cap is 0) and *cap updated.  NULL when out of memory or
- * when the size would overflow, p then untouched (still the caller's). */
-void *wf_grow(void *p, size_t *cap, size_t n, size_t elem, size_t first);
-
 void wf_buf_put(struct wf_buf *b, const void *p, size_t n);
 
 /* A text made a window at a time (metadata.json, model.safetensors'

@@ -4,6 +4,7 @@
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 enum wf_err wf_fail(char *err, enum wf_err code, const char *fmt, ...)
@@ -146,4 +147,29 @@ const char *wf_quote(char *out, size_t outlen, const void *name, size_t n)
 	out[o++] = '\'';
 	out[o] = '\0';
 	return out;
+}
+
+void *wf_grow(void *p, size_t n, size_t *cap, size_t size, size_t first)
+{
+	if (n < *cap)
+		return p;
+	size_t nc = first ? first : 1, bytes;
+	if ((*cap && __builtin_mul_overflow(*cap, (size_t)2, &nc)) || __builtin_mul_overflow(nc, size, &bytes))
+		return NULL;
+	void *np = realloc(p, bytes ? bytes : 1);
+	if (np)
+		*cap = nc;
+	return np;
+}
+
+char *wf_path_join(const char *a, const char *b)
+{
+	size_t la = strlen(a), lb = strlen(b);
+	char *p = malloc(la + lb + 2);
+	if (p) {
+		memcpy(p, a, la);
+		p[la] = '/';
+		memcpy(p + la + 1, b, lb + 1);
+	}
+	return p;
 }

@@ -91,4 +91,15 @@ static inline uint64_t wf_le64(const uint8_t *p)
 	return (uint64_t)wf_le32(p) | (uint64_t)wf_le32(p + 4) << 32;
 }
 
+/* The one grow-by-doubling: p, an array of cap elements of `size` bytes of
+ * which n are used, with room for at least one more.  Returns p when
+ * n < *cap; else p reallocated to 2 * *cap elements (`first` when *cap is
+ * 0), *cap updated; NULL, p and *cap untouched, when memory or size_t run
+ * out.  Use: `T *np = wf_grow(arr, n, &cap, sizeof *arr, 16); if (!np)
+ * ...; arr = np;`. */
+void *wf_grow(void *p, size_t n, size_t *cap, size_t size, size_t first);
+
+/* "a/b", malloc'd; NULL when out of memory. */
+char *wf_path_join(const char *a, const char *b);
+
 #endif

@@ -282,7 +282,7 @@ static void step(struct wf_gguf_meta *g, struct cur *c, struct sink *k)
 
 static bool add_cp(struct wf_gguf_meta *g, const struct cur *c)
 {
-	struct cur *p = wf_grow(g->cps, &g->cap_cps, g->n_cps, sizeof *p, 16);
+	struct cur *p = wf_grow(g->cps, g->n_cps, &g->cap_cps, sizeof *p, 16);
 	if (!p)
 		return false;
 	g->cps = p;

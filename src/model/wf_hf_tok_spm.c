@@ -154,7 +154,7 @@ static int cand_add(struct cands *cs, struct cand c, size_t len)
 	if (len + MERGE_COST > cs->left)
 		return ADD_OVER;
 	cs->left -= len + MERGE_COST;
-	struct cand *g = wf_grow(cs->c, &cs->cap, cs->n, sizeof *g, 1024);
+	struct cand *g = wf_grow(cs->c, cs->n, &cs->cap, sizeof *g, 1024);
 	if (!g)
 		return ADD_NOMEM;
 	cs->c = g;

@@ -80,7 +80,7 @@ static enum wf_err scan(struct wf_set_loader *L, struct folder *f)
 		/* follow symlinks: a hub snapshot's entries point into blobs/ */
 		if (fstatat(dirfd(d), de->d_name, &st, 0) != 0)
 			continue;
-		struct entry *ne = wf_grow(f->e, &cap, f->n, sizeof *ne, 64);
+		struct entry *ne = wf_grow(f->e, f->n, &cap, sizeof *ne, 64);
 		if (!ne) {
 			rc = wf_fail(L->err, WF_ERR_NOMEM, "out of memory listing the folder");
 			break;

@@ -2,8 +2,6 @@
  * ModelProto: only what the converter uses (wf_spm.h). */
 #include "model/wf_spm.h"
 
-#include "base/wf_buf.h"
-
 #include <stdlib.h>
 #include <string.h>
 
@@ -154,7 +152,7 @@ static enum wf_err add_piece(struct wf_spm *s, size_t *cap, size_t max_pieces, s
 {
 	if (s->n >= max_pieces)
 		return wf_fail(err, WF_ERR_UNSUP, "tokenizer.model: pieces: more than %zu", max_pieces);
-	struct wf_spm_piece *np = wf_grow(s->p, cap, s->n, sizeof *np, 1024);
+	struct wf_spm_piece *np = wf_grow(s->p, s->n, cap, sizeof *np, 1024);
 	if (!np)
 		return wf_fail(err, WF_ERR_NOMEM, "tokenizer.model: out of memory");
 	s->p = np;

@@ -12,12 +12,11 @@
 #include <string.h>
 
 #include "base/wf_names.h"
-#include "base/wf_buf.h"
 #include "model/wf_json_scan.h"
 
 void *voc_alloc(struct voc *v, size_t n)
 {
-	void **nb = wf_grow(v->blk, &v->cap_blk, v->n_blk, sizeof *nb, 16);
+	void **nb = wf_grow(v->blk, v->n_blk, &v->cap_blk, sizeof *nb, 16);
 	if (!nb)
 		return NULL;
 	v->blk = nb;

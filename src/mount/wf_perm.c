@@ -1,8 +1,6 @@
 /* wf_perm.c - owner, group and mode of each node (wf_perm.h). */
 #include "mount/wf_perm.h"
 
-#include "base/wf_buf.h"
-
 #include <errno.h>
 #include <limits.h>
 #include <stdint.h>
@@ -184,7 +182,7 @@ struct needs {
 
 static bool needs_push(struct needs *s, struct wf_perm p)
 {
-	struct wf_perm *v = wf_grow(s->v, &s->cap, s->n, sizeof *v, 16);
+	struct wf_perm *v = wf_grow(s->v, s->n, &s->cap, sizeof *v, 16);
 	if (!v)
 		return false;
 	s->v = v;

@@ -504,7 +504,7 @@ static void step(const struct wf_st_stream *s, struct cur *c, struct sink *k)
 
 static bool add_cp(struct wf_st_stream *s, const struct cur *c)
 {
-	struct cur *p = wf_grow(s->cps, &s->cap_cps, s->n_cps, sizeof *p, 64);
+	struct cur *p = wf_grow(s->cps, s->n_cps, &s->cap_cps, sizeof *p, 64);
 	if (!p)
 		return false;
 	s->cps = p;
