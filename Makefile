@@ -78,7 +78,7 @@ MODEL_SRC := src/model/wf_model.c src/model/wf_gguf.c src/model/wf_st.c src/mode
              src/model/wf_maps.c src/model/wf_gguf_w.c src/model/wf_arch.c src/model/wf_arch_any.c src/model/wf_arch_gguf.c src/model/wf_arch_hf.c src/model/wf_arch_quant.c src/model/wf_card.c \
              src/model/wf_spm.c src/model/wf_vocab.c src/model/wf_vocab_base.c src/model/wf_vocab_merges.c src/model/wf_vocab_sp.c src/model/wf_vocab_bpe.c src/model/wf_vocab_spm.c src/model/wf_vocab_tj.c \
              src/model/wf_hf_tok.c src/model/wf_hf_tok_kv.c src/model/wf_hf_tok_spm.c src/model/wf_tok.c
-VIEW_SRC  := src/view/wf_view.c src/view/wf_live.c src/view/wf_prefetch.c src/view/wf_hfq.c src/view/wf_hfq_x86.c src/view/wf_hfq_detect.c src/view/wf_hfq_bnb8.c src/view/wf_hfq_mxfp4.c src/view/wf_stats.c src/view/wf_diff.c src/view/wf_gguf_file.c src/view/wf_hf_file.c
+VIEW_SRC  := src/view/wf_view.c src/view/wf_live.c src/view/wf_prefetch.c src/view/wf_hfq.c src/view/wf_hfq_scheme.c src/view/wf_hfq_x86.c src/view/wf_hfq_detect.c src/view/wf_hfq_bnb8.c src/view/wf_hfq_mxfp4.c src/view/wf_stats.c src/view/wf_diff.c src/view/wf_gguf_file.c src/view/wf_hf_file.c
 LIBAPI_SRC := src/lib/wf_api.c src/lib/wf_stack.c src/lib/wf_api_quant.c
 MOUNT_SRC := src/mount/wf_tree.c src/mount/wf_gen.c src/mount/wf_st_stream.c src/mount/wf_tj.c src/mount/wf_summary.c src/mount/wf_attr.c \
              src/mount/wf_files.c src/mount/wf_mount.c \
