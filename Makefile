@@ -81,14 +81,14 @@ MODEL_SRC := src/model/wf_model.c src/model/wf_gguf.c src/model/wf_gguf_kv.c src
              src/model/wf_set_parts.c src/model/wf_set_split.c src/model/wf_set_index.c \
              src/model/wf_set_folder.c src/model/wf_watch.c src/model/wf_json_scan.c \
              src/model/wf_maps.c src/model/wf_gguf_w.c \
-             src/model/wf_spm.c src/model/wf_vocab.c src/model/wf_vocab_sp.c src/model/wf_vocab_bpe.c src/model/wf_vocab_spm.c src/model/wf_vocab_tj.c \
-             src/model/wf_hf_tok.c src/model/wf_hf_tok_kv.c src/model/wf_hf_tok_pre.c src/model/wf_hf_tok_spm.c
+             src/model/wf_spm.c src/model/wf_vocab.c src/model/wf_vocab_base.c src/model/wf_vocab_merges.c src/model/wf_vocab_sp.c src/model/wf_vocab_bpe.c src/model/wf_vocab_spm.c src/model/wf_vocab_tj.c \
+             src/model/wf_hf_tok.c src/model/wf_hf_tok_kv.c src/model/wf_hf_tok_spm.c src/model/wf_tok.c
 # the bridge between runtimes: one descriptor per architecture (docs/design.md)
 ARCH_SRC  := src/arch/wf_arch.c src/arch/wf_arch_any.c src/arch/wf_arch_gguf.c src/arch/wf_arch_hf.c src/arch/wf_arch_quant.c \
              src/arch/wf_card.c src/arch/wf_arch_kv.c src/arch/wf_arch_reg.c \
              src/arch/wf_arch_llama.c src/arch/wf_arch_qwen.c src/arch/wf_arch_gemma.c src/arch/wf_arch_phi3.c \
              src/arch/wf_arch_olmo.c src/arch/wf_arch_deepseek2.c src/arch/wf_arch_glm4moe.c src/arch/wf_arch_gptoss.c
-VIEW_SRC  := src/view/wf_view.c src/view/wf_live.c src/view/wf_prefetch.c src/view/wf_hfq.c src/view/wf_hfq_x86.c src/view/wf_hfq_detect.c src/view/wf_hfq_bnb8.c src/view/wf_hfq_mxfp4.c src/view/wf_stats.c src/view/wf_diff.c src/view/wf_gguf_file.c src/view/wf_hf_file.c
+VIEW_SRC  := src/view/wf_view.c src/view/wf_live.c src/view/wf_prefetch.c src/view/wf_hfq.c src/view/wf_hfq_scheme.c src/view/wf_hfq_x86.c src/view/wf_hfq_detect.c src/view/wf_hfq_bnb8.c src/view/wf_hfq_mxfp4.c src/view/wf_stats.c src/view/wf_diff.c src/view/wf_gguf_file.c src/view/wf_hf_file.c
 LIBAPI_SRC := src/lib/wf_api.c src/lib/wf_stack.c src/lib/wf_api_quant.c
 MOUNT_SRC := src/mount/wf_tree.c src/mount/wf_gen.c src/mount/wf_st_stream.c src/mount/wf_tj.c src/mount/wf_summary.c src/mount/wf_attr.c \
              src/mount/wf_files.c src/mount/wf_mount.c \

@@ -48,6 +48,33 @@ size_t wf_utf8_seq(const uint8_t *s, size_t n)
 	return len;
 }
 
+bool wf_utf8_valid(const void *s, size_t n)
+{
+	const uint8_t *p = s;
+	size_t o = 0;
+	while (o < n) {
+		uint64_t w;
+		if (p[o] < 0x80) {
+			/* an ASCII run, 8 bytes at a time where it is long */
+			while (o + 8 <= n && (memcpy(&w, p + o, 8), (w & 0x8080808080808080ull) == 0))
+				o += 8;
+			while (o < n && p[o] < 0x80)
+				o++;
+			continue;
+		}
+		/* the two-byte forms (Llama 3's "\u0120") without a call */
+		if (p[o] >= 0xc2 && p[o] <= 0xdf && o + 1 < n && (p[o + 1] & 0xc0) == 0x80) {
+			o += 2;
+			continue;
+		}
+		size_t k = wf_utf8_seq(p + o, n - o);
+		if (!k)
+			return false;
+		o += k;
+	}
+	return true;
+}
+
 /* Code points that are valid UTF-8 yet change how a line reads: the C1
  * controls (U+0080-U+009F; U+009B is a one-byte CSI to some terminals),
  * the bidirectional marks, embeddings, overrides and isolates (U+061C,

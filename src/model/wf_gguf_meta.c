@@ -281,14 +281,10 @@ static void step(struct wf_gguf_meta *g, struct cur *c, struct sink *k)
 
 static bool add_cp(struct wf_gguf_meta *g, const struct cur *c)
 {
-	if (g->n_cps == g->cap_cps) {
-		size_t cap = g->cap_cps ? 2 * g->cap_cps : 16;
-		struct cur *p = realloc(g->cps, cap * sizeof *p);
-		if (!p)
-			return false;
-		g->cps = p;
-		g->cap_cps = cap;
-	}
+	struct cur *p = wf_grow(g->cps, g->n_cps, &g->cap_cps, sizeof *p, 16);
+	if (!p)
+		return false;
+	g->cps = p;
 	g->cps[g->n_cps++] = *c;
 	return true;
 }

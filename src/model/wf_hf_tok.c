@@ -26,7 +26,7 @@ static const char *const control_texts[] = {
 };
 static const char *const user_texts[] = {"<|channel|>", "<|message|>", "<|start|>", "<|constrain|>", NULL};
 
-static bool tok_is(const struct ht_str *t, const char *s)
+static bool tok_is(const struct wf_tok_str *t, const char *s)
 {
 	size_t n = strlen(s);
 	return t->n == n && memcmp(t->p, s, n) == 0;
@@ -34,7 +34,7 @@ static bool tok_is(const struct ht_str *t, const char *s)
 
 static bool name_is_phi3(const struct ht_in *in)
 {
-	struct ht_str name;
+	struct wf_tok_str name;
 	if (!ht_str_of(in, &in->name, &name))
 		return false;
 	uint64_t n = name.n;
@@ -78,7 +78,7 @@ static enum wf_err mark_added(struct ht_in *in, char *why)
 		return wf_fail(why, WF_ERR_NOMEM, "tokenizer.ggml.tokens: out of memory");
 	for (size_t i = 0; i < in->n; i++) {
 		int32_t t = in->type[i];
-		in->added[i] = t == HT_CONTROL || t == HT_UNKNOWN ? 2 : t == HT_USER ? 1 : 0;
+		in->added[i] = t == WF_TOK_CONTROL || t == WF_TOK_UNKNOWN ? 2 : t == WF_TOK_USER ? 1 : 0;
 		for (const char *const *c = control_texts; *c; c++)
 			if (tok_is(&in->tok[i], *c))
 				in->added[i] = 2;
@@ -90,7 +90,7 @@ static enum wf_err mark_added(struct ht_in *in, char *why)
 	if (!name_is_phi3(in))
 		return WF_OK;
 	for (size_t i = 0; i < in->n; i++) {
-		const struct ht_str *t = &in->tok[i];
+		const struct wf_tok_str *t = &in->tok[i];
 		in->rstrip[i] = (in->added[i] || tok_is(t, "</s>")) && !tok_is(t, "<unk>") && !tok_is(t, "<s>") &&
 				!tok_is(t, "<|endoftext|>");
 	}
@@ -123,7 +123,7 @@ static bool pair_add(struct pairset *s, uint64_t k)
  * bpe_ranks.emplace keeps the first rank). */
 static enum wf_err bl_merges(struct ht_in *in, char *why)
 {
-	struct ht_str *m;
+	struct wf_tok_str *m;
 	size_t nm;
 	if (!in->merges.set)
 		return wf_fail(why, WF_ERR_UNSUP, "tokenizer.ggml.merges: absent, and a gpt2 vocabulary needs it");
@@ -171,7 +171,7 @@ static enum wf_err bl_merges(struct ht_in *in, char *why)
 
 /* ---------------------------------------------------------------- JSON */
 
-static void jstr(struct wf_buf *b, const struct ht_str *s)
+static void jstr(struct wf_buf *b, const struct wf_tok_str *s)
 {
 	wf_buf_json_str(b, s->p, s->n);
 }
@@ -364,7 +364,7 @@ static void j_chat(struct wf_buf *b, const struct ht_in *in)
 		wf_buf_puts(b, "},");
 	}
 	for (size_t i = 0; i < in->n_tpl; i++) {
-		struct ht_str t = {0};
+		struct wf_tok_str t = {0};
 		ht_str_of(in, &in->tpl[i], &t); /* checked by prepare */
 		wf_buf_puts(b, "{\"name\":");
 		jstr(b, &in->tpl_name[i]);
@@ -434,6 +434,24 @@ static enum wf_err take(struct wf_buf *b, char **p, size_t *n, char *why)
 	return WF_OK;
 }
 
+/* Sets in's regex and flags from tokenizer.ggml.pre (absent: llama.cpp's
+ * "default", as it does with a warning), by the table HF -> GGUF reads too. */
+static enum wf_err ht_pre(struct ht_in *in, char *why)
+{
+	const uint8_t *s = in->pre_s.p ? in->pre_s.p : (const uint8_t *)"default";
+	size_t n = in->pre_s.p ? in->pre_s.n : 7;
+	const struct wf_tok_pre *row = wf_tok_pre_by_name(s, n);
+	char q[96];
+	if (!row)
+		return wf_fail(why, WF_ERR_UNSUP, "tokenizer.ggml.pre: %s is not a pre-tokenizer weightfs maps",
+			       wf_quote(q, sizeof q, s, n));
+	in->regex = row->regex;
+	in->ignore_merges = row->ignore_merges;
+	in->add_bos = row->add_bos;
+	in->clean_spaces = row->clean_spaces;
+	return WF_OK;
+}
+
 static enum wf_err prepare(const struct wf_model *m, struct ht_in *in, char *why)
 {
 	enum wf_err e;
@@ -447,8 +465,8 @@ static enum wf_err prepare(const struct wf_model *m, struct ht_in *in, char *why
 	if ((e = ht_read_flags(in, why)) || (e = mark_added(in, why)))
 		return e;
 	for (size_t i = 0; i < in->n_tpl; i++) {
-		struct ht_str t;
-		if (!ht_str_of(in, &in->tpl[i], &t) || !ht_utf8(t.p, t.n) || !ht_utf8(in->tpl_name[i].p, in->tpl_name[i].n))
+		struct wf_tok_str t;
+		if (!ht_str_of(in, &in->tpl[i], &t) || wf_tok_text_bad(t.p, t.n) || wf_tok_text_bad(in->tpl_name[i].p, in->tpl_name[i].n))
 			return wf_fail(why, WF_ERR_UNSUP, "tokenizer.chat_template.NAME (the %zu-th): name or value not a UTF-8 string", i + 1);
 	}
 	return in->spm ? ht_spm_merges(in, why) : bl_merges(in, why);

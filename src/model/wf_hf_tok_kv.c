@@ -46,32 +46,14 @@ static void find_keys(struct ht_in *in)
 		uint64_t n;
 		const uint8_t *k = wf_gguf_key(&in->v, (int64_t)i, &n);
 		if (k && n > sizeof tp - 1 && memcmp(k, tp, sizeof tp - 1) == 0) {
-			in->tpl_name[in->n_tpl] = (struct ht_str){k + sizeof tp - 1, (uint32_t)(n - (sizeof tp - 1))};
+			in->tpl_name[in->n_tpl] = (struct wf_tok_str){.p = k + sizeof tp - 1, .n = n - (sizeof tp - 1)};
 			in->tpl[in->n_tpl++] = (struct ht_raw){true, (int64_t)i, in->v.ix->kv[i].type};
 		}
 	}
 }
 
-const char *ht_text_bad(const uint8_t *p, size_t n)
-{
-	for (size_t i = 0; i < n;) {
-		size_t k = wf_utf8_seq(p + i, n - i);
-		if (!k)
-			return "not valid UTF-8";
-		if (k == 1 && p[i] == 0)
-			return "holds U+0000 (valid UTF-8, but a NUL is refused)";
-		i += k;
-	}
-	return NULL;
-}
-
-bool ht_utf8(const uint8_t *p, size_t n)
-{
-	return !ht_text_bad(p, n);
-}
-
 /* A string value: type STR, length inside the value, valid UTF-8 without NUL. */
-static enum wf_err get_str(const struct ht_in *in, const struct ht_raw *r, const char *key, struct ht_str *out,
+static enum wf_err get_str(const struct ht_in *in, const struct ht_raw *r, const char *key, struct wf_tok_str *out,
 			   char *why)
 {
 	const uint8_t *p;
@@ -81,20 +63,20 @@ static enum wf_err get_str(const struct ht_in *in, const struct ht_raw *r, const
 		return wf_fail(why, WF_ERR_UNSUP, "%s: GGUF type %u, not a string", key, r->type);
 	if (g != WF_GGUF_OK || n > UINT32_MAX)
 		return wf_fail(why, WF_ERR_UNSUP, "%s: string length past its value", key);
-	const char *bad = ht_text_bad(p, (size_t)n);
+	const char *bad = wf_tok_text_bad(p, (size_t)n);
 	if (bad)
 		return wf_fail(why, WF_ERR_UNSUP, "%s: %s", key, bad);
-	*out = (struct ht_str){p, (uint32_t)n};
+	*out = (struct wf_tok_str){.p = p, .n = (size_t)n};
 	return WF_OK;
 }
 
-bool ht_str_of(const struct ht_in *in, const struct ht_raw *r, struct ht_str *out)
+bool ht_str_of(const struct ht_in *in, const struct ht_raw *r, struct wf_tok_str *out)
 {
 	const uint8_t *p;
 	uint64_t n;
 	if (!r->set || wf_gguf_str(&in->v, r->id, &p, &n) != WF_GGUF_OK || n > UINT32_MAX)
 		return false;
-	*out = (struct ht_str){p, (uint32_t)n};
+	*out = (struct wf_tok_str){.p = p, .n = (size_t)n};
 	return true;
 }
 
@@ -141,7 +123,7 @@ static enum wf_err arr_head(const struct ht_in *in, const struct ht_raw *r, cons
 	return WF_OK;
 }
 
-bool ht_arr_strs(const struct ht_in *in, const struct ht_raw *r, const char *key, size_t want, struct ht_str **out,
+bool ht_arr_strs(const struct ht_in *in, const struct ht_raw *r, const char *key, size_t want, struct wf_tok_str **out,
 		 size_t *n, char *why)
 {
 	uint32_t et;
@@ -151,7 +133,7 @@ bool ht_arr_strs(const struct ht_in *in, const struct ht_raw *r, const char *key
 		return wf_fail(why, WF_ERR_UNSUP, "%s: an array of GGUF type %u, not of strings", key, et), false;
 	if (arr_head(in, r, key, &et, &cnt, want ? want : MAX_MERGES, why) != WF_OK)
 		return false;
-	struct ht_str *s = calloc(cnt ? cnt : 1, sizeof *s);
+	struct wf_tok_str *s = calloc(cnt ? cnt : 1, sizeof *s);
 	if (!s)
 		return wf_fail(why, WF_ERR_NOMEM, "%s: out of memory", key), false;
 	struct wf_gguf_it it = {0};
@@ -162,8 +144,8 @@ bool ht_arr_strs(const struct ht_in *in, const struct ht_raw *r, const char *key
 			free(s);
 			return wf_fail(why, WF_ERR_UNSUP, "%s[%llu]: length past the value", key, (unsigned long long)i), false;
 		}
-		s[i] = (struct ht_str){p, (uint32_t)len};
-		const char *bad = ht_text_bad(s[i].p, s[i].n);
+		s[i] = (struct wf_tok_str){.p = p, .n = (size_t)len};
+		const char *bad = wf_tok_text_bad(s[i].p, s[i].n);
 		if (bad) {
 			free(s);
 			return wf_fail(why, WF_ERR_UNSUP, "%s[%llu]: %s", key, (unsigned long long)i, bad), false;
@@ -211,7 +193,7 @@ static enum wf_err get_types(struct ht_in *in, char *why)
 	if (!(in->type = malloc((in->n ? in->n : 1) * sizeof *in->type)))
 		return wf_fail(why, WF_ERR_NOMEM, "%s: out of memory", key);
 	for (size_t i = 0; i < in->n; i++)
-		in->type[i] = HT_NORMAL;
+		in->type[i] = WF_TOK_NORMAL;
 	if (!in->types.set)
 		return WF_OK;
 	enum wf_err e = arr_head(in, &in->types, key, &et, &cnt, WF_VOCAB_MAX_TOKENS, why);
@@ -226,7 +208,7 @@ static enum wf_err get_types(struct ht_in *in, char *why)
 		if (wf_gguf_arr_int(&in->v, in->types.id, i, INT32_MIN, INT32_MAX, &t) != WF_GGUF_OK)
 			return wf_fail(why, WF_ERR_UNSUP, "%s[%zu]: not in its value", key, i);
 		in->type[i] = (int32_t)t;
-		if (in->type[i] < 0 || in->type[i] > HT_BYTE)
+		if (in->type[i] < 0 || in->type[i] > WF_TOK_BYTE)
 			return wf_fail(why, WF_ERR_UNSUP, "%s[%zu]: unknown token type %d", key, i, in->type[i]);
 	}
 	return WF_OK;
@@ -245,54 +227,39 @@ static enum wf_err fill_empty(struct ht_in *in, char *why)
 	for (size_t i = 0; i < in->n; i++)
 		if (in->tok[i].n == 0) {
 			int k = snprintf(in->empty_buf + at, 24, "[EMPTY_%zu]", i);
-			in->tok[i] = (struct ht_str){(const uint8_t *)in->empty_buf + at, (uint32_t)k};
+			in->tok[i] = (struct wf_tok_str){.s = in->empty_buf + at, .n = k};
 			at += 24;
 		}
 	return WF_OK;
 }
 
+static const void *tok_text(const void *ctx, uint32_t i, size_t *n)
+{
+	const struct wf_tok_str *t = &((const struct ht_in *)ctx)->tok[i];
+	*n = t->n;
+	return t->p;
+}
+
 static enum wf_err build_table(struct ht_in *in, char *why)
 {
-	in->cap = 16;
-	while (in->cap < in->n * 2)
-		in->cap <<= 1;
-	if (!(in->slot = calloc(in->cap, sizeof *in->slot)))
+	if (in->n >= UINT32_MAX - 1 || !wf_idset_init(&in->ids, in->n, tok_text, in))
 		return wf_fail(why, WF_ERR_NOMEM, "tokenizer.ggml.tokens: out of memory");
-	wf_hash_key_init(&in->key);
-	for (size_t i = 0; i < in->n; i++) {
-		size_t h = wf_hash(&in->key, in->tok[i].p, in->tok[i].n) & (in->cap - 1);
-		for (;; h = (h + 1) & (in->cap - 1)) {
-			uint32_t s = in->slot[h];
-			if (!s) {
-				in->slot[h] = (uint32_t)i + 1;
-				break;
-			}
-			const struct ht_str *t = &in->tok[s - 1];
-			if (t->n == in->tok[i].n && memcmp(t->p, in->tok[i].p, t->n) == 0) {
-				in->slot[h] = (uint32_t)i + 1; /* the last one wins, as in llama.cpp */
-				break;
-			}
-		}
-	}
+	/* the set keeps the first index put of equal texts: putting the last
+	 * first makes the last one win, as in llama.cpp */
+	for (size_t i = in->n; i-- > 0;)
+		wf_idset_put(&in->ids, in->tok[i].p, in->tok[i].n, (uint32_t)i);
 	return WF_OK;
 }
 
 int64_t ht_lookup(const struct ht_in *in, const uint8_t *p, size_t n)
 {
-	size_t h = wf_hash(&in->key, p, n) & (in->cap - 1);
-	for (;; h = (h + 1) & (in->cap - 1)) {
-		uint32_t s = in->slot[h];
-		if (!s)
-			return -1;
-		const struct ht_str *t = &in->tok[s - 1];
-		if (t->n == n && memcmp(t->p, p, n) == 0)
-			return s - 1;
-	}
+	uint32_t i = wf_idset_get(&in->ids, p, n);
+	return i == WF_NAMES_NONE ? -1 : (int64_t)i;
 }
 
 static enum wf_err get_model(struct ht_in *in, char *why)
 {
-	struct ht_str s;
+	struct wf_tok_str s;
 	if (!in->model.set)
 		return wf_fail(why, WF_ERR_UNSUP, "tokenizer.ggml.model: absent, no tokenizer in this file");
 	enum wf_err e = get_str(in, &in->model, "tokenizer.ggml.model", &s, why);
@@ -388,7 +355,7 @@ void ht_in_free(struct ht_in *in)
 	free(in->type);
 	free(in->added);
 	free(in->rstrip);
-	free(in->slot);
+	wf_idset_free(&in->ids);
 	free(in->merge);
 	memset(in, 0, sizeof *in);
 }

@@ -44,7 +44,7 @@ static int cand_cmp(const void *pa, const void *pb)
 
 #define NO_TOK UINT32_MAX
 
-static int text_cmp(const struct ht_str *a, const struct ht_str *b, bool rev)
+static int text_cmp(const struct wf_tok_str *a, const struct wf_tok_str *b, bool rev)
 {
 	size_t n = a->n < b->n ? a->n : b->n;
 	for (size_t j = 0; j < n; j++) {
@@ -75,7 +75,7 @@ static void sort_texts(const struct ht_in *in, uint32_t *v, uint32_t *tmp, size_
 }
 
 /* Whether p is a proper prefix (suffix when rev) of t. */
-static bool affix_of(const struct ht_str *p, const struct ht_str *t, bool rev)
+static bool affix_of(const struct wf_tok_str *p, const struct wf_tok_str *t, bool rev)
 {
 	return p->n < t->n && memcmp(p->p, rev ? t->p + t->n - p->n : t->p, p->n) == 0;
 }
@@ -87,7 +87,7 @@ static void affix_links(const struct ht_in *in, const uint32_t *v, size_t m, boo
 {
 	size_t top = 0;
 	for (size_t i = 0; i < m; i++) {
-		const struct ht_str *t = &in->tok[v[i]];
+		const struct wf_tok_str *t = &in->tok[v[i]];
 		while (top && !affix_of(&in->tok[stack[top - 1]], t, rev))
 			top--; /* each id is popped once: its test is charged to it */
 		up[v[i]] = top ? stack[top - 1] : NO_TOK;
@@ -154,13 +154,10 @@ static int cand_add(struct cands *cs, struct cand c, size_t len)
 	if (len + MERGE_COST > cs->left)
 		return ADD_OVER;
 	cs->left -= len + MERGE_COST;
-	if (cs->n == cs->cap) {
-		size_t nc = cs->cap ? cs->cap * 2 : 1024;
-		struct cand *g = realloc(cs->c, nc * sizeof *g);
-		if (!g)
-			return ADD_NOMEM;
-		cs->c = g, cs->cap = nc;
-	}
+	struct cand *g = wf_grow(cs->c, cs->n, &cs->cap, sizeof *g, 1024);
+	if (!g)
+		return ADD_NOMEM;
+	cs->c = g;
 	cs->c[cs->n++] = c;
 	return ADD_OK;
 }
@@ -170,7 +167,7 @@ static int cand_add(struct cands *cs, struct cand c, size_t len)
  * suffixes (longest first: the split offset ascending). */
 static int token_splits(const struct ht_in *in, struct affix *a, uint32_t i, struct cands *cs)
 {
-	const struct ht_str *t = &in->tok[i];
+	const struct wf_tok_str *t = &in->tok[i];
 	size_t np = 0;
 	for (uint32_t p = a->pre[i]; p != NO_TOK; p = a->pre[p])
 		a->scratch[np++] = p;
@@ -232,7 +229,7 @@ enum wf_err ht_spm_merges(struct ht_in *in, char *why)
 	return WF_OK;
 }
 
-static bool is_byte_piece(const struct ht_str *t)
+static bool is_byte_piece(const struct wf_tok_str *t)
 {
 	static const char hex[] = "0123456789ABCDEF";
 	return t->n == 6 && !memcmp(t->p, "<0x", 3) && t->p[5] == '>' && memchr(hex, t->p[3], 16) &&
@@ -248,11 +245,11 @@ bool ht_spm_loadable(const struct ht_in *in)
 	if (!in->types.set)
 		return false;
 	for (size_t i = 0; i < in->n; i++) {
-		if (in->type[i] < HT_NORMAL || in->type[i] > HT_BYTE)
+		if (in->type[i] < WF_TOK_NORMAL || in->type[i] > WF_TOK_BYTE)
 			return false;
-		if (in->type[i] == HT_BYTE && !is_byte_piece(&in->tok[i]))
+		if (in->type[i] == WF_TOK_BYTE && !is_byte_piece(&in->tok[i]))
 			return false;
-		n_unk += in->type[i] == HT_UNKNOWN;
+		n_unk += in->type[i] == WF_TOK_UNKNOWN;
 		if (ht_lookup(in, in->tok[i].p, in->tok[i].n) != (int64_t)i)
 			return false;
 	}
@@ -291,14 +288,14 @@ static size_t varint_len(uint64_t v)
 
 static void piece(struct wf_buf *b, const struct ht_in *in, size_t i)
 {
-	const struct ht_str *t = &in->tok[i];
-	size_t inner = 1 + varint_len(t->n) + t->n + 5 + (in->type[i] != HT_NORMAL ? 2 : 0);
+	const struct wf_tok_str *t = &in->tok[i];
+	size_t inner = 1 + varint_len(t->n) + t->n + 5 + (in->type[i] != WF_TOK_NORMAL ? 2 : 0);
 	varint(b, 1 << 3 | 2);
 	varint(b, inner);
 	sfield(b, 1, t->p, t->n);
 	varint(b, 2 << 3 | 5);
 	wf_buf_put(b, &in->score[i], 4); /* little-endian float, as the fixed32 wire type */
-	if (in->type[i] != HT_NORMAL)
+	if (in->type[i] != WF_TOK_NORMAL)
 		vfield(b, 3, in->type[i]);
 }
 
@@ -311,11 +308,11 @@ void ht_spm_model(const struct ht_in *in, struct wf_buf *b)
 	bool bytes = false;
 	for (size_t i = 0; i < in->n; i++) {
 		piece(b, in, i);
-		bytes |= in->type[i] == HT_BYTE;
+		bytes |= in->type[i] == WF_TOK_BYTE;
 	}
 	int64_t unk = 0;
 	for (size_t i = 0; i < in->n; i++)
-		if (in->type[i] == HT_UNKNOWN)
+		if (in->type[i] == WF_TOK_UNKNOWN)
 			unk = (int64_t)i;
 	vfield(&ts, 3, 2);
 	vfield(&ts, 4, (int64_t)in->n);

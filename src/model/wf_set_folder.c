@@ -80,15 +80,12 @@ static enum wf_err scan(struct wf_set_loader *L, struct folder *f)
 		/* follow symlinks: a hub snapshot's entries point into blobs/ */
 		if (fstatat(dirfd(d), de->d_name, &st, 0) != 0)
 			continue;
-		if (f->n == cap) {
-			cap = cap ? 2 * cap : 64;
-			struct entry *ne = realloc(f->e, cap * sizeof *ne);
-			if (!ne) {
-				rc = wf_fail(L->err, WF_ERR_NOMEM, "out of memory listing the folder");
-				break;
-			}
-			f->e = ne;
+		struct entry *ne = wf_grow(f->e, f->n, &cap, sizeof *ne, 64);
+		if (!ne) {
+			rc = wf_fail(L->err, WF_ERR_NOMEM, "out of memory listing the folder");
+			break;
 		}
+		f->e = ne;
 		struct entry *e = &f->e[f->n];
 		e->name = strdup(de->d_name);
 		if (!e->name) {

@@ -152,14 +152,10 @@ static enum wf_err add_piece(struct wf_spm *s, size_t *cap, size_t max_pieces, s
 {
 	if (s->n >= max_pieces)
 		return wf_fail(err, WF_ERR_UNSUP, "tokenizer.model: pieces: more than %zu", max_pieces);
-	if (s->n == *cap) {
-		size_t nc = *cap ? *cap * 2 : 1024;
-		struct wf_spm_piece *np = realloc(s->p, nc * sizeof *np);
-		if (!np)
-			return wf_fail(err, WF_ERR_NOMEM, "tokenizer.model: out of memory");
-		s->p = np;
-		*cap = nc;
-	}
+	struct wf_spm_piece *np = wf_grow(s->p, s->n, cap, sizeof *np, 1024);
+	if (!np)
+		return wf_fail(err, WF_ERR_NOMEM, "tokenizer.model: out of memory");
+	s->p = np;
 	enum wf_err rc = parse_piece(sub, s->n, &s->p[s->n], err);
 	if (rc == WF_OK)
 		s->n++;

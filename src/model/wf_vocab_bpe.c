@@ -13,7 +13,7 @@
 /* The tokenizer.json vocabulary by id: model.vocab plus added_tokens, as
  * AutoTokenizer's get_vocab() holds them. */
 struct hfv {
-	struct vstr *s;       /* by id, .s NULL where no token has that id */
+	struct wf_tok_str *s;       /* by id, .s NULL where no token has that id */
 	const struct tjadd **added; /* by id: the added_tokens entry, or NULL */
 	bool *base;           /* by id: given in model.vocab */
 	size_t n;             /* largest id + 1 */
@@ -104,14 +104,14 @@ static enum wf_err hfv_put(struct voc *v, struct hfv *h, const char *s, size_t n
 		p->pos[2 * id + 1] = (uint32_t)n;
 		p->used += n;
 	}
-	if (!utf8_ok(s, n))
+	if (!wf_utf8_valid(s, n))
 		return wf_fail(v->err, WF_ERR_FORMAT, "tokenizer.json: token %zu: not valid UTF-8", id);
 	if ((o != WF_NAMES_NONE && o != id) || (h->s[id].s && (h->s[id].n != n || memcmp(h->s[id].s, s, n) != 0)) || (added && h->added[id]))
 		return wf_fail(v->err, WF_ERR_UNSUP, "tokenizer.json: token %zu %s: its id or its text is given twice", id,
 			       wf_quote(q, sizeof q, s, n));
 	if (o != WF_NAMES_NONE && !added && h->s[id].s)
 		return wf_fail(v->err, WF_ERR_FORMAT, "tokenizer.json: model.vocab: %s given twice", wf_quote(q, sizeof q, s, n));
-	h->s[id] = (struct vstr){s, n};
+	h->s[id] = (struct wf_tok_str){.s = s, .n = n};
 	if (added)
 		h->added[id] = added;
 	else
@@ -131,7 +131,7 @@ static enum wf_err hfv_load(struct voc *v, struct hfv *h)
 		return wf_fail(v->err, WF_ERR_FORMAT, "tokenizer.json: added_tokens: not a list");
 	rc = hfv_size(v, h);
 	/* in order, each hashed HFV_AHEAD entries before (its slot fetched meanwhile) */
-	const struct vstr *k = v->big.vkey;
+	const struct wf_tok_str *k = v->big.vkey;
 	uint64_t hh[HFV_AHEAD];
 	for (size_t i = 0; i < v->big.n_vocab + HFV_AHEAD && rc == WF_OK; i++) {
 		/* entry j = i - HFV_AHEAD is put before entry i takes its place in hh */
@@ -163,13 +163,6 @@ static enum wf_err hfv_load(struct voc *v, struct hfv *h)
 	return rc;
 }
 
-/* The Split regexes of tokenizer.json (JSON-unescaped), as llama.cpp's
- * llm_tokenizer_bpe quotes them for its LLAMA3/SMAUG and QWEN2 types. */
-static const char RE_LLAMA3[] = "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| "
-				"?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
-static const char RE_QWEN2[] = "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| "
-			       "?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
-
 static bool jfalse_or_absent(const cJSON *j)
 {
 	return !j || cJSON_IsFalse(j) || cJSON_IsNull(j);
@@ -195,29 +188,29 @@ static const char *split_regex(const cJSON *p)
 }
 
 /* The pre-tokenizer name the converter's hash would give, from the
- * tokenizer.json shapes llama.cpp reproduces; NULL (and err) otherwise.
- * The normalizer must be absent, except Qwen2's NFC (which the converter's
- * qwen2 entry was hashed with; llama.cpp does not apply it, like the
- * converter's own output). */
+ * tokenizer.json shapes llama.cpp reproduces (wf_tok.h's table); NULL
+ * (and err) otherwise.  The normalizer must be absent, or NFC where the
+ * row allows it. */
 static const char *detect_pre(struct voc *v)
 {
 	const cJSON *pt = jget(v->tj, "pre_tokenizer"), *m = jget(v->tj, "model"), *nz = jget(v->tj, "normalizer");
 	const cJSON *seq = jget(pt, "pretokenizers");
 	bool im = cJSON_IsTrue(jget(m, "ignore_merges")), nfc = jstr_is(jget(nz, "type"), "NFC") && cJSON_GetArraySize(nz) == 1;
-	const char *name = NULL, *re;
+	const struct wf_tok_pre *row = NULL;
+	const char *re;
 	if (!jfalse_or_absent(jget(m, "ignore_merges")) && !cJSON_IsTrue(jget(m, "ignore_merges")))
-		name = NULL;
-	else if (is_bytelevel(pt, true) && !im)
-		name = "gpt-2";
+		row = NULL;
+	else if (is_bytelevel(pt, true))
+		row = wf_tok_pre_by_shape(NULL, im);
 	else if (jstr_is(jget(pt, "type"), "Sequence") && cJSON_GetArraySize(seq) == 2 && is_bytelevel(seq->child->next, false) &&
 		 (re = split_regex(seq->child)))
-		name = strcmp(re, RE_LLAMA3) == 0 ? (im ? "llama-bpe" : "smaug-bpe")
-		       : strcmp(re, RE_QWEN2) == 0 && !im ? "qwen2" : NULL;
+		row = wf_tok_pre_by_shape(re, im);
+	const char *name = row ? row->hf_name : NULL;
 	if (!name) {
 		wf_fail(v->err, WF_ERR_UNSUP, "tokenizer.json: pre_tokenizer: not one llama.cpp is known to reproduce");
 		return NULL;
 	}
-	if (nz && !cJSON_IsNull(nz) && !(nfc && strcmp(name, "qwen2") == 0)) {
+	if (nz && !cJSON_IsNull(nz) && !(nfc && row->hf_nfc)) {
 		wf_fail(v->err, WF_ERR_UNSUP, "tokenizer.json: normalizer: not reproduced by llama.cpp's %s pre-tokenizer", name);
 		return NULL;
 	}
@@ -274,20 +267,20 @@ static enum wf_err gpt2_tokens(struct voc *v, const struct hfv *h)
 		struct vtok *t = &v->tok[i];
 		const struct tjadd *a = i < h->n ? h->added[i] : NULL;
 		if (i >= h->n || !h->s[i].s) {
-			t->type = TT_UNUSED;
+			t->type = WF_TOK_UNUSED;
 			continue;
 		}
 		t->s = h->s[i].s;
 		size_t n = h->s[i].n;
-		t->type = TT_NORMAL;
+		t->type = WF_TOK_NORMAL;
 		if (a) {
 			if (!a->normalized_true && !decode_is_identity(t->s, n))
 				return wf_fail(v->err, WF_ERR_UNSUP, "tokenizer.json: added_tokens: %s: decode(encode()) not reproduced",
 					       wf_quote(q, sizeof q, t->s, n));
 			if (a->special_true || looks_special(t->s, n)) {
-				t->type = TT_CONTROL;
+				t->type = WF_TOK_CONTROL;
 			} else {
-				t->type = TT_USER_DEFINED;
+				t->type = WF_TOK_USER;
 				t->s = replace_u2581(v, t->s, n, &n);
 				if (!t->s)
 					return voc_nomem(v);
@@ -507,120 +500,6 @@ enum wf_err voc_glm(struct voc *v)
 	return rc;
 }
 
-/* SpecialVocab's merges from tokenizer.json model.merges (v->big): a
- * list of "a b" strings as they are, or (transformers >= 4.45) of [a, b]
- * pairs, joined with each space inside a part written U+0120. */
-enum wf_err voc_merges(struct voc *v)
-{
-	const cJSON *m = jget(v->tj, "model"), *mg;
-	const struct tjbig *b = &v->big;
-	if (m && !cJSON_IsObject(m))
-		return wf_fail(v->err, WF_ERR_FORMAT, "tokenizer.json: model: not an object");
-	mg = jget(m, "merges");
-	if (!cJSON_IsArray(mg) || !b->merges_on || !b->n_merges)
-		return WF_OK;
-	bool strs = b->mkind[0] == TJM_STR;
-	if (!strs && !(b->mkind[0] != TJM_OTHER && b->m0_len == 2 && b->m0_first_str))
-		return wf_fail(v->err, WF_ERR_FORMAT, "tokenizer.json: model.merges: unknown format");
-	for (size_t i = 0; i < b->n_merges; i++) {
-		if (strs && b->mkind[i] != TJM_STR)
-			return wf_fail(v->err, WF_ERR_FORMAT, "tokenizer.json: model.merges[%zu]: not a string", i);
-		if (!strs && b->mkind[i] == TJM_BADLIST)
-			return wf_fail(v->err, WF_ERR_FORMAT, "tokenizer.json: model.merges[%zu]: not a list of strings", i);
-		if (!strs && b->mkind[i] != TJM_LIST)
-			return wf_fail(v->err, WF_ERR_FORMAT, "tokenizer.json: model.merges[%zu]: not a pair", i);
-	}
-	v->mg = b->mg;
-	v->n_mg = b->n_merges;
-	v->mg_src = "tokenizer.json: model.merges";
-	return WF_OK;
-}
-
-/* Python's str.isspace() for one code point */
-static bool py_space(uint32_t c)
-{
-	return (c >= 0x09 && c <= 0x0d) || (c >= 0x1c && c <= 0x20) || c == 0x85 || c == 0xa0 || c == 0x1680 ||
-	       (c >= 0x2000 && c <= 0x200a) || c == 0x2028 || c == 0x2029 || c == 0x202f || c == 0x205f || c == 0x3000;
-}
-
-/* The length of the code point at s (valid UTF-8) and whether it is a space. */
-static size_t cp_at(const char *s, size_t n, bool *space)
-{
-	const uint8_t *p = (const uint8_t *)s;
-	size_t k = wf_utf8_seq(p, n);
-	uint32_t c = p[0];
-	if (k == 2)
-		c = (uint32_t)(p[0] & 0x1f) << 6 | (p[1] & 0x3f);
-	else if (k == 3)
-		c = (uint32_t)(p[0] & 0x0f) << 12 | (uint32_t)(p[1] & 0x3f) << 6 | (p[2] & 0x3f);
-	else if (k == 4)
-		c = 0x10000;
-	*space = py_space(c);
-	return k ? k : 1;
-}
-
-/* line.split(): up to 3 fields' bounds; returns how many (capped at 3) */
-static size_t py_split(const char *s, size_t n, struct vstr f[3])
-{
-	size_t nf = 0;
-	bool sp;
-	for (size_t i = 0; i < n && nf < 3;) {
-		size_t k = cp_at(s + i, n - i, &sp);
-		if (sp) {
-			i += k;
-			continue;
-		}
-		size_t st = i;
-		while (i < n && (k = cp_at(s + i, n - i, &sp), !sp))
-			i += k;
-		f[nf].s = s + st;
-		f[nf++].n = i - st;
-	}
-	return nf;
-}
-
-/* SpecialVocab._try_load_merges_txt: a first line starting with '#' (once
- * stripped) skipped, then every line of exactly two whitespace-separated
- * fields kept as "a b"; others dropped.  Universal newlines. */
-enum wf_err voc_merges_txt(struct voc *v)
-{
-	const char *t = v->f->merges_txt;
-	size_t len = v->f->merges_txt_len, lines = 1, k = 0, at = 0;
-	char *buf;
-	if (!utf8_ok(t, len))
-		return wf_fail(v->err, WF_ERR_FORMAT, "merges.txt: not valid UTF-8");
-	for (size_t i = 0; i < len; i++)
-		lines += t[i] == '\n' || t[i] == '\r';
-	v->mg = voc_alloc(v, lines * sizeof *v->mg);
-	buf = voc_alloc(v, len + 1);
-	if (!v->mg || !buf)
-		return voc_nomem(v);
-	v->n_mg = 0;
-	v->mg_src = "merges.txt: merges";
-	for (size_t ln = 0; at < len || (ln == 0 && len == 0); ln++) {
-		size_t e = at;
-		struct vstr f[3];
-		while (e < len && t[e] != '\n' && t[e] != '\r')
-			e++;
-		size_t nf = py_split(t + at, e - at, f);
-		bool skip = ln == 0 && nf > 0 && f[0].s[0] == '#';
-		if (!skip && nf == 2) {
-			v->mg[v->n_mg].s = buf + k;
-			memcpy(buf + k, f[0].s, f[0].n);
-			k += f[0].n;
-			buf[k++] = ' ';
-			memcpy(buf + k, f[1].s, f[1].n);
-			k += f[1].n;
-			v->mg[v->n_mg].n = f[0].n + 1 + f[1].n;
-			v->n_mg++;
-		}
-		at = e + (e < len && t[e] == '\r' && e + 1 < len && t[e + 1] == '\n' ? 2 : 1);
-		if (len == 0)
-			break;
-	}
-	return WF_OK;
-}
-
 /* The ids of tokenizer_config.json's special tokens (bos ... mask and
  * additional_special_tokens), standing for transformers' all_special_ids:
  * [not determined] for tokens that special_tokens_map.json names alone
@@ -690,11 +569,11 @@ static enum wf_err llama_hf_tokens(struct voc *v, const struct hfv *h)
 		t->n = (uint32_t)h->s[i].n;
 		t->score = -1000.0f;
 		if (i >= n)
-			t->type = is_special_id(v, h, i) ? TT_CONTROL : TT_USER_DEFINED;
+			t->type = is_special_id(v, h, i) ? WF_TOK_CONTROL : WF_TOK_USER;
 		else if (byte_token(t->s, t->n))
-			t->type = TT_BYTE;
+			t->type = WF_TOK_BYTE;
 		else
-			t->type = is_special_id(v, h, i) ? TT_CONTROL : TT_NORMAL;
+			t->type = is_special_id(v, h, i) ? WF_TOK_CONTROL : WF_TOK_NORMAL;
 	}
 	return rc;
 }

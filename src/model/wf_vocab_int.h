@@ -6,6 +6,7 @@
 
 #include "base/wf_common.h"
 #include "base/wf_names.h"
+#include "model/wf_tok.h"
 
 #include <cjson/cJSON.h>
 #include <stdbool.h>
@@ -23,11 +24,6 @@ struct vtok {
 	float score;
 };
 
-struct vstr {
-	const char *s;
-	size_t n;
-};
-
 /* tokenizer.json's two big members, model.vocab and model.merges, read
  * by wf_vocab_tj.c without a cJSON tree (v->tj holds {} and [] in their
  * place), or copied from the tree when it has them.  Strings point into
@@ -37,11 +33,11 @@ struct vstr {
 enum { TJM_STR, TJM_LIST, TJM_BADLIST, TJM_OTHER };
 struct tjbig {
 	bool vocab_on, merges_on; /* the members below stand for model.vocab / model.merges */
-	struct vstr *vkey;        /* model.vocab's keys, in the file's order */
+	struct wf_tok_str *vkey;        /* model.vocab's keys, in the file's order */
 	int64_t *vid;             /* their ids: TJ_NOT_INT where jint() would refuse, or a boolean */
 	size_t n_vocab;
 	bool vocab_unique;        /* its keys were found each once (by hfv_load, or voc_vocab_unique) */
-	struct vstr *mg;          /* each merge: a string as it is, a list of strings joined as the converter does */
+	struct wf_tok_str *mg;          /* each merge: a string as it is, a list of strings joined as the converter does */
 	uint8_t *mkind;           /* TJM_*: a string, a list of strings, a list of something else, anything else */
 	size_t n_merges;
 	size_t m0_len;            /* the first merge's list length, and whether its first item is a string */
@@ -79,7 +75,7 @@ struct vkv {
 	enum vkv_kind kind;
 	uint32_t u;
 	bool b;
-	struct vstr s;
+	struct wf_tok_str s;
 };
 
 #define VKV_MAX 64
@@ -91,23 +87,23 @@ struct voc {
 	cJSON *ctj;             /* chat_template.json, parsed when needed */
 	int ct_kind;            /* the chat template found: 0 none, 1 the text ct, 2 the list ct_list */
 	bool no_chat_template;  /* voc_special leaves the chat template out (GemmaModel's second SpecialVocab) */
-	struct vstr ct;
+	struct wf_tok_str ct;
 	const cJSON *ct_list;
 	const char *ct_src;
 	int64_t vocab_size;     /* the hparams' (-1 absent) */
 	struct vtok *tok;
 	size_t n_tok;
-	struct vstr *mg;        /* merges, "left right" */
+	struct wf_tok_str *mg;        /* merges, "left right" */
 	const char *mg_src;     /* where they came from, for messages */
 	size_t n_mg;
-	struct vstr *tpl;       /* tokenizer.chat_templates */
+	struct wf_tok_str *tpl;       /* tokenizer.chat_templates */
 	size_t n_tpl;
 	struct vkv kv[VKV_MAX];
 	size_t n_kv;
 	struct tjbig big;
 	struct wf_idset ts;     /* tokenizer.json's strings by id (hfv_load), when ts_on */
 	bool ts_on;
-	const struct vstr *ts_s;/* the strings ts stands for: ts_n of them, .s NULL where no id */
+	const struct wf_tok_str *ts_s;/* the strings ts stands for: ts_n of them, .s NULL where no id */
 	size_t ts_n;
 	const bool *ts_base;    /* by id: a string of model.vocab (HF's BPE model knows no other), ts_n of them */
 	struct vpool tsp;       /* the same strings packed, which ts compares with */
@@ -116,10 +112,7 @@ struct voc {
 	char *err;
 };
 
-/* GGUF token types (gguf-py TokenType) */
-enum { TT_NORMAL = 1, TT_UNKNOWN = 2, TT_CONTROL = 3, TT_USER_DEFINED = 4, TT_UNUSED = 5, TT_BYTE = 6 };
-
-/* wf_vocab.c */
+/* wf_vocab_base.c */
 void *voc_alloc(struct voc *v, size_t n);
 enum wf_err voc_nomem(struct voc *v);
 enum wf_err voc_kv(struct voc *v, const char *key, enum vkv_kind kind, uint32_t u, bool b, const char *s, size_t n);
@@ -128,9 +121,10 @@ const cJSON *jget(const cJSON *obj, const char *key);
 bool jtruthy(const cJSON *j);
 bool jstr_is(const cJSON *j, const char *s);
 bool jint(const cJSON *j, int64_t *out);
-bool utf8_ok(const char *s, size_t n);
 /* wf_idset's string function over a struct vpool (ctx) */
 const void *voc_pool_at(const void *ctx, uint32_t i, size_t *n);
+/* wf_idset's string function over an array of struct vtok (ctx) */
+const void *voc_tok_at(const void *ctx, uint32_t i, size_t *n);
 /* Whether v->ts is the set of v->tok's strings, each at its token's
  * index (so it answers for them without another table) */
 bool voc_ts_exact(const struct voc *v);
@@ -174,6 +168,8 @@ enum wf_err voc_gpt2(struct voc *v);
 enum wf_err voc_glm(struct voc *v);
 /* WF_OK when written, WF_ERR_RANGE when the converter would fall through to GPT-2 BPE */
 enum wf_err voc_llama_hf(struct voc *v);
+
+/* wf_vocab_merges.c: SpecialVocab's merges, from tokenizer.json or merges.txt */
 enum wf_err voc_merges(struct voc *v);
 enum wf_err voc_merges_txt(struct voc *v);
 

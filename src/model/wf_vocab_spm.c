@@ -28,7 +28,7 @@ static void spm_pieces(struct voc *v, const struct wf_spm *sp)
 			t->type = p->type;
 			break;
 		default:
-			t->type = TT_NORMAL;
+			t->type = WF_TOK_NORMAL;
 		}
 	}
 }
@@ -95,7 +95,7 @@ static enum wf_err added_json(struct voc *v)
 			return wf_fail(v->err, WF_ERR_FORMAT, "added_tokens.json: %s: id not a non-negative integer",
 				       wf_quote(q, sizeof q, c->string, n));
 		if ((size_t)id < v->n_tok)
-			set_tok(&v->tok[id], c->string, n, TT_USER_DEFINED);
+			set_tok(&v->tok[id], c->string, n, WF_TOK_USER);
 	}
 	return rc;
 }
@@ -131,7 +131,7 @@ static enum wf_err added_decoder(struct voc *v, bool phi3)
 		bool control = jtruthy(jget(c, "special")) || (!phi3 && looks_special(s, n));
 		if (!control && !phi3 && !(s = replace_u2581(v, s, n, &n)))
 			return voc_nomem(v);
-		set_tok(&v->tok[id], s, n, control ? TT_CONTROL : TT_USER_DEFINED);
+		set_tok(&v->tok[id], s, n, control ? WF_TOK_CONTROL : WF_TOK_USER);
 	}
 	return rc;
 }
@@ -149,7 +149,7 @@ static enum wf_err phi3_tj_added(struct voc *v)
 		const struct tjadd *c = &v->big.add[i];
 		if (!c->id_ok || !c->content || c->id < 0 || (size_t)c->id >= v->n_tok)
 			return wf_fail(v->err, WF_ERR_FORMAT, "tokenizer.json: added_tokens[%zu]: bad id or content", i);
-		set_tok(&v->tok[c->id], c->content, strlen(c->content), c->special_truthy ? TT_CONTROL : TT_USER_DEFINED);
+		set_tok(&v->tok[c->id], c->content, strlen(c->content), c->special_truthy ? WF_TOK_CONTROL : WF_TOK_USER);
 	}
 	return WF_OK;
 }

@@ -114,7 +114,7 @@ static enum wf_err read_vocab(struct voc *v, const uint8_t *s, uint64_t v0, uint
 		int r = wf_json_string(&c, (uint8_t *)arena + used, &len);
 		if (r < 0)
 			return bad(v, "model.vocab", &c);
-		b->vkey[i] = (struct vstr){r == 1 ? (const char *)s + st + 1 : arena + used, (size_t)len};
+		b->vkey[i] = (struct wf_tok_str){.s = r == 1 ? (const char *)s + st + 1 : arena + used, .n = (size_t)len};
 		used += r == 2 ? (size_t)len : 0;
 		wf_jcur_ws(&c);
 		if (c.pos >= c.n || s[c.pos] != ':')
@@ -178,7 +178,7 @@ static bool read_list(struct mread *m, struct wf_jcur *c, size_t i)
 		b->m0_len = items;
 		b->m0_first_str = first_str;
 	}
-	b->mg[i] = (struct vstr){o, b->mkind[i] == TJM_LIST ? k : 0};
+	b->mg[i] = (struct wf_tok_str){.s = o, .n = b->mkind[i] == TJM_LIST ? k : 0};
 	m->used += b->mkind[i] == TJM_LIST ? k : 0;
 	return true;
 }
@@ -192,14 +192,14 @@ static bool read_merge(struct mread *m, struct wf_jcur *c, size_t i)
 		return read_list(m, c, i);
 	if (c->pos >= c->n || c->s[c->pos] != '"') {
 		b->mkind[i] = TJM_OTHER;
-		b->mg[i] = (struct vstr){"", 0};
+		b->mg[i] = (struct wf_tok_str){.s = "", .n = 0};
 		return wf_json_skip(c, 3);
 	}
 	int r = wf_json_string(c, (uint8_t *)m->arena + m->used, &len);
 	if (r < 0)
 		return false;
 	b->mkind[i] = TJM_STR;
-	b->mg[i] = (struct vstr){r == 1 ? (const char *)c->s + st + 1 : m->arena + m->used, (size_t)len};
+	b->mg[i] = (struct wf_tok_str){.s = r == 1 ? (const char *)c->s + st + 1 : m->arena + m->used, .n = (size_t)len};
 	m->used += r == 2 ? (size_t)len : 0;
 	return true;
 }
@@ -406,7 +406,7 @@ static enum wf_err big_from_tree(struct voc *v)
 		if (!b->vkey || !b->vid)
 			return voc_nomem(v);
 		for (const cJSON *c = vo->child; c; c = c->next, i++) {
-			b->vkey[i] = (struct vstr){c->string, strlen(c->string)};
+			b->vkey[i] = (struct wf_tok_str){.s = c->string, .n = strlen(c->string)};
 			if (cJSON_IsBool(c) || !jint(c, &b->vid[i]))
 				b->vid[i] = TJ_NOT_INT;
 		}
@@ -438,7 +438,7 @@ static enum wf_err big_from_tree(struct voc *v)
 			k += voc_merge_part(o + k, p->valuestring, strlen(p->valuestring));
 		}
 		b->mkind[i] = kind;
-		b->mg[i] = kind == TJM_STR ? (struct vstr){c->valuestring, strlen(c->valuestring)} : (struct vstr){o ? o : "", k};
+		b->mg[i] = kind == TJM_STR ? (struct wf_tok_str){.s = c->valuestring, .n = strlen(c->valuestring)} : (struct wf_tok_str){.s = o ? o : "", .n = k};
 		if (i == 0) {
 			b->m0_len = items;
 			b->m0_first_str = cJSON_IsArray(c) && cJSON_IsString(c->child);

@@ -182,14 +182,10 @@ struct needs {
 
 static bool needs_push(struct needs *s, struct wf_perm p)
 {
-	if (s->n == s->cap) {
-		size_t cap = s->cap ? 2 * s->cap : 16;
-		struct wf_perm *v = realloc(s->v, cap * sizeof *v);
-		if (!v)
-			return false;
-		s->v = v;
-		s->cap = cap;
-	}
+	struct wf_perm *v = wf_grow(s->v, s->n, &s->cap, sizeof *v, 16);
+	if (!v)
+		return false;
+	s->v = v;
 	s->v[s->n++] = p;
 	return true;
 }

@@ -504,14 +504,10 @@ static void step(const struct wf_st_stream *s, struct cur *c, struct sink *k)
 
 static bool add_cp(struct wf_st_stream *s, const struct cur *c)
 {
-	if (s->n_cps == s->cap_cps) {
-		size_t cap = s->cap_cps ? 2 * s->cap_cps : 64;
-		struct cur *p = realloc(s->cps, cap * sizeof *p);
-		if (!p)
-			return false;
-		s->cps = p;
-		s->cap_cps = cap;
-	}
+	struct cur *p = wf_grow(s->cps, s->n_cps, &s->cap_cps, sizeof *p, 64);
+	if (!p)
+		return false;
+	s->cps = p;
 	s->cps[s->n_cps++] = *c;
 	return true;
 }

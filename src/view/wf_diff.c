@@ -45,11 +45,7 @@ struct job {
 	const struct wf_diff_map *map;
 	uint64_t rows, cols; /* for the permutation: A's rows of cols elements */
 	unsigned esz_a, esz_b;
-	uint64_t nchunks;
-	struct part *parts;
-	_Atomic uint64_t next;
 	_Atomic uint64_t *done;
-	_Atomic int rc;
 };
 
 /* Reads B's elements that pair with A's [first, first+n) into raw. */
@@ -100,52 +96,60 @@ static void reduce(const struct wf_diff_map *map, const double *a, const double 
 	}
 }
 
-static enum wf_err run_chunk(struct job *j, uint64_t c, uint8_t *ra, uint8_t *rb, double *da, double *db)
+/* A worker's buffers, a chunk's worth each. */
+struct scratch {
+	uint8_t *ra, *rb;
+	double *da, *db;
+};
+
+static void scratch_free(void *p)
 {
+	struct scratch *b = p;
+	free(b->ra);
+	free(b->rb);
+	free(b->da);
+	free(b->db);
+	free(b);
+}
+
+static void *scratch_new(void *ctx)
+{
+	(void)ctx;
+	struct scratch *b = calloc(1, sizeof *b);
+	if (b && (b->ra = malloc((size_t)WF_STATS_CHUNK * 8)) && (b->rb = malloc((size_t)WF_STATS_CHUNK * 8)) &&
+	    (b->da = malloc((size_t)WF_STATS_CHUNK * sizeof(double))) &&
+	    (b->db = malloc((size_t)WF_STATS_CHUNK * sizeof(double))))
+		return b;
+	if (b)
+		scratch_free(b);
+	return NULL;
+}
+
+static enum wf_err run_chunk(void *ctx, uint64_t c, void *part, void *scratch)
+{
+	struct job *j = ctx;
+	struct scratch *b = scratch;
 	uint64_t first = c * WF_STATS_CHUNK, left = j->ta->nelems - first;
 	size_t n = left < WF_STATS_CHUNK ? (size_t)left : WF_STATS_CHUNK, got;
-	enum wf_err rc = wf_live_read_view(j->la, j->ta, first * j->esz_a, n * j->esz_a, ra, &got);
+	enum wf_err rc = wf_live_read_view(j->la, j->ta, first * j->esz_a, n * j->esz_a, b->ra, &got);
 	if (rc != WF_OK)
 		return rc;
 	if (got != n * j->esz_a)
 		return WF_ERR_RANGE;
-	if ((rc = read_b(j, first, n, rb)) != WF_OK)
+	if ((rc = read_b(j, first, n, b->rb)) != WF_OK)
 		return rc;
-	wf_stats_to_double(j->ta, ra, n, da);
-	wf_stats_to_double(j->tb, rb, n, db);
-	reduce(j->map, da, db, n, &j->parts[c]);
+	wf_stats_to_double(j->ta, b->ra, n, b->da);
+	wf_stats_to_double(j->tb, b->rb, n, b->db);
+	reduce(j->map, b->da, b->db, n, part);
 	if (j->done)
 		atomic_fetch_add(j->done, n * j->esz_a);
 	return WF_OK;
 }
 
-static void *worker(void *arg)
+static void merge(void *into, const void *from_)
 {
-	struct job *j = arg;
-	uint8_t *ra = malloc((size_t)WF_STATS_CHUNK * 8), *rb = malloc((size_t)WF_STATS_CHUNK * 8);
-	double *da = malloc((size_t)WF_STATS_CHUNK * sizeof(double));
-	double *db = malloc((size_t)WF_STATS_CHUNK * sizeof(double));
-	int ok = WF_OK;
-	if (!ra || !rb || !da || !db)
-		atomic_compare_exchange_strong(&j->rc, &ok, WF_ERR_NOMEM);
-	while (atomic_load(&j->rc) == WF_OK) {
-		uint64_t c = atomic_fetch_add(&j->next, 1);
-		if (c >= j->nchunks)
-			break;
-		enum wf_err rc = run_chunk(j, c, ra, rb, da, db);
-		ok = WF_OK;
-		if (rc != WF_OK)
-			atomic_compare_exchange_strong(&j->rc, &ok, (int)rc);
-	}
-	free(ra);
-	free(rb);
-	free(da);
-	free(db);
-	return NULL;
-}
-
-static void merge(struct part *a, const struct part *b)
-{
+	struct part *a = into;
+	const struct part *b = from_;
 	a->n += b->n;
 	a->differ += b->differ;
 	if (b->max_abs > a->max_abs)
@@ -209,24 +213,20 @@ enum wf_err wf_diff_tensors(struct wf_live *la, const struct wf_tensor *ta, stru
 				       map->perm_heads);
 		}
 	}
-	j.nchunks = (ta->nelems + WF_STATS_CHUNK - 1) / WF_STATS_CHUNK;
+	uint64_t nchunks = (ta->nelems + WF_STATS_CHUNK - 1) / WF_STATS_CHUNK;
 	struct part total = {0};
-	if (j.nchunks == 0) {
+	if (nchunks == 0) {
 		finish(&total, 0, out);
 		return WF_OK;
 	}
-	if (!(j.parts = calloc((size_t)j.nchunks, sizeof *j.parts)))
+	struct part *parts = calloc((size_t)nchunks, sizeof *parts);
+	if (!parts)
 		return diff_fail(ta, tb, WF_ERR_NOMEM, err);
-	atomic_init(&j.next, 0);
-	atomic_init(&j.rc, WF_OK);
-	wf_pool_run(wf_pool_threads(nthreads, j.nchunks), worker, &j, 0);
-	enum wf_err rc = (enum wf_err)atomic_load(&j.rc);
-	if (rc == WF_OK) {
-		for (uint64_t w = 1; w < j.nchunks; w *= 2)
-			for (uint64_t i = 0; i + w < j.nchunks; i += 2 * w)
-				merge(&j.parts[i], &j.parts[i + w]);
-		finish(&j.parts[0], ta->nelems, out);
-	}
-	free(j.parts);
+	struct wf_chunks job = {.n = nchunks, .parts = parts, .part_size = sizeof *parts, .ctx = &j,
+				.scratch = scratch_new, .scratch_free = scratch_free, .chunk = run_chunk, .merge = merge};
+	enum wf_err rc = wf_pool_chunks(nthreads, &job);
+	if (rc == WF_OK)
+		finish(&parts[0], ta->nelems, out);
+	free(parts);
 	return rc == WF_OK ? WF_OK : diff_fail(ta, tb, rc, err);
 }

@@ -172,8 +172,10 @@ static void reduce(double *v, size_t n, struct part *p)
 }
 
 /* Chan et al.'s update: a absorbs b. */
-static void merge(struct part *a, const struct part *b)
+static void merge(void *into, const void *from)
 {
+	struct part *a = into;
+	const struct part *b = from;
 	uint64_t n = a->n + b->n;
 	if (b->n) {
 		double d = b->mean - a->mean;
@@ -199,59 +201,58 @@ struct job {
 	enum conv conv;
 	wf_decode_fn dec;
 	unsigned esz;
-	uint64_t nchunks;
-	struct part *parts;
-	_Atomic uint64_t next;
 	_Atomic uint64_t *done;
-	_Atomic int rc; /* first failure, WF_OK while none */
 };
 
-static enum wf_err run_chunk(struct job *j, uint64_t c, uint8_t *raw, float *tmp, double *dbl)
+/* A worker's buffers: a chunk's worth, or the tensor's when it is
+ * smaller (5 MiB for each one-float tensor of a model of a million was
+ * 0.3 ms a tensor; a fresh mapping each time under ASan: 7.5 ms). */
+struct scratch {
+	uint8_t *raw;
+	float *tmp;
+	double *dbl;
+};
+
+static void scratch_free(void *p)
 {
+	struct scratch *b = p;
+	free(b->raw);
+	free(b->tmp);
+	free(b->dbl);
+	free(b);
+}
+
+static void *scratch_new(void *ctx)
+{
+	const struct job *j = ctx;
+	size_t n = j->t->nelems < WF_STATS_CHUNK ? (size_t)j->t->nelems : WF_STATS_CHUNK;
+	struct scratch *b = calloc(1, sizeof *b);
+	if (b && (b->raw = malloc(n * 8)) && (b->tmp = malloc(n * sizeof(float))) && (b->dbl = malloc(n * sizeof(double))))
+		return b;
+	if (b)
+		scratch_free(b);
+	return NULL;
+}
+
+static enum wf_err run_chunk(void *ctx, uint64_t c, void *part, void *scratch)
+{
+	const struct job *j = ctx;
+	struct scratch *b = scratch;
 	uint64_t first = c * WF_STATS_CHUNK;
 	uint64_t n = j->t->nelems - first < WF_STATS_CHUNK ? j->t->nelems - first : WF_STATS_CHUNK;
 	size_t len = (size_t)n * j->esz, got = 0;
 	/* a float32 view reads straight into the floats it widens */
-	void *into = j->conv == C_F32 ? (void *)tmp : (void *)raw;
+	void *into = j->conv == C_F32 ? (void *)b->tmp : (void *)b->raw;
 	enum wf_err rc = wf_live_read_view(j->lv, j->t, first * j->esz, len, into, &got);
 	if (rc != WF_OK)
 		return rc;
 	if (got != len)
 		return WF_ERR_RANGE;
-	convert(j->conv, j->dec, into, (size_t)n, dbl, tmp);
-	reduce(dbl, (size_t)n, &j->parts[c]);
+	convert(j->conv, j->dec, into, (size_t)n, b->dbl, b->tmp);
+	reduce(b->dbl, (size_t)n, part);
 	if (j->done)
 		atomic_fetch_add(j->done, len);
 	return WF_OK;
-}
-
-static void *worker(void *arg)
-{
-	struct job *j = arg;
-	/* a chunk's worth, or the tensor's when it is smaller: 5 MiB for each
-	 * one-float tensor of a model of a million was 0.3 ms a tensor (a
-	 * fresh mapping each time under ASan: 7.5 ms) */
-	size_t n = j->t->nelems < WF_STATS_CHUNK ? (size_t)j->t->nelems : WF_STATS_CHUNK;
-	uint8_t *raw = malloc(n * 8);
-	float *tmp = malloc(n * sizeof(float));
-	double *dbl = malloc(n * sizeof(double));
-	if (!raw || !tmp || !dbl) {
-		int ok = WF_OK;
-		atomic_compare_exchange_strong(&j->rc, &ok, WF_ERR_NOMEM);
-	}
-	while (atomic_load(&j->rc) == WF_OK) {
-		uint64_t c = atomic_fetch_add(&j->next, 1);
-		if (c >= j->nchunks)
-			break;
-		enum wf_err rc = run_chunk(j, c, raw, tmp, dbl);
-		int ok = WF_OK;
-		if (rc != WF_OK)
-			atomic_compare_exchange_strong(&j->rc, &ok, (int)rc);
-	}
-	free(raw);
-	free(tmp);
-	free(dbl);
-	return NULL;
 }
 
 static void finish(const struct part *p, uint64_t count, struct wf_stats *st)
@@ -300,26 +301,20 @@ enum wf_err wf_stats_tensor(struct wf_live *lv, const struct wf_tensor *t, unsig
 			       "(drop -o dtype=stored)", wf_quote(q, sizeof q, t->name, t->name_len),
 			       wf_type_get(t->type)->name);
 	}
-	j.nchunks = (t->nelems + WF_STATS_CHUNK - 1) / WF_STATS_CHUNK;
+	uint64_t nchunks = (t->nelems + WF_STATS_CHUNK - 1) / WF_STATS_CHUNK;
 	struct part total = {.min = INFINITY, .max = -INFINITY};
-	if (j.nchunks == 0) {
+	if (nchunks == 0) {
 		finish(&total, 0, st);
 		return WF_OK;
 	}
-	j.parts = calloc((size_t)j.nchunks, sizeof *j.parts);
-	if (!j.parts)
+	struct part *parts = calloc((size_t)nchunks, sizeof *parts);
+	if (!parts)
 		return stats_fail(t, WF_ERR_NOMEM, err);
-	atomic_init(&j.next, 0);
-	atomic_init(&j.rc, WF_OK);
-	wf_pool_run(wf_pool_threads(nthreads, j.nchunks), worker, &j, 0);
-	enum wf_err rc = (enum wf_err)atomic_load(&j.rc);
-	if (rc == WF_OK) {
-		/* a fixed pairwise tree: the same sums whatever ran where */
-		for (uint64_t w = 1; w < j.nchunks; w *= 2)
-			for (uint64_t i = 0; i + w < j.nchunks; i += 2 * w)
-				merge(&j.parts[i], &j.parts[i + w]);
-		finish(&j.parts[0], t->nelems, st);
-	}
-	free(j.parts);
+	struct wf_chunks job = {.n = nchunks, .parts = parts, .part_size = sizeof *parts, .ctx = &j,
+				.scratch = scratch_new, .scratch_free = scratch_free, .chunk = run_chunk, .merge = merge};
+	enum wf_err rc = wf_pool_chunks(nthreads, &job);
+	if (rc == WF_OK)
+		finish(&parts[0], t->nelems, st);
+	free(parts);
 	return rc == WF_OK ? WF_OK : stats_fail(t, rc, err);
 }

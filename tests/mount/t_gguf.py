@@ -61,7 +61,59 @@ def npm_dir():
     return d
 
 
+def llama_version():
+    """The pinned llama.cpp the npm packages hold, as their package.json files say."""
+    out = []
+    for pkg in ("node-llama-cpp", os.path.join("@node-llama-cpp", "linux-x64")):
+        try:
+            with open(os.path.join(npm_dir(), "node_modules", pkg, "package.json")) as f:
+                out.append(json.load(f).get("version", "?"))
+        except (OSError, ValueError):
+            out.append("?")
+    return "-".join(out)
+
+
+def quantize_cached(args, run):
+    """llama.py quantize SRC DST FTYPE [pure] through a cache of llama_model_quantize's files,
+    keyed by SRC's sha256, the file type, pure and the pinned llama.cpp: the quantizer is
+    deterministic, so its file for the same input is the same bytes, and every run still
+    compares weightfs's output with it byte for byte.  The second `make check` (SANITIZE=1)
+    and every rerun skip the oracle's 0.5-3 s per file.  WF_ORACLE_CACHE names the folder
+    (default ~/.cache/weightfs-test/quantize); "none" turns it off.  A failing quantize is
+    never cached."""
+    import hashlib
+    import shutil
+    where = os.environ.get("WF_ORACLE_CACHE") or os.path.join(os.path.expanduser("~"), ".cache",
+                                                              "weightfs-test", "quantize")
+    if where == "none":
+        return run()
+    h = hashlib.sha256()
+    with open(args[1], "rb") as f:
+        for blk in iter(lambda: f.read(1 << 20), b""):
+            h.update(blk)
+    h.update(("\0" + "\0".join(args[3:]) + "\0" + llama_version()).encode())
+    hit = os.path.join(where, h.hexdigest() + ".gguf")
+    if os.path.exists(hit):
+        shutil.copyfile(hit, args[2])
+        return ""
+    out = run()
+    try:
+        os.makedirs(where, exist_ok=True)
+        tmp = "%s.%d.tmp" % (hit, os.getpid())
+        shutil.copyfile(args[2], tmp)
+        os.replace(tmp, hit)  # whole or absent, whatever runs beside it
+    except OSError:
+        pass
+    return out
+
+
 def client(args, timeout=300):
+    if args[:1] == ["quantize"] and len(args) >= 4:
+        return quantize_cached(args, lambda: client_run(args, timeout))
+    return client_run(args, timeout)
+
+
+def client_run(args, timeout=300):
     r = subprocess.run([sys.executable, os.path.join(CLIENTS, "llama.py")] + args, stdout=subprocess.PIPE,
                        stderr=subprocess.PIPE, timeout=timeout)
     if r.returncode != 0:
