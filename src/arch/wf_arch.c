@@ -604,8 +604,8 @@ static enum wf_err add_tensor(struct wf_arch_plan *pl, size_t cap, const char *n
 	t->src = src;
 	t->ndim = ndim;
 	uint64_t el = 1;
+	wf_shape_reverse(t->ne, shape, ndim);
 	for (uint32_t d = 0; d < ndim; d++) {
-		t->ne[d] = shape[ndim - 1 - d];
 		if (!wf_mul_ok(el, t->ne[d], &el))
 			return wf_fail(why, WF_ERR_UNSUP, "tensor %s: too many elements", name);
 	}

@@ -60,8 +60,7 @@ static enum wf_err any_tensor(const struct wf_model *m, size_t i, struct wf_arch
 	o->src = (int64_t)i;
 	o->ndim = t->ndim ? t->ndim : 1;
 	o->ne[0] = 1;
-	for (uint32_t d = 0; d < t->ndim; d++)
-		o->ne[d] = t->shape[t->ndim - 1 - d];
+	wf_shape_reverse(o->ne, t->shape, t->ndim);
 	if (!wf_mul_ok(t->nelems, es, &o->nbytes))
 		return wf_fail(why, WF_ERR_UNSUP, "tensor %s: too many bytes", wf_quote(q, sizeof q, t->name, t->name_len));
 	pl->n++;

@@ -25,45 +25,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Names llama-quantize never quantizes although they end in "weight"
- * (tensor_allows_quantization): substrings, then whole names. */
-static const char *const keep_sub[] = {
-	"_norm.weight", "ffn_gate_inp.weight", "ffn_gate_tid2eid.weight", "altup", "laurel",
-	"per_layer_model_proj", "ssm_conv1d", "shortconv.conv.weight", "indexer.k_proj.weight",
-	"indexer.q_proj.weight", "time_mix_first.weight", "time_mix_w0.weight", "time_mix_w1.weight",
-	"time_mix_w2.weight", "time_mix_v0.weight", "time_mix_v1.weight", "time_mix_v2.weight",
-	"time_mix_a0.weight", "time_mix_a1.weight", "time_mix_a2.weight", "time_mix_g1.weight",
-	"time_mix_g2.weight", "time_mix_decay_w1.weight", "time_mix_decay_w2.weight",
-	"time_mix_lerp_fused.weight", "attn_rel_b.weight", ".position_embd", "sam.pos_embd", "sam.neck.",
-	"sam.net_", ".rel_pos", ".patch_embd", ".patch_merger", "a.rvq.codebook", "mm.a.code_embd",
-};
-static const char *const keep_name[] = {"position_embd.weight", "token_types.weight"};
-
-bool wf_arch_quantizes(const char *name, const uint64_t *ne, uint32_t ndim)
-{
-	uint32_t nd = ndim;
-	while (nd > 1 && ne[nd - 1] <= 1) /* ggml_n_dims: outermost ne of 1 (or 0) do not count */
-		nd--;
-	size_t n = strlen(name);
-	if (nd < 2 || n < 6 || memcmp(name + n - 6, "weight", 6) != 0)
-		return false;
-	for (size_t i = 0; i < WF_ARRAY_LEN(keep_sub); i++)
-		if (strstr(name, keep_sub[i]))
-			return false;
-	for (size_t i = 0; i < WF_ARRAY_LEN(keep_name); i++)
-		if (strcmp(name, keep_name[i]) == 0)
-			return false;
-	return true;
-}
-
 /* Whether llama-quantize would give tensor t (a GGUF tensor) the file's type. */
 static bool allows_retype(const struct wf_tensor *t)
 {
 	uint64_t ne[4] = {1, 1, 1, 1};
 	if (t->ndim > 4)
 		return false;
-	for (uint32_t d = 0; d < t->ndim; d++)
-		ne[d] = t->shape[t->ndim - 1 - d];
+	wf_shape_reverse(ne, t->shape, t->ndim);
 	return wf_arch_quantizes(t->name, ne, t->ndim ? t->ndim : 1);
 }
 
@@ -129,8 +97,7 @@ static enum wf_err retype_tensor(const struct wf_tensor *t, size_t src, uint32_t
 	o->src = (int64_t)src;
 	o->ndim = t->ndim ? t->ndim : 1;
 	o->ne[0] = 1;
-	for (uint32_t d = 0; d < t->ndim; d++)
-		o->ne[d] = t->shape[t->ndim - 1 - d];
+	wf_shape_reverse(o->ne, t->shape, t->ndim);
 	o->type = retype ? want : (uint32_t)t->type;
 	o->vk = retype ? 0 : WF_VK_RAW;
 	o->validate = retype;

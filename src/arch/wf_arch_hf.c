@@ -825,8 +825,9 @@ static enum wf_err oss_put(struct hp *h, const struct wf_model *m, size_t i, siz
 	o->src = (int64_t)i;
 	o->ndim = ndim;
 	uint64_t nel = 1;
+	wf_shape_reverse(o->ne, shape, ndim);
 	for (uint32_t k = 0; k < ndim; k++)
-		o->ne[k] = shape[ndim - 1 - k], nel *= shape[ndim - 1 - k];
+		nel *= shape[k];
 	o->type = out_type(vk);
 	o->gather = (uint8_t)gather;
 	if (gather == WF_GATHER_T_PAIR || gather == WF_GATHER_PAIR) {
@@ -944,8 +945,7 @@ static enum wf_err plan_tensor(struct hp *h, const struct wf_model *m, size_t i,
 			       wf_quote(q, sizeof q, t->name, t->name_len), ty && ty->name ? ty->name : "?");
 	o->src = (int64_t)i;
 	o->ndim = t->ndim;
-	for (uint32_t k = 0; k < t->ndim; k++)
-		o->ne[k] = t->shape[t->ndim - 1 - k];
+	wf_shape_reverse(o->ne, t->shape, t->ndim);
 	if (qk) {
 		o->perm_heads = (uint64_t)(qk == 'q' ? d->heads : d->kv_heads);
 		o->perm_to_hf = true;

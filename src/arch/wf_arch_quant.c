@@ -138,6 +138,37 @@ enum wf_err wf_quant_hp_read(const struct wf_gguf_vals *v, struct wf_quant_hp *h
 
 /* ---------------------------------------------------------------- the rules */
 
+/* Names llama-quantize never quantizes although they end in "weight"
+ * (tensor_allows_quantization): substrings, then whole names. */
+static const char *const keep_sub[] = {
+	"_norm.weight", "ffn_gate_inp.weight", "ffn_gate_tid2eid.weight", "altup", "laurel",
+	"per_layer_model_proj", "ssm_conv1d", "shortconv.conv.weight", "indexer.k_proj.weight",
+	"indexer.q_proj.weight", "time_mix_first.weight", "time_mix_w0.weight", "time_mix_w1.weight",
+	"time_mix_w2.weight", "time_mix_v0.weight", "time_mix_v1.weight", "time_mix_v2.weight",
+	"time_mix_a0.weight", "time_mix_a1.weight", "time_mix_a2.weight", "time_mix_g1.weight",
+	"time_mix_g2.weight", "time_mix_decay_w1.weight", "time_mix_decay_w2.weight",
+	"time_mix_lerp_fused.weight", "attn_rel_b.weight", ".position_embd", "sam.pos_embd", "sam.neck.",
+	"sam.net_", ".rel_pos", ".patch_embd", ".patch_merger", "a.rvq.codebook", "mm.a.code_embd",
+};
+static const char *const keep_name[] = {"position_embd.weight", "token_types.weight"};
+
+bool wf_arch_quantizes(const char *name, const uint64_t *ne, uint32_t ndim)
+{
+	uint32_t nd = ndim;
+	while (nd > 1 && ne[nd - 1] <= 1) /* ggml_n_dims: outermost ne of 1 (or 0) do not count */
+		nd--;
+	size_t n = strlen(name);
+	if (nd < 2 || n < 6 || memcmp(name + n - 6, "weight", 6) != 0)
+		return false;
+	for (size_t i = 0; i < WF_ARRAY_LEN(keep_sub); i++)
+		if (strstr(name, keep_sub[i]))
+			return false;
+	for (size_t i = 0; i < WF_ARRAY_LEN(keep_name); i++)
+		if (strcmp(name, keep_name[i]) == 0)
+			return false;
+	return true;
+}
+
 enum cat { C_OTHER, C_OUTPUT, C_TOKEN_EMBD, C_QKV, C_KV_B, C_V, C_K, C_Q, C_ATTN_OUT, C_UP, C_GATE, C_DOWN };
 
 static enum cat category(const char *n)

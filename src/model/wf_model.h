@@ -146,4 +146,13 @@ struct wf_span {
 /* qsort order: by begin, then end, then tensor index. */
 int wf_span_cmp(const void *a, const void *b);
 
+/* A numpy shape (outermost first) as ggml's ne (innermost first), or back:
+ * the one reversal every translation between the two orders makes.  n
+ * values; dst and src must not overlap. */
+static inline void wf_shape_reverse(uint64_t *dst, const uint64_t *src, uint32_t n)
+{
+	for (uint32_t d = 0; d < n; d++)
+		dst[d] = src[n - 1 - d];
+}
+
 #endif
