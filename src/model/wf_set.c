@@ -124,7 +124,7 @@ static enum wf_err set_open(struct wf_set_loader *L, struct wf_model **out, cons
 	rc = wf_open_file(&m, arg, err);
 	if (rc != WF_OK)
 		goto done;
-	if (lstat(arg, &st) == 0 && S_ISLNK(st.st_mode) && !(m->parts[0].link = wf_set_join(L->dir, name))) {
+	if (lstat(arg, &st) == 0 && S_ISLNK(st.st_mode) && !(m->parts[0].link = wf_path_join(L->dir, name))) {
 		wf_model_free(m);
 		rc = wf_fail(err, WF_ERR_NOMEM, "out of memory");
 		goto done;

@@ -344,7 +344,7 @@ static enum wf_err add_sidecars(struct wf_set_loader *L, struct folder *f, struc
 		if (rc != WF_OK)
 			return wf_fail(L->err, rc, "%s", why);
 		s->name = strdup(f->e[i].name);
-		s->path = wf_set_join(L->dir, f->e[i].name);
+		s->path = wf_path_join(L->dir, f->e[i].name);
 		m->n_sidecars++;
 		if (!s->name || !s->path)
 			rc = WF_ERR_NOMEM;
@@ -406,7 +406,7 @@ enum wf_err wf_set_beside(struct wf_set_loader *L, struct wf_model *m)
  * wrong with it (else it is left empty). */
 static char *hub_snapshot(const char *dir, char *why)
 {
-	char *refs = wf_set_join(dir, "refs/main"), *snap = NULL;
+	char *refs = wf_path_join(dir, "refs/main"), *snap = NULL;
 	/* never blocks (a FIFO), and only a regular file is read */
 	int fd = refs ? open(refs, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK) : -1;
 	struct stat rst;
@@ -426,7 +426,7 @@ static char *hub_snapshot(const char *dir, char *why)
 		if (*rev && !strchr(rev, '/') && strcmp(rev, "..") != 0 && strcmp(rev, ".") != 0) {
 			char rel[160];
 			snprintf(rel, sizeof rel, "snapshots/%s", rev);
-			snap = wf_set_join(dir, rel);
+			snap = wf_path_join(dir, rel);
 		}
 	}
 	if (fp && !snap)
@@ -436,7 +436,7 @@ static char *hub_snapshot(const char *dir, char *why)
 	free(refs);
 	if (had_refs) /* refs/main decides, even when it names nothing usable */
 		return snap;
-	char *snaps = wf_set_join(dir, "snapshots");
+	char *snaps = wf_path_join(dir, "snapshots");
 	DIR *d = snaps ? opendir(snaps) : NULL;
 	struct dirent *de;
 	char *only = NULL;
@@ -446,7 +446,7 @@ static char *hub_snapshot(const char *dir, char *why)
 			continue;
 		several = only != NULL;
 		free(only);
-		only = several ? NULL : wf_set_join(snaps, de->d_name);
+		only = several ? NULL : wf_path_join(snaps, de->d_name);
 		if (several)
 			break;
 	}

@@ -272,7 +272,7 @@ enum wf_err wf_set_load_index(struct wf_set_loader *L, struct wf_set_index *ix, 
 	if (rc == WF_OK) {
 		(*out)->has_index_st = true;
 		(*out)->index_st = ix->st;
-		if (!((*out)->index_path = wf_set_join(L->dir, ix->name))) {
+		if (!((*out)->index_path = wf_path_join(L->dir, ix->name))) {
 			wf_model_free(*out);
 			*out = NULL;
 			rc = wf_fail(L->err, WF_ERR_NOMEM, "out of memory");

@@ -53,9 +53,6 @@ struct wf_set_index {
 /* Whether s ends in suffix, ignoring ASCII case. */
 bool wf_set_ends_with(const char *s, const char *suffix);
 
-/* "dir/name" in a new string; NULL when out of memory. */
-char *wf_set_join(const char *dir, const char *name);
-
 /* Says how many parts the set being opened has, before any is opened:
  * over the loader's map_cap, each part's mapping is dropped once its
  * header is parsed (wf_maps.h). */

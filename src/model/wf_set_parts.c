@@ -29,18 +29,6 @@ bool wf_set_ends_with(const char *s, const char *suffix)
 	return n >= k && strcasecmp(s + n - k, suffix) == 0;
 }
 
-char *wf_set_join(const char *dir, const char *name)
-{
-	size_t a = strlen(dir), b = strlen(name);
-	char *p = malloc(a + b + 2);
-	if (p) {
-		memcpy(p, dir, a);
-		p[a] = '/';
-		memcpy(p + a + 1, name, b + 1);
-	}
-	return p;
-}
-
 void wf_set_expect(struct wf_set_loader *L, uint64_t n_parts)
 {
 	L->lazy = n_parts > L->map_cap;
@@ -73,7 +61,7 @@ enum wf_err wf_set_open_part(struct wf_set_loader *L, const char *name, struct w
 {
 	char inner[WF_ERRLEN], qn[WF_QPATH];
 	*out = NULL;
-	char *path = wf_set_join(L->dir, name);
+	char *path = wf_path_join(L->dir, name);
 	if (!path)
 		return wf_fail(L->err, WF_ERR_NOMEM, "out of memory");
 	struct stat st;
@@ -118,7 +106,7 @@ enum wf_err wf_set_read_small(struct wf_set_loader *L, const char *name, uint64_
 {
 	char qb[WF_QPATH];
 	const char *qn = wf_quote_path(qb, sizeof qb, name); /* for messages */
-	char *path = wf_set_join(L->dir, name);
+	char *path = wf_path_join(L->dir, name);
 	if (!path)
 		return wf_fail(L->err, WF_ERR_NOMEM, "out of memory");
 	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
