@@ -31,7 +31,7 @@ import unicodedata
 
 import numpy as np
 
-from wf_harness import TMP, Fail, Mount, check, new_dir, run_cli, skip_or_fail
+from wf_harness import TMP, Fail, Mount, check, new_dir, run_cli, sha256_file, skip_or_fail
 
 CLIENTS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "clients")
 sys.path.insert(0, CLIENTS)
@@ -87,12 +87,8 @@ def quantize_cached(args, run):
                                                               "weightfs-test", "quantize")
     if where == "none":
         return run()
-    h = hashlib.sha256()
-    with open(args[1], "rb") as f:
-        for blk in iter(lambda: f.read(1 << 20), b""):
-            h.update(blk)
-    h.update(("\0" + "\0".join(args[3:]) + "\0" + llama_version()).encode())
-    hit = os.path.join(where, h.hexdigest() + ".gguf")
+    key = "\0".join([sha256_file(args[1])] + args[3:] + [llama_version()])
+    hit = os.path.join(where, hashlib.sha256(key.encode()).hexdigest() + ".gguf")
     if os.path.exists(hit):
         shutil.copyfile(hit, args[2])
         return ""

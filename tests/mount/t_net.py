@@ -13,7 +13,6 @@ ETag and If-Match as nginx does them.  Bytes sent are counted from the access
 log ($body_bytes_sent).
 """
 
-import hashlib
 import json
 import os
 import shutil
@@ -26,7 +25,7 @@ import time
 import numpy as np
 
 import wf_harness
-from wf_harness import Fail, Mount, check, new_dir, skip_or_fail
+from wf_harness import Fail, Mount, check, free_port, new_dir, sha256_file as sha256, skip_or_fail
 from st_file import st_bytes
 
 CLIENTS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "clients")
@@ -34,20 +33,6 @@ NGINX = "/usr/sbin/nginx"
 COMMIT = "0123456789abcdef0123456789abcdef01234567"
 TOKEN = "hf_good_token"
 STAGE = [None]  # the TMPDIR the daemons stage sources in: empty once they are gone
-
-
-def free_port():
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def sha256(path):
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for b in iter(lambda: f.read(1 << 20), b""):
-            h.update(b)
-    return h.hexdigest()
 
 
 def is_lfs(name):

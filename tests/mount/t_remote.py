@@ -16,7 +16,7 @@ import numpy as np
 
 from wf_harness import (
     ACTIVE, check, Errs, Fail, force_unmount, GGML, is_mounted, load_json, Mount,
-    MOUNT_TIMEOUT, mountinfo_points, new_dir, reset_signals, SEED, Skip, TMP)
+    free_port, MOUNT_TIMEOUT, mountinfo_points, new_dir, reset_signals, SEED, Skip, TMP)
 from wf_models import GGML_MAN, gguf_expected, split_set, write_file
 from wf_read import verify_bytes
 
@@ -44,13 +44,6 @@ from wf_read import verify_bytes
 RCLONE_MOUNT_OPTS = ["--read-only", "--vfs-cache-mode", "off", "--buffer-size", "1M",
                      "--vfs-read-chunk-size", "1M", "--low-level-retries", "2",
                      "--retries", "1", "--contimeout", "2s", "--timeout", "10s"]
-
-
-def free_port():
-    import socket
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def rclone_argv(*args):

@@ -123,6 +123,14 @@ def sha256_file(path):
     return h.hexdigest()
 
 
+def free_port():
+    """A TCP port on 127.0.0.1 nothing listens on now, for a server a test starts."""
+    import socket
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
 def load_json(path):
     with open(path, "rb") as f:
         return json.loads(f.read().decode("utf-8"))
