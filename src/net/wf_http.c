@@ -136,6 +136,24 @@ void wf_http_host(const char *url, char *out, size_t cap)
 	out[n] = '\0';
 }
 
+char *wf_http_escape(const char *s, bool keep_slash)
+{
+	size_t n = strlen(s);
+	char *out = malloc(n * 3 + 1), *o = out;
+	if (!out)
+		return NULL;
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+		if ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' ||
+		    c == '_' || c == '.' || c == '~' || (c == '/' && keep_slash))
+			*o++ = (char)c;
+		else
+			o += sprintf(o, "%%%02X", c);
+	}
+	*o = '\0';
+	return out;
+}
+
 /* What a write callback fills. */
 struct sink {
 	const struct wf_http_req *req;
@@ -247,6 +265,8 @@ static size_t on_header(char *line, size_t size, size_t n, void *u)
 		hvalue(v, vn, r->error_code, sizeof r->error_code);
 	else if (hname(line, len, "X-Error-Message", &v, &vn))
 		hvalue(v, vn, r->error_msg, sizeof r->error_msg);
+	else if (hname(line, len, "x-amz-bucket-region", &v, &vn))
+		hvalue(v, vn, r->region, sizeof r->region);
 	else if (hname(line, len, "X-Repo-Commit", &v, &vn))
 		hvalue(v, vn, r->repo_commit, sizeof r->repo_commit);
 	else if (hname(line, len, "X-Linked-Etag", &v, &vn))
@@ -297,7 +317,23 @@ static CURLcode attempt(CURL *h, const struct wf_http_req *req, struct wf_http_r
 	cu.easy_setopt(h, CURLOPT_HEADERDATA, &s);
 	/* no Accept-Encoding: a CDN may then drop Range (docs/remote.md) */
 	struct curl_slist *hd = NULL, *t;
-	char line[512];
+	char line[4200];
+	if (req->sigv4) {
+		/* libcurl 7.88 neither sends the payload hash S3 requires nor
+		 * knows session tokens; both go in as headers, so they are
+		 * signed too (docs/remote.md) */
+		cu.easy_setopt(h, CURLOPT_AWS_SIGV4, req->sigv4->provider);
+		cu.easy_setopt(h, CURLOPT_USERNAME, req->sigv4->key);
+		cu.easy_setopt(h, CURLOPT_PASSWORD, req->sigv4->secret);
+		cu.easy_setopt(h, CURLOPT_FOLLOWLOCATION, 0L);
+		if ((t = cu.slist_append(hd, "x-amz-content-sha256: UNSIGNED-PAYLOAD")))
+			hd = t;
+		if (req->sigv4->session[0]) {
+			snprintf(line, sizeof line, "x-amz-security-token: %s", req->sigv4->session);
+			if ((t = cu.slist_append(hd, line)))
+				hd = t;
+		}
+	}
 	if (req->token && *req->token) {
 		snprintf(line, sizeof line, "Authorization: Bearer %s", req->token);
 		if ((t = cu.slist_append(hd, line)))
@@ -364,6 +400,27 @@ static void backoff(unsigned n, long retry_after)
 		;
 }
 
+/* An XML error body's <NAME>text</NAME> into out (S3's <Error>). */
+static void xml_field(const uint8_t *b, size_t n, const char *name, char *out, size_t cap)
+{
+	char open[32];
+	int k = snprintf(open, sizeof open, "<%s>", name);
+	if (!b || n == 0 || n > (1u << 20))
+		return;
+	for (size_t i = 0; i + (size_t)k <= n; i++) {
+		if (memcmp(b + i, open, (size_t)k) != 0)
+			continue;
+		size_t s = i + (size_t)k, e = s;
+		while (e < n && b[e] != '<')
+			e++;
+		size_t m = e - s < cap - 1 ? e - s : cap - 1;
+		for (size_t j = 0; j < m; j++)
+			out[j] = b[s + j] >= 0x20 && b[s + j] < 0x7f ? (char)b[s + j] : '?';
+		out[m] = '\0';
+		return;
+	}
+}
+
 enum wf_err wf_http_do(void *hv, const struct wf_http_req *req, struct wf_http_resp *resp, char *err)
 {
 	memset(resp, 0, sizeof *resp);
@@ -387,6 +444,12 @@ enum wf_err wf_http_do(void *hv, const struct wf_http_req *req, struct wf_http_r
 	}
 	if (!hv)
 		cu.easy_cleanup(h);
+	if (rc == CURLE_OK && resp->status >= 300 && !resp->error_code[0]) {
+		const uint8_t *b = resp->body ? resp->body : req->out;
+		xml_field(b, resp->body_len, "Code", resp->error_code, sizeof resp->error_code);
+		if (!resp->error_msg[0])
+			xml_field(b, resp->body_len, "Message", resp->error_msg, sizeof resp->error_msg);
+	}
 	if (rc == CURLE_OK)
 		return WF_OK;
 	char q[256];

@@ -22,8 +22,16 @@ struct wf_http_conf {
 };
 extern struct wf_http_conf wf_http_conf;
 
+/* AWS Signature V4 (S3): libcurl signs each request with these. */
+struct wf_http_sigv4 {
+	char provider[96];      /* "aws:amz:REGION:s3" */
+	char key[256], secret[256];
+	char session[4096];     /* x-amz-security-token, empty for none */
+};
+
 struct wf_http_req {
 	const char *url;
+	const struct wf_http_sigv4 *sigv4; /* sign (and never follow redirects); NULL for none */
 	const char *token;      /* a bearer token, sent only to the URL's own host; NULL for none */
 	const char *if_match;   /* pinned ETag, quoted as the server gave it; NULL for none */
 	bool has_range;         /* Range: bytes=off-(off+len-1) */
@@ -42,8 +50,9 @@ struct wf_http_resp {
 	bool has_cr;            /* Content-Range: bytes a-b/total */
 	uint64_t cr_a, cr_b, cr_total;
 	char etag[160];
-	char error_code[64];    /* X-Error-Code (the Hub) */
-	char error_msg[256];    /* X-Error-Message */
+	char error_code[64];    /* X-Error-Code (the Hub), else an XML error body's <Code> (S3) */
+	char error_msg[256];    /* X-Error-Message, else <Message> */
+	char region[64];        /* x-amz-bucket-region (S3) */
 	char repo_commit[64];   /* X-Repo-Commit */
 	char linked_etag[160];  /* X-Linked-Etag */
 	int64_t linked_size;    /* X-Linked-Size, -1 when absent */
@@ -66,6 +75,11 @@ void wf_http_free(void *h);
  * came (any status: the caller judges it; resp->status), WF_ERR_IO that
  * none did (err says why).  The caller frees resp->body. */
 enum wf_err wf_http_do(void *h, const struct wf_http_req *req, struct wf_http_resp *resp, char *err);
+
+/* s percent-encoded as RFC 3986 and SigV4 want it (malloc'd; NULL when
+ * out of memory): only A-Z a-z 0-9 - _ . ~ stay bare, and '/' when
+ * keep_slash (a path, not one segment or a query value). */
+char *wf_http_escape(const char *s, bool keep_slash);
 
 /* The host[:port] of url in out (empty when it has none). */
 void wf_http_host(const char *url, char *out, size_t cap);

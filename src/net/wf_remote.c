@@ -26,6 +26,7 @@ enum { ABSENT, QUEUED, INFLIGHT, PRESENT };
 
 struct wf_robj {
 	char *url, *etag, *token;
+	struct wf_http_sigv4 *sig; /* S3: every request signed with this; NULL else */
 	char key[33];      /* the cache's name for this version of the object */
 	uint64_t size;
 	uint8_t *base;     /* the registered mapping, maplen bytes */
@@ -415,8 +416,8 @@ static void fail_notice(struct wf_robj *o, bool changed, const char *why)
 static bool fetch(struct worker *w, struct wf_robj *o, uint64_t c, bool *changed, char *why)
 {
 	uint64_t off = c * o->chunk, len = chunk_len(o, c);
-	struct wf_http_req rq = {.url = o->url, .token = o->token, .if_match = o->etag, .has_range = true,
-				 .off = off, .len = len, .out = w->buf, .cap = (size_t)len};
+	struct wf_http_req rq = {.url = o->url, .token = o->token, .sigv4 = o->sig, .if_match = o->etag,
+				 .has_range = true, .off = off, .len = len, .out = w->buf, .cap = (size_t)len};
 	struct wf_http_resp rs;
 	*changed = false;
 	enum wf_err rc = wf_http_do(w->curl, &rq, &rs, why);
@@ -588,12 +589,14 @@ static enum wf_err refusal(const struct wf_http_resp *rs, char *err)
 	return wf_fail(err, WF_ERR_IO, "HTTP %ld%s%s", rs->status, code[0] ? " " : "", code);
 }
 
-enum wf_err wf_robj_open(struct wf_robj **out, const char *url, const char *token, int64_t want_size, char *err)
+static enum wf_err open_obj(struct wf_robj **out, const char *url, const char *token,
+			    const struct wf_http_sigv4 *sig, int64_t want_size, char *err)
 {
 	*out = NULL;
-	/* the body into a buffer: a refusal's page is longer than the byte asked */
-	struct wf_http_req rq = {.url = url, .token = token, .has_range = true, .off = 0, .len = 1, .follow = true,
-				 .cap = 1u << 16};
+	/* the body into a buffer: a refusal's page is longer than the byte asked;
+	 * a signed request is never redirected (the signature names the region) */
+	struct wf_http_req rq = {.url = url, .token = token, .sigv4 = sig, .has_range = true, .off = 0, .len = 1,
+				 .follow = !sig, .cap = 1u << 16};
 	struct wf_http_resp rs;
 	enum wf_err rc = wf_http_do(NULL, &rq, &rs, err);
 	free(rs.body);
@@ -621,11 +624,13 @@ enum wf_err wf_robj_open(struct wf_robj **out, const char *url, const char *toke
 	/* a pre-signed URL elsewhere gets no token (huggingface_hub does the same) */
 	o->token = token && strcmp(h0, h1) == 0 ? strdup(token) : NULL;
 	o->size = size;
+	if (sig && (o->sig = malloc(sizeof *o->sig)))
+		*o->sig = *sig;
 	atomic_init(&o->changed, false);
 	if (o->etag)
 		cache_key(o, url);
-	if (!o->url || !o->etag || (token && strcmp(h0, h1) == 0 && !o->token)) {
-		free(o->url), free(o->etag), free(o->token), free(o);
+	if (!o->url || !o->etag || (token && strcmp(h0, h1) == 0 && !o->token) || (sig && !o->sig)) {
+		free(o->url), free(o->etag), free(o->token), free(o->sig), free(o);
 		return wf_fail(err, WF_ERR_NOMEM, "out of memory");
 	}
 	pthread_mutex_lock(&mu);
@@ -634,6 +639,17 @@ enum wf_err wf_robj_open(struct wf_robj **out, const char *url, const char *toke
 	pthread_mutex_unlock(&mu);
 	*out = o;
 	return WF_OK;
+}
+
+enum wf_err wf_robj_open(struct wf_robj **out, const char *url, const char *token, int64_t want_size, char *err)
+{
+	return open_obj(out, url, token, NULL, want_size, err);
+}
+
+enum wf_err wf_robj_open_signed(struct wf_robj **out, const char *url, const struct wf_http_sigv4 *sig,
+				int64_t want_size, char *err)
+{
+	return open_obj(out, url, NULL, sig, want_size, err);
 }
 
 const uint8_t *wf_robj_data(struct wf_robj *o, char *err)
@@ -742,7 +758,7 @@ void wf_remote_shutdown(void)
 		objs = o->next;
 		if (o->base)
 			munmap(o->base, o->maplen);
-		free(o->st), free(o->url), free(o->etag), free(o->token), free(o);
+		free(o->st), free(o->url), free(o->etag), free(o->token), free(o->sig), free(o);
 	}
 	free(queue), free(waiters), free(resident);
 	queue = NULL, waiters = NULL, resident = NULL;

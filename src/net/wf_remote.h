@@ -38,6 +38,7 @@
 #define WF_REMOTE_H
 
 #include "base/wf_common.h"
+#include "net/wf_http.h"
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -57,6 +58,11 @@ struct wf_robj;
  * size; want_size (or -1) must match.  err: one line. */
 enum wf_err wf_robj_open(struct wf_robj **out, const char *url, const char *token, int64_t want_size,
 			 char *err);
+
+/* wf_robj_open for an S3 object: every request (the pinning one and each
+ * chunk's) signed with sig (copied), never redirected. */
+enum wf_err wf_robj_open_signed(struct wf_robj **out, const char *url, const struct wf_http_sigv4 *sig,
+				int64_t want_size, char *err);
 
 /* The object's bytes (wf_robj_size of them), mapped on first call and for
  * the object's life; NULL with err set when the mapping cannot be made. */

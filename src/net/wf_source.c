@@ -1,7 +1,8 @@
-/* wf_source.c - hf:// and http(s):// sources staged as folders
+/* wf_source.c - hf://, s3:// and http(s):// sources staged as folders
  * (wf_source.h). */
 #include "net/wf_source.h"
 #include "net/wf_http.h"
+#include "net/wf_s3.h"
 
 #include <cjson/cJSON.h>
 #include <ctype.h>
@@ -33,10 +34,17 @@ static struct staged *reg;
 static size_t n_reg;
 static char *root;    /* the staging folder */
 static char *token;
+static struct wf_http_sigv4 *s3sig; /* an s3:// source's signature: every object's requests */
+
+/* Opens a staged object with the source's credentials. */
+static enum wf_err open_staged(struct wf_robj **o, const char *url, int64_t size, char *err)
+{
+	return s3sig ? wf_robj_open_signed(o, url, s3sig, size, err) : wf_robj_open(o, url, token, size, err);
+}
 
 bool wf_source_is_remote(const char *name)
 {
-	return strncmp(name, "hf://", 5) == 0 || strncmp(name, "https://", 8) == 0 ||
+	return strncmp(name, "hf://", 5) == 0 || strncmp(name, "s3://", 5) == 0 || strncmp(name, "https://", 8) == 0 ||
 	       strncmp(name, "http://", 7) == 0;
 }
 
@@ -59,24 +67,6 @@ static bool is_skipped(const char *path)
 			return true;
 	}
 	return false;
-}
-
-/* s percent-encoded (malloc'd); '/' kept unless seg (one path segment). */
-static char *encode(const char *s, bool seg)
-{
-	size_t n = strlen(s);
-	char *out = malloc(n * 3 + 1), *o = out;
-	if (!out)
-		return NULL;
-	for (; *s; s++) {
-		unsigned char c = (unsigned char)*s;
-		if (isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~' || (c == '/' && !seg))
-			*o++ = (char)c;
-		else
-			o += sprintf(o, "%%%02X", c);
-	}
-	*o = '\0';
-	return out;
 }
 
 /* HF_TOKEN, else the token file (huggingface_hub's order, docs/remote.md). */
@@ -296,7 +286,7 @@ static enum wf_err resolve_rev(struct hub *h, char *err)
 	if (strlen(h->rev) == 40 && strspn(h->rev, "0123456789abcdef") == 40) {
 		snprintf(h->sha, sizeof h->sha, "%s", h->rev); /* a commit already */
 	}
-	char *rv = encode(h->rev, true), url[4096];
+	char *rv = wf_http_escape(h->rev, false), url[4096];
 	if (!rv)
 		return wf_fail(err, WF_ERR_NOMEM, "out of memory");
 	snprintf(url, sizeof url, "%s/api/models/%s/revision/%s", h->ep, h->repo, rv);
@@ -340,7 +330,7 @@ static enum wf_err stage_entry(const struct hub *h, const cJSON *e, size_t *n_fi
 	bool weight = is_weight(p);
 	if (!weight && (is_skipped(p) || sz > SMALL_MAX))
 		return WF_OK;
-	char *ep = encode(p, false), url[8192];
+	char *ep = wf_http_escape(p, true), url[8192];
 	if (!ep)
 		return wf_fail(err, WF_ERR_NOMEM, "out of memory");
 	snprintf(url, sizeof url, "%s/%s/resolve/%s/%s", h->ep, h->repo, h->sha, ep);
@@ -416,7 +406,7 @@ static void *pin_loop(void *u)
 		pthread_mutex_unlock(&pn->mu);
 		if (i >= n_reg)
 			return NULL;
-		if (!reg[i].o && wf_robj_open(&reg[i].o, reg[i].url, token, reg[i].size, pn->why[i]) != WF_OK)
+		if (!reg[i].o && open_staged(&reg[i].o, reg[i].url, reg[i].size, pn->why[i]) != WF_OK)
 			reg[i].o = NULL;
 		else
 			pn->why[i][0] = '\0';
@@ -425,7 +415,7 @@ static void *pin_loop(void *u)
 
 /* Pins what the listing staged; a gated or missing file refuses the mount
  * (the first in listing order says why). */
-static enum wf_err pin_all(const struct hub *h, char *err)
+static enum wf_err pin_all(const char *label, char *err)
 {
 	struct pin pn = {.next = 0, .why = calloc(n_reg ? n_reg : 1, WF_ERRLEN)};
 	if (!pn.why)
@@ -445,7 +435,7 @@ static enum wf_err pin_all(const struct hub *h, char *err)
 		if (!reg[i].o) {
 			const char *rel = strstr(reg[i].url, "/resolve/");
 			rel = rel ? strchr(rel + 9, '/') : NULL;
-			rc = wf_fail(err, WF_ERR_IO, "%s: %s: %s", h->repo, rel ? rel + 1 : reg[i].url, pn.why[i]);
+			rc = wf_fail(err, WF_ERR_IO, "%s: %s: %s", label, rel ? rel + 1 : reg[i].url, pn.why[i]);
 		}
 	free(pn.why);
 	return rc;
@@ -465,7 +455,7 @@ static enum wf_err stage_hf(const char *src, char **local, char *err)
 	if ((rc = resolve_rev(&h, err)) != WF_OK || (rc = make_root(err)) != WF_OK)
 		return rc;
 	size_t n = 0;
-	if ((rc = stage_tree(&h, &n, err)) != WF_OK || (rc = pin_all(&h, err)) != WF_OK)
+	if ((rc = stage_tree(&h, &n, err)) != WF_OK || (rc = pin_all(h.repo, err)) != WF_OK)
 		return rc;
 	if (n == 0)
 		return wf_fail(err, WF_ERR_IO, "%s has no model files%s%s at %s", h.repo, h.sub[0] ? " under " : "",
@@ -480,6 +470,118 @@ static enum wf_err stage_hf(const char *src, char **local, char *err)
 	return WF_OK;
 }
 
+/* ---- s3:// ---- */
+
+#define S3_KEYS_MAX 100000 /* objects listed under one prefix at most */
+
+struct s3_walk {
+	const struct wf_s3 *s3;
+	const char *prefix; /* the folder's, ending in '/' */
+	const char *dir;    /* the staged folder's name */
+	size_t n_files, n_seen;
+};
+
+/* One object of the prefix's listing: a weight file becomes a
+ * placeholder (pinned after the listing), a small file is fetched whole
+ * at the ETag listed, anything else is left out as for the Hub. */
+static enum wf_err stage_obj(void *u, const struct wf_s3_obj *ob, char *err)
+{
+	struct s3_walk *w = u;
+	size_t pl = strlen(w->prefix);
+	const char *rel = ob->key + pl;
+	w->n_seen++;
+	if (strncmp(ob->key, w->prefix, pl) != 0 || !*rel || rel[strlen(rel) - 1] == '/')
+		return WF_OK; /* a folder marker, or outside the prefix */
+	if (rel[0] == '/' || strstr(rel, "//") || strcmp(rel, "..") == 0 || strncmp(rel, "../", 3) == 0 ||
+	    strstr(rel, "/../") || (strlen(rel) >= 3 && strcmp(rel + strlen(rel) - 3, "/..") == 0))
+		return wf_fail(err, WF_ERR_FORMAT, "the key %s is no path inside the folder", ob->key);
+	bool weight = is_weight(rel);
+	if (!weight && (is_skipped(rel) || ob->size > SMALL_MAX))
+		return WF_OK;
+	char url[8192], lrel[4096];
+	wf_s3_object_url(w->s3, ob->key, url, sizeof url);
+	snprintf(lrel, sizeof lrel, "%s/%s", w->dir, rel);
+	w->n_files++;
+	if (weight)
+		return add_placeholder(lrel, url, (int64_t)ob->size, NULL, err);
+	struct wf_http_req rq = {.url = url, .sigv4 = s3sig, .if_match = ob->etag[0] ? ob->etag : NULL,
+				 .cap = SMALL_MAX};
+	struct wf_http_resp r;
+	enum wf_err rc = wf_http_do(NULL, &rq, &r, err);
+	if (rc == WF_OK && r.status != 200)
+		rc = r.status == 412 ? wf_fail(err, WF_ERR_IO, "%s changed while it was listed", ob->key)
+				     : wf_s3_refusal(w->s3, &r, ob->key, err);
+	else if (rc == WF_OK && r.body_len != ob->size)
+		rc = wf_fail(err, WF_ERR_IO, "%s came %zu bytes, listed %llu", ob->key, r.body_len,
+			     (unsigned long long)ob->size);
+	if (rc == WF_OK)
+		rc = write_file(lrel, r.body ? r.body : (const uint8_t *)"", r.body_len, err);
+	free(r.body);
+	return rc;
+}
+
+/* s3://BUCKET/KEY: one object, named as its key's last part. */
+static enum wf_err stage_s3_object(const struct wf_s3 *s3, char **local, char *err)
+{
+	char url[8192];
+	wf_s3_object_url(s3, s3->key, url, sizeof url);
+	struct wf_robj *o;
+	enum wf_err rc = open_staged(&o, url, -1, err);
+	if (rc != WF_OK)
+		return rc;
+	const char *b = strrchr(s3->key, '/');
+	b = b ? b + 1 : s3->key;
+	if ((!root && (rc = make_root(err)) != WF_OK) ||
+	    (rc = add_placeholder(b, url, (int64_t)wf_robj_size(o), o, err)) != WF_OK)
+		return rc;
+	*local = local_path(b);
+	return *local ? WF_OK : wf_fail(err, WF_ERR_NOMEM, "out of memory");
+}
+
+/* s3://BUCKET[/PREFIX[/]]: the objects under PREFIX/ as a folder; a KEY
+ * with nothing under KEY/ is one object. */
+static enum wf_err stage_s3(const char *src, char **local, char *err)
+{
+	struct wf_s3 s3;
+	enum wf_err rc = wf_s3_init(&s3, src, err);
+	if (rc != WF_OK)
+		return rc;
+	if (!s3.anonymous && !(s3sig = malloc(sizeof *s3sig)))
+		return wf_fail(err, WF_ERR_NOMEM, "out of memory");
+	if (s3sig)
+		*s3sig = s3.sig;
+	char prefix[1100], dir[1100];
+	size_t kl = strlen(s3.key);
+	snprintf(prefix, sizeof prefix, "%s%s", s3.key, kl && s3.key[kl - 1] != '/' ? "/" : "");
+	/* the folder's name: the prefix's last part, else the bucket's */
+	snprintf(dir, sizeof dir, "%s", prefix);
+	size_t dl = strlen(dir);
+	while (dl && dir[dl - 1] == '/')
+		dir[--dl] = '\0';
+	const char *name = strrchr(dir, '/') ? strrchr(dir, '/') + 1 : dl ? dir : s3.bucket;
+	char dname[300];
+	snprintf(dname, sizeof dname, "%s", name);
+	if ((rc = make_root(err)) != WF_OK)
+		return rc;
+	struct s3_walk w = {.s3 = &s3, .prefix = prefix, .dir = dname};
+	if ((rc = wf_s3_list(&s3, prefix, S3_KEYS_MAX, stage_obj, &w, err)) != WF_OK)
+		return rc;
+	if (w.n_seen == 0 && kl && s3.key[kl - 1] != '/')
+		return stage_s3_object(&s3, local, err);
+	if (w.n_files == 0)
+		return wf_fail(err, WF_ERR_IO, "no model files under %s%s", prefix[0] ? prefix : "the bucket",
+			       w.n_seen ? "" : " (no objects at all)");
+	char label[1400];
+	snprintf(label, sizeof label, "s3://%s/%s", s3.bucket, prefix);
+	if ((rc = pin_all(label, err)) != WF_OK)
+		return rc;
+	size_t k = strlen(root) + strlen(dname) + 2;
+	if (!(*local = malloc(k)))
+		return wf_fail(err, WF_ERR_NOMEM, "out of memory");
+	snprintf(*local, k, "%s/%s", root, dname);
+	return WF_OK;
+}
+
 enum wf_err wf_source_stage(const char *src, char **local, char *err)
 {
 	*local = NULL;
@@ -487,7 +589,9 @@ enum wf_err wf_source_stage(const char *src, char **local, char *err)
 	if (rc != WF_OK)
 		return rc;
 	pthread_mutex_lock(&mu);
-	rc = strncmp(src, "hf://", 5) == 0 ? stage_hf(src, local, err) : stage_url(src, local, err);
+	rc = strncmp(src, "hf://", 5) == 0   ? stage_hf(src, local, err)
+	     : strncmp(src, "s3://", 5) == 0 ? stage_s3(src, local, err)
+					     : stage_url(src, local, err);
 	pthread_mutex_unlock(&mu);
 	/* gone at exit, whoever exits: a command, or the mount's daemon (the
 	 * parent of its fork leaves by _exit, which runs no handler) */
@@ -512,7 +616,7 @@ enum wf_err wf_source_open(const char *path, struct wf_robj **out, char *err)
 		if (s->dev != st.st_dev || s->ino != st.st_ino)
 			continue;
 		if (!s->o)
-			rc = wf_robj_open(&s->o, s->url, token, s->size, err);
+			rc = open_staged(&s->o, s->url, s->size, err);
 		*out = s->o;
 		break;
 	}
@@ -545,4 +649,6 @@ void wf_source_cleanup(void)
 	n_reg = 0;
 	free(token);
 	token = NULL;
+	free(s3sig);
+	s3sig = NULL;
 }
