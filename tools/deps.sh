@@ -25,6 +25,10 @@ if [ "$what" = test ]; then
 	need_cmd rclone rclone
 	# the net mount tests: a hub-shaped server on loopback (tests/mount/t_net.py)
 	[ -x /usr/sbin/nginx ] || missing+=(nginx)
+	# the s3 mount tests: Ceph's RADOS Gateway on loopback (tests/mount/wf_rgw.py)
+	need_cmd ceph-mon ceph-mon
+	need_cmd ceph-osd ceph-osd
+	need_cmd radosgw radosgw
 	# which write path convert took (copy_file_range or its fallback)
 	need_cmd strace strace
 	# the desktop mount tests: content types as a file manager sees them

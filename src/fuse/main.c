@@ -239,7 +239,7 @@ static void usage(const char *prog)
 	       "                           (desktops then show their type; see weightfs(1))\n"
 	       "       read_ahead_kb=N     the kernel's read-ahead on the mount, in KiB (default 512\n"
 	       "                           when run as root; 0 keeps the kernel's own, 128)\n"
-	       "       remote_chunk=N      hf:// and https:// models: bytes per ranged GET (4M)\n"
+	       "       remote_chunk=N      hf://, s3:// and https:// models: bytes per ranged GET (4M)\n"
 	       "       remote_streams=N    ranged GETs in flight (4)\n"
 	       "       remote_mem=N        fetched bytes kept in memory at most (256M)\n"
 	       "       cache=DIR           keep fetched chunks in DIR across mounts (docs/remote.md)\n"

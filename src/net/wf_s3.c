@@ -120,9 +120,9 @@ static enum wf_err credentials(struct wf_s3 *s, const struct files *fl, bool *ha
 	bool hk = profile_get(fl, "aws_access_key_id", s->sig.key, sizeof s->sig.key, had);
 	bool hs = profile_get(fl, "aws_secret_access_key", s->sig.secret, sizeof s->sig.secret, had);
 	if (hk != hs)
-		return wf_fail(err, WF_ERR_IO, "profile %s has aws_%s_key%s but not aws_%s_key%s", fl->profile,
-			       hk ? "access" : "secret", hk ? "_id" : "_access", hk ? "secret" : "access",
-			       hk ? "_access" : "_id");
+		return wf_fail(err, WF_ERR_IO, "profile %s has %s but not %s", fl->profile,
+			       hk ? "aws_access_key_id" : "aws_secret_access_key",
+			       hk ? "aws_secret_access_key" : "aws_access_key_id");
 	if (!hk) {
 		s->anonymous = true;
 		snprintf(s->cred_from, sizeof s->cred_from, "nowhere: requests go unsigned");

@@ -62,13 +62,16 @@ memstore device bytes = {mem}
 rgw frontends = beast endpoint=127.0.0.1:{rgw_port}
 rgw data = {d}/rgw
 rgw dns name = 127.0.0.1
+rgw max listing results = {max_list}
 """
 
 
 class Rgw:
     """One-node Ceph with radosgw; .endpoint, .key and .secret once started."""
 
-    def __init__(self, mem=1 << 30):
+    def __init__(self, mem=1 << 30, max_list=1000):
+        """max_list: keys per listing page at most, whatever a client asks (a small value makes a
+        folder of a few files need continuation)."""
         self.dir = new_dir("rgw-")
         self.mon_port, self.rgw_port = free_port(), free_port()
         self.conf = os.path.join(self.dir, "ceph.conf")
@@ -79,7 +82,7 @@ class Rgw:
             os.makedirs(os.path.join(self.dir, sub), exist_ok=True)
         with open(self.conf, "w") as f:
             f.write(CONF.format(fsid=uuid.uuid4(), mon_port=self.mon_port, rgw_port=self.rgw_port,
-                                d=self.dir, mem=mem))
+                                d=self.dir, mem=mem, max_list=max_list))
         with open(os.path.join(self.dir, "keyring"), "w"):
             pass
 

@@ -1,0 +1,237 @@
+"""Group s3: s3:// sources (src/net/wf_s3.c, docs/remote.md) against Ceph's
+RADOS Gateway, started here on loopback from Debian's packages (wf_rgw.py):
+a store that checks SigV4 signatures, ETags and If-Match for real.  The test
+objects are uploaded with rclone, a client people use.  The gateway lists at
+most 7 keys a page, so every folder needs the listing's continuation.
+"""
+
+import os
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+
+import wf_harness
+import wf_rgw
+from wf_harness import Fail, Mount, check, new_dir, skip_or_fail
+from t_net import make_models, same_trees, refused
+
+AWS_KEYS = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_REGION", "AWS_DEFAULT_REGION",
+            "AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3", "AWS_PROFILE", "AWS_DEFAULT_PROFILE", "AWS_CONFIG_FILE",
+            "AWS_SHARED_CREDENTIALS_FILE", "AWS_IGNORE_CONFIGURED_ENDPOINT_URLS", "AWS_CA_BUNDLE")
+
+
+def rclone(rgw, *args, acl=None):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
+    extra = ["--s3-acl", acl, "--s3-bucket-acl", acl] if acl else []
+    r = subprocess.run(["rclone", "--retries", "2", "--low-level-retries", "2"] + extra + list(args),
+                       stdin=subprocess.DEVNULL, capture_output=True, env=env, timeout=300)
+    if r.returncode != 0:
+        raise Fail("rclone %s: exit %d: %s" % (args[0], r.returncode, r.stderr.decode(errors="replace")[-400:]))
+
+
+class Env:
+    """The process environment for one check: the AWS settings given, none of the machine's."""
+
+    def __init__(self, **kw):
+        self.kw = kw
+
+    def __enter__(self):
+        self.saved = {k: os.environ.get(k) for k in set(AWS_KEYS) | set(self.kw) | {"HOME"}}
+        for k in AWS_KEYS:
+            os.environ.pop(k, None)
+        os.environ["HOME"] = self.kw.pop("HOME", None) or new_dir("home-")
+        for k, v in self.kw.items():
+            os.environ[k] = v
+        return self
+
+    def __exit__(self, *a):
+        for k, v in self.saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+def group_s3():
+    if not wf_rgw.available():
+        skip_or_fail("no radosgw (apt-get install ceph-mon ceph-osd radosgw)")
+    if not shutil.which("rclone"):
+        skip_or_fail("no rclone (apt-get install rclone)")
+    base = new_dir("s3models-")
+    models = {}
+
+    def build():
+        models["tiny"], models["gg"], models["big"], models["chg"] = make_models(base)
+    if not check("s3: test models made", build):
+        return
+    rgw = wf_rgw.Rgw(max_list=7)
+    stage = new_dir("stage-")
+    saved = {k: os.environ.get(k) for k in ("TMPDIR", "XDG_CACHE_HOME")}
+    try:
+        if not check("s3: radosgw started (mon, osd on memstore, beast)", rgw.start):
+            return
+        os.environ["TMPDIR"] = stage
+        os.environ["XDG_CACHE_HOME"] = new_dir("xdg-")
+
+        def upload():
+            rem = rgw.rclone_remote()
+            rclone(rgw, "mkdir", rem + "models")
+            rclone(rgw, "copy", models["tiny"], rem + "models/team/Tiny-Llama")
+            rclone(rgw, "copy", models["gg"], rem + "models/gg")
+            rclone(rgw, "copy", models["chg"], rem + "models/chg")
+            rclone(rgw, "copy", models["gg"], rem + "pub/gg", acl="public-read")
+            # the model's files after 14 others in key order: only a listing
+            # that follows its continuation (7 keys a page here) finds them
+            paged = models["paged"] = os.path.join(base, "paged")
+            shutil.copytree(models["tiny"], paged)
+            for i in range(14):
+                with open(os.path.join(paged, "a%02d-notes.md" % i), "w") as f:
+                    f.write("notes %d\n" % i)
+            rclone(rgw, "copy", paged, rem + "models/paged")
+            return "%d files" % sum(len(fs) for _, _, fs in os.walk(base))
+        if not check("s3: test objects uploaded with rclone", upload):
+            return
+        run_checks(rgw, models)
+    finally:
+        rgw.stop()
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+    def staged_gone():
+        left = os.listdir(stage)
+        if left:
+            raise Fail("staging folders left behind: %s" % left[:5])
+    check("s3: every daemon removed its staging folder", staged_gone)
+
+    def stopped():
+        if os.path.exists(rgw.dir):
+            raise Fail("the gateway's folder %s is left behind" % rgw.dir)
+    check("s3: radosgw stopped, nothing left", stopped)
+
+
+def keys(rgw, **kw):
+    return Env(AWS_ACCESS_KEY_ID=rgw.key, AWS_SECRET_ACCESS_KEY=rgw.secret, AWS_ENDPOINT_URL=rgw.endpoint, **kw)
+
+
+def run_checks(rgw, models):
+    def folder():
+        with keys(rgw), Mount(models["tiny"]) as lm, Mount("s3://models/team/Tiny-Llama/") as rm:
+            return same_trees(lm.mp, rm.mp)
+    check("s3: a sharded safetensors folder (prefix/) = the local mount, every file", folder)
+
+    def paged():
+        with keys(rgw), Mount(models["paged"]) as lm, Mount("s3://models/paged/") as rm:
+            return same_trees(lm.mp, rm.mp) + ", %d objects listed 7 a page" % len(os.listdir(models["paged"]))
+    check("s3: a folder whose listing takes 3 pages (continuation) = the local mount", paged)
+
+    def folder_noslash():
+        with keys(rgw), Mount(models["gg"]) as lm, Mount("s3://models/gg") as rm:
+            return same_trees(lm.mp, rm.mp)
+    check("s3: a prefix without its slash is the folder", folder_noslash)
+
+    def one_object():
+        with keys(rgw), Mount(os.path.join(models["gg"], "demo-llama.gguf")) as lm, \
+                Mount("s3://models/gg/demo-llama.gguf") as rm:
+            return same_trees(lm.mp, rm.mp)
+    check("s3: one object = the local mount of the file", one_object)
+
+    def profile():
+        home = new_dir("home-")
+        os.makedirs(os.path.join(home, ".aws"))
+        with open(os.path.join(home, ".aws", "credentials"), "w") as f:
+            f.write("[default]\naws_access_key_id = WRONG\naws_secret_access_key = wrong\n\n"
+                    "# the team's\n[dev]\naws_access_key_id = %s\naws_secret_access_key=%s\n" % (rgw.key, rgw.secret))
+        with open(os.path.join(home, ".aws", "config"), "w") as f:
+            f.write("[default]\nregion = eu-west-1\n[profile dev]\nregion = us-east-1\nendpoint_url = %s/\n"
+                    % rgw.endpoint)
+        with Env(HOME=home, AWS_PROFILE="dev"), Mount(models["gg"]) as lm, Mount("s3://models/gg/") as rm:
+            return same_trees(lm.mp, rm.mp)
+    check("s3: credentials, region and endpoint from ~/.aws (AWS_PROFILE=dev)", profile)
+
+    def anonymous():
+        with Env(AWS_ENDPOINT_URL=rgw.endpoint), Mount(models["gg"]) as lm, Mount("s3://pub/gg/") as rm:
+            return same_trees(lm.mp, rm.mp)
+    check("s3: a public bucket, no credentials: unsigned requests", anonymous)
+
+    def commands():
+        out = []
+        with keys(rgw):
+            for cmd in (["ls"], ["info"], ["cat", "output_norm.weight"], ["stats", "output_norm.weight"]):
+                got = {}
+                for src in ("s3://models/gg/", models["gg"]):
+                    r = subprocess.run([wf_harness.BIN, cmd[0], src] + cmd[1:], stdin=subprocess.DEVNULL,
+                                       capture_output=True, timeout=60)
+                    if r.returncode != 0:
+                        raise Fail("weightfs %s %s: exit %d: %s" % (cmd[0], src, r.returncode, r.stderr[:300]))
+                    got[src] = r.stdout
+                if got["s3://models/gg/"] != got[models["gg"]] or not got[models["gg"]]:
+                    raise Fail("weightfs %s: s3:// and the local folder print different things" % cmd[0])
+                out.append(cmd[0])
+        return ", ".join(out) + " identical"
+    check("s3: commands take s3:// (ls, info, cat, stats = the local folder's)", commands)
+
+    refusals = [
+        ("a wrong secret", dict(AWS_SECRET_ACCESS_KEY="wrong-secret"), "s3://models/gg/", "SignatureDoesNotMatch"),
+        ("an unknown key id", dict(AWS_ACCESS_KEY_ID="NOSUCHKEY"), "s3://models/gg/", "does not know the access key"),
+        ("no such bucket", {}, "s3://nobucket/gg/", "no bucket nobucket"),
+        ("an empty prefix", {}, "s3://models/nothing/", "no model files under nothing/"),
+        ("no such object", {}, "s3://models/gg/none.gguf", "NoSuchKey"),
+        ("a private bucket without credentials", dict(AWS_ACCESS_KEY_ID="", AWS_SECRET_ACCESS_KEY=""),
+         "s3://models/gg/", "no AWS credentials were found"),
+        ("a key id without its secret", dict(AWS_SECRET_ACCESS_KEY=""), "s3://models/gg/",
+         "AWS_ACCESS_KEY_ID is set but AWS_SECRET_ACCESS_KEY is not"),
+        ("a malformed source", {}, "s3://", "not an S3 source"),
+        ("a bad bucket name", {}, "s3://bad%20bucket/x", "not an S3 bucket name"),
+        ("a missing profile", dict(AWS_PROFILE="nosuch", AWS_ACCESS_KEY_ID="", AWS_SECRET_ACCESS_KEY=""),
+         "s3://models/gg/", "the AWS profile nosuch is in neither"),
+    ]
+    for what, kw, src, want in refusals:
+        def one(kw=kw, src=src, want=want):
+            with keys(rgw) as e:
+                for k, v in kw.items():
+                    if v:
+                        os.environ[k] = v
+                    else:
+                        os.environ.pop(k, None)
+                return refused(src, want)
+        check("s3: refused with one line: %s" % what, one)
+
+    def changed():
+        rem = rgw.rclone_remote()
+        with keys(rgw), Mount("s3://models/chg/", opts=["-o", "remote_chunk=64K", "-o", "cache=none"]) as rm:
+            with open(rm.path("t00"), "rb") as f:
+                first = np.frombuffer(f.read(), dtype=np.float32)
+            if first.size != 256 * 1024:
+                raise Fail("t00 read %d floats" % first.size)
+            newdir = new_dir("chg2-")
+            data = bytearray(open(os.path.join(models["chg"], "model.safetensors"), "rb").read())
+            for i in range(len(data) - 1, len(data) - 4000000, -1):
+                data[i] ^= 0x55
+            with open(os.path.join(newdir, "model.safetensors"), "wb") as f:
+                f.write(data)
+            rclone(rgw, "copyto", os.path.join(newdir, "model.safetensors"), rem + "models/chg/model.safetensors")
+            try:
+                with open(rm.path("t07"), "rb") as f:
+                    f.read()
+            except OSError as e:
+                if e.errno != 5:
+                    raise Fail("t07: %s, want EIO" % e)
+            else:
+                raise Fail("t07 of an object replaced in the store read without an error")
+            if "changed on the server" not in rm.stderr():
+                raise Fail("no notice on stderr: %r" % rm.stderr()[-300:])
+            try:
+                with open(rm.path("t00"), "rb") as f:
+                    again = np.frombuffer(f.read(), dtype=np.float32)
+                if not np.array_equal(first, again):
+                    raise Fail("t00 read again gave other bytes")
+            except OSError as e:
+                if e.errno != 5:
+                    raise Fail("t00 again: %s, want its bytes or EIO" % e)
+        return "EIO (If-Match refused by the store) and one notice; t00 again its bytes or EIO"
+    check("s3: an object replaced in the store under the mount: EIO, never other bytes", changed)
