@@ -27,19 +27,35 @@ struct staged {
 	char *url;
 	int64_t size;
 	struct wf_robj *o;
+	const char *token;                 /* its source's credentials (kept until cleanup) */
+	const struct wf_http_sigv4 *sig;
 };
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static struct staged *reg;
 static size_t n_reg;
-static char *root;    /* the staging folder */
+/* The source being staged (under mu): its folder and credentials.  Once
+ * staged they are kept (the kept list) until cleanup, so a process may
+ * stage several sources (diff hf://a s3://b/) each with its own. */
+static char *root;
 static char *token;
 static struct wf_http_sigv4 *s3sig; /* an s3:// source's signature: every object's requests */
+static struct kept {
+	char *root, *token;
+	struct wf_http_sigv4 *sig;
+} *kept;
+static size_t n_kept;
 
-/* Opens a staged object with the source's credentials. */
-static enum wf_err open_staged(struct wf_robj **o, const char *url, int64_t size, char *err)
+static enum wf_err open_with(struct wf_robj **o, const char *url, int64_t size, const char *tok,
+			     const struct wf_http_sigv4 *sig, char *err)
 {
-	return s3sig ? wf_robj_open_signed(o, url, s3sig, size, err) : wf_robj_open(o, url, token, size, err);
+	return sig ? wf_robj_open_signed(o, url, sig, size, err) : wf_robj_open(o, url, tok, size, err);
+}
+
+/* Opens a staged object with its source's credentials. */
+static enum wf_err open_staged(struct staged *st, char *err)
+{
+	return open_with(&st->o, st->url, st->size, st->token, st->sig, err);
 }
 
 bool wf_source_is_remote(const char *name)
@@ -168,7 +184,8 @@ static enum wf_err add_placeholder(const char *rel, const char *url, int64_t siz
 	if (!r)
 		return wf_fail(err, WF_ERR_NOMEM, "out of memory");
 	reg = r;
-	reg[n_reg] = (struct staged){.dev = st.st_dev, .ino = st.st_ino, .url = strdup(url), .size = size, .o = o};
+	reg[n_reg] = (struct staged){.dev = st.st_dev, .ino = st.st_ino, .url = strdup(url), .size = size, .o = o,
+				     .token = token, .sig = s3sig};
 	if (!reg[n_reg].url)
 		return wf_fail(err, WF_ERR_NOMEM, "out of memory");
 	n_reg++;
@@ -406,7 +423,7 @@ static void *pin_loop(void *u)
 		pthread_mutex_unlock(&pn->mu);
 		if (i >= n_reg)
 			return NULL;
-		if (!reg[i].o && open_staged(&reg[i].o, reg[i].url, reg[i].size, pn->why[i]) != WF_OK)
+		if (!reg[i].o && open_staged(&reg[i], pn->why[i]) != WF_OK)
 			reg[i].o = NULL;
 		else
 			pn->why[i][0] = '\0';
@@ -526,7 +543,7 @@ static enum wf_err stage_s3_object(const struct wf_s3 *s3, char **local, char *e
 	char url[8192];
 	wf_s3_object_url(s3, s3->key, url, sizeof url);
 	struct wf_robj *o;
-	enum wf_err rc = open_staged(&o, url, -1, err);
+	enum wf_err rc = open_with(&o, url, -1, NULL, s3sig, err);
 	if (rc != WF_OK)
 		return rc;
 	const char *b = strrchr(s3->key, '/');
@@ -589,9 +606,20 @@ enum wf_err wf_source_stage(const char *src, char **local, char *err)
 	if (rc != WF_OK)
 		return rc;
 	pthread_mutex_lock(&mu);
+	struct kept *k = realloc(kept, (n_kept + 1) * sizeof *kept);
+	if (!k) {
+		pthread_mutex_unlock(&mu);
+		return wf_fail(err, WF_ERR_NOMEM, "out of memory");
+	}
+	kept = k;
 	rc = strncmp(src, "hf://", 5) == 0   ? stage_hf(src, local, err)
 	     : strncmp(src, "s3://", 5) == 0 ? stage_s3(src, local, err)
 					     : stage_url(src, local, err);
+	/* this source's folder and credentials stay for its objects; the next
+	 * source gets its own */
+	kept[n_kept++] = (struct kept){.root = root, .token = token, .sig = s3sig};
+	root = token = NULL;
+	s3sig = NULL;
 	pthread_mutex_unlock(&mu);
 	/* gone at exit, whoever exits: a command, or the mount's daemon (the
 	 * parent of its fork leaves by _exit, which runs no handler) */
@@ -616,7 +644,7 @@ enum wf_err wf_source_open(const char *path, struct wf_robj **out, char *err)
 		if (s->dev != st.st_dev || s->ino != st.st_ino)
 			continue;
 		if (!s->o)
-			rc = open_staged(&s->o, s->url, s->size, err);
+			rc = open_staged(s, err);
 		*out = s->o;
 		break;
 	}
@@ -638,17 +666,17 @@ static void rm_tree(const char *p)
 
 void wf_source_cleanup(void)
 {
-	if (root)
-		rm_tree(root);
-	free(root);
-	root = NULL;
+	for (size_t i = 0; i < n_kept; i++) {
+		if (kept[i].root)
+			rm_tree(kept[i].root);
+		free(kept[i].root), free(kept[i].token), free(kept[i].sig);
+	}
+	free(kept);
+	kept = NULL;
+	n_kept = 0;
 	for (size_t i = 0; i < n_reg; i++)
 		free(reg[i].url);
 	free(reg);
 	reg = NULL;
 	n_reg = 0;
-	free(token);
-	token = NULL;
-	free(s3sig);
-	s3sig = NULL;
 }

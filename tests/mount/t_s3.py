@@ -175,6 +175,25 @@ def run_checks(rgw, models):
         return ", ".join(out) + " identical"
     check("s3: commands take s3:// (ls, info, cat, stats = the local folder's)", commands)
 
+    def diff_two():
+        # two remote sources in one process, each staged in its own folder
+        got = {}
+        with keys(rgw):
+            for a, b in (("s3://models/gg/", "s3://pub/gg/"), (models["gg"], models["gg"]),
+                         ("s3://models/chg/", "s3://models/gg/"), (models["chg"], models["gg"])):
+                r = subprocess.run([wf_harness.BIN, "diff", a, b], stdin=subprocess.DEVNULL, capture_output=True,
+                                   timeout=120)
+                got[(a, b)] = (r.returncode, r.stdout)
+        same = got[("s3://models/gg/", "s3://pub/gg/")], got[(models["gg"], models["gg"])]
+        other = got[("s3://models/chg/", "s3://models/gg/")], got[(models["chg"], models["gg"])]
+        if same[0] != same[1] or other[0] != other[1]:
+            raise Fail("diff of two s3:// sources differs from diff of the local folders: %r vs %r"
+                       % (same[0][1][:200], same[1][1][:200]))
+        if other[1][0] == 0 or not other[1][1]:
+            raise Fail("diff of two different models found nothing: %r" % (other[1],))
+        return "exit %d and %d, output identical" % (same[1][0], other[1][0])
+    check("s3: diff of two s3:// sources = diff of the local folders", diff_two)
+
     refusals = [
         ("a wrong secret", dict(AWS_SECRET_ACCESS_KEY="wrong-secret"), "s3://models/gg/", "SignatureDoesNotMatch"),
         ("an unknown key id", dict(AWS_ACCESS_KEY_ID="NOSUCHKEY"), "s3://models/gg/", "does not know the access key"),
