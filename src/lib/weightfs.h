@@ -2,7 +2,9 @@
  *
  * Opens a model in any form the weightfs command accepts (a GGUF or
  * safetensors file, any part of a split GGUF, a safetensors index or one
- * of its shards, a model folder), lists its tensors, and reads any byte
+ * of its shards, a model folder, or one of those remote: hf://ORG/NAME,
+ * s3://BUCKET/PREFIX/ or an https:// URL, fetching only the byte ranges
+ * read, docs/remote.md), lists its tensors, and reads any byte
  * range of any tensor, decoded to float32, float16, bfloat16 or shown as
  * stored, into the caller's buffer.  Nothing is converted ahead of time:
  * a read decodes only the blocks that cover it, from a read-only mapping.

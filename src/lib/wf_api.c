@@ -9,6 +9,7 @@
 #include "view/wf_hf_file.h"
 #include "view/wf_live.h"
 #include "model/wf_set.h"
+#include "net/wf_source.h"
 #include "model/wf_meta.h"
 #include "codec/wf_types.h"
 #include "view/wf_view.h"
@@ -95,7 +96,13 @@ WEIGHTFS_API int weightfs_open(const char *path, int dtype, weightfs_model **out
 		return wf_api_fail(err, errlen, WEIGHTFS_ENOMEM, "%s: out of memory", qp);
 	pthread_mutex_init(&h->meta_lock, NULL);
 	h->dtype = dtype;
-	enum wf_err rc = wf_set_open(&h->m, path, msg);
+	/* hf://, s3:// and http(s):// (net/wf_source.h): staged as a folder
+	 * the loaders read as any, as the mount and the commands do */
+	char *staged = NULL;
+	enum wf_err rc = wf_source_is_remote(path) ? wf_source_stage(path, &staged, msg) : WF_OK;
+	if (rc == WF_OK)
+		rc = wf_set_open(&h->m, staged ? staged : path, msg);
+	free(staged);
 	if (rc != WF_OK) {
 		free(h);
 		return wf_api_fail(err, errlen, (int)rc, "%s: %s", qp, msg);

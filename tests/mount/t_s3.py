@@ -194,6 +194,31 @@ def run_checks(rgw, models):
         return "exit %d and %d, output identical" % (same[1][0], other[1][0])
     check("s3: diff of two s3:// sources = diff of the local folders", diff_two)
 
+    def python_module():
+        from t_demo import module_env
+        script = (
+            "import sys, hashlib, weightfs\n"
+            "def digest(src):\n"
+            "    h = hashlib.sha256()\n"
+            "    with weightfs.open(src) as m:\n"
+            "        for name in m.keys():\n"
+            "            h.update(name.encode()); h.update(m.get(name).tobytes())\n"
+            "    with weightfs.safe_open(src) as f:\n"
+            "        for k in f.keys():\n"
+            "            h.update(f.get_tensor(k).tobytes())\n"
+            "    return h.hexdigest()\n"
+            "a, b = digest(sys.argv[1]), digest(sys.argv[2])\n"
+            "print(a, b)\n"
+            "sys.exit(0 if a == b else 3)\n")
+        with keys(rgw):
+            env = module_env()
+            r = subprocess.run(["/usr/bin/python3", "-c", script, "s3://models/team/Tiny-Llama/", models["tiny"]],
+                               env=env, capture_output=True, timeout=300)
+        if r.returncode != 0:
+            raise Fail("exit %d: %s %s" % (r.returncode, r.stdout[-300:], r.stderr[-600:]))
+        return "every tensor by open() and safe_open() identical (%s)" % r.stdout.split()[0][:16].decode()
+    check("s3: the Python module opens s3:// (weightfs.open, safe_open) = the local folder", python_module)
+
     refusals = [
         ("a wrong secret", dict(AWS_SECRET_ACCESS_KEY="wrong-secret"), "s3://models/gg/", "SignatureDoesNotMatch"),
         ("an unknown key id", dict(AWS_ACCESS_KEY_ID="NOSUCHKEY"), "s3://models/gg/", "does not know the access key"),
