@@ -28,85 +28,99 @@ WINDOW = 4 * MiB
 
 
 class DelayProxy:
-    """127.0.0.1:port -> 127.0.0.1:upstream, RTT/2 each way, WINDOW bytes a round trip per stream."""
+    """127.0.0.1:port -> 127.0.0.1:upstream, RTT/2 each way, WINDOW bytes a round trip per stream.
+
+    One asyncio loop in a thread of its own: a thread per connection and
+    direction made the proxy itself the bottleneck (the GIL's 5 ms switch
+    interval times the threads runnable) once 16 connections were open."""
 
     def __init__(self, upstream, rtt):
+        import asyncio
         self.upstream, self.delay = upstream, rtt / 2.0
         self.cap = WINDOW // 2  # bytes held back per direction: WINDOW per RTT
-        self.srv = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        self.srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self.srv.bind(("127.0.0.1", 0))
-        self.srv.listen(256)
-        self.port = self.srv.getsockname()[1]
-        self.stopped = False
-        threading.Thread(target=self._accept, daemon=True).start()
+        self.loop = asyncio.new_event_loop()
+        ready = threading.Event()
 
-    def _accept(self):
-        while not self.stopped:
-            try:
-                c, _ = self.srv.accept()
-            except OSError:
-                return
-            try:
-                u = socket.create_connection(("127.0.0.1", self.upstream), timeout=10)
-            except OSError:
-                c.close()
-                continue
-            for s in (c, u):
-                s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-                s.settimeout(None)
-            self._pipe(c, u)
-            self._pipe(u, c)
+        def run():
+            asyncio.set_event_loop(self.loop)
+            self.srv = self.loop.run_until_complete(asyncio.start_server(self._conn, "127.0.0.1", 0, backlog=512))
+            self.port = self.srv.sockets[0].getsockname()[1]
+            ready.set()
+            self.loop.run_forever()
+        self.thr = threading.Thread(target=run, daemon=True)
+        self.thr.start()
+        ready.wait(10)
 
-    def _pipe(self, src, dst):
-        q, cv, held = [], threading.Condition(), [0]
+    async def _conn(self, cr, cw):
+        import asyncio
+        try:
+            ur, uw = await asyncio.open_connection("127.0.0.1", self.upstream)
+        except OSError:
+            cw.close()
+            return
+        for w in (cw, uw):
+            sock = w.get_extra_info("socket")
+            if sock is not None:
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        await asyncio.gather(self._pipe(cr, uw), self._pipe(ur, cw), return_exceptions=True)
+        for w in (cw, uw):
+            w.close()
 
-        def reader():
+    async def _pipe(self, r, w):
+        import asyncio
+        q = asyncio.Queue()
+        held = [0]
+        room = asyncio.Event()
+        room.set()
+
+        async def reader():
             while True:
-                with cv:
-                    while held[0] >= self.cap:
-                        cv.wait()
+                await room.wait()
                 try:
-                    b = src.recv(256 << 10)
-                except OSError:
+                    b = await r.read(256 << 10)
+                except (OSError, asyncio.IncompleteReadError):
                     b = b""
-                with cv:
-                    q.append((time.monotonic() + self.delay, b))
-                    held[0] += len(b)
-                    cv.notify_all()
+                held[0] += len(b)
+                if held[0] >= self.cap:
+                    room.clear()
+                await q.put((self.loop.time() + self.delay, b))
                 if not b:
                     return
 
-        def writer():
+        async def writer():
             while True:
-                with cv:
-                    while not q:
-                        cv.wait()
-                    due, b = q[0]
-                wait = due - time.monotonic()
+                due, b = await q.get()
+                wait = due - self.loop.time()
                 if wait > 0:
-                    time.sleep(wait)
-                with cv:
-                    q.pop(0)
-                    held[0] -= len(b)
-                    cv.notify_all()
+                    await asyncio.sleep(wait)
+                held[0] -= len(b)
+                if held[0] < self.cap:
+                    room.set()
                 try:
                     if not b:
-                        dst.shutdown(socket.SHUT_WR)
+                        if w.can_write_eof():
+                            w.write_eof()
                         return
-                    dst.sendall(b)
+                    w.write(b)
+                    await w.drain()
                 except OSError:
-                    try:
-                        src.shutdown(socket.SHUT_RDWR)
-                    except OSError:
-                        pass
                     return
-        threading.Thread(target=reader, daemon=True).start()
-        threading.Thread(target=writer, daemon=True).start()
+        await asyncio.gather(reader(), writer(), return_exceptions=True)
 
     def stop(self):
-        self.stopped = True
-        self.srv.close()
+        import asyncio
+
+        async def end():
+            self.srv.close()
+            me = asyncio.current_task()
+            tasks = [t for t in asyncio.all_tasks() if t is not me]
+            for t in tasks:
+                t.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+        asyncio.run_coroutine_threadsafe(end(), self.loop).result(10)
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thr.join(10)
+        self.loop.close()
 
 
 def st_file(path, tensors):

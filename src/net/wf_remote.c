@@ -40,6 +40,8 @@ struct wf_robj {
 	uint64_t chunk, n_chunks;
 	uint8_t *st;       /* per chunk: ABSENT ... PRESENT */
 	uint8_t **held;    /* per chunk: a STAGED chunk's bytes */
+	uint8_t *pre;      /* the first chunk, fetched by the pinning probe, until mapped */
+	uint64_t pre_len;  /* its bytes, counted in pre_bytes until placed */
 	uint64_t last_c, ra_end;
 	unsigned window;
 	bool seen;         /* a fault came: last_c means something */
@@ -103,6 +105,7 @@ static void give_spare(uint8_t *buf)
 		free(buf);
 }
 static atomic_uint_least64_t fetched;
+static atomic_uint_least64_t pre_bytes; /* first chunks held from pinning probes, not yet placed */
 static size_t page;
 
 uint64_t wf_remote_fetched(void)
@@ -333,10 +336,18 @@ static void place_held(struct wf_robj *o, uint64_t c)
 	uint8_t *buf = o->held[c];
 	o->held[c] = NULL;
 	o->st[c] = INFLIGHT;
+	bool pre = c == 0 && o->pre_len; /* the probe's buffer: its pages only, not a chunk's */
+	if (pre) {
+		atomic_fetch_sub(&pre_bytes, o->pre_len);
+		o->pre_len = 0;
+	}
 	pthread_mutex_unlock(&mu);
 	bool ok = place(o, c, buf);
 	pthread_mutex_lock(&mu);
-	give_spare(buf);
+	if (pre)
+		free(buf);
+	else
+		give_spare(buf);
 	if (ok) {
 		o->st[c] = PRESENT;
 		note_resident(o, c);
@@ -742,15 +753,17 @@ static enum wf_err open_obj(struct wf_robj **out, const char *url, const char *t
 		return refusal(&rs, err);
 	if (!empty && (!rs.has_cr || rs.cr_a != 0 || rs.cr_b != 0 || rs.body_len != 1))
 		return wf_fail(err, WF_ERR_IO, "answered a range request with another range");
-	if (!rs.etag[0])
-		return wf_fail(err, WF_ERR_IO, "no ETag: the version read could not be pinned");
 	uint64_t size = empty ? 0 : rs.cr_total;
-	if (want_size >= 0 && size != (uint64_t)want_size)
-		return wf_fail(err, WF_ERR_IO, "is %llu bytes, the listing said %lld", (unsigned long long)size,
-			       (long long)want_size);
-	struct wf_robj *o = calloc(1, sizeof *o);
-	if (!o)
-		return wf_fail(err, WF_ERR_NOMEM, "out of memory");
+	struct wf_robj *o = NULL;
+	if (!rs.etag[0])
+		rc = wf_fail(err, WF_ERR_IO, "no ETag: the version read could not be pinned");
+	else if (want_size >= 0 && size != (uint64_t)want_size)
+		rc = wf_fail(err, WF_ERR_IO, "is %llu bytes, the listing said %lld", (unsigned long long)size,
+			     (long long)want_size);
+	else if (!(o = calloc(1, sizeof *o)))
+		rc = wf_fail(err, WF_ERR_NOMEM, "out of memory");
+	if (rc != WF_OK)
+		return rc;
 	char h0[256], h1[256];
 	wf_http_host(url, h0, sizeof h0);
 	wf_http_host(rs.url[0] ? rs.url : url, h1, sizeof h1);
@@ -787,6 +800,41 @@ enum wf_err wf_robj_open_signed(struct wf_robj **out, const char *url, const str
 	return open_obj(out, url, NULL, sig, want_size, err);
 }
 
+void wf_robj_prefetch_head(struct wf_robj *o)
+{
+	uint64_t len = o->size < wf_remote_conf.chunk ? o->size : wf_remote_conf.chunk;
+	if (len == 0 || o->base || o->pre)
+		return;
+	if (atomic_fetch_add(&pre_bytes, len) + len > wf_remote_conf.mem) {
+		atomic_fetch_sub(&pre_bytes, len);
+		return; /* over the budget: the parse's first touch fetches it */
+	}
+	/* the chunk's pages only: a small shard's header must not cost a whole
+	 * chunk of fresh memory (first touches are what a mount of many
+	 * shards spent its time on, perf) */
+	long ps = sysconf(_SC_PAGESIZE);
+	uint64_t pg = ps > 0 ? (uint64_t)ps : 4096, span = (len + pg - 1) / pg * pg;
+	struct worker w = {.curl = wf_http_new(), .buf = malloc(span)};
+	o->chunk = wf_remote_conf.chunk; /* what chunk_len and the cache's names need */
+	bool changed = false, ok = w.curl && w.buf;
+	char why[WF_ERRLEN];
+	bool cached = ok && cache_get(o, 0, w.buf);
+	ok = ok && (cached || fetch(&w, o, 0, &changed, why));
+	if (ok && !cached)
+		cache_dir(o);
+	if (ok && !cached)
+		cache_put(o, 0, w.buf);
+	wf_http_free(w.curl);
+	if (!ok) {
+		free(w.buf); /* the parse's first touch tries again, and says why */
+		atomic_fetch_sub(&pre_bytes, len);
+		return;
+	}
+	memset(w.buf + len, 0, span - len);
+	o->pre = w.buf;
+	o->pre_len = len;
+}
+
 const uint8_t *wf_robj_data(struct wf_robj *o, char *err)
 {
 	static const uint8_t empty[1];
@@ -809,9 +857,21 @@ const uint8_t *wf_robj_data(struct wf_robj *o, char *err)
 	o->st = calloc(o->n_chunks, 1);
 	/* without it, chunks fetched ahead are placed at once (no staging) */
 	o->held = calloc(o->n_chunks, sizeof *o->held);
+	if (o->pre && o->held && o->chunk == wf_remote_conf.chunk) {
+		/* the probe's first chunk: placed on the header's first touch */
+		o->held[0] = o->pre;
+		o->st[0] = STAGED;
+	} else if (o->pre) {
+		atomic_fetch_sub(&pre_bytes, o->pre_len);
+		o->pre_len = 0;
+		free(o->pre);
+	}
+	o->pre = NULL;
 	void *m = o->st ? mmap(NULL, o->maplen, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0)
 			: MAP_FAILED;
 	if (m == MAP_FAILED) {
+		if (o->held)
+			free(o->held[0]);
 		free(o->st), free(o->held);
 		o->st = NULL, o->held = NULL;
 		pthread_mutex_unlock(&mu);
@@ -897,7 +957,7 @@ void wf_remote_shutdown(void)
 			munmap(o->base, o->maplen);
 		for (uint64_t c = 0; o->held && c < o->n_chunks; c++)
 			free(o->held[c]);
-		free(o->held);
+		free(o->held), free(o->pre);
 		free(o->st), free(o->url), free(o->etag), free(o->token), free(o->sig), free(o);
 	}
 	free(queue), free(waiters), free(resident);
