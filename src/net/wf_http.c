@@ -294,7 +294,7 @@ static void reset_resp(struct wf_http_resp *r)
 }
 
 /* One attempt.  Returns the curl code; resp filled. */
-static CURLcode attempt(CURL *h, const struct wf_http_req *req, struct wf_http_resp *resp)
+static CURLcode attempt(CURL *h, const struct wf_http_req *req, struct wf_http_resp *resp, char *cerr)
 {
 	struct sink s = {.req = req, .resp = resp, .cap = req->cap};
 	cu.easy_reset(h);
@@ -351,7 +351,11 @@ static CURLcode attempt(CURL *h, const struct wf_http_req *req, struct wf_http_r
 			 (unsigned long long)(req->off + req->len - 1));
 		cu.easy_setopt(h, CURLOPT_RANGE, range);
 	}
+	/* libcurl's own words ("Rejected 1048576 bytes header"), not just its code's */
+	cerr[0] = '\0';
+	cu.easy_setopt(h, CURLOPT_ERRORBUFFER, cerr);
 	CURLcode rc = cu.easy_perform(h);
+	cu.easy_setopt(h, CURLOPT_ERRORBUFFER, NULL);
 	cu.easy_getinfo(h, CURLINFO_RESPONSE_CODE, &resp->status);
 	char *eff = NULL;
 	if (cu.easy_getinfo(h, CURLINFO_EFFECTIVE_URL, &eff) == CURLE_OK && eff)
@@ -433,9 +437,10 @@ enum wf_err wf_http_do(void *hv, const struct wf_http_req *req, struct wf_http_r
 		return wf_fail(err, WF_ERR_NOMEM, "out of memory");
 	unsigned tries = wf_http_conf.attempts < 1 ? 1 : wf_http_conf.attempts > 10 ? 10 : wf_http_conf.attempts;
 	CURLcode rc = CURLE_OK;
+	char cerr[CURL_ERROR_SIZE] = "";
 	for (unsigned n = 1; n <= tries; n++) {
 		reset_resp(resp);
-		rc = attempt(h, req, resp);
+		rc = attempt(h, req, resp, cerr);
 		if (rc == CURLE_WRITE_ERROR && resp->body_over)
 			break; /* longer than asked: not worth another try */
 		if (!transient(rc, resp->status) || n == tries)
@@ -456,5 +461,8 @@ enum wf_err wf_http_do(void *hv, const struct wf_http_req *req, struct wf_http_r
 	wf_quote(q, sizeof q, req->url, strlen(req->url));
 	if (resp->body_over)
 		return wf_fail(err, WF_ERR_IO, "%s: the answer is longer than %zu bytes", q, req->cap);
-	return wf_fail(err, WF_ERR_IO, "%s: %s", q, cu.easy_strerror(rc));
+	if (rc == CURLE_OUT_OF_MEMORY && !cerr[0]) /* what libcurl 7.88 says of a header over its 100 KB */
+		return wf_fail(err, WF_ERR_IO, "%s: the answer could not be taken (a header longer than libcurl's "
+			       "100 KB, or out of memory)", q);
+	return wf_fail(err, WF_ERR_IO, "%s: %s", q, cerr[0] ? cerr : cu.easy_strerror(rc));
 }

@@ -94,6 +94,7 @@ def group_s3():
         if not check("s3: test objects uploaded with rclone", upload):
             return
         run_checks(rgw, models)
+        hostile_checks()
     finally:
         rgw.stop()
         for k, v in saved.items():
@@ -112,6 +113,90 @@ def group_s3():
         if os.path.exists(rgw.dir):
             raise Fail("the gateway's folder %s is left behind" % rgw.dir)
     check("s3: radosgw stopped, nothing left", stopped)
+
+
+class Hostile:
+    """A server that answers as no store should: "endless" lists 1,000 keys a page
+    forever; "html" answers every request with a web page; "bighdr" sends a 1 MB header;
+    /api/models/org/html/... (as a Hub) answers HTML; /file.gguf answers 200 to a range."""
+
+    def __init__(self):
+        import http.server
+        import threading
+
+        class H(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *a):
+                pass
+
+            def send(self, code, body, ctype, extra=()):
+                self.send_response(code)
+                self.send_header("Content-Type", ctype)
+                self.send_header("Content-Length", str(len(body)))
+                for k, v in extra:
+                    self.send_header(k, v)
+                self.end_headers()
+                self.wfile.write(body)
+
+            def do_GET(self):
+                from urllib.parse import urlparse, parse_qs
+                u = urlparse(self.path)
+                q = parse_qs(u.query)
+                if u.path.startswith("/endless"):
+                    page = int(q.get("continuation-token", ["0"])[0])
+                    keys = "".join("<Contents><Key>m/%08d.bin</Key><Size>1</Size><ETag>&quot;e&quot;</ETag>"
+                                   "</Contents>" % (page * 1000 + i) for i in range(1000))
+                    body = ("<?xml version=\"1.0\"?><ListBucketResult><Name>endless</Name><IsTruncated>true"
+                            "</IsTruncated>%s<NextContinuationToken>%d</NextContinuationToken></ListBucketResult>"
+                            % (keys, page + 1)).encode()
+                    self.send(200, body, "application/xml")
+                elif u.path.startswith("/bighdr"):
+                    self.send(200, b"x", "application/xml", [("X-Junk", "a" * (1 << 20))])
+                else:
+                    self.send(200, b"<!doctype html><html><body>Welcome to our portal</body></html>", "text/html")
+
+        self.srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), H)
+        self.srv.daemon_threads = True
+        self.port = self.srv.server_address[1]
+        threading.Thread(target=self.srv.serve_forever, daemon=True).start()
+
+    def url(self):
+        return "http://127.0.0.1:%d" % self.port
+
+    def stop(self):
+        self.srv.shutdown()
+        self.srv.server_close()
+
+
+def hostile_checks():
+    import time
+    h = Hostile()
+    try:
+        cases = [("s3://, a listing that never ends (10^6 keys and more)", "s3://endless/m/",
+                  "more than 100000 objects"),
+                 ("s3://, a store that answers HTML", "s3://html/m/", "the listing is not a ListBucketResult"),
+                 ("s3://, a 1 MB header", "s3://bighdr/m/", "a header longer than libcurl's"),
+                 ("hf://, a Hub that answers HTML", "hf://org/html", "gave no commit"),
+                 ("https://, a server that answers a range with a whole page", h.url() + "/file.gguf",
+                  "does not answer Range requests"),
+                 ("a malformed URL", "https://", "weightfs: https://")]
+        for what, src, want in cases:
+            def one(src=src, want=want):
+                with Env(AWS_ENDPOINT_URL=h.url()):
+                    os.environ["HF_ENDPOINT"] = h.url()
+                    try:
+                        t0 = time.monotonic()
+                        line = refused(src, want)
+                        took = time.monotonic() - t0
+                    finally:
+                        os.environ.pop("HF_ENDPOINT", None)
+                if took > 30:
+                    raise Fail("refused, but after %.0f s" % took)
+                return "%s (%.1f s)" % (line, took)
+            check("s3/net: refused with one line, no hang: %s" % what, one)
+    finally:
+        h.stop()
 
 
 def keys(rgw, **kw):
