@@ -1,6 +1,7 @@
 /* wf_remote.c - remote objects as memory, fetched by the chunk on first
  * touch (wf_remote.h). */
 #include "net/wf_remote.h"
+#include "net/wf_cache.h"
 #include "net/wf_http.h"
 
 #include <errno.h>
@@ -19,7 +20,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-struct wf_remote_conf wf_remote_conf = {.chunk = 4u << 20, .streams = 4, .mem = 256u << 20};
+struct wf_remote_conf wf_remote_conf = {.chunk = 4u << 20, .streams = 4, .mem = 256u << 20,
+					.cache_size = WF_CACHE_SIZE_DEFAULT};
 
 enum { ABSENT, QUEUED, INFLIGHT, PRESENT };
 #define RA_MAX 16 /* chunks fetched ahead at most */
@@ -342,58 +344,28 @@ static void cache_key(struct wf_robj *o, const char *url)
 	snprintf(o->key, sizeof o->key, "%016llx%016llx", (unsigned long long)a, (unsigned long long)b);
 }
 
-static void chunk_path(const struct wf_robj *o, uint64_t c, char *out, size_t cap)
+/* The chunk's cache file, relative to the cache folder (wf_cache.h). */
+static void chunk_rel(const struct wf_robj *o, uint64_t c, char *out, size_t cap)
 {
-	snprintf(out, cap, "%s/%s/%llu-%llu", wf_remote_conf.cache, o->key, (unsigned long long)o->chunk,
-		 (unsigned long long)c);
+	snprintf(out, cap, "%s/%llu-%llu", o->key, (unsigned long long)o->chunk, (unsigned long long)c);
 }
 
-/* Chunk c from the cache into buf: true only when the file is whole and
- * its checksum right. */
 static bool cache_get(const struct wf_robj *o, uint64_t c, uint8_t *buf)
 {
+	char rel[128];
 	if (!wf_remote_conf.cache)
 		return false;
-	char path[4096];
-	chunk_path(o, c, path, sizeof path);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return false;
-	uint64_t len = chunk_len(o, c), sum = 0;
-	bool ok = pread(fd, buf, len, 0) == (ssize_t)len && pread(fd, &sum, sizeof sum, (off_t)len) == sizeof sum;
-	uint8_t extra;
-	ok = ok && pread(fd, &extra, 1, (off_t)(len + sizeof sum)) == 0 && fnv(0xcbf29ce484222325ull, buf, len) == sum;
-	close(fd);
-	return ok;
+	chunk_rel(o, c, rel, sizeof rel);
+	return wf_cache_get(wf_remote_conf.cache, rel, buf, chunk_len(o, c));
 }
 
-/* Keeps chunk c: written under a temporary name, then renamed whole.
- * Failures only cost a later fetch. */
 static void cache_put(const struct wf_robj *o, uint64_t c, const uint8_t *buf)
 {
+	char rel[128];
 	if (!wf_remote_conf.cache)
 		return;
-	char path[4096], tmp[4200];
-	chunk_path(o, c, path, sizeof path);
-	snprintf(tmp, sizeof tmp, "%s.tmp.%d.%ld", path, (int)getpid(), (long)syscall(SYS_gettid));
-	int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-	if (fd < 0)
-		return;
-	uint64_t len = chunk_len(o, c), sum = fnv(0xcbf29ce484222325ull, buf, len);
-	bool ok = pwrite(fd, buf, len, 0) == (ssize_t)len && pwrite(fd, &sum, sizeof sum, (off_t)len) == sizeof sum;
-	ok = close(fd) == 0 && ok;
-	if (!ok || rename(tmp, path) != 0)
-		unlink(tmp);
-}
-
-static void cache_dir(const struct wf_robj *o)
-{
-	if (!wf_remote_conf.cache)
-		return;
-	char path[4096];
-	mkdir(wf_remote_conf.cache, 0755);
-	snprintf(path, sizeof path, "%s/%s", wf_remote_conf.cache, o->key);
-	mkdir(path, 0755);
+	chunk_rel(o, c, rel, sizeof rel);
+	wf_cache_put(wf_remote_conf.cache, rel, buf, chunk_len(o, c), wf_remote_conf.cache_size);
 }
 
 /* ---- the fetch threads ---- */
@@ -406,7 +378,8 @@ static void fail_notice(struct wf_robj *o, bool changed, const char *why)
 			fprintf(stderr, "weightfs: %s: %s; its reads fail with EIO\n", o->url, why);
 	} else if (!o->failing) {
 		o->failing = true;
-		fprintf(stderr, "weightfs: %s: %s; reads fail with EIO until it answers again\n", o->url, why);
+		fprintf(stderr, "weightfs: %s: %s; reads fail with EIO %s\n", o->url, why,
+			wf_remote_conf.offline ? "where the cache lacks their bytes" : "until it answers again");
 	}
 }
 
@@ -452,6 +425,19 @@ static bool fetch(struct worker *w, struct wf_robj *o, uint64_t c, bool *changed
 	return true;
 }
 
+/* fetch, unless the mount is offline: then a chunk not in the cache fails
+ * at once, never waits for a network that is not to be used */
+static bool fetch_or_not(struct worker *w, struct wf_robj *o, uint64_t c, bool *changed, char *why)
+{
+	if (wf_remote_conf.offline) {
+		*changed = false;
+		wf_fail(why, WF_ERR_IO, "bytes %llu-%llu are not in the cache (-o offline)",
+			(unsigned long long)(c * o->chunk), (unsigned long long)(c * o->chunk + chunk_len(o, c) - 1));
+		return false;
+	}
+	return fetch(w, o, c, changed, why);
+}
+
 static void *worker_loop(void *u)
 {
 	struct worker *w = u;
@@ -467,7 +453,7 @@ static void *worker_loop(void *u)
 		j.o->st[j.c] = INFLIGHT;
 		pthread_mutex_unlock(&mu);
 		bool changed = false, cached = !atomic_load(&j.o->changed) && cache_get(j.o, j.c, w->buf);
-		bool ok = cached || (!atomic_load(&j.o->changed) && fetch(w, j.o, j.c, &changed, why));
+		bool ok = cached || (!atomic_load(&j.o->changed) && fetch_or_not(w, j.o, j.c, &changed, why));
 		if (ok && !cached)
 			cache_put(j.o, j.c, w->buf);
 		if (ok) {
@@ -545,11 +531,11 @@ static enum wf_err start(char *err)
 	stopping = false;
 	for (unsigned i = 0; i < n; i++) {
 		struct worker *w = &workers[i];
-		if (!w->curl)
+		if (!w->curl && !wf_remote_conf.offline)
 			w->curl = wf_http_new();
 		if (!w->buf)
 			w->buf = malloc(wf_remote_conf.chunk);
-		if (!w->curl || !w->buf)
+		if ((!w->curl && !wf_remote_conf.offline) || !w->buf)
 			return wf_fail(err, WF_ERR_NOMEM, "out of memory");
 	}
 	/* the threads must not take the SIGBUS meant for readers, nor FUSE's signals */
@@ -610,30 +596,42 @@ enum wf_err wf_robj_open(struct wf_robj **out, const char *url, const char *toke
 	if (want_size >= 0 && size != (uint64_t)want_size)
 		return wf_fail(err, WF_ERR_IO, "is %llu bytes, the listing said %lld", (unsigned long long)size,
 			       (long long)want_size);
-	struct wf_robj *o = calloc(1, sizeof *o);
-	if (!o)
-		return wf_fail(err, WF_ERR_NOMEM, "out of memory");
 	char h0[256], h1[256];
 	wf_http_host(url, h0, sizeof h0);
 	wf_http_host(rs.url[0] ? rs.url : url, h1, sizeof h1);
-	o->url = strdup(rs.url[0] ? rs.url : url);
-	o->etag = strdup(rs.etag);
 	/* a pre-signed URL elsewhere gets no token (huggingface_hub does the same) */
-	o->token = token && strcmp(h0, h1) == 0 ? strdup(token) : NULL;
+	return wf_robj_pinned(out, url, rs.url[0] ? rs.url : url, rs.etag, size,
+			      strcmp(h0, h1) == 0 ? token : NULL, err);
+}
+
+enum wf_err wf_robj_pinned(struct wf_robj **out, const char *open_url, const char *url, const char *etag,
+			   uint64_t size, const char *token, char *err)
+{
+	*out = NULL;
+	struct wf_robj *o = calloc(1, sizeof *o);
+	if (!o)
+		return wf_fail(err, WF_ERR_NOMEM, "out of memory");
+	o->url = strdup(url);
+	o->etag = strdup(etag);
+	o->token = token ? strdup(token) : NULL;
 	o->size = size;
 	atomic_init(&o->changed, false);
-	if (o->etag)
-		cache_key(o, url);
-	if (!o->url || !o->etag || (token && strcmp(h0, h1) == 0 && !o->token)) {
+	if (!o->url || !o->etag || (token && !o->token)) {
 		free(o->url), free(o->etag), free(o->token), free(o);
 		return wf_fail(err, WF_ERR_NOMEM, "out of memory");
 	}
+	cache_key(o, open_url);
 	pthread_mutex_lock(&mu);
 	o->next = objs;
 	objs = o;
 	pthread_mutex_unlock(&mu);
 	*out = o;
 	return WF_OK;
+}
+
+const char *wf_robj_etag(const struct wf_robj *o)
+{
+	return o->etag;
 }
 
 const uint8_t *wf_robj_data(struct wf_robj *o, char *err)
@@ -652,7 +650,6 @@ const uint8_t *wf_robj_data(struct wf_robj *o, char *err)
 		return NULL;
 	}
 	o->chunk = wf_remote_conf.chunk;
-	cache_dir(o);
 	o->n_chunks = (o->size + o->chunk - 1) / o->chunk;
 	o->maplen = (size_t)((o->size + page - 1) / page * page);
 	o->st = calloc(o->n_chunks, 1);

@@ -46,7 +46,10 @@ struct wf_remote_conf {
 	uint64_t chunk;   /* bytes per ranged GET: a multiple of the page size, 64 KiB .. 256 MiB */
 	unsigned streams; /* fetches in flight, 1..64 */
 	uint64_t mem;     /* chunks kept in memory at most, in bytes */
-	const char *cache; /* a folder keeping fetched chunks across mounts, or NULL */
+	const char *cache; /* a folder keeping fetched chunks across mounts (absolute), or NULL */
+	uint64_t cache_size; /* the cache folder's limit in bytes (wf_cache.h) */
+	bool cache_off;    /* -o cache=none: no cache, not even the default one */
+	bool offline;      /* -o offline: no network; what the cache lacks fails with EIO */
 };
 extern struct wf_remote_conf wf_remote_conf;
 
@@ -58,11 +61,19 @@ struct wf_robj;
 enum wf_err wf_robj_open(struct wf_robj **out, const char *url, const char *token, int64_t want_size,
 			 char *err);
 
+/* An object pinned without the network: as wf_robj_open would have pinned
+ * open_url (the URL asked, which names its chunks in the cache) answered
+ * by url with etag and size (for -o offline, from what an earlier mount
+ * recorded).  token: sent to url's host, or NULL. */
+enum wf_err wf_robj_pinned(struct wf_robj **out, const char *open_url, const char *url, const char *etag,
+			   uint64_t size, const char *token, char *err);
+
 /* The object's bytes (wf_robj_size of them), mapped on first call and for
  * the object's life; NULL with err set when the mapping cannot be made. */
 const uint8_t *wf_robj_data(struct wf_robj *o, char *err);
 uint64_t wf_robj_size(const struct wf_robj *o);
 const char *wf_robj_url(const struct wf_robj *o);
+const char *wf_robj_etag(const struct wf_robj *o);   /* as the server gave it, quotes and all */
 
 /* WF_OK while the object is the version pinned; WF_ERR_CHANGED (err: why)
  * once a fetch saw another. */

@@ -1,7 +1,10 @@
 /* wf_source.c - hf:// and http(s):// sources staged as folders
  * (wf_source.h). */
 #include "net/wf_source.h"
+#include "net/wf_cache.h"
 #include "net/wf_http.h"
+#include "net/wf_hubcache.h"
+#include "net/wf_offline.h"
 
 #include <cjson/cJSON.h>
 #include <ctype.h>
@@ -26,6 +29,7 @@ struct staged {
 	char *url;
 	int64_t size;
 	struct wf_robj *o;
+	char *rel;    /* its path in the staging folder */
 };
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
@@ -33,6 +37,9 @@ static struct staged *reg;
 static size_t n_reg;
 static char *root;    /* the staging folder */
 static char *token;
+static struct wf_rec *rec;
+static char hub_repo[512], hub_sha[64]; /* the Hub's repository staged, and its commit */  /* what this staging is, for a later offline one (wf_offline.h) */
+static char warning[WF_ERRLEN + 64];
 
 bool wf_source_is_remote(const char *name)
 {
@@ -178,8 +185,9 @@ static enum wf_err add_placeholder(const char *rel, const char *url, int64_t siz
 	if (!r)
 		return wf_fail(err, WF_ERR_NOMEM, "out of memory");
 	reg = r;
-	reg[n_reg] = (struct staged){.dev = st.st_dev, .ino = st.st_ino, .url = strdup(url), .size = size, .o = o};
-	if (!reg[n_reg].url)
+	reg[n_reg] = (struct staged){.dev = st.st_dev, .ino = st.st_ino, .url = strdup(url), .size = size, .o = o,
+				     .rel = strdup(rel)};
+	if (!reg[n_reg].url || !reg[n_reg].rel)
 		return wf_fail(err, WF_ERR_NOMEM, "out of memory");
 	n_reg++;
 	return WF_OK;
@@ -219,8 +227,13 @@ static enum wf_err make_root(char *err)
 
 /* ---- https:// ---- */
 
+static enum wf_err stage_offline(const char *src, const char *endpoint, char **local, char *err);
+static void save_record(const char *local_rel, const char *commit);
+
 static enum wf_err stage_url(const char *src, char **local, char *err)
 {
+	if (wf_remote_conf.offline)
+		return stage_offline(src, NULL, local, err);
 	struct wf_robj *o;
 	enum wf_err rc = wf_robj_open(&o, src, NULL, -1, err);
 	if (rc != WF_OK)
@@ -239,7 +252,11 @@ static enum wf_err stage_url(const char *src, char **local, char *err)
 								   err)) != WF_OK)
 		return rc;
 	*local = local_path(name);
-	return *local ? WF_OK : wf_fail(err, WF_ERR_NOMEM, "out of memory");
+	if (!*local)
+		return wf_fail(err, WF_ERR_NOMEM, "out of memory");
+	rec = wf_remote_conf.cache ? wf_rec_new(src, NULL) : NULL;
+	save_record(name, "");
+	return WF_OK;
 }
 
 /* ---- hf:// ---- */
@@ -323,6 +340,21 @@ static enum wf_err resolve_rev(struct hub *h, char *err)
 	return ok ? WF_OK : wf_fail(err, WF_ERR_FORMAT, "%s: the revision API gave no commit (sha)", h->repo);
 }
 
+/* A small file fetched whole: into the record for offline stagings, and
+ * into the Hugging Face cache layout (wf_hubcache.h); both best effort. */
+static void keep_small(const struct hub *h, const char *path, const char *rel, const char *url,
+		       const struct wf_http_resp *r)
+{
+	const char *etag = r->linked_etag[0] ? r->linked_etag : r->etag;
+	const uint8_t *data = r->body ? r->body : (const uint8_t *)"";
+	if (rec && !wf_rec_small(rec, rel, url, etag, data, r->body_len)) {
+		wf_rec_free(rec); /* a record missing a file would stage a folder missing it */
+		rec = NULL;
+	}
+	if (!wf_remote_conf.cache_off && etag[0])
+		wf_hubc_put(h->repo, h->sha, path, etag, data, r->body_len);
+}
+
 static enum wf_err stage_entry(const struct hub *h, const cJSON *e, size_t *n_files, char *err)
 {
 	const cJSON *type = cJSON_GetObjectItemCaseSensitive(e, "type"), *path = cJSON_GetObjectItemCaseSensitive(e, "path"),
@@ -359,6 +391,8 @@ static enum wf_err stage_entry(const struct hub *h, const cJSON *e, size_t *n_fi
 		rc = wf_fail(err, WF_ERR_IO, "%s: %s came %zu bytes, listed %.0f", h->repo, p, r.body_len, sz);
 	if (rc == WF_OK)
 		rc = write_file(rel, r.body ? r.body : (const uint8_t *)"", r.body_len, err);
+	if (rc == WF_OK)
+		keep_small(h, p, rel, url, &r);
 	free(r.body);
 	return rc;
 }
@@ -451,6 +485,23 @@ static enum wf_err pin_all(const struct hub *h, char *err)
 	return rc;
 }
 
+/* The record of what was staged, pins and all, into the cache (for a
+ * later -o offline); a failure costs only that. */
+static void save_record(const char *local_rel, const char *commit)
+{
+	if (!rec)
+		return;
+	char e[WF_ERRLEN];
+	wf_rec_set(rec, local_rel, commit);
+	bool ok = true;
+	for (size_t i = 0; ok && i < n_reg; i++)
+		ok = !reg[i].o || wf_rec_weight(rec, reg[i].rel, reg[i].url, reg[i].o);
+	if (ok)
+		wf_rec_save(rec, e);
+	wf_rec_free(rec);
+	rec = NULL;
+}
+
 static enum wf_err stage_hf(const char *src, char **local, char *err)
 {
 	struct hub h;
@@ -458,12 +509,13 @@ static enum wf_err stage_hf(const char *src, char **local, char *err)
 	enum wf_err rc = parse_hf(&h, src, err);
 	if (rc != WF_OK)
 		return rc;
-	if (truthy(getenv("HF_HUB_OFFLINE")) || truthy(getenv("TRANSFORMERS_OFFLINE")))
-		return wf_fail(err, WF_ERR_IO, "HF_HUB_OFFLINE is set: mount the hub cache's folder "
-			       "(~/.cache/huggingface/hub/models--ORG--NAME) instead");
+	snprintf(hub_repo, sizeof hub_repo, "%s", h.repo);
+	if (wf_remote_conf.offline || truthy(getenv("HF_HUB_OFFLINE")) || truthy(getenv("TRANSFORMERS_OFFLINE")))
+		return stage_offline(src, h.ep, local, err);
 	token = find_token();
 	if ((rc = resolve_rev(&h, err)) != WF_OK || (rc = make_root(err)) != WF_OK)
 		return rc;
+	rec = wf_remote_conf.cache ? wf_rec_new(src, h.ep) : NULL;
 	size_t n = 0;
 	if ((rc = stage_tree(&h, &n, err)) != WF_OK || (rc = pin_all(&h, err)) != WF_OK)
 		return rc;
@@ -472,6 +524,10 @@ static enum wf_err stage_hf(const char *src, char **local, char *err)
 			       h.sub, h.rev);
 	char rel[4096];
 	snprintf(rel, sizeof rel, "%s%s%s", strrchr(h.repo, '/') + 1, h.sub[0] ? "/" : "", h.sub);
+	save_record(rel, h.sha);
+	if (!wf_remote_conf.cache_off && strcmp(h.rev, h.sha) != 0)
+		wf_hubc_ref(h.repo, h.rev, h.sha);
+	snprintf(hub_sha, sizeof hub_sha, "%s", h.sha);
 	size_t k = strlen(root) + strlen(rel) + 2;
 	*local = malloc(k);
 	if (!*local)
@@ -480,14 +536,89 @@ static enum wf_err stage_hf(const char *src, char **local, char *err)
 	return WF_OK;
 }
 
+/* ---- -o offline: staged again from the cache's record ---- */
+
+static enum wf_err stage_offline_file(const struct wf_rec_file *f, char *err)
+{
+	if (!f->weight) {
+		uint8_t *data = wf_rec_small_data(f);
+		if (!data)
+			return wf_fail(err, WF_ERR_IO, "-o offline: %s is no longer in the cache", f->rel);
+		enum wf_err rc = write_file(f->rel, data, (size_t)f->size, err);
+		free(data);
+		return rc;
+	}
+	struct wf_robj *o;
+	enum wf_err rc = wf_robj_pinned(&o, f->open_url, f->url, f->etag, f->size, NULL, err);
+	return rc == WF_OK ? add_placeholder(f->rel, f->open_url, (int64_t)f->size, o, err) : rc;
+}
+
+static enum wf_err stage_offline(const char *src, const char *endpoint, char **local, char *err)
+{
+	struct wf_rec *r;
+	wf_remote_conf.offline = true; /* HF_HUB_OFFLINE: no network for the reads either */
+	enum wf_err rc = wf_rec_load(src, endpoint, &r, err);
+	if (rc != WF_OK)
+		return rc;
+	/* the chunks were cached at the recorded size */
+	uint64_t chunk = wf_rec_chunk(r);
+	if (chunk >= (64u << 10) && chunk <= (256u << 20) && chunk % 4096 == 0)
+		wf_remote_conf.chunk = chunk;
+	rc = make_root(err);
+	struct wf_rec_file f;
+	for (size_t i = 0; rc == WF_OK && i < wf_rec_count(r); i++)
+		if (wf_rec_file(r, i, &f))
+			rc = stage_offline_file(&f, err);
+	if (rc == WF_OK && !(*local = local_path(wf_rec_local(r))))
+		rc = wf_fail(err, WF_ERR_NOMEM, "out of memory");
+	if (rc == WF_OK && strncmp(src, "hf://", 5) == 0) {
+		snprintf(hub_sha, sizeof hub_sha, "%s", wf_rec_commit(r));
+	}
+	wf_rec_free(r);
+	return rc;
+}
+
+/* The cache folder for this staging: -o cache=DIR as named (a failure
+ * refuses), else the default one (a failure is a warning: uncached). */
+static enum wf_err cache_setup(char *err)
+{
+	warning[0] = '\0';
+	if (wf_remote_conf.cache_off)
+		return wf_remote_conf.offline ? wf_fail(err, WF_ERR_IO, "-o offline needs the cache: not with "
+							"cache=none") : WF_OK;
+	char dir[4096], *real = NULL, e[WF_ERRLEN];
+	bool named = wf_remote_conf.cache != NULL;
+	enum wf_err rc = named ? WF_OK : wf_cache_default(dir, sizeof dir, e);
+	if (rc == WF_OK)
+		rc = wf_cache_ready(named ? wf_remote_conf.cache : dir, &real, e);
+	if (rc != WF_OK) {
+		if (named || wf_remote_conf.offline)
+			return wf_fail(err, WF_ERR_IO, "-o cache: %s", e);
+		snprintf(warning, sizeof warning, "%s; going on without a cache", e);
+		return WF_OK;
+	}
+	static char keep[4096];
+	snprintf(keep, sizeof keep, "%s", real);
+	free(real);
+	wf_remote_conf.cache = keep;
+	return WF_OK;
+}
+
+const char *wf_source_warning(void)
+{
+	return warning[0] ? warning : NULL;
+}
+
 enum wf_err wf_source_stage(const char *src, char **local, char *err)
 {
 	*local = NULL;
-	enum wf_err rc = wf_http_global(err);
+	enum wf_err rc = wf_remote_conf.offline ? WF_OK : wf_http_global(err);
 	if (rc != WF_OK)
 		return rc;
 	pthread_mutex_lock(&mu);
-	rc = strncmp(src, "hf://", 5) == 0 ? stage_hf(src, local, err) : stage_url(src, local, err);
+	rc = cache_setup(err);
+	if (rc == WF_OK)
+		rc = strncmp(src, "hf://", 5) == 0 ? stage_hf(src, local, err) : stage_url(src, local, err);
 	pthread_mutex_unlock(&mu);
 	/* gone at exit, whoever exits: a command, or the mount's daemon (the
 	 * parent of its fork leaves by _exit, which runs no handler) */
@@ -539,7 +670,9 @@ void wf_source_cleanup(void)
 	free(root);
 	root = NULL;
 	for (size_t i = 0; i < n_reg; i++)
-		free(reg[i].url);
+		free(reg[i].url), free(reg[i].rel);
+	wf_rec_free(rec);
+	rec = NULL;
 	free(reg);
 	reg = NULL;
 	n_reg = 0;
