@@ -24,9 +24,10 @@ bool wf_size_parse(const char *s, uint64_t *out)
 		return false;
 	uint64_t x = 0;
 	for (; isdigit((unsigned char)*s); s++) {
-		if (x > (UINT64_MAX - 9) / 10)
+		uint64_t d = (uint64_t)(*s - '0');
+		if (x > UINT64_MAX / 10 || (x == UINT64_MAX / 10 && d > UINT64_MAX % 10))
 			return false;
-		x = x * 10 + (uint64_t)(*s - '0');
+		x = x * 10 + d;
 	}
 	static const char units[] = "KMGT";
 	const char *u = *s ? strchr(units, toupper((unsigned char)*s)) : NULL;

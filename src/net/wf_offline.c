@@ -192,9 +192,9 @@ enum wf_err wf_rec_load(const char *src, const char *endpoint, struct wf_rec **o
 	}
 	if (!text) {
 		free(r);
-		return wf_fail(err, WF_ERR_IO, "-o offline: the cache%s%s has nothing of this source (mount it "
-			       "online once, or weightfs fetch it)", wf_remote_conf.cache ? " " : "",
-			       wf_remote_conf.cache ? wf_remote_conf.cache : " is off");
+		return wf_fail(err, WF_ERR_IO, "offline (-o offline, or HF_HUB_OFFLINE for hf://): the cache%s%s "
+			       "has nothing of this source (mount it online once, or weightfs fetch it)",
+			       wf_remote_conf.cache ? " " : "", wf_remote_conf.cache ? wf_remote_conf.cache : " is off");
 	}
 	r->j = cJSON_ParseWithLength(text, n);
 	free(text);

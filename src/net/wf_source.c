@@ -40,6 +40,8 @@ static char *token;
 static struct wf_rec *rec;
 static char hub_repo[512], hub_sha[64]; /* the Hub's repository staged, and its commit */  /* what this staging is, for a later offline one (wf_offline.h) */
 static char warning[WF_ERRLEN + 64];
+static bool offline_env; /* offline since HF_HUB_OFFLINE said so, not -o offline */
+static enum wf_err cache_setup(char *err);
 
 bool wf_source_is_remote(const char *name)
 {
@@ -556,7 +558,14 @@ static enum wf_err stage_offline_file(const struct wf_rec_file *f, char *err)
 static enum wf_err stage_offline(const char *src, const char *endpoint, char **local, char *err)
 {
 	struct wf_rec *r;
-	wf_remote_conf.offline = true; /* HF_HUB_OFFLINE: no network for the reads either */
+	if (!wf_remote_conf.offline) {
+		/* HF_HUB_OFFLINE: no network for the reads either, while staged */
+		wf_remote_conf.offline = offline_env = true;
+		char e[WF_ERRLEN];
+		enum wf_err rc = cache_setup(e);
+		if (rc != WF_OK || !wf_remote_conf.cache)
+			return wf_fail(err, WF_ERR_IO, "HF_HUB_OFFLINE is set: %s", rc != WF_OK ? e : "no cache");
+	}
 	enum wf_err rc = wf_rec_load(src, endpoint, &r, err);
 	if (rc != WF_OK)
 		return rc;
@@ -589,8 +598,13 @@ static enum wf_err cache_setup(char *err)
 	char dir[4096], *real = NULL, e[WF_ERRLEN];
 	bool named = wf_remote_conf.cache != NULL;
 	enum wf_err rc = named ? WF_OK : wf_cache_default(dir, sizeof dir, e);
-	if (rc == WF_OK)
-		rc = wf_cache_ready(named ? wf_remote_conf.cache : dir, &real, e);
+	const char *want = named ? wf_remote_conf.cache : dir;
+	if (rc == WF_OK && wf_remote_conf.offline)
+		/* only read: a read-only cache serves offline too */
+		rc = (real = realpath(want, NULL)) ? WF_OK : wf_fail(e, WF_ERR_IO, "no cache folder %s: %s", want,
+								    strerror(errno));
+	else if (rc == WF_OK)
+		rc = wf_cache_ready(want, &real, e);
 	if (rc != WF_OK) {
 		if (named || wf_remote_conf.offline)
 			return wf_fail(err, WF_ERR_IO, "-o cache: %s", e);
@@ -678,4 +692,6 @@ void wf_source_cleanup(void)
 	n_reg = 0;
 	free(token);
 	token = NULL;
+	if (offline_env)
+		wf_remote_conf.offline = offline_env = false;
 }
