@@ -95,7 +95,7 @@ MOUNT_SRC := src/mount/wf_tree.c src/mount/wf_gen.c src/mount/wf_st_stream.c src
              src/mount/wf_usage.c src/mount/wf_perm.c src/mount/wf_preview.c src/mount/wf_sha.c
 FUSE_SRC  := src/fuse/main.c src/fuse/wf_fuse.c src/fuse/wf_mnt.c src/fuse/wf_limiter.c
 CLI_SRC   := src/cli/cli.c src/cli/cli_read.c src/cli/cli_show.c src/cli/cli_convert.c src/cli/cli_out.c src/cli/cli_span.c src/cli/cli_look.c src/cli/cli_stats.c src/cli/cli_diff.c \
-             src/cli/cli_verify.c src/cli/cli_vstate.c src/cli/cli_hub.c src/cli/cli_opt.c
+             src/cli/cli_verify.c src/cli/cli_vstate.c src/cli/cli_hub.c src/cli/cli_opt.c src/cli/cli_fetch.c
 
 # The format library (libweightfs.so and .a): no FUSE, no mount tree.
 LIB_SRC  := $(BASE_SRC) $(NET_SRC) $(CODEC_SRC) $(MODEL_SRC) $(ARCH_SRC) $(VIEW_SRC) $(LIBAPI_SRC)

@@ -18,6 +18,7 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 struct wf_remote_conf wf_remote_conf = {.chunk = 4u << 20, .streams = 4, .mem = 256u << 20,
@@ -43,9 +44,21 @@ struct wf_robj {
 	struct wf_robj *next;
 };
 
+struct fill;
+
 struct job {
 	struct wf_robj *o;
 	uint64_t c;
+	struct fill *g; /* a wf_remote_fill's job: into the cache only; NULL: into memory */
+};
+
+/* One wf_remote_fill: its jobs are fed to the queue a few at a time. */
+struct fill {
+	pthread_cond_t cv;
+	struct wf_fill st;
+	unsigned queued;   /* jobs in the queue or in a worker's hands */
+	bool failed;
+	char why[WF_ERRLEN];
 };
 
 struct waiter {
@@ -125,9 +138,9 @@ static bool push(struct wf_robj *o, uint64_t c, bool front)
 	}
 	if (front) {
 		memmove(queue + 1, queue, q_n * sizeof *queue);
-		queue[0] = (struct job){o, c};
+		queue[0] = (struct job){o, c, NULL};
 	} else {
-		queue[q_n] = (struct job){o, c};
+		queue[q_n] = (struct job){o, c, NULL};
 	}
 	q_n++;
 	o->st[c] = QUEUED;
@@ -201,7 +214,7 @@ static void note_resident(struct wf_robj *o, uint64_t c)
 		free(resident);
 		resident = r, r_cap = n, r_head = 0;
 	}
-	resident[(r_head + r_n) % r_cap] = (struct job){o, c};
+	resident[(r_head + r_n) % r_cap] = (struct job){o, c, NULL};
 	r_n++;
 	evict_over_cap();
 }
@@ -359,13 +372,13 @@ static bool cache_get(const struct wf_robj *o, uint64_t c, uint8_t *buf)
 	return wf_cache_get(wf_remote_conf.cache, rel, buf, chunk_len(o, c));
 }
 
-static void cache_put(const struct wf_robj *o, uint64_t c, const uint8_t *buf)
+static bool cache_put(const struct wf_robj *o, uint64_t c, const uint8_t *buf)
 {
 	char rel[128];
 	if (!wf_remote_conf.cache)
-		return;
+		return false;
 	chunk_rel(o, c, rel, sizeof rel);
-	wf_cache_put(wf_remote_conf.cache, rel, buf, chunk_len(o, c), wf_remote_conf.cache_size);
+	return wf_cache_put(wf_remote_conf.cache, rel, buf, chunk_len(o, c), wf_remote_conf.cache_size);
 }
 
 /* ---- the fetch threads ---- */
@@ -438,6 +451,44 @@ static bool fetch_or_not(struct worker *w, struct wf_robj *o, uint64_t c, bool *
 	return fetch(w, o, c, changed, why);
 }
 
+/* Under mu, which it drops while it works: a wf_remote_fill's chunk into
+ * the cache, unless it is there already. */
+static void fill_one(struct worker *w, struct job *j)
+{
+	struct fill *g = j->g;
+	bool ok = false, net = false, changed = false;
+	char why[WF_ERRLEN] = "";
+	if (!g->failed) {
+		pthread_mutex_unlock(&mu);
+		ok = !atomic_load(&j->o->changed) && cache_get(j->o, j->c, w->buf);
+		if (!ok && !atomic_load(&j->o->changed)) {
+			net = ok = fetch_or_not(w, j->o, j->c, &changed, why);
+			if (ok && !cache_put(j->o, j->c, w->buf)) {
+				ok = false;
+				snprintf(why, sizeof why, "cannot keep fetched bytes in the cache %s (full disk? a chunk "
+					 "over 7/8 of cache_size?)", wf_remote_conf.cache);
+			}
+		} else if (!ok) {
+			snprintf(why, sizeof why, "%s", j->o->why);
+		}
+		pthread_mutex_lock(&mu);
+		if (changed) {
+			snprintf(j->o->why, sizeof j->o->why, "%s", why);
+			atomic_store(&j->o->changed, true);
+		}
+	}
+	uint64_t len = chunk_len(j->o, j->c);
+	if (ok) {
+		g->st.done += len;
+		g->st.fetched += net ? len : 0;
+	} else if (!g->failed) {
+		g->failed = true;
+		snprintf(g->why, sizeof g->why, "%s: %s", j->o->url, why);
+	}
+	g->queued--;
+	pthread_cond_signal(&g->cv);
+}
+
 static void *worker_loop(void *u)
 {
 	struct worker *w = u;
@@ -450,6 +501,10 @@ static void *worker_loop(void *u)
 			break;
 		struct job j = queue[0];
 		memmove(queue, queue + 1, --q_n * sizeof *queue);
+		if (j.g) {
+			fill_one(w, &j);
+			continue;
+		}
 		j.o->st[j.c] = INFLIGHT;
 		pthread_mutex_unlock(&mu);
 		bool changed = false, cached = !atomic_load(&j.o->changed) && cache_get(j.o, j.c, w->buf);
@@ -632,6 +687,140 @@ enum wf_err wf_robj_pinned(struct wf_robj **out, const char *open_url, const cha
 const char *wf_robj_etag(const struct wf_robj *o)
 {
 	return o->etag;
+}
+
+static int by_chunk(const void *a, const void *b)
+{
+	const struct job *x = a, *y = b;
+	if (x->o != y->o)
+		return (uintptr_t)x->o < (uintptr_t)y->o ? -1 : 1;
+	return x->c < y->c ? -1 : x->c > y->c;
+}
+
+/* The chunks covering r[0..n), each once, in order; *total their bytes. */
+static struct job *fill_jobs(const struct wf_fill_range *r, size_t n, size_t *n_jobs, uint64_t *total)
+{
+	size_t cap = 0, k = 0;
+	struct job *v = NULL;
+	*total = 0;
+	for (size_t i = 0; i < n; i++) {
+		struct wf_robj *o = r[i].o;
+		if (!o->chunk)
+			o->chunk = wf_remote_conf.chunk; /* as wf_robj_data will set it */
+		if (!r[i].len || r[i].off >= o->size)
+			continue;
+		uint64_t end = r[i].len > o->size - r[i].off ? o->size : r[i].off + r[i].len;
+		for (uint64_t c = r[i].off / o->chunk; c * o->chunk < end; c++) {
+			if (k == cap) {
+				size_t nc = cap ? cap * 2 : 256;
+				struct job *nv = realloc(v, nc * sizeof *nv);
+				if (!nv) {
+					free(v);
+					return NULL;
+				}
+				v = nv, cap = nc;
+			}
+			v[k++] = (struct job){o, c, NULL};
+		}
+	}
+	if (k)
+		qsort(v, k, sizeof *v, by_chunk);
+	size_t u = 0;
+	for (size_t i = 0; i < k; i++)
+		if (u == 0 || v[i].o != v[u - 1].o || v[i].c != v[u - 1].c) {
+			v[u++] = v[i];
+			*total += chunk_len(v[i].o, v[i].c);
+		}
+	*n_jobs = u;
+	return v ? v : malloc(1);
+}
+
+/* Under mu: the queue given the fill's next jobs, a few per stream. */
+static bool fill_feed(struct fill *g, const struct job *v, size_t n, size_t *next)
+{
+	while (!g->failed && *next < n && g->queued < 2 * n_workers) {
+		if (q_n == q_cap) {
+			size_t c = q_cap ? q_cap * 2 : 64;
+			struct job *q = realloc(queue, c * sizeof *q);
+			if (!q)
+				return false;
+			queue = q, q_cap = c;
+		}
+		queue[q_n] = v[(*next)++];
+		queue[q_n++].g = g;
+		g->queued++;
+		pthread_cond_signal(&work);
+	}
+	return true;
+}
+
+static void fill_progress(struct fill *g, wf_fill_fn fn, void *ctx)
+{
+	if (!fn)
+		return;
+	struct wf_fill snap = g->st;
+	pthread_mutex_unlock(&mu);
+	fn(ctx, &snap);
+	pthread_mutex_lock(&mu);
+}
+
+enum wf_err wf_remote_fill(const struct wf_fill_range *r, size_t n, wf_fill_fn fn, void *ctx, char *err)
+{
+	if (!wf_remote_conf.cache)
+		return wf_fail(err, WF_ERR_IO, "no cache folder to fill (-o cache=none?)");
+	struct fill g = {.cv = PTHREAD_COND_INITIALIZER};
+	size_t n_jobs = 0, next = 0;
+	struct job *v = fill_jobs(r, n, &n_jobs, &g.st.total);
+	if (!v)
+		return wf_fail(err, WF_ERR_NOMEM, "out of memory");
+	g.st.chunks = n_jobs;
+	pthread_mutex_lock(&mu);
+	enum wf_err rc = start(err);
+	bool fed = rc == WF_OK;
+	while (rc == WF_OK && (g.queued || (fed && !g.failed && next < n_jobs))) {
+		fed = fed && fill_feed(&g, v, n_jobs, &next);
+		if (!g.queued)
+			break;
+		struct timespec t;
+		clock_gettime(CLOCK_REALTIME, &t);
+		t.tv_nsec += 200 * 1000000L;
+		if (t.tv_nsec >= 1000000000L)
+			t.tv_sec++, t.tv_nsec -= 1000000000L;
+		pthread_cond_timedwait(&g.cv, &mu, &t);
+		fill_progress(&g, fn, ctx);
+	}
+	fill_progress(&g, fn, ctx);
+	pthread_mutex_unlock(&mu);
+	pthread_cond_destroy(&g.cv);
+	free(v);
+	if (rc != WF_OK)
+		return rc;
+	if (g.failed)
+		return wf_fail(err, WF_ERR_IO, "%s", g.why);
+	if (!fed)
+		return wf_fail(err, WF_ERR_NOMEM, "out of memory");
+	return WF_OK;
+}
+
+bool wf_robj_cached(struct wf_robj *o, uint64_t off, uint8_t *dst, size_t len)
+{
+	if (!o->chunk)
+		o->chunk = wf_remote_conf.chunk;
+	if (off > o->size || len > o->size - off)
+		return false;
+	uint8_t *buf = malloc(o->chunk);
+	bool ok = buf != NULL;
+	for (uint64_t at = off; ok && at < off + len;) {
+		uint64_t c = at / o->chunk, in = at - c * o->chunk, take = chunk_len(o, c) - in;
+		if (take > off + len - at)
+			take = off + len - at;
+		ok = cache_get(o, c, buf);
+		if (ok)
+			memcpy(dst + (at - off), buf + in, take);
+		at += take;
+	}
+	free(buf);
+	return ok;
 }
 
 const uint8_t *wf_robj_data(struct wf_robj *o, char *err)

@@ -79,6 +79,32 @@ const char *wf_robj_etag(const struct wf_robj *o);   /* as the server gave it, q
  * once a fetch saw another. */
 enum wf_err wf_robj_check(const struct wf_robj *o, char *err);
 
+/* What a wf_remote_fill did so far (what its callback sees). */
+struct wf_fill {
+	uint64_t total;    /* bytes of the chunks asked */
+	uint64_t done;     /* of those, bytes now in the cache */
+	uint64_t fetched;  /* of done, bytes fetched over the network (the rest was there) */
+	size_t chunks;     /* chunks asked */
+};
+typedef void (*wf_fill_fn)(void *ctx, const struct wf_fill *f);
+
+struct wf_fill_range {
+	struct wf_robj *o;
+	uint64_t off, len;
+};
+
+/* Makes every chunk covering the ranges r[0..n) present in the cache
+ * folder: each one not there already (whole and checked) is fetched, up
+ * to remote_streams at once, and written to the cache, never kept in
+ * memory.  fn (may be NULL) is called from this thread about five times a
+ * second and once at the end.  WF_OK when all are in the cache; else err
+ * says the first failure (the chunks not yet begun are not tried). */
+enum wf_err wf_remote_fill(const struct wf_fill_range *r, size_t n, wf_fill_fn fn, void *ctx, char *err);
+
+/* Bytes [off, off+len) of o from the cache alone into dst: false when a
+ * chunk of them is not there whole (never the network). */
+bool wf_robj_cached(struct wf_robj *o, uint64_t off, uint8_t *dst, size_t len);
+
 /* Bytes fetched over the network so far, all objects (for tests). */
 uint64_t wf_remote_fetched(void);
 

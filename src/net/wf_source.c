@@ -30,6 +30,7 @@ struct staged {
 	int64_t size;
 	struct wf_robj *o;
 	char *rel;    /* its path in the staging folder */
+	char *blob;   /* its LFS sha256 from the Hub's listing, or NULL */
 };
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
@@ -342,6 +343,18 @@ static enum wf_err resolve_rev(struct hub *h, char *err)
 	return ok ? WF_OK : wf_fail(err, WF_ERR_FORMAT, "%s: the revision API gave no commit (sha)", h->repo);
 }
 
+/* A weight file's placeholder, with its LFS sha256 when the listing gives
+ * one: the name of its blob in the Hugging Face cache. */
+static enum wf_err add_weight(const char *rel, const char *url, int64_t size, const cJSON *lfs, char *err)
+{
+	enum wf_err rc = add_placeholder(rel, url, size, NULL, err);
+	const cJSON *oid = lfs ? cJSON_GetObjectItemCaseSensitive(lfs, "oid") : NULL;
+	if (rc == WF_OK && cJSON_IsString(oid) && strlen(oid->valuestring) == 64 &&
+	    strspn(oid->valuestring, "0123456789abcdef") == 64)
+		reg[n_reg - 1].blob = strdup(oid->valuestring);
+	return rc;
+}
+
 /* A small file fetched whole: into the record for offline stagings, and
  * into the Hugging Face cache layout (wf_hubcache.h); both best effort. */
 static void keep_small(const struct hub *h, const char *path, const char *rel, const char *url,
@@ -383,7 +396,7 @@ static enum wf_err stage_entry(const struct hub *h, const cJSON *e, size_t *n_fi
 	snprintf(rel, sizeof rel, "%s/%s", strrchr(h->repo, '/') + 1, p);
 	(*n_files)++;
 	if (weight) /* pinned once the listing is done (pin_all) */
-		return add_placeholder(rel, url, (int64_t)sz, NULL, err);
+		return add_weight(rel, url, (int64_t)sz, lfs, err);
 	struct wf_http_req rq = {.url = url, .token = token, .follow = true, .cap = SMALL_MAX};
 	struct wf_http_resp r;
 	enum wf_err rc = wf_http_do(NULL, &rq, &r, err);
@@ -623,6 +636,25 @@ const char *wf_source_warning(void)
 	return warning[0] ? warning : NULL;
 }
 
+bool wf_source_weight(size_t i, struct wf_source_weight *w)
+{
+	memset(w, 0, sizeof *w);
+	if (i >= n_reg)
+		return false;
+	w->o = reg[i].o;
+	w->blob = reg[i].blob;
+	/* the path in the repository: the staging path less the repository's name */
+	const char *slash = hub_repo[0] ? strchr(reg[i].rel, '/') : NULL;
+	w->path = slash ? slash + 1 : reg[i].rel;
+	return true;
+}
+
+const char *wf_source_hub(const char **commit)
+{
+	*commit = hub_sha;
+	return hub_repo[0] && hub_sha[0] ? hub_repo : NULL;
+}
+
 enum wf_err wf_source_stage(const char *src, char **local, char *err)
 {
 	*local = NULL;
@@ -684,12 +716,13 @@ void wf_source_cleanup(void)
 	free(root);
 	root = NULL;
 	for (size_t i = 0; i < n_reg; i++)
-		free(reg[i].url), free(reg[i].rel);
+		free(reg[i].url), free(reg[i].rel), free(reg[i].blob);
 	wf_rec_free(rec);
 	rec = NULL;
 	free(reg);
 	reg = NULL;
 	n_reg = 0;
+	hub_repo[0] = hub_sha[0] = '\0';
 	free(token);
 	token = NULL;
 	if (offline_env)

@@ -36,6 +36,22 @@ enum wf_err wf_source_stage(const char *src, char **local, char *err);
  * asked for.  For the caller to say once. */
 const char *wf_source_warning(void);
 
+/* The weight files staged, in listing order (i from 0; false past the
+ * end): o its pinned object (NULL until pinned: wf_source_open pins it),
+ * path its path in the Hub's repository (or the URL's file name), blob
+ * its LFS sha256 from the Hub's listing (its name in the Hugging Face
+ * cache), or NULL. */
+struct wf_source_weight {
+	struct wf_robj *o;
+	const char *path;
+	const char *blob;
+};
+bool wf_source_weight(size_t i, struct wf_source_weight *w);
+
+/* The Hub repository staged (ORG/NAME) and *commit its commit; NULL for
+ * a URL or before a staging. */
+const char *wf_source_hub(const char **commit);
+
 /* *out: the remote object a staged placeholder at path stands for, opened
  * and pinned on first ask; NULL for any other path (WF_OK). */
 enum wf_err wf_source_open(const char *path, struct wf_robj **out, char *err);
