@@ -614,12 +614,16 @@ static enum wf_err cache_setup(char *err)
 	const char *want = named ? wf_remote_conf.cache : dir;
 	if (rc == WF_OK && wf_remote_conf.offline)
 		/* only read: a read-only cache serves offline too */
-		rc = (real = realpath(want, NULL)) ? WF_OK : wf_fail(e, WF_ERR_IO, "no cache folder %s: %s", want,
-								    strerror(errno));
+		rc = (real = realpath(want, NULL)) ? WF_OK
+			: wf_fail(e, WF_ERR_IO, "offline (-o offline, or HF_HUB_OFFLINE for hf://): there is no cache "
+				  "folder %s, so it has nothing of this source (mount it online once, or weightfs fetch "
+				  "it)", want);
 	else if (rc == WF_OK)
 		rc = wf_cache_ready(want, &real, e);
 	if (rc != WF_OK) {
-		if (named || wf_remote_conf.offline)
+		if (wf_remote_conf.offline)
+			return wf_fail(err, WF_ERR_IO, "%s", e);
+		if (named)
 			return wf_fail(err, WF_ERR_IO, "-o cache: %s", e);
 		snprintf(warning, sizeof warning, "%s; going on without a cache", e);
 		return WF_OK;

@@ -351,6 +351,9 @@ def env_hub(hub):
         os.environ.pop(k, None)
     os.environ["HF_TOKEN_PATH"] = "/nonexistent/token"
     os.environ["TMPDIR"] = STAGE[0] = new_dir("stage-")
+    # the default cache folders (weightfs's and the Hub's): the test's own
+    os.environ["XDG_CACHE_HOME"] = new_dir("xdg-")
+    os.environ["HF_HOME"] = new_dir("hfhome-")
 
 
 def refused(src, want):
@@ -425,7 +428,7 @@ def group_net():
         run_checks(hub, models)
     finally:
         hub.stop()
-        for k in ("HF_ENDPOINT", "HF_TOKEN_PATH", "TMPDIR"):
+        for k in ("HF_ENDPOINT", "HF_TOKEN_PATH", "TMPDIR", "XDG_CACHE_HOME", "HF_HOME"):
             os.environ.pop(k, None)
 
     def staged_gone():
@@ -582,12 +585,13 @@ def run_checks(hub, models):
     check("net: private repo with the token file = the local mount (no token sent to the CDN)", private)
 
     def offline():
+        # a repository never mounted online: nothing in the cache to serve
         os.environ["HF_HUB_OFFLINE"] = "1"
         try:
-            return refused("hf://org/gg", "HF_HUB_OFFLINE")
+            return refused("hf://org/nope", "has nothing of this source")
         finally:
             os.environ.pop("HF_HUB_OFFLINE")
-    check("net: HF_HUB_OFFLINE: one line, no mount", offline)
+    check("net: HF_HUB_OFFLINE, a source never mounted online: one line, no mount", offline)
 
     def changed():
         path = os.path.join(hub.cdn, "org/chg", COMMIT, "model.safetensors")
