@@ -525,12 +525,15 @@ static enum wf_err stage_hf(const char *src, char **local, char *err)
 	if (rc != WF_OK)
 		return rc;
 	snprintf(hub_repo, sizeof hub_repo, "%s", h.repo);
+	/* the record's name: hf://org/name and hf://org/name@main are one source */
+	char canon[2048];
+	snprintf(canon, sizeof canon, "hf://%s@%s/%s", h.repo, h.rev, h.sub);
 	if (wf_remote_conf.offline || truthy(getenv("HF_HUB_OFFLINE")) || truthy(getenv("TRANSFORMERS_OFFLINE")))
-		return stage_offline(src, h.ep, local, err);
+		return stage_offline(canon, h.ep, local, err);
 	token = find_token();
 	if ((rc = resolve_rev(&h, err)) != WF_OK || (rc = make_root(err)) != WF_OK)
 		return rc;
-	rec = wf_remote_conf.cache ? wf_rec_new(src, h.ep) : NULL;
+	rec = wf_remote_conf.cache ? wf_rec_new(canon, h.ep) : NULL;
 	size_t n = 0;
 	if ((rc = stage_tree(&h, &n, err)) != WF_OK || (rc = pin_all(&h, err)) != WF_OK)
 		return rc;
