@@ -241,7 +241,8 @@ static enum wf_err evict_locked(const char *dir, int lfd, uint64_t target, uint6
 	for (size_t i = 0; i < n; i++)
 		sum += v[i].size;
 	if (ok) {
-		qsort(v, n, sizeof *v, by_age);
+		if (n)
+			qsort(v, n, sizeof *v, by_age);
 		char p[4200];
 		for (size_t i = 0; i < n && sum + incoming > target; i++) {
 			snprintf(p, sizeof p, "%s/%s", dir, v[i].rel);
