@@ -5,7 +5,8 @@
  *
  * Every file of the folder but its bookkeeping is a "cache file": DIR/SUB/
  * NAME, SUB a folder of the cache (an object's key, or "files").  A cache
- * file is its bytes, then their 64-bit FNV-1a, little-endian; a read
+ * file is its bytes, then their 64-bit checksum (FNV-1a's step over
+ * 64-bit words, wf_cache.c), little-endian; a read
  * checks both the length and the sum, so a torn or partial file (a crash,
  * a full disk) reads as absent, never as bytes.  A hit sets the file's
  * mtime to now: mtime orders eviction (atime is often off or relatime).

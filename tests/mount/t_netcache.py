@@ -23,13 +23,17 @@ from t_net import COMMIT, Hub, make_models, same_trees
 CHUNK = 65536
 
 
-def fnv1a(b):
-    """base/wf_hash.c's wf_fnv1a: FNV-1a 64 with its offset basis as written
-    there (1469598103934665603, one digit short of the published one)."""
-    h = 1469598103934665603
-    for x in b:
-        h = ((h ^ x) * 0x100000001b3) & 0xFFFFFFFFFFFFFFFF
-    return h
+def sum64(b):
+    """src/net/wf_cache.c's sum64: FNV-1a's step over 64-bit little-endian
+    words, the tail bytewise, seeded with the length, folded at the end."""
+    m, prime = 0xFFFFFFFFFFFFFFFF, 0x100000001b3
+    h = 0xcbf29ce484222325 ^ len(b)
+    n8 = len(b) // 8
+    for w in struct.unpack("<%dQ" % n8, b[:n8 * 8]):
+        h = ((h ^ w) * prime) & m
+    for x in b[n8 * 8:]:
+        h = ((h ^ x) * prime) & m
+    return h ^ (h >> 29)
 
 
 def cache_files(cdir):
@@ -49,12 +53,12 @@ def cache_files(cdir):
 
 
 def check_whole(cdir):
-    """Every cache file whole: its bytes, then their FNV-1a."""
+    """Every cache file whole: its bytes, then their checksum."""
     bad = []
     for rel in cache_files(cdir):
         with open(os.path.join(cdir, rel), "rb") as f:
             b = f.read()
-        if len(b) < 8 or struct.unpack("<Q", b[-8:])[0] != fnv1a(b[:-8]):
+        if len(b) < 8 or struct.unpack("<Q", b[-8:])[0] != sum64(b[:-8]):
             bad.append(rel)
     if bad:
         raise Fail("%d torn cache files: %s" % (len(bad), bad[:3]))
