@@ -26,13 +26,16 @@
  * are dropped (MADV_DONTNEED) and fetched again if touched again, so
  * memory is bounded by streams x chunk plus that cap, whatever the model.
  *
- * With a cache folder (-o cache=DIR), each chunk fetched is also kept in
+ * With a cache folder (wf_remote_conf.cache: -o cache=DIR, else the
+ * default one wf_source_stage picks), each chunk fetched is also kept in
  * DIR/KEY/CHUNKSIZE-INDEX, KEY a hash of the URL opened, the pinned ETag
- * and the size: a later mount of the same version reads it from disk.  A
- * chunk file is written under a temporary name and renamed whole, and it
- * ends with a checksum of its bytes, checked on every read from the cache:
- * a torn or partial file (a crash, a full disk) is fetched again, never
- * served.
+ * and the size: a later mount of the same version reads it from disk.  The
+ * folder's files are written, checked, bounded and shared as wf_cache.h
+ * says: a torn or partial file (a crash, a full disk) is fetched again,
+ * never served.  -o offline (wf_remote_conf.offline) fetches nothing: a
+ * chunk the cache lacks fails at once, as a fetch that failed does.
+ * wf_remote_fill puts chunks into the cache without mapping them
+ * (weightfs fetch).
  */
 #ifndef WF_REMOTE_H
 #define WF_REMOTE_H
