@@ -130,6 +130,15 @@ enum wf_err wf_cache_ready(const char *dir, char **real, char *err)
 		return wf_fail(err, WF_ERR_IO, "cannot write in the cache folder %s: %s", dir, strerror(e));
 	}
 	close(fd);
+	/* backup tools skip a folder holding this (https://bford.info/cachedir/) */
+	snprintf(probe, sizeof probe, "%s/CACHEDIR.TAG", dir);
+	if ((fd = open(probe, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644)) >= 0) {
+		static const char tag[] = "Signature: 8a477f597d28d172789f06886806bc55\n"
+					  "# This file is a cache directory tag created by weightfs.\n";
+		if (write(fd, tag, sizeof tag - 1) != (ssize_t)(sizeof tag - 1))
+			unlink(probe);
+		close(fd);
+	}
 	*real = realpath(dir, NULL);
 	return *real ? WF_OK : wf_fail(err, WF_ERR_IO, "the cache folder %s: %s", dir, strerror(errno));
 }

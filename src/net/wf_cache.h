@@ -44,8 +44,9 @@ bool wf_size_parse(const char *s, uint64_t *out);
  * absolute path, else $HOME/.cache/weightfs.  err when neither is set. */
 enum wf_err wf_cache_default(char *out, size_t cap, char *err);
 
-/* Makes dir (and its parents) and checks that a file can be made in it;
- * *real (malloc'd) is its absolute path.  err: one line. */
+/* Makes dir (and its parents) and checks that a file can be made in it
+ * (and puts a CACHEDIR.TAG there, which backup tools skip); *real
+ * (malloc'd) is its absolute path.  err: one line. */
 enum wf_err wf_cache_ready(const char *dir, char **real, char *err);
 
 /* The cache file dir/rel, len bytes, into buf: true only when the file is

@@ -13,6 +13,7 @@ ETag and If-Match as nginx does them.  Bytes sent are counted from the access
 log ($body_bytes_sent).
 """
 
+import hashlib
 import json
 import os
 import shutil
@@ -37,6 +38,13 @@ STAGE = [None]  # the TMPDIR the daemons stage sources in: empty once they are g
 
 def is_lfs(name):
     return name.endswith(".safetensors") or name.endswith(".gguf")
+
+
+def git_oid(path):
+    """The file's git blob id: what the Hub sends as a small file's ETag."""
+    with open(path, "rb") as f:
+        data = f.read()
+    return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
 
 
 class Hub:
@@ -72,7 +80,7 @@ class Hub:
         for rel, p in sorted(files.items()):
             size, digest = os.path.getsize(p), sha256(p)
             meta[rel] = (size, digest)
-            ent = {"type": "file", "path": rel, "oid": digest[:40], "size": size}
+            ent = {"type": "file", "path": rel, "oid": git_oid(p), "size": size}
             if is_lfs(rel):
                 ent["lfs"] = {"oid": digest, "size": size, "pointerSize": 134}
                 dst = os.path.join(self.cdn, repo, COMMIT, rel)
@@ -101,11 +109,14 @@ class Hub:
             self.private.add(repo)
 
     def conf(self):
-        lfs_map = []
+        lfs_map, oid_map = [], []
         for repo, meta in self.repos.items():
             for rel, (size, digest) in meta.items():
                 if is_lfs(rel):
                     lfs_map.append('    "/%s/resolve/%s/%s" "%d %s";' % (repo, COMMIT, rel, size, digest))
+                else:
+                    oid = git_oid(os.path.join(self.www, repo, "resolve", COMMIT, rel))
+                    oid_map.append('    "/%s/resolve/%s/%s" "\\"%s\\"";' % (repo, COMMIT, rel, oid))
         gated = "\n".join("""
         location ^~ /%s/resolve/ {
             add_header X-Error-Code GatedRepo always;
@@ -149,6 +160,11 @@ http {
         default "";
 %(lfs)s
     }
+    # a small file's ETag is its git blob id, as the Hub sends it
+    map $uri $oid_etag {
+        default "";
+%(oids)s
+    }
     server {
         listen 127.0.0.1:%(port)d;
         root %(www)s;
@@ -174,7 +190,9 @@ http {
             return 404;
         }
         location ~ "^/(?<repo>[^/]+/[^/]+)/resolve/(?<commit>[0-9a-f]{40})/(?<file>.+)$" {
+            etag off;
             add_header X-Repo-Commit $commit always;
+            add_header ETag $oid_etag;
             if ($linked ~ "^(?<lsize>[0-9]+) (?<lsha>[0-9a-f]+)$") {
                 add_header X-Repo-Commit $commit always;
                 add_header X-Linked-Size $lsize always;
@@ -197,7 +215,7 @@ http {
     }
 }
 """ % {"d": self.dir, "www": self.www, "cdn": self.cdn, "port": self.port, "cdn_port": self.cdn_port,
-       "lfs": "\n".join(lfs_map), "gated": gated, "revs": revs,
+       "lfs": "\n".join(lfs_map), "oids": "\n".join(oid_map), "gated": gated, "revs": revs,
        "private": private, "token": TOKEN}
 
     def start(self):

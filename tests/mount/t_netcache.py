@@ -142,6 +142,9 @@ def run_checks(hub, models):
         recs = os.listdir(os.path.join(cdir, ".sources"))
         if n < 1 or len(recs) != 1:
             raise Fail("%s: %d cache files, records %s" % (cdir, n, recs))
+        with open(os.path.join(cdir, "CACHEDIR.TAG")) as f:
+            if not f.read().startswith("Signature: 8a477f597d28d172789f06886806bc55"):
+                raise Fail("CACHEDIR.TAG without its signature")
         return "%d chunk files and 1 record under $XDG_CACHE_HOME/weightfs" % n
     check("netcache: the default cache is $XDG_CACHE_HOME/weightfs", default_dir)
 
@@ -205,6 +208,8 @@ def run_checks(hub, models):
                 raise Fail("%s -> %s, want %sBLOB" % (rel, tgt, want))
             if sha256(p) != hub.repos["org/Tiny-Llama"][rel][1]:
                 raise Fail("%s: other bytes than the repo's" % rel)
+            if tgt[len(want):] != t_net.git_oid(p):
+                raise Fail("%s: blob %s, not its ETag (git blob id)" % (rel, tgt[len(want):]))
         blobs = os.listdir(os.path.join(repo, "blobs"))
         if any(b.endswith(".incomplete") or '"' in b for b in blobs):
             raise Fail("blobs: %s" % blobs)
@@ -357,6 +362,11 @@ def run_checks(hub, models):
             p = os.path.join(repo, "snapshots", COMMIT, rel)
             if os.readlink(p) != "../" * rel.count("/") + "../../blobs/" + digest or sha256(p) != digest:
                 raise Fail("%s: not its sha256 blob in the hub cache" % rel)
+        # weightfs verify checks a hub cache as huggingface_hub lays it out:
+        # blobs named by their digests, snapshot links, refs/main
+        v = run(["verify", repo])
+        if v.returncode != 0:
+            raise Fail("weightfs verify of the hub cache: exit %d: %s" % (v.returncode, (v.stdout + v.stderr)[-400:]))
         with Mount(models["tiny"]) as lm:
             hub.stop()
             try:
@@ -364,9 +374,9 @@ def run_checks(hub, models):
                     info = same_trees(lm.mp, om.mp)
             finally:
                 hub.start()
-        return "%s; offline: %s" % (r.stdout.decode().strip()[:90], info)
+        return "%s; hub cache verified; offline: %s" % (r.stdout.decode().strip()[:90], info)
     check("netcache: weightfs fetch fills the cache: an offline mount (nginx stopped) reads every file; "
-          "weight files in the hub cache as sha256 blobs", fetch_whole)
+          "weight files in the hub cache as sha256 blobs; weightfs verify passes the hub cache", fetch_whole)
 
     def fetch_tensor():
         cdir = os.path.join(new_dir("ft-"), "c")
