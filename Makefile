@@ -72,7 +72,7 @@ ALL_LDFLAGS = $(SAN) $(LDFLAGS)
 # own folder and of the folders listed before it, never after (layers-check).
 BASE_SRC  := src/base/wf_common.c src/base/wf_buf.c src/base/wf_hash.c src/base/wf_names.c src/base/wf_bus.c src/base/wf_pool.c \
              src/base/wf_unmap.c
-NET_SRC   := src/net/wf_http.c src/net/wf_remote.c src/net/wf_s3.c src/net/wf_source.c
+NET_SRC   := src/net/wf_http.c src/net/wf_cache.c src/net/wf_remote.c src/net/wf_s3.c src/net/wf_source.c src/net/wf_offline.c src/net/wf_hubcache.c
 CODEC_SRC := src/codec/wf_types.c src/codec/wf_decode.c src/codec/wf_decode_x86.c \
              src/codec/wf_iq_tables.c src/codec/wf_round.c src/codec/wf_quant.c src/codec/wf_quant_k.c \
              src/codec/wf_quant_x86.c
@@ -95,7 +95,7 @@ MOUNT_SRC := src/mount/wf_tree.c src/mount/wf_gen.c src/mount/wf_st_stream.c src
              src/mount/wf_usage.c src/mount/wf_perm.c src/mount/wf_preview.c src/mount/wf_sha.c
 FUSE_SRC  := src/fuse/main.c src/fuse/wf_fuse.c src/fuse/wf_mnt.c src/fuse/wf_limiter.c
 CLI_SRC   := src/cli/cli.c src/cli/cli_read.c src/cli/cli_show.c src/cli/cli_convert.c src/cli/cli_out.c src/cli/cli_span.c src/cli/cli_look.c src/cli/cli_stats.c src/cli/cli_diff.c \
-             src/cli/cli_verify.c src/cli/cli_vstate.c src/cli/cli_hub.c src/cli/cli_opt.c
+             src/cli/cli_verify.c src/cli/cli_vstate.c src/cli/cli_hub.c src/cli/cli_opt.c src/cli/cli_fetch.c
 
 # The format library (libweightfs.so and .a): no FUSE, no mount tree.
 LIB_SRC  := $(BASE_SRC) $(NET_SRC) $(CODEC_SRC) $(MODEL_SRC) $(ARCH_SRC) $(VIEW_SRC) $(LIBAPI_SRC)

@@ -18,6 +18,7 @@
 
 static const struct cli_cmd *const commands[] = {
 	&cli_cmd_ls, &cli_cmd_info, &cli_cmd_cat, &cli_cmd_convert, &cli_cmd_stats, &cli_cmd_diff, &cli_cmd_verify,
+	&cli_cmd_fetch,
 };
 
 static const struct cli_cmd *cmd_of(const char *name)

@@ -40,4 +40,10 @@ int cli_open(struct wf_mount *mt, const char *model, const char *dtype, const st
 /* Runs the command argv[1] with its arguments; returns the exit code. */
 int cli_main(int argc, char **argv);
 
+/* One of the remote sources' -o options (remote_chunk=, remote_streams=,
+ * remote_mem=, cache=, cache_size=, offline; docs/remote.md), the mount's
+ * and every command's: 1 when taken (wf_remote_conf set), 0 when arg is
+ * none of them, -1 with one line in msg when its value is wrong. */
+int cli_remote_opt(const char *arg, char *msg, size_t len);
+
 #endif

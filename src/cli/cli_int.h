@@ -65,7 +65,7 @@ int cli_session_main(const struct cli_cmd *c, int argc, char **argv,
  * when MODEL is intact, 1 when something differs from what it should
  * be, 2 when it could not be checked, as cmp(1). */
 extern const struct cli_cmd cli_cmd_ls, cli_cmd_info, cli_cmd_cat, cli_cmd_convert, cli_cmd_stats, cli_cmd_diff,
-	cli_cmd_verify;
+	cli_cmd_verify, cli_cmd_fetch;
 
 /* A wf_notice_fn: keeps the first change a read ran into, which
  * cli_read_failed then names. */

@@ -4,6 +4,7 @@
 #include "cli/cli.h"
 #include "cli/cli_int.h"
 #include "arch/wf_arch.h"
+#include "net/wf_cache.h"
 #include "net/wf_source.h"
 #include "view/wf_gguf_file.h"
 #include "view/wf_view.h"
@@ -174,6 +175,8 @@ int cli_open(struct wf_mount *mt, const char *model, const char *dtype, const st
 	 * read as any, the mount and every command alike */
 	char *staged = NULL;
 	enum wf_err rc = wf_source_is_remote(model) ? wf_source_stage(model, &staged, err) : WF_OK;
+	if (rc == WF_OK && wf_source_warning())
+		fprintf(stderr, "weightfs: %s\n", wf_source_warning());
 	if (rc == WF_OK)
 		rc = wf_mount_open(mt, staged ? staged : model, want, opts, err);
 	free(staged);
@@ -223,9 +226,56 @@ int cli_session_main(const struct cli_cmd *c, int argc, char **argv,
 
 /* ---------------------------------------------------------------- -o */
 
+int cli_remote_opt(const char *arg, char *msg, size_t len)
+{
+	const char *v = strchr(arg, '=');
+	v = v ? v + 1 : "";
+	uint64_t x = 0;
+	bool sized = wf_size_parse(v, &x) && x > 0;
+	if (strcmp(arg, "offline") == 0) {
+		wf_remote_conf.offline = true;
+	} else if (strncmp(arg, "cache=", 6) == 0) {
+		if (!*v) {
+			snprintf(msg, len, "-o cache=: give a folder, or none");
+			return -1;
+		}
+		/* kept for the daemon, which changes to / once mounted: wf_source_stage
+		 * makes it absolute before then */
+		static char dir[4096];
+		snprintf(dir, sizeof dir, "%s", v);
+		wf_remote_conf.cache_off = strcmp(v, "none") == 0;
+		wf_remote_conf.cache = wf_remote_conf.cache_off ? NULL : dir;
+	} else if (strncmp(arg, "cache_size=", 11) == 0) {
+		if (!sized) {
+			snprintf(msg, len, "-o %s: a size in bytes, K, M, G or T (10G by default)", cli_path(arg));
+			return -1;
+		}
+		wf_remote_conf.cache_size = x;
+	} else if (strncmp(arg, "remote_streams=", 15) == 0 || strncmp(arg, "remote_chunk=", 13) == 0 ||
+		   strncmp(arg, "remote_mem=", 11) == 0) {
+		if (sized && arg[7] == 's' && x <= 64)
+			wf_remote_conf.streams = (unsigned)x;
+		else if (sized && arg[7] == 'c' && x >= (64u << 10) && x <= (256u << 20) && x % 4096 == 0)
+			wf_remote_conf.chunk = x;
+		else if (sized && arg[7] == 'm' && x <= (1ull << 40))
+			wf_remote_conf.mem = x;
+		else {
+			snprintf(msg, len, "-o %s: remote_chunk= takes 64K to 256M in whole 4K pages, "
+				 "remote_streams= 1 to 64, remote_mem= a size", cli_path(arg));
+			return -1;
+		}
+	} else {
+		return 0;
+	}
+	return 1;
+}
+
 /* One item of -o's list; 0, or EXIT_USAGE with msg filled. */
 static int o_item(struct cli_o *o, unsigned takes, char *opt, char *msg, size_t len)
 {
+	int r = cli_remote_opt(opt, msg, len);
+	if (r != 0)
+		return r < 0 ? EXIT_USAGE : 0;
 	if (strncmp(opt, "dtype=", 6) == 0) {
 		if (o->dtype && strcmp(o->dtype, opt + 6) != 0) {
 			snprintf(msg, len, "-o dtype=%s and dtype=%s contradict each other", cli_path(o->dtype),

@@ -68,6 +68,8 @@ static const struct fuse_opt wf_opts[] = {
 	FUSE_OPT_KEY("remote_streams=", KEY_REMOTE),
 	FUSE_OPT_KEY("remote_mem=", KEY_REMOTE),
 	FUSE_OPT_KEY("cache=", KEY_REMOTE),
+	FUSE_OPT_KEY("cache_size=", KEY_REMOTE),
+	FUSE_OPT_KEY("offline", KEY_REMOTE),
 	OPT("npy", npy),
 	OPT("suffix", suffix),
 	OPT("preview", preview),
@@ -98,46 +100,13 @@ static const struct fuse_opt wf_opts[] = {
 	FUSE_OPT_END
 };
 
-/* -o remote_chunk=BYTES (K/M suffixes; 64 KiB .. 256 MiB, whole pages),
- * remote_streams=N (1..64), remote_mem=BYTES (chunks kept in memory). */
 static int remote_opt(const char *arg)
 {
-	const char *v = strchr(arg, '=') + 1;
-	if (strncmp(arg, "cache=", 6) == 0) {
-		/* an absolute path: the daemon changes to / */
-		static char dir[PATH_MAX];
-		if (strcmp(v, "none") == 0) {
-			wf_remote_conf.cache = NULL;
-			return 0;
-		}
-		mkdir(v, 0755);
-		if (!*v || !realpath(v, dir)) {
-			fprintf(stderr, "weightfs: -o cache=%s: %s\n", cli_path(v), *v ? strerror(errno) : "empty");
-			return -1;
-		}
-		wf_remote_conf.cache = dir;
+	char msg[WF_ERRLEN];
+	if (cli_remote_opt(arg, msg, sizeof msg) == 1)
 		return 0;
-	}
-	char *end;
-	errno = 0;
-	unsigned long long x = *v >= '0' && *v <= '9' ? strtoull(v, &end, 10) : 0;
-	if (!errno && x && (*end == 'K' || *end == 'k'))
-		x <<= 10, end++;
-	else if (!errno && x && (*end == 'M' || *end == 'm'))
-		x <<= 20, end++;
-	bool ok = !errno && x && *end == '\0';
-	if (ok && strncmp(arg, "remote_streams=", 15) == 0 && x <= 64)
-		wf_remote_conf.streams = (unsigned)x;
-	else if (ok && strncmp(arg, "remote_chunk=", 13) == 0 && x >= (64u << 10) && x <= (256u << 20) && x % 4096 == 0)
-		wf_remote_conf.chunk = x;
-	else if (ok && strncmp(arg, "remote_mem=", 11) == 0 && x <= (1ull << 40))
-		wf_remote_conf.mem = x;
-	else {
-		fprintf(stderr, "weightfs: -o %s: remote_chunk= takes 64K to 256M in whole 4K pages, "
-			"remote_streams= 1 to 64, remote_mem= a size\n", cli_path(arg));
-		return -1;
-	}
-	return 0;
+	fprintf(stderr, "weightfs: %s\n", msg);
+	return -1;
 }
 
 static int opt_proc(void *data, const char *arg, int key, struct fuse_args *outargs)
@@ -242,7 +211,10 @@ static void usage(const char *prog)
 	       "       remote_chunk=N      hf://, s3:// and https:// models: bytes per ranged GET (4M)\n"
 	       "       remote_streams=N    ranged GETs in flight (4)\n"
 	       "       remote_mem=N        fetched bytes kept in memory at most (256M)\n"
-	       "       cache=DIR           keep fetched chunks in DIR across mounts (docs/remote.md)\n"
+	       "       cache=DIR           keep fetched chunks in DIR across mounts (default\n"
+	       "                           $XDG_CACHE_HOME/weightfs, else ~/.cache/weightfs; none: off)\n"
+	       "       cache_size=N        the cache folder's limit, least recently used evicted (10G)\n"
+	       "       offline             no network: serve what the cache holds (docs/remote.md)\n"
 	       "       max_threads=N       at most N worker threads (default 10)\n"
 	       "       max_idle_threads=N  at most N idle worker threads\n"
 	       "       clone_fd            one /dev/fuse descriptor per thread\n"

@@ -1,6 +1,7 @@
 /* wf_remote.c - remote objects as memory, fetched by the chunk on first
  * touch (wf_remote.h). */
 #include "net/wf_remote.h"
+#include "net/wf_cache.h"
 #include "net/wf_http.h"
 
 #include <errno.h>
@@ -17,9 +18,11 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
-struct wf_remote_conf wf_remote_conf = {.chunk = 4u << 20, .streams = 4, .mem = 256u << 20};
+struct wf_remote_conf wf_remote_conf = {.chunk = 4u << 20, .streams = 4, .mem = 256u << 20,
+					.cache_size = WF_CACHE_SIZE_DEFAULT};
 
 /* STAGED: fetched ahead, its bytes held (o->held[c]) until a reader
  * touches the chunk.  Placed only then, so that every chunk a sequential
@@ -51,9 +54,21 @@ struct wf_robj {
 	struct wf_robj *next;
 };
 
+struct fill;
+
 struct job {
 	struct wf_robj *o;
 	uint64_t c;
+	struct fill *g; /* a wf_remote_fill's job: into the cache only; NULL: into memory */
+};
+
+/* One wf_remote_fill: its jobs are fed to the queue a few at a time. */
+struct fill {
+	pthread_cond_t cv;
+	struct wf_fill st;
+	unsigned queued;   /* jobs in the queue or in a worker's hands */
+	bool failed;
+	char why[WF_ERRLEN];
 };
 
 struct waiter {
@@ -149,9 +164,10 @@ static bool push(struct wf_robj *o, uint64_t c, bool front)
 	if (o->st[c] == QUEUED) {
 		/* asked ahead, now waited for: to the front */
 		for (size_t i = 0; front && i < q_n; i++)
-			if (queue[i].o == o && queue[i].c == c) {
+			if (queue[i].o == o && queue[i].c == c && !queue[i].g) {
+				struct job jb = queue[i];
 				memmove(queue + 1, queue, i * sizeof *queue);
-				queue[0] = (struct job){o, c};
+				queue[0] = jb;
 				break;
 			}
 		return true;
@@ -165,9 +181,9 @@ static bool push(struct wf_robj *o, uint64_t c, bool front)
 	}
 	if (front) {
 		memmove(queue + 1, queue, q_n * sizeof *queue);
-		queue[0] = (struct job){o, c};
+		queue[0] = (struct job){o, c, NULL};
 	} else {
-		queue[q_n] = (struct job){o, c};
+		queue[q_n] = (struct job){o, c, NULL};
 	}
 	q_n++;
 	o->st[c] = QUEUED;
@@ -241,7 +257,7 @@ static void note_resident(struct wf_robj *o, uint64_t c)
 		free(resident);
 		resident = r, r_cap = n, r_head = 0;
 	}
-	resident[(r_head + r_n) % r_cap] = (struct job){o, c};
+	resident[(r_head + r_n) % r_cap] = (struct job){o, c, NULL};
 	r_n++;
 	evict_over_cap();
 }
@@ -272,7 +288,7 @@ static void hold(struct wf_robj *o, uint64_t c, uint8_t *buf)
 	}
 	o->held[c] = buf;
 	o->st[c] = STAGED;
-	staged[(s_head + s_n) % HELD_MAX] = (struct job){o, c};
+	staged[(s_head + s_n) % HELD_MAX] = (struct job){o, c, NULL};
 	s_n++;
 }
 
@@ -431,32 +447,6 @@ static uint64_t fnv(uint64_t h, const void *p, size_t n)
 	return h;
 }
 
-/* A chunk file's checksum: four multiply-xorshift lanes over 8-byte
- * words (little-endian), the tail byte by byte, then mixed.  It only has
- * to tell a torn or partial file from a whole one, at memory speed: FNV-1a
- * byte by byte took a third of a cached re-read's time (perf). */
-static uint64_t chunk_sum(const uint8_t *p, size_t n)
-{
-	const uint64_t k = 0x9e3779b97f4a7c15ull;
-	uint64_t h[4] = {0x243f6a8885a308d3ull, 0x13198a2e03707344ull, 0xa4093822299f31d0ull, 0x082efa98ec4e6c89ull};
-	size_t i = 0;
-	for (; i + 32 <= n; i += 32)
-		for (int l = 0; l < 4; l++) {
-			uint64_t w = wf_le64(p + i + 8 * l);
-			h[l] = (h[l] ^ w) * k;
-			h[l] ^= h[l] >> 29;
-		}
-	uint64_t t = (uint64_t)n;
-	for (; i < n; i++)
-		t = (t ^ p[i]) * 0x100000001b3ull;
-	uint64_t r = t;
-	for (int l = 0; l < 4; l++) {
-		r = (r ^ h[l]) * k;
-		r ^= r >> 32;
-	}
-	return r;
-}
-
 /* Two FNV-1a streams from different offsets: 128 bits of name. */
 static void cache_key(struct wf_robj *o, const char *url)
 {
@@ -472,58 +462,28 @@ static void cache_key(struct wf_robj *o, const char *url)
 	snprintf(o->key, sizeof o->key, "%016llx%016llx", (unsigned long long)a, (unsigned long long)b);
 }
 
-static void chunk_path(const struct wf_robj *o, uint64_t c, char *out, size_t cap)
+/* The chunk's cache file, relative to the cache folder (wf_cache.h). */
+static void chunk_rel(const struct wf_robj *o, uint64_t c, char *out, size_t cap)
 {
-	snprintf(out, cap, "%s/%s/%llu-%llu", wf_remote_conf.cache, o->key, (unsigned long long)o->chunk,
-		 (unsigned long long)c);
+	snprintf(out, cap, "%s/%llu-%llu", o->key, (unsigned long long)o->chunk, (unsigned long long)c);
 }
 
-/* Chunk c from the cache into buf: true only when the file is whole and
- * its checksum right. */
 static bool cache_get(const struct wf_robj *o, uint64_t c, uint8_t *buf)
 {
+	char rel[128];
 	if (!wf_remote_conf.cache)
 		return false;
-	char path[4096];
-	chunk_path(o, c, path, sizeof path);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	chunk_rel(o, c, rel, sizeof rel);
+	return wf_cache_get(wf_remote_conf.cache, rel, buf, chunk_len(o, c));
+}
+
+static bool cache_put(const struct wf_robj *o, uint64_t c, const uint8_t *buf)
+{
+	char rel[128];
+	if (!wf_remote_conf.cache)
 		return false;
-	uint64_t len = chunk_len(o, c), sum = 0;
-	bool ok = pread(fd, buf, len, 0) == (ssize_t)len && pread(fd, &sum, sizeof sum, (off_t)len) == sizeof sum;
-	uint8_t extra;
-	ok = ok && pread(fd, &extra, 1, (off_t)(len + sizeof sum)) == 0 && chunk_sum(buf, len) == sum;
-	close(fd);
-	return ok;
-}
-
-/* Keeps chunk c: written under a temporary name, then renamed whole.
- * Failures only cost a later fetch. */
-static void cache_put(const struct wf_robj *o, uint64_t c, const uint8_t *buf)
-{
-	if (!wf_remote_conf.cache)
-		return;
-	char path[4096], tmp[4200];
-	chunk_path(o, c, path, sizeof path);
-	snprintf(tmp, sizeof tmp, "%s.tmp.%d.%ld", path, (int)getpid(), (long)syscall(SYS_gettid));
-	int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-	if (fd < 0)
-		return;
-	uint64_t len = chunk_len(o, c), sum = chunk_sum(buf, len);
-	bool ok = pwrite(fd, buf, len, 0) == (ssize_t)len && pwrite(fd, &sum, sizeof sum, (off_t)len) == sizeof sum;
-	ok = close(fd) == 0 && ok;
-	if (!ok || rename(tmp, path) != 0)
-		unlink(tmp);
-}
-
-static void cache_dir(const struct wf_robj *o)
-{
-	if (!wf_remote_conf.cache)
-		return;
-	char path[4096];
-	mkdir(wf_remote_conf.cache, 0755);
-	snprintf(path, sizeof path, "%s/%s", wf_remote_conf.cache, o->key);
-	mkdir(path, 0755);
+	chunk_rel(o, c, rel, sizeof rel);
+	return wf_cache_put(wf_remote_conf.cache, rel, buf, chunk_len(o, c), wf_remote_conf.cache_size);
 }
 
 /* ---- the fetch threads ---- */
@@ -536,7 +496,8 @@ static void fail_notice(struct wf_robj *o, bool changed, const char *why)
 			fprintf(stderr, "weightfs: %s: %s; its reads fail with EIO\n", o->url, why);
 	} else if (!o->failing) {
 		o->failing = true;
-		fprintf(stderr, "weightfs: %s: %s; reads fail with EIO until it answers again\n", o->url, why);
+		fprintf(stderr, "weightfs: %s: %s; reads fail with EIO %s\n", o->url, why,
+			wf_remote_conf.offline ? "where the cache lacks their bytes" : "until it answers again");
 	}
 }
 
@@ -582,6 +543,57 @@ static bool fetch(struct worker *w, struct wf_robj *o, uint64_t c, bool *changed
 	return true;
 }
 
+/* fetch, unless the mount is offline: then a chunk not in the cache fails
+ * at once, never waits for a network that is not to be used */
+static bool fetch_or_not(struct worker *w, struct wf_robj *o, uint64_t c, bool *changed, char *why)
+{
+	if (wf_remote_conf.offline) {
+		*changed = false;
+		wf_fail(why, WF_ERR_IO, "bytes %llu-%llu are not in the cache (-o offline)",
+			(unsigned long long)(c * o->chunk), (unsigned long long)(c * o->chunk + chunk_len(o, c) - 1));
+		return false;
+	}
+	return fetch(w, o, c, changed, why);
+}
+
+/* Under mu, which it drops while it works: a wf_remote_fill's chunk into
+ * the cache, unless it is there already. */
+static void fill_one(struct worker *w, struct job *j)
+{
+	struct fill *g = j->g;
+	bool ok = false, net = false, changed = false;
+	char why[WF_ERRLEN] = "";
+	if (!g->failed) {
+		pthread_mutex_unlock(&mu);
+		ok = !atomic_load(&j->o->changed) && cache_get(j->o, j->c, w->buf);
+		if (!ok && !atomic_load(&j->o->changed)) {
+			net = ok = fetch_or_not(w, j->o, j->c, &changed, why);
+			if (ok && !cache_put(j->o, j->c, w->buf)) {
+				ok = false;
+				snprintf(why, sizeof why, "cannot keep fetched bytes in the cache %s (full disk? a chunk "
+					 "over 7/8 of cache_size?)", wf_remote_conf.cache);
+			}
+		} else if (!ok) {
+			snprintf(why, sizeof why, "%s", j->o->why);
+		}
+		pthread_mutex_lock(&mu);
+		if (changed) {
+			snprintf(j->o->why, sizeof j->o->why, "%s", why);
+			atomic_store(&j->o->changed, true);
+		}
+	}
+	uint64_t len = chunk_len(j->o, j->c);
+	if (ok) {
+		g->st.done += len;
+		g->st.fetched += net ? len : 0;
+	} else if (!g->failed) {
+		g->failed = true;
+		snprintf(g->why, sizeof g->why, "%s: %s", j->o->url, why);
+	}
+	g->queued--;
+	pthread_cond_signal(&g->cv);
+}
+
 static void *worker_loop(void *u)
 {
 	struct worker *w = u;
@@ -594,10 +606,14 @@ static void *worker_loop(void *u)
 			break;
 		struct job j = queue[0];
 		memmove(queue, queue + 1, --q_n * sizeof *queue);
+		if (j.g) {
+			fill_one(w, &j);
+			continue;
+		}
 		j.o->st[j.c] = INFLIGHT;
 		pthread_mutex_unlock(&mu);
 		bool changed = false, cached = !atomic_load(&j.o->changed) && cache_get(j.o, j.c, w->buf);
-		bool ok = cached || (!atomic_load(&j.o->changed) && fetch(w, j.o, j.c, &changed, why));
+		bool ok = cached || (!atomic_load(&j.o->changed) && fetch_or_not(w, j.o, j.c, &changed, why));
 		if (ok && !cached)
 			cache_put(j.o, j.c, w->buf);
 		if (ok) {
@@ -692,11 +708,11 @@ static enum wf_err start(char *err)
 	stopping = false;
 	for (unsigned i = 0; i < n; i++) {
 		struct worker *w = &workers[i];
-		if (!w->curl)
+		if (!w->curl && !wf_remote_conf.offline)
 			w->curl = wf_http_new();
 		if (!w->buf)
 			w->buf = malloc(wf_remote_conf.chunk);
-		if (!w->curl || !w->buf)
+		if ((!w->curl && !wf_remote_conf.offline) || !w->buf)
 			return wf_fail(err, WF_ERR_NOMEM, "out of memory");
 	}
 	/* the threads must not take the SIGBUS meant for readers, nor FUSE's signals */
@@ -735,6 +751,9 @@ static enum wf_err refusal(const struct wf_http_resp *rs, char *err)
 	return wf_fail(err, WF_ERR_IO, "HTTP %ld%s%s", rs->status, code[0] ? " " : "", code);
 }
 
+static enum wf_err pin_obj(struct wf_robj **out, const char *open_url, const char *url, const char *etag,
+			   uint64_t size, const char *token, const struct wf_http_sigv4 *sig, char *err);
+
 static enum wf_err open_obj(struct wf_robj **out, const char *url, const char *token,
 			    const struct wf_http_sigv4 *sig, int64_t want_size, char *err)
 {
@@ -754,33 +773,38 @@ static enum wf_err open_obj(struct wf_robj **out, const char *url, const char *t
 	if (!empty && (!rs.has_cr || rs.cr_a != 0 || rs.cr_b != 0 || rs.body_len != 1))
 		return wf_fail(err, WF_ERR_IO, "answered a range request with another range");
 	uint64_t size = empty ? 0 : rs.cr_total;
-	struct wf_robj *o = NULL;
 	if (!rs.etag[0])
-		rc = wf_fail(err, WF_ERR_IO, "no ETag: the version read could not be pinned");
-	else if (want_size >= 0 && size != (uint64_t)want_size)
-		rc = wf_fail(err, WF_ERR_IO, "is %llu bytes, the listing said %lld", (unsigned long long)size,
-			     (long long)want_size);
-	else if (!(o = calloc(1, sizeof *o)))
-		rc = wf_fail(err, WF_ERR_NOMEM, "out of memory");
-	if (rc != WF_OK)
-		return rc;
+		return wf_fail(err, WF_ERR_IO, "no ETag: the version read could not be pinned");
+	if (want_size >= 0 && size != (uint64_t)want_size)
+		return wf_fail(err, WF_ERR_IO, "is %llu bytes, the listing said %lld", (unsigned long long)size,
+			       (long long)want_size);
 	char h0[256], h1[256];
 	wf_http_host(url, h0, sizeof h0);
 	wf_http_host(rs.url[0] ? rs.url : url, h1, sizeof h1);
-	o->url = strdup(rs.url[0] ? rs.url : url);
-	o->etag = strdup(rs.etag);
 	/* a pre-signed URL elsewhere gets no token (huggingface_hub does the same) */
-	o->token = token && strcmp(h0, h1) == 0 ? strdup(token) : NULL;
+	return pin_obj(out, url, rs.url[0] ? rs.url : url, rs.etag, size, strcmp(h0, h1) == 0 ? token : NULL, sig,
+		       err);
+}
+
+static enum wf_err pin_obj(struct wf_robj **out, const char *open_url, const char *url, const char *etag,
+			   uint64_t size, const char *token, const struct wf_http_sigv4 *sig, char *err)
+{
+	*out = NULL;
+	struct wf_robj *o = calloc(1, sizeof *o);
+	if (!o)
+		return wf_fail(err, WF_ERR_NOMEM, "out of memory");
+	o->url = strdup(url);
+	o->etag = strdup(etag);
+	o->token = token ? strdup(token) : NULL;
 	o->size = size;
 	if (sig && (o->sig = malloc(sizeof *o->sig)))
 		*o->sig = *sig;
 	atomic_init(&o->changed, false);
-	if (o->etag)
-		cache_key(o, url);
-	if (!o->url || !o->etag || (token && strcmp(h0, h1) == 0 && !o->token) || (sig && !o->sig)) {
+	if (!o->url || !o->etag || (token && !o->token) || (sig && !o->sig)) {
 		free(o->url), free(o->etag), free(o->token), free(o->sig), free(o);
 		return wf_fail(err, WF_ERR_NOMEM, "out of memory");
 	}
+	cache_key(o, open_url);
 	pthread_mutex_lock(&mu);
 	o->next = objs;
 	objs = o;
@@ -792,6 +816,12 @@ static enum wf_err open_obj(struct wf_robj **out, const char *url, const char *t
 enum wf_err wf_robj_open(struct wf_robj **out, const char *url, const char *token, int64_t want_size, char *err)
 {
 	return open_obj(out, url, token, NULL, want_size, err);
+}
+
+enum wf_err wf_robj_pinned(struct wf_robj **out, const char *open_url, const char *url, const char *etag,
+			   uint64_t size, const char *token, char *err)
+{
+	return pin_obj(out, open_url, url, etag, size, token, NULL, err);
 }
 
 enum wf_err wf_robj_open_signed(struct wf_robj **out, const char *url, const struct wf_http_sigv4 *sig,
@@ -819,9 +849,7 @@ void wf_robj_prefetch_head(struct wf_robj *o)
 	bool changed = false, ok = w.curl && w.buf;
 	char why[WF_ERRLEN];
 	bool cached = ok && cache_get(o, 0, w.buf);
-	ok = ok && (cached || fetch(&w, o, 0, &changed, why));
-	if (ok && !cached)
-		cache_dir(o);
+	ok = ok && (cached || fetch_or_not(&w, o, 0, &changed, why));
 	if (ok && !cached)
 		cache_put(o, 0, w.buf);
 	wf_http_free(w.curl);
@@ -833,6 +861,145 @@ void wf_robj_prefetch_head(struct wf_robj *o)
 	memset(w.buf + len, 0, span - len);
 	o->pre = w.buf;
 	o->pre_len = len;
+}
+
+const char *wf_robj_etag(const struct wf_robj *o)
+{
+	return o->etag;
+}
+
+static int by_chunk(const void *a, const void *b)
+{
+	const struct job *x = a, *y = b;
+	if (x->o != y->o)
+		return (uintptr_t)x->o < (uintptr_t)y->o ? -1 : 1;
+	return x->c < y->c ? -1 : x->c > y->c;
+}
+
+/* The chunks covering r[0..n), each once, in order; *total their bytes. */
+static struct job *fill_jobs(const struct wf_fill_range *r, size_t n, size_t *n_jobs, uint64_t *total)
+{
+	size_t cap = 0, k = 0;
+	struct job *v = NULL;
+	*total = 0;
+	for (size_t i = 0; i < n; i++) {
+		struct wf_robj *o = r[i].o;
+		if (!o->chunk)
+			o->chunk = wf_remote_conf.chunk; /* as wf_robj_data will set it */
+		if (!r[i].len || r[i].off >= o->size)
+			continue;
+		uint64_t end = r[i].len > o->size - r[i].off ? o->size : r[i].off + r[i].len;
+		for (uint64_t c = r[i].off / o->chunk; c * o->chunk < end; c++) {
+			if (k == cap) {
+				size_t nc = cap ? cap * 2 : 256;
+				struct job *nv = realloc(v, nc * sizeof *nv);
+				if (!nv) {
+					free(v);
+					return NULL;
+				}
+				v = nv, cap = nc;
+			}
+			v[k++] = (struct job){o, c, NULL};
+		}
+	}
+	if (k)
+		qsort(v, k, sizeof *v, by_chunk);
+	size_t u = 0;
+	for (size_t i = 0; i < k; i++)
+		if (u == 0 || v[i].o != v[u - 1].o || v[i].c != v[u - 1].c) {
+			v[u++] = v[i];
+			*total += chunk_len(v[i].o, v[i].c);
+		}
+	*n_jobs = u;
+	return v ? v : malloc(1);
+}
+
+/* Under mu: the queue given the fill's next jobs, a few per stream. */
+static bool fill_feed(struct fill *g, const struct job *v, size_t n, size_t *next)
+{
+	while (!g->failed && *next < n && g->queued < 2 * n_workers) {
+		if (q_n == q_cap) {
+			size_t c = q_cap ? q_cap * 2 : 64;
+			struct job *q = realloc(queue, c * sizeof *q);
+			if (!q)
+				return false;
+			queue = q, q_cap = c;
+		}
+		queue[q_n] = v[(*next)++];
+		queue[q_n++].g = g;
+		g->queued++;
+		pthread_cond_signal(&work);
+	}
+	return true;
+}
+
+static void fill_progress(struct fill *g, wf_fill_fn fn, void *ctx)
+{
+	if (!fn)
+		return;
+	struct wf_fill snap = g->st;
+	pthread_mutex_unlock(&mu);
+	fn(ctx, &snap);
+	pthread_mutex_lock(&mu);
+}
+
+enum wf_err wf_remote_fill(const struct wf_fill_range *r, size_t n, wf_fill_fn fn, void *ctx, char *err)
+{
+	if (!wf_remote_conf.cache)
+		return wf_fail(err, WF_ERR_IO, "no cache folder to fill (-o cache=none?)");
+	struct fill g = {.cv = PTHREAD_COND_INITIALIZER};
+	size_t n_jobs = 0, next = 0;
+	struct job *v = fill_jobs(r, n, &n_jobs, &g.st.total);
+	if (!v)
+		return wf_fail(err, WF_ERR_NOMEM, "out of memory");
+	g.st.chunks = n_jobs;
+	pthread_mutex_lock(&mu);
+	enum wf_err rc = start(err);
+	bool fed = rc == WF_OK;
+	while (rc == WF_OK && (g.queued || (fed && !g.failed && next < n_jobs))) {
+		fed = fed && fill_feed(&g, v, n_jobs, &next);
+		if (!g.queued)
+			break;
+		struct timespec t;
+		clock_gettime(CLOCK_REALTIME, &t);
+		t.tv_nsec += 200 * 1000000L;
+		if (t.tv_nsec >= 1000000000L)
+			t.tv_sec++, t.tv_nsec -= 1000000000L;
+		pthread_cond_timedwait(&g.cv, &mu, &t);
+		fill_progress(&g, fn, ctx);
+	}
+	fill_progress(&g, fn, ctx);
+	pthread_mutex_unlock(&mu);
+	pthread_cond_destroy(&g.cv);
+	free(v);
+	if (rc != WF_OK)
+		return rc;
+	if (g.failed)
+		return wf_fail(err, WF_ERR_IO, "%s", g.why);
+	if (!fed)
+		return wf_fail(err, WF_ERR_NOMEM, "out of memory");
+	return WF_OK;
+}
+
+bool wf_robj_cached(struct wf_robj *o, uint64_t off, uint8_t *dst, size_t len)
+{
+	if (!o->chunk)
+		o->chunk = wf_remote_conf.chunk;
+	if (off > o->size || len > o->size - off)
+		return false;
+	uint8_t *buf = malloc(o->chunk);
+	bool ok = buf != NULL;
+	for (uint64_t at = off; ok && at < off + len;) {
+		uint64_t c = at / o->chunk, in = at - c * o->chunk, take = chunk_len(o, c) - in;
+		if (take > off + len - at)
+			take = off + len - at;
+		ok = cache_get(o, c, buf);
+		if (ok)
+			memcpy(dst + (at - off), buf + in, take);
+		at += take;
+	}
+	free(buf);
+	return ok;
 }
 
 const uint8_t *wf_robj_data(struct wf_robj *o, char *err)
@@ -851,7 +1018,6 @@ const uint8_t *wf_robj_data(struct wf_robj *o, char *err)
 		return NULL;
 	}
 	o->chunk = wf_remote_conf.chunk;
-	cache_dir(o);
 	o->n_chunks = (o->size + o->chunk - 1) / o->chunk;
 	o->maplen = (size_t)((o->size + page - 1) / page * page);
 	o->st = calloc(o->n_chunks, 1);

@@ -26,13 +26,16 @@
  * are dropped (MADV_DONTNEED) and fetched again if touched again, so
  * memory is bounded by streams x chunk plus that cap, whatever the model.
  *
- * With a cache folder (-o cache=DIR), each chunk fetched is also kept in
+ * With a cache folder (wf_remote_conf.cache: -o cache=DIR, else the
+ * default one wf_source_stage picks), each chunk fetched is also kept in
  * DIR/KEY/CHUNKSIZE-INDEX, KEY a hash of the URL opened, the pinned ETag
- * and the size: a later mount of the same version reads it from disk.  A
- * chunk file is written under a temporary name and renamed whole, and it
- * ends with a checksum of its bytes, checked on every read from the cache:
- * a torn or partial file (a crash, a full disk) is fetched again, never
- * served.
+ * and the size: a later mount of the same version reads it from disk.  The
+ * folder's files are written, checked, bounded and shared as wf_cache.h
+ * says: a torn or partial file (a crash, a full disk) is fetched again,
+ * never served.  -o offline (wf_remote_conf.offline) fetches nothing: a
+ * chunk the cache lacks fails at once, as a fetch that failed does.
+ * wf_remote_fill puts chunks into the cache without mapping them
+ * (weightfs fetch).
  */
 #ifndef WF_REMOTE_H
 #define WF_REMOTE_H
@@ -47,7 +50,10 @@ struct wf_remote_conf {
 	uint64_t chunk;   /* bytes per ranged GET: a multiple of the page size, 64 KiB .. 256 MiB */
 	unsigned streams; /* fetches in flight, 1..64 */
 	uint64_t mem;     /* chunks kept in memory at most, in bytes */
-	const char *cache; /* a folder keeping fetched chunks across mounts, or NULL */
+	const char *cache; /* a folder keeping fetched chunks across mounts (absolute), or NULL */
+	uint64_t cache_size; /* the cache folder's limit in bytes (wf_cache.h) */
+	bool cache_off;    /* -o cache=none: no cache, not even the default one */
+	bool offline;      /* -o offline: no network; what the cache lacks fails with EIO */
 };
 extern struct wf_remote_conf wf_remote_conf;
 
@@ -72,15 +78,49 @@ enum wf_err wf_robj_open_signed(struct wf_robj **out, const char *url, const str
  * says why).  Before wf_robj_data, from one thread per object. */
 void wf_robj_prefetch_head(struct wf_robj *o);
 
+/* An object pinned without the network: as wf_robj_open would have pinned
+ * open_url (the URL asked, which names its chunks in the cache) answered
+ * by url with etag and size (for -o offline, from what an earlier mount
+ * recorded).  token: sent to url's host, or NULL. */
+enum wf_err wf_robj_pinned(struct wf_robj **out, const char *open_url, const char *url, const char *etag,
+			   uint64_t size, const char *token, char *err);
+
 /* The object's bytes (wf_robj_size of them), mapped on first call and for
  * the object's life; NULL with err set when the mapping cannot be made. */
 const uint8_t *wf_robj_data(struct wf_robj *o, char *err);
 uint64_t wf_robj_size(const struct wf_robj *o);
 const char *wf_robj_url(const struct wf_robj *o);
+const char *wf_robj_etag(const struct wf_robj *o);   /* as the server gave it, quotes and all */
 
 /* WF_OK while the object is the version pinned; WF_ERR_CHANGED (err: why)
  * once a fetch saw another. */
 enum wf_err wf_robj_check(const struct wf_robj *o, char *err);
+
+/* What a wf_remote_fill did so far (what its callback sees). */
+struct wf_fill {
+	uint64_t total;    /* bytes of the chunks asked */
+	uint64_t done;     /* of those, bytes now in the cache */
+	uint64_t fetched;  /* of done, bytes fetched over the network (the rest was there) */
+	size_t chunks;     /* chunks asked */
+};
+typedef void (*wf_fill_fn)(void *ctx, const struct wf_fill *f);
+
+struct wf_fill_range {
+	struct wf_robj *o;
+	uint64_t off, len;
+};
+
+/* Makes every chunk covering the ranges r[0..n) present in the cache
+ * folder: each one not there already (whole and checked) is fetched, up
+ * to remote_streams at once, and written to the cache, never kept in
+ * memory.  fn (may be NULL) is called from this thread about five times a
+ * second and once at the end.  WF_OK when all are in the cache; else err
+ * says the first failure (the chunks not yet begun are not tried). */
+enum wf_err wf_remote_fill(const struct wf_fill_range *r, size_t n, wf_fill_fn fn, void *ctx, char *err);
+
+/* Bytes [off, off+len) of o from the cache alone into dst: false when a
+ * chunk of them is not there whole (never the network). */
+bool wf_robj_cached(struct wf_robj *o, uint64_t off, uint8_t *dst, size_t len);
 
 /* Bytes fetched over the network so far, all objects (for tests). */
 uint64_t wf_remote_fetched(void);

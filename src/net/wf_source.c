@@ -1,8 +1,11 @@
 /* wf_source.c - hf://, s3:// and http(s):// sources staged as folders
  * (wf_source.h). */
 #include "net/wf_source.h"
+#include "net/wf_cache.h"
 #include "net/wf_http.h"
 #include "net/wf_s3.h"
+#include "net/wf_hubcache.h"
+#include "net/wf_offline.h"
 
 #include <cjson/cJSON.h>
 #include <ctype.h>
@@ -29,6 +32,8 @@ struct staged {
 	struct wf_robj *o;
 	const char *token;                 /* its source's credentials (kept until cleanup) */
 	const struct wf_http_sigv4 *sig;
+	char *rel;    /* its path in the staging folder */
+	char *blob;   /* its LFS sha256 from the Hub's listing, or NULL */
 };
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
@@ -57,6 +62,11 @@ static enum wf_err open_staged(struct staged *st, char *err)
 {
 	return open_with(&st->o, st->url, st->size, st->token, st->sig, err);
 }
+static struct wf_rec *rec;
+static char hub_repo[512], hub_sha[64]; /* the Hub's repository staged, and its commit */  /* what this staging is, for a later offline one (wf_offline.h) */
+static char warning[WF_ERRLEN + 64];
+static bool offline_env; /* offline since HF_HUB_OFFLINE said so, not -o offline */
+static enum wf_err cache_setup(char *err);
 
 bool wf_source_is_remote(const char *name)
 {
@@ -185,8 +195,8 @@ static enum wf_err add_placeholder(const char *rel, const char *url, int64_t siz
 		return wf_fail(err, WF_ERR_NOMEM, "out of memory");
 	reg = r;
 	reg[n_reg] = (struct staged){.dev = st.st_dev, .ino = st.st_ino, .url = strdup(url), .size = size, .o = o,
-				     .token = token, .sig = s3sig};
-	if (!reg[n_reg].url)
+				     .token = token, .sig = s3sig, .rel = strdup(rel)};
+	if (!reg[n_reg].url || !reg[n_reg].rel)
 		return wf_fail(err, WF_ERR_NOMEM, "out of memory");
 	n_reg++;
 	return WF_OK;
@@ -226,8 +236,13 @@ static enum wf_err make_root(char *err)
 
 /* ---- https:// ---- */
 
+static enum wf_err stage_offline(const char *src, const char *endpoint, char **local, char *err);
+static void save_record(const char *local_rel, const char *commit);
+
 static enum wf_err stage_url(const char *src, char **local, char *err)
 {
+	if (wf_remote_conf.offline)
+		return stage_offline(src, NULL, local, err);
 	struct wf_robj *o;
 	enum wf_err rc = wf_robj_open(&o, src, NULL, -1, err);
 	if (rc != WF_OK)
@@ -246,7 +261,11 @@ static enum wf_err stage_url(const char *src, char **local, char *err)
 								   err)) != WF_OK)
 		return rc;
 	*local = local_path(name);
-	return *local ? WF_OK : wf_fail(err, WF_ERR_NOMEM, "out of memory");
+	if (!*local)
+		return wf_fail(err, WF_ERR_NOMEM, "out of memory");
+	rec = wf_remote_conf.cache ? wf_rec_new(src, NULL) : NULL;
+	save_record(name, "");
+	return WF_OK;
 }
 
 /* ---- hf:// ---- */
@@ -330,6 +349,33 @@ static enum wf_err resolve_rev(struct hub *h, char *err)
 	return ok ? WF_OK : wf_fail(err, WF_ERR_FORMAT, "%s: the revision API gave no commit (sha)", h->repo);
 }
 
+/* A weight file's placeholder, with its LFS sha256 when the listing gives
+ * one: the name of its blob in the Hugging Face cache. */
+static enum wf_err add_weight(const char *rel, const char *url, int64_t size, const cJSON *lfs, char *err)
+{
+	enum wf_err rc = add_placeholder(rel, url, size, NULL, err);
+	const cJSON *oid = lfs ? cJSON_GetObjectItemCaseSensitive(lfs, "oid") : NULL;
+	if (rc == WF_OK && cJSON_IsString(oid) && strlen(oid->valuestring) == 64 &&
+	    strspn(oid->valuestring, "0123456789abcdef") == 64)
+		reg[n_reg - 1].blob = strdup(oid->valuestring);
+	return rc;
+}
+
+/* A small file fetched whole: into the record for offline stagings, and
+ * into the Hugging Face cache layout (wf_hubcache.h); both best effort. */
+static void keep_small(const struct hub *h, const char *path, const char *rel, const char *url,
+		       const struct wf_http_resp *r)
+{
+	const char *etag = r->linked_etag[0] ? r->linked_etag : r->etag;
+	const uint8_t *data = r->body ? r->body : (const uint8_t *)"";
+	if (rec && !wf_rec_small(rec, rel, url, etag, data, r->body_len)) {
+		wf_rec_free(rec); /* a record missing a file would stage a folder missing it */
+		rec = NULL;
+	}
+	if (!wf_remote_conf.cache_off && etag[0])
+		wf_hubc_put(h->repo, h->sha, path, etag, data, r->body_len);
+}
+
 static enum wf_err stage_entry(const struct hub *h, const cJSON *e, size_t *n_files, char *err)
 {
 	const cJSON *type = cJSON_GetObjectItemCaseSensitive(e, "type"), *path = cJSON_GetObjectItemCaseSensitive(e, "path"),
@@ -356,7 +402,7 @@ static enum wf_err stage_entry(const struct hub *h, const cJSON *e, size_t *n_fi
 	snprintf(rel, sizeof rel, "%s/%s", strrchr(h->repo, '/') + 1, p);
 	(*n_files)++;
 	if (weight) /* pinned once the listing is done (pin_all) */
-		return add_placeholder(rel, url, (int64_t)sz, NULL, err);
+		return add_weight(rel, url, (int64_t)sz, lfs, err);
 	struct wf_http_req rq = {.url = url, .token = token, .follow = true, .cap = SMALL_MAX};
 	struct wf_http_resp r;
 	enum wf_err rc = wf_http_do(NULL, &rq, &r, err);
@@ -366,6 +412,8 @@ static enum wf_err stage_entry(const struct hub *h, const cJSON *e, size_t *n_fi
 		rc = wf_fail(err, WF_ERR_IO, "%s: %s came %zu bytes, listed %.0f", h->repo, p, r.body_len, sz);
 	if (rc == WF_OK)
 		rc = write_file(rel, r.body ? r.body : (const uint8_t *)"", r.body_len, err);
+	if (rc == WF_OK)
+		keep_small(h, p, rel, url, &r);
 	free(r.body);
 	return rc;
 }
@@ -462,6 +510,23 @@ static enum wf_err pin_all(const char *label, char *err)
 	return rc;
 }
 
+/* The record of what was staged, pins and all, into the cache (for a
+ * later -o offline); a failure costs only that. */
+static void save_record(const char *local_rel, const char *commit)
+{
+	if (!rec)
+		return;
+	char e[WF_ERRLEN];
+	wf_rec_set(rec, local_rel, commit);
+	bool ok = true;
+	for (size_t i = 0; ok && i < n_reg; i++)
+		ok = !reg[i].o || wf_rec_weight(rec, reg[i].rel, reg[i].url, reg[i].o);
+	if (ok)
+		wf_rec_save(rec, e);
+	wf_rec_free(rec);
+	rec = NULL;
+}
+
 static enum wf_err stage_hf(const char *src, char **local, char *err)
 {
 	struct hub h;
@@ -469,12 +534,16 @@ static enum wf_err stage_hf(const char *src, char **local, char *err)
 	enum wf_err rc = parse_hf(&h, src, err);
 	if (rc != WF_OK)
 		return rc;
-	if (truthy(getenv("HF_HUB_OFFLINE")) || truthy(getenv("TRANSFORMERS_OFFLINE")))
-		return wf_fail(err, WF_ERR_IO, "HF_HUB_OFFLINE is set: mount the hub cache's folder "
-			       "(~/.cache/huggingface/hub/models--ORG--NAME) instead");
+	snprintf(hub_repo, sizeof hub_repo, "%s", h.repo);
+	/* the record's name: hf://org/name and hf://org/name@main are one source */
+	char canon[2048];
+	snprintf(canon, sizeof canon, "hf://%s@%s/%s", h.repo, h.rev, h.sub);
+	if (wf_remote_conf.offline || truthy(getenv("HF_HUB_OFFLINE")) || truthy(getenv("TRANSFORMERS_OFFLINE")))
+		return stage_offline(canon, h.ep, local, err);
 	token = find_token();
 	if ((rc = resolve_rev(&h, err)) != WF_OK || (rc = make_root(err)) != WF_OK)
 		return rc;
+	rec = wf_remote_conf.cache ? wf_rec_new(canon, h.ep) : NULL;
 	size_t n = 0;
 	if ((rc = stage_tree(&h, &n, err)) != WF_OK || (rc = pin_all(h.repo, err)) != WF_OK)
 		return rc;
@@ -483,6 +552,10 @@ static enum wf_err stage_hf(const char *src, char **local, char *err)
 			       h.sub, h.rev);
 	char rel[4096];
 	snprintf(rel, sizeof rel, "%s%s%s", strrchr(h.repo, '/') + 1, h.sub[0] ? "/" : "", h.sub);
+	save_record(rel, h.sha);
+	if (!wf_remote_conf.cache_off && strcmp(h.rev, h.sha) != 0)
+		wf_hubc_ref(h.repo, h.rev, h.sha);
+	snprintf(hub_sha, sizeof hub_sha, "%s", h.sha);
 	size_t k = strlen(root) + strlen(rel) + 2;
 	*local = malloc(k);
 	if (!*local)
@@ -603,10 +676,118 @@ static enum wf_err stage_s3(const char *src, char **local, char *err)
 	return WF_OK;
 }
 
+/* ---- -o offline: staged again from the cache's record ---- */
+
+static enum wf_err stage_offline_file(const struct wf_rec_file *f, char *err)
+{
+	if (!f->weight) {
+		uint8_t *data = wf_rec_small_data(f);
+		if (!data)
+			return wf_fail(err, WF_ERR_IO, "-o offline: %s is no longer in the cache", f->rel);
+		enum wf_err rc = write_file(f->rel, data, (size_t)f->size, err);
+		free(data);
+		return rc;
+	}
+	struct wf_robj *o;
+	enum wf_err rc = wf_robj_pinned(&o, f->open_url, f->url, f->etag, f->size, NULL, err);
+	return rc == WF_OK ? add_placeholder(f->rel, f->open_url, (int64_t)f->size, o, err) : rc;
+}
+
+static enum wf_err stage_offline(const char *src, const char *endpoint, char **local, char *err)
+{
+	struct wf_rec *r;
+	if (!wf_remote_conf.offline) {
+		/* HF_HUB_OFFLINE: no network for the reads either, while staged */
+		wf_remote_conf.offline = offline_env = true;
+		char e[WF_ERRLEN];
+		enum wf_err rc = cache_setup(e);
+		if (rc != WF_OK || !wf_remote_conf.cache)
+			return wf_fail(err, WF_ERR_IO, "HF_HUB_OFFLINE is set: %s", rc != WF_OK ? e : "no cache");
+	}
+	enum wf_err rc = wf_rec_load(src, endpoint, &r, err);
+	if (rc != WF_OK)
+		return rc;
+	/* the chunks were cached at the recorded size */
+	uint64_t chunk = wf_rec_chunk(r);
+	if (chunk >= (64u << 10) && chunk <= (256u << 20) && chunk % 4096 == 0)
+		wf_remote_conf.chunk = chunk;
+	rc = make_root(err);
+	struct wf_rec_file f;
+	for (size_t i = 0; rc == WF_OK && i < wf_rec_count(r); i++)
+		if (wf_rec_file(r, i, &f))
+			rc = stage_offline_file(&f, err);
+	if (rc == WF_OK && !(*local = local_path(wf_rec_local(r))))
+		rc = wf_fail(err, WF_ERR_NOMEM, "out of memory");
+	if (rc == WF_OK && strncmp(src, "hf://", 5) == 0) {
+		snprintf(hub_sha, sizeof hub_sha, "%s", wf_rec_commit(r));
+	}
+	wf_rec_free(r);
+	return rc;
+}
+
+/* The cache folder for this staging: -o cache=DIR as named (a failure
+ * refuses), else the default one (a failure is a warning: uncached). */
+static enum wf_err cache_setup(char *err)
+{
+	warning[0] = '\0';
+	if (wf_remote_conf.cache_off)
+		return wf_remote_conf.offline ? wf_fail(err, WF_ERR_IO, "-o offline needs the cache: not with "
+							"cache=none") : WF_OK;
+	char dir[4096], *real = NULL, e[WF_ERRLEN];
+	bool named = wf_remote_conf.cache != NULL;
+	enum wf_err rc = named ? WF_OK : wf_cache_default(dir, sizeof dir, e);
+	const char *want = named ? wf_remote_conf.cache : dir;
+	if (rc == WF_OK && wf_remote_conf.offline)
+		/* only read: a read-only cache serves offline too */
+		rc = (real = realpath(want, NULL)) ? WF_OK
+			: wf_fail(e, WF_ERR_IO, "offline (-o offline, or HF_HUB_OFFLINE for hf://): there is no cache "
+				  "folder %s, so it has nothing of this source (mount it online once, or weightfs fetch "
+				  "it)", want);
+	else if (rc == WF_OK)
+		rc = wf_cache_ready(want, &real, e);
+	if (rc != WF_OK) {
+		if (wf_remote_conf.offline)
+			return wf_fail(err, WF_ERR_IO, "%s", e);
+		if (named)
+			return wf_fail(err, WF_ERR_IO, "-o cache: %s", e);
+		snprintf(warning, sizeof warning, "%s; going on without a cache", e);
+		return WF_OK;
+	}
+	static char keep[4096];
+	snprintf(keep, sizeof keep, "%s", real);
+	free(real);
+	wf_remote_conf.cache = keep;
+	return WF_OK;
+}
+
+const char *wf_source_warning(void)
+{
+	return warning[0] ? warning : NULL;
+}
+
+bool wf_source_weight(size_t i, struct wf_source_weight *w)
+{
+	memset(w, 0, sizeof *w);
+	if (i >= n_reg)
+		return false;
+	w->o = reg[i].o;
+	w->blob = reg[i].blob;
+	/* the path in the repository: the staging path less the repository's name */
+	const char *slash = hub_repo[0] ? strchr(reg[i].rel, '/') : NULL;
+	w->path = slash ? slash + 1 : reg[i].rel;
+	return true;
+}
+
+const char *wf_source_hub(const char **commit)
+{
+	*commit = hub_sha;
+	return hub_repo[0] && hub_sha[0] ? hub_repo : NULL;
+}
+
 enum wf_err wf_source_stage(const char *src, char **local, char *err)
 {
 	*local = NULL;
-	enum wf_err rc = wf_http_global(err);
+	enum wf_err rc = wf_remote_conf.offline ? WF_OK : wf_http_global(err);
 	if (rc != WF_OK)
 		return rc;
 	pthread_mutex_lock(&mu);
@@ -616,9 +797,11 @@ enum wf_err wf_source_stage(const char *src, char **local, char *err)
 		return wf_fail(err, WF_ERR_NOMEM, "out of memory");
 	}
 	kept = k;
-	rc = strncmp(src, "hf://", 5) == 0   ? stage_hf(src, local, err)
-	     : strncmp(src, "s3://", 5) == 0 ? stage_s3(src, local, err)
-					     : stage_url(src, local, err);
+	rc = cache_setup(err);
+	if (rc == WF_OK)
+		rc = strncmp(src, "hf://", 5) == 0   ? stage_hf(src, local, err)
+		     : strncmp(src, "s3://", 5) == 0 ? stage_s3(src, local, err)
+						     : stage_url(src, local, err);
 	/* this source's folder and credentials stay for its objects; the next
 	 * source gets its own */
 	kept[n_kept++] = (struct kept){.root = root, .token = token, .sig = s3sig};
@@ -679,8 +862,15 @@ void wf_source_cleanup(void)
 	kept = NULL;
 	n_kept = 0;
 	for (size_t i = 0; i < n_reg; i++)
-		free(reg[i].url);
+		free(reg[i].url), free(reg[i].rel), free(reg[i].blob);
+	wf_rec_free(rec);
+	rec = NULL;
 	free(reg);
 	reg = NULL;
 	n_reg = 0;
+	hub_repo[0] = hub_sha[0] = '\0';
+	free(token);
+	token = NULL;
+	if (offline_env)
+		wf_remote_conf.offline = offline_env = false;
 }

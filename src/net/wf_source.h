@@ -23,8 +23,34 @@ bool wf_source_is_remote(const char *name);
 
 /* Resolves src and stages it; *local (malloc'd) is the path to open in
  * its place.  err: one line (gated, private, missing repository, revision
- * or file, HF_HUB_OFFLINE, the server's answer). */
+ * or file, the server's answer; with -o offline or HF_HUB_OFFLINE, no
+ * record of the source in the cache).  The cache folder is chosen here
+ * (wf_remote_conf: the one named, else the default, wf_cache.h), and an
+ * online staging records itself there for a later offline one
+ * (wf_offline.h); the Hub's small files also land in the Hugging Face
+ * cache layout (wf_hubcache.h) unless the cache is off. */
 enum wf_err wf_source_stage(const char *src, char **local, char *err);
+
+/* Why the default cache folder is not used, when it cannot be made or
+ * written (the staging went on uncached); NULL when it is, or was not
+ * asked for.  For the caller to say once. */
+const char *wf_source_warning(void);
+
+/* The weight files staged, in listing order (i from 0; false past the
+ * end): o its pinned object (NULL until pinned: wf_source_open pins it),
+ * path its path in the Hub's repository (or the URL's file name), blob
+ * its LFS sha256 from the Hub's listing (its name in the Hugging Face
+ * cache), or NULL. */
+struct wf_source_weight {
+	struct wf_robj *o;
+	const char *path;
+	const char *blob;
+};
+bool wf_source_weight(size_t i, struct wf_source_weight *w);
+
+/* The Hub repository staged (ORG/NAME) and *commit its commit; NULL for
+ * a URL or before a staging. */
+const char *wf_source_hub(const char **commit);
 
 /* *out: the remote object a staged placeholder at path stands for, opened
  * and pinned on first ask; NULL for any other path (WF_OK). */

@@ -154,7 +154,7 @@ def group_errors():
         # issue 20: an unknown command, a mount's unknown -o option and --json
         # given to a mount each get one line that names them
         mp = new_dir()
-        for args, want in ((["frobnicate", model], "unknown command 'frobnicate' (ls, info, cat, convert, stats, diff, verify)"),
+        for args, want in ((["frobnicate", model], "unknown command 'frobnicate' (ls, info, cat, convert, stats, diff, verify, fetch)"),
                            (["-o", "foo,bar", model, mp], "-o foo,bar: unknown option"),
                            (["--json", model, mp], "--json: an option of the commands"),
                            ([mp, model], "arguments swapped?")):

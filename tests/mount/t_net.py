@@ -13,6 +13,7 @@ ETag and If-Match as nginx does them.  Bytes sent are counted from the access
 log ($body_bytes_sent).
 """
 
+import hashlib
 import json
 import os
 import shutil
@@ -37,6 +38,13 @@ STAGE = [None]  # the TMPDIR the daemons stage sources in: empty once they are g
 
 def is_lfs(name):
     return name.endswith(".safetensors") or name.endswith(".gguf")
+
+
+def git_oid(path):
+    """The file's git blob id: what the Hub sends as a small file's ETag."""
+    with open(path, "rb") as f:
+        data = f.read()
+    return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
 
 
 class Hub:
@@ -73,7 +81,7 @@ class Hub:
         for rel, p in sorted(files.items()):
             size, digest = os.path.getsize(p), sha256(p)
             meta[rel] = (size, digest)
-            ent = {"type": "file", "path": rel, "oid": digest[:40], "size": size}
+            ent = {"type": "file", "path": rel, "oid": git_oid(p), "size": size}
             if is_lfs(rel):
                 ent["lfs"] = {"oid": digest, "size": size, "pointerSize": 134}
                 dst = os.path.join(self.cdn, repo, COMMIT, rel)
@@ -102,11 +110,14 @@ class Hub:
             self.private.add(repo)
 
     def conf(self):
-        lfs_map = []
+        lfs_map, oid_map = [], []
         for repo, meta in self.repos.items():
             for rel, (size, digest) in meta.items():
                 if is_lfs(rel):
                     lfs_map.append('    "/%s/resolve/%s/%s" "%d %s";' % (repo, COMMIT, rel, size, digest))
+                else:
+                    oid = git_oid(os.path.join(self.www, repo, "resolve", COMMIT, rel))
+                    oid_map.append('    "/%s/resolve/%s/%s" "\\"%s\\"";' % (repo, COMMIT, rel, oid))
         gated = "\n".join("""
         location ^~ /%s/resolve/ {
             add_header X-Error-Code GatedRepo always;
@@ -150,6 +161,11 @@ http {
         default "";
 %(lfs)s
     }
+    # a small file's ETag is its git blob id, as the Hub sends it
+    map $uri $oid_etag {
+        default "";
+%(oids)s
+    }
     server {
         listen 127.0.0.1:%(port)d;
         root %(www)s;
@@ -175,7 +191,9 @@ http {
             return 404;
         }
         location ~ "^/(?<repo>[^/]+/[^/]+)/resolve/(?<commit>[0-9a-f]{40})/(?<file>.+)$" {
+            etag off;
             add_header X-Repo-Commit $commit always;
+            add_header ETag $oid_etag;
             if ($linked ~ "^(?<lsize>[0-9]+) (?<lsha>[0-9a-f]+)$") {
                 add_header X-Repo-Commit $commit always;
                 add_header X-Linked-Size $lsize always;
@@ -198,7 +216,8 @@ http {
     }
 }
 """ % {"d": self.dir, "www": self.www, "cdn": self.cdn, "port": self.port, "cdn_port": self.cdn_port,
-       "cdn_public": self.cdn_public or self.cdn_port, "lfs": "\n".join(lfs_map), "gated": gated, "revs": revs,
+       "cdn_public": self.cdn_public or self.cdn_port, "lfs": "\n".join(lfs_map), "oids": "\n".join(oid_map),
+       "gated": gated, "revs": revs,
        "private": private, "token": TOKEN}
 
     def start(self):
@@ -352,6 +371,9 @@ def env_hub(hub):
         os.environ.pop(k, None)
     os.environ["HF_TOKEN_PATH"] = "/nonexistent/token"
     os.environ["TMPDIR"] = STAGE[0] = new_dir("stage-")
+    # the default cache folders (weightfs's and the Hub's): the test's own
+    os.environ["XDG_CACHE_HOME"] = new_dir("xdg-")
+    os.environ["HF_HOME"] = new_dir("hfhome-")
 
 
 def refused(src, want):
@@ -426,7 +448,7 @@ def group_net():
         run_checks(hub, models)
     finally:
         hub.stop()
-        for k in ("HF_ENDPOINT", "HF_TOKEN_PATH", "TMPDIR"):
+        for k in ("HF_ENDPOINT", "HF_TOKEN_PATH", "TMPDIR", "XDG_CACHE_HOME", "HF_HOME"):
             os.environ.pop(k, None)
 
     def staged_gone():
@@ -583,12 +605,13 @@ def run_checks(hub, models):
     check("net: private repo with the token file = the local mount (no token sent to the CDN)", private)
 
     def offline():
+        # a repository never mounted online: nothing in the cache to serve
         os.environ["HF_HUB_OFFLINE"] = "1"
         try:
-            return refused("hf://org/gg", "HF_HUB_OFFLINE")
+            return refused("hf://org/nope", "has nothing of this source")
         finally:
             os.environ.pop("HF_HUB_OFFLINE")
-    check("net: HF_HUB_OFFLINE: one line, no mount", offline)
+    check("net: HF_HUB_OFFLINE, a source never mounted online: one line, no mount", offline)
 
     def changed():
         path = os.path.join(hub.cdn, "org/chg", COMMIT, "model.safetensors")

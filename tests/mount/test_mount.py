@@ -108,6 +108,7 @@ from t_hftok import group_hftok
 from t_demo import group_demo
 from t_net import group_net
 from t_s3 import group_s3
+from t_netcache import group_netcache
 
 
 # ---------------------------------------------------------------- main
@@ -127,7 +128,8 @@ def print_tally():
 # the longest start first, so that runners side by side end together.
 EST = {"gguf_quant": 200, "gguf": 145, "views": 130, "cmds": 95, "memory": 90, "hftok": 65, "hf": 35,
        "parts": 33, "gguf_more": 29, "hfq": 28, "truncate": 28, "preview": 15, "bounds": 12, "perms": 10,
-       "data": 10, "malformed": 8, "sets": 8, "demo": 7, "concurrency": 6, "net": 50, "s3": 40}
+       "data": 10, "malformed": 8, "sets": 8, "demo": 7, "concurrency": 6, "net": 50, "s3": 40,
+       "netcache": 40}
 
 
 def all_groups():
@@ -160,6 +162,7 @@ def all_groups():
     groups.append(("demo", group_demo))
     groups.append(("net", group_net))
     groups.append(("s3", group_s3))
+    groups.append(("netcache", group_netcache))
     return groups
 
 

@@ -3,6 +3,7 @@
  * (malformed hf:// names, HF_HUB_OFFLINE, a closed port).  The protocol
  * itself is checked against nginx by tests/mount/t_net.py. */
 #include <check.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -53,6 +54,10 @@ static void expect_refused(const char *src, const char *substr)
 START_TEST(test_refusals)
 {
 	setenv("HF_ENDPOINT", "http://127.0.0.1:1", 1);
+	char cache[] = "/tmp/check-net-XXXXXX";
+	ck_assert_ptr_nonnull(mkdtemp(cache));
+	setenv("XDG_CACHE_HOME", cache, 1); /* the default cache folder: not the user's */
+	setenv("HF_HOME", cache, 1);
 	wf_http_conf.attempts = 1;
 	expect_refused("hf://", "not a Hub source");
 	expect_refused("hf://org", "not a Hub source");
@@ -64,8 +69,13 @@ START_TEST(test_refusals)
 	expect_refused("hf://org/name", "127.0.0.1:1");
 	expect_refused("http://127.0.0.1:1/m.gguf", "127.0.0.1:1");
 	setenv("HF_HUB_OFFLINE", "YES", 1);
+	/* offline: never staged online, so nothing in the cache */
 	expect_refused("hf://org/name", "HF_HUB_OFFLINE");
+	expect_refused("hf://org/name", "has nothing of this source");
 	unsetenv("HF_HUB_OFFLINE");
+	char rm[256];
+	snprintf(rm, sizeof rm, "rm -rf '%s'", cache);
+	ck_assert_int_eq(system(rm), 0);
 	unsetenv("HF_ENDPOINT");
 }
 END_TEST
