@@ -65,21 +65,26 @@ static bool note_file(const char *p)
 	return files[n_files_staged++].path != NULL;
 }
 
-/* The Hub's listing entry e's digest, for the file noted last: lfs.oid
- * (64 hex digits) for an LFS file, else oid (40, a git blob id). */
-static void note_listed_digest(const cJSON *e)
+enum wf_digest_kind wf_hub_entry_digest(const cJSON *e, char hex[65])
 {
-	if (!n_files_staged)
-		return;
+	hex[0] = '\0';
 	const cJSON *lfs = cJSON_GetObjectItemCaseSensitive(e, "lfs");
 	const cJSON *oid = cJSON_GetObjectItemCaseSensitive(lfs ? lfs : e, "oid");
 	size_t want = lfs ? 64 : 40;
 	if (!cJSON_IsString(oid) || strlen(oid->valuestring) != want ||
 	    strspn(oid->valuestring, "0123456789abcdef") != want)
-		return; /* no digest that can be held to: none */
-	struct staged_file *f = &files[n_files_staged - 1];
-	f->kind = lfs ? WF_DIGEST_SHA256 : WF_DIGEST_GIT_SHA1;
-	memcpy(f->hex, oid->valuestring, want + 1);
+		return WF_DIGEST_NONE;
+	memcpy(hex, oid->valuestring, want + 1);
+	return lfs ? WF_DIGEST_SHA256 : WF_DIGEST_GIT_SHA1;
+}
+
+/* The Hub's listing entry e's digest, for the file noted last. */
+static void note_listed_digest(const cJSON *e)
+{
+	if (n_files_staged) {
+		struct staged_file *f = &files[n_files_staged - 1];
+		f->kind = wf_hub_entry_digest(e, f->hex);
+	}
 }
 
 bool wf_source_file(size_t i, const char **path, enum wf_digest_kind *kind, char hex[65])

@@ -40,6 +40,15 @@ enum wf_digest_kind {
 	WF_DIGEST_GIT_SHA1,
 };
 
+/* The digest entry e of a Hub tree listing (one element of
+ * /api/models/REPO/tree/COMMIT) gives its file: an LFS file's lfs.oid (64
+ * lowercase hex digits, its SHA-256), another file's oid (40, its git blob
+ * id; an LFS file's oid is its pointer's, never its bytes').  Anything
+ * else (missing, not a string, another length, not lowercase hex) is
+ * WF_DIGEST_NONE, hex "". */
+struct cJSON;
+enum wf_digest_kind wf_hub_entry_digest(const struct cJSON *e, char hex[65]);
+
 /* The i-th file staged so far (every source, in staging order; placeholders
  * and small files alike): *path its staged path (valid until cleanup),
  * *kind and hex (lowercase, NUL-ended; "" for none) the digest its source
