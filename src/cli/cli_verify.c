@@ -6,7 +6,12 @@
  * their file, a safetensors index's total_size to the shards), a GGUF's
  * padding is zeros and no longer than its alignment, every byte of every
  * file can be read, and in a hub cache every file matches the digest its
- * blob is named by (cli_hub.c).  A manifest written by --write (the
+ * blob is named by (cli_hub.c).  A remote MODEL (hf://, s3://, https://)
+ * is staged as the other commands stage it (net/wf_source.h): its weight
+ * files are hashed from their remote memory, SIGBUS caught (a chunk not
+ * fetched is "could not check", never zeros read from a placeholder), and
+ * each file of an hf:// source is held to the digest the Hub's listing
+ * gives it, judged as a hub cache's blobs are.  A manifest written by --write (the
  * SHA-256 of every file and of every tensor's stored bytes) is the
  * reference --against holds the model to, naming each tensor that
  * differs.  Digests run on every core, biggest job first; exit codes are
@@ -1122,6 +1127,6 @@ static const struct cli_opt verify_opts[] = {
 const struct cli_cmd cli_cmd_verify = {
 	.name = "verify", .args = "MODEL", .min_pos = 1, .max_pos = 1, .missing = "MODEL is missing",
 	.opts = verify_opts, .usage_exit = V_TROUBLE, .run = verify_main,
-	.summary = "Checks MODEL whole: its own checks, every file read, a hub cache's blobs against their names "
-		   "(exit 0: intact, 1: something differs, 2: it could not be checked).",
+	.summary = "Checks MODEL whole: its own checks, every file read, a hub cache's blobs against their names, "
+		   "an hf:// source's files against the digests the Hub lists (exit 0: intact, 1: something differs, 2: it could not be checked).",
 };
