@@ -513,9 +513,10 @@ static bool listed_jobs(struct v_run *r)
 		const char *rel = shown(r, path);
 		if (kind == WF_DIGEST_NONE) {
 			char **nb = realloc(r->bare, (r->n_bare + 1) * sizeof *nb);
+			if (nb)
+				r->bare = nb;
 			if (!nb || !(nb[r->n_bare] = strdup(rel)))
-				return (r->bare = nb ? nb : r->bare), false;
-			r->bare = nb;
+				return false;
 			r->n_bare++;
 			continue;
 		}
@@ -944,6 +945,31 @@ static void text_source(const struct v_run *r, struct wf_buf *b)
 			      cli_path(r->bare[i]));
 }
 
+/* A file's path; a remote source's file as the source names it
+ * (hf://ORG/NAME/FILE), never its staging folder nor the URL it was read
+ * from (a CDN's may be signed). */
+static void json_path(const struct v_run *r, const char *path, struct wf_buf *b)
+{
+	const char *rel = shown(r, path);
+	if (!r->remote || rel == path) {
+		wf_buf_json_str(b, path, strlen(path));
+		return;
+	}
+	struct wf_buf j = {0};
+	size_t n = strlen(r->o.model);
+	while (n && r->o.model[n - 1] == '/')
+		n--;
+	if (strcmp(path, r->staged) == 0) /* a source of one file: the source */
+		wf_buf_puts(&j, r->o.model);
+	else
+		wf_buf_printf(&j, "%.*s/%s", (int)n, r->o.model, rel);
+	if (j.oom)
+		b->oom = true;
+	else
+		wf_buf_json_str(b, j.data, j.len);
+	wf_buf_free(&j);
+}
+
 static void json_report(const struct v_run *r, int code, struct wf_buf *b)
 {
 	char hex[2 * WF_SHA256_LEN + 1];
@@ -965,9 +991,8 @@ static void json_report(const struct v_run *r, int code, struct wf_buf *b)
 		hex_of(j, hex);
 		wf_buf_puts(b, pi ? ", {\"name\": " : "{\"name\": ");
 		wf_buf_json_str(b, r->m->parts[pi].name, strlen(r->m->parts[pi].name));
-		wf_buf_puts(b, ", \"path\": "); /* a remote file's: the URL it was read from */
-		const char *path = r->m->parts[pi].remote ? wf_robj_url(r->m->parts[pi].remote) : r->m->parts[pi].path;
-		wf_buf_json_str(b, path, strlen(path));
+		wf_buf_puts(b, ", \"path\": ");
+		json_path(r, r->m->parts[pi].path, b);
 		wf_buf_printf(b, ", \"size\": %" PRIu64 ", \"sha256\": ", j->size);
 		if (j->err_no)
 			wf_buf_puts(b, "null}");

@@ -489,6 +489,8 @@ def run_verify(hub, models):
         if len(lfs) != n_lfs or any(f["verdict"] != "intact" or f["listed"] != meta[f["name"]][1] for f in lfs):
             raise Fail("--json source files: %r" % j["source"]["files"][:4])
         for f in j["files"]:
+            if f["path"] != "hf://org/Tiny-Llama/" + f["name"]:
+                raise Fail("--json names %s by %r, not by its path in the source" % (f["name"], f["path"]))
             if f["sha256"] != meta[f["name"]][1]:
                 raise Fail("%s: sha256 %s, the file's is %s" % (f["name"], f["sha256"], meta[f["name"]][1]))
         return "exit 0, %d LFS files matched their sha256, %d files their git blob id" % (
