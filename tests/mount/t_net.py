@@ -502,6 +502,11 @@ def run_verify(hub, models):
         lines = [l for l in out.splitlines() if "demo-llama.gguf" in l and "the Hub lists" in l]
         if code != 1 or len(lines) != 1 or "matches" in lines[0]:
             raise Fail("exit %d, want 1 naming demo-llama.gguf: %r %r" % (code, out[-400:], err[-300:]))
+        code, js, err = wf_run(["verify", "--json", "hf://org/wrongsum"])
+        j = json.loads(js)
+        bad = [f["name"] for f in j["source"]["files"] if f["verdict"] != "intact"]
+        if code != 1 or j["verdict"] != "differs" or bad != ["demo-llama.gguf"]:
+            raise Fail("--json: exit %d, verdict %r, files not intact %r" % (code, j["verdict"], bad))
         return lines[0][:120]
     check("net: verify hf:// whose LFS file differs from the listed sha256: exit 1 naming it", wrong)
 
