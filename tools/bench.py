@@ -80,6 +80,9 @@ measures, side by side in one run:
   25. model.gguf of a BF16 Qwen3-MoE folder, its experts stacked on read:
      part 15's reads, and the daemon's peak memory (tools/bench_gguf.py;
      --parts gguf-moe).
+  27. remote sources over a round-trip time (tools/bench_net.py; --parts
+     net): a 100-shard hf:// folder's mount, a big tensor's first read vs
+     single-stream curl and aria2c -x 8, a cached re-read vs a local mount.
   26. random 4 KiB and 128 KiB reads of a BF16 gpt-oss model.gguf's
      experts (transposed and split on read; gpt-oss-20b's widths), side by
      side with --prev-weightfs when given (tools/bench_gguf.py; --parts
@@ -104,6 +107,7 @@ import bench_gguf
 import bench_quant
 import bench_share
 import bench_verify
+import bench_net
 
 TYPES = ["F32", "F16", "BF16", "Q4_0", "Q8_0", "Q4_K", "Q6_K", "IQ4_XS", "IQ2_XXS"]
 # Part 12: every ggml type with a decoder (F16 is the in-process reference,
@@ -1340,7 +1344,7 @@ def main():
     parts = set(args.parts.split(","))
     # the benchmark model is for every part but load and ggml (their own inputs)
     gguf_parts = bench_gguf.selected(parts)
-    need_model = bool(parts - {"load", "ggml", "gguf", "verify", "quant"} - bench_gguf.all_names()) or \
+    need_model = bool(parts - {"load", "ggml", "gguf", "verify", "quant", "net"} - bench_gguf.all_names()) or \
         bool(args.prev_weightfs and parts - bench_gguf.all_names())
 
     # the model, the tmpfs reference, and convert's output (the whole model)
@@ -1440,6 +1444,10 @@ def main():
             res["verify"] = bench_verify.part_verify(args)
             if "note" in res["verify"]:
                 log("bench: part 19 " + res["verify"]["note"])
+        if "net" in parts:
+            res["net"] = bench_net.part_net(args)
+            if "note" in res["net"]:
+                log("bench: part 27 " + res["net"]["note"])
         if "quant" in parts:
             res["quant"] = bench_quant.part_quant(args)
             if "note" in res["quant"]:
@@ -1457,6 +1465,8 @@ def main():
             text += "\n" + "\n".join(res["share"]["text"]) + "\n"
         if "text" in res.get("verify", {}):
             text += "\n" + "\n".join(res["verify"]["text"]) + "\n"
+        if "text" in res.get("net", {}):
+            text += "\n" + "\n".join(res["net"]["text"]) + "\n"
         if "text" in res.get("quant", {}):
             text += "\n" + "\n".join(res["quant"]["text"]) + "\n"
         print(text)

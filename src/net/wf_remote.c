@@ -21,8 +21,14 @@
 
 struct wf_remote_conf wf_remote_conf = {.chunk = 4u << 20, .streams = 4, .mem = 256u << 20};
 
-enum { ABSENT, QUEUED, INFLIGHT, PRESENT };
+/* STAGED: fetched ahead, its bytes held (o->held[c]) until a reader
+ * touches the chunk.  Placed only then, so that every chunk a sequential
+ * reader reaches faults once, and the read-ahead sees the reader move
+ * through what it fetched (a chunk placed ahead of time would be read
+ * without a fault, and the window would drain before the next one). */
+enum { ABSENT, QUEUED, INFLIGHT, STAGED, PRESENT };
 #define RA_MAX 16 /* chunks fetched ahead at most */
+#define HELD_MAX (2 * RA_MAX) /* staged chunks held at most, all objects: the oldest dropped */
 
 struct wf_robj {
 	char *url, *etag, *token;
@@ -33,6 +39,9 @@ struct wf_robj {
 	size_t maplen;
 	uint64_t chunk, n_chunks;
 	uint8_t *st;       /* per chunk: ABSENT ... PRESENT */
+	uint8_t **held;    /* per chunk: a STAGED chunk's bytes */
+	uint8_t *pre;      /* the first chunk, fetched by the pinning probe, until mapped */
+	uint64_t pre_len;  /* its bytes, counted in pre_bytes until placed */
 	uint64_t last_c, ra_end;
 	unsigned window;
 	bool seen;         /* a fault came: last_c means something */
@@ -74,7 +83,29 @@ static struct waiter *waiters;
 static size_t w_n, w_cap;
 static struct job *resident; /* chunks in memory, oldest first (a ring) */
 static size_t r_head, r_n, r_cap;
+static struct job staged[HELD_MAX]; /* STAGED chunks, oldest first (a ring) */
+static size_t s_head, s_n;
+/* Chunk buffers given back by placed staged chunks, reused: a fresh
+ * buffer's first touch costs page faults (a third of a read, perf). */
+static uint8_t *spare[HELD_MAX];
+static size_t n_spare;
+
+/* Staged chunks held at most: half of remote_mem, 2 .. HELD_MAX. */
+static size_t held_cap(void)
+{
+	uint64_t n = wf_remote_conf.mem / (wf_remote_conf.chunk ? wf_remote_conf.chunk : 1) / 2;
+	return n < 2 ? 2 : n > HELD_MAX ? HELD_MAX : (size_t)n;
+}
+
+static void give_spare(uint8_t *buf)
+{
+	if (buf && n_spare < held_cap())
+		spare[n_spare++] = buf;
+	else
+		free(buf);
+}
 static atomic_uint_least64_t fetched;
+static atomic_uint_least64_t pre_bytes; /* first chunks held from pinning probes, not yet placed */
 static size_t page;
 
 uint64_t wf_remote_fetched(void)
@@ -115,6 +146,16 @@ static uint64_t chunk_span(const struct wf_robj *o, uint64_t c)
 
 static bool push(struct wf_robj *o, uint64_t c, bool front)
 {
+	if (o->st[c] == QUEUED) {
+		/* asked ahead, now waited for: to the front */
+		for (size_t i = 0; front && i < q_n; i++)
+			if (queue[i].o == o && queue[i].c == c) {
+				memmove(queue + 1, queue, i * sizeof *queue);
+				queue[0] = (struct job){o, c};
+				break;
+			}
+		return true;
+	}
 	if (q_n == q_cap) {
 		size_t n = q_cap ? q_cap * 2 : 64;
 		struct job *q = realloc(queue, n * sizeof *q);
@@ -205,6 +246,36 @@ static void note_resident(struct wf_robj *o, uint64_t c)
 	evict_over_cap();
 }
 
+/* Whether a thread waits on chunk c. */
+static bool waited(const struct wf_robj *o, uint64_t c)
+{
+	for (size_t i = 0; i < w_n; i++)
+		if (waiters[i].o == o && waiters[i].c == c)
+			return true;
+	return false;
+}
+
+/* Keeps chunk c's fetched bytes (buf, now the object's) until touched;
+ * over HELD_MAX, the oldest staged chunk is dropped (fetched again if it
+ * is touched after all). */
+static void hold(struct wf_robj *o, uint64_t c, uint8_t *buf)
+{
+	if (s_n >= held_cap()) {
+		struct job v = staged[s_head];
+		s_head = (s_head + 1) % HELD_MAX;
+		s_n--;
+		if (v.o->st[v.c] == STAGED) {
+			give_spare(v.o->held[v.c]);
+			v.o->held[v.c] = NULL;
+			v.o->st[v.c] = ABSENT;
+		}
+	}
+	o->held[c] = buf;
+	o->st[c] = STAGED;
+	staged[(s_head + s_n) % HELD_MAX] = (struct job){o, c};
+	s_n++;
+}
+
 /* Copies a fetched chunk in, which wakes whoever waits on its pages.
  * Without the lock: the chunk is INFLIGHT, this thread's alone. */
 static bool place(struct wf_robj *o, uint64_t c, const uint8_t *buf)
@@ -235,25 +306,55 @@ static struct wf_robj *owner(uintptr_t a)
 	return NULL;
 }
 
-/* Read-ahead: a fault just past what was fetched ahead last time doubles
- * the window, any other fault resets it (mountpoint-s3 and hf-mount do
- * the same: random reads fetch only what they touch). */
+/* Read-ahead: a fault on the chunk after the last one (or on one fetched
+ * ahead) doubles the window of chunks kept asked for ahead of the reader,
+ * up to RA_MAX; any other fault resets it to none (mountpoint-s3 and
+ * hf-mount do the same: random reads fetch only what they touch).  Each
+ * chunk faults once (STAGED says why), so a sequential reader moves the
+ * window along and the fetches run ahead of it. */
 static void read_ahead(struct wf_robj *o, uint64_t c)
 {
-	if (o->seen && c > o->last_c && c <= o->ra_end)
-		return; /* inside the window: already asked for */
-	if (o->seen && c == o->ra_end + 1)
-		o->window = o->window ? (o->window * 2 > RA_MAX ? RA_MAX : o->window * 2) : 1;
-	else
-		o->window = 0;
+	if (o->seen && c == o->last_c)
+		return; /* another page of the same chunk */
+	bool seq = o->seen && c > o->last_c && c <= o->ra_end + 1;
+	unsigned max = RA_MAX < held_cap() ? RA_MAX : (unsigned)held_cap();
+	o->window = seq ? (o->window ? (o->window * 2 > max ? max : o->window * 2) : 1) : 0;
 	o->seen = true;
 	o->last_c = c;
-	o->ra_end = c;
-	for (unsigned k = 1; k <= o->window && c + k < o->n_chunks; k++) {
-		o->ra_end = c + k;
-		if (o->st[c + k] == ABSENT)
-			push(o, c + k, false);
+	uint64_t from = seq && o->ra_end > c ? o->ra_end + 1 : c + 1;
+	uint64_t end = c + o->window < o->n_chunks ? c + o->window : o->n_chunks - 1;
+	for (uint64_t k = from; k <= end; k++)
+		if (o->st[k] == ABSENT)
+			push(o, k, false);
+	o->ra_end = end > c ? end : c;
+}
+
+/* Places staged chunk c from the fault thread (outside the lock, the
+ * chunk INFLIGHT meanwhile, as a worker does). */
+static void place_held(struct wf_robj *o, uint64_t c)
+{
+	uint8_t *buf = o->held[c];
+	o->held[c] = NULL;
+	o->st[c] = INFLIGHT;
+	bool pre = c == 0 && o->pre_len; /* the probe's buffer: its pages only, not a chunk's */
+	if (pre) {
+		atomic_fetch_sub(&pre_bytes, o->pre_len);
+		o->pre_len = 0;
 	}
+	pthread_mutex_unlock(&mu);
+	bool ok = place(o, c, buf);
+	pthread_mutex_lock(&mu);
+	if (pre)
+		free(buf);
+	else
+		give_spare(buf);
+	if (ok) {
+		o->st[c] = PRESENT;
+		note_resident(o, c);
+	} else {
+		o->st[c] = ABSENT;
+	}
+	settle(o, c, ok);
 }
 
 static void on_fault(uintptr_t addr, pid_t tid)
@@ -289,9 +390,11 @@ static void on_fault(uintptr_t addr, pid_t tid)
 			waiters = w, w_cap = n;
 		}
 		waiters[w_n++] = (struct waiter){o, c, tid, addr};
-		if (o->st[c] == ABSENT && !push(o, c, true))
-			settle(o, c, false);
 		read_ahead(o, c);
+		if (o->st[c] == STAGED)
+			place_held(o, c);
+		else if ((o->st[c] == ABSENT || o->st[c] == QUEUED) && !push(o, c, true))
+			settle(o, c, false);
 	}
 	pthread_mutex_unlock(&mu);
 }
@@ -326,6 +429,32 @@ static uint64_t fnv(uint64_t h, const void *p, size_t n)
 	for (size_t i = 0; i < n; i++)
 		h = (h ^ b[i]) * 0x100000001b3ull;
 	return h;
+}
+
+/* A chunk file's checksum: four multiply-xorshift lanes over 8-byte
+ * words (little-endian), the tail byte by byte, then mixed.  It only has
+ * to tell a torn or partial file from a whole one, at memory speed: FNV-1a
+ * byte by byte took a third of a cached re-read's time (perf). */
+static uint64_t chunk_sum(const uint8_t *p, size_t n)
+{
+	const uint64_t k = 0x9e3779b97f4a7c15ull;
+	uint64_t h[4] = {0x243f6a8885a308d3ull, 0x13198a2e03707344ull, 0xa4093822299f31d0ull, 0x082efa98ec4e6c89ull};
+	size_t i = 0;
+	for (; i + 32 <= n; i += 32)
+		for (int l = 0; l < 4; l++) {
+			uint64_t w = wf_le64(p + i + 8 * l);
+			h[l] = (h[l] ^ w) * k;
+			h[l] ^= h[l] >> 29;
+		}
+	uint64_t t = (uint64_t)n;
+	for (; i < n; i++)
+		t = (t ^ p[i]) * 0x100000001b3ull;
+	uint64_t r = t;
+	for (int l = 0; l < 4; l++) {
+		r = (r ^ h[l]) * k;
+		r ^= r >> 32;
+	}
+	return r;
 }
 
 /* Two FNV-1a streams from different offsets: 128 bits of name. */
@@ -363,7 +492,7 @@ static bool cache_get(const struct wf_robj *o, uint64_t c, uint8_t *buf)
 	uint64_t len = chunk_len(o, c), sum = 0;
 	bool ok = pread(fd, buf, len, 0) == (ssize_t)len && pread(fd, &sum, sizeof sum, (off_t)len) == sizeof sum;
 	uint8_t extra;
-	ok = ok && pread(fd, &extra, 1, (off_t)(len + sizeof sum)) == 0 && fnv(0xcbf29ce484222325ull, buf, len) == sum;
+	ok = ok && pread(fd, &extra, 1, (off_t)(len + sizeof sum)) == 0 && chunk_sum(buf, len) == sum;
 	close(fd);
 	return ok;
 }
@@ -380,7 +509,7 @@ static void cache_put(const struct wf_robj *o, uint64_t c, const uint8_t *buf)
 	int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
 	if (fd < 0)
 		return;
-	uint64_t len = chunk_len(o, c), sum = fnv(0xcbf29ce484222325ull, buf, len);
+	uint64_t len = chunk_len(o, c), sum = chunk_sum(buf, len);
 	bool ok = pwrite(fd, buf, len, 0) == (ssize_t)len && pwrite(fd, &sum, sizeof sum, (off_t)len) == sizeof sum;
 	ok = close(fd) == 0 && ok;
 	if (!ok || rename(tmp, path) != 0)
@@ -474,6 +603,23 @@ static void *worker_loop(void *u)
 		if (ok) {
 			uint64_t len = chunk_len(j.o, j.c);
 			memset(w->buf + len, 0, chunk_span(j.o, j.c) - len);
+		}
+		if (ok) {
+			/* fetched ahead and no one waits: held until touched */
+			pthread_mutex_lock(&mu);
+			uint8_t *fresh = n_spare ? spare[--n_spare] : NULL;
+			if (!fresh) {
+				pthread_mutex_unlock(&mu);
+				fresh = malloc(wf_remote_conf.chunk);
+				pthread_mutex_lock(&mu);
+			}
+			if (fresh && j.o->held && !waited(j.o, j.c)) {
+				hold(j.o, j.c, w->buf);
+				w->buf = fresh;
+				continue; /* with mu held, as the loop's top wants */
+			}
+			give_spare(fresh);
+			pthread_mutex_unlock(&mu);
 		}
 		/* the copy outside the lock: the chunk is INFLIGHT, so no one else
 		 * copies it or evicts it; a thread preempted while holding the
@@ -607,15 +753,17 @@ static enum wf_err open_obj(struct wf_robj **out, const char *url, const char *t
 		return refusal(&rs, err);
 	if (!empty && (!rs.has_cr || rs.cr_a != 0 || rs.cr_b != 0 || rs.body_len != 1))
 		return wf_fail(err, WF_ERR_IO, "answered a range request with another range");
-	if (!rs.etag[0])
-		return wf_fail(err, WF_ERR_IO, "no ETag: the version read could not be pinned");
 	uint64_t size = empty ? 0 : rs.cr_total;
-	if (want_size >= 0 && size != (uint64_t)want_size)
-		return wf_fail(err, WF_ERR_IO, "is %llu bytes, the listing said %lld", (unsigned long long)size,
-			       (long long)want_size);
-	struct wf_robj *o = calloc(1, sizeof *o);
-	if (!o)
-		return wf_fail(err, WF_ERR_NOMEM, "out of memory");
+	struct wf_robj *o = NULL;
+	if (!rs.etag[0])
+		rc = wf_fail(err, WF_ERR_IO, "no ETag: the version read could not be pinned");
+	else if (want_size >= 0 && size != (uint64_t)want_size)
+		rc = wf_fail(err, WF_ERR_IO, "is %llu bytes, the listing said %lld", (unsigned long long)size,
+			     (long long)want_size);
+	else if (!(o = calloc(1, sizeof *o)))
+		rc = wf_fail(err, WF_ERR_NOMEM, "out of memory");
+	if (rc != WF_OK)
+		return rc;
 	char h0[256], h1[256];
 	wf_http_host(url, h0, sizeof h0);
 	wf_http_host(rs.url[0] ? rs.url : url, h1, sizeof h1);
@@ -652,6 +800,41 @@ enum wf_err wf_robj_open_signed(struct wf_robj **out, const char *url, const str
 	return open_obj(out, url, NULL, sig, want_size, err);
 }
 
+void wf_robj_prefetch_head(struct wf_robj *o)
+{
+	uint64_t len = o->size < wf_remote_conf.chunk ? o->size : wf_remote_conf.chunk;
+	if (len == 0 || o->base || o->pre)
+		return;
+	if (atomic_fetch_add(&pre_bytes, len) + len > wf_remote_conf.mem) {
+		atomic_fetch_sub(&pre_bytes, len);
+		return; /* over the budget: the parse's first touch fetches it */
+	}
+	/* the chunk's pages only: a small shard's header must not cost a whole
+	 * chunk of fresh memory (first touches are what a mount of many
+	 * shards spent its time on, perf) */
+	long ps = sysconf(_SC_PAGESIZE);
+	uint64_t pg = ps > 0 ? (uint64_t)ps : 4096, span = (len + pg - 1) / pg * pg;
+	struct worker w = {.curl = wf_http_new(), .buf = malloc(span)};
+	o->chunk = wf_remote_conf.chunk; /* what chunk_len and the cache's names need */
+	bool changed = false, ok = w.curl && w.buf;
+	char why[WF_ERRLEN];
+	bool cached = ok && cache_get(o, 0, w.buf);
+	ok = ok && (cached || fetch(&w, o, 0, &changed, why));
+	if (ok && !cached)
+		cache_dir(o);
+	if (ok && !cached)
+		cache_put(o, 0, w.buf);
+	wf_http_free(w.curl);
+	if (!ok) {
+		free(w.buf); /* the parse's first touch tries again, and says why */
+		atomic_fetch_sub(&pre_bytes, len);
+		return;
+	}
+	memset(w.buf + len, 0, span - len);
+	o->pre = w.buf;
+	o->pre_len = len;
+}
+
 const uint8_t *wf_robj_data(struct wf_robj *o, char *err)
 {
 	static const uint8_t empty[1];
@@ -672,11 +855,25 @@ const uint8_t *wf_robj_data(struct wf_robj *o, char *err)
 	o->n_chunks = (o->size + o->chunk - 1) / o->chunk;
 	o->maplen = (size_t)((o->size + page - 1) / page * page);
 	o->st = calloc(o->n_chunks, 1);
+	/* without it, chunks fetched ahead are placed at once (no staging) */
+	o->held = calloc(o->n_chunks, sizeof *o->held);
+	if (o->pre && o->held && o->chunk == wf_remote_conf.chunk) {
+		/* the probe's first chunk: placed on the header's first touch */
+		o->held[0] = o->pre;
+		o->st[0] = STAGED;
+	} else if (o->pre) {
+		atomic_fetch_sub(&pre_bytes, o->pre_len);
+		o->pre_len = 0;
+		free(o->pre);
+	}
+	o->pre = NULL;
 	void *m = o->st ? mmap(NULL, o->maplen, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0)
 			: MAP_FAILED;
 	if (m == MAP_FAILED) {
-		free(o->st);
-		o->st = NULL;
+		if (o->held)
+			free(o->held[0]);
+		free(o->st), free(o->held);
+		o->st = NULL, o->held = NULL;
 		pthread_mutex_unlock(&mu);
 		wf_fail(err, WF_ERR_NOMEM, "cannot map %llu bytes", (unsigned long long)o->size);
 		return NULL;
@@ -758,11 +955,17 @@ void wf_remote_shutdown(void)
 		objs = o->next;
 		if (o->base)
 			munmap(o->base, o->maplen);
+		for (uint64_t c = 0; o->held && c < o->n_chunks; c++)
+			free(o->held[c]);
+		free(o->held), free(o->pre);
 		free(o->st), free(o->url), free(o->etag), free(o->token), free(o->sig), free(o);
 	}
 	free(queue), free(waiters), free(resident);
 	queue = NULL, waiters = NULL, resident = NULL;
 	q_n = q_cap = w_n = w_cap = r_n = r_cap = r_head = 0;
+	s_head = s_n = 0;
+	while (n_spare)
+		free(spare[--n_spare]);
 	if (uffd >= 0)
 		close(uffd);
 	uffd = -1;

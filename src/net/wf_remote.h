@@ -64,6 +64,14 @@ enum wf_err wf_robj_open(struct wf_robj **out, const char *url, const char *toke
 enum wf_err wf_robj_open_signed(struct wf_robj **out, const char *url, const struct wf_http_sigv4 *sig,
 				int64_t want_size, char *err);
 
+/* Fetches the object's first chunk now (or reads it from the cache), held
+ * until the mapping is made and placed on the first touch: the pinning
+ * threads call it side by side, so that parsing a folder's headers costs
+ * no round trip per file.  Up to remote_mem bytes in all; nothing when
+ * over it, or when the fetch fails (the first touch then fetches it, and
+ * says why).  Before wf_robj_data, from one thread per object. */
+void wf_robj_prefetch_head(struct wf_robj *o);
+
 /* The object's bytes (wf_robj_size of them), mapped on first call and for
  * the object's life; NULL with err set when the mapping cannot be made. */
 const uint8_t *wf_robj_data(struct wf_robj *o, char *err);

@@ -494,10 +494,14 @@ static void *pin_loop(void *u)
 		pthread_mutex_unlock(&pn->mu);
 		if (i >= n_reg)
 			return NULL;
-		if (!reg[i].o && open_staged(&reg[i], pn->why[i]) != WF_OK)
+		if (!reg[i].o && open_staged(&reg[i], pn->why[i]) != WF_OK) {
 			reg[i].o = NULL;
-		else
+		} else {
 			pn->why[i][0] = '\0';
+			/* the header's chunk now, side by side: the parse that follows
+			 * needs no round trip per file */
+			wf_robj_prefetch_head(reg[i].o);
+		}
 	}
 }
 

@@ -58,6 +58,7 @@ class Hub:
         os.makedirs(self.www)
         os.makedirs(self.cdn)
         self.port, self.cdn_port = free_port(), free_port()
+        self.cdn_public = None  # the port /resolve/ redirects to, when not cdn_port (a proxy in front)
         self.repos = {}   # repo -> {rel: (size, sha256)}
         self.gated = set()
         self.private = set()
@@ -67,7 +68,7 @@ class Hub:
         return "http://127.0.0.1:%d" % self.port
 
     def cdn_url(self, repo, rel):
-        return "http://127.0.0.1:%d/%s/%s/%s" % (self.cdn_port, repo, COMMIT, rel)
+        return "http://127.0.0.1:%d/%s/%s/%s" % (self.cdn_public or self.cdn_port, repo, COMMIT, rel)
 
     def add(self, repo, folder, gated=False, missing=(), private=False, wrong_oid=()):
         """Serves folder's files as repo at COMMIT (revision main); the listing
@@ -192,7 +193,7 @@ http {
                 add_header X-Repo-Commit $commit always;
                 add_header X-Linked-Size $lsize always;
                 add_header X-Linked-Etag '"$lsha"' always;
-                return 302 http://127.0.0.1:%(cdn_port)d/$repo/$commit/$file;
+                return 302 http://127.0.0.1:%(cdn_public)d/$repo/$commit/$file;
             }
             error_page 404 = @noentry;
         }
@@ -210,7 +211,7 @@ http {
     }
 }
 """ % {"d": self.dir, "www": self.www, "cdn": self.cdn, "port": self.port, "cdn_port": self.cdn_port,
-       "lfs": "\n".join(lfs_map), "gated": gated, "revs": revs,
+       "cdn_public": self.cdn_public or self.cdn_port, "lfs": "\n".join(lfs_map), "gated": gated, "revs": revs,
        "private": private, "token": TOKEN}
 
     def start(self):
