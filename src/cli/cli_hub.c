@@ -236,25 +236,54 @@ bool v_hub_scan(struct v_hub *h, struct v_state *st)
 	return ok && !st->oom;
 }
 
-void v_hub_judge(const struct v_hub *h, struct v_state *st)
+bool v_hub_listed(struct v_hub *h, const char *rel, const char *path, const char *hex, size_t job)
+{
+	struct v_blob *nb = wf_grow(h->blobs, h->n_blobs, &h->cap_blobs, sizeof *nb, 16);
+	if (!nb)
+		return false;
+	h->blobs = nb;
+	struct v_blob *b = &h->blobs[h->n_blobs];
+	*b = (struct v_blob){.name = strdup(hex), .path = strdup(path), .link = strdup(rel), .job = job};
+	if (!b->name || !b->path || !b->link) {
+		free(b->name);
+		free(b->path);
+		free(b->link);
+		return false;
+	}
+	h->n_blobs++;
+	return true;
+}
+
+void v_hub_judge(struct v_hub *h, struct v_state *st)
 {
 	for (size_t i = 0; i < h->n_blobs; i++) {
-		const struct v_blob *b = &h->blobs[i];
+		struct v_blob *b = &h->blobs[i];
 		if (b->job == SIZE_MAX)
 			continue;
 		const struct v_job *j = &st->jobs[b->job];
 		char what[WF_QPATH + 16];
-		snprintf(what, sizeof what, "%s%s", b->link ? "snapshots/" : "blobs/", b->link ? b->link : b->name);
+		if (h->listed)
+			snprintf(what, sizeof what, "%s", b->link);
+		else
+			snprintf(what, sizeof what, "%s%s", b->link ? "snapshots/" : "blobs/", b->link ? b->link : b->name);
 		size_t n = j->kind == V_FILE_GIT ? WF_SHA1_LEN : WF_SHA256_LEN;
+		const char *dname = j->kind == V_FILE_GIT ? "git blob id" : "SHA-256";
 		char hex[2 * WF_SHA256_LEN + 1];
 		wf_sha_hex(j->sum, n, hex);
-		if (j->err_no)
+		b->verdict = j->err_no ? V_TROUBLE : strcmp(hex, b->name) != 0 ? V_DIFFERS : V_NOTE;
+		if (j->err_no && h->listed)
+			v_problem(st, V_TROUBLE, "file", what, NULL, 0, "%s: cannot be read: %s", cli_path(what),
+				  v_strerror(j->err_no));
+		else if (j->err_no)
 			v_problem(st, V_TROUBLE, "blob", what, NULL, 0, "%s (blobs/%.12s...): cannot be read: %s",
 				  cli_path(what), b->name, v_strerror(j->err_no));
-		else if (strcmp(hex, b->name) != 0)
+		else if (b->verdict == V_DIFFERS && h->listed)
+			v_problem(st, V_DIFFERS, "file", what, NULL, 0, "%s: its %s is %s, but %s lists %s", cli_path(what),
+				  dname, hex, h->listed, b->name);
+		else if (b->verdict == V_DIFFERS)
 			v_problem(st, V_DIFFERS, "blob", what, NULL, 0,
 				  "%s (blobs/%.12s...): its %s is %s, but the blob's name says %s", cli_path(what), b->name,
-				  j->kind == V_FILE_GIT ? "git blob id" : "SHA-256", hex, b->name);
+				  dname, hex, b->name);
 	}
 }
 

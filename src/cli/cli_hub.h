@@ -16,6 +16,7 @@ struct v_blob {
 	char *path;           /* root/blobs/name, resolved */
 	char *link;           /* the first snapshot link to it, "REV/PATH", or NULL */
 	size_t job;           /* its digest's job, or SIZE_MAX (no name a digest can be checked against) */
+	enum v_sev verdict;   /* after v_hub_judge: V_NOTE (matches), V_DIFFERS or V_TROUBLE (unread) */
 };
 
 struct v_hub {
@@ -25,6 +26,10 @@ struct v_hub {
 	size_t n_blobs, cap_blobs;
 	size_t n_links;       /* snapshot links seen */
 	size_t n_unfinished;  /* *.incomplete blobs: downloads that did not finish */
+	/* Not a cache but a remote source's files, each "blob" named by the
+	 * digest the source's listing gives it (v_hub_listed), link its name
+	 * in the source: who lists them ("the Hub"), else NULL. */
+	const char *listed;
 };
 
 /* Whether MODEL `path` is a hub cache's models--ORG--NAME folder (with
@@ -38,8 +43,14 @@ bool v_hub_detect(const char *path, struct v_hub *h);
  * the linked ones for a snapshot).  Returns false when out of memory. */
 bool v_hub_scan(struct v_hub *h, struct v_state *st);
 
-/* After the jobs ran: each blob's digest against its name. */
-void v_hub_judge(const struct v_hub *h, struct v_state *st);
+/* A file of a remote source (h->listed set): at path, named rel in the
+ * source, listed with digest hex (64 hex digits: SHA-256; 40: git blob
+ * id), hashed by job (of that kind).  False when out of memory. */
+bool v_hub_listed(struct v_hub *h, const char *rel, const char *path, const char *hex, size_t job);
+
+/* After the jobs ran: each blob's digest against its name (each file's
+ * against its listed digest), its verdict set. */
+void v_hub_judge(struct v_hub *h, struct v_state *st);
 
 /* The blob whose resolved path is `path`, or NULL. */
 const struct v_blob *v_hub_blob(const struct v_hub *h, const char *path);

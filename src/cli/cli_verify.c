@@ -6,11 +6,17 @@
  * their file, a safetensors index's total_size to the shards), a GGUF's
  * padding is zeros and no longer than its alignment, every byte of every
  * file can be read, and in a hub cache every file matches the digest its
- * blob is named by (cli_hub.c).  A manifest written by --write (the
+ * blob is named by (cli_hub.c).  A remote MODEL (hf://, s3://, https://)
+ * is staged as the other commands stage it (net/wf_source.h): its weight
+ * files are hashed from their remote memory, SIGBUS caught (a chunk not
+ * fetched is "could not check", never zeros read from a placeholder), and
+ * each file of an hf:// source is held to the digest the Hub's listing
+ * gives it, judged as a hub cache's blobs are.  A manifest written by --write (the
  * SHA-256 of every file and of every tensor's stored bytes) is the
  * reference --against holds the model to, naming each tensor that
  * differs.  Digests run on every core, biggest job first; exit codes are
  * cmp's: 0 intact, 1 differs, 2 could not check. */
+#include "base/wf_bus.h"
 #include "base/wf_names.h"
 #include "base/wf_pool.h"
 #include "cli/cli.h"
@@ -19,11 +25,13 @@
 #include "cli/cli_hub.h"
 #include "cli/cli_vstate.h"
 #include "model/wf_set.h"
+#include "net/wf_source.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <stddef.h>
 #include <fcntl.h>
+#include <setjmp.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -48,8 +56,12 @@ struct v_opts {
 struct v_run {
 	struct v_opts o;
 	struct v_state st;
-	struct v_hub hub;
+	struct v_hub hub;     /* a hub cache's blobs, or a remote source's files and their listed digests */
 	bool is_hub;
+	bool remote;          /* MODEL is hf://, s3:// or http(s)://, staged at `staged` */
+	char *staged;
+	char **bare;          /* [n_bare] a remote source's files it published no digest for */
+	size_t n_bare;
 	struct wf_model *m;
 	size_t *part_job;     /* [n_parts]: the job of each part's file digest */
 	size_t *tensor_job;   /* [n_tensors]: the job of each tensor's digest, or SIZE_MAX */
@@ -71,16 +83,54 @@ struct v_pool {
 	struct cli_meter *meter;
 };
 
-/* Hashes [off, off + len) of fd (len UINT64_MAX: to the end) into s;
- * *got gets the bytes hashed; an errno, or 0. */
-static int hash_fd(int fd, uint64_t off, uint64_t len, struct wf_sha *s, uint8_t *buf, uint64_t *got,
-		   _Atomic uint64_t *done)
+/* Where a digest's bytes come from: a file by pread, or a remote object's
+ * memory, each chunk fetched on first touch (net/wf_remote.h). */
+struct v_src {
+	int fd;
+	const uint8_t *mem; /* or NULL */
+	uint64_t mem_len;
+};
+
+/* Copies n bytes of a remote object's memory; false when a chunk could
+ * not be fetched (SIGBUS, caught here: never zeros taken for its bytes). */
+static bool copy_guarded(void *dst, const uint8_t *src, size_t n)
+{
+	sigjmp_buf jb;
+	if (sigsetjmp(jb, 1) != 0) {
+		wf_bus_jmp = NULL;
+		return false;
+	}
+	wf_bus_jmp = &jb;
+	memcpy(dst, src, n);
+	wf_bus_jmp = NULL;
+	return true;
+}
+
+/* pread's contract on either source; a fetch that failed is -2. */
+static ssize_t read_piece(const struct v_src *f, void *buf, size_t n, uint64_t off)
+{
+	if (!f->mem)
+		return pread(f->fd, buf, n, (off_t)off);
+	if (off >= f->mem_len)
+		return 0;
+	if (n > f->mem_len - off)
+		n = (size_t)(f->mem_len - off);
+	return copy_guarded(buf, f->mem + off, n) ? (ssize_t)n : -2;
+}
+
+/* Hashes [off, off + len) of f (len UINT64_MAX: to the end) into s, read
+ * in order (so a remote object's read-ahead grows); *got gets the bytes
+ * hashed; an errno, V_NOT_FETCHED, or 0. */
+static int hash_src(const struct v_src *f, uint64_t off, uint64_t len, struct wf_sha *s, uint8_t *buf, uint64_t *got,
+		    _Atomic uint64_t *done)
 {
 	*got = 0;
 	while (*got < len) {
 		uint64_t left = len - *got;
 		size_t want = left < PIECE ? (size_t)left : PIECE;
-		ssize_t n = pread(fd, buf, want, (off_t)(off + *got));
+		ssize_t n = read_piece(f, buf, want, off + *got);
+		if (n == -2)
+			return V_NOT_FETCHED;
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0)
@@ -99,9 +149,11 @@ static int hash_fd(int fd, uint64_t off, uint64_t len, struct wf_sha *s, uint8_t
  * block the open, a device be read forever. */
 static void run_job(struct v_job *j, uint8_t *buf, struct wf_sha *s256, struct wf_sha *s1, _Atomic uint64_t *done)
 {
-	int fd = j->fd >= 0 ? j->fd : open(j->path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-	struct stat st;
-	if (fd < 0 || fstat(fd, &st) != 0) {
+	/* a remote object's bytes only from its memory: its staged
+	 * placeholder holds none (zeros) */
+	int fd = j->mem ? -1 : j->fd >= 0 ? j->fd : open(j->path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	struct stat st = {.st_mode = S_IFREG, .st_size = (off_t)j->mem_len};
+	if (!j->mem && (fd < 0 || fstat(fd, &st) != 0)) {
 		j->err_no = errno;
 		goto out;
 	}
@@ -116,7 +168,8 @@ static void run_job(struct v_job *j, uint8_t *buf, struct wf_sha *s256, struct w
 		wf_sha_update(s, head, (size_t)n + 1); /* with its NUL */
 	}
 	uint64_t off = j->kind == V_RANGE_SHA256 ? j->off : 0, len = j->kind == V_RANGE_SHA256 ? j->len : UINT64_MAX;
-	j->err_no = hash_fd(fd, off, len, s, buf, &j->size, done);
+	struct v_src f = {.fd = fd, .mem = j->mem, .mem_len = j->mem_len};
+	j->err_no = hash_src(&f, off, len, s, buf, &j->size, done);
 	if (!j->err_no && j->kind == V_FILE_GIT && j->size != (uint64_t)st.st_size)
 		j->err_no = EAGAIN; /* it changed while it was read */
 	uint8_t tmp[WF_SHA256_LEN];
@@ -195,13 +248,13 @@ static int by_begin(const void *a, const void *b)
 	return wf_span_cmp(a, b);
 }
 
-/* Whether bytes [off, off + n) of fd are all zero; -1 when unreadable. */
-static int zeros(int fd, uint64_t off, uint64_t n)
+/* Whether bytes [off, off + n) of f are all zero; -1 when unreadable. */
+static int zeros(const struct v_src *f, uint64_t off, uint64_t n)
 {
 	uint8_t buf[4096];
 	while (n) {
 		size_t want = n < sizeof buf ? (size_t)n : sizeof buf;
-		ssize_t got = pread(fd, buf, want, (off_t)off);
+		ssize_t got = read_piece(f, buf, want, off);
 		if (got <= 0)
 			return -1;
 		for (ssize_t i = 0; i < got; i++)
@@ -215,7 +268,7 @@ static int zeros(int fd, uint64_t off, uint64_t n)
 
 /* The bytes between tensor `prev` (or the data section's start) and
  * `begin` of part pi, or after the last tensor (`begin` the file's end). */
-static void gap(struct v_run *r, int fd, uint32_t pi, const struct wf_tensor *prev, uint64_t end, uint64_t begin,
+static void gap(struct v_run *r, const struct v_src *f, uint32_t pi, const struct wf_tensor *prev, uint64_t end, uint64_t begin,
 		bool last)
 {
 	const struct wf_part *p = &r->m->parts[pi];
@@ -227,7 +280,7 @@ static void gap(struct v_run *r, int fd, uint32_t pi, const struct wf_tensor *pr
 		v_problem(&r->st, V_DIFFERS, "padding", p->name, prev->name, prev->name_len,
 			  "%s: %" PRIu64 " byte%s %s tensor %s, more than the padding to the alignment (%" PRIu64 ") can be",
 			  cli_path(p->name), n, n == 1 ? "" : "s", last ? "after the last" : "after", tn, a);
-	else if (n && zeros(fd, end, n) == 0)
+	else if (n && zeros(f, end, n) == 0)
 		v_problem(&r->st, V_DIFFERS, "padding", p->name, prev->name, prev->name_len,
 			  "%s: the %" PRIu64 " byte%s of padding after tensor %s %s not zeros", cli_path(p->name), n,
 			  n == 1 ? "" : "s", tn, n == 1 ? "is" : "are");
@@ -249,6 +302,15 @@ static bool gguf_padding(struct v_run *r, uint32_t pi, struct wf_span *sp)
 	if (!n)
 		return true;
 	qsort(sp, n, sizeof *sp, by_begin);
+	if (p->remote) { /* its memory, never its placeholder's zeros */
+		struct v_src f = {.fd = -1, .mem = p->data, .mem_len = p->len};
+		for (size_t k = 0; k < n && !r->st.oom; k++) {
+			uint64_t next = k + 1 < n ? sp[k + 1].begin : p->len;
+			if (next > sp[k].end)
+				gap(r, &f, pi, &r->m->tensors[sp[k].tensor], sp[k].end, next, k + 1 == n);
+		}
+		return !r->st.oom;
+	}
 	int fd = p->fd >= 0 ? p->fd : open(p->path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
 	struct stat s;
 	if (fd >= 0 && (fstat(fd, &s) != 0 || !S_ISREG(s.st_mode))) {
@@ -259,10 +321,11 @@ static bool gguf_padding(struct v_run *r, uint32_t pi, struct wf_span *sp)
 	if (fd < 0)
 		return true; /* the digests will say it cannot be read */
 	uint64_t size = (uint64_t)s.st_size;
+	struct v_src f = {.fd = fd};
 	for (size_t k = 0; k < n && !r->st.oom; k++) {
 		uint64_t next = k + 1 < n ? sp[k + 1].begin : size;
 		if (next > sp[k].end)
-			gap(r, fd, pi, &r->m->tensors[sp[k].tensor], sp[k].end, next, k + 1 == n);
+			gap(r, &f, pi, &r->m->tensors[sp[k].tensor], sp[k].end, next, k + 1 == n);
 	}
 	if (fd != p->fd)
 		close(fd);
@@ -283,6 +346,19 @@ static bool model_checks(struct v_run *r)
 
 /* ---------------------------------------------------------------- opening */
 
+/* A digest job on part p's bytes: from its remote memory when it has
+ * one, else from its file. */
+static size_t add_part_job(struct v_run *r, enum v_job_kind kind, const struct wf_part *p, uint64_t off, uint64_t len,
+			   size_t ref)
+{
+	size_t k = v_add_job(&r->st, kind, p->path, p->fd, off, len, ref);
+	if (k != SIZE_MAX && p->remote) {
+		r->st.jobs[k].mem = p->data;
+		r->st.jobs[k].mem_len = p->len;
+	}
+	return k;
+}
+
 static bool part_jobs(struct v_run *r)
 {
 	r->part_job = calloc(r->m->n_parts + 1, sizeof *r->part_job);
@@ -293,12 +369,12 @@ static bool part_jobs(struct v_run *r)
 		r->tensor_job[i] = SIZE_MAX;
 	for (uint32_t pi = 0; pi < r->m->n_parts; pi++) {
 		const struct wf_part *p = &r->m->parts[pi];
-		const struct v_blob *b = r->is_hub ? v_hub_blob(&r->hub, p->path) : NULL;
+		const struct v_blob *b = r->is_hub || r->remote ? v_hub_blob(&r->hub, p->path) : NULL;
 		/* a blob named by its SHA-256 is hashed once, for both */
 		if (b && b->job != SIZE_MAX && r->st.jobs[b->job].kind == V_FILE_SHA256)
 			r->part_job[pi] = b->job;
 		else
-			r->part_job[pi] = v_add_job(&r->st, V_FILE_SHA256, p->path, p->fd, 0, 0, pi);
+			r->part_job[pi] = add_part_job(r, V_FILE_SHA256, p, 0, 0, pi);
 		if (r->part_job[pi] == SIZE_MAX)
 			return false;
 	}
@@ -313,7 +389,7 @@ static bool tensor_jobs(struct v_run *r, uint32_t pi)
 		if ((pi != UINT32_MAX && t->part != pi) || r->tensor_job[i] != SIZE_MAX)
 			continue;
 		const struct wf_part *p = &r->m->parts[t->part];
-		r->tensor_job[i] = v_add_job(&r->st, V_RANGE_SHA256, p->path, p->fd, t->offset, t->nbytes, i);
+		r->tensor_job[i] = add_part_job(r, V_RANGE_SHA256, p, t->offset, t->nbytes, i);
 		if (r->tensor_job[i] == SIZE_MAX)
 			return false;
 		r->n_tensor_sums++;
@@ -326,7 +402,7 @@ static bool tensor_jobs(struct v_run *r, uint32_t pi)
 static void open_model(struct v_run *r)
 {
 	char err[WF_ERRLEN];
-	enum wf_err rc = wf_set_open(&r->m, r->o.model, err);
+	enum wf_err rc = wf_set_open(&r->m, r->staged ? r->staged : r->o.model, err);
 	if (rc == WF_OK)
 		return;
 	r->m = NULL;
@@ -370,6 +446,93 @@ static bool sidecar_sums(struct v_run *r)
 		ok = wf_sha_update(s, r->m->sidecars[i].data, r->m->sidecars[i].len) && wf_sha_final(s, r->side_sum[i]);
 	wf_sha_free(s);
 	return ok;
+}
+
+/* ---------------------------------------------------------------- remote sources */
+
+/* A staged path as the report names it: its path in the source (a one-file
+ * source: the file's name), never the staging folder's. */
+static const char *shown(const struct v_run *r, const char *path)
+{
+	size_t n = r->staged ? strlen(r->staged) : 0;
+	if (!n || !path || strncmp(path, r->staged, n) != 0)
+		return path;
+	if (path[n] == '/')
+		return path + n + 1;
+	const char *b = strrchr(path, '/');
+	return !path[n] && b ? b + 1 : path;
+}
+
+/* MODEL is hf://, s3:// or http(s)://: staged as the other commands stage
+ * it (net/wf_source.h).  False when it could not be: the first problem. */
+static bool stage_remote(struct v_run *r)
+{
+	char err[WF_ERRLEN];
+	r->remote = true;
+	r->hub.listed = "the Hub";
+	enum wf_err rc = wf_bus_catch() != 0 ? wf_fail(err, WF_ERR_IO, "cannot catch SIGBUS: %s", strerror(errno))
+					     : wf_source_stage(r->o.model, &r->staged, err);
+	if (rc == WF_OK)
+		return true;
+	free(r->staged);
+	r->staged = NULL;
+	v_problem(&r->st, V_TROUBLE, "open", NULL, NULL, 0, "%s: %s", cli_path(r->o.model), err);
+	return false;
+}
+
+/* The digest job for staged file `path` (not a part of the model): a
+ * placeholder's from its remote memory, a small file's from its copy. */
+static size_t file_job(struct v_run *r, enum v_job_kind kind, const char *path)
+{
+	struct wf_robj *ro = NULL;
+	char err[WF_ERRLEN];
+	const uint8_t *mem = NULL;
+	if (wf_source_open(path, &ro, err) != WF_OK || (ro && !(mem = wf_robj_data(ro, err)))) {
+		v_problem(&r->st, V_TROUBLE, "file", shown(r, path), NULL, 0, "%s: %s", cli_path(shown(r, path)), err);
+		return SIZE_MAX - 1; /* said; no job */
+	}
+	size_t k = v_add_job(&r->st, kind, path, -1, 0, 0, 0);
+	if (k != SIZE_MAX && ro) {
+		r->st.jobs[k].mem = mem;
+		r->st.jobs[k].mem_len = wf_robj_size(ro);
+	}
+	return k;
+}
+
+/* Every file the source staged under MODEL: held to the digest its
+ * listing gives it (v_hub_judge judges), or noted as having none. */
+static bool listed_jobs(struct v_run *r)
+{
+	const char *path;
+	enum wf_digest_kind kind;
+	char hex[65];
+	size_t n = strlen(r->staged);
+	for (size_t i = 0; wf_source_file(i, &path, &kind, hex); i++) {
+		if (strncmp(path, r->staged, n) != 0 || (path[n] && path[n] != '/'))
+			continue; /* another source's */
+		const char *rel = shown(r, path);
+		if (kind == WF_DIGEST_NONE) {
+			char **nb = realloc(r->bare, (r->n_bare + 1) * sizeof *nb);
+			if (nb)
+				r->bare = nb;
+			if (!nb || !(nb[r->n_bare] = strdup(rel)))
+				return false;
+			r->n_bare++;
+			continue;
+		}
+		enum v_job_kind jk = kind == WF_DIGEST_SHA256 ? V_FILE_SHA256 : V_FILE_GIT;
+		size_t k = SIZE_MAX - 1;
+		for (uint32_t pi = 0; r->m && pi < r->m->n_parts && k == SIZE_MAX - 1; pi++)
+			if (r->m->parts[pi].path && strcmp(r->m->parts[pi].path, path) == 0)
+				k = add_part_job(r, jk, &r->m->parts[pi], 0, 0, pi);
+		if (k == SIZE_MAX - 1)
+			k = file_job(r, jk, path);
+		if (k == SIZE_MAX)
+			return false;
+		if (k != SIZE_MAX - 1 && !v_hub_listed(&r->hub, rel, path, hex, k))
+			return false;
+	}
+	return !r->st.oom;
 }
 
 /* ---------------------------------------------------------------- manifests */
@@ -697,18 +860,20 @@ static void read_errors(struct v_run *r)
 {
 	for (size_t k = 0; k < r->st.n_jobs; k++) {
 		const struct v_job *j = &r->st.jobs[k];
-		const struct v_blob *b = r->is_hub ? v_hub_blob(&r->hub, j->path) : NULL;
+		const struct v_blob *b = r->is_hub || r->remote ? v_hub_blob(&r->hub, j->path) : NULL;
 		if (!j->err_no || (b && b->job == k))
 			continue; /* a blob's: v_hub_judge says it */
 		if (j->kind == V_RANGE_SHA256) {
 			const struct wf_tensor *t = &r->m->tensors[j->ref];
+			if (j->err_no == V_NOT_FETCHED && r->st.jobs[r->part_job[t->part]].err_no)
+				continue; /* its file's line says it */
 			tensor_differs(r, t, j->err_no == ENODATA ? "its bytes end early: the file is shorter than its header says"
 								 : v_strerror(j->err_no));
 			if (j->err_no != ENODATA)
 				r->st.probs[r->st.n_probs - 1].sev = V_TROUBLE;
 		} else {
-			v_problem(&r->st, V_TROUBLE, "file", j->path, NULL, 0, "%s: cannot be read: %s", cli_path(j->path),
-				  v_strerror(j->err_no));
+			v_problem(&r->st, V_TROUBLE, "file", shown(r, j->path), NULL, 0, "%s: cannot be read: %s",
+				  cli_path(shown(r, j->path)), v_strerror(j->err_no));
 		}
 	}
 }
@@ -738,6 +903,73 @@ static void json_opt(struct wf_buf *b, const char *key, const char *s, size_t n)
 		wf_buf_puts(b, "null");
 }
 
+static const char *verdict_of(int code);
+
+/* "source": a remote source's files, each with the digest its listing
+ * gives and how it compared; null for a local model. */
+static void json_source(const struct v_run *r, struct wf_buf *b)
+{
+	wf_buf_puts(b, ", \"source\": ");
+	if (!r->remote) {
+		wf_buf_puts(b, "null");
+		return;
+	}
+	wf_buf_puts(b, "{\"files\": [");
+	for (size_t i = 0; i < r->hub.n_blobs; i++) {
+		const struct v_blob *bl = &r->hub.blobs[i];
+		wf_buf_puts(b, i ? ", {\"name\": " : "{\"name\": ");
+		wf_buf_json_str(b, bl->link, strlen(bl->link));
+		wf_buf_printf(b, ", \"digest\": \"%s\", \"listed\": \"%s\", \"verdict\": \"%s\"}",
+			      strlen(bl->name) == 64 ? "sha256" : "git-sha1", bl->name, verdict_of((int)bl->verdict));
+	}
+	for (size_t i = 0; i < r->n_bare; i++) {
+		wf_buf_puts(b, i || r->hub.n_blobs ? ", {\"name\": " : "{\"name\": ");
+		wf_buf_json_str(b, r->bare[i], strlen(r->bare[i]));
+		wf_buf_puts(b, ", \"digest\": null, \"listed\": null, \"verdict\": null}");
+	}
+	wf_buf_puts(b, "]}");
+}
+
+/* A remote source's files: each one's digest matched (the ones that did
+ * not are problems), or none published. */
+static void text_source(const struct v_run *r, struct wf_buf *b)
+{
+	for (size_t i = 0; i < r->hub.n_blobs; i++) {
+		const struct v_blob *bl = &r->hub.blobs[i];
+		if (bl->verdict == V_NOTE)
+			wf_buf_printf(b, "%s: matches the %s %s lists\n", cli_path(bl->link),
+				      strlen(bl->name) == 64 ? "SHA-256" : "git blob id", r->hub.listed);
+	}
+	for (size_t i = 0; i < r->n_bare; i++)
+		wf_buf_printf(b, "%s: no digest published by the source to check against (read whole)\n",
+			      cli_path(r->bare[i]));
+}
+
+/* A file's path; a remote source's file as the source names it
+ * (hf://ORG/NAME/FILE), never its staging folder nor the URL it was read
+ * from (a CDN's may be signed). */
+static void json_path(const struct v_run *r, const char *path, struct wf_buf *b)
+{
+	const char *rel = shown(r, path);
+	if (!r->remote || rel == path) {
+		wf_buf_json_str(b, path, strlen(path));
+		return;
+	}
+	struct wf_buf j = {0};
+	size_t n = strlen(r->o.model);
+	while (n && r->o.model[n - 1] == '/')
+		n--;
+	if (strcmp(path, r->staged) == 0) /* a source of one file: the source */
+		wf_buf_puts(&j, r->o.model);
+	else
+		wf_buf_printf(&j, "%.*s/%s", (int)n, r->o.model, rel);
+	if (j.oom)
+		b->oom = true;
+	else
+		wf_buf_json_str(b, j.data, j.len);
+	wf_buf_free(&j);
+}
+
 static void json_report(const struct v_run *r, int code, struct wf_buf *b)
 {
 	char hex[2 * WF_SHA256_LEN + 1];
@@ -752,6 +984,7 @@ static void json_report(const struct v_run *r, int code, struct wf_buf *b)
 	} else {
 		wf_buf_puts(b, "null");
 	}
+	json_source(r, b);
 	wf_buf_puts(b, ", \"files\": [");
 	for (uint32_t pi = 0; r->m && pi < r->m->n_parts; pi++) {
 		const struct v_job *j = &r->st.jobs[r->part_job[pi]];
@@ -759,7 +992,7 @@ static void json_report(const struct v_run *r, int code, struct wf_buf *b)
 		wf_buf_puts(b, pi ? ", {\"name\": " : "{\"name\": ");
 		wf_buf_json_str(b, r->m->parts[pi].name, strlen(r->m->parts[pi].name));
 		wf_buf_puts(b, ", \"path\": ");
-		wf_buf_json_str(b, r->m->parts[pi].path, strlen(r->m->parts[pi].path));
+		json_path(r, r->m->parts[pi].path, b);
 		wf_buf_printf(b, ", \"size\": %" PRIu64 ", \"sha256\": ", j->size);
 		if (j->err_no)
 			wf_buf_puts(b, "null}");
@@ -789,6 +1022,8 @@ static void text_report(const struct v_run *r, int code, struct wf_buf *b)
 		hex_of(j, hex);
 		wf_buf_printf(b, "%s  %s\n", hex, cli_path(r->m->parts[pi].name)); /* as sha256sum prints it */
 	}
+	if (r->remote)
+		text_source(r, b);
 	size_t n_bad = 0, n_trouble = 0;
 	for (size_t i = 0; i < r->st.n_probs; i++)
 		if (r->st.probs[i].sev == V_TROUBLE)
@@ -840,17 +1075,24 @@ static int report(const struct v_run *r)
 
 static bool verify(struct v_run *r)
 {
-	r->is_hub = v_hub_detect(r->o.model, &r->hub);
+	if (wf_source_is_remote(r->o.model)) {
+		if (!stage_remote(r))
+			return !r->st.oom;
+	} else {
+		r->is_hub = v_hub_detect(r->o.model, &r->hub);
+	}
 	if (r->is_hub && !v_hub_scan(&r->hub, &r->st))
 		return false;
 	open_model(r);
+	if (r->remote && !listed_jobs(r))
+		return false;
 	if (r->m && !sidecar_sums(r))
 		return false;
 	if (r->m && (!model_checks(r) || !part_jobs(r) || (r->o.write && !tensor_jobs(r, UINT32_MAX))))
 		return false;
 	if (!run_jobs(&r->st))
 		return false;
-	if (r->is_hub)
+	if (r->is_hub || r->remote)
 		v_hub_judge(&r->hub, &r->st);
 	else if (r->m)
 		blob_names(r);
@@ -889,6 +1131,10 @@ static int verify_main(const struct cli_cmd *c, int argc, char **argv)
 	free(r.part_job);
 	free(r.tensor_job);
 	free(r.side_sum);
+	for (size_t i = 0; i < r.n_bare; i++)
+		free(r.bare[i]);
+	free(r.bare);
+	free(r.staged);
 	cJSON_Delete(r.manifest);
 	v_hub_free(&r.hub);
 	wf_model_free(r.m);
@@ -906,6 +1152,6 @@ static const struct cli_opt verify_opts[] = {
 const struct cli_cmd cli_cmd_verify = {
 	.name = "verify", .args = "MODEL", .min_pos = 1, .max_pos = 1, .missing = "MODEL is missing",
 	.opts = verify_opts, .usage_exit = V_TROUBLE, .run = verify_main,
-	.summary = "Checks MODEL whole: its own checks, every file read, a hub cache's blobs against their names "
-		   "(exit 0: intact, 1: something differs, 2: it could not be checked).",
+	.summary = "Checks MODEL whole: its own checks, every file read, a hub cache's blobs against their names, "
+		   "an hf:// source's files against the digests the Hub lists (exit 0: intact, 1: something differs, 2: it could not be checked).",
 };

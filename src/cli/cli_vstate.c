@@ -10,7 +10,9 @@
 
 const char *v_strerror(int err_no)
 {
-	return err_no == V_NOT_FILE ? "not a regular file" : strerror(err_no);
+	return err_no == V_NOT_FILE	 ? "not a regular file"
+	       : err_no == V_NOT_FETCHED ? "could not be fetched from the server"
+					 : strerror(err_no);
 }
 
 void v_problem(struct v_state *st, enum v_sev sev, const char *kind, const char *file, const char *tensor,

@@ -42,6 +42,9 @@ struct v_job {
 	enum v_job_kind kind;
 	const char *path;     /* what to open (not owned) */
 	int fd;               /* an open descriptor of it to pread, or -1 */
+	const uint8_t *mem;   /* or its bytes: a remote object's memory (net/wf_remote.h), read with
+			       * SIGBUS caught; NULL for a file read by pread */
+	uint64_t mem_len;
 	uint64_t off, len;    /* V_RANGE_SHA256; len also orders jobs, biggest first */
 	size_t ref;           /* the owner's index: a blob, a part or a tensor */
 	/* results */
@@ -54,8 +57,10 @@ struct v_job {
 /* A job's err_no when what it opened is not a regular file (a FIFO or a
  * device, through a link: /dev/zero would be hashed forever). */
 #define V_NOT_FILE (-1)
+/* A job's err_no when a chunk of a remote object could not be fetched. */
+#define V_NOT_FETCHED (-2)
 
-/* strerror of a job's err_no, V_NOT_FILE's too. */
+/* strerror of a job's err_no, V_NOT_FILE's and V_NOT_FETCHED's too. */
 const char *v_strerror(int err_no);
 
 /* The problems found so far and the digests asked for. */

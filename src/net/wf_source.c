@@ -51,6 +51,69 @@ static struct kept {
 } *kept;
 static size_t n_kept;
 
+/* Every file staged, with the digest its source published (wf_source_file). */
+static struct staged_file {
+	char *path;
+	enum wf_digest_kind kind;
+	char hex[65];
+} *files;
+static size_t n_files_staged;
+
+/* Notes a file just staged at local path p (copied), no digest yet. */
+static bool note_file(const char *p)
+{
+	struct staged_file *f = realloc(files, (n_files_staged + 1) * sizeof *files);
+	if (!f)
+		return false;
+	files = f;
+	files[n_files_staged] = (struct staged_file){.path = strdup(p), .kind = WF_DIGEST_NONE};
+	return files[n_files_staged++].path != NULL;
+}
+
+enum wf_digest_kind wf_hub_entry_digest(const cJSON *e, char hex[65])
+{
+	hex[0] = '\0';
+	const cJSON *lfs = cJSON_GetObjectItemCaseSensitive(e, "lfs");
+	const cJSON *oid = cJSON_GetObjectItemCaseSensitive(lfs ? lfs : e, "oid");
+	size_t want = lfs ? 64 : 40;
+	if (!cJSON_IsString(oid) || strlen(oid->valuestring) != want ||
+	    strspn(oid->valuestring, "0123456789abcdef") != want)
+		return WF_DIGEST_NONE;
+	memcpy(hex, oid->valuestring, want + 1);
+	return lfs ? WF_DIGEST_SHA256 : WF_DIGEST_GIT_SHA1;
+}
+
+/* The Hub's listing entry e's digest, for the file noted last. */
+static void note_listed_digest(const cJSON *e)
+{
+	if (n_files_staged) {
+		struct staged_file *f = &files[n_files_staged - 1];
+		f->kind = wf_hub_entry_digest(e, f->hex);
+	}
+}
+
+bool wf_source_file(size_t i, const char **path, enum wf_digest_kind *kind, char hex[65])
+{
+	pthread_mutex_lock(&mu);
+	bool ok = i < n_files_staged;
+	if (ok) {
+		*path = files[i].path;
+		*kind = files[i].kind;
+		memcpy(hex, files[i].hex, sizeof files[i].hex);
+	}
+	pthread_mutex_unlock(&mu);
+	return ok;
+}
+
+static void forget_files(void)
+{
+	for (size_t i = 0; i < n_files_staged; i++)
+		free(files[i].path);
+	free(files);
+	files = NULL;
+	n_files_staged = 0;
+}
+
 static enum wf_err open_with(struct wf_robj **o, const char *url, int64_t size, const char *tok,
 			     const struct wf_http_sigv4 *sig, char *err)
 {
@@ -187,6 +250,8 @@ static enum wf_err add_placeholder(const char *rel, const char *url, int64_t siz
 	int e = errno;
 	if (fd >= 0)
 		close(fd);
+	if (ok && !note_file(p))
+		ok = false, e = ENOMEM;
 	free(p);
 	if (!ok)
 		return wf_fail(err, WF_ERR_IO, "cannot stage %s: %s", rel, strerror(e));
@@ -208,8 +273,8 @@ static enum wf_err write_file(const char *rel, const uint8_t *data, size_t len, 
 	if (!p)
 		return wf_fail(err, WF_ERR_NOMEM, "out of memory");
 	int fd = open(p, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0444);
+	bool ok = fd >= 0 && note_file(p);
 	free(p);
-	bool ok = fd >= 0;
 	for (size_t done = 0; ok && done < len;) {
 		ssize_t w = write(fd, data + done, len - done);
 		ok = w > 0;
@@ -401,8 +466,12 @@ static enum wf_err stage_entry(const struct hub *h, const cJSON *e, size_t *n_fi
 	char rel[4096];
 	snprintf(rel, sizeof rel, "%s/%s", strrchr(h->repo, '/') + 1, p);
 	(*n_files)++;
-	if (weight) /* pinned once the listing is done (pin_all) */
-		return add_weight(rel, url, (int64_t)sz, lfs, err);
+	if (weight) { /* pinned once the listing is done (pin_all) */
+		enum wf_err prc = add_weight(rel, url, (int64_t)sz, lfs, err);
+		if (prc == WF_OK)
+			note_listed_digest(e);
+		return prc;
+	}
 	struct wf_http_req rq = {.url = url, .token = token, .follow = true, .cap = SMALL_MAX};
 	struct wf_http_resp r;
 	enum wf_err rc = wf_http_do(NULL, &rq, &r, err);
@@ -412,8 +481,10 @@ static enum wf_err stage_entry(const struct hub *h, const cJSON *e, size_t *n_fi
 		rc = wf_fail(err, WF_ERR_IO, "%s: %s came %zu bytes, listed %.0f", h->repo, p, r.body_len, sz);
 	if (rc == WF_OK)
 		rc = write_file(rel, r.body ? r.body : (const uint8_t *)"", r.body_len, err);
-	if (rc == WF_OK)
+	if (rc == WF_OK) {
 		keep_small(h, p, rel, url, &r);
+		note_listed_digest(e);
+	}
 	free(r.body);
 	return rc;
 }
@@ -861,6 +932,7 @@ void wf_source_cleanup(void)
 	free(kept);
 	kept = NULL;
 	n_kept = 0;
+	forget_files();
 	for (size_t i = 0; i < n_reg; i++)
 		free(reg[i].url), free(reg[i].rel), free(reg[i].blob);
 	wf_rec_free(rec);

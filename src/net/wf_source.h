@@ -56,6 +56,31 @@ const char *wf_source_hub(const char **commit);
  * and pinned on first ask; NULL for any other path (WF_OK). */
 enum wf_err wf_source_open(const char *path, struct wf_robj **out, char *err);
 
+/* The digest a source publishes for a file: the Hub's listing gives an
+ * LFS file's SHA-256 (lfs.oid) and any other file's git blob id (oid: the
+ * SHA-1 of "blob SIZE\0" and its bytes); S3 and plain HTTPS publish none
+ * a client can hold the bytes to (an ETag is no digest). */
+enum wf_digest_kind {
+	WF_DIGEST_NONE,
+	WF_DIGEST_SHA256,
+	WF_DIGEST_GIT_SHA1,
+};
+
+/* The digest entry e of a Hub tree listing (one element of
+ * /api/models/REPO/tree/COMMIT) gives its file: an LFS file's lfs.oid (64
+ * lowercase hex digits, its SHA-256), another file's oid (40, its git blob
+ * id; an LFS file's oid is its pointer's, never its bytes').  Anything
+ * else (missing, not a string, another length, not lowercase hex) is
+ * WF_DIGEST_NONE, hex "". */
+struct cJSON;
+enum wf_digest_kind wf_hub_entry_digest(const struct cJSON *e, char hex[65]);
+
+/* The i-th file staged so far (every source, in staging order; placeholders
+ * and small files alike): *path its staged path (valid until cleanup),
+ * *kind and hex (lowercase, NUL-ended; "" for none) the digest its source
+ * published for it.  False when there is no i-th file. */
+bool wf_source_file(size_t i, const char **path, enum wf_digest_kind *kind, char hex[65]);
+
 /* Removes what wf_source_stage made (at exit). */
 void wf_source_cleanup(void);
 

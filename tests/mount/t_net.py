@@ -36,15 +36,17 @@ TOKEN = "hf_good_token"
 STAGE = [None]  # the TMPDIR the daemons stage sources in: empty once they are gone
 
 
-def is_lfs(name):
-    return name.endswith(".safetensors") or name.endswith(".gguf")
-
-
-def git_oid(path):
-    """The file's git blob id: what the Hub sends as a small file's ETag."""
+def git_blob_id(path):
+    """The id git (and the Hub's listing, as "oid") gives a file: the SHA-1
+    of "blob SIZE\\0" and its bytes."""
+    import hashlib
     with open(path, "rb") as f:
         data = f.read()
     return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
+
+
+def is_lfs(name):
+    return name.endswith(".safetensors") or name.endswith(".gguf")
 
 
 class Hub:
@@ -69,9 +71,10 @@ class Hub:
     def cdn_url(self, repo, rel):
         return "http://127.0.0.1:%d/%s/%s/%s" % (self.cdn_public or self.cdn_port, repo, COMMIT, rel)
 
-    def add(self, repo, folder, gated=False, missing=(), private=False):
+    def add(self, repo, folder, gated=False, missing=(), private=False, wrong_oid=()):
         """Serves folder's files as repo at COMMIT (revision main); the listing
-        also names the files in `missing`, which are not served."""
+        also names the files in `missing`, which are not served, and lists
+        another SHA-256 than their bytes' for the LFS files in `wrong_oid`."""
         files = {}
         for root, _, names in os.walk(folder):
             for n in names:
@@ -81,9 +84,12 @@ class Hub:
         for rel, p in sorted(files.items()):
             size, digest = os.path.getsize(p), sha256(p)
             meta[rel] = (size, digest)
-            ent = {"type": "file", "path": rel, "oid": git_oid(p), "size": size}
+            ent = {"type": "file", "path": rel, "oid": git_blob_id(p), "size": size}
             if is_lfs(rel):
-                ent["lfs"] = {"oid": digest, "size": size, "pointerSize": 134}
+                # "oid" is then the pointer file's id, which no client holds the bytes to
+                ent["oid"] = digest[:40]
+                listed = ("%064x" % (int(digest, 16) ^ 1)) if rel in wrong_oid else digest
+                ent["lfs"] = {"oid": listed, "size": size, "pointerSize": 134}
                 dst = os.path.join(self.cdn, repo, COMMIT, rel)
             else:
                 dst = os.path.join(self.www, repo, "resolve", COMMIT, rel)
@@ -116,7 +122,7 @@ class Hub:
                 if is_lfs(rel):
                     lfs_map.append('    "/%s/resolve/%s/%s" "%d %s";' % (repo, COMMIT, rel, size, digest))
                 else:
-                    oid = git_oid(os.path.join(self.www, repo, "resolve", COMMIT, rel))
+                    oid = git_blob_id(os.path.join(self.www, repo, "resolve", COMMIT, rel))
                     oid_map.append('    "/%s/resolve/%s/%s" "\\"%s\\"";' % (repo, COMMIT, rel, oid))
         gated = "\n".join("""
         location ^~ /%s/resolve/ {
@@ -276,6 +282,8 @@ class FaultProxy:
         import threading
         proxy = self
         self.mode, self.left, self.port, self.seen = "ok", 0, free_port(), []
+        self.passes = 0  # requests passed through before the mode applies
+        lock = threading.Lock()
 
         class H(http.server.BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.0"
@@ -286,6 +294,10 @@ class FaultProxy:
             def do_GET(self):
                 import http.client
                 mode = proxy.mode
+                with lock:
+                    if proxy.passes > 0:
+                        proxy.passes -= 1
+                        mode = "ok"
                 if mode in ("503", "reset"):
                     if proxy.left > 0:
                         proxy.left -= 1
@@ -441,6 +453,7 @@ def group_net():
     hub.add("org/gated", models["gg"], gated=True)
     hub.add("org/broken", models["gg"], missing=("config.json",))
     hub.add("org/private", models["tiny"], private=True)
+    hub.add("org/wrongsum", models["gg"], wrong_oid=("demo-llama.gguf",))
     try:
         if not check("net: nginx started", hub.start):
             return
@@ -461,6 +474,108 @@ def group_net():
         if hub.proc is not None or os.path.exists(os.path.join(hub.dir, "nginx.pid")):
             raise Fail("nginx left behind (pid file %s)" % os.path.join(hub.dir, "nginx.pid"))
     check("net: nginx stopped, nothing left", stopped)
+
+
+def wf_run(args, timeout=120):
+    r = subprocess.run([wf_harness.BIN] + args, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, timeout=timeout)
+    return r.returncode, r.stdout.decode(errors="replace"), r.stderr.decode(errors="replace")
+
+
+def run_verify(hub, models):
+    def intact():
+        code, out, err = wf_run(["verify", "hf://org/Tiny-Llama"])
+        if code != 0:
+            raise Fail("exit %d: %s %s" % (code, out[-300:], err[-300:]))
+        meta = hub.repos["org/Tiny-Llama"]
+        for rel in meta:
+            want = "%s: matches the %s the Hub lists" % (rel, "SHA-256" if is_lfs(rel) else "git blob id")
+            if rel.endswith(".json") and want not in out:
+                raise Fail("no line %r in %r" % (want, out[:600]))
+            if is_lfs(rel) and want not in out:
+                raise Fail("no line %r in %r" % (want, out[:600]))
+        n_lfs = sum(1 for rel in meta if is_lfs(rel))
+        code, js, err = wf_run(["verify", "--json", "hf://org/Tiny-Llama"])
+        j = json.loads(js)
+        if code != 0 or j["model"] != "hf://org/Tiny-Llama" or j["verdict"] != "intact":
+            raise Fail("--json: exit %d, model %r, verdict %r" % (code, j.get("model"), j.get("verdict")))
+        if STAGE[0] in js:
+            raise Fail("--json names the staging folder %s" % STAGE[0])
+        lfs = [f for f in j["source"]["files"] if f["digest"] == "sha256"]
+        if len(lfs) != n_lfs or any(f["verdict"] != "intact" or f["listed"] != meta[f["name"]][1] for f in lfs):
+            raise Fail("--json source files: %r" % j["source"]["files"][:4])
+        for f in j["files"]:
+            if f["path"] != "hf://org/Tiny-Llama/" + f["name"]:
+                raise Fail("--json names %s by %r, not by its path in the source" % (f["name"], f["path"]))
+            if f["sha256"] != meta[f["name"]][1]:
+                raise Fail("%s: sha256 %s, the file's is %s" % (f["name"], f["sha256"], meta[f["name"]][1]))
+        return "exit 0, %d LFS files matched their sha256, %d files their git blob id" % (
+            n_lfs, len(j["source"]["files"]) - n_lfs)
+    check("net: verify hf:// of an intact repo: every LFS file against its listed sha256, exit 0", intact)
+
+    def wrong():
+        code, out, err = wf_run(["verify", "hf://org/wrongsum"])
+        lines = [l for l in out.splitlines() if "demo-llama.gguf" in l and "the Hub lists" in l]
+        if code != 1 or len(lines) != 1 or "matches" in lines[0]:
+            raise Fail("exit %d, want 1 naming demo-llama.gguf: %r %r" % (code, out[-400:], err[-300:]))
+        code, js, err = wf_run(["verify", "--json", "hf://org/wrongsum"])
+        j = json.loads(js)
+        bad = [f["name"] for f in j["source"]["files"] if f["verdict"] != "intact"]
+        if code != 1 or j["verdict"] != "differs" or bad != ["demo-llama.gguf"]:
+            raise Fail("--json: exit %d, verdict %r, files not intact %r" % (code, j["verdict"], bad))
+        return lines[0][:120]
+    check("net: verify hf:// whose LFS file differs from the listed sha256: exit 1 naming it", wrong)
+
+    def failing():
+        px = FaultProxy(hub.cdn_port)
+        url = "http://127.0.0.1:%d/org/big/%s/model.safetensors" % (px.port, COMMIT)
+        try:
+            # the pinning request and the header's chunk pass, then every
+            # connection is reset: the hashing meets a dead server
+            px.mode, px.left, px.passes = "reset", 10 ** 6, 2
+            t0 = time.monotonic()
+            code, out, err = wf_run(["verify", url], timeout=300)
+            took = time.monotonic() - t0
+        finally:
+            px.stop()
+        mine = [l for l in err.splitlines() if l.strip() and "reads fail with EIO until it answers" not in l]
+        if code != 2 or "intact" in out or "DIFFERS" in out:
+            raise Fail("exit %d, want 2: %r %r" % (code, out[-300:], err[-300:]))
+        if len(mine) != 1 or "model.safetensors: cannot be read" not in mine[0]:
+            raise Fail("want one line naming model.safetensors as unread (after its header), got %r" % mine)
+        if px.passes:
+            raise Fail("the header was not read (%d passes left)" % px.passes)
+        return "exit 2 after %.1f s: %s" % (took, mine[0][:100])
+    check("net: verify of a server failing mid-verify: exit 2, one line, never a verdict", failing)
+
+    def one_url():
+        code, out, err = wf_run(["verify", hub.cdn_url("org/gg", "demo-llama.gguf")])
+        want = sha256(os.path.join(models["gg"], "demo-llama.gguf"))
+        if code != 0 or "%s  demo-llama.gguf" % want not in out:
+            raise Fail("exit %d: %r %r" % (code, out[-300:], err[-300:]))
+        if "demo-llama.gguf: no digest published" not in out:
+            raise Fail("does not say demo-llama.gguf had no digest to check against: %r" % out[-300:])
+        return "exit 0, sha256 as sha256sum's, no digest published said"
+    check("net: verify of an http:// single file: exit 0", one_url)
+
+    def manifests():
+        d = new_dir("manifest-")
+        man = os.path.join(d, "remote.json")
+        code, out, err = wf_run(["verify", "--write", man, "hf://org/Tiny-Llama"])
+        if code != 0:
+            raise Fail("--write on hf://: exit %d: %r" % (code, err[-300:]))
+        code, out, err = wf_run(["verify", "--against", man, models["tiny"]])
+        if code != 0:
+            raise Fail("--against on the local folder: exit %d: %r %r" % (code, out[-300:], err[-300:]))
+        loc = os.path.join(d, "local.json")
+        code, _, err = wf_run(["verify", "--write", loc, models["tiny"]])
+        if code != 0 or sha256(loc) != sha256(man):
+            raise Fail("the local folder's manifest differs from the hf:// one (exit %d)" % code)
+        code, out, err = wf_run(["verify", "--against", loc, "hf://org/Tiny-Llama"])
+        if code != 0:
+            raise Fail("--against on hf://: exit %d: %r" % (code, out[-300:]))
+        return "hf:// and the local folder write byte-identical manifests; each verifies against the other"
+    check("net: verify --write on hf://, --against on the local folder (and back) agree", manifests)
 
 
 def run_checks(hub, models):
@@ -521,6 +636,8 @@ def run_checks(hub, models):
         out.append("convert")
         return ", ".join(out) + " identical"
     check("net: commands take hf:// (ls, info, cat, stats, convert = the local folder's)", commands)
+
+    run_verify(hub, models)
 
     def single_url():
         f = os.path.join(models["gg"], "demo-llama.gguf")

@@ -14,7 +14,7 @@ import numpy as np
 
 import wf_harness
 import wf_rgw
-from wf_harness import Fail, Mount, check, new_dir, skip_or_fail
+from wf_harness import Fail, Mount, check, new_dir, sha256_file as sha256, skip_or_fail
 from t_net import make_models, same_trees, refused
 
 AWS_KEYS = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_REGION", "AWS_DEFAULT_REGION",
@@ -259,6 +259,30 @@ def run_checks(rgw, models):
                 out.append(cmd[0])
         return ", ".join(out) + " identical"
     check("s3: commands take s3:// (ls, info, cat, stats = the local folder's)", commands)
+
+    def verify():
+        d = new_dir("manifest-")
+        man = os.path.join(d, "s3.json")
+        with keys(rgw):
+            r = subprocess.run([wf_harness.BIN, "verify", "--write", man, "s3://models/team/Tiny-Llama/"],
+                               stdin=subprocess.DEVNULL, capture_output=True, timeout=120)
+        out = r.stdout.decode(errors="replace")
+        if r.returncode != 0:
+            raise Fail("verify s3://: exit %d: %s %s" % (r.returncode, out[-300:], r.stderr[-300:]))
+        for n in sorted(os.listdir(models["tiny"])):
+            p = os.path.join(models["tiny"], n)
+            if n.endswith(".safetensors") and "%s  %s" % (sha256(p), n) not in out:
+                raise Fail("no sha256sum line for %s in %r" % (n, out[:500]))
+            if (n.endswith(".safetensors") or n == "config.json") and \
+                    "%s: no digest published by the source" % n not in out:
+                raise Fail("%s not named as having no digest to check against: %r" % (n, out[:500]))
+        r = subprocess.run([wf_harness.BIN, "verify", "--against", man, models["tiny"]], stdin=subprocess.DEVNULL,
+                           capture_output=True, timeout=120)
+        if r.returncode != 0:
+            raise Fail("--against on the local folder: exit %d: %r" % (r.returncode, r.stdout[-300:]))
+        return "exit 0, every file read, none with a digest; its manifest holds the local folder"
+    check("s3: verify s3:// (every byte read, no digest to check against; --write then --against locally)",
+          verify)
 
     def diff_two():
         # two remote sources in one process, each staged in its own folder

@@ -3,6 +3,7 @@
  * (malformed hf:// names, HF_HUB_OFFLINE, a closed port).  The protocol
  * itself is checked against nginx by tests/mount/t_net.py. */
 #include <check.h>
+#include <cjson/cJSON.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -80,6 +81,53 @@ START_TEST(test_refusals)
 }
 END_TEST
 
+/* The digest a listing entry gives: lfs.oid for an LFS file (never its
+ * pointer's oid), oid for another; anything malformed gives none. */
+static enum wf_digest_kind entry_digest(const char *json, char *hex)
+{
+	cJSON *e = cJSON_Parse(json);
+	ck_assert_ptr_nonnull(e);
+	enum wf_digest_kind k = wf_hub_entry_digest(e, hex);
+	cJSON_Delete(e);
+	return k;
+}
+
+START_TEST(test_entry_digest)
+{
+	char hex[65];
+	const char *sha = "2f01223a3630cc4c8397f847a110f07cdb7148c39eef6998ad8871b03bbf8e16";
+	const char *git = "e69de29bb2d1d6434b8b29ae775ad8c2e48c5391";
+	char buf[512];
+	snprintf(buf, sizeof buf, "{\"type\":\"file\",\"oid\":\"%s\",\"lfs\":{\"oid\":\"%s\",\"size\":3}}", git, sha);
+	ck_assert_int_eq(entry_digest(buf, hex), WF_DIGEST_SHA256);
+	ck_assert_str_eq(hex, sha);
+	snprintf(buf, sizeof buf, "{\"type\":\"file\",\"oid\":\"%s\",\"size\":0}", git);
+	ck_assert_int_eq(entry_digest(buf, hex), WF_DIGEST_GIT_SHA1);
+	ck_assert_str_eq(hex, git);
+	/* an LFS entry without its own oid: none, never the pointer's */
+	snprintf(buf, sizeof buf, "{\"oid\":\"%s\",\"lfs\":{\"size\":3}}", git);
+	ck_assert_int_eq(entry_digest(buf, hex), WF_DIGEST_NONE);
+	ck_assert_str_eq(hex, "");
+	snprintf(buf, sizeof buf, "{\"oid\":\"%s\",\"lfs\":\"%s\"}", git, sha);
+	ck_assert_int_eq(entry_digest(buf, hex), WF_DIGEST_NONE);
+	static const char *const bad[] = {
+		"{}", "{\"oid\":40}", "{\"oid\":null}", "{\"oid\":\"\"}",
+		"{\"oid\":\"E69DE29BB2D1D6434B8B29AE775AD8C2E48C5391\"}",   /* upper case */
+		"{\"oid\":\"e69de29bb2d1d6434b8b29ae775ad8c2e48c539\"}",    /* 39 digits */
+		"{\"oid\":\"e69de29bb2d1d6434b8b29ae775ad8c2e48c53911\"}",  /* 41 */
+		"{\"oid\":\"e69de29bb2d1d6434b8b29ae775ad8c2e48c539g\"}",   /* not hex */
+		"{\"lfs\":{\"oid\":\"e69de29bb2d1d6434b8b29ae775ad8c2e48c5391\"}}", /* a SHA-1 as lfs.oid */
+		"{\"lfs\":{\"oid\":\"sha256:2f01223a3630cc4c8397f847a110f07cdb7148c39eef6998ad8871b03bbf8e16\"}}",
+		"[1,2]", "\"oid\"",
+	};
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		strcpy(hex, "x");
+		ck_assert_msg(entry_digest(bad[i], hex) == WF_DIGEST_NONE, "%s", bad[i]);
+		ck_assert_str_eq(hex, "");
+	}
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("net");
@@ -87,6 +135,7 @@ int main(void)
 	tcase_add_test(tc, test_host);
 	tcase_add_test(tc, test_is_remote);
 	tcase_add_test(tc, test_refusals);
+	tcase_add_test(tc, test_entry_digest);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
