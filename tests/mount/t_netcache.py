@@ -208,7 +208,7 @@ def run_checks(hub, models):
                 raise Fail("%s -> %s, want %sBLOB" % (rel, tgt, want))
             if sha256(p) != hub.repos["org/Tiny-Llama"][rel][1]:
                 raise Fail("%s: other bytes than the repo's" % rel)
-            if tgt[len(want):] != t_net.git_oid(p):
+            if tgt[len(want):] != t_net.git_blob_id(p):
                 raise Fail("%s: blob %s, not its ETag (git blob id)" % (rel, tgt[len(want):]))
         blobs = os.listdir(os.path.join(repo, "blobs"))
         if any(b.endswith(".incomplete") or '"' in b for b in blobs):
