@@ -616,123 +616,10 @@ static enum wf_err add_tensor(struct wf_arch_plan *pl, size_t cap, const char *n
 	return WF_OK;
 }
 
-/* Llama 3's rope_freqs.weight (L:298-326), in float32 as torch computes
- * it: freqs = 1 / base^(arange(0, dim, 2) / dim), then per frequency its
- * wavelength against the old context's bands. */
-static enum wf_err llama3_freqs(struct wf_cfg *c, const struct wf_rope *r, float **out, uint64_t *n)
+enum wf_err wf_arch_gen_add(struct wf_cfg *c, struct wf_arch_plan *pl, size_t cap, const char *name, uint64_t n,
+			    float *v)
 {
-	const cJSON *hd = wf_cfg_not_null(wf_cfg_hp(c, "head_dim"));
-	uint32_t dim = 0, hidden, heads;
-	if (hd ? !wf_cfg_u32(hd, &dim) : (!wf_cfg_u32(wf_cfg_hp(c, "hidden_size"), &hidden) || !wf_cfg_u32(wf_cfg_hp(c, "num_attention_heads"), &heads) || !heads))
-		return wf_fail(c->why, WF_ERR_UNSUP, "config.json: head_dim: missing for rope_type llama3");
-	if (!hd)
-		dim = hidden / heads;
-	if (dim < 2 || dim > 65536)
-		return wf_fail(c->why, WF_ERR_UNSUP, "config.json: head_dim: %u is not a rope dimension", dim);
-	const cJSON *fv = wf_cfg_not_null(wf_cfg_item(r->p, "factor")), *lv = wf_cfg_not_null(wf_cfg_item(r->p, "low_freq_factor")),
-		    *hv = wf_cfg_not_null(wf_cfg_item(r->p, "high_freq_factor"));
-	const cJSON *ov = wf_cfg_not_null(wf_cfg_item(r->p, "original_max_position_embeddings"));
-	const cJSON *vals[] = {r->theta, fv, lv, hv, ov};
-	for (size_t i = 0; i < WF_ARRAY_LEN(vals); i++)
-		if (vals[i] && !cJSON_IsNumber(vals[i]))
-			return wf_fail(c->why, WF_ERR_FORMAT, "config.json: rope_scaling: a llama3 field is not a number");
-	float base = r->theta ? (float)r->theta->valuedouble : 10000.0f;
-	double factor = fv ? fv->valuedouble : 8.0, low = lv ? lv->valuedouble : 1.0, high = hv ? hv->valuedouble : 4.0;
-	double old = ov ? ov->valuedouble : 8192;
-	float lowl = (float)(old / low), highl = (float)(old / high);
-	*n = (dim + 1) / 2; /* torch.arange(0, dim, 2): ceil(dim / 2) frequencies */
-	if (!(*out = malloc(*n * sizeof **out)))
-		return WF_ERR_NOMEM;
-	for (uint32_t k = 0; k < *n; k++) {
-		float e = (float)(2 * k) / (float)dim;
-		float freq = (1.0f / powf(base, e)) * 1.0f;
-		float wl = (1.0f / freq) * (float)(2 * M_PI);
-		float v;
-		if (wl < highl)
-			v = 1.0f;
-		else if (wl > lowl)
-			v = (float)factor;
-		else {
-			float smooth = ((1.0f / wl) * (float)old - (float)low) / (float)(high - low);
-			v = 1.0f / ((1.0f - smooth) / (float)factor + smooth);
-		}
-		(*out)[k] = v;
-	}
-	return WF_OK;
-}
-
-/* A JSON array of n numbers as float32 (torch.tensor(list, float32)). */
-static enum wf_err f32_array(struct wf_cfg *c, const cJSON *arr, uint64_t n, const char *field, float **out)
-{
-	if (!cJSON_IsArray(arr) || (uint64_t)cJSON_GetArraySize(arr) != n)
-		return wf_fail(c->why, WF_ERR_UNSUP, "config.json: rope_scaling.%s: not %" PRIu64 " numbers", field, n);
-	if (!(*out = malloc((n ? n : 1) * sizeof **out)))
-		return wf_fail(c->why, WF_ERR_NOMEM, "out of memory");
-	uint64_t i = 0;
-	for (const cJSON *e = arr->child; e; e = e->next, i++) {
-		if (!cJSON_IsNumber(e)) {
-			free(*out);
-			*out = NULL;
-			return wf_fail(c->why, WF_ERR_FORMAT, "config.json: rope_scaling.%s[%" PRIu64 "]: not a number", field, i);
-		}
-		(*out)[i] = (float)e->valuedouble;
-	}
-	return WF_OK;
-}
-
-/* Phi-3's long-context rope factors (P:175-211): rope_factors_long and
- * _short, and the attention factor key/value that comes with them. */
-static enum wf_err phi3_factors(struct wf_cfg *c, const struct wf_rope *r, struct wf_arch_plan *pl, size_t cap)
-{
-	const cJSON *lf = wf_cfg_not_null(wf_cfg_item(r->p, "long_factor")), *sf = wf_cfg_not_null(wf_cfg_item(r->p, "short_factor"));
-	if (!lf || (cJSON_IsArray(lf) && !cJSON_GetArraySize(lf)))
-		return WF_OK;
-	uint32_t n_embd, n_head, mp, orig;
-	if (!wf_cfg_u32(wf_cfg_find(c, KEYS("hidden_size", "n_embd"), NULL), &n_embd) ||
-	    !wf_cfg_u32(wf_cfg_find(c, KEYS("num_attention_heads", "n_head"), NULL), &n_head) || !n_head ||
-	    !wf_cfg_u32(wf_cfg_find(c, KEYS("n_positions", "max_position_embeddings"), NULL), &mp) || !wf_cfg_u32(r->orig_ctx, &orig) ||
-	    orig < 2)
-		return wf_fail(c->why, WF_ERR_UNSUP, "config.json: the fields of Phi-3's long-context rope are missing");
-	double scale = (double)mp / orig, pct = cJSON_IsNumber(r->prf) ? r->prf->valuedouble : 1.0;
-	const char *t = cJSON_IsString(r->type) ? r->type->valuestring : "";
-	if (strcasecmp(t, "su") == 0 || strcasecmp(t, "longrope") == 0)
-		pl->attn_factor = scale > 1.0 ? sqrt(1 + log(scale) / log(orig)) : 1.0;
-	else if (strcasecmp(t, "yarn") == 0)
-		pl->attn_factor = scale > 1.0 ? 0.1 * log(scale) + 1.0 : 1.0;
-	else
-		return wf_fail(c->why, WF_ERR_UNSUP, "config.json: rope_scaling.type: %s rope with long_factor is not converted",
-			       *t ? "this" : "no");
-	pl->has_attn_factor = true;
-	uint64_t half = (uint64_t)(pct * n_embd) / n_head / 2;
-	const char *names[2] = {"rope_factors_long.weight", "rope_factors_short.weight"};
-	const cJSON *arrs[2] = {lf, sf};
-	for (int k = 0; k < 2; k++) {
-		float *v;
-		enum wf_err rc = f32_array(c, arrs[k], half, k ? "short_factor" : "long_factor", &v);
-		if (rc == WF_OK && (rc = add_tensor(pl, cap, names[k], -1, 1, &half, true, pl->ftype, c->why)) != WF_OK)
-			free(v);
-		if (rc != WF_OK)
-			return rc;
-		pl->t[pl->n - 1].gen = v;
-	}
-	return WF_OK;
-}
-
-/* Generated tensors, first in the file (B:908): llama3's rope_freqs,
- * Phi-3's rope factors. */
-static enum wf_err gen_tensors(const struct wf_arch *a, struct wf_cfg *c, struct wf_arch_plan *pl, size_t cap)
-{
-	struct wf_rope r;
-	wf_cfg_rope(c, &r);
-	if (a->rope_factors)
-		return phi3_factors(c, &r, pl, cap);
-	if (!a->permute_qk || !wf_rope_is(&r, "llama3")) /* LlamaModel.generate_extra_tensors */
-		return WF_OK;
-	float *v = NULL;
-	uint64_t n;
-	enum wf_err rc = llama3_freqs(c, &r, &v, &n);
-	if (rc == WF_OK)
-		rc = add_tensor(pl, cap, "rope_freqs.weight", -1, 1, &n, true, pl->ftype, c->why);
+	enum wf_err rc = add_tensor(pl, cap, name, -1, 1, &n, true, pl->ftype, c->why);
 	if (rc == WF_OK)
 		pl->t[pl->n - 1].gen = v;
 	else
@@ -1337,7 +1224,7 @@ static enum wf_err plan_tensors(const struct wf_arch *a, struct wf_cfg *c, const
 	if (rc == WF_OK && a->experts && (rc = moe_init(c, m, &moe)) == WF_OK)
 		c->moe = &moe;
 	if (rc == WF_OK)
-		rc = gen_tensors(a, c, pl, cap);
+		rc = a->gen ? a->gen(a, c, pl, cap) : WF_OK; /* first in the file (B:908) */
 	if (rc == WF_OK && a->packed_experts)
 		rc = oss_mxfp4(c, m, o, m->n_tensors, pl, cap);
 	for (size_t k = 0; k < m->n_tensors && rc == WF_OK; k++)

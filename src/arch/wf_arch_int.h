@@ -107,6 +107,11 @@ struct wf_moe_form {
 
 typedef enum wf_err (*wf_arch_kv_fn)(const struct wf_arch *a, struct wf_cfg *c, struct wf_gguf_w *w,
 				     uint32_t ftype);
+/* Tensors the converter generates from config.json rather than reads
+ * (generate_extra_tensors: Llama 3's rope_freqs, Phi-3's rope factors),
+ * first in model.gguf (B:908): each added by wf_arch_gen_add; pl has room
+ * for cap tensors. */
+typedef enum wf_err (*wf_arch_gen_fn)(const struct wf_arch *a, struct wf_cfg *c, struct wf_arch_plan *pl, size_t cap);
 
 /* One architecture: what convert_hf_to_gguf.py's class for it does, and
  * what transformers' class reads back. */
@@ -123,9 +128,9 @@ struct wf_arch {
 	bool drop_lm_head;        /* Gemma 2 never writes output.weight */
 	bool mla;                 /* DeepseekV2Model: kv_b_proj split (mla_split), MTP skipped, tied lm_head dropped */
 	bool packed_experts;      /* every expert of a projection in one tensor (gpt-oss: oss_tensor) */
-	bool rope_factors;        /* Phi3MiniModel's generated rope_factors_long/short */
 	bool fused_gate_up;       /* ffn_up is HF's mlp.gate_up_proj (gate and up, in that order) */
 	wf_arch_kv_fn kvs;        /* set_gguf_parameters */
+	wf_arch_gen_fn gen;       /* generate_extra_tensors, or NULL: none */
 	const char *const *parts; /* the layer parts (GGUF names) the arch has, NULL-terminated */
 	const struct wf_moe_form *experts; /* per-expert tensors stacked (struct moe), or NULL */
 	struct wf_part_maps maps[3]; /* own layer part names, read before layer_map's, in order */
@@ -169,5 +174,10 @@ enum wf_err wf_cfg_need_u32(struct wf_cfg *c, const char *field, uint32_t max, u
  * here writes first (block_count through general.file_type, with rope
  * scaling and the expert keys), under architecture a. */
 enum wf_err wf_kv_text(struct wf_cfg *c, struct wf_gguf_w *w, const char *a, uint32_t ftype);
+
+/* Adds the generated 1-D float32 tensor name of n values v (owned by the
+ * plan from here, freed on failure) to pl, which has room for cap. */
+enum wf_err wf_arch_gen_add(struct wf_cfg *c, struct wf_arch_plan *pl, size_t cap, const char *name, uint64_t n,
+			    float *v);
 
 #endif

@@ -90,11 +90,71 @@ static enum wf_err kv_mistral3(const struct wf_arch *a, struct wf_cfg *c, struct
 }
 
 
+/* Llama 3's rope_freqs.weight (L:298-326), in float32 as torch computes
+ * it: freqs = 1 / base^(arange(0, dim, 2) / dim), then per frequency its
+ * wavelength against the old context's bands. */
+static enum wf_err llama3_values(struct wf_cfg *c, const struct wf_rope *r, float **out, uint64_t *n)
+{
+	const cJSON *hd = wf_cfg_not_null(wf_cfg_hp(c, "head_dim"));
+	uint32_t dim = 0, hidden, heads;
+	if (hd ? !wf_cfg_u32(hd, &dim) : (!wf_cfg_u32(wf_cfg_hp(c, "hidden_size"), &hidden) || !wf_cfg_u32(wf_cfg_hp(c, "num_attention_heads"), &heads) || !heads))
+		return wf_fail(c->why, WF_ERR_UNSUP, "config.json: head_dim: missing for rope_type llama3");
+	if (!hd)
+		dim = hidden / heads;
+	if (dim < 2 || dim > 65536)
+		return wf_fail(c->why, WF_ERR_UNSUP, "config.json: head_dim: %u is not a rope dimension", dim);
+	const cJSON *fv = wf_cfg_not_null(wf_cfg_item(r->p, "factor")), *lv = wf_cfg_not_null(wf_cfg_item(r->p, "low_freq_factor")),
+		    *hv = wf_cfg_not_null(wf_cfg_item(r->p, "high_freq_factor"));
+	const cJSON *ov = wf_cfg_not_null(wf_cfg_item(r->p, "original_max_position_embeddings"));
+	const cJSON *vals[] = {r->theta, fv, lv, hv, ov};
+	for (size_t i = 0; i < WF_ARRAY_LEN(vals); i++)
+		if (vals[i] && !cJSON_IsNumber(vals[i]))
+			return wf_fail(c->why, WF_ERR_FORMAT, "config.json: rope_scaling: a llama3 field is not a number");
+	float base = r->theta ? (float)r->theta->valuedouble : 10000.0f;
+	double factor = fv ? fv->valuedouble : 8.0, low = lv ? lv->valuedouble : 1.0, high = hv ? hv->valuedouble : 4.0;
+	double old = ov ? ov->valuedouble : 8192;
+	float lowl = (float)(old / low), highl = (float)(old / high);
+	*n = (dim + 1) / 2; /* torch.arange(0, dim, 2): ceil(dim / 2) frequencies */
+	if (!(*out = malloc(*n * sizeof **out)))
+		return WF_ERR_NOMEM;
+	for (uint32_t k = 0; k < *n; k++) {
+		float e = (float)(2 * k) / (float)dim;
+		float freq = (1.0f / powf(base, e)) * 1.0f;
+		float wl = (1.0f / freq) * (float)(2 * M_PI);
+		float v;
+		if (wl < highl)
+			v = 1.0f;
+		else if (wl > lowl)
+			v = (float)factor;
+		else {
+			float smooth = ((1.0f / wl) * (float)old - (float)low) / (float)(high - low);
+			v = 1.0f / ((1.0f - smooth) / (float)factor + smooth);
+		}
+		(*out)[k] = v;
+	}
+	return WF_OK;
+}
+
+/* LlamaModel.generate_extra_tensors: rope_freqs.weight for a rope_type of
+ * llama3 (the gen hook of every LlamaModel row). */
+static enum wf_err gen_llama3(const struct wf_arch *a, struct wf_cfg *c, struct wf_arch_plan *pl, size_t cap)
+{
+	(void)a;
+	struct wf_rope r;
+	wf_cfg_rope(c, &r);
+	if (!wf_rope_is(&r, "llama3"))
+		return WF_OK;
+	float *v = NULL;
+	uint64_t n = 0;
+	enum wf_err rc = llama3_values(c, &r, &v, &n);
+	return rc == WF_OK ? wf_arch_gen_add(c, pl, cap, "rope_freqs.weight", n, v) : rc;
+}
+
 /* conversion/__init__.py's LlamaModel registrations */
 const struct wf_arch wf_arch_llama = {
 	.hf = {"LlamaForCausalLM", "LLaMAForCausalLM", "MistralForCausalLM", NULL},
 	.gguf = "llama", .canon = "llama", .names = {"llama", "LlamaForCausalLM"},
-	.tok = WF_VOCAB_LLAMA, .permute_qk = true, .kvs = kv_llama, .parts = wf_arch_llama_parts,
+	.tok = WF_VOCAB_LLAMA, .permute_qk = true, .gen = gen_llama3, .kvs = kv_llama, .parts = wf_arch_llama_parts,
 	.configs = llama_cfg, .n_configs = WF_ARRAY_LEN(llama_cfg),
 };
 
@@ -105,7 +165,7 @@ const struct wf_arch wf_arch_mistral3 = {
 	.hf = {"MistralForCausalLM", "Mistral3ForConditionalGeneration", NULL},
 	.gguf = "mistral3", .canon = "mistral", .names = {"mistral", "MistralForCausalLM"},
 	.wrapper = "Mistral3ForConditionalGeneration", .hf_model_type = "mistral",
-	.tok = WF_VOCAB_LLAMA, .permute_qk = true, .kvs = kv_mistral3, .parts = wf_arch_llama_parts,
+	.tok = WF_VOCAB_LLAMA, .permute_qk = true, .gen = gen_llama3, .kvs = kv_mistral3, .parts = wf_arch_llama_parts,
 };
 
 /* SmolLM3Model: LlamaModel's tensors and keys under smollm3; its NoPE
@@ -113,7 +173,7 @@ const struct wf_arch wf_arch_mistral3 = {
 const struct wf_arch wf_arch_smollm3 = {
 	.hf = {"SmolLM3ForCausalLM", NULL}, .gguf = "smollm3", .canon = "smollm3",
 	.names = {"smollm3", "SmolLM3ForCausalLM"},
-	.tok = WF_VOCAB_LLAMA, .permute_qk = true, .kvs = kv_llama, .parts = wf_arch_llama_parts,
+	.tok = WF_VOCAB_LLAMA, .permute_qk = true, .gen = gen_llama3, .kvs = kv_llama, .parts = wf_arch_llama_parts,
 	.configs = smollm3_cfg, .n_configs = WF_ARRAY_LEN(smollm3_cfg),
 };
 
@@ -121,13 +181,13 @@ const struct wf_arch wf_arch_smollm3 = {
 const struct wf_arch wf_arch_granite = {
 	.hf = {"GraniteForCausalLM", NULL}, .gguf = "granite", .canon = "granite",
 	.names = {"granite", "GraniteForCausalLM"},
-	.tok = WF_VOCAB_LLAMA, .permute_qk = true, .kvs = kv_granite, .parts = wf_arch_llama_parts,
+	.tok = WF_VOCAB_LLAMA, .permute_qk = true, .gen = gen_llama3, .kvs = kv_granite, .parts = wf_arch_llama_parts,
 	.configs = granite_cfg, .n_configs = WF_ARRAY_LEN(granite_cfg),
 };
 
 /* registered after llama's: a GGUF "llama" is read back as the dense row */
 const struct wf_arch wf_arch_mixtral = {
 	.hf = {"MixtralForCausalLM", NULL}, .gguf = "llama",
-	.tok = WF_VOCAB_LLAMA, .permute_qk = true, .kvs = kv_llama, .parts = mixtral_parts,
+	.tok = WF_VOCAB_LLAMA, .permute_qk = true, .gen = gen_llama3, .kvs = kv_llama, .parts = mixtral_parts,
 	.experts = &mixtral_experts,
 };
