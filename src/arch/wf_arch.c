@@ -398,21 +398,9 @@ static const struct wf_arch *row_of(const char *key, int experts)
 	return any;
 }
 
-const struct wf_arch_info *wf_arch_info_of(const char *gguf_arch, bool experts)
+const struct wf_arch *wf_arch_row_of(const char *gguf_arch, bool experts)
 {
-	static struct wf_arch_info info[WF_ARCH_ROWS_MAX];
-	const struct wf_arch *a = row_of(gguf_arch, experts);
-	if (!a)
-		return NULL;
-	size_t i = 0;
-	while (wf_arch_rows[i] != a)
-		i++;
-	info[i] = (struct wf_arch_info){.hf_class = a->hf[0], .gguf = a->gguf, .permute_qk = a->permute_qk,
-				       .norm_plus_one = a->norm_plus_one, .no_lm_head = a->drop_lm_head,
-				       .experts = a->experts != NULL,
-				       .model_type = a->experts ? a->experts->model_type
-						   : a->hf_model_type};
-	return &info[i];
+	return row_of(gguf_arch, experts);
 }
 
 bool wf_gguf_expert_name(const char *hf_class, const char *g, unsigned long x, char *out, size_t outlen)

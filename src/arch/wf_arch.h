@@ -62,26 +62,8 @@ enum wf_naming wf_name_naming(const char *name, size_t n);
 bool wf_hf_to_gguf_name(const char *arch, const char *hf, size_t n, char *out, size_t outlen, char *qk,
 			bool *norm);
 
-/* What the hf/ view needs of an architecture of the table. */
-struct wf_arch_info {
-	const char *hf_class;   /* config.json architectures[0]: "LlamaForCausalLM" */
-	const char *model_type; /* its config.json model_type, or NULL: general.architecture's */
-	bool experts;           /* a mixture of experts: its ffn_*_exps split back (wf_gguf_expert_name) */
-	const char *gguf;       /* general.architecture */
-	bool permute_qk;        /* llama.cpp's q/k rows are permuted (llama, mistral) */
-	bool norm_plus_one;     /* every norm weight is stored as 1 + w (Gemma) */
-	bool no_lm_head;        /* the HF model has no lm_head (Gemma 2: always tied) */
-};
-
-/* The row of GGUF general.architecture gguf_arch ("llama", "qwen2",
- * "qwen3", "gemma2", "gemma3", "phi3", "qwen2moe", "qwen3moe", "olmoe",
- * "glm4moe"), or NULL;
- * with experts, the row of the mixture of experts of that name ("llama":
- * Mixtral's), without, the dense one, either when there is only one. */
-const struct wf_arch_info *wf_arch_info_of(const char *gguf_arch, bool experts);
-
 /* The HF name of expert x of the stacked GGUF tensor g
- * ("blk.L.ffn_gate_exps.weight") under row `hf_class` (wf_arch_info's)
+ * ("blk.L.ffn_gate_exps.weight") under the row of HF class `hf_class`
  * into out: "model.layers.L.block_sparse_moe.experts.X.w1.weight" for
  * Mixtral; false when g is no stacked expert tensor of that row. */
 bool wf_gguf_expert_name(const char *hf_class, const char *g, unsigned long x, char *out, size_t outlen);

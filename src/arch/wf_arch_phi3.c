@@ -121,8 +121,52 @@ static enum wf_err gen_phi3(const struct wf_arch *a, struct wf_cfg *c, struct wf
 	return WF_OK;
 }
 
+static void phi3_fields(struct wf_hfc *h, const struct wf_model *m, const struct wf_hfc_dims *d)
+{
+	wf_hfc_num(h, "partial_rotary_factor", (double)d->rot / (double)d->head_dim, false);
+	int64_t v;
+	if (wf_hfc_kv_int(&h->kv, wf_hfc_key(h, "rope.scaling.original_context_length"), &v) && v > 0)
+		wf_hfc_int(h, "original_max_position_embeddings", v);
+	if (wf_hfc_kv_int(&h->kv, wf_hfc_key(h, "attention.sliding_window"), &v) && v > 0)
+		wf_hfc_int(h, "sliding_window", v);
+	const struct wf_tensor *fl = wf_hfc_tensor(m, "rope_factors_long.weight"),
+			       *fs = wf_hfc_tensor(m, "rope_factors_short.weight");
+	if (!fl || !fs || fl->type != WF_T_F32 || fs->type != WF_T_F32 || fl->nelems != fs->nelems ||
+	    fl->nelems > 4096 || !m->parts[fl->part].data || !m->parts[fs->part].data)
+		return;
+	wf_hfc_field(h, "rope_scaling");
+	wf_buf_puts(h->j, "{\"type\": \"longrope\"");
+	const struct wf_tensor *ts[2] = {fl, fs};
+	for (int k = 0; k < 2; k++) {
+		wf_buf_puts(h->j, k ? ", \"short_factor\": [" : ", \"long_factor\": [");
+		const uint8_t *p = m->parts[ts[k]->part].data + ts[k]->offset;
+		for (uint64_t i = 0; i < ts[k]->nelems; i++) {
+			uint32_t u = wf_le32(p + 4 * i);
+			float f;
+			memcpy(&f, &u, 4);
+			if (i)
+				wf_buf_puts(h->j, ", ");
+			wf_buf_json_f32(h->j, f);
+		}
+		wf_buf_putc(h->j, ']');
+	}
+	wf_buf_putc(h->j, '}');
+}
+
+static enum wf_err cfg_phi3(const struct wf_arch *a, struct wf_hfc *h, const struct wf_model *m, const struct wf_hfc_dims *d,
+				 enum wf_hfc_at at)
+{
+	(void)a;
+	if (at == WF_HFC_ROPE)
+		phi3_fields(h, m, d);
+	return WF_OK;
+}
+
+static const char *const phi3_said[] = {"rope_factors_long.weight", "rope_factors_short.weight", NULL};
+
 const struct wf_arch wf_arch_phi3 = {
 	.hf = {"Phi3ForCausalLM", NULL}, .gguf = "phi3", .canon = "phi3", .names = {"phi3", "Phi3ForCausalLM"},
 	.tok = WF_VOCAB_PHI3, .gen = gen_phi3, .fused_gate_up = true, .kvs = kv_phi3, .parts = phi3_parts,
 	.configs = phi3_cfg, .n_configs = WF_ARRAY_LEN(phi3_cfg),
+	.hf_said = phi3_said, .config = cfg_phi3,
 };
