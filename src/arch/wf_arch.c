@@ -403,6 +403,15 @@ const struct wf_arch *wf_arch_row_of(const char *gguf_arch, bool experts)
 	return row_of(gguf_arch, experts);
 }
 
+const char *wf_arch_pair_arch(const char *gguf_arch, const char *hf_arch)
+{
+	const struct wf_arch *h = hf_arch && *hf_arch ? by_canon(hf_arch) : NULL, *g = row_of(gguf_arch, 0);
+	for (size_t k = 0; h && g && h != g && k < WF_ARRAY_LEN(g->hf) && g->hf[k]; k++)
+		if (strcmp(g->hf[k], h->hf[0]) == 0)
+			return hf_arch;
+	return gguf_arch;
+}
+
 bool wf_gguf_expert_name(const char *hf_class, const char *g, unsigned long x, char *out, size_t outlen)
 {
 	const struct wf_arch *a = row_of(hf_class, -1);
@@ -578,43 +587,6 @@ static bool convertible(const struct wf_tensor *t)
 	return t->q || wf_type_floats(t->type);
 }
 
-static enum wf_err add_tensor(struct wf_arch_plan *pl, size_t cap, const char *name, int64_t src, uint32_t ndim,
-			      const uint64_t *shape, bool norm_or_1d, uint32_t ftype, char *why)
-{
-	if (pl->n >= cap)
-		return wf_fail(why, WF_ERR_RANGE, "too many tensors");
-	struct wf_arch_tensor *t = &pl->t[pl->n];
-	memset(t, 0, sizeof *t);
-	if (ndim < 1 || ndim > 4)
-		return wf_fail(why, WF_ERR_UNSUP, "tensor %s: %u dims do not fit GGUF", name, ndim);
-	if (!(t->name = wf_arch_name_add(pl, name, strlen(name))))
-		return wf_fail(why, WF_ERR_NOMEM, "out of memory");
-	t->src = src;
-	t->ndim = ndim;
-	uint64_t el = 1;
-	wf_shape_reverse(t->ne, shape, ndim);
-	for (uint32_t d = 0; d < ndim; d++) {
-		if (!wf_mul_ok(el, t->ne[d], &el))
-			return wf_fail(why, WF_ERR_UNSUP, "tensor %s: too many elements", name);
-	}
-	t->type = norm_or_1d || ftype == WF_FTYPE_ALL_F32 ? WF_T_F32 : ftype == WF_FTYPE_MOSTLY_BF16 ? WF_T_BF16 : WF_T_F16;
-	if (!wf_mul_ok(el, t->type == WF_T_F32 ? 4 : 2, &t->nbytes))
-		return wf_fail(why, WF_ERR_UNSUP, "tensor %s: too many bytes", name);
-	pl->n++;
-	return WF_OK;
-}
-
-enum wf_err wf_arch_gen_add(struct wf_cfg *c, struct wf_arch_plan *pl, size_t cap, const char *name, uint64_t n,
-			    float *v)
-{
-	enum wf_err rc = add_tensor(pl, cap, name, -1, 1, &n, true, pl->ftype, c->why);
-	if (rc == WF_OK)
-		pl->t[pl->n - 1].gen = v;
-	else
-		free(v);
-	return rc;
-}
-
 /* The heads of q (n_head) or k (n_head_kv, when it differs) for
  * LlamaModel.permute, checked against the rows. */
 static enum wf_err qk_heads(struct wf_cfg *c, char qk, const struct wf_tensor *t, uint64_t *heads)
@@ -765,7 +737,7 @@ static enum wf_err moe_stack(struct wf_cfg *c, const struct wf_model *m, unsigne
 		}
 		uint64_t shape[3] = {e->n_exp, t0->shape[0], t0->shape[1]};
 		snprintf(g, sizeof g, "blk.%lu.%s.weight", layer, e->f->gguf[k]);
-		enum wf_err rc = add_tensor(pl, cap, g, st[0], 3, shape, false, pl->ftype, c->why);
+		enum wf_err rc = wf_arch_add_tensor(pl, cap, g, st[0], 3, shape, false, pl->ftype, c->why);
 		if (rc != WF_OK)
 			return rc;
 		pl->t[pl->n - 1].n_stack = (uint16_t)e->n_exp;
@@ -882,7 +854,7 @@ static enum wf_err mla_split(struct wf_cfg *c, const struct wf_tensor *t, size_t
 	const uint64_t kshape[3] = {nkv, t->shape[1], nope}, vshape[3] = {nkv, vd, t->shape[1]};
 	for (int k = 0; k < 2 && rc == WF_OK; k++) {
 		snprintf(name, sizeof name, "%.*s%s%s", (int)(at - g), g, k ? "attn_v_b" : "attn_k_b", at + 9);
-		rc = add_tensor(pl, cap, name, (int64_t)i, 3, k ? vshape : kshape, false, pl->ftype, c->why);
+		rc = wf_arch_add_tensor(pl, cap, name, (int64_t)i, 3, k ? vshape : kshape, false, pl->ftype, c->why);
 		if (rc == WF_OK) {
 			struct wf_arch_tensor *o = &pl->t[pl->n - 1];
 			o->hs.kind = k ? WF_HS_ROWS : WF_HS_T;
@@ -942,7 +914,7 @@ static enum wf_err oss_add(struct wf_cfg *c, struct wf_arch_plan *pl, size_t cap
 {
 	char g[96];
 	snprintf(g, sizeof g, "blk.%lu.%s", layer, part);
-	enum wf_err rc = add_tensor(pl, cap, g, (int64_t)i, ndim, shape, f32, pl->ftype, c->why);
+	enum wf_err rc = wf_arch_add_tensor(pl, cap, g, (int64_t)i, ndim, shape, f32, pl->ftype, c->why);
 	if (rc == WF_OK)
 		pl->t[pl->n - 1].gather = (uint8_t)gather;
 	return rc;
@@ -1096,7 +1068,7 @@ static enum wf_err map_tensor(const struct wf_arch *a, struct wf_cfg *c, const s
 	bool f32 = t->ndim <= 1 || (gl >= 12 && strcmp(g + gl - 12, "_norm.weight") == 0) ||
 		   gl < 7 || strcmp(g + gl - 7, ".weight") != 0 || strstr(g, ".ffn_gate_inp.") ||
 		   strstr(g, ".ffn_gate_inp_shexp.");
-	enum wf_err rc = add_tensor(pl, cap, g, (int64_t)i, t->ndim ? t->ndim : 1, t->ndim ? t->shape : (const uint64_t[]){1},
+	enum wf_err rc = wf_arch_add_tensor(pl, cap, g, (int64_t)i, t->ndim ? t->ndim : 1, t->ndim ? t->shape : (const uint64_t[]){1},
 				    f32, pl->ftype, c->why);
 	if (rc != WF_OK)
 		return rc;
@@ -1294,45 +1266,3 @@ bool wf_arch_parse_ftype(const char *s, uint32_t *ftype)
 	return wf_arch_parse_qftype(s, ftype);
 }
 
-/* Names are small (GGUF's are under 64 bytes): one malloc per chunk of
- * many, so the allocator's overhead is not paid per name. */
-#define NAMES_CHUNK ((size_t)64 << 10)
-
-struct wf_arch_names {
-	struct wf_arch_names *next;
-	size_t used, cap;
-	char s[];
-};
-
-const char *wf_arch_name_add(struct wf_arch_plan *plan, const char *s, size_t n)
-{
-	struct wf_arch_names *c = plan->names;
-	if (n >= SIZE_MAX - sizeof *c - NAMES_CHUNK)
-		return NULL;
-	if (!c || c->cap - c->used < n + 1) {
-		size_t cap = n + 1 > NAMES_CHUNK ? n + 1 : NAMES_CHUNK;
-		if (!(c = malloc(sizeof *c + cap)))
-			return NULL;
-		*c = (struct wf_arch_names){.next = plan->names, .cap = cap};
-		plan->names = c;
-	}
-	char *at = c->s + c->used;
-	memcpy(at, s, n);
-	at[n] = 0;
-	c->used += n + 1;
-	return at;
-}
-
-void wf_arch_plan_free(struct wf_arch_plan *plan)
-{
-	for (size_t i = 0; plan->t && i < plan->n; i++)
-		if (plan->t[i].src < 0)
-			free(plan->t[i].gen);
-	free(plan->t);
-	free(plan->stacks);
-	for (struct wf_arch_names *c = plan->names, *next; c; c = next) {
-		next = c->next;
-		free(c);
-	}
-	memset(plan, 0, sizeof *plan);
-}

@@ -62,6 +62,13 @@ enum wf_naming wf_name_naming(const char *name, size_t n);
 bool wf_hf_to_gguf_name(const char *arch, const char *hf, size_t n, char *out, size_t outlen, char *qk,
 			bool *norm);
 
+/* The architecture `diff` pairs an HF checkpoint's names with a GGUF's
+ * by: the GGUF's general.architecture gguf_arch, which llama.cpp converted
+ * with, but hf_arch (the HF side's model_type or class, or NULL) when that
+ * is a row of its own whose class gguf_arch's row converts (a Mistral
+ * checkpoint, whose GGUF says llama).  Returns one of the two pointers. */
+const char *wf_arch_pair_arch(const char *gguf_arch, const char *hf_arch);
+
 /* The HF name of expert x of the stacked GGUF tensor g
  * ("blk.L.ffn_gate_exps.weight") under the row of HF class `hf_class`
  * into out: "model.layers.L.block_sparse_moe.experts.X.w1.weight" for

@@ -18,112 +18,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The GGUF's key/values through wf_gguf_kv.h's getters, as the plan reads them. */
-
-/* A whole-number scalar (any integer type, or a bool as 0 or 1), or false. */
-bool wf_hfc_kv_int(const struct wf_gguf_vals *k, const char *key, int64_t *v)
-{
-	int64_t id = wf_gguf_find(k, key);
-	bool b;
-	if (wf_gguf_bool(k, id, &b) == WF_GGUF_OK) {
-		*v = b;
-		return true;
-	}
-	return wf_gguf_int(k, id, INT64_MIN, INT64_MAX, v) == WF_GGUF_OK;
-}
-
-/* A finite float scalar (FLOAT32 or FLOAT64), or false. */
-bool wf_hfc_kv_num(const struct wf_gguf_vals *k, const char *key, double *v)
-{
-	return wf_gguf_float(k, wf_gguf_find(k, key), v) == WF_GGUF_OK && isfinite(*v);
-}
-
-/* A string's bytes, or NULL. */
-const uint8_t *wf_hfc_kv_str(const struct wf_gguf_vals *k, const char *key, size_t *n)
-{
-	const uint8_t *p;
-	uint64_t len;
-	if (wf_gguf_str(k, wf_gguf_find(k, key), &p, &len) != WF_GGUF_OK)
-		return NULL;
-	*n = (size_t)len;
-	return p;
-}
-
-bool wf_hfc_kv_has(const struct wf_gguf_vals *k, const char *key)
-{
-	return wf_gguf_find(k, key) >= 0;
-}
-
-
-const char *wf_hfc_key(struct wf_hfc *h, const char *rest)
-{
-	snprintf(h->key, sizeof h->key, "%s.%s", h->arch, rest);
-	return h->key;
-}
-
-void wf_hfc_field(struct wf_hfc *h, const char *name)
-{
-	wf_buf_puts(h->j, h->first ? "\n  " : ",\n  ");
-	h->first = false;
-	wf_buf_json_str(h->j, name, strlen(name));
-	wf_buf_puts(h->j, ": ");
-}
-
-void wf_hfc_int(struct wf_hfc *h, const char *name, int64_t v)
-{
-	wf_hfc_field(h, name);
-	wf_buf_printf(h->j, "%lld", (long long)v);
-}
-
-void wf_hfc_num(struct wf_hfc *h, const char *name, double v, bool f32)
-{
-	wf_hfc_field(h, name);
-	if (f32)
-		wf_buf_json_f32(h->j, (float)v);
-	else
-		wf_buf_json_f64(h->j, v);
-}
-
-void wf_hfc_str(struct wf_hfc *h, const char *name, const char *v)
-{
-	wf_hfc_field(h, name);
-	wf_buf_json_str(h->j, v, strlen(v));
-}
-
-void wf_hfc_raw(struct wf_hfc *h, const char *name, const char *v)
-{
-	wf_hfc_field(h, name);
-	wf_buf_puts(h->j, v);
-}
-
-/* A required whole number of the architecture, in [lo, hi]. */
-enum wf_err wf_hfc_need(struct wf_hfc *h, const char *rest, int64_t lo, int64_t hi, int64_t *v)
-{
-	const char *key = wf_hfc_key(h, rest);
-	if (!wf_hfc_kv_int(&h->kv, key, v))
-		return wf_fail(h->why, WF_ERR_UNSUP, "metadata key %s: missing, or not a whole number", key);
-	if (*v < lo || *v > hi)
-		return wf_fail(h->why, WF_ERR_UNSUP, "metadata key %s: %lld is out of range", key, (long long)*v);
-	return WF_OK;
-}
-
-bool wf_hfc_has(const struct wf_model *m, const char *name)
-{
-	size_t n = strlen(name);
-	for (size_t i = 0; i < m->n_tensors; i++)
-		if (m->tensors[i].name_len == n && memcmp(m->tensors[i].name, name, n) == 0)
-			return true;
-	return false;
-}
-
-const struct wf_tensor *wf_hfc_tensor(const struct wf_model *m, const char *name)
-{
-	size_t n = strlen(name);
-	for (size_t i = 0; i < m->n_tensors; i++)
-		if (m->tensors[i].name_len == n && memcmp(m->tensors[i].name, name, n) == 0)
-			return &m->tensors[i];
-	return NULL;
-}
 
 
 static enum wf_err read_dims(struct wf_hfc *h, const struct wf_model *m, struct wf_hfc_dims *d)
@@ -169,26 +63,6 @@ static enum wf_err read_dims(struct wf_hfc *h, const struct wf_model *m, struct 
 			       (long long)d->embd);
 	d->vocab = (int64_t)emb->shape[0];
 	return WF_OK;
-}
-
-/* rope.scaling.type linear or yarn, as the converter writes them. */
-void wf_hfc_scaling(struct wf_hfc *h)
-{
-	size_t n;
-	const uint8_t *type = wf_hfc_kv_str(&h->kv, wf_hfc_key(h, "rope.scaling.type"), &n);
-	double factor;
-	if (!type || !wf_hfc_kv_num(&h->kv, wf_hfc_key(h, "rope.scaling.factor"), &factor))
-		return;
-	bool linear = n == 6 && memcmp(type, "linear", 6) == 0, yarn = n == 4 && memcmp(type, "yarn", 4) == 0;
-	if (!linear && !yarn)
-		return;
-	wf_hfc_field(h, "rope_scaling");
-	wf_buf_printf(h->j, "{\"rope_type\": \"%s\", \"factor\": ", linear ? "linear" : "yarn");
-	wf_buf_json_f32(h->j, (float)factor);
-	int64_t old;
-	if (yarn && wf_hfc_kv_int(&h->kv, wf_hfc_key(h, "rope.scaling.original_context_length"), &old))
-		wf_buf_printf(h->j, ", \"original_max_position_embeddings\": %lld", (long long)old);
-	wf_buf_putc(h->j, '}');
 }
 
 static void token_ids(struct wf_hfc *h)
@@ -269,18 +143,6 @@ static enum wf_err write_config(struct wf_hfc *h, const struct wf_model *m, enum
 		return rc;
 	wf_hfc_str(h, "torch_dtype", dtype_name(vk));
 	wf_buf_puts(h->j, "\n}\n");
-	return WF_OK;
-}
-
-/* A mixture of experts' counts (moe-and-mla.md 2-4, hf/ view). */
-enum wf_err wf_hfc_experts(struct wf_hfc *h, const char *count_field)
-{
-	int64_t used;
-	enum wf_err rc = wf_hfc_need(h, "expert_used_count", 1, h->n_exp, &used);
-	if (rc != WF_OK)
-		return rc;
-	wf_hfc_int(h, count_field, h->n_exp);
-	wf_hfc_int(h, "num_experts_per_tok", used);
 	return WF_OK;
 }
 

@@ -195,6 +195,12 @@ enum wf_err wf_cfg_need_u32(struct wf_cfg *c, const char *field, uint32_t max, u
  * scaling and the expert keys), under architecture a. */
 enum wf_err wf_kv_text(struct wf_cfg *c, struct wf_gguf_w *w, const char *a, uint32_t ftype);
 
+/* Adds tensor `name` of numpy shape shape[0..ndim) to pl (room for cap),
+ * read from m->tensors[src] (or -1: generated), in ftype's float type (F32
+ * when norm_or_1d); WF_ERR_UNSUP naming it when GGUF cannot hold it
+ * (wf_arch_put.c, as the rest below). */
+enum wf_err wf_arch_add_tensor(struct wf_arch_plan *pl, size_t cap, const char *name, int64_t src, uint32_t ndim,
+			       const uint64_t *shape, bool norm_or_1d, uint32_t ftype, char *why);
 /* Adds the generated 1-D float32 tensor name of n values v (owned by the
  * plan from here, freed on failure) to pl, which has room for cap. */
 enum wf_err wf_arch_gen_add(struct wf_cfg *c, struct wf_arch_plan *pl, size_t cap, const char *name, uint64_t n,
