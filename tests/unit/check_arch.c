@@ -98,12 +98,38 @@ START_TEST(test_name_map_inverse)
 }
 END_TEST
 
+/* The hooks and row fields hf/ and model.gguf are driven by agree with
+ * each other, and diff's pairing is the registry's. */
+START_TEST(test_hooks)
+{
+	size_t said = 0;
+	for (size_t i = 0; i < wf_arch_n_rows; i++) {
+		const struct wf_arch *a = wf_arch_rows[i];
+		/* config.json says only tensors the converter generates */
+		for (const char *const *s = a->hf_said; s && *s; s++, said++)
+			ck_assert_msg(a->gen != NULL, "%s: says %s in config.json, but generates nothing", a->hf[0], *s);
+		/* a row that writes its own rope_scaling has a config hook */
+		ck_assert_msg(!a->hf_said || a->config, "%s: hf_said without a config hook to say it", a->hf[0]);
+	}
+	ck_assert_uint_eq(said, 4); /* rope_freqs twice (Llama, Mixtral), Phi-3's two factors */
+	const char *g = "llama", *h = "mistral", *q = "qwen2";
+	ck_assert_ptr_eq(wf_arch_pair_arch(g, h), h); /* a Mistral GGUF says llama */
+	ck_assert_ptr_eq(wf_arch_pair_arch(g, g), g);
+	ck_assert_ptr_eq(wf_arch_pair_arch(q, h), q); /* qwen2's row converts no Mistral */
+	ck_assert_ptr_eq(wf_arch_pair_arch(g, NULL), g);
+	ck_assert_ptr_eq(wf_arch_pair_arch(g, "gpt2"), g);
+	const char *g3 = "gemma3";
+	ck_assert_ptr_eq(wf_arch_pair_arch(g3, "gemma3_text"), g3); /* one row: the GGUF's name */
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("arch");
 	TCase *tc = tcase_create("registry");
 	tcase_add_test(tc, test_rows);
 	tcase_add_test(tc, test_name_map_inverse);
+	tcase_add_test(tc, test_hooks);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_ENV);
