@@ -150,7 +150,7 @@ static bool ds_v3(struct wf_hfc *h, const struct wf_model *m)
 }
 
 /* DeepseekV2Config / V3Config's MLA, expert and yarn fields, from the
- * deepseek2 key/values DeepseekV2Model wrote (wf_arch.c, kv_deepseek2). */
+ * deepseek2 key/values DeepseekV2Model wrote (kv_deepseek2 above). */
 static enum wf_err ds_fields(struct wf_hfc *h, const struct wf_hfc_dims *d, bool v3)
 {
 	int64_t kvr, kmla, vmla, rot, v;
@@ -230,8 +230,8 @@ static enum wf_err ds_fields(struct wf_hfc *h, const struct wf_hfc_dims *d, bool
 	return WF_OK;
 }
 
-static enum wf_err cfg_deepseek2(const struct wf_arch *a, struct wf_hfc *h, const struct wf_model *m, const struct wf_hfc_dims *d,
-				 enum wf_hfc_at at)
+static enum wf_err cfg_deepseek2(const struct wf_arch *a, struct wf_hfc *h, const struct wf_model *m,
+				 const struct wf_hfc_dims *d, enum wf_hfc_at at)
 {
 	(void)a;
 	bool v3 = ds_v3(h, m);

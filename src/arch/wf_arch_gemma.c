@@ -141,8 +141,8 @@ static void gemma_fields(struct wf_hfc *h, const struct wf_hfc_dims *d, bool g3)
 	}
 }
 
-static enum wf_err cfg_gemma(const struct wf_arch *a, struct wf_hfc *h, const struct wf_model *m, const struct wf_hfc_dims *d,
-				 enum wf_hfc_at at)
+static enum wf_err cfg_gemma(const struct wf_arch *a, struct wf_hfc *h, const struct wf_model *m,
+			     const struct wf_hfc_dims *d, enum wf_hfc_at at)
 {
 	(void)a;
 	(void)m;
@@ -154,8 +154,8 @@ static enum wf_err cfg_gemma(const struct wf_arch *a, struct wf_hfc *h, const st
 	return WF_OK;
 }
 
-static enum wf_err cfg_gemma2(const struct wf_arch *a, struct wf_hfc *h, const struct wf_model *m, const struct wf_hfc_dims *d,
-				 enum wf_hfc_at at)
+static enum wf_err cfg_gemma2(const struct wf_arch *a, struct wf_hfc *h, const struct wf_model *m,
+			      const struct wf_hfc_dims *d, enum wf_hfc_at at)
 {
 	(void)a;
 	(void)m;
@@ -164,8 +164,8 @@ static enum wf_err cfg_gemma2(const struct wf_arch *a, struct wf_hfc *h, const s
 	return WF_OK;
 }
 
-static enum wf_err cfg_gemma3(const struct wf_arch *a, struct wf_hfc *h, const struct wf_model *m, const struct wf_hfc_dims *d,
-				 enum wf_hfc_at at)
+static enum wf_err cfg_gemma3(const struct wf_arch *a, struct wf_hfc *h, const struct wf_model *m,
+			      const struct wf_hfc_dims *d, enum wf_hfc_at at)
 {
 	(void)a;
 	(void)m;

@@ -99,6 +99,10 @@ static enum wf_err kv_glm4moe(const struct wf_arch *a, struct wf_cfg *c, struct 
 }
 
 
+/* GLM-4.5's fields (moe-and-mla.md 7, hf/ view): what llama.cpp's
+ * glm4moe graph runs, as Glm4MoeConfig says it.  The MTP blocks stay in
+ * the file (transformers ignores their tensors) and out of
+ * num_hidden_layers. */
 static enum wf_err glm4moe_fields(struct wf_hfc *h, const struct wf_model *m, const struct wf_hfc_dims *d)
 {
 	int64_t used, ff, shared, v;
@@ -131,8 +135,8 @@ static enum wf_err glm4moe_fields(struct wf_hfc *h, const struct wf_model *m, co
 	return WF_OK;
 }
 
-static enum wf_err cfg_glm4moe(const struct wf_arch *a, struct wf_hfc *h, const struct wf_model *m, const struct wf_hfc_dims *d,
-				 enum wf_hfc_at at)
+static enum wf_err cfg_glm4moe(const struct wf_arch *a, struct wf_hfc *h, const struct wf_model *m,
+			       const struct wf_hfc_dims *d, enum wf_hfc_at at)
 {
 	(void)a;
 	if (at == WF_HFC_BODY)

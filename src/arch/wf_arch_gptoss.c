@@ -82,8 +82,8 @@ static enum wf_err gptoss_fields(struct wf_hfc *h, const struct wf_model *m, con
 	return WF_OK;
 }
 
-static enum wf_err cfg_gptoss(const struct wf_arch *a, struct wf_hfc *h, const struct wf_model *m, const struct wf_hfc_dims *d,
-				 enum wf_hfc_at at)
+static enum wf_err cfg_gptoss(const struct wf_arch *a, struct wf_hfc *h, const struct wf_model *m,
+			      const struct wf_hfc_dims *d, enum wf_hfc_at at)
 {
 	(void)a;
 	if (at == WF_HFC_BODY)

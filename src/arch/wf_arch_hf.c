@@ -82,10 +82,6 @@ static const char *dtype_name(enum wf_vk vk)
 	return vk == WF_VK_BF16 ? "bfloat16" : vk == WF_VK_F16 ? "float16" : "float32";
 }
 
-/* GLM-4.5's fields (moe-and-mla.md 7, hf/ view): what llama.cpp's
- * glm4moe graph runs, as Glm4MoeConfig says it.  The MTP blocks stay in
- * the file (transformers ignores their tensors) and out of
- * num_hidden_layers. */
 /* The leading dense layers and the trailing MTP blocks, each within the
  * block count (h->dense, h->n_nextn). */
 static enum wf_err layer_kinds(struct wf_hfc *h, const struct wf_hfc_dims *d)

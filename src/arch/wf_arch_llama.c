@@ -252,8 +252,8 @@ static void rope_llama(struct wf_hfc *h, const struct wf_model *m, const struct 
 		wf_hfc_scaling(h);
 }
 
-static enum wf_err cfg_llama(const struct wf_arch *a, struct wf_hfc *h, const struct wf_model *m, const struct wf_hfc_dims *d,
-				 enum wf_hfc_at at)
+static enum wf_err cfg_llama(const struct wf_arch *a, struct wf_hfc *h, const struct wf_model *m,
+			     const struct wf_hfc_dims *d, enum wf_hfc_at at)
 {
 	(void)a;
 	if (at == WF_HFC_BODY)
@@ -263,8 +263,8 @@ static enum wf_err cfg_llama(const struct wf_arch *a, struct wf_hfc *h, const st
 	return WF_OK;
 }
 
-static enum wf_err cfg_mixtral(const struct wf_arch *a, struct wf_hfc *h, const struct wf_model *m, const struct wf_hfc_dims *d,
-				 enum wf_hfc_at at)
+static enum wf_err cfg_mixtral(const struct wf_arch *a, struct wf_hfc *h, const struct wf_model *m,
+			       const struct wf_hfc_dims *d, enum wf_hfc_at at)
 {
 	(void)a;
 	enum wf_err rc = WF_OK;
@@ -277,8 +277,8 @@ static enum wf_err cfg_mixtral(const struct wf_arch *a, struct wf_hfc *h, const 
 	return rc;
 }
 
-static enum wf_err cfg_mistral3(const struct wf_arch *a, struct wf_hfc *h, const struct wf_model *m, const struct wf_hfc_dims *d,
-				 enum wf_hfc_at at)
+static enum wf_err cfg_mistral3(const struct wf_arch *a, struct wf_hfc *h, const struct wf_model *m,
+				const struct wf_hfc_dims *d, enum wf_hfc_at at)
 {
 	(void)a;
 	(void)m;
@@ -290,8 +290,8 @@ static enum wf_err cfg_mistral3(const struct wf_arch *a, struct wf_hfc *h, const
 	return WF_OK;
 }
 
-static enum wf_err cfg_smollm3(const struct wf_arch *a, struct wf_hfc *h, const struct wf_model *m, const struct wf_hfc_dims *d,
-				 enum wf_hfc_at at)
+static enum wf_err cfg_smollm3(const struct wf_arch *a, struct wf_hfc *h, const struct wf_model *m,
+			       const struct wf_hfc_dims *d, enum wf_hfc_at at)
 {
 	(void)a;
 	(void)m;
@@ -302,8 +302,8 @@ static enum wf_err cfg_smollm3(const struct wf_arch *a, struct wf_hfc *h, const 
 	return WF_OK;
 }
 
-static enum wf_err cfg_granite(const struct wf_arch *a, struct wf_hfc *h, const struct wf_model *m, const struct wf_hfc_dims *d,
-				 enum wf_hfc_at at)
+static enum wf_err cfg_granite(const struct wf_arch *a, struct wf_hfc *h, const struct wf_model *m,
+			       const struct wf_hfc_dims *d, enum wf_hfc_at at)
 {
 	(void)a;
 	(void)m;

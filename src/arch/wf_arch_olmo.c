@@ -51,8 +51,8 @@ static enum wf_err kv_olmoe(const struct wf_arch *a, struct wf_cfg *c, struct wf
 
 /* Olmo2Model: norms after each sublayer (two of Gemma 2's four names), q/k
  * norms over the whole projection */
-static enum wf_err cfg_olmoe(const struct wf_arch *a, struct wf_hfc *h, const struct wf_model *m, const struct wf_hfc_dims *d,
-				 enum wf_hfc_at at)
+static enum wf_err cfg_olmoe(const struct wf_arch *a, struct wf_hfc *h, const struct wf_model *m,
+			     const struct wf_hfc_dims *d, enum wf_hfc_at at)
 {
 	(void)a;
 	(void)m;

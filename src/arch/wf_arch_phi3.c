@@ -153,8 +153,8 @@ static void phi3_fields(struct wf_hfc *h, const struct wf_model *m, const struct
 	wf_buf_putc(h->j, '}');
 }
 
-static enum wf_err cfg_phi3(const struct wf_arch *a, struct wf_hfc *h, const struct wf_model *m, const struct wf_hfc_dims *d,
-				 enum wf_hfc_at at)
+static enum wf_err cfg_phi3(const struct wf_arch *a, struct wf_hfc *h, const struct wf_model *m,
+			    const struct wf_hfc_dims *d, enum wf_hfc_at at)
 {
 	(void)a;
 	if (at == WF_HFC_ROPE)

@@ -74,8 +74,8 @@ static enum wf_err qwen_moe(struct wf_hfc *h, enum wf_hfc_at at, bool norm_topk)
 	return WF_OK;
 }
 
-static enum wf_err cfg_qwen2moe(const struct wf_arch *a, struct wf_hfc *h, const struct wf_model *m, const struct wf_hfc_dims *d,
-				 enum wf_hfc_at at)
+static enum wf_err cfg_qwen2moe(const struct wf_arch *a, struct wf_hfc *h, const struct wf_model *m,
+				const struct wf_hfc_dims *d, enum wf_hfc_at at)
 {
 	(void)a;
 	(void)m;
@@ -83,8 +83,8 @@ static enum wf_err cfg_qwen2moe(const struct wf_arch *a, struct wf_hfc *h, const
 	return qwen_moe(h, at, false);
 }
 
-static enum wf_err cfg_qwen3moe(const struct wf_arch *a, struct wf_hfc *h, const struct wf_model *m, const struct wf_hfc_dims *d,
-				 enum wf_hfc_at at)
+static enum wf_err cfg_qwen3moe(const struct wf_arch *a, struct wf_hfc *h, const struct wf_model *m,
+				const struct wf_hfc_dims *d, enum wf_hfc_at at)
 {
 	(void)a;
 	(void)m;
