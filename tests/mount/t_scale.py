@@ -8,8 +8,8 @@ Each mounts with its model.gguf planned (stacked experts, MLA split, FP8
 decoded), and the daemon stays within docs/security.md's bound (10 x
 header + 64 MiB VmRSS).  The mount time is reported; the assertion is
 generous (MOUNT_BOUND_S, 10 s) because the machine the suite runs on is
-shared and loaded: on a quiet machine it is about 1 s for DeepSeek V3's
-shape (docs/gguf.md, "Scale").  Speed proper is `make bench`'s."""
+shared and loaded: the daemon's CPU time to mount DeepSeek V3's shape is
+about 1.1 s, its wall time 1.7-2.7 s at load 5 on 2 cores (docs/gguf.md).  Speed proper is `make bench`'s."""
 import json
 import os
 import shutil
