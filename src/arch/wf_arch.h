@@ -208,7 +208,7 @@ struct wf_arch_tensor {
 		} hs;
 	};
 	uint32_t type;               /* ggml type: WF_T_F32, WF_T_F16 or WF_T_BF16 */
-	uint32_t ndim;               /* 1..4 */
+	uint8_t ndim;                /* 1..4 (a byte: the entry stays 88 bytes) */
 	uint16_t n_stack;            /* 0, or the experts stacked on ne[2] (moe-and-mla.md 1.2): slab k, of
 				      * nbytes / n_stack bytes, is source tensor stack[k] made as a 2-D
 				      * tensor of this type */
@@ -223,6 +223,8 @@ struct wf_arch_tensor {
 				      * stacked GGUF tensor), not src whole */
 	uint8_t gather;              /* enum wf_gather: elements gathered from a source laid out otherwise */
 };
+/* docs/security.md's bound counts a plan entry as 88 bytes a tensor */
+_Static_assert(sizeof(struct wf_arch_tensor) <= 88, "struct wf_arch_tensor grew past 88 bytes");
 
 /* Chunks of the names a plan makes (wf_arch_name_add). */
 struct wf_arch_names;
