@@ -84,7 +84,7 @@ MODEL_SRC := src/model/wf_model.c src/model/wf_gguf.c src/model/wf_gguf_kv.c src
              src/model/wf_spm.c src/model/wf_vocab.c src/model/wf_vocab_base.c src/model/wf_vocab_merges.c src/model/wf_vocab_sp.c src/model/wf_vocab_bpe.c src/model/wf_vocab_spm.c src/model/wf_vocab_tj.c \
              src/model/wf_hf_tok.c src/model/wf_hf_tok_kv.c src/model/wf_hf_tok_spm.c src/model/wf_tok.c
 # the bridge between runtimes: one descriptor per architecture (docs/design.md)
-ARCH_SRC  := src/arch/wf_arch.c src/arch/wf_arch_any.c src/arch/wf_arch_gguf.c src/arch/wf_arch_hf.c src/arch/wf_arch_quant.c \
+ARCH_SRC  := src/arch/wf_arch.c src/arch/wf_arch_any.c src/arch/wf_arch_gguf.c src/arch/wf_arch_hf.c src/arch/wf_arch_put.c src/arch/wf_arch_quant.c \
              src/arch/wf_card.c src/arch/wf_arch_kv.c src/arch/wf_arch_reg.c \
              src/arch/wf_arch_llama.c src/arch/wf_arch_qwen.c src/arch/wf_arch_gemma.c src/arch/wf_arch_phi3.c \
              src/arch/wf_arch_olmo.c src/arch/wf_arch_deepseek2.c src/arch/wf_arch_glm4moe.c src/arch/wf_arch_gptoss.c

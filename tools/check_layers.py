@@ -16,6 +16,14 @@
    indirectly, except the cycles KNOWN_CYCLES lists, each exactly: a new
    cycle, or a known one grown or gone, is an error (a cycle gone is taken
    off the list, which issue 41 is to empty).
+6. Nothing outside src/arch/ asks "which architecture": no strcmp,
+   strncmp, strcasecmp, strncasecmp or streq with a string literal that
+   is an architecture's name (the registry's rows: their general.architecture,
+   aliases and HF classes, and the names of ARCH_TABLES) in a file outside
+   src/arch/.  The registry answers instead (wf_arch.h).  Inside src/arch/,
+   the only table that names architectures besides the descriptors is
+   llama-quantize's 70B rule (ARCH_TABLES), which is llama.cpp's, keyed by
+   GGUF names the registry has no row for.
 
 Exits 1 with one line per problem, 0 when the tree keeps every rule.
 """
@@ -37,6 +45,15 @@ MAY = {"base": set(), "net": {"base"}, "codec": {"base"}, "model": {"base", "net
 # A set listed here must be exactly one cycle of the call graph.
 KNOWN_CYCLES = []
 MAX_LINES = 80
+# rule 6: src/arch/ owns the question "which architecture"; these tables
+# there name architectures the registry has no row for, each documented
+ARCH_DIR = "src/arch/"
+ARCH_TABLES = {"src/arch/wf_arch_quant.c": "llama_70b"}
+ARCH_FIELD = re.compile(r'\.(?:gguf|canon|hf_model_type|wrapper)\s*=\s*"([^"]+)"')
+ARCH_LIST = re.compile(r'\.(?:hf|names)\s*=\s*\{([^}]*)\}')
+STRING = re.compile(r'"((?:[^"\\\n]|\\.)*)"')
+STRCMP = re.compile(r'\b(strn?cmp|strn?casecmp|streq)\s*\(')
+COMMENT = re.compile(r'/\*.*?\*/|//[^\n]*', re.S)
 GENERATED = {"src/codec/wf_iq_tables.c"}
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 # a function definition starts at column 0 with its return type and ends
@@ -225,6 +242,55 @@ def check_lengths(root, files, problems):
                 name = None  # a prototype split over lines
 
 
+def arch_names(root, files):
+    """The names an architecture goes by: every registry row's (src/arch/'s
+    descriptors) and those of the tables ARCH_TABLES lets name them."""
+    names = set()
+    for f in files:
+        if not f.startswith(ARCH_DIR) or not f.endswith(".c"):
+            continue
+        text = COMMENT.sub(" ", open(os.path.join(root, f), encoding="utf-8").read())
+        names.update(ARCH_FIELD.findall(text))
+        for lst in ARCH_LIST.findall(text):
+            names.update(STRING.findall(lst))
+        if f in ARCH_TABLES:
+            m = re.search(r"\b%s\[\]\s*=\s*(\{.*?\});" % ARCH_TABLES[f], text, re.S)
+            if m is None:
+                continue
+            names.update(STRING.findall(m.group(1)))
+    return names
+
+
+def call_args(text, i):
+    """The text of a call's arguments, from just after its '(' at i to the
+    ')' that closes it (parentheses in string literals skipped)."""
+    depth, j = 1, i
+    while j < len(text) and depth:
+        if text[j] == '"':
+            m = STRING.match(text, j)
+            j = m.end() if m else j + 1
+            continue
+        depth += {"(": 1, ")": -1}.get(text[j], 0)
+        j += 1
+    return text[i:j]
+
+
+def check_arch_names(root, files, problems):
+    names = arch_names(root, files)
+    for f in files:
+        if f.startswith(ARCH_DIR):
+            continue
+        text = COMMENT.sub(lambda m: "\n" * m.group(0).count("\n"),
+                           open(os.path.join(root, f), encoding="utf-8").read())
+        for m in STRCMP.finditer(text):
+            for lit in STRING.findall(call_args(text, m.end())):
+                if lit in names:
+                    problems.append("%s:%d: %s(..., \"%s\"): asks which architecture outside %s; ask the "
+                                    "registry (wf_arch.h)" % (f, text.count("\n", 0, m.start()) + 1,
+                                                             m.group(1), lit, ARCH_DIR))
+    return names
+
+
 def check_makefile(root, files, problems):
     text = open(os.path.join(root, "Makefile"), encoding="utf-8").read()
     if re.search(r"wildcard\s+src/", text):
@@ -256,18 +322,30 @@ def self_test():
         put("Makefile", "SRC := src/codec/long.c src/codec/gone.c\n")
         put("src/mount/x.c", '#include "lib/y.h"\n')
         put("src/lib/y.h", "")
+        put("src/arch/wf_arch_z.c", 'const struct wf_arch z = {.hf = {"ZForCausalLM", NULL}, .gguf = "zed"};\n'
+            'static int f(const char *a) { return strcmp(a, "zed") == 0; }\n')
+        put("src/arch/wf_arch_quant.c", 'static const struct {const char *arch;} llama_70b[] = {{"deci"}};\n')
+        put("src/cli/c.c", 'int g(const char *a)\n{\n\t/* strcmp(a, "zed") in a comment is fine */\n'
+            '\treturn strcmp(a, "ZForCausalLM") == 0 || strncmp(a,\n\t\t"deci", 4) == 0 || strcmp(a, "zedd");\n}\n')
         files = sources(root)
         problems = []
         check_cycles(check_layers(root, files, problems), problems)
         check_lengths(root, files, problems)
         check_makefile(root, files, problems)
+        check_arch_names(root, files, problems)
         # calls: mount -> lib, a new cycle, a known cycle gone
         syms = {"src/mount/x": ({"x"}, {"lib_f"}), "src/lib/y": ({"lib_f"}, set()),
                 "src/model/a": ({"a"}, {"b"}), "src/model/b": ({"b"}, {"c"}), "src/model/c": ({"c"}, {"a"})}
         check_calls(syms, problems, known=[{"src/view/p", "src/view/q"}])
         want = ["view is above base", "include cycle", "f() is 88 lines", "src/model/m.c is not in",
                 "src/codec/gone.c does not exist", "mount may not call lib", "src/mount/x.c calls src/lib/y.c",
-                "call cycle: src/model/a, src/model/b, src/model/c", "src/view/p, src/view/q is no longer"]
+                "call cycle: src/model/a, src/model/b, src/model/c", "src/view/p, src/view/q is no longer",
+                'src/cli/c.c:4: strcmp(..., "ZForCausalLM")', 'src/cli/c.c:4: strncmp(..., "deci")']
+        # and only those: src/arch/ may ask, a comment says nothing, "zedd" is no name
+        extra = [p for p in problems if "asks which architecture" in p and not any(w in p for w in want)]
+        if extra:
+            print("layers-check: self-test: caught wrongly: " + "; ".join(extra))
+            return 1
         missed = [w for w in want if not any(w in p for p in problems)]
         if missed:
             print("layers-check: self-test: not caught: " + "; ".join(missed))
@@ -285,6 +363,7 @@ def main(argv):
     check_cycles(graph, problems)
     check_lengths(root, files, problems)
     check_makefile(root, files, problems)
+    names = check_arch_names(root, files, problems)
     calls = ""
     if len(argv) > 2:
         graph = check_calls(symbols(argv[2]), problems)
@@ -295,7 +374,8 @@ def main(argv):
     if problems:
         return 1
     print("layers-check: %d files in %d layers (%s), no upward include, no include cycle%s, "
-          "no function over %d lines" % (len(files), len(LAYERS), " < ".join(LAYERS), calls, MAX_LINES))
+          "no function over %d lines, no strcmp on the %d architecture names outside %s" %
+          (len(files), len(LAYERS), " < ".join(LAYERS), calls, MAX_LINES, len(names), ARCH_DIR))
     return 0
 
 

@@ -398,21 +398,18 @@ static const struct wf_arch *row_of(const char *key, int experts)
 	return any;
 }
 
-const struct wf_arch_info *wf_arch_info_of(const char *gguf_arch, bool experts)
+const struct wf_arch *wf_arch_row_of(const char *gguf_arch, bool experts)
 {
-	static struct wf_arch_info info[WF_ARCH_ROWS_MAX];
-	const struct wf_arch *a = row_of(gguf_arch, experts);
-	if (!a)
-		return NULL;
-	size_t i = 0;
-	while (wf_arch_rows[i] != a)
-		i++;
-	info[i] = (struct wf_arch_info){.hf_class = a->hf[0], .gguf = a->gguf, .permute_qk = a->permute_qk,
-				       .norm_plus_one = a->norm_plus_one, .no_lm_head = a->drop_lm_head,
-				       .experts = a->experts != NULL,
-				       .model_type = a->experts ? a->experts->model_type
-						   : a->hf_model_type};
-	return &info[i];
+	return row_of(gguf_arch, experts);
+}
+
+const char *wf_arch_pair_arch(const char *gguf_arch, const char *hf_arch)
+{
+	const struct wf_arch *h = hf_arch && *hf_arch ? by_canon(hf_arch) : NULL, *g = row_of(gguf_arch, 0);
+	for (size_t k = 0; h && g && h != g && k < WF_ARRAY_LEN(g->hf) && g->hf[k]; k++)
+		if (strcmp(g->hf[k], h->hf[0]) == 0)
+			return hf_arch;
+	return gguf_arch;
 }
 
 bool wf_gguf_expert_name(const char *hf_class, const char *g, unsigned long x, char *out, size_t outlen)
@@ -590,156 +587,6 @@ static bool convertible(const struct wf_tensor *t)
 	return t->q || wf_type_floats(t->type);
 }
 
-static enum wf_err add_tensor(struct wf_arch_plan *pl, size_t cap, const char *name, int64_t src, uint32_t ndim,
-			      const uint64_t *shape, bool norm_or_1d, uint32_t ftype, char *why)
-{
-	if (pl->n >= cap)
-		return wf_fail(why, WF_ERR_RANGE, "too many tensors");
-	struct wf_arch_tensor *t = &pl->t[pl->n];
-	memset(t, 0, sizeof *t);
-	if (ndim < 1 || ndim > 4)
-		return wf_fail(why, WF_ERR_UNSUP, "tensor %s: %u dims do not fit GGUF", name, ndim);
-	if (!(t->name = wf_arch_name_add(pl, name, strlen(name))))
-		return wf_fail(why, WF_ERR_NOMEM, "out of memory");
-	t->src = src;
-	t->ndim = ndim;
-	uint64_t el = 1;
-	wf_shape_reverse(t->ne, shape, ndim);
-	for (uint32_t d = 0; d < ndim; d++) {
-		if (!wf_mul_ok(el, t->ne[d], &el))
-			return wf_fail(why, WF_ERR_UNSUP, "tensor %s: too many elements", name);
-	}
-	t->type = norm_or_1d || ftype == WF_FTYPE_ALL_F32 ? WF_T_F32 : ftype == WF_FTYPE_MOSTLY_BF16 ? WF_T_BF16 : WF_T_F16;
-	if (!wf_mul_ok(el, t->type == WF_T_F32 ? 4 : 2, &t->nbytes))
-		return wf_fail(why, WF_ERR_UNSUP, "tensor %s: too many bytes", name);
-	pl->n++;
-	return WF_OK;
-}
-
-/* Llama 3's rope_freqs.weight (L:298-326), in float32 as torch computes
- * it: freqs = 1 / base^(arange(0, dim, 2) / dim), then per frequency its
- * wavelength against the old context's bands. */
-static enum wf_err llama3_freqs(struct wf_cfg *c, const struct wf_rope *r, float **out, uint64_t *n)
-{
-	const cJSON *hd = wf_cfg_not_null(wf_cfg_hp(c, "head_dim"));
-	uint32_t dim = 0, hidden, heads;
-	if (hd ? !wf_cfg_u32(hd, &dim) : (!wf_cfg_u32(wf_cfg_hp(c, "hidden_size"), &hidden) || !wf_cfg_u32(wf_cfg_hp(c, "num_attention_heads"), &heads) || !heads))
-		return wf_fail(c->why, WF_ERR_UNSUP, "config.json: head_dim: missing for rope_type llama3");
-	if (!hd)
-		dim = hidden / heads;
-	if (dim < 2 || dim > 65536)
-		return wf_fail(c->why, WF_ERR_UNSUP, "config.json: head_dim: %u is not a rope dimension", dim);
-	const cJSON *fv = wf_cfg_not_null(wf_cfg_item(r->p, "factor")), *lv = wf_cfg_not_null(wf_cfg_item(r->p, "low_freq_factor")),
-		    *hv = wf_cfg_not_null(wf_cfg_item(r->p, "high_freq_factor"));
-	const cJSON *ov = wf_cfg_not_null(wf_cfg_item(r->p, "original_max_position_embeddings"));
-	const cJSON *vals[] = {r->theta, fv, lv, hv, ov};
-	for (size_t i = 0; i < WF_ARRAY_LEN(vals); i++)
-		if (vals[i] && !cJSON_IsNumber(vals[i]))
-			return wf_fail(c->why, WF_ERR_FORMAT, "config.json: rope_scaling: a llama3 field is not a number");
-	float base = r->theta ? (float)r->theta->valuedouble : 10000.0f;
-	double factor = fv ? fv->valuedouble : 8.0, low = lv ? lv->valuedouble : 1.0, high = hv ? hv->valuedouble : 4.0;
-	double old = ov ? ov->valuedouble : 8192;
-	float lowl = (float)(old / low), highl = (float)(old / high);
-	*n = (dim + 1) / 2; /* torch.arange(0, dim, 2): ceil(dim / 2) frequencies */
-	if (!(*out = malloc(*n * sizeof **out)))
-		return WF_ERR_NOMEM;
-	for (uint32_t k = 0; k < *n; k++) {
-		float e = (float)(2 * k) / (float)dim;
-		float freq = (1.0f / powf(base, e)) * 1.0f;
-		float wl = (1.0f / freq) * (float)(2 * M_PI);
-		float v;
-		if (wl < highl)
-			v = 1.0f;
-		else if (wl > lowl)
-			v = (float)factor;
-		else {
-			float smooth = ((1.0f / wl) * (float)old - (float)low) / (float)(high - low);
-			v = 1.0f / ((1.0f - smooth) / (float)factor + smooth);
-		}
-		(*out)[k] = v;
-	}
-	return WF_OK;
-}
-
-/* A JSON array of n numbers as float32 (torch.tensor(list, float32)). */
-static enum wf_err f32_array(struct wf_cfg *c, const cJSON *arr, uint64_t n, const char *field, float **out)
-{
-	if (!cJSON_IsArray(arr) || (uint64_t)cJSON_GetArraySize(arr) != n)
-		return wf_fail(c->why, WF_ERR_UNSUP, "config.json: rope_scaling.%s: not %" PRIu64 " numbers", field, n);
-	if (!(*out = malloc((n ? n : 1) * sizeof **out)))
-		return wf_fail(c->why, WF_ERR_NOMEM, "out of memory");
-	uint64_t i = 0;
-	for (const cJSON *e = arr->child; e; e = e->next, i++) {
-		if (!cJSON_IsNumber(e)) {
-			free(*out);
-			*out = NULL;
-			return wf_fail(c->why, WF_ERR_FORMAT, "config.json: rope_scaling.%s[%" PRIu64 "]: not a number", field, i);
-		}
-		(*out)[i] = (float)e->valuedouble;
-	}
-	return WF_OK;
-}
-
-/* Phi-3's long-context rope factors (P:175-211): rope_factors_long and
- * _short, and the attention factor key/value that comes with them. */
-static enum wf_err phi3_factors(struct wf_cfg *c, const struct wf_rope *r, struct wf_arch_plan *pl, size_t cap)
-{
-	const cJSON *lf = wf_cfg_not_null(wf_cfg_item(r->p, "long_factor")), *sf = wf_cfg_not_null(wf_cfg_item(r->p, "short_factor"));
-	if (!lf || (cJSON_IsArray(lf) && !cJSON_GetArraySize(lf)))
-		return WF_OK;
-	uint32_t n_embd, n_head, mp, orig;
-	if (!wf_cfg_u32(wf_cfg_find(c, KEYS("hidden_size", "n_embd"), NULL), &n_embd) ||
-	    !wf_cfg_u32(wf_cfg_find(c, KEYS("num_attention_heads", "n_head"), NULL), &n_head) || !n_head ||
-	    !wf_cfg_u32(wf_cfg_find(c, KEYS("n_positions", "max_position_embeddings"), NULL), &mp) || !wf_cfg_u32(r->orig_ctx, &orig) ||
-	    orig < 2)
-		return wf_fail(c->why, WF_ERR_UNSUP, "config.json: the fields of Phi-3's long-context rope are missing");
-	double scale = (double)mp / orig, pct = cJSON_IsNumber(r->prf) ? r->prf->valuedouble : 1.0;
-	const char *t = cJSON_IsString(r->type) ? r->type->valuestring : "";
-	if (strcasecmp(t, "su") == 0 || strcasecmp(t, "longrope") == 0)
-		pl->attn_factor = scale > 1.0 ? sqrt(1 + log(scale) / log(orig)) : 1.0;
-	else if (strcasecmp(t, "yarn") == 0)
-		pl->attn_factor = scale > 1.0 ? 0.1 * log(scale) + 1.0 : 1.0;
-	else
-		return wf_fail(c->why, WF_ERR_UNSUP, "config.json: rope_scaling.type: %s rope with long_factor is not converted",
-			       *t ? "this" : "no");
-	pl->has_attn_factor = true;
-	uint64_t half = (uint64_t)(pct * n_embd) / n_head / 2;
-	const char *names[2] = {"rope_factors_long.weight", "rope_factors_short.weight"};
-	const cJSON *arrs[2] = {lf, sf};
-	for (int k = 0; k < 2; k++) {
-		float *v;
-		enum wf_err rc = f32_array(c, arrs[k], half, k ? "short_factor" : "long_factor", &v);
-		if (rc == WF_OK && (rc = add_tensor(pl, cap, names[k], -1, 1, &half, true, pl->ftype, c->why)) != WF_OK)
-			free(v);
-		if (rc != WF_OK)
-			return rc;
-		pl->t[pl->n - 1].gen = v;
-	}
-	return WF_OK;
-}
-
-/* Generated tensors, first in the file (B:908): llama3's rope_freqs,
- * Phi-3's rope factors. */
-static enum wf_err gen_tensors(const struct wf_arch *a, struct wf_cfg *c, struct wf_arch_plan *pl, size_t cap)
-{
-	struct wf_rope r;
-	wf_cfg_rope(c, &r);
-	if (a->rope_factors)
-		return phi3_factors(c, &r, pl, cap);
-	if (!a->permute_qk || !wf_rope_is(&r, "llama3")) /* LlamaModel.generate_extra_tensors */
-		return WF_OK;
-	float *v = NULL;
-	uint64_t n;
-	enum wf_err rc = llama3_freqs(c, &r, &v, &n);
-	if (rc == WF_OK)
-		rc = add_tensor(pl, cap, "rope_freqs.weight", -1, 1, &n, true, pl->ftype, c->why);
-	if (rc == WF_OK)
-		pl->t[pl->n - 1].gen = v;
-	else
-		free(v);
-	return rc;
-}
-
 /* The heads of q (n_head) or k (n_head_kv, when it differs) for
  * LlamaModel.permute, checked against the rows. */
 static enum wf_err qk_heads(struct wf_cfg *c, char qk, const struct wf_tensor *t, uint64_t *heads)
@@ -890,7 +737,7 @@ static enum wf_err moe_stack(struct wf_cfg *c, const struct wf_model *m, unsigne
 		}
 		uint64_t shape[3] = {e->n_exp, t0->shape[0], t0->shape[1]};
 		snprintf(g, sizeof g, "blk.%lu.%s.weight", layer, e->f->gguf[k]);
-		enum wf_err rc = add_tensor(pl, cap, g, st[0], 3, shape, false, pl->ftype, c->why);
+		enum wf_err rc = wf_arch_add_tensor(pl, cap, g, st[0], 3, shape, false, pl->ftype, c->why);
 		if (rc != WF_OK)
 			return rc;
 		pl->t[pl->n - 1].n_stack = (uint16_t)e->n_exp;
@@ -1007,7 +854,7 @@ static enum wf_err mla_split(struct wf_cfg *c, const struct wf_tensor *t, size_t
 	const uint64_t kshape[3] = {nkv, t->shape[1], nope}, vshape[3] = {nkv, vd, t->shape[1]};
 	for (int k = 0; k < 2 && rc == WF_OK; k++) {
 		snprintf(name, sizeof name, "%.*s%s%s", (int)(at - g), g, k ? "attn_v_b" : "attn_k_b", at + 9);
-		rc = add_tensor(pl, cap, name, (int64_t)i, 3, k ? vshape : kshape, false, pl->ftype, c->why);
+		rc = wf_arch_add_tensor(pl, cap, name, (int64_t)i, 3, k ? vshape : kshape, false, pl->ftype, c->why);
 		if (rc == WF_OK) {
 			struct wf_arch_tensor *o = &pl->t[pl->n - 1];
 			o->hs.kind = k ? WF_HS_ROWS : WF_HS_T;
@@ -1067,7 +914,7 @@ static enum wf_err oss_add(struct wf_cfg *c, struct wf_arch_plan *pl, size_t cap
 {
 	char g[96];
 	snprintf(g, sizeof g, "blk.%lu.%s", layer, part);
-	enum wf_err rc = add_tensor(pl, cap, g, (int64_t)i, ndim, shape, f32, pl->ftype, c->why);
+	enum wf_err rc = wf_arch_add_tensor(pl, cap, g, (int64_t)i, ndim, shape, f32, pl->ftype, c->why);
 	if (rc == WF_OK)
 		pl->t[pl->n - 1].gather = (uint8_t)gather;
 	return rc;
@@ -1221,7 +1068,7 @@ static enum wf_err map_tensor(const struct wf_arch *a, struct wf_cfg *c, const s
 	bool f32 = t->ndim <= 1 || (gl >= 12 && strcmp(g + gl - 12, "_norm.weight") == 0) ||
 		   gl < 7 || strcmp(g + gl - 7, ".weight") != 0 || strstr(g, ".ffn_gate_inp.") ||
 		   strstr(g, ".ffn_gate_inp_shexp.");
-	enum wf_err rc = add_tensor(pl, cap, g, (int64_t)i, t->ndim ? t->ndim : 1, t->ndim ? t->shape : (const uint64_t[]){1},
+	enum wf_err rc = wf_arch_add_tensor(pl, cap, g, (int64_t)i, t->ndim ? t->ndim : 1, t->ndim ? t->shape : (const uint64_t[]){1},
 				    f32, pl->ftype, c->why);
 	if (rc != WF_OK)
 		return rc;
@@ -1337,7 +1184,7 @@ static enum wf_err plan_tensors(const struct wf_arch *a, struct wf_cfg *c, const
 	if (rc == WF_OK && a->experts && (rc = moe_init(c, m, &moe)) == WF_OK)
 		c->moe = &moe;
 	if (rc == WF_OK)
-		rc = gen_tensors(a, c, pl, cap);
+		rc = a->gen ? a->gen(a, c, pl, cap) : WF_OK; /* first in the file (B:908) */
 	if (rc == WF_OK && a->packed_experts)
 		rc = oss_mxfp4(c, m, o, m->n_tensors, pl, cap);
 	for (size_t k = 0; k < m->n_tensors && rc == WF_OK; k++)
@@ -1419,45 +1266,3 @@ bool wf_arch_parse_ftype(const char *s, uint32_t *ftype)
 	return wf_arch_parse_qftype(s, ftype);
 }
 
-/* Names are small (GGUF's are under 64 bytes): one malloc per chunk of
- * many, so the allocator's overhead is not paid per name. */
-#define NAMES_CHUNK ((size_t)64 << 10)
-
-struct wf_arch_names {
-	struct wf_arch_names *next;
-	size_t used, cap;
-	char s[];
-};
-
-const char *wf_arch_name_add(struct wf_arch_plan *plan, const char *s, size_t n)
-{
-	struct wf_arch_names *c = plan->names;
-	if (n >= SIZE_MAX - sizeof *c - NAMES_CHUNK)
-		return NULL;
-	if (!c || c->cap - c->used < n + 1) {
-		size_t cap = n + 1 > NAMES_CHUNK ? n + 1 : NAMES_CHUNK;
-		if (!(c = malloc(sizeof *c + cap)))
-			return NULL;
-		*c = (struct wf_arch_names){.next = plan->names, .cap = cap};
-		plan->names = c;
-	}
-	char *at = c->s + c->used;
-	memcpy(at, s, n);
-	at[n] = 0;
-	c->used += n + 1;
-	return at;
-}
-
-void wf_arch_plan_free(struct wf_arch_plan *plan)
-{
-	for (size_t i = 0; plan->t && i < plan->n; i++)
-		if (plan->t[i].src < 0)
-			free(plan->t[i].gen);
-	free(plan->t);
-	free(plan->stacks);
-	for (struct wf_arch_names *c = plan->names, *next; c; c = next) {
-		next = c->next;
-		free(c);
-	}
-	memset(plan, 0, sizeof *plan);
-}

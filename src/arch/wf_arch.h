@@ -62,26 +62,15 @@ enum wf_naming wf_name_naming(const char *name, size_t n);
 bool wf_hf_to_gguf_name(const char *arch, const char *hf, size_t n, char *out, size_t outlen, char *qk,
 			bool *norm);
 
-/* What the hf/ view needs of an architecture of the table. */
-struct wf_arch_info {
-	const char *hf_class;   /* config.json architectures[0]: "LlamaForCausalLM" */
-	const char *model_type; /* its config.json model_type, or NULL: general.architecture's */
-	bool experts;           /* a mixture of experts: its ffn_*_exps split back (wf_gguf_expert_name) */
-	const char *gguf;       /* general.architecture */
-	bool permute_qk;        /* llama.cpp's q/k rows are permuted (llama, mistral) */
-	bool norm_plus_one;     /* every norm weight is stored as 1 + w (Gemma) */
-	bool no_lm_head;        /* the HF model has no lm_head (Gemma 2: always tied) */
-};
-
-/* The row of GGUF general.architecture gguf_arch ("llama", "qwen2",
- * "qwen3", "gemma2", "gemma3", "phi3", "qwen2moe", "qwen3moe", "olmoe",
- * "glm4moe"), or NULL;
- * with experts, the row of the mixture of experts of that name ("llama":
- * Mixtral's), without, the dense one, either when there is only one. */
-const struct wf_arch_info *wf_arch_info_of(const char *gguf_arch, bool experts);
+/* The architecture `diff` pairs an HF checkpoint's names with a GGUF's
+ * by: the GGUF's general.architecture gguf_arch, which llama.cpp converted
+ * with, but hf_arch (the HF side's model_type or class, or NULL) when that
+ * is a row of its own whose class gguf_arch's row converts (a Mistral
+ * checkpoint, whose GGUF says llama).  Returns one of the two pointers. */
+const char *wf_arch_pair_arch(const char *gguf_arch, const char *hf_arch);
 
 /* The HF name of expert x of the stacked GGUF tensor g
- * ("blk.L.ffn_gate_exps.weight") under row `hf_class` (wf_arch_info's)
+ * ("blk.L.ffn_gate_exps.weight") under the row of HF class `hf_class`
  * into out: "model.layers.L.block_sparse_moe.experts.X.w1.weight" for
  * Mixtral; false when g is no stacked expert tensor of that row. */
 bool wf_gguf_expert_name(const char *hf_class, const char *g, unsigned long x, char *out, size_t outlen);
@@ -219,7 +208,7 @@ struct wf_arch_tensor {
 		} hs;
 	};
 	uint32_t type;               /* ggml type: WF_T_F32, WF_T_F16 or WF_T_BF16 */
-	uint32_t ndim;               /* 1..4 */
+	uint8_t ndim;                /* 1..4 (a byte: the entry stays 88 bytes) */
 	uint16_t n_stack;            /* 0, or the experts stacked on ne[2] (moe-and-mla.md 1.2): slab k, of
 				      * nbytes / n_stack bytes, is source tensor stack[k] made as a 2-D
 				      * tensor of this type */
@@ -234,6 +223,8 @@ struct wf_arch_tensor {
 				      * stacked GGUF tensor), not src whole */
 	uint8_t gather;              /* enum wf_gather: elements gathered from a source laid out otherwise */
 };
+/* docs/security.md's bound counts a plan entry as 88 bytes a tensor */
+_Static_assert(sizeof(struct wf_arch_tensor) <= 88, "struct wf_arch_tensor grew past 88 bytes");
 
 /* Chunks of the names a plan makes (wf_arch_name_add). */
 struct wf_arch_names;

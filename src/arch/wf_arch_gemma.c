@@ -111,10 +111,76 @@ static enum wf_err kv_gemma3(const struct wf_arch *a, struct wf_cfg *c, struct w
 
 
 /* GemmaModel: Gemma 2's keys without its softcaps and window; lm_head dropped */
+/* Gemma 2 and 3: llama.cpp's attention scale is 1/sqrt(head_dim) but for
+ * the 27B models (46 and 62 layers), 1/sqrt(hidden / heads). */
+static void gemma_fields(struct wf_hfc *h, const struct wf_hfc_dims *d, bool g3)
+{
+	bool big = d->layers == (g3 ? 62 : 46);
+	wf_hfc_int(h, "query_pre_attn_scalar", big ? d->embd / d->heads : d->head_dim);
+	wf_hfc_str(h, "hidden_activation", "gelu_pytorch_tanh");
+	int64_t sw;
+	if (wf_hfc_kv_int(&h->kv, wf_hfc_key(h, "attention.sliding_window"), &sw) && sw > 0)
+		wf_hfc_int(h, "sliding_window", sw);
+	double cap;
+	if (!g3 && wf_hfc_kv_num(&h->kv, wf_hfc_key(h, "attn_logit_softcapping"), &cap) && cap > 0)
+		wf_hfc_num(h, "attn_logit_softcapping", cap, true);
+	else if (!g3)
+		wf_hfc_raw(h, "attn_logit_softcapping", "null");
+	if (wf_hfc_kv_num(&h->kv, wf_hfc_key(h, "final_logit_softcapping"), &cap) && cap > 0)
+		wf_hfc_num(h, "final_logit_softcapping", cap, true);
+	else
+		wf_hfc_raw(h, "final_logit_softcapping", "null");
+	if (g3) {
+		wf_hfc_int(h, "sliding_window_pattern", 6); /* llama.cpp's set_swa_pattern(6) */
+		double local;
+		if (!wf_hfc_kv_num(&h->kv, wf_hfc_key(h, "rope.freq_base_swa"), &local) || !(local > 0))
+			local = 10000.0; /* llama.cpp's default for the sliding layers */
+		wf_hfc_num(h, "rope_local_base_freq", local, true);
+		if (!wf_hfc_kv_has(&h->kv, wf_hfc_key(h, "rope.scaling.type")))
+			wf_hfc_raw(h, "rope_scaling", "null");
+	}
+}
+
+static enum wf_err cfg_gemma(const struct wf_arch *a, struct wf_hfc *h, const struct wf_model *m,
+			     const struct wf_hfc_dims *d, enum wf_hfc_at at)
+{
+	(void)a;
+	(void)m;
+	(void)d;
+	if (at == WF_HFC_BODY)
+		wf_hfc_str(h, "hidden_activation", "gelu_pytorch_tanh");
+	if (at == WF_HFC_ROPE)
+		wf_hfc_scaling(h);
+	return WF_OK;
+}
+
+static enum wf_err cfg_gemma2(const struct wf_arch *a, struct wf_hfc *h, const struct wf_model *m,
+			      const struct wf_hfc_dims *d, enum wf_hfc_at at)
+{
+	(void)a;
+	(void)m;
+	if (at == WF_HFC_ROPE)
+		gemma_fields(h, d, false);
+	return WF_OK;
+}
+
+static enum wf_err cfg_gemma3(const struct wf_arch *a, struct wf_hfc *h, const struct wf_model *m,
+			      const struct wf_hfc_dims *d, enum wf_hfc_at at)
+{
+	(void)a;
+	(void)m;
+	if (at == WF_HFC_ROPE) {
+		gemma_fields(h, d, true);
+		wf_hfc_scaling(h);
+	}
+	return WF_OK;
+}
+
 const struct wf_arch wf_arch_gemma = {
 	.hf = {"GemmaForCausalLM", NULL}, .gguf = "gemma", .canon = "gemma", .names = {"gemma", "GemmaForCausalLM"},
 	.tok = WF_VOCAB_GEMMA, .norm_plus_one = true, .drop_lm_head = true, .kvs = kv_gemma,
 	.parts = wf_arch_llama_parts, .configs = gemma_cfg, .n_configs = WF_ARRAY_LEN(gemma_cfg),
+	.hf_act = "gelu_pytorch_tanh", .config = cfg_gemma,
 };
 
 const struct wf_arch wf_arch_gemma2 = {
@@ -122,6 +188,7 @@ const struct wf_arch wf_arch_gemma2 = {
 	.tok = WF_VOCAB_GEMMA2, .norm_plus_one = true, .drop_lm_head = true, .kvs = kv_gemma2, .parts = gemma2_parts,
 	.maps = {{wf_arch_norms4, WF_ARRAY_LEN(wf_arch_norms4)}},
 	.configs = gemma2_cfg, .n_configs = WF_ARRAY_LEN(gemma2_cfg),
+	.hf_act = "gelu_pytorch_tanh", .config = cfg_gemma2,
 };
 
 const struct wf_arch wf_arch_gemma3 = {
@@ -130,4 +197,5 @@ const struct wf_arch wf_arch_gemma3 = {
 	.tok = WF_VOCAB_GEMMA3, .norm_plus_one = true, .kvs = kv_gemma3, .parts = gemma3_parts,
 	.maps = {{wf_arch_norms4, WF_ARRAY_LEN(wf_arch_norms4)}},
 	.configs = gemma3_cfg, .n_configs = WF_ARRAY_LEN(gemma3_cfg),
+	.hf_act = "gelu_pytorch_tanh", .hf_model_type = "gemma3_text", .config = cfg_gemma3,
 };

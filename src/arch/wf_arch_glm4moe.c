@@ -99,10 +99,58 @@ static enum wf_err kv_glm4moe(const struct wf_arch *a, struct wf_cfg *c, struct 
 }
 
 
+/* GLM-4.5's fields (moe-and-mla.md 7, hf/ view): what llama.cpp's
+ * glm4moe graph runs, as Glm4MoeConfig says it.  The MTP blocks stay in
+ * the file (transformers ignores their tensors) and out of
+ * num_hidden_layers. */
+static enum wf_err glm4moe_fields(struct wf_hfc *h, const struct wf_model *m, const struct wf_hfc_dims *d)
+{
+	int64_t used, ff, shared, v;
+	double scale;
+	enum wf_err rc;
+	if ((rc = wf_hfc_need(h, "expert_used_count", 1, h->n_exp, &used)) != WF_OK ||
+	    (rc = wf_hfc_need(h, "expert_feed_forward_length", 1, 1 << 24, &ff)) != WF_OK ||
+	    (rc = wf_hfc_need(h, "expert_shared_count", 0, 1 << 16, &shared)) != WF_OK)
+		return rc;
+	/* llama.cpp: no key is sigmoid; transformers' router has no other */
+	if (wf_hfc_kv_int(&h->kv, wf_hfc_key(h, "expert_gating_func"), &v) && v != 2)
+		return wf_fail(h->why, WF_ERR_UNSUP, "metadata key %s: %lld, but transformers' Glm4Moe routes by sigmoid (2) "
+			       "only", h->key, (long long)v);
+	wf_hfc_int(h, "n_routed_experts", h->n_exp);
+	wf_hfc_int(h, "num_experts_per_tok", used);
+	wf_hfc_int(h, "moe_intermediate_size", ff);
+	wf_hfc_int(h, "n_shared_experts", shared);
+	wf_hfc_int(h, "first_k_dense_replace", h->dense);
+	/* llama.cpp scales by expert_weights_scale unless it is 0 or absent */
+	if (!wf_hfc_kv_num(&h->kv, wf_hfc_key(h, "expert_weights_scale"), &scale) || scale == 0)
+		scale = 1.0;
+	wf_hfc_num(h, "routed_scaling_factor", scale, true);
+	wf_hfc_raw(h, "norm_topk_prob", wf_hfc_kv_int(&h->kv, wf_hfc_key(h, "expert_weights_norm"), &v) && v ? "true" : "false");
+	wf_hfc_int(h, "n_group", wf_hfc_kv_int(&h->kv, wf_hfc_key(h, "expert_group_count"), &v) && v > 1 ? v : 1);
+	wf_hfc_int(h, "topk_group", wf_hfc_kv_int(&h->kv, wf_hfc_key(h, "expert_group_used_count"), &v) && v > 1 ? v : 1);
+	wf_hfc_num(h, "partial_rotary_factor", (double)d->rot / (double)d->head_dim, false);
+	wf_hfc_raw(h, "use_qk_norm", wf_hfc_has(m, "blk.0.attn_q_norm.weight") ? "true" : "false");
+	wf_hfc_raw(h, "attention_bias", wf_hfc_has(m, "blk.0.attn_q.bias") ? "true" : "false");
+	wf_hfc_int(h, "num_nextn_predict_layers", h->n_nextn);
+	return WF_OK;
+}
+
+static enum wf_err cfg_glm4moe(const struct wf_arch *a, struct wf_hfc *h, const struct wf_model *m,
+			       const struct wf_hfc_dims *d, enum wf_hfc_at at)
+{
+	(void)a;
+	if (at == WF_HFC_BODY)
+		return glm4moe_fields(h, m, d);
+	if (at == WF_HFC_ROPE)
+		wf_hfc_scaling(h);
+	return WF_OK;
+}
+
 const struct wf_arch wf_arch_glm4moe = {
 	.hf = {"Glm4MoeForCausalLM", NULL}, .gguf = "glm4moe",
 	.tok = WF_VOCAB_GLM, .kvs = kv_glm4moe, .parts = glm4moe_parts, .experts = &glm4_experts,
 	.maps = {{glm4moe_map, WF_ARRAY_LEN(glm4moe_map)},
 		 {wf_arch_shared_experts, WF_ARRAY_LEN(wf_arch_shared_experts)}},
 	.configs = glm4moe_cfg, .n_configs = WF_ARRAY_LEN(glm4moe_cfg),
+	.config = cfg_glm4moe,
 };

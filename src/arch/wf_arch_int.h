@@ -12,7 +12,10 @@
 #define WF_ARCH_INT_H
 
 #include "base/wf_common.h"
+#include "base/wf_buf.h"
+#include "model/wf_gguf.h"
 #include "model/wf_gguf_w.h"
+#include "model/wf_model.h"
 #include "model/wf_vocab.h"
 
 #include <stdbool.h>
@@ -23,6 +26,9 @@
 #define KEYS(...) ((const char *const[]){__VA_ARGS__, NULL})
 
 struct moe;
+struct wf_arch_plan;
+struct wf_hfc;
+struct wf_hfc_dims;
 struct wf_arch;
 
 /* config.json as the converter sees it: text_config's keys over the
@@ -107,6 +113,20 @@ struct wf_moe_form {
 
 typedef enum wf_err (*wf_arch_kv_fn)(const struct wf_arch *a, struct wf_cfg *c, struct wf_gguf_w *w,
 				     uint32_t ftype);
+/* Tensors the converter generates from config.json rather than reads
+ * (generate_extra_tensors: Llama 3's rope_freqs, Phi-3's rope factors),
+ * first in model.gguf (B:908): each added by wf_arch_gen_add; pl has room
+ * for cap tensors. */
+/* hf/'s config.json is written in three steps, and an architecture's
+ * config hook is called at each (wf_arch_hf.c, write_config): HEAD before
+ * anything is written (it may set h->cls and h->model_type: DeepSeek V2 or
+ * V3), BODY after the fields every architecture has, ROPE after the token
+ * ids (rope_scaling and what follows it; a row with no hook gets
+ * wf_hfc_scaling's linear or yarn there, a hook that wants it calls it). */
+enum wf_hfc_at { WF_HFC_HEAD, WF_HFC_BODY, WF_HFC_ROPE };
+typedef enum wf_err (*wf_arch_cfg_fn)(const struct wf_arch *a, struct wf_hfc *h, const struct wf_model *m,
+				      const struct wf_hfc_dims *d, enum wf_hfc_at at);
+typedef enum wf_err (*wf_arch_gen_fn)(const struct wf_arch *a, struct wf_cfg *c, struct wf_arch_plan *pl, size_t cap);
 
 /* One architecture: what convert_hf_to_gguf.py's class for it does, and
  * what transformers' class reads back. */
@@ -123,9 +143,14 @@ struct wf_arch {
 	bool drop_lm_head;        /* Gemma 2 never writes output.weight */
 	bool mla;                 /* DeepseekV2Model: kv_b_proj split (mla_split), MTP skipped, tied lm_head dropped */
 	bool packed_experts;      /* every expert of a projection in one tensor (gpt-oss: oss_tensor) */
-	bool rope_factors;        /* Phi3MiniModel's generated rope_factors_long/short */
 	bool fused_gate_up;       /* ffn_up is HF's mlp.gate_up_proj (gate and up, in that order) */
 	wf_arch_kv_fn kvs;        /* set_gguf_parameters */
+	wf_arch_gen_fn gen;       /* generate_extra_tensors, or NULL: none */
+	/* hf/'s config.json (transformers' config class for the row) */
+	const char *hf_act;       /* hidden_act, or NULL: "silu" */
+	bool hf_attn_bias;        /* attention_bias: whether blk.0.attn_q.bias is there */
+	const char *const *hf_said; /* GGUF tensors config.json says instead (the generated ones), NULL-terminated */
+	wf_arch_cfg_fn config;    /* what else the class reads, or NULL (enum wf_hfc_at) */
 	const char *const *parts; /* the layer parts (GGUF names) the arch has, NULL-terminated */
 	const struct wf_moe_form *experts; /* per-expert tensors stacked (struct moe), or NULL */
 	struct wf_part_maps maps[3]; /* own layer part names, read before layer_map's, in order */
@@ -169,5 +194,75 @@ enum wf_err wf_cfg_need_u32(struct wf_cfg *c, const char *field, uint32_t max, u
  * here writes first (block_count through general.file_type, with rope
  * scaling and the expert keys), under architecture a. */
 enum wf_err wf_kv_text(struct wf_cfg *c, struct wf_gguf_w *w, const char *a, uint32_t ftype);
+
+/* Adds tensor `name` of numpy shape shape[0..ndim) to pl (room for cap),
+ * read from m->tensors[src] (or -1: generated), in ftype's float type (F32
+ * when norm_or_1d); WF_ERR_UNSUP naming it when GGUF cannot hold it
+ * (wf_arch_put.c, as the rest below). */
+enum wf_err wf_arch_add_tensor(struct wf_arch_plan *pl, size_t cap, const char *name, int64_t src, uint32_t ndim,
+			       const uint64_t *shape, bool norm_or_1d, uint32_t ftype, char *why);
+/* Adds the generated 1-D float32 tensor name of n values v (owned by the
+ * plan from here, freed on failure) to pl, which has room for cap. */
+enum wf_err wf_arch_gen_add(struct wf_cfg *c, struct wf_arch_plan *pl, size_t cap, const char *name, uint64_t n,
+			    float *v);
+
+/* hf/'s plan as it reads the GGUF and writes config.json (wf_arch_hf.c);
+ * the config hooks read and write through the wf_hfc_* below. */
+struct wf_hfc {
+	struct wf_gguf_vals kv;
+	const struct wf_arch *a;  /* the row of general.architecture */
+	const char *cls;        /* config.json's architectures[0] (HEAD: a->hf[0]) */
+	const char *model_type; /* ... and model_type */
+	int64_t n_exp;          /* a mixture of experts: its expert_count, else 0 */
+	uint32_t *exps;         /* ... and per layer, how many of its 3 stacked expert tensors were seen */
+	int64_t n_layer;
+	int64_t dense;          /* leading_dense_block_count: the first layers, with no experts */
+	int64_t n_nextn;        /* nextn_predict_layers: the last layers, MTP blocks (GLM) */
+	char arch[32];          /* general.architecture */
+	char key[96];
+	struct wf_buf *j;       /* config.json being written */
+	bool first;
+	char *why;
+	bool ds_bias;           /* some layer has exp_probs_b (DeepSeek V3) */
+};
+
+/* The numbers every architecture has (read_dims). */
+struct wf_hfc_dims {
+	int64_t embd, ff, layers, heads, kv_heads, ctx, head_dim, rot, vocab;
+	double eps, theta;
+};
+
+/* The row of GGUF general.architecture gguf_arch (with experts or
+ * without, when there are both), or of HF class hf[0]; NULL for none. */
+const struct wf_arch *wf_arch_row_of(const char *gguf_arch, bool experts);
+
+/* The GGUF's key/values as hf/ reads them: a whole number (a bool as 0 or
+ * 1), a finite float, a string's bytes (NULL: none), whether present. */
+bool wf_hfc_kv_int(const struct wf_gguf_vals *k, const char *key, int64_t *v);
+bool wf_hfc_kv_num(const struct wf_gguf_vals *k, const char *key, double *v);
+const uint8_t *wf_hfc_kv_str(const struct wf_gguf_vals *k, const char *key, size_t *n);
+bool wf_hfc_kv_has(const struct wf_gguf_vals *k, const char *key);
+/* "ARCH.rest" (in h->key, until the next call). */
+const char *wf_hfc_key(struct wf_hfc *h, const char *rest);
+/* The architecture's key rest, a whole number in [lo, hi]: else
+ * WF_ERR_UNSUP naming it in h->why. */
+enum wf_err wf_hfc_need(struct wf_hfc *h, const char *rest, int64_t lo, int64_t hi, int64_t *v);
+/* The model's tensor of that name, or NULL; whether it has one. */
+const struct wf_tensor *wf_hfc_tensor(const struct wf_model *m, const char *name);
+bool wf_hfc_has(const struct wf_model *m, const char *name);
+/* config.json's next field: its name (the value written after it), or a
+ * whole number, a float (as float32 when f32, else float64), a string, raw
+ * JSON text. */
+void wf_hfc_field(struct wf_hfc *h, const char *name);
+void wf_hfc_int(struct wf_hfc *h, const char *name, int64_t v);
+void wf_hfc_num(struct wf_hfc *h, const char *name, double v, bool f32);
+void wf_hfc_str(struct wf_hfc *h, const char *name, const char *v);
+void wf_hfc_raw(struct wf_hfc *h, const char *name, const char *v);
+/* rope_scaling of rope.scaling.type linear or yarn, as the converter
+ * writes them (nothing for another or none). */
+void wf_hfc_scaling(struct wf_hfc *h);
+/* A mixture of experts' two counts: count_field (num_experts,
+ * num_local_experts) and num_experts_per_tok. */
+enum wf_err wf_hfc_experts(struct wf_hfc *h, const char *count_field);
 
 #endif

@@ -90,12 +90,239 @@ static enum wf_err kv_mistral3(const struct wf_arch *a, struct wf_cfg *c, struct
 }
 
 
+/* Llama 3's rope_freqs.weight (L:298-326), in float32 as torch computes
+ * it: freqs = 1 / base^(arange(0, dim, 2) / dim), then per frequency its
+ * wavelength against the old context's bands. */
+static enum wf_err llama3_values(struct wf_cfg *c, const struct wf_rope *r, float **out, uint64_t *n)
+{
+	const cJSON *hd = wf_cfg_not_null(wf_cfg_hp(c, "head_dim"));
+	uint32_t dim = 0, hidden, heads;
+	if (hd ? !wf_cfg_u32(hd, &dim) : (!wf_cfg_u32(wf_cfg_hp(c, "hidden_size"), &hidden) || !wf_cfg_u32(wf_cfg_hp(c, "num_attention_heads"), &heads) || !heads))
+		return wf_fail(c->why, WF_ERR_UNSUP, "config.json: head_dim: missing for rope_type llama3");
+	if (!hd)
+		dim = hidden / heads;
+	if (dim < 2 || dim > 65536)
+		return wf_fail(c->why, WF_ERR_UNSUP, "config.json: head_dim: %u is not a rope dimension", dim);
+	const cJSON *fv = wf_cfg_not_null(wf_cfg_item(r->p, "factor")), *lv = wf_cfg_not_null(wf_cfg_item(r->p, "low_freq_factor")),
+		    *hv = wf_cfg_not_null(wf_cfg_item(r->p, "high_freq_factor"));
+	const cJSON *ov = wf_cfg_not_null(wf_cfg_item(r->p, "original_max_position_embeddings"));
+	const cJSON *vals[] = {r->theta, fv, lv, hv, ov};
+	for (size_t i = 0; i < WF_ARRAY_LEN(vals); i++)
+		if (vals[i] && !cJSON_IsNumber(vals[i]))
+			return wf_fail(c->why, WF_ERR_FORMAT, "config.json: rope_scaling: a llama3 field is not a number");
+	float base = r->theta ? (float)r->theta->valuedouble : 10000.0f;
+	double factor = fv ? fv->valuedouble : 8.0, low = lv ? lv->valuedouble : 1.0, high = hv ? hv->valuedouble : 4.0;
+	double old = ov ? ov->valuedouble : 8192;
+	float lowl = (float)(old / low), highl = (float)(old / high);
+	*n = (dim + 1) / 2; /* torch.arange(0, dim, 2): ceil(dim / 2) frequencies */
+	if (!(*out = malloc(*n * sizeof **out)))
+		return WF_ERR_NOMEM;
+	for (uint32_t k = 0; k < *n; k++) {
+		float e = (float)(2 * k) / (float)dim;
+		float freq = (1.0f / powf(base, e)) * 1.0f;
+		float wl = (1.0f / freq) * (float)(2 * M_PI);
+		float v;
+		if (wl < highl)
+			v = 1.0f;
+		else if (wl > lowl)
+			v = (float)factor;
+		else {
+			float smooth = ((1.0f / wl) * (float)old - (float)low) / (float)(high - low);
+			v = 1.0f / ((1.0f - smooth) / (float)factor + smooth);
+		}
+		(*out)[k] = v;
+	}
+	return WF_OK;
+}
+
+/* LlamaModel.generate_extra_tensors: rope_freqs.weight for a rope_type of
+ * llama3 (the gen hook of every LlamaModel row). */
+static enum wf_err gen_llama3(const struct wf_arch *a, struct wf_cfg *c, struct wf_arch_plan *pl, size_t cap)
+{
+	(void)a;
+	struct wf_rope r;
+	wf_cfg_rope(c, &r);
+	if (!wf_rope_is(&r, "llama3"))
+		return WF_OK;
+	float *v = NULL;
+	uint64_t n = 0;
+	enum wf_err rc = llama3_values(c, &r, &v, &n);
+	return rc == WF_OK ? wf_arch_gen_add(c, pl, cap, "rope_freqs.weight", n, v) : rc;
+}
+
+/* Llama 3's rope scaling, read back from the rope_freqs.weight llama.cpp
+ * made of it: factor is the largest factor; the band between the two
+ * wavelengths gives a line in 1/wavelength whose slope and intercept are
+ * old_context / (high - low) and -low / (high - low) (llama3_values
+ * above); low_freq_factor is taken as 1, as in every Llama 3.x. */
+static void llama3_scaling(struct wf_hfc *h, const struct wf_model *m, const struct wf_hfc_dims *d)
+{
+	const struct wf_tensor *t = wf_hfc_tensor(m, "rope_freqs.weight");
+	if (!t || t->type != WF_T_F32 || t->nelems != (uint64_t)(d->rot / 2) || t->part >= m->n_parts ||
+	    !m->parts[t->part].data)
+		return;
+	const uint8_t *p = m->parts[t->part].data + t->offset;
+	double factor = 1, sx = 0, sy = 0, sxx = 0, sxy = 0;
+	size_t nb = 0;
+	for (uint64_t i = 0; i < t->nelems; i++) {
+		uint32_t u = wf_le32(p + 4 * i);
+		float v;
+		memcpy(&v, &u, 4);
+		if (isfinite(v) && v > factor)
+			factor = v;
+	}
+	for (uint64_t i = 0; factor > 1 && i < t->nelems; i++) {
+		uint32_t u = wf_le32(p + 4 * i);
+		float v;
+		memcpy(&v, &u, 4);
+		if (!(v > 1.0001 && v < factor * 0.9999))
+			continue;
+		double freq = 1.0 / pow(d->theta, (double)(2 * i) / (double)d->rot);
+		double x = freq / (2 * M_PI), s = (1.0 / v - 1.0 / factor) / (1.0 - 1.0 / factor);
+		sx += x, sy += s, sxx += x * x, sxy += x * s, nb++;
+	}
+	double low = 1, high = 4, old = 8192;
+	if (nb == 1 && sx > 0) /* one point: high_freq_factor taken as 4 too */
+		old = round((sy * (high - low) + low) / sx);
+	if (nb >= 2 && sxx * nb - sx * sx > 0) {
+		double slope = (nb * sxy - sx * sy) / (nb * sxx - sx * sx), icept = (sy - slope * sx) / nb;
+		if (icept < 0 && slope > 0) {
+			high = low - 1.0 / icept;
+			old = round(slope * (high - low));
+			high = round(high * 64) / 64;
+		}
+	}
+	if (factor <= 1)
+		return;
+	wf_hfc_field(h, "rope_scaling");
+	wf_buf_puts(h->j, "{\"rope_type\": \"llama3\", \"factor\": ");
+	wf_buf_json_f32(h->j, (float)factor);
+	wf_buf_puts(h->j, ", \"low_freq_factor\": ");
+	wf_buf_json_f64(h->j, low);
+	wf_buf_puts(h->j, ", \"high_freq_factor\": ");
+	wf_buf_json_f64(h->j, high);
+	wf_buf_printf(h->j, ", \"original_max_position_embeddings\": %lld}", (long long)old);
+}
+
+/* SmolLM3: llama.cpp ropes every layer but each 4th (smollm3.cpp,
+ * n_no_rope_layer_step), which is SmolLM3Config's no_rope_layers (1: rope)
+ * for an interval of 4. */
+static void smollm3_fields(struct wf_hfc *h, const struct wf_hfc_dims *d)
+{
+	wf_hfc_raw(h, "attention_bias", "false");
+	wf_hfc_raw(h, "mlp_bias", "false");
+	wf_hfc_int(h, "no_rope_layer_interval", 4);
+	wf_hfc_field(h, "no_rope_layers");
+	wf_buf_putc(h->j, '[');
+	for (int64_t i = 0; i < d->layers; i++) {
+		if (i)
+			wf_buf_puts(h->j, ", ");
+		wf_buf_putc(h->j, (i + 1) % 4 ? '1' : '0');
+	}
+	wf_buf_putc(h->j, ']');
+	wf_hfc_raw(h, "use_sliding_window", "false");
+}
+
+/* Granite's multipliers as llama.cpp applies them (granite.cpp): a key
+ * absent is no scaling, but for the attention's, 1/sqrt(head_dim). */
+static void granite_fields(struct wf_hfc *h, const struct wf_hfc_dims *d)
+{
+	static const char *const m[][2] = {{"attention.scale", "attention_multiplier"},
+					   {"embedding_scale", "embedding_multiplier"},
+					   {"residual_scale", "residual_multiplier"},
+					   {"logit_scale", "logits_scaling"}};
+	wf_hfc_raw(h, "attention_bias", "false");
+	wf_hfc_raw(h, "mlp_bias", "false");
+	for (size_t i = 0; i < WF_ARRAY_LEN(m); i++) {
+		double v;
+		if (wf_hfc_kv_num(&h->kv, wf_hfc_key(h, m[i][0]), &v) && v != 0)
+			wf_hfc_num(h, m[i][1], v, true);
+		else
+			wf_hfc_num(h, m[i][1], i ? 1.0 : 1.0 / sqrt((double)d->head_dim), i != 0);
+	}
+}
+
+/* LlamaModel's rope read back: Llama 3's from rope_freqs.weight, else
+ * linear or yarn. */
+static void rope_llama(struct wf_hfc *h, const struct wf_model *m, const struct wf_hfc_dims *d)
+{
+	if (wf_hfc_has(m, "rope_freqs.weight"))
+		llama3_scaling(h, m, d);
+	else
+		wf_hfc_scaling(h);
+}
+
+static enum wf_err cfg_llama(const struct wf_arch *a, struct wf_hfc *h, const struct wf_model *m,
+			     const struct wf_hfc_dims *d, enum wf_hfc_at at)
+{
+	(void)a;
+	if (at == WF_HFC_BODY)
+		wf_hfc_raw(h, "mlp_bias", "false");
+	if (at == WF_HFC_ROPE)
+		rope_llama(h, m, d);
+	return WF_OK;
+}
+
+static enum wf_err cfg_mixtral(const struct wf_arch *a, struct wf_hfc *h, const struct wf_model *m,
+			       const struct wf_hfc_dims *d, enum wf_hfc_at at)
+{
+	(void)a;
+	enum wf_err rc = WF_OK;
+	if (at == WF_HFC_BODY && (rc = wf_hfc_experts(h, "num_local_experts")) == WF_OK) {
+		wf_hfc_num(h, "router_jitter_noise", 0.0, false);
+		wf_hfc_raw(h, "sliding_window", "null");
+	}
+	if (at == WF_HFC_ROPE)
+		rope_llama(h, m, d);
+	return rc;
+}
+
+static enum wf_err cfg_mistral3(const struct wf_arch *a, struct wf_hfc *h, const struct wf_model *m,
+				const struct wf_hfc_dims *d, enum wf_hfc_at at)
+{
+	(void)a;
+	(void)m;
+	(void)d;
+	if (at == WF_HFC_BODY) /* MistralConfig's default is 4096; llama.cpp's mistral3 has none */
+		wf_hfc_raw(h, "sliding_window", "null");
+	if (at == WF_HFC_ROPE)
+		wf_hfc_scaling(h);
+	return WF_OK;
+}
+
+static enum wf_err cfg_smollm3(const struct wf_arch *a, struct wf_hfc *h, const struct wf_model *m,
+			       const struct wf_hfc_dims *d, enum wf_hfc_at at)
+{
+	(void)a;
+	(void)m;
+	if (at == WF_HFC_BODY)
+		smollm3_fields(h, d);
+	if (at == WF_HFC_ROPE)
+		wf_hfc_scaling(h);
+	return WF_OK;
+}
+
+static enum wf_err cfg_granite(const struct wf_arch *a, struct wf_hfc *h, const struct wf_model *m,
+			       const struct wf_hfc_dims *d, enum wf_hfc_at at)
+{
+	(void)a;
+	(void)m;
+	if (at == WF_HFC_BODY)
+		granite_fields(h, d);
+	if (at == WF_HFC_ROPE)
+		wf_hfc_scaling(h);
+	return WF_OK;
+}
+
+static const char *const llama_said[] = {"rope_freqs.weight", NULL};
+
 /* conversion/__init__.py's LlamaModel registrations */
 const struct wf_arch wf_arch_llama = {
 	.hf = {"LlamaForCausalLM", "LLaMAForCausalLM", "MistralForCausalLM", NULL},
 	.gguf = "llama", .canon = "llama", .names = {"llama", "LlamaForCausalLM"},
-	.tok = WF_VOCAB_LLAMA, .permute_qk = true, .kvs = kv_llama, .parts = wf_arch_llama_parts,
+	.tok = WF_VOCAB_LLAMA, .permute_qk = true, .gen = gen_llama3, .kvs = kv_llama, .parts = wf_arch_llama_parts,
 	.configs = llama_cfg, .n_configs = WF_ARRAY_LEN(llama_cfg),
+	.hf_attn_bias = true, .hf_said = llama_said, .config = cfg_llama,
 };
 
 /* Mistral3ForConditionalGeneration's text model (mistral3.py
@@ -105,7 +332,8 @@ const struct wf_arch wf_arch_mistral3 = {
 	.hf = {"MistralForCausalLM", "Mistral3ForConditionalGeneration", NULL},
 	.gguf = "mistral3", .canon = "mistral", .names = {"mistral", "MistralForCausalLM"},
 	.wrapper = "Mistral3ForConditionalGeneration", .hf_model_type = "mistral",
-	.tok = WF_VOCAB_LLAMA, .permute_qk = true, .kvs = kv_mistral3, .parts = wf_arch_llama_parts,
+	.tok = WF_VOCAB_LLAMA, .permute_qk = true, .gen = gen_llama3, .kvs = kv_mistral3, .parts = wf_arch_llama_parts,
+	.config = cfg_mistral3,
 };
 
 /* SmolLM3Model: LlamaModel's tensors and keys under smollm3; its NoPE
@@ -113,21 +341,24 @@ const struct wf_arch wf_arch_mistral3 = {
 const struct wf_arch wf_arch_smollm3 = {
 	.hf = {"SmolLM3ForCausalLM", NULL}, .gguf = "smollm3", .canon = "smollm3",
 	.names = {"smollm3", "SmolLM3ForCausalLM"},
-	.tok = WF_VOCAB_LLAMA, .permute_qk = true, .kvs = kv_llama, .parts = wf_arch_llama_parts,
+	.tok = WF_VOCAB_LLAMA, .permute_qk = true, .gen = gen_llama3, .kvs = kv_llama, .parts = wf_arch_llama_parts,
 	.configs = smollm3_cfg, .n_configs = WF_ARRAY_LEN(smollm3_cfg),
+	.config = cfg_smollm3,
 };
 
 /* GraniteModel: LlamaModel without head_dim, and its four multipliers */
 const struct wf_arch wf_arch_granite = {
 	.hf = {"GraniteForCausalLM", NULL}, .gguf = "granite", .canon = "granite",
 	.names = {"granite", "GraniteForCausalLM"},
-	.tok = WF_VOCAB_LLAMA, .permute_qk = true, .kvs = kv_granite, .parts = wf_arch_llama_parts,
+	.tok = WF_VOCAB_LLAMA, .permute_qk = true, .gen = gen_llama3, .kvs = kv_granite, .parts = wf_arch_llama_parts,
 	.configs = granite_cfg, .n_configs = WF_ARRAY_LEN(granite_cfg),
+	.config = cfg_granite,
 };
 
 /* registered after llama's: a GGUF "llama" is read back as the dense row */
 const struct wf_arch wf_arch_mixtral = {
 	.hf = {"MixtralForCausalLM", NULL}, .gguf = "llama",
-	.tok = WF_VOCAB_LLAMA, .permute_qk = true, .kvs = kv_llama, .parts = mixtral_parts,
+	.tok = WF_VOCAB_LLAMA, .permute_qk = true, .gen = gen_llama3, .kvs = kv_llama, .parts = mixtral_parts,
 	.experts = &mixtral_experts,
+	.hf_attn_bias = true, .hf_said = llama_said, .config = cfg_mixtral,
 };

@@ -51,15 +51,34 @@ static enum wf_err kv_olmoe(const struct wf_arch *a, struct wf_cfg *c, struct wf
 
 /* Olmo2Model: norms after each sublayer (two of Gemma 2's four names), q/k
  * norms over the whole projection */
+static enum wf_err cfg_olmoe(const struct wf_arch *a, struct wf_hfc *h, const struct wf_model *m,
+			     const struct wf_hfc_dims *d, enum wf_hfc_at at)
+{
+	(void)a;
+	(void)m;
+	(void)d;
+	enum wf_err rc = WF_OK;
+	/* experts of intermediate_size; llama.cpp does not renormalise */
+	if (at == WF_HFC_BODY && (rc = wf_hfc_experts(h, "num_experts")) == WF_OK) {
+		wf_hfc_raw(h, "norm_topk_prob", "false");
+		wf_hfc_raw(h, "clip_qkv", "null");
+	}
+	if (at == WF_HFC_ROPE)
+		wf_hfc_scaling(h);
+	return rc;
+}
+
 const struct wf_arch wf_arch_olmo2 = {
 	.hf = {"Olmo2ForCausalLM", NULL}, .gguf = "olmo2", .canon = "olmo2", .names = {"olmo2", "Olmo2ForCausalLM"},
 	.tok = WF_VOCAB_GPT2, .kvs = kv_olmo2, .parts = olmo2_parts,
 	.maps = {{wf_arch_norms4, WF_ARRAY_LEN(wf_arch_norms4)}},
 	.configs = olmo2_cfg, .n_configs = WF_ARRAY_LEN(olmo2_cfg),
+	.hf_attn_bias = true,
 };
 
 const struct wf_arch wf_arch_olmoe = {
 	.hf = {"OlmoeForCausalLM", NULL}, .gguf = "olmoe",
 	.tok = WF_VOCAB_GPT2, .kvs = kv_olmoe, .parts = olmoe_parts, .experts = &olmoe_experts,
 	.configs = olmoe_cfg, .n_configs = WF_ARRAY_LEN(olmoe_cfg),
+	.config = cfg_olmoe,
 };

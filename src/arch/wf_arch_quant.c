@@ -368,16 +368,30 @@ static uint64_t row_bytes(int t, uint64_t ne0)
 	return ne0 / ty->blck * ty->bytes;
 }
 
+/* llama-quantize's 70B rule (llama-quant.cpp: qs.model.type ==
+ * LLM_TYPE_70B): llama_model's load_hparams calls a model 70B by its
+ * general.architecture and 80 blocks, for these of llama.cpp's
+ * architectures only, llama when its attention is grouped (with n_head ==
+ * n_head_kv, 80 blocks are a 65B).  It is llama.cpp's table keyed by GGUF
+ * names, not a fact of a converter class: it applies to a GGUF retyped
+ * (wf_arch_plan_gguf) of any architecture, olmo and deci among them, which
+ * the registry has no row for.  So it stays here, the one table besides
+ * the registry that names architectures (tools/check_layers.py,
+ * ARCH_TABLES). */
+static const struct {
+	const char *arch;
+	bool gqa;
+} llama_70b[] = {{"llama", true}, {"qwen2", false}, {"olmo", false}, {"deci", false}};
+
 enum wf_err wf_arch_quantize(struct wf_arch_plan *plan, uint32_t ftype, const struct wf_quant_hp *hp, char *why)
 {
 	int dflt = wf_ftype_default_type(ftype);
 	if (dflt < 0)
 		return wf_fail(why, WF_ERR_UNSUP, "file type %u: not one model.gguf is made in", ftype);
 	struct qstate q = {.hp = hp, .ftype = ftype & ~WF_FTYPE_PURE, .n_layer = (int)hp->n_layer, .tied = true};
-	static const char *const big[] = {"llama", "qwen2", "olmo", "deci"};
-	for (size_t i = 0; i < WF_ARRAY_LEN(big); i++)
-		if (strcmp(hp->arch, big[i]) == 0 && hp->n_layer == 80 &&
-		    (strcmp(hp->arch, "llama") != 0 || hp->n_head != hp->n_head_kv))
+	for (size_t i = 0; i < WF_ARRAY_LEN(llama_70b); i++)
+		if (strcmp(hp->arch, llama_70b[i].arch) == 0 && hp->n_layer == 80 &&
+		    (!llama_70b[i].gqa || hp->n_head != hp->n_head_kv))
 			q.is_70b = true;
 	qsort(plan->t, plan->n, sizeof *plan->t, loader_order);
 	for (size_t i = 0; i < plan->n; i++) {

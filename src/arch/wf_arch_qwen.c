@@ -53,6 +53,45 @@ static enum wf_err kv_qwen(const struct wf_arch *a, struct wf_cfg *c, struct wf_
 }
 
 
+/* Qwen2-MoE's and Qwen3-MoE's fields (moe-and-mla.md 2-3, hf/ view):
+ * what llama.cpp runs is what transformers computes with them (Qwen2-MoE's
+ * weights are not renormalised, Qwen3-MoE's are). */
+static enum wf_err qwen_moe(struct wf_hfc *h, enum wf_hfc_at at, bool norm_topk)
+{
+	int64_t ff;
+	enum wf_err rc = WF_OK;
+	if (at == WF_HFC_ROPE)
+		wf_hfc_scaling(h);
+	if (at != WF_HFC_BODY || (rc = wf_hfc_experts(h, "num_experts")) != WF_OK ||
+	    (rc = wf_hfc_need(h, "expert_feed_forward_length", 1, 1 << 24, &ff)) != WF_OK)
+		return rc;
+	wf_hfc_int(h, "moe_intermediate_size", ff);
+	if (wf_hfc_kv_int(&h->kv, wf_hfc_key(h, "expert_shared_feed_forward_length"), &ff))
+		wf_hfc_int(h, "shared_expert_intermediate_size", ff);
+	wf_hfc_raw(h, "norm_topk_prob", norm_topk ? "true" : "false");
+	wf_hfc_int(h, "decoder_sparse_step", 1);
+	wf_hfc_raw(h, "mlp_only_layers", "[]");
+	return WF_OK;
+}
+
+static enum wf_err cfg_qwen2moe(const struct wf_arch *a, struct wf_hfc *h, const struct wf_model *m,
+				const struct wf_hfc_dims *d, enum wf_hfc_at at)
+{
+	(void)a;
+	(void)m;
+	(void)d;
+	return qwen_moe(h, at, false);
+}
+
+static enum wf_err cfg_qwen3moe(const struct wf_arch *a, struct wf_hfc *h, const struct wf_model *m,
+				const struct wf_hfc_dims *d, enum wf_hfc_at at)
+{
+	(void)a;
+	(void)m;
+	(void)d;
+	return qwen_moe(h, at, true);
+}
+
 const struct wf_arch wf_arch_qwen2 = {
 	.hf = {"Qwen2ForCausalLM", NULL}, .gguf = "qwen2", .canon = "qwen2", .names = {"qwen2", "Qwen2ForCausalLM"},
 	.tok = WF_VOCAB_QWEN, .kvs = kv_qwen, .parts = wf_arch_llama_parts,
@@ -63,14 +102,17 @@ const struct wf_arch wf_arch_qwen3 = {
 	.hf = {"Qwen3ForCausalLM", NULL}, .gguf = "qwen3", .canon = "qwen3", .names = {"qwen3", "Qwen3ForCausalLM"},
 	.tok = WF_VOCAB_QWEN, .kvs = kv_qwen, .parts = qwen3_parts,
 	.configs = qwen3_cfg, .n_configs = WF_ARRAY_LEN(qwen3_cfg),
+	.hf_attn_bias = true,
 };
 
 const struct wf_arch wf_arch_qwen2moe = {
 	.hf = {"Qwen2MoeForCausalLM", NULL}, .gguf = "qwen2moe",
 	.tok = WF_VOCAB_QWEN, .kvs = kv_qwen, .parts = qwen2moe_parts, .experts = &qwen2_experts,
+	.config = cfg_qwen2moe,
 };
 
 const struct wf_arch wf_arch_qwen3moe = {
 	.hf = {"Qwen3MoeForCausalLM", NULL}, .gguf = "qwen3moe",
 	.tok = WF_VOCAB_QWEN, .kvs = kv_qwen, .parts = qwen3moe_parts, .experts = &qwen3_experts,
+	.hf_attn_bias = true, .config = cfg_qwen3moe,
 };

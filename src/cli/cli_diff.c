@@ -568,10 +568,10 @@ static int prepare(struct side *sa, struct side *sb, const char *pa, const char 
 	if (sa->naming == sb->naming || sa->naming == WF_NAMES_OTHER || sb->naming == WF_NAMES_OTHER)
 		return 0;
 	struct side *hf = sa->naming == WF_NAMES_HF ? sa : sb;
-	/* the GGUF side's architecture is the one llama.cpp converted with;
-	 * mistral's GGUF says llama, which permutes the same */
+	/* the GGUF side's architecture is the one llama.cpp converted with,
+	 * unless the registry knows the HF side's better (wf_arch_pair_arch) */
 	const struct side *gg = hf == sa ? sb : sa;
-	if (gg->arch[0] && !(strcmp(gg->arch, "llama") == 0 && strcmp(hf->arch, "mistral") == 0))
+	if (gg->arch[0] && wf_arch_pair_arch(gg->arch, hf->arch) == gg->arch)
 		snprintf(arch, archlen, "%s", gg->arch);
 	else if (hf->arch[0])
 		snprintf(arch, archlen, "%s", hf->arch);

@@ -101,6 +101,7 @@ from t_preview import group_preview
 from t_memory import group_memory
 from t_gguf import group_gguf
 from t_gguf_more import group_gguf_more
+from t_scale import group_scale
 from t_hf import group_hf
 from t_gguf_quant import group_gguf_quant
 from t_verify import group_verify
@@ -129,7 +130,7 @@ def print_tally():
 EST = {"gguf_quant": 200, "gguf": 145, "views": 130, "cmds": 95, "memory": 90, "hftok": 65, "hf": 35,
        "parts": 33, "gguf_more": 29, "hfq": 28, "truncate": 28, "preview": 15, "bounds": 12, "perms": 10,
        "data": 10, "malformed": 8, "sets": 8, "demo": 7, "concurrency": 6, "net": 50, "s3": 40,
-       "netcache": 40}
+       "netcache": 40, "scale": 30}
 
 
 def all_groups():
@@ -155,6 +156,7 @@ def all_groups():
     groups.append(("memory", group_memory))
     groups.append(("gguf", group_gguf))
     groups.append(("gguf_more", group_gguf_more))
+    groups.append(("scale", group_scale))
     groups.append(("hf", group_hf))
     groups.append(("gguf_quant", group_gguf_quant))
     groups.append(("verify", group_verify))

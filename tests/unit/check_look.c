@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "arch/wf_arch_int.h"
 #include "model/wf_st.h"
 #include "mount/wf_preview.h"
 #include "view/wf_diff.h"
@@ -178,9 +179,9 @@ START_TEST(hf_names_map_to_gguf)
 	/* the rows that permute (LlamaModel's subclasses), by general.architecture */
 	ck_assert(wf_arch_permutes_qk("granite") && wf_arch_permutes_qk("smollm3") && wf_arch_permutes_qk("mistral3") &&
 		  !wf_arch_permutes_qk("olmo2") && !wf_arch_permutes_qk("gemma"));
-	ck_assert_str_eq(wf_arch_info_of("mistral3", false)->hf_class, "MistralForCausalLM");
-	ck_assert_str_eq(wf_arch_info_of("mistral3", false)->model_type, "mistral");
-	ck_assert_str_eq(wf_arch_info_of("gemma3", false)->hf_class, "Gemma3ForCausalLM");
+	ck_assert_str_eq(wf_arch_row_of("mistral3", false)->hf[0], "MistralForCausalLM");
+	ck_assert_str_eq(wf_arch_row_of("mistral3", false)->hf_model_type, "mistral");
+	ck_assert_str_eq(wf_arch_row_of("gemma3", false)->hf[0], "Gemma3ForCausalLM");
 	ck_assert(wf_arch_norm_plus_one("gemma2") && !wf_arch_norm_plus_one("llama"));
 	ck_assert_int_eq(wf_name_naming("blk.0.x", 7), WF_NAMES_GGUF);
 	ck_assert_int_eq(wf_name_naming("lm_head.weight", 14), WF_NAMES_HF);
