@@ -216,7 +216,7 @@ def group_cmds():
 
     # what each command's table gives, checked from outside: the exit code
     # of its bad command lines (diff and verify answer as diff(1) and cmp(1))
-    usage_exit = {"ls": 1, "info": 1, "cat": 1, "convert": 1, "stats": 1, "diff": 2, "verify": 2}
+    usage_exit = {"ls": 1, "info": 1, "cat": 1, "convert": 1, "stats": 1, "diff": 2, "verify": 2, "fetch": 1}
 
     def tables():
         errs = Errs()
