@@ -24,7 +24,7 @@
 struct wf_remote_conf wf_remote_conf = {.chunk = 4u << 20, .streams = 4, .mem = 256u << 20,
 					.cache_size = WF_CACHE_SIZE_DEFAULT};
 
-/* STAGED: fetched ahead, its bytes held (o->held[c]) until a reader
+/* STAGED: fetched ahead, its bytes held (the staged ring) until a reader
  * touches the chunk.  Placed only then, so that every chunk a sequential
  * reader reaches faults once, and the read-ahead sees the reader move
  * through what it fetched (a chunk placed ahead of time would be read
@@ -42,7 +42,6 @@ struct wf_robj {
 	size_t maplen;
 	uint64_t chunk, n_chunks;
 	uint8_t *st;       /* per chunk: ABSENT ... PRESENT */
-	uint8_t **held;    /* per chunk: a STAGED chunk's bytes */
 	uint8_t *pre;      /* the first chunk, fetched by the pinning probe, until mapped */
 	uint64_t pre_len;  /* its bytes, counted in pre_bytes until placed */
 	uint64_t last_c, ra_end;
@@ -98,7 +97,13 @@ static struct waiter *waiters;
 static size_t w_n, w_cap;
 static struct job *resident; /* chunks in memory, oldest first (a ring) */
 static size_t r_head, r_n, r_cap;
-static struct job staged[HELD_MAX]; /* STAGED chunks, oldest first (a ring) */
+/* STAGED chunks and their bytes, oldest first (a ring): at most HELD_MAX,
+ * so no per-chunk table grows with the model */
+static struct held {
+	struct wf_robj *o;
+	uint64_t c;
+	uint8_t *buf;
+} staged[HELD_MAX];
 static size_t s_head, s_n;
 /* Chunk buffers given back by placed staged chunks, reused: a fresh
  * buffer's first touch costs page faults (a third of a read, perf). */
@@ -277,19 +282,31 @@ static bool waited(const struct wf_robj *o, uint64_t c)
 static void hold(struct wf_robj *o, uint64_t c, uint8_t *buf)
 {
 	if (s_n >= held_cap()) {
-		struct job v = staged[s_head];
+		struct held v = staged[s_head];
 		s_head = (s_head + 1) % HELD_MAX;
 		s_n--;
-		if (v.o->st[v.c] == STAGED) {
-			give_spare(v.o->held[v.c]);
-			v.o->held[v.c] = NULL;
-			v.o->st[v.c] = ABSENT;
-		}
+		give_spare(v.buf);
+		v.o->st[v.c] = ABSENT;
 	}
-	o->held[c] = buf;
 	o->st[c] = STAGED;
-	staged[(s_head + s_n) % HELD_MAX] = (struct job){o, c, NULL};
+	staged[(s_head + s_n) % HELD_MAX] = (struct held){o, c, buf};
 	s_n++;
+}
+
+/* Takes chunk c's held bytes out of the ring (NULL when none). */
+static uint8_t *unhold(const struct wf_robj *o, uint64_t c)
+{
+	for (size_t i = 0; i < s_n; i++) {
+		struct held *h = &staged[(s_head + i) % HELD_MAX];
+		if (h->o != o || h->c != c)
+			continue;
+		uint8_t *buf = h->buf;
+		for (size_t k = i; k + 1 < s_n; k++) /* the younger ones move up: order kept */
+			staged[(s_head + k) % HELD_MAX] = staged[(s_head + k + 1) % HELD_MAX];
+		s_n--;
+		return buf;
+	}
+	return NULL;
 }
 
 /* Copies a fetched chunk in, which wakes whoever waits on its pages.
@@ -349,13 +366,19 @@ static void read_ahead(struct wf_robj *o, uint64_t c)
  * chunk INFLIGHT meanwhile, as a worker does). */
 static void place_held(struct wf_robj *o, uint64_t c)
 {
-	uint8_t *buf = o->held[c];
-	o->held[c] = NULL;
+	/* the probe's first chunk (its pages only, not a chunk's), else the ring's */
+	bool pre = c == 0 && o->pre;
+	uint8_t *buf = pre ? o->pre : unhold(o, c);
 	o->st[c] = INFLIGHT;
-	bool pre = c == 0 && o->pre_len; /* the probe's buffer: its pages only, not a chunk's */
 	if (pre) {
 		atomic_fetch_sub(&pre_bytes, o->pre_len);
+		o->pre = NULL;
 		o->pre_len = 0;
+	}
+	if (!buf) { /* cannot be: STAGED always has its bytes; fetch it again */
+		o->st[c] = ABSENT;
+		push(o, c, true);
+		return;
 	}
 	pthread_mutex_unlock(&mu);
 	bool ok = place(o, c, buf);
@@ -629,7 +652,7 @@ static void *worker_loop(void *u)
 				fresh = malloc(wf_remote_conf.chunk);
 				pthread_mutex_lock(&mu);
 			}
-			if (fresh && j.o->held && !waited(j.o, j.c)) {
+			if (fresh && !waited(j.o, j.c)) {
 				hold(j.o, j.c, w->buf);
 				w->buf = fresh;
 				continue; /* with mu held, as the loop's top wants */
@@ -1021,25 +1044,19 @@ const uint8_t *wf_robj_data(struct wf_robj *o, char *err)
 	o->n_chunks = (o->size + o->chunk - 1) / o->chunk;
 	o->maplen = (size_t)((o->size + page - 1) / page * page);
 	o->st = calloc(o->n_chunks, 1);
-	/* without it, chunks fetched ahead are placed at once (no staging) */
-	o->held = calloc(o->n_chunks, sizeof *o->held);
-	if (o->pre && o->held && o->chunk == wf_remote_conf.chunk) {
-		/* the probe's first chunk: placed on the header's first touch */
-		o->held[0] = o->pre;
-		o->st[0] = STAGED;
-	} else if (o->pre) {
+	if (o->pre && (!o->st || o->pre_len != chunk_len(o, 0))) {
+		/* fetched at another chunk size: not this mapping's first chunk */
 		atomic_fetch_sub(&pre_bytes, o->pre_len);
-		o->pre_len = 0;
 		free(o->pre);
+		o->pre = NULL, o->pre_len = 0;
 	}
-	o->pre = NULL;
+	if (o->pre)
+		o->st[0] = STAGED; /* the probe's first chunk: placed on the header's first touch */
 	void *m = o->st ? mmap(NULL, o->maplen, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0)
 			: MAP_FAILED;
 	if (m == MAP_FAILED) {
-		if (o->held)
-			free(o->held[0]);
-		free(o->st), free(o->held);
-		o->st = NULL, o->held = NULL;
+		free(o->st);
+		o->st = NULL;
 		pthread_mutex_unlock(&mu);
 		wf_fail(err, WF_ERR_NOMEM, "cannot map %llu bytes", (unsigned long long)o->size);
 		return NULL;
@@ -1121,15 +1138,15 @@ void wf_remote_shutdown(void)
 		objs = o->next;
 		if (o->base)
 			munmap(o->base, o->maplen);
-		for (uint64_t c = 0; o->held && c < o->n_chunks; c++)
-			free(o->held[c]);
-		free(o->held), free(o->pre);
+		free(o->pre);
 		free(o->st), free(o->url), free(o->etag), free(o->token), free(o->sig), free(o);
 	}
 	free(queue), free(waiters), free(resident);
 	queue = NULL, waiters = NULL, resident = NULL;
 	q_n = q_cap = w_n = w_cap = r_n = r_cap = r_head = 0;
-	s_head = s_n = 0;
+	while (s_n)
+		free(staged[(s_head + --s_n) % HELD_MAX].buf);
+	s_head = 0;
 	while (n_spare)
 		free(spare[--n_spare]);
 	if (uffd >= 0)
