@@ -199,7 +199,9 @@ WEIGHTFS_API const char *weightfs_hf_file_name(int file);
 /* The size of hf/ file `file` of m, with model.safetensors' tensors in
  * dtype (WEIGHTFS_F32, F16 or BF16; WEIGHTFS_DEFAULT: the one m was
  * opened with, F32 for STORED).  The view is made on the first call and
- * again when dtype changes (not concurrently with reads of it).
+ * again when dtype changes.  Threads may call it at once; a call in
+ * another dtype than reads in flight frees the view they use, so the
+ * caller keeps those apart (the Python module does).
  * WEIGHTFS_EUNSUP with the reason in err when m has no such file (not a
  * GGUF, an architecture transformers has no model for, no tokenizer,
  * tokenizer.model of a byte-level vocabulary). */

@@ -39,7 +39,10 @@ struct weightfs_model {
 	uint32_t *stored_of;   /* [n_tensors]: the hidden part a decoded layer's name is stored under, or
 				* WF_NAMES_NONE (GPTQ, AWQ: PREFIX.weight is no stored tensor) */
 	int dtype;             /* WEIGHTFS_F32..STORED: what WEIGHTFS_DEFAULT stands for */
-	/* the hf/ view (weightfs_hf_size), made on first use */
+	/* the hf/ view (weightfs_hf_size), made on first use under hf_lock:
+	 * threads asking in the same dtype at once must not both make or
+	 * drop it (a double free) */
+	pthread_mutex_t hf_lock;
 	struct wf_hf_file *hf;
 	int hf_dtype;
 	struct wf_live hf_lv;  /* reads of its files (hf_seg) */
@@ -95,6 +98,7 @@ WEIGHTFS_API int weightfs_open(const char *path, int dtype, weightfs_model **out
 	if (!h)
 		return wf_api_fail(err, errlen, WEIGHTFS_ENOMEM, "%s: out of memory", qp);
 	pthread_mutex_init(&h->meta_lock, NULL);
+	pthread_mutex_init(&h->hf_lock, NULL);
 	h->dtype = dtype;
 	/* hf://, s3:// and http(s):// (net/wf_source.h): staged as a folder
 	 * the loaders read as any, as the mount and the commands do */
@@ -158,6 +162,7 @@ WEIGHTFS_API void weightfs_close(weightfs_model *h)
 	wf_model_free(h->m);
 	free(h->meta);
 	pthread_mutex_destroy(&h->meta_lock);
+	pthread_mutex_destroy(&h->hf_lock);
 	free(h);
 }
 
@@ -440,6 +445,8 @@ static void hf_seg(const void *files, uint32_t file, uint64_t off, struct wf_seg
 	}
 }
 
+static int hf_size_locked(weightfs_model *h, int dtype, int file, uint64_t *size, char *err, size_t errlen);
+
 WEIGHTFS_API int weightfs_hf_size(weightfs_model *h, int dtype, int file, uint64_t *size, char *err, size_t errlen)
 {
 	if (!h || !size || file < 0 || file >= WEIGHTFS_HF_FILES ||
@@ -447,6 +454,15 @@ WEIGHTFS_API int weightfs_hf_size(weightfs_model *h, int dtype, int file, uint64
 		return wf_api_fail(err, errlen, WEIGHTFS_EINVAL, "weightfs_hf_size: bad argument");
 	if (dtype == WEIGHTFS_DEFAULT)
 		dtype = h->dtype == WEIGHTFS_STORED ? WEIGHTFS_F32 : h->dtype;
+	pthread_mutex_lock(&h->hf_lock);
+	int rc = hf_size_locked(h, dtype, file, size, err, errlen);
+	pthread_mutex_unlock(&h->hf_lock);
+	return rc;
+}
+
+/* weightfs_hf_size under hf_lock. */
+static int hf_size_locked(weightfs_model *h, int dtype, int file, uint64_t *size, char *err, size_t errlen)
+{
 	char msg[WF_ERRLEN];
 	if (h->hf && h->hf_dtype != dtype)
 		hf_drop(h);

@@ -4,6 +4,7 @@
 #include <check.h>
 #include <fcntl.h>
 #include <math.h>
+#include <pthread.h>
 #include <cjson/cJSON.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -277,6 +278,62 @@ START_TEST(test_changed)
 }
 END_TEST
 
+/* Threads asking for the hf/ view at once, in the same dtype each round
+ * and another dtype the next (as the Python module lets them): the view
+ * is made or remade once, never twice or freed twice, and every answer is
+ * the size of that dtype's model.safetensors. */
+struct hf_round {
+	weightfs_model *m;
+	pthread_barrier_t *bar;
+	uint64_t want[3];
+	int bad;
+};
+
+static const int hf_dt[3] = {WEIGHTFS_F32, WEIGHTFS_F16, WEIGHTFS_BF16};
+
+static void *hf_asker(void *arg)
+{
+	struct hf_round *r = arg;
+	for (int i = 0; i < 60; i++) {
+		pthread_barrier_wait(r->bar);
+		uint64_t size = 0;
+		char err[256];
+		if (weightfs_hf_size(r->m, hf_dt[i % 3], WEIGHTFS_HF_SAFETENSORS, &size, err, sizeof err) != WEIGHTFS_OK ||
+		    size != r->want[i % 3])
+			__atomic_add_fetch(&r->bad, 1, __ATOMIC_RELAXED);
+		pthread_barrier_wait(r->bar);
+	}
+	return NULL;
+}
+
+START_TEST(test_hf_size_from_threads)
+{
+	const char *path = "tests/data/demo/demo-llama.gguf";
+	struct hf_round r = {0};
+	char err[256];
+	for (int d = 0; d < 3; d++) {
+		weightfs_model *one = open_ok(path);
+		ck_assert_msg(weightfs_hf_size(one, hf_dt[d], WEIGHTFS_HF_SAFETENSORS, &r.want[d], err, sizeof err) ==
+				      WEIGHTFS_OK, "%s", err);
+		weightfs_close(one);
+	}
+	ck_assert(r.want[0] > r.want[1]);
+	enum { N = 6 };
+	pthread_barrier_t bar;
+	pthread_barrier_init(&bar, NULL, N);
+	r.m = open_ok(path);
+	r.bar = &bar;
+	pthread_t th[N];
+	for (int k = 0; k < N; k++)
+		ck_assert_int_eq(pthread_create(&th[k], NULL, hf_asker, &r), 0);
+	for (int k = 0; k < N; k++)
+		pthread_join(th[k], NULL);
+	pthread_barrier_destroy(&bar);
+	weightfs_close(r.m);
+	ck_assert_int_eq(r.bad, 0);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("api");
@@ -287,6 +344,7 @@ int main(void)
 	tcase_add_test(tc, test_ranges_and_dtypes);
 	tcase_add_test(tc, test_errors);
 	tcase_add_test(tc, test_changed);
+	tcase_add_test(tc, test_hf_size_from_threads);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
