@@ -35,6 +35,7 @@ enum { ABSENT, QUEUED, INFLIGHT, STAGED, PRESENT };
 
 struct wf_robj {
 	char *url, *etag, *token;
+	char *asked;       /* the URL opened (before redirects): the pin hint's name */
 	struct wf_http_sigv4 *sig; /* S3: every request signed with this; NULL else */
 	char key[33];      /* the cache's name for this version of the object */
 	uint64_t size;
@@ -777,36 +778,177 @@ static enum wf_err refusal(const struct wf_http_resp *rs, char *err)
 static enum wf_err pin_obj(struct wf_robj **out, const char *open_url, const char *url, const char *etag,
 			   uint64_t size, const char *token, const struct wf_http_sigv4 *sig, char *err);
 
-static enum wf_err open_obj(struct wf_robj **out, const char *url, const char *token,
-			    const struct wf_http_sigv4 *sig, int64_t want_size, char *err)
+/* The pin hint: an object's ETag and size when it was last pinned, kept in
+ * the cache (pins/NAME, NAME from the URL asked), so that the next open
+ * knows whether the cache holds the first chunk before the server answers:
+ * the probe then asks for one byte, not the chunk again. */
+struct pin_hint {
+	char etag[sizeof ((struct wf_http_resp *)0)->etag];
+	uint64_t size;
+};
+
+static void hint_rel(const char *open_url, char *out, size_t cap)
 {
-	*out = NULL;
-	/* the body into a buffer: a refusal's page is longer than the byte asked;
-	 * a signed request is never redirected (the signature names the region) */
-	struct wf_http_req rq = {.url = url, .token = token, .sigv4 = sig, .has_range = true, .off = 0, .len = 1,
-				 .follow = !sig, .cap = 1u << 16};
-	struct wf_http_resp rs;
-	enum wf_err rc = wf_http_do(NULL, &rq, &rs, err);
-	free(rs.body);
-	if (rc != WF_OK)
-		return rc;
-	bool empty = rs.status == 416 && want_size == 0;
-	if (!empty && rs.status != 206)
-		return refusal(&rs, err);
-	if (!empty && (!rs.has_cr || rs.cr_a != 0 || rs.cr_b != 0 || rs.body_len != 1))
+	uint64_t a = fnv(0xcbf29ce484222325ull, open_url, strlen(open_url));
+	uint64_t b = fnv(0x84222325cbf29ce4ull, open_url, strlen(open_url));
+	snprintf(out, cap, "pins/%016llx%016llx", (unsigned long long)a, (unsigned long long)b);
+}
+
+static bool hint_get(const char *open_url, struct pin_hint *h)
+{
+	char rel[64];
+	if (!wf_remote_conf.cache)
+		return false;
+	hint_rel(open_url, rel, sizeof rel);
+	return wf_cache_get(wf_remote_conf.cache, rel, (uint8_t *)h, sizeof *h) && memchr(h->etag, 0, sizeof h->etag) &&
+	       h->etag[0];
+}
+
+static void hint_put(const struct wf_robj *o)
+{
+	struct pin_hint h;
+	char rel[64];
+	if (!wf_remote_conf.cache || strlen(o->etag) >= sizeof h.etag)
+		return;
+	memset(&h, 0, sizeof h);
+	memcpy(h.etag, o->etag, strlen(o->etag));
+	h.size = o->size;
+	hint_rel(o->asked, rel, sizeof rel);
+	wf_cache_put(wf_remote_conf.cache, rel, (const uint8_t *)&h, sizeof h, wf_remote_conf.cache_size);
+}
+
+/* What the pinning probe asks for.  The whole first chunk (what a mount
+ * parses first), so that pinning and the header cost one request, unless
+ * the cache holds that chunk at the version last pinned (then `cached`
+ * has it and one byte is asked) or the read-ahead budget is spent. */
+struct probe {
+	uint64_t ask;    /* bytes asked from 0: 1, or the first chunk's length */
+	uint64_t held;   /* bytes counted in pre_bytes for it */
+	uint8_t *cached; /* the first chunk from the cache (page-rounded), or NULL */
+	struct pin_hint hint;
+};
+
+static uint64_t page_span(uint64_t len)
+{
+	long ps = sysconf(_SC_PAGESIZE);
+	uint64_t pg = ps > 0 ? (uint64_t)ps : 4096;
+	return (len + pg - 1) / pg * pg;
+}
+
+static bool hold_budget(uint64_t len)
+{
+	if (atomic_fetch_add(&pre_bytes, len) + len > wf_remote_conf.mem) {
+		atomic_fetch_sub(&pre_bytes, len);
+		return false;
+	}
+	return true;
+}
+
+static void probe_plan(const char *url, int64_t want_size, struct probe *p)
+{
+	memset(p, 0, sizeof *p);
+	p->ask = 1;
+	uint64_t len = want_size >= 0 && (uint64_t)want_size < wf_remote_conf.chunk ? (uint64_t)want_size
+										     : wf_remote_conf.chunk;
+	if (want_size == 0 || wf_remote_conf.offline || !hold_budget(len))
+		return;
+	p->held = len;
+	if (hint_get(url, &p->hint) && (want_size < 0 || p->hint.size == (uint64_t)want_size)) {
+		struct wf_robj t = {.etag = p->hint.etag, .size = p->hint.size, .chunk = wf_remote_conf.chunk};
+		uint64_t n = chunk_len(&t, 0), span = page_span(n);
+		cache_key(&t, url);
+		if (n && (p->cached = malloc(span)) && cache_get(&t, 0, p->cached)) {
+			memset(p->cached + n, 0, span - n);
+			if (n != p->held) {
+				atomic_fetch_sub(&pre_bytes, p->held);
+				atomic_fetch_add(&pre_bytes, n);
+				p->held = n;
+			}
+			return;
+		}
+		free(p->cached);
+		p->cached = NULL;
+	}
+	p->ask = len;
+}
+
+/* The probe's first chunk kept as o->pre (placed on the first touch), and
+ * put in the cache with the hint; else its budget given back. */
+static void probe_keep(struct probe *p, struct wf_robj *o, const struct wf_http_resp *rs)
+{
+	o->chunk = wf_remote_conf.chunk; /* what chunk_len and the cache's names need */
+	uint64_t n = chunk_len(o, 0);
+	if (p->cached && strcmp(p->hint.etag, o->etag) == 0 && p->hint.size == o->size && p->held == n) {
+		o->pre = p->cached, o->pre_len = n;
+		return;
+	}
+	free(p->cached);
+	if (p->ask > 1 && n && rs->body_len == n && p->held >= n) {
+		uint64_t span = page_span(n);
+		if ((o->pre = malloc(span))) {
+			memcpy(o->pre, rs->body, n);
+			memset(o->pre + n, 0, span - n);
+			o->pre_len = n;
+			atomic_fetch_sub(&pre_bytes, p->held - n);
+			if (cache_put(o, 0, o->pre))
+				hint_put(o);
+			return;
+		}
+	}
+	atomic_fetch_sub(&pre_bytes, p->held);
+}
+
+/* The probe's answer judged: a range from 0 of the asked length (less at
+ * the object's end), of the size listed, with an ETag to pin. */
+static enum wf_err probe_check(const struct wf_http_resp *rs, const struct probe *p, int64_t want_size, char *err)
+{
+	bool empty = rs->status == 416 && want_size == 0;
+	if (!empty && rs->status != 206)
+		return refusal(rs, err);
+	uint64_t size = empty ? 0 : rs->cr_total, end = size < p->ask ? size : p->ask;
+	if (!empty && (!rs->has_cr || rs->cr_a != 0 || end == 0 || rs->cr_b != end - 1 || rs->body_len != end))
 		return wf_fail(err, WF_ERR_IO, "answered a range request with another range");
-	uint64_t size = empty ? 0 : rs.cr_total;
-	if (!rs.etag[0])
+	if (!rs->etag[0])
 		return wf_fail(err, WF_ERR_IO, "no ETag: the version read could not be pinned");
 	if (want_size >= 0 && size != (uint64_t)want_size)
 		return wf_fail(err, WF_ERR_IO, "is %llu bytes, the listing said %lld", (unsigned long long)size,
 			       (long long)want_size);
+	return WF_OK;
+}
+
+static enum wf_err open_obj(struct wf_robj **out, const char *url, const struct wf_robj_how *how, char *err)
+{
+	*out = NULL;
+	struct probe pb;
+	probe_plan(url, how->want_size, &pb);
+	/* the body into a buffer: a refusal's page is longer than one byte;
+	 * a signed request is never redirected (the signature names the region) */
+	struct wf_http_req rq = {.url = url, .token = how->token, .sigv4 = how->sig, .has_range = true, .off = 0,
+				 .len = pb.ask, .follow = !how->sig,
+				 .cap = pb.ask > (1u << 16) ? (size_t)pb.ask : 1u << 16};
+	struct wf_http_resp rs;
+	enum wf_err rc = wf_http_do(how->curl, &rq, &rs, err);
+	if (rc != WF_OK) {
+		free(pb.cached);
+		atomic_fetch_sub(&pre_bytes, pb.held);
+		return rc;
+	}
+	rc = probe_check(&rs, &pb, how->want_size, err);
 	char h0[256], h1[256];
 	wf_http_host(url, h0, sizeof h0);
 	wf_http_host(rs.url[0] ? rs.url : url, h1, sizeof h1);
 	/* a pre-signed URL elsewhere gets no token (huggingface_hub does the same) */
-	return pin_obj(out, url, rs.url[0] ? rs.url : url, rs.etag, size, strcmp(h0, h1) == 0 ? token : NULL, sig,
-		       err);
+	if (rc == WF_OK)
+		rc = pin_obj(out, url, rs.url[0] ? rs.url : url, rs.etag, rs.status == 416 ? 0 : rs.cr_total,
+			     strcmp(h0, h1) == 0 ? how->token : NULL, how->sig, err);
+	if (rc == WF_OK)
+		probe_keep(&pb, *out, &rs);
+	else {
+		free(pb.cached);
+		atomic_fetch_sub(&pre_bytes, pb.held);
+	}
+	free(rs.body);
+	return rc;
 }
 
 static enum wf_err pin_obj(struct wf_robj **out, const char *open_url, const char *url, const char *etag,
@@ -818,13 +960,14 @@ static enum wf_err pin_obj(struct wf_robj **out, const char *open_url, const cha
 		return wf_fail(err, WF_ERR_NOMEM, "out of memory");
 	o->url = strdup(url);
 	o->etag = strdup(etag);
+	o->asked = strdup(open_url);
 	o->token = token ? strdup(token) : NULL;
 	o->size = size;
 	if (sig && (o->sig = malloc(sizeof *o->sig)))
 		*o->sig = *sig;
 	atomic_init(&o->changed, false);
-	if (!o->url || !o->etag || (token && !o->token) || (sig && !o->sig)) {
-		free(o->url), free(o->etag), free(o->token), free(o->sig), free(o);
+	if (!o->url || !o->etag || !o->asked || (token && !o->token) || (sig && !o->sig)) {
+		free(o->url), free(o->etag), free(o->token), free(o->sig), free(o->asked), free(o);
 		return wf_fail(err, WF_ERR_NOMEM, "out of memory");
 	}
 	cache_key(o, open_url);
@@ -836,9 +979,9 @@ static enum wf_err pin_obj(struct wf_robj **out, const char *open_url, const cha
 	return WF_OK;
 }
 
-enum wf_err wf_robj_open(struct wf_robj **out, const char *url, const char *token, int64_t want_size, char *err)
+enum wf_err wf_robj_open(struct wf_robj **out, const char *url, const struct wf_robj_how *how, char *err)
 {
-	return open_obj(out, url, token, NULL, want_size, err);
+	return open_obj(out, url, how, err);
 }
 
 enum wf_err wf_robj_pinned(struct wf_robj **out, const char *open_url, const char *url, const char *etag,
@@ -847,35 +990,25 @@ enum wf_err wf_robj_pinned(struct wf_robj **out, const char *open_url, const cha
 	return pin_obj(out, open_url, url, etag, size, token, NULL, err);
 }
 
-enum wf_err wf_robj_open_signed(struct wf_robj **out, const char *url, const struct wf_http_sigv4 *sig,
-				int64_t want_size, char *err)
-{
-	return open_obj(out, url, NULL, sig, want_size, err);
-}
-
-void wf_robj_prefetch_head(struct wf_robj *o)
+void wf_robj_prefetch_head(struct wf_robj *o, void *curl)
 {
 	uint64_t len = o->size < wf_remote_conf.chunk ? o->size : wf_remote_conf.chunk;
-	if (len == 0 || o->base || o->pre)
-		return;
-	if (atomic_fetch_add(&pre_bytes, len) + len > wf_remote_conf.mem) {
-		atomic_fetch_sub(&pre_bytes, len);
+	if (len == 0 || o->base || o->pre || !hold_budget(len))
 		return; /* over the budget: the parse's first touch fetches it */
-	}
 	/* the chunk's pages only: a small shard's header must not cost a whole
 	 * chunk of fresh memory (first touches are what a mount of many
 	 * shards spent its time on, perf) */
-	long ps = sysconf(_SC_PAGESIZE);
-	uint64_t pg = ps > 0 ? (uint64_t)ps : 4096, span = (len + pg - 1) / pg * pg;
-	struct worker w = {.curl = wf_http_new(), .buf = malloc(span)};
+	uint64_t span = page_span(len);
+	struct worker w = {.curl = curl ? curl : wf_http_new(), .buf = malloc(span)};
 	o->chunk = wf_remote_conf.chunk; /* what chunk_len and the cache's names need */
 	bool changed = false, ok = w.curl && w.buf;
 	char why[WF_ERRLEN];
 	bool cached = ok && cache_get(o, 0, w.buf);
 	ok = ok && (cached || fetch_or_not(&w, o, 0, &changed, why));
-	if (ok && !cached)
-		cache_put(o, 0, w.buf);
-	wf_http_free(w.curl);
+	if (ok && !cached && cache_put(o, 0, w.buf))
+		hint_put(o);
+	if (!curl)
+		wf_http_free(w.curl);
 	if (!ok) {
 		free(w.buf); /* the parse's first touch tries again, and says why */
 		atomic_fetch_sub(&pre_bytes, len);
@@ -1139,7 +1272,7 @@ void wf_remote_shutdown(void)
 		if (o->base)
 			munmap(o->base, o->maplen);
 		free(o->pre);
-		free(o->st), free(o->url), free(o->etag), free(o->token), free(o->sig), free(o);
+		free(o->st), free(o->url), free(o->etag), free(o->token), free(o->sig), free(o->asked), free(o);
 	}
 	free(queue), free(waiters), free(resident);
 	queue = NULL, waiters = NULL, resident = NULL;

@@ -59,24 +59,29 @@ extern struct wf_remote_conf wf_remote_conf;
 
 struct wf_robj;
 
-/* Opens url: one ranged GET of its first byte (redirects followed, the
+/* How wf_robj_open reaches an object. */
+struct wf_robj_how {
+	const char *token;                /* a bearer token for url's own host, or NULL */
+	const struct wf_http_sigv4 *sig;  /* S3: every request signed with it (copied), never redirected; or NULL */
+	int64_t want_size;                /* the size listed (the answer must match), or -1 */
+	void *curl;                       /* the calling thread's handle (wf_http_new), or NULL: one for the call */
+};
+
+/* Opens url: one ranged GET from its first byte (redirects followed, the
  * token kept off other hosts) pins the URL that answered, its ETag and its
- * size; want_size (or -1) must match.  err: one line. */
-enum wf_err wf_robj_open(struct wf_robj **out, const char *url, const char *token, int64_t want_size,
-			 char *err);
+ * size, and brings the first chunk (a mount parses it first), held until
+ * the mapping is made and placed on the first touch.  It asks for one
+ * byte instead when the cache holds that chunk at the version it pinned
+ * last (a pin hint in the cache), or when the first chunks held reach
+ * remote_mem.  err: one line. */
+enum wf_err wf_robj_open(struct wf_robj **out, const char *url, const struct wf_robj_how *how, char *err);
 
-/* wf_robj_open for an S3 object: every request (the pinning one and each
- * chunk's) signed with sig (copied), never redirected. */
-enum wf_err wf_robj_open_signed(struct wf_robj **out, const char *url, const struct wf_http_sigv4 *sig,
-				int64_t want_size, char *err);
-
-/* Fetches the object's first chunk now (or reads it from the cache), held
- * until the mapping is made and placed on the first touch: the pinning
- * threads call it side by side, so that parsing a folder's headers costs
- * no round trip per file.  Up to remote_mem bytes in all; nothing when
- * over it, or when the fetch fails (the first touch then fetches it, and
- * says why).  Before wf_robj_data, from one thread per object. */
-void wf_robj_prefetch_head(struct wf_robj *o);
+/* Brings the object's first chunk now if wf_robj_open did not (from the
+ * cache, else the network), as wf_robj_open would have kept it; nothing
+ * when over remote_mem or when the fetch fails (the first touch then
+ * fetches it, and says why).  curl: as in wf_robj_how.  Before
+ * wf_robj_data, from one thread per object. */
+void wf_robj_prefetch_head(struct wf_robj *o, void *curl);
 
 /* An object pinned without the network: as wf_robj_open would have pinned
  * open_url (the URL asked, which names its chunks in the cache) answered

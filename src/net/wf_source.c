@@ -39,6 +39,21 @@ struct staged {
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static struct staged *reg;
 static size_t n_reg;
+
+/* A small file the listing named (config, tokenizer): fetched whole by the
+ * pinning threads side by side with the weights' probes, rather than one
+ * after another while listing (each a round trip or two). */
+struct small {
+	char *local;    /* its path in the staging folder (noted in listing order) */
+	char *rel;      /* the same, relative to the staging folder */
+	char *url;
+	char *name;     /* the Hub path, or the S3 key: what messages name */
+	char *if_match; /* S3: the ETag listed; NULL for the Hub */
+	uint64_t size;
+};
+static struct small *smalls;
+static size_t n_smalls;
+static pthread_mutex_t small_mu = PTHREAD_MUTEX_INITIALIZER; /* rec and the Hub cache, from the pinning threads */
 /* The source being staged (under mu): its folder and credentials.  Once
  * staged they are kept (the kept list) until cleanup, so a process may
  * stage several sources (diff hf://a s3://b/) each with its own. */
@@ -114,16 +129,13 @@ static void forget_files(void)
 	n_files_staged = 0;
 }
 
-static enum wf_err open_with(struct wf_robj **o, const char *url, int64_t size, const char *tok,
-			     const struct wf_http_sigv4 *sig, char *err)
+/* Opens a staged object with its source's credentials, on handle curl
+ * (or NULL). */
+static enum wf_err open_staged(struct staged *st, void *curl, char *err)
 {
-	return sig ? wf_robj_open_signed(o, url, sig, size, err) : wf_robj_open(o, url, tok, size, err);
-}
-
-/* Opens a staged object with its source's credentials. */
-static enum wf_err open_staged(struct staged *st, char *err)
-{
-	return open_with(&st->o, st->url, st->size, st->token, st->sig, err);
+	struct wf_robj_how how = {.token = st->sig ? NULL : st->token, .sig = st->sig, .want_size = st->size,
+				  .curl = curl};
+	return wf_robj_open(&st->o, st->url, &how, err);
 }
 static struct wf_rec *rec;
 static char hub_repo[512], hub_sha[64]; /* the Hub's repository staged, and its commit */  /* what this staging is, for a later offline one (wf_offline.h) */
@@ -267,6 +279,50 @@ static enum wf_err add_placeholder(const char *rel, const char *url, int64_t siz
 	return WF_OK;
 }
 
+/* data as the staged file at path p (made, never replaced). */
+static bool write_at(const char *p, const uint8_t *data, size_t len)
+{
+	int fd = open(p, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0444);
+	bool ok = fd >= 0;
+	for (size_t done = 0; ok && done < len;) {
+		ssize_t w = write(fd, data + done, len - done);
+		ok = w > 0;
+		done += ok ? (size_t)w : 0;
+	}
+	int e = errno;
+	if (fd >= 0)
+		close(fd);
+	errno = e;
+	return ok;
+}
+
+/* A small file to fetch with the pins (struct small), noted now so that
+ * the files keep the listing's order. */
+static enum wf_err defer_small(const char *rel, const char *url, const char *name, const char *if_match,
+			       uint64_t size, char *err)
+{
+	struct small *v = realloc(smalls, (n_smalls + 1) * sizeof *smalls);
+	if (!v)
+		return wf_fail(err, WF_ERR_NOMEM, "out of memory");
+	smalls = v;
+	struct small *sm = &smalls[n_smalls];
+	*sm = (struct small){.local = local_path(rel), .rel = strdup(rel), .url = strdup(url), .name = strdup(name),
+			     .if_match = if_match ? strdup(if_match) : NULL, .size = size};
+	n_smalls++;
+	if (!sm->local || !sm->rel || !sm->url || !sm->name || (if_match && !sm->if_match) || !note_file(sm->local))
+		return wf_fail(err, WF_ERR_NOMEM, "out of memory");
+	return WF_OK;
+}
+
+static void forget_smalls(void)
+{
+	for (size_t i = 0; i < n_smalls; i++)
+		free(smalls[i].local), free(smalls[i].rel), free(smalls[i].url), free(smalls[i].name), free(smalls[i].if_match);
+	free(smalls);
+	smalls = NULL;
+	n_smalls = 0;
+}
+
 static enum wf_err write_file(const char *rel, const uint8_t *data, size_t len, char *err)
 {
 	char *p = local_path(rel);
@@ -309,7 +365,8 @@ static enum wf_err stage_url(const char *src, char **local, char *err)
 	if (wf_remote_conf.offline)
 		return stage_offline(src, NULL, local, err);
 	struct wf_robj *o;
-	enum wf_err rc = wf_robj_open(&o, src, NULL, -1, err);
+	struct wf_robj_how how = {.want_size = -1};
+	enum wf_err rc = wf_robj_open(&o, src, &how, err);
 	if (rc != WF_OK)
 		return rc;
 	const char *end = src + strcspn(src, "?#"), *b = end;
@@ -376,10 +433,12 @@ static enum wf_err parse_hf(struct hub *h, const char *src, char *err)
 	return WF_OK;
 }
 
+static void *api_h; /* the Hub's API calls of one staging, on one connection */
+
 static enum wf_err api_get(const char *url, struct wf_http_resp *r, char *err)
 {
 	struct wf_http_req rq = {.url = url, .token = token, .follow = true, .cap = PAGE_MAX};
-	return wf_http_do(NULL, &rq, r, err);
+	return wf_http_do(api_h, &rq, r, err);
 }
 
 static enum wf_err resolve_rev(struct hub *h, char *err)
@@ -472,20 +531,9 @@ static enum wf_err stage_entry(const struct hub *h, const cJSON *e, size_t *n_fi
 			note_listed_digest(e);
 		return prc;
 	}
-	struct wf_http_req rq = {.url = url, .token = token, .follow = true, .cap = SMALL_MAX};
-	struct wf_http_resp r;
-	enum wf_err rc = wf_http_do(NULL, &rq, &r, err);
-	if (rc == WF_OK && r.status != 200)
-		rc = hub_error(&r, h->repo, p, err);
-	else if (rc == WF_OK && r.body_len != (size_t)sz)
-		rc = wf_fail(err, WF_ERR_IO, "%s: %s came %zu bytes, listed %.0f", h->repo, p, r.body_len, sz);
+	enum wf_err rc = defer_small(rel, url, p, NULL, (uint64_t)sz, err);
 	if (rc == WF_OK)
-		rc = write_file(rel, r.body ? r.body : (const uint8_t *)"", r.body_len, err);
-	if (rc == WF_OK) {
-		keep_small(h, p, rel, url, &r);
 		note_listed_digest(e);
-	}
-	free(r.body);
 	return rc;
 }
 
@@ -523,47 +571,94 @@ static enum wf_err stage_tree(const struct hub *h, size_t *n_files, char *err)
 	return rc;
 }
 
-/* Pinning: every weight file opened side by side (a folder of 100 shards
- * costs a few round trips, not 100), at most PIN_THREADS at once. */
-#define PIN_THREADS 16
+/* The source being pinned (pin_all's callers): what a small file's
+ * failure is worded by, and the Hub's cache layout is named by. */
+static const struct hub *pin_hub;
+static const struct wf_s3 *pin_s3;
+
+/* Small file sm fetched whole and staged, on handle curl. */
+static enum wf_err fetch_small(const struct small *sm, void *curl, char *err)
+{
+	struct wf_http_req rq = {.url = sm->url, .token = pin_s3 ? NULL : token, .sigv4 = pin_s3 ? s3sig : NULL,
+				 .if_match = sm->if_match, .follow = !pin_s3, .cap = SMALL_MAX};
+	struct wf_http_resp r;
+	enum wf_err rc = wf_http_do(curl, &rq, &r, err);
+	const char *label = pin_hub ? pin_hub->repo : "";
+	if (rc == WF_OK && r.status != 200)
+		rc = !pin_s3 ? hub_error(&r, label, sm->name, err)
+		     : r.status == 412 ? wf_fail(err, WF_ERR_IO, "%s changed while it was listed", sm->name)
+				       : wf_s3_refusal(pin_s3, &r, sm->name, err);
+	else if (rc == WF_OK && r.body_len != sm->size)
+		rc = wf_fail(err, WF_ERR_IO, "%s%s%s came %zu bytes, listed %llu", label, label[0] ? ": " : "", sm->name,
+			     r.body_len, (unsigned long long)sm->size);
+	if (rc == WF_OK && !write_at(sm->local, r.body ? r.body : (const uint8_t *)"", r.body_len))
+		rc = wf_fail(err, WF_ERR_IO, "cannot stage %s: %s", sm->rel, strerror(errno));
+	if (rc == WF_OK && pin_hub) {
+		pthread_mutex_lock(&small_mu);
+		keep_small(pin_hub, sm->name, sm->rel, sm->url, &r);
+		pthread_mutex_unlock(&small_mu);
+	}
+	free(r.body);
+	return rc;
+}
+
+/* Pinning: every weight file opened and every small file fetched side by
+ * side, at most PIN_THREADS at once, each thread on one handle (its
+ * connections kept alive from one file to the next): a folder of 100
+ * shards costs a few round trips, not 100. */
+#define PIN_THREADS 32
 
 struct pin {
 	size_t next;
 	pthread_mutex_t mu;
-	char (*why)[WF_ERRLEN]; /* per entry: empty, or why it failed */
+	char (*why)[WF_ERRLEN]; /* per small file, then per entry: empty, or why it failed */
 };
 
 static void *pin_loop(void *u)
 {
 	struct pin *pn = u;
+	void *curl = wf_http_new();
 	for (;;) {
 		pthread_mutex_lock(&pn->mu);
 		size_t i = pn->next++;
 		pthread_mutex_unlock(&pn->mu);
-		if (i >= n_reg)
-			return NULL;
-		if (!reg[i].o && open_staged(&reg[i], pn->why[i]) != WF_OK) {
-			reg[i].o = NULL;
+		if (i >= n_smalls + n_reg)
+			break;
+		char *why = pn->why[i];
+		if (i < n_smalls) {
+			if (fetch_small(&smalls[i], curl, why) == WF_OK)
+				why[0] = '\0';
+			continue;
+		}
+		struct staged *st = &reg[i - n_smalls];
+		if (!st->o && open_staged(st, curl, why) != WF_OK) {
+			st->o = NULL;
 		} else {
-			pn->why[i][0] = '\0';
-			/* the header's chunk now, side by side: the parse that follows
-			 * needs no round trip per file */
-			wf_robj_prefetch_head(reg[i].o);
+			why[0] = '\0';
+			/* when the probe did not bring the header's chunk: now, side by
+			 * side, so the parse that follows needs no round trip per file */
+			wf_robj_prefetch_head(st->o, curl);
 		}
 	}
+	wf_http_free(curl);
+	return NULL;
 }
 
-/* Pins what the listing staged; a gated or missing file refuses the mount
- * (the first in listing order says why). */
+/* Pins what the listing staged and fetches its small files; a gated or
+ * missing file refuses the mount (the first in listing order says why,
+ * small files first). */
 static enum wf_err pin_all(const char *label, char *err)
 {
-	struct pin pn = {.next = 0, .why = calloc(n_reg ? n_reg : 1, WF_ERRLEN)};
+	size_t n_all = n_smalls + n_reg;
+	struct pin pn = {.next = 0, .why = calloc(n_all ? n_all : 1, WF_ERRLEN)};
 	if (!pn.why)
 		return wf_fail(err, WF_ERR_NOMEM, "out of memory");
+	for (size_t i = 0; i < n_smalls; i++)
+		snprintf(pn.why[i], WF_ERRLEN, "not fetched");
 	pthread_mutex_init(&pn.mu, NULL);
 	pthread_t t[PIN_THREADS];
 	unsigned n = 0;
-	for (; n < PIN_THREADS && n + 1 < n_reg; n++)
+	for (; n < PIN_THREADS && n + 1 < n_all; n++)
 		if (pthread_create(&t[n], NULL, pin_loop, &pn) != 0)
 			break;
 	pin_loop(&pn);
@@ -571,13 +666,17 @@ static enum wf_err pin_all(const char *label, char *err)
 		pthread_join(t[i], NULL);
 	pthread_mutex_destroy(&pn.mu);
 	enum wf_err rc = WF_OK;
+	for (size_t i = 0; i < n_smalls && rc == WF_OK; i++)
+		if (pn.why[i][0])
+			rc = wf_fail(err, WF_ERR_IO, "%s", pn.why[i]);
 	for (size_t i = 0; i < n_reg && rc == WF_OK; i++)
 		if (!reg[i].o) {
 			const char *rel = strstr(reg[i].url, "/resolve/");
 			rel = rel ? strchr(rel + 9, '/') : NULL;
-			rc = wf_fail(err, WF_ERR_IO, "%s: %s: %s", label, rel ? rel + 1 : reg[i].url, pn.why[i]);
+			rc = wf_fail(err, WF_ERR_IO, "%s: %s: %s", label, rel ? rel + 1 : reg[i].url, pn.why[n_smalls + i]);
 		}
 	free(pn.why);
+	forget_smalls();
 	return rc;
 }
 
@@ -602,6 +701,7 @@ static enum wf_err stage_hf(const char *src, char **local, char *err)
 {
 	struct hub h;
 	memset(&h, 0, sizeof h);
+	size_t n = 0;
 	enum wf_err rc = parse_hf(&h, src, err);
 	if (rc != WF_OK)
 		return rc;
@@ -612,11 +712,18 @@ static enum wf_err stage_hf(const char *src, char **local, char *err)
 	if (wf_remote_conf.offline || truthy(getenv("HF_HUB_OFFLINE")) || truthy(getenv("TRANSFORMERS_OFFLINE")))
 		return stage_offline(canon, h.ep, local, err);
 	token = find_token();
-	if ((rc = resolve_rev(&h, err)) != WF_OK || (rc = make_root(err)) != WF_OK)
-		return rc;
-	rec = wf_remote_conf.cache ? wf_rec_new(canon, h.ep) : NULL;
-	size_t n = 0;
-	if ((rc = stage_tree(&h, &n, err)) != WF_OK || (rc = pin_all(h.repo, err)) != WF_OK)
+	api_h = wf_http_new();
+	if ((rc = resolve_rev(&h, err)) == WF_OK && (rc = make_root(err)) == WF_OK) {
+		rec = wf_remote_conf.cache ? wf_rec_new(canon, h.ep) : NULL;
+		rc = stage_tree(&h, &n, err);
+	}
+	wf_http_free(api_h);
+	api_h = NULL;
+	pin_hub = &h;
+	if (rc == WF_OK)
+		rc = pin_all(h.repo, err);
+	pin_hub = NULL;
+	if (rc != WF_OK)
 		return rc;
 	if (n == 0)
 		return wf_fail(err, WF_ERR_IO, "%s has no model files%s%s at %s", h.repo, h.sub[0] ? " under " : "",
@@ -669,20 +776,7 @@ static enum wf_err stage_obj(void *u, const struct wf_s3_obj *ob, char *err)
 	w->n_files++;
 	if (weight)
 		return add_placeholder(lrel, url, (int64_t)ob->size, NULL, err);
-	struct wf_http_req rq = {.url = url, .sigv4 = s3sig, .if_match = ob->etag[0] ? ob->etag : NULL,
-				 .cap = SMALL_MAX};
-	struct wf_http_resp r;
-	enum wf_err rc = wf_http_do(NULL, &rq, &r, err);
-	if (rc == WF_OK && r.status != 200)
-		rc = r.status == 412 ? wf_fail(err, WF_ERR_IO, "%s changed while it was listed", ob->key)
-				     : wf_s3_refusal(w->s3, &r, ob->key, err);
-	else if (rc == WF_OK && r.body_len != ob->size)
-		rc = wf_fail(err, WF_ERR_IO, "%s came %zu bytes, listed %llu", ob->key, r.body_len,
-			     (unsigned long long)ob->size);
-	if (rc == WF_OK)
-		rc = write_file(lrel, r.body ? r.body : (const uint8_t *)"", r.body_len, err);
-	free(r.body);
-	return rc;
+	return defer_small(lrel, url, ob->key, ob->etag[0] ? ob->etag : NULL, ob->size, err);
 }
 
 /* s3://BUCKET/KEY: one object, named as its key's last part. */
@@ -691,7 +785,8 @@ static enum wf_err stage_s3_object(const struct wf_s3 *s3, char **local, char *e
 	char url[8192];
 	wf_s3_object_url(s3, s3->key, url, sizeof url);
 	struct wf_robj *o;
-	enum wf_err rc = open_with(&o, url, -1, NULL, s3sig, err);
+	struct wf_robj_how how = {.sig = s3sig, .want_size = -1};
+	enum wf_err rc = wf_robj_open(&o, url, &how, err);
 	if (rc != WF_OK)
 		return rc;
 	const char *b = strrchr(s3->key, '/');
@@ -738,7 +833,10 @@ static enum wf_err stage_s3(const char *src, char **local, char *err)
 			       w.n_seen ? "" : " (no objects at all)");
 	char label[1400];
 	snprintf(label, sizeof label, "s3://%s/%s", s3.bucket, prefix);
-	if ((rc = pin_all(label, err)) != WF_OK)
+	pin_s3 = &s3;
+	rc = pin_all(label, err);
+	pin_s3 = NULL;
+	if (rc != WF_OK)
 		return rc;
 	size_t k = strlen(root) + strlen(dname) + 2;
 	if (!(*local = malloc(k)))
@@ -902,7 +1000,7 @@ enum wf_err wf_source_open(const char *path, struct wf_robj **out, char *err)
 		if (s->dev != st.st_dev || s->ino != st.st_ino)
 			continue;
 		if (!s->o)
-			rc = open_staged(s, err);
+			rc = open_staged(s, NULL, err);
 		*out = s->o;
 		break;
 	}
@@ -933,6 +1031,7 @@ void wf_source_cleanup(void)
 	kept = NULL;
 	n_kept = 0;
 	forget_files();
+	forget_smalls();
 	for (size_t i = 0; i < n_reg; i++)
 		free(reg[i].url), free(reg[i].rel), free(reg[i].blob);
 	wf_rec_free(rec);

@@ -660,6 +660,41 @@ def run_checks(hub, models):
         return "%d of %d bytes fetched (%.2f%%)" % (sent, size, 100.0 * sent / size)
     check("net: one small tensor of a 32 MiB file fetches only its ranges", ranges)
 
+    def one_request_per_shard():
+        # the probe that pins a weight file brings its first chunk: one CDN
+        # request per shard at mount (not a 1-byte probe, then the header),
+        # and the listings made from the headers need no other
+        def cdn_lines():
+            with open(os.path.join(hub.dir, "access.log")) as f:
+                return [w for w in (ln.split() for ln in f)
+                        if len(w) >= 5 and w[0] == str(hub.cdn_port) and "/org/Tiny-Llama/" in w[2]]
+        before = len(cdn_lines())
+        shards = sorted(n for n in os.listdir(models["tiny"]) if n.endswith(".safetensors"))
+        with Mount("hf://org/Tiny-Llama", opts=["-o", "cache=none"]) as rm:
+            at_mount = cdn_lines()[before:]
+            # every file's size and the listings parsed from the headers
+            for name, path in walk_files(rm.mp).items():
+                os.stat(path)
+            for name in ("tensors.json", "metadata.json"):
+                with open(rm.path(name), "rb") as f:
+                    f.read()
+            after = cdn_lines()[before:]
+        per = {n: [w for w in at_mount if w[2].endswith("/" + n)] for n in shards}
+        bad = {n: len(v) for n, v in per.items() if len(v) != 1}
+        if bad:
+            raise Fail("CDN requests per shard at mount: %r (want 1 each)" % bad)
+        for n, v in per.items():
+            size = os.path.getsize(os.path.join(models["tiny"], n))
+            if int(v[0][4]) != min(size, 4 << 20):
+                raise Fail("%s: the probe brought %s bytes, want the first chunk (%d)"
+                           % (n, v[0][4], min(size, 4 << 20)))
+        if len(after) != len(at_mount):
+            raise Fail("reading the listings made %d more CDN requests: %r"
+                       % (len(after) - len(at_mount), after[len(at_mount):]))
+        return "%d shards, %d CDN requests at mount, none after" % (len(shards), len(at_mount))
+    check("net: mounting fetches each shard's first chunk in the pinning request, nothing twice",
+          one_request_per_shard)
+
     def cache():
         cdir = os.path.join(new_dir("cache-"), "c")
         opts = ["-o", "remote_chunk=64K,cache=" + cdir]
