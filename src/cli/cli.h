@@ -46,4 +46,11 @@ int cli_main(int argc, char **argv);
  * none of them, -1 with one line in msg when its value is wrong. */
 int cli_remote_opt(const char *arg, char *msg, size_t len);
 
+/* Puts the staged Hub source's weight files into the Hugging Face cache
+ * layout (docs/remote.md), each put together from the chunk cache and
+ * checked against its sha256: every one when all is false (weightfs
+ * fetch), else only those wholly in the chunk cache (a mount's end).
+ * Returns how many blobs are there now; failures only leave a file out. */
+size_t cli_hub_keep(bool all);
+
 #endif

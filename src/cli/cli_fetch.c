@@ -209,13 +209,19 @@ static int run_fill(const char *src, const struct wf_fill_range *r, size_t n, bo
 		fprintf(stderr, "weightfs: %s: %s\n", cli_path(src), err);
 		return cli_exit_code(rc);
 	}
-	*blobs = 0;
+	*blobs = hub_blobs ? cli_hub_keep(true) : 0;
+	return 0;
+}
+
+size_t cli_hub_keep(bool all)
+{
+	size_t n = 0;
 	const char *commit, *repo = wf_source_hub(&commit);
 	struct wf_source_weight w;
-	for (size_t i = 0; hub_blobs && repo && wf_source_weight(i, &w); i++)
-		if (w.o && w.blob && assemble(repo, commit, &w))
-			(*blobs)++;
-	return 0;
+	for (size_t i = 0; repo && wf_source_weight(i, &w); i++)
+		if (w.o && w.blob && (all || wf_robj_whole(w.o)) && assemble(repo, commit, &w))
+			n++;
+	return n;
 }
 
 static size_t files_of(const struct wf_fill_range *r, size_t n)

@@ -32,10 +32,14 @@ struct wf_remote_conf wf_remote_conf = {.chunk = 4u << 20, .streams = 4, .mem = 
 enum { ABSENT, QUEUED, INFLIGHT, STAGED, PRESENT };
 #define RA_MAX 16 /* chunks fetched ahead at most */
 #define HELD_MAX (2 * RA_MAX) /* staged chunks held at most, all objects: the oldest dropped */
+#define HEAD_ASK (256u << 10) /* a probe's head of a first chunk, past remote_mem */
 
 struct wf_robj {
 	char *url, *etag, *token;
 	char *asked;       /* the URL opened (before redirects): the pin hint's name */
+	uint8_t *incache;  /* a bit per chunk: in the cache folder (read from or put there) */
+	uint64_t n_ck;     /* chunks at the pinned chunk size */
+	atomic_uint_least64_t n_incache;
 	struct wf_http_sigv4 *sig; /* S3: every request signed with this; NULL else */
 	char key[33];      /* the cache's name for this version of the object */
 	uint64_t size;
@@ -330,6 +334,16 @@ static bool place(struct wf_robj *o, uint64_t c, const uint8_t *buf)
 	return true;
 }
 
+/* The probe's head (the first n bytes, less than chunk 0) placed: whole
+ * pages only, but for the object's last, so that no page is filled with
+ * zeros where bytes belong; a fault past them fetches chunk 0 whole. */
+static bool place_head(struct wf_robj *o, const uint8_t *buf, uint64_t n)
+{
+	uint64_t len = n == o->size ? (n + page - 1) / page * page : n / page * page;
+	struct uffdio_copy cp = {.dst = (uintptr_t)o->base, .src = (uintptr_t)buf, .len = len};
+	return len == 0 || ioctl(uffd, UFFDIO_COPY, &cp) == 0 || errno == EEXIST;
+}
+
 /* ---- the fault thread ---- */
 
 static struct wf_robj *owner(uintptr_t a)
@@ -370,8 +384,10 @@ static void place_held(struct wf_robj *o, uint64_t c)
 	/* the probe's first chunk (its pages only, not a chunk's), else the ring's */
 	bool pre = c == 0 && o->pre;
 	uint8_t *buf = pre ? o->pre : unhold(o, c);
+	uint64_t head = 0; /* the probe brought only a head of chunk 0: its length */
 	o->st[c] = INFLIGHT;
 	if (pre) {
+		head = o->pre_len < chunk_len(o, 0) ? o->pre_len : 0;
 		atomic_fetch_sub(&pre_bytes, o->pre_len);
 		o->pre = NULL;
 		o->pre_len = 0;
@@ -382,16 +398,18 @@ static void place_held(struct wf_robj *o, uint64_t c)
 		return;
 	}
 	pthread_mutex_unlock(&mu);
-	bool ok = place(o, c, buf);
+	bool ok = head ? place_head(o, buf, head) : place(o, c, buf);
 	pthread_mutex_lock(&mu);
 	if (pre)
 		free(buf);
 	else
 		give_spare(buf);
-	if (ok) {
+	if (ok && !head) {
 		o->st[c] = PRESENT;
 		note_resident(o, c);
 	} else {
+		/* a head: the rest of chunk 0 is fetched when touched (a waiter
+		 * past the head faults again when woken) */
 		o->st[c] = ABSENT;
 	}
 	settle(o, c, ok);
@@ -492,22 +510,39 @@ static void chunk_rel(const struct wf_robj *o, uint64_t c, char *out, size_t cap
 	snprintf(out, cap, "%s/%llu-%llu", o->key, (unsigned long long)o->chunk, (unsigned long long)c);
 }
 
-static bool cache_get(const struct wf_robj *o, uint64_t c, uint8_t *buf)
+/* Chunk c seen in the cache folder: counted once (wf_robj_whole). */
+static bool mark_cached(struct wf_robj *o, uint64_t c)
 {
-	char rel[128];
-	if (!wf_remote_conf.cache)
-		return false;
-	chunk_rel(o, c, rel, sizeof rel);
-	return wf_cache_get(wf_remote_conf.cache, rel, buf, chunk_len(o, c));
+	if (o->incache && c < o->n_ck && o->chunk == wf_remote_conf.chunk) {
+		uint8_t bit = (uint8_t)(1u << (c % 8));
+		if (!(__atomic_fetch_or(&o->incache[c / 8], bit, __ATOMIC_RELAXED) & bit))
+			atomic_fetch_add(&o->n_incache, 1);
+	}
+	return true;
 }
 
-static bool cache_put(const struct wf_robj *o, uint64_t c, const uint8_t *buf)
+static bool cache_get(struct wf_robj *o, uint64_t c, uint8_t *buf)
 {
 	char rel[128];
 	if (!wf_remote_conf.cache)
 		return false;
 	chunk_rel(o, c, rel, sizeof rel);
-	return wf_cache_put(wf_remote_conf.cache, rel, buf, chunk_len(o, c), wf_remote_conf.cache_size);
+	return wf_cache_get(wf_remote_conf.cache, rel, buf, chunk_len(o, c)) && mark_cached(o, c);
+}
+
+static bool cache_put(struct wf_robj *o, uint64_t c, const uint8_t *buf)
+{
+	char rel[128];
+	if (!wf_remote_conf.cache)
+		return false;
+	chunk_rel(o, c, rel, sizeof rel);
+	return wf_cache_put(wf_remote_conf.cache, rel, buf, chunk_len(o, c), wf_remote_conf.cache_size) &&
+	       mark_cached(o, c);
+}
+
+bool wf_robj_whole(const struct wf_robj *o)
+{
+	return o->incache && o->n_ck && atomic_load(&o->n_incache) == o->n_ck;
 }
 
 /* ---- the fetch threads ---- */
@@ -835,9 +870,10 @@ static uint64_t page_span(uint64_t len)
 	return (len + pg - 1) / pg * pg;
 }
 
-static bool hold_budget(uint64_t len)
+/* len more bytes of first chunks held, if that keeps them under cap. */
+static bool hold_budget(uint64_t len, uint64_t cap)
 {
-	if (atomic_fetch_add(&pre_bytes, len) + len > wf_remote_conf.mem) {
+	if (atomic_fetch_add(&pre_bytes, len) + len > cap) {
 		atomic_fetch_sub(&pre_bytes, len);
 		return false;
 	}
@@ -850,8 +886,18 @@ static void probe_plan(const char *url, int64_t want_size, struct probe *p)
 	p->ask = 1;
 	uint64_t len = want_size >= 0 && (uint64_t)want_size < wf_remote_conf.chunk ? (uint64_t)want_size
 										     : wf_remote_conf.chunk;
-	if (want_size == 0 || wf_remote_conf.offline || !hold_budget(len))
+	if (want_size == 0 || wf_remote_conf.offline)
 		return;
+	if (!hold_budget(len, wf_remote_conf.mem)) {
+		/* first chunks of many large files past remote_mem: a head of each
+		 * (most headers fit), so that the parse does not wait a round trip
+		 * per file, one file after another */
+		len = len < HEAD_ASK ? len : HEAD_ASK;
+		if (!hold_budget(len, wf_remote_conf.mem + wf_remote_conf.mem / 4))
+			return;
+		p->held = p->ask = len;
+		return;
+	}
 	p->held = len;
 	if (hint_get(url, &p->hint) && (want_size < 0 || p->hint.size == (uint64_t)want_size)) {
 		struct wf_robj t = {.etag = p->hint.etag, .size = p->hint.size, .chunk = wf_remote_conf.chunk};
@@ -880,17 +926,19 @@ static void probe_keep(struct probe *p, struct wf_robj *o, const struct wf_http_
 	uint64_t n = chunk_len(o, 0);
 	if (p->cached && strcmp(p->hint.etag, o->etag) == 0 && p->hint.size == o->size && p->held == n) {
 		o->pre = p->cached, o->pre_len = n;
+		mark_cached(o, 0);
 		return;
 	}
 	free(p->cached);
-	if (p->ask > 1 && n && rs->body_len == n && p->held >= n) {
-		uint64_t span = page_span(n);
+	uint64_t got = rs->body_len; /* the first chunk, or a head of it (probe_plan) */
+	if (p->ask > 1 && got && got <= n && p->held >= got) {
+		uint64_t span = page_span(got);
 		if ((o->pre = malloc(span))) {
-			memcpy(o->pre, rs->body, n);
-			memset(o->pre + n, 0, span - n);
-			o->pre_len = n;
-			atomic_fetch_sub(&pre_bytes, p->held - n);
-			if (cache_put(o, 0, o->pre))
+			memcpy(o->pre, rs->body, got);
+			memset(o->pre + got, 0, span - got);
+			o->pre_len = got;
+			atomic_fetch_sub(&pre_bytes, p->held - got);
+			if (got == n && cache_put(o, 0, o->pre))
 				hint_put(o);
 			return;
 		}
@@ -963,11 +1011,15 @@ static enum wf_err pin_obj(struct wf_robj **out, const char *open_url, const cha
 	o->asked = strdup(open_url);
 	o->token = token ? strdup(token) : NULL;
 	o->size = size;
+	o->n_ck = (size + wf_remote_conf.chunk - 1) / wf_remote_conf.chunk;
+	o->incache = wf_remote_conf.cache && o->n_ck ? calloc((size_t)((o->n_ck + 7) / 8), 1) : NULL;
+	atomic_init(&o->n_incache, 0);
 	if (sig && (o->sig = malloc(sizeof *o->sig)))
 		*o->sig = *sig;
 	atomic_init(&o->changed, false);
-	if (!o->url || !o->etag || !o->asked || (token && !o->token) || (sig && !o->sig)) {
-		free(o->url), free(o->etag), free(o->token), free(o->sig), free(o->asked), free(o);
+	if (!o->url || !o->etag || !o->asked || (wf_remote_conf.cache && o->n_ck && !o->incache) ||
+	    (token && !o->token) || (sig && !o->sig)) {
+		free(o->url), free(o->etag), free(o->token), free(o->sig), free(o->asked), free(o->incache), free(o);
 		return wf_fail(err, WF_ERR_NOMEM, "out of memory");
 	}
 	cache_key(o, open_url);
@@ -993,7 +1045,7 @@ enum wf_err wf_robj_pinned(struct wf_robj **out, const char *open_url, const cha
 void wf_robj_prefetch_head(struct wf_robj *o, void *curl)
 {
 	uint64_t len = o->size < wf_remote_conf.chunk ? o->size : wf_remote_conf.chunk;
-	if (len == 0 || o->base || o->pre || !hold_budget(len))
+	if (len == 0 || o->base || o->pre || !hold_budget(len, wf_remote_conf.mem))
 		return; /* over the budget: the parse's first touch fetches it */
 	/* the chunk's pages only: a small shard's header must not cost a whole
 	 * chunk of fresh memory (first touches are what a mount of many
@@ -1177,8 +1229,8 @@ const uint8_t *wf_robj_data(struct wf_robj *o, char *err)
 	o->n_chunks = (o->size + o->chunk - 1) / o->chunk;
 	o->maplen = (size_t)((o->size + page - 1) / page * page);
 	o->st = calloc(o->n_chunks, 1);
-	if (o->pre && (!o->st || o->pre_len != chunk_len(o, 0))) {
-		/* fetched at another chunk size: not this mapping's first chunk */
+	if (o->pre && (!o->st || o->pre_len > chunk_len(o, 0))) {
+		/* fetched at a larger chunk size: not this mapping's first chunk */
 		atomic_fetch_sub(&pre_bytes, o->pre_len);
 		free(o->pre);
 		o->pre = NULL, o->pre_len = 0;
@@ -1272,7 +1324,7 @@ void wf_remote_shutdown(void)
 		if (o->base)
 			munmap(o->base, o->maplen);
 		free(o->pre);
-		free(o->st), free(o->url), free(o->etag), free(o->token), free(o->sig), free(o->asked), free(o);
+		free(o->st), free(o->url), free(o->etag), free(o->token), free(o->sig), free(o->asked), free(o->incache), free(o);
 	}
 	free(queue), free(waiters), free(resident);
 	queue = NULL, waiters = NULL, resident = NULL;

@@ -97,6 +97,11 @@ uint64_t wf_robj_size(const struct wf_robj *o);
 const char *wf_robj_url(const struct wf_robj *o);
 const char *wf_robj_etag(const struct wf_robj *o);   /* as the server gave it, quotes and all */
 
+/* Whether every chunk of o has been in the cache folder during this
+ * process (fetched into it, or read from it): what a whole Hub file put
+ * into the Hugging Face cache at the end waits for. */
+bool wf_robj_whole(const struct wf_robj *o);
+
 /* WF_OK while the object is the version pinned; WF_ERR_CHANGED (err: why)
  * once a fetch saw another. */
 enum wf_err wf_robj_check(const struct wf_robj *o, char *err);

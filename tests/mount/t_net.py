@@ -695,6 +695,23 @@ def run_checks(hub, models):
     check("net: mounting fetches each shard's first chunk in the pinning request, nothing twice",
           one_request_per_shard)
 
+    def heads_past_remote_mem():
+        # first chunks past remote_mem: the probe brings a 256 KiB head of the
+        # shard (most headers fit), placed as whole pages; a read past it
+        # fetches chunk 0 whole, and every byte is the local mount's
+        def cdn_lines():
+            with open(os.path.join(hub.dir, "access.log")) as f:
+                return [w for w in (ln.split() for ln in f)
+                        if len(w) >= 5 and w[0] == str(hub.cdn_port) and "/org/Tiny-Llama/" in w[2]]
+        before = len(cdn_lines())
+        opts = ["-o", "cache=none,remote_chunk=4M,remote_mem=4M"]
+        with Mount(models["tiny"]) as lm, Mount("hf://org/Tiny-Llama", opts=opts) as rm:
+            sizes = sorted(int(w[4]) for w in cdn_lines()[before:])
+            if sizes != [256 << 10, 4 << 20]:
+                raise Fail("bytes of the probes at mount: %r (want a 256 KiB head and a 4 MiB chunk)" % sizes)
+            return same_trees(lm.mp, rm.mp)
+    check("net: first chunks past remote_mem: a head of each, the rest fetched when read", heads_past_remote_mem)
+
     def cache():
         cdir = os.path.join(new_dir("cache-"), "c")
         opts = ["-o", "remote_chunk=64K,cache=" + cdir]

@@ -378,6 +378,40 @@ def run_checks(hub, models):
     check("netcache: weightfs fetch fills the cache: an offline mount (nginx stopped) reads every file; "
           "weight files in the hub cache as sha256 blobs; weightfs verify passes the hub cache", fetch_whole)
 
+    def mount_read_whole():
+        # a mount that reads a Hub weight file whole leaves it in the Hugging
+        # Face cache at its end, as weightfs fetch does; one read in part does not
+        cdir, hdir = fresh_home()
+        repo = os.path.join(hdir, "models--org--Tiny-Llama")
+        lfs = sorted(rel for rel in hub.repos["org/Tiny-Llama"] if t_net.is_lfs(rel))
+        with Mount("hf://org/Tiny-Llama") as rm:
+            with open(rm.path("tensors.json")) as f:
+                names = [t["path"] for t in json.load(f)["tensors"]]
+            with open(rm.path(names[0]), "rb") as f:
+                f.read(4)
+        linked = [rel for rel in lfs if os.path.lexists(os.path.join(repo, "snapshots", COMMIT, rel))]
+        if linked:
+            raise Fail("after a mount that read 4 bytes, in the hub cache: %s" % linked)
+        with Mount("hf://org/Tiny-Llama") as rm:
+            for name in names:
+                with open(rm.path(name), "rb") as f:
+                    f.read()
+        for rel in lfs:
+            size, digest = hub.repos["org/Tiny-Llama"][rel]
+            p = os.path.join(repo, "snapshots", COMMIT, rel)
+            if not os.path.islink(p) or os.readlink(p) != "../" * rel.count("/") + "../../blobs/" + digest \
+                    or sha256(p) != digest:
+                raise Fail("%s: not its sha256 blob in the hub cache after a mount read it whole" % rel)
+        blobs = os.listdir(os.path.join(repo, "blobs"))
+        if any(b.endswith(".incomplete") for b in blobs):
+            raise Fail("blobs: %s" % blobs)
+        v = run(["verify", repo])
+        if v.returncode != 0:
+            raise Fail("weightfs verify of the hub cache: exit %d: %s" % (v.returncode, (v.stdout + v.stderr)[-400:]))
+        return "%d weight files in the hub cache after one whole read, none after a partial one" % len(lfs)
+    check("netcache: a mount that reads a Hub weight file whole puts it in the Hugging Face cache at its end",
+          mount_read_whole)
+
     def fetch_tensor():
         cdir = os.path.join(new_dir("ft-"), "c")
         o = "remote_chunk=64K,cache=" + cdir
