@@ -496,7 +496,7 @@ static void keep_small(const struct hub *h, const char *path, const char *rel, c
 		wf_rec_free(rec); /* a record missing a file would stage a folder missing it */
 		rec = NULL;
 	}
-	if (!wf_remote_conf.cache_off && etag[0])
+	if (h && !wf_remote_conf.cache_off && etag[0])
 		wf_hubc_put(h->repo, h->sha, path, etag, data, r->body_len);
 }
 
@@ -593,7 +593,7 @@ static enum wf_err fetch_small(const struct small *sm, void *curl, char *err)
 			     r.body_len, (unsigned long long)sm->size);
 	if (rc == WF_OK && !write_at(sm->local, r.body ? r.body : (const uint8_t *)"", r.body_len))
 		rc = wf_fail(err, WF_ERR_IO, "cannot stage %s: %s", sm->rel, strerror(errno));
-	if (rc == WF_OK && pin_hub) {
+	if (rc == WF_OK) {
 		pthread_mutex_lock(&small_mu);
 		keep_small(pin_hub, sm->name, sm->rel, sm->url, &r);
 		pthread_mutex_unlock(&small_mu);
@@ -795,7 +795,32 @@ static enum wf_err stage_s3_object(const struct wf_s3 *s3, char **local, char *e
 	    (rc = add_placeholder(b, url, (int64_t)wf_robj_size(o), o, err)) != WF_OK)
 		return rc;
 	*local = local_path(b);
-	return *local ? WF_OK : wf_fail(err, WF_ERR_NOMEM, "out of memory");
+	if (!*local)
+		return wf_fail(err, WF_ERR_NOMEM, "out of memory");
+	char canon[1400];
+	snprintf(canon, sizeof canon, "s3://%s/%s", s3->bucket, s3->key);
+	wf_rec_free(rec);
+	rec = wf_remote_conf.cache ? wf_rec_new(canon, s3->endpoint) : NULL;
+	save_record(b, "");
+	return WF_OK;
+}
+
+/* -o offline: an s3:// source staged again from the record an online
+ * staging left (no request sent): as one object when it was one, else
+ * as the folder, which a KEY without its slash also names. */
+static enum wf_err stage_s3_offline(const struct wf_s3 *s3, char **local, char *err)
+{
+	char a[1400];
+	size_t kl = strlen(s3->key);
+	bool slash = kl && s3->key[kl - 1] == '/';
+	if (kl && !slash) {
+		snprintf(a, sizeof a, "s3://%s/%s", s3->bucket, s3->key);
+		char e[WF_ERRLEN];
+		if (stage_offline(a, s3->endpoint, local, e) == WF_OK)
+			return WF_OK;
+	}
+	snprintf(a, sizeof a, "s3://%s/%s%s", s3->bucket, s3->key, kl && !slash ? "/" : "");
+	return stage_offline(a, s3->endpoint, local, err);
 }
 
 /* s3://BUCKET[/PREFIX[/]]: the objects under PREFIX/ as a folder; a KEY
@@ -810,6 +835,8 @@ static enum wf_err stage_s3(const char *src, char **local, char *err)
 		return wf_fail(err, WF_ERR_NOMEM, "out of memory");
 	if (s3sig)
 		*s3sig = s3.sig;
+	if (wf_remote_conf.offline)
+		return stage_s3_offline(&s3, local, err);
 	char prefix[1100], dir[1100];
 	size_t kl = strlen(s3.key);
 	snprintf(prefix, sizeof prefix, "%s%s", s3.key, kl && s3.key[kl - 1] != '/' ? "/" : "");
@@ -823,6 +850,9 @@ static enum wf_err stage_s3(const char *src, char **local, char *err)
 	snprintf(dname, sizeof dname, "%s", name);
 	if ((rc = make_root(err)) != WF_OK)
 		return rc;
+	char canon[1400];
+	snprintf(canon, sizeof canon, "s3://%s/%s", s3.bucket, prefix);
+	rec = wf_remote_conf.cache ? wf_rec_new(canon, s3.endpoint) : NULL;
 	struct s3_walk w = {.s3 = &s3, .prefix = prefix, .dir = dname};
 	if ((rc = wf_s3_list(&s3, prefix, S3_KEYS_MAX, stage_obj, &w, err)) != WF_OK)
 		return rc;
@@ -838,6 +868,7 @@ static enum wf_err stage_s3(const char *src, char **local, char *err)
 	pin_s3 = NULL;
 	if (rc != WF_OK)
 		return rc;
+	save_record(dname, "");
 	size_t k = strlen(root) + strlen(dname) + 2;
 	if (!(*local = malloc(k)))
 		return wf_fail(err, WF_ERR_NOMEM, "out of memory");

@@ -209,6 +209,31 @@ def run_checks(rgw, models):
             return same_trees(lm.mp, rm.mp)
     check("s3: a sharded safetensors folder (prefix/) = the local mount, every file", folder)
 
+    def offline():
+        # an online mount with a cache records what it staged; -o offline
+        # stages it again from the record and reads from the cache, sending
+        # nothing: every request would go to a dead proxy
+        cdir = new_dir("s3cache-")
+        dead = {"http_proxy": "http://127.0.0.1:9", "HTTP_PROXY": "http://127.0.0.1:9", "no_proxy": "",
+                "NO_PROXY": ""}
+        out = []
+        for src, local in (("s3://models/team/Tiny-Llama/", models["tiny"]),
+                           ("s3://models/gg/demo-llama.gguf", os.path.join(models["gg"], "demo-llama.gguf"))):
+            with Mount(local) as lm:
+                with keys(rgw), Mount(src, opts=["-o", "cache=" + cdir]) as rm:
+                    same_trees(lm.mp, rm.mp)
+                with Env(AWS_ENDPOINT_URL=rgw.endpoint, **dead), \
+                        Mount(src, opts=["-o", "offline,cache=" + cdir]) as om:
+                    out.append(same_trees(lm.mp, om.mp))
+        with Env(AWS_ENDPOINT_URL=rgw.endpoint, **dead):
+            r = subprocess.run([wf_harness.BIN, "-f", "-o", "offline,cache=" + cdir, "s3://models/paged/", new_dir()],
+                               stdin=subprocess.DEVNULL, capture_output=True, timeout=60)
+        lines = r.stderr.decode(errors="replace").splitlines()
+        if r.returncode == 0 or len(lines) != 1 or "offline" not in lines[0]:
+            raise Fail("offline, never mounted online: exit %d, stderr %r" % (r.returncode, lines[:3]))
+        return "; ".join(out) + "; never mounted: %s" % lines[0][:100]
+    check("s3: -o offline after an online mount = the same bytes, no request (folder and one object)", offline)
+
     def paged():
         with keys(rgw), Mount(models["paged"]) as lm, Mount("s3://models/paged/") as rm:
             return same_trees(lm.mp, rm.mp) + ", %d objects listed 7 a page" % len(os.listdir(models["paged"]))
