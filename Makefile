@@ -72,7 +72,7 @@ ALL_LDFLAGS = $(SAN) $(LDFLAGS)
 # own folder and of the folders listed before it, never after (layers-check).
 BASE_SRC  := src/base/wf_common.c src/base/wf_buf.c src/base/wf_hash.c src/base/wf_names.c src/base/wf_bus.c src/base/wf_pool.c \
              src/base/wf_unmap.c
-NET_SRC   := src/net/wf_http.c src/net/wf_cache.c src/net/wf_remote.c src/net/wf_s3.c src/net/wf_source.c src/net/wf_offline.c src/net/wf_hubcache.c
+NET_SRC   := src/net/wf_http.c src/net/wf_cache.c src/net/wf_remote.c src/net/wf_s3.c src/net/wf_s3_proc.c src/net/wf_source.c src/net/wf_offline.c src/net/wf_hubcache.c
 CODEC_SRC := src/codec/wf_types.c src/codec/wf_decode.c src/codec/wf_decode_x86.c \
              src/codec/wf_iq_tables.c src/codec/wf_round.c src/codec/wf_quant.c src/codec/wf_quant_k.c \
              src/codec/wf_quant_x86.c

@@ -117,6 +117,18 @@ static enum wf_err credentials(struct wf_s3 *s, const struct files *fl, bool *ha
 		snprintf(s->cred_from, sizeof s->cred_from, "the environment (AWS_ACCESS_KEY_ID)");
 		return WF_OK;
 	}
+	/* the CLI's order: the credentials file's keys, then the profile's
+	 * credential_process, then the config file's keys */
+	const char *cf = fl->creds[0] ? fl->creds : NULL;
+	bool ck = ini_get(cf, fl->profile, "aws_access_key_id", s->sig.key, sizeof s->sig.key, had);
+	bool cs = ini_get(cf, fl->profile, "aws_secret_access_key", s->sig.secret, sizeof s->sig.secret, had);
+	char cmd[4096];
+	if (!ck && !cs && profile_get(fl, "credential_process", cmd, sizeof cmd, had)) {
+		enum wf_err rc = wf_s3_process(cmd, fl->profile, &s->sig, err);
+		if (rc == WF_OK)
+			snprintf(s->cred_from, sizeof s->cred_from, "the credential_process of profile %s", fl->profile);
+		return rc;
+	}
 	bool hk = profile_get(fl, "aws_access_key_id", s->sig.key, sizeof s->sig.key, had);
 	bool hs = profile_get(fl, "aws_secret_access_key", s->sig.secret, sizeof s->sig.secret, had);
 	if (hk != hs)

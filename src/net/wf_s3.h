@@ -5,7 +5,7 @@
  * first (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN,
  * AWS_REGION / AWS_DEFAULT_REGION, AWS_ENDPOINT_URL_S3 / AWS_ENDPOINT_URL,
  * AWS_PROFILE), then the profile's section of the shared credentials file
- * and of the config file.  With no credentials at all, requests go unsigned
+ * (keys), its credential_process, then the config file (keys).  With no credentials at all, requests go unsigned
  * (a public bucket).  Requests are signed by libcurl (CURLOPT_AWS_SIGV4);
  * what libcurl 7.88 leaves out of SigV4 (the payload hash header, a
  * canonical query, an encoded path, the session token) is done here.
@@ -34,6 +34,13 @@ struct wf_s3 {
  * err: one line (a malformed source, an unreadable profile, a key id
  * without a secret). */
 enum wf_err wf_s3_init(struct wf_s3 *s, const char *src, char *err);
+
+/* Runs an AWS profile's credential_process cmd (split into words as a
+ * POSIX shell would, run without one, given 60 s) and reads its answer
+ * (JSON: Version 1, AccessKeyId, SecretAccessKey, SessionToken) into
+ * sig's key, secret and session.  err: one line naming profile (the
+ * command's last stderr line when it fails). */
+enum wf_err wf_s3_process(const char *cmd, const char *profile, struct wf_http_sigv4 *sig, char *err);
 
 /* The URL of object key (percent-encoded once, '/' kept) in out. */
 void wf_s3_object_url(const struct wf_s3 *s, const char *key, char *out, size_t cap);

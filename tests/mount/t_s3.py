@@ -263,6 +263,24 @@ def run_checks(rgw, models):
             return same_trees(lm.mp, rm.mp)
     check("s3: credentials, region and endpoint from ~/.aws (AWS_PROFILE=dev)", profile)
 
+    def process():
+        # credentials from the profile's credential_process (aws-vault, SSO
+        # helpers): a program printing the CLI's JSON, run without a shell
+        home = new_dir("home with space-")
+        os.makedirs(os.path.join(home, ".aws"))
+        helper = os.path.join(home, "creds helper.sh")
+        with open(helper, "w") as f:
+            f.write('#!/bin/sh\n[ "$1" = "--for" ] && [ "$2" = "team models" ] || exit 9\n'
+                    'printf \'{"Version": 1, "AccessKeyId": "%s", "SecretAccessKey": "%s", '
+                    '"Expiration": "2999-01-01T00:00:00Z"}\'\n' % (rgw.key, rgw.secret))
+        os.chmod(helper, 0o755)
+        with open(os.path.join(home, ".aws", "config"), "w") as f:
+            f.write("[profile proc]\ncredential_process = \"%s\" --for 'team models'\nendpoint_url = %s\n"
+                    % (helper, rgw.endpoint))
+        with Env(HOME=home, AWS_PROFILE="proc"), Mount(models["gg"]) as lm, Mount("s3://models/gg/") as rm:
+            return same_trees(lm.mp, rm.mp)
+    check("s3: credentials from the profile's credential_process", process)
+
     def anonymous():
         with Env(AWS_ENDPOINT_URL=rgw.endpoint), Mount(models["gg"]) as lm, Mount("s3://pub/gg/") as rm:
             return same_trees(lm.mp, rm.mp)

@@ -137,6 +137,63 @@ START_TEST(test_profiles)
 }
 END_TEST
 
+/* credential_process: run without a shell, words split as a POSIX shell
+ * splits them; its JSON read as the CLI reads it; failures one line. */
+START_TEST(test_credential_process)
+{
+	struct wf_http_sigv4 sig;
+	char err[WF_ERRLEN];
+	memset(&sig, 0, sizeof sig);
+	ck_assert_int_eq(wf_s3_process("sh -c 'printf \"%s\" \"{\\\"Version\\\": 1, \\\"AccessKeyId\\\": \\\"PK\\\", "
+				       "\\\"SecretAccessKey\\\": \\\"PS\\\", \\\"SessionToken\\\": \\\"PT\\\"}\"'",
+				       "p", &sig, err),
+			 WF_OK);
+	ck_assert_str_eq(sig.key, "PK");
+	ck_assert_str_eq(sig.secret, "PS");
+	ck_assert_str_eq(sig.session, "PT");
+	/* no session token: none kept from before */
+	ck_assert_int_eq(wf_s3_process("printf {\\\"Version\\\":1,\\\"AccessKeyId\\\":\\\"A\\\",\\\"SecretAccessKey\\\":\\\"S\\\"}",
+				       "p", &sig, err),
+			 WF_OK);
+	ck_assert_str_eq(sig.key, "A");
+	ck_assert_str_eq(sig.session, "");
+	static const struct {
+		const char *cmd, *want;
+	} bad[] = {
+		{"sh -c 'echo first >&2; echo token expired, run aws sso login >&2; exit 3'",
+		 "profile p exited 3: token expired, run aws sso login"},
+		{"printf {\\\"Version\\\":2,\\\"AccessKeyId\\\":\\\"A\\\",\\\"SecretAccessKey\\\":\\\"S\\\"}", "Version other, not 1"},
+		{"printf {\\\"Version\\\":1,\\\"AccessKeyId\\\":\\\"A\\\"}", "no AccessKeyId and SecretAccessKey"},
+		{"echo not json", "did not print a JSON object"},
+		{"/nonexistent/helper --x", "cannot run /nonexistent/helper"},
+		{"helper 'open quote", "is not a command line"},
+		{"   ", "is not a command line"},
+	};
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		ck_assert_int_eq(wf_s3_process(bad[i].cmd, "p", &sig, err), WF_ERR_IO);
+		ck_assert_msg(strstr(err, bad[i].want) && !strchr(err, '\n'), "%s: %s", bad[i].cmd, err);
+	}
+	/* from a profile: the credentials file's keys first, then the process */
+	clean_env();
+	write_file("config", "[profile pr]\ncredential_process = printf {\\\"Version\\\":1,\\\"AccessKeyId\\\":\\\"FROMP\\\","
+			     "\\\"SecretAccessKey\\\":\\\"S\\\"}\n");
+	write_file("credentials", "[pr]\nregion = x\n[both]\naws_access_key_id = FILE\naws_secret_access_key = FS\n");
+	setenv("AWS_PROFILE", "pr", 1);
+	struct wf_s3 s;
+	ck_assert_int_eq(wf_s3_init(&s, "s3://b/p", err), WF_OK);
+	ck_assert_str_eq(s.sig.key, "FROMP");
+	ck_assert(!s.anonymous);
+	write_file("config", "[profile both]\ncredential_process = false\n");
+	setenv("AWS_PROFILE", "both", 1);
+	ck_assert_int_eq(wf_s3_init(&s, "s3://b/p", err), WF_OK);
+	ck_assert_str_eq(s.sig.key, "FILE");
+	write_file("config", "[profile pr]\ncredential_process = false\n");
+	setenv("AWS_PROFILE", "pr", 1);
+	ck_assert_int_eq(wf_s3_init(&s, "s3://b/p", err), WF_ERR_IO);
+	ck_assert_ptr_nonnull(strstr(err, "credential_process of profile pr exited 1"));
+}
+END_TEST
+
 struct seen {
 	int n;
 	char keys[8][256];
@@ -240,6 +297,7 @@ int main(void)
 	TCase *tc = tcase_create("core");
 	tcase_add_test(tc, test_env_settings);
 	tcase_add_test(tc, test_profiles);
+	tcase_add_test(tc, test_credential_process);
 	tcase_add_test(tc, test_pages);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
