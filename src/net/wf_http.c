@@ -334,8 +334,11 @@ static CURLcode attempt(CURL *h, const struct wf_http_req *req, struct wf_http_r
 				hd = t;
 		}
 	}
-	if (req->token && *req->token) {
-		snprintf(line, sizeof line, "Authorization: Bearer %s", req->token);
+	if ((req->token && *req->token) || (req->auth && *req->auth)) {
+		if (req->token && *req->token)
+			snprintf(line, sizeof line, "Authorization: Bearer %s", req->token);
+		else
+			snprintf(line, sizeof line, "Authorization: %s", req->auth);
 		if ((t = cu.slist_append(hd, line)))
 			hd = t;
 	}

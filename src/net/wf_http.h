@@ -33,6 +33,8 @@ struct wf_http_req {
 	const char *url;
 	const struct wf_http_sigv4 *sigv4; /* sign (and never follow redirects); NULL for none */
 	const char *token;      /* a bearer token, sent only to the URL's own host; NULL for none */
+	const char *auth;       /* an Authorization header's value as it is (a container's credentials
+				 * endpoint), NULL for none; never with token */
 	const char *if_match;   /* pinned ETag, quoted as the server gave it; NULL for none */
 	bool has_range;         /* Range: bytes=off-(off+len-1) */
 	uint64_t off, len;

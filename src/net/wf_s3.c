@@ -135,6 +135,12 @@ static enum wf_err credentials(struct wf_s3 *s, const struct files *fl, bool *ha
 		return wf_fail(err, WF_ERR_IO, "profile %s has %s but not %s", fl->profile,
 			       hk ? "aws_access_key_id" : "aws_secret_access_key",
 			       hk ? "aws_secret_access_key" : "aws_access_key_id");
+	if (!hk && wf_s3_container_set()) {
+		enum wf_err rc = wf_s3_container(&s->sig, err);
+		if (rc == WF_OK)
+			snprintf(s->cred_from, sizeof s->cred_from, "the container's credentials endpoint");
+		return rc;
+	}
 	if (!hk) {
 		s->anonymous = true;
 		snprintf(s->cred_from, sizeof s->cred_from, "nowhere: requests go unsigned");

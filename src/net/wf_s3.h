@@ -5,7 +5,8 @@
  * first (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN,
  * AWS_REGION / AWS_DEFAULT_REGION, AWS_ENDPOINT_URL_S3 / AWS_ENDPOINT_URL,
  * AWS_PROFILE), then the profile's section of the shared credentials file
- * (keys), its credential_process, then the config file (keys).  With no credentials at all, requests go unsigned
+ * (keys), its credential_process, then the config file (keys), then a
+ * container's credentials endpoint (AWS_CONTAINER_CREDENTIALS_*_URI).  With no credentials at all, requests go unsigned
  * (a public bucket).  Requests are signed by libcurl (CURLOPT_AWS_SIGV4);
  * what libcurl 7.88 leaves out of SigV4 (the payload hash header, a
  * canonical query, an encoded path, the session token) is done here.
@@ -41,6 +42,17 @@ enum wf_err wf_s3_init(struct wf_s3 *s, const char *src, char *err);
  * sig's key, secret and session.  err: one line naming profile (the
  * command's last stderr line when it fails). */
 enum wf_err wf_s3_process(const char *cmd, const char *profile, struct wf_http_sigv4 *sig, char *err);
+
+/* Whether AWS_CONTAINER_CREDENTIALS_RELATIVE_URI or _FULL_URI is set (an
+ * ECS task, an EKS pod with Pod Identity). */
+bool wf_s3_container_set(void);
+
+/* The container's credentials (AccessKeyId, SecretAccessKey, Token) from
+ * the agent the variables above name, with the Authorization value of
+ * AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE or _TOKEN; a full URI over http
+ * only to a loopback address or the agents' (as the SDKs allow).  err: one
+ * line. */
+enum wf_err wf_s3_container(struct wf_http_sigv4 *sig, char *err);
 
 /* The URL of object key (percent-encoded once, '/' kept) in out. */
 void wf_s3_object_url(const struct wf_s3 *s, const char *key, char *out, size_t cap);

@@ -201,3 +201,102 @@ enum wf_err wf_s3_process(const char *cmd, const char *profile, struct wf_http_s
 	free(out);
 	return rc;
 }
+
+/* ---- a container's credentials endpoint (ECS, EKS Pod Identity) ---- */
+
+#define CONTAINER_HOST "http://169.254.170.2" /* the ECS agent, for a relative URI */
+#define TOKEN_MAX 16384
+
+static const char *env_set(const char *name)
+{
+	const char *v = getenv(name);
+	return v && *v ? v : NULL;
+}
+
+/* As the SDKs allow a full URI: https anywhere, http only to a loopback
+ * address or the container agents' link-local ones. */
+static bool full_uri_ok(const char *url)
+{
+	if (strncmp(url, "https://", 8) == 0)
+		return true;
+	if (strncmp(url, "http://", 7) != 0)
+		return false;
+	char host[256];
+	wf_http_host(url, host, sizeof host);
+	char *colon = host[0] == '[' ? strchr(host, ']') : strrchr(host, ':');
+	if (host[0] == '[' && colon)
+		colon[1] = '\0';
+	else if (colon)
+		*colon = '\0';
+	static const char *const ok[] = {"localhost", "[::1]", "169.254.170.2", "169.254.170.23", "[fd00:ec2::23]"};
+	for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++)
+		if (strcmp(host, ok[i]) == 0)
+			return true;
+	unsigned a, b, c, d;
+	char tail;
+	return sscanf(host, "%u.%u.%u.%u%c", &a, &b, &c, &d, &tail) == 4 && a == 127 && b < 256 && c < 256 && d < 256;
+}
+
+/* The Authorization value: the token file's contents, else the variable's. */
+static enum wf_err container_token(char *tok, size_t cap, char *err)
+{
+	tok[0] = '\0';
+	const char *file = env_set("AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE"), *v = env_set("AWS_CONTAINER_AUTHORIZATION_TOKEN");
+	if (file) {
+		FILE *f = fopen(file, "re");
+		size_t n = f ? fread(tok, 1, cap - 1, f) : 0;
+		bool ok = f && !ferror(f) && (n < cap - 1 || feof(f));
+		if (f)
+			fclose(f);
+		if (!ok)
+			return wf_fail(err, WF_ERR_IO, "AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE %s: %s", file,
+				       f ? "longer than 16 KiB" : strerror(errno));
+		tok[n] = '\0';
+	} else if (v) {
+		snprintf(tok, cap, "%s", v);
+	}
+	size_t n = strlen(tok);
+	while (n && (tok[n - 1] == '\n' || tok[n - 1] == '\r' || tok[n - 1] == ' '))
+		tok[--n] = '\0';
+	if (strpbrk(tok, "\r\n"))
+		return wf_fail(err, WF_ERR_IO, "the container authorization token holds a line break");
+	return WF_OK;
+}
+
+bool wf_s3_container_set(void)
+{
+	return env_set("AWS_CONTAINER_CREDENTIALS_RELATIVE_URI") || env_set("AWS_CONTAINER_CREDENTIALS_FULL_URI");
+}
+
+enum wf_err wf_s3_container(struct wf_http_sigv4 *sig, char *err)
+{
+	const char *rel = env_set("AWS_CONTAINER_CREDENTIALS_RELATIVE_URI"),
+		   *full = env_set("AWS_CONTAINER_CREDENTIALS_FULL_URI");
+	char url[2048], tok[TOKEN_MAX];
+	if (rel)
+		snprintf(url, sizeof url, "%s%s%s", CONTAINER_HOST, rel[0] == '/' ? "" : "/", rel);
+	else if (full && full_uri_ok(full) && strlen(full) < sizeof url)
+		snprintf(url, sizeof url, "%s", full);
+	else
+		return wf_fail(err, WF_ERR_IO, "AWS_CONTAINER_CREDENTIALS_FULL_URI: http only to a loopback address or "
+			       "the container agent's (169.254.170.2, 169.254.170.23), else https");
+	enum wf_err rc = container_token(tok, sizeof tok, err);
+	if (rc != WF_OK)
+		return rc;
+	struct wf_http_req rq = {.url = url, .auth = tok[0] ? tok : NULL, .cap = OUT_MAX};
+	struct wf_http_resp r;
+	char why[WF_ERRLEN - 64];
+	if ((rc = wf_http_do(NULL, &rq, &r, why)) != WF_OK)
+		return wf_fail(err, WF_ERR_IO, "the container credentials endpoint: %s", why);
+	cJSON *j = r.status == 200 ? cJSON_ParseWithLength((const char *)r.body, r.body_len) : NULL;
+	free(r.body);
+	if (r.status != 200)
+		rc = wf_fail(err, WF_ERR_IO, "the container credentials endpoint answered HTTP %ld", r.status);
+	else if (!field(j, "AccessKeyId", sig->key, sizeof sig->key) ||
+		 !field(j, "SecretAccessKey", sig->secret, sizeof sig->secret) || !sig->key[0] || !sig->secret[0])
+		rc = wf_fail(err, WF_ERR_IO, "the container credentials endpoint gave no AccessKeyId and SecretAccessKey");
+	else if (!field(j, "Token", sig->session, sizeof sig->session))
+		sig->session[0] = '\0';
+	cJSON_Delete(j);
+	return rc;
+}

@@ -19,7 +19,9 @@ from t_net import make_models, same_trees, refused
 
 AWS_KEYS = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_REGION", "AWS_DEFAULT_REGION",
             "AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3", "AWS_PROFILE", "AWS_DEFAULT_PROFILE", "AWS_CONFIG_FILE",
-            "AWS_SHARED_CREDENTIALS_FILE", "AWS_IGNORE_CONFIGURED_ENDPOINT_URLS", "AWS_CA_BUNDLE")
+            "AWS_SHARED_CREDENTIALS_FILE", "AWS_IGNORE_CONFIGURED_ENDPOINT_URLS", "AWS_CA_BUNDLE",
+            "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI", "AWS_CONTAINER_CREDENTIALS_FULL_URI",
+            "AWS_CONTAINER_AUTHORIZATION_TOKEN", "AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE")
 
 
 def rclone(rgw, *args, acl=None):
@@ -280,6 +282,56 @@ def run_checks(rgw, models):
         with Env(HOME=home, AWS_PROFILE="proc"), Mount(models["gg"]) as lm, Mount("s3://models/gg/") as rm:
             return same_trees(lm.mp, rm.mp)
     check("s3: credentials from the profile's credential_process", process)
+
+    def container():
+        # an EKS pod (Pod Identity) or ECS task: credentials from the agent
+        # AWS_CONTAINER_CREDENTIALS_FULL_URI names, asked with the token file's
+        # contents as the Authorization header
+        import http.server
+        import json
+        import threading
+        tok = "eks-pod-token-%d" % os.getpid()
+        asked = []
+
+        class H(http.server.BaseHTTPRequestHandler):
+            def log_message(self, *a):
+                pass
+
+            def do_GET(self):
+                asked.append((self.path, self.headers.get("Authorization")))
+                ok = self.headers.get("Authorization") == tok
+                body = json.dumps({"AccessKeyId": rgw.key, "SecretAccessKey": rgw.secret, "Token": "",
+                                   "Expiration": "2999-01-01T00:00:00Z"} if ok else {"message": "denied"}).encode()
+                self.send_response(200 if ok else 403)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+        srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), H)
+        threading.Thread(target=srv.serve_forever, daemon=True).start()
+        tfile = os.path.join(new_dir("tok-"), "token")
+        with open(tfile, "w") as f:
+            f.write(tok + "\n")
+        uri = "http://127.0.0.1:%d/v1/credentials" % srv.server_address[1]
+        try:
+            with Env(AWS_ENDPOINT_URL=rgw.endpoint, AWS_CONTAINER_CREDENTIALS_FULL_URI=uri,
+                     AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE=tfile), Mount(models["gg"]) as lm, \
+                    Mount("s3://models/gg/") as rm:
+                info = same_trees(lm.mp, rm.mp)
+            if asked[:1] != [("/v1/credentials", tok)]:
+                raise Fail("the agent was asked %r" % asked[:3])
+            with Env(AWS_ENDPOINT_URL=rgw.endpoint, AWS_CONTAINER_CREDENTIALS_FULL_URI=uri,
+                     AWS_CONTAINER_AUTHORIZATION_TOKEN="wrong"):
+                r = subprocess.run([wf_harness.BIN, "-f", "s3://models/gg/", new_dir()], stdin=subprocess.DEVNULL,
+                                   capture_output=True, timeout=60)
+        finally:
+            srv.shutdown()
+            srv.server_close()
+        lines = r.stderr.decode(errors="replace").splitlines()
+        if r.returncode == 0 or len(lines) != 1 or "HTTP 403" not in lines[0]:
+            raise Fail("a refused token: exit %d, %r" % (r.returncode, lines[:3]))
+        return "%s; a wrong token: %s" % (info, lines[0][:90])
+    check("s3: credentials from a container's endpoint (EKS Pod Identity, ECS), the token file's Authorization",
+          container)
 
     def anonymous():
         with Env(AWS_ENDPOINT_URL=rgw.endpoint), Mount(models["gg"]) as lm, Mount("s3://pub/gg/") as rm:

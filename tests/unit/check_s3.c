@@ -15,7 +15,9 @@
 static const char *const vars[] = {"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN",
 				   "AWS_REGION", "AWS_DEFAULT_REGION", "AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3",
 				   "AWS_PROFILE", "AWS_DEFAULT_PROFILE", "AWS_CONFIG_FILE",
-				   "AWS_SHARED_CREDENTIALS_FILE", "AWS_IGNORE_CONFIGURED_ENDPOINT_URLS"};
+				   "AWS_SHARED_CREDENTIALS_FILE", "AWS_IGNORE_CONFIGURED_ENDPOINT_URLS",
+				   "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI", "AWS_CONTAINER_CREDENTIALS_FULL_URI",
+				   "AWS_CONTAINER_AUTHORIZATION_TOKEN", "AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE"};
 static char dir[64];
 
 static void clean_env(void)
@@ -194,6 +196,32 @@ START_TEST(test_credential_process)
 }
 END_TEST
 
+/* A container's full URI: https anywhere, http only to a loopback or the
+ * agents' addresses (refused before any request); a token with a line
+ * break refused. */
+START_TEST(test_container_uri)
+{
+	clean_env();
+	struct wf_http_sigv4 sig;
+	char err[WF_ERRLEN];
+	ck_assert(!wf_s3_container_set());
+	static const char *const refused[] = {"http://10.0.0.5/creds", "http://169.254.169.254/x", "ftp://127.0.0.1/",
+					      "http://127.0.0.1.evil.example/", "http://localhost.evil/"};
+	for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
+		setenv("AWS_CONTAINER_CREDENTIALS_FULL_URI", refused[i], 1);
+		ck_assert(wf_s3_container_set());
+		ck_assert_int_eq(wf_s3_container(&sig, err), WF_ERR_IO);
+		ck_assert_msg(strstr(err, "http only to a loopback"), "%s: %s", refused[i], err);
+	}
+	/* allowed ones get as far as the request: a closed port on a loopback */
+	setenv("AWS_CONTAINER_CREDENTIALS_FULL_URI", "http://127.0.0.9:1/creds", 1);
+	setenv("AWS_CONTAINER_AUTHORIZATION_TOKEN", "a\nb", 1);
+	ck_assert_int_eq(wf_s3_container(&sig, err), WF_ERR_IO);
+	ck_assert_ptr_nonnull(strstr(err, "line break"));
+	clean_env();
+}
+END_TEST
+
 struct seen {
 	int n;
 	char keys[8][256];
@@ -298,6 +326,7 @@ int main(void)
 	tcase_add_test(tc, test_env_settings);
 	tcase_add_test(tc, test_profiles);
 	tcase_add_test(tc, test_credential_process);
+	tcase_add_test(tc, test_container_uri);
 	tcase_add_test(tc, test_pages);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
