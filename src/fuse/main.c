@@ -586,6 +586,9 @@ static int run_session(struct fuse_args *args, struct wf_fs *fs, const struct fu
 		goto out_unmount;
 	}
 	ret = serve(se, co);
+	/* a Hub file this mount read whole: into the Hugging Face cache too */
+	if (!wf_remote_conf.cache_off)
+		cli_hub_keep(false);
 out_unmount:
 	fuse_session_unmount(se);
 out_signals:
@@ -672,9 +675,6 @@ int main(int argc, char *argv[])
 		goto out_model;
 
 	ret = run_session(&args, &fs, &co, o.ra_kb);
-	/* a Hub file this mount read whole: into the Hugging Face cache too */
-	if (!wf_remote_conf.cache_off)
-		cli_hub_keep(false);
 out_model:
 	wf_sums_free(sums);
 	wf_perms_free(&perms);
