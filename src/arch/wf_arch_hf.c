@@ -203,7 +203,7 @@ static enum wf_err plan_experts(struct wf_hfc *h, const struct wf_model *m, size
 		o->n_stack = (uint16_t)t->shape[0];
 		o->sliced = true;
 		o->slab = x;
-		if (!wf_mul_ok(t->nelems / t->shape[0], o->type == WF_T_F32 ? 4 : 2, &o->nbytes))
+		if (!wf_mul_ok(t->nelems / t->shape[0], wf_type_get((int)o->type)->bytes, &o->nbytes))
 			return wf_fail(h->why, WF_ERR_UNSUP, "tensor %s: too many bytes", t->name);
 		if (!(o->name = wf_arch_name_add(pl, hn, strlen(hn))))
 			return wf_fail(h->why, WF_ERR_NOMEM, "out of memory");
@@ -262,7 +262,7 @@ static enum wf_err plan_kv_b(struct wf_hfc *h, const struct wf_model *m, size_t 
 	o->type = out_type(vk);
 	o->hs.kind = WF_HS_KVB;
 	o->hs.off = (uint32_t)j;
-	if (!wf_mul_ok(o->ne[0] * o->ne[1], o->type == WF_T_F32 ? 4 : 2, &o->nbytes))
+	if (!wf_mul_ok(o->ne[0] * o->ne[1], wf_type_get((int)o->type)->bytes, &o->nbytes))
 		return wf_fail(h->why, WF_ERR_UNSUP, "tensor %s: too many bytes", t->name);
 	if (!(o->name = wf_arch_name_add(pl, hn, strlen(hn))))
 		return wf_fail(h->why, WF_ERR_NOMEM, "out of memory");
@@ -302,7 +302,7 @@ static enum wf_err oss_put(struct wf_hfc *h, const struct wf_model *m, size_t i,
 			return wf_fail(h->why, WF_ERR_UNSUP, "tensor %s: too many tensors", m->tensors[i].name);
 		o->src2 = (uint32_t)src2;
 	}
-	if (!wf_mul_ok(nel, o->type == WF_T_F32 ? 4 : 2, &o->nbytes))
+	if (!wf_mul_ok(nel, wf_type_get((int)o->type)->bytes, &o->nbytes))
 		return wf_fail(h->why, WF_ERR_UNSUP, "tensor %s: too many bytes", m->tensors[i].name);
 	if (!(o->name = wf_arch_name_add(pl, hn, strlen(hn))))
 		return wf_fail(h->why, WF_ERR_NOMEM, "out of memory");
@@ -424,7 +424,7 @@ static enum wf_err plan_tensor(struct wf_hfc *h, const struct wf_model *m, size_
 	bool minus = norm && h->a->norm_plus_one;
 	o->add = minus ? WF_ADD_SUB_F32 : WF_ADD_NONE;
 	o->type = minus ? WF_T_F32 : out_type(vk);
-	if (!wf_mul_ok(t->nelems, o->type == WF_T_F32 ? 4 : 2, &o->nbytes))
+	if (!wf_mul_ok(t->nelems, wf_type_get((int)o->type)->bytes, &o->nbytes))
 		return wf_fail(h->why, WF_ERR_UNSUP, "tensor %s: too many bytes", t->name);
 	if (!(o->name = wf_arch_name_add(pl, hn, strlen(hn))))
 		return wf_fail(h->why, WF_ERR_NOMEM, "out of memory");

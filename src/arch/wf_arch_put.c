@@ -80,7 +80,7 @@ enum wf_err wf_arch_add_tensor(struct wf_arch_plan *pl, size_t cap, const char *
 			return wf_fail(why, WF_ERR_UNSUP, "tensor %s: too many elements", name);
 	}
 	t->type = norm_or_1d || ftype == WF_FTYPE_ALL_F32 ? WF_T_F32 : ftype == WF_FTYPE_MOSTLY_BF16 ? WF_T_BF16 : WF_T_F16;
-	if (!wf_mul_ok(el, t->type == WF_T_F32 ? 4 : 2, &t->nbytes))
+	if (!wf_mul_ok(el, wf_type_get((int)t->type)->bytes, &t->nbytes))
 		return wf_fail(why, WF_ERR_UNSUP, "tensor %s: too many bytes", name);
 	pl->n++;
 	return WF_OK;
