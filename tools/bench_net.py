@@ -1,7 +1,7 @@
 """Part 27 of `make bench` (--parts net): remote sources over a path with
 round-trip time (docs/remote.md, docs/performance.md).
 
-A hub-shaped nginx on loopback (tests/mount/t_net.py's Hub) sits behind a
+A hub-shaped nginx on loopback (tests/mount/wf_hub.py's Hub) sits behind a
 delaying proxy of ours, one for the Hub's API and one for its "CDN": each
 direction of each connection holds data back RTT/2, and a stream carries at
 most WINDOW bytes per round trip, as a TCP window caps one stream on a real
@@ -218,12 +218,7 @@ def part_net(args):
     sys.path.insert(0, os.path.join(os.path.dirname(HERE), "tests", "mount"))
     import wf_harness
     wf_harness.TMP = args.dir
-    try:
-        import numpy  # noqa: F401 - t_net's checks use it; its Hub does not
-    except ImportError:
-        import types
-        sys.modules["numpy"] = types.ModuleType("numpy")
-    from t_net import Hub, COMMIT, NGINX
+    from wf_hub import Hub, COMMIT, NGINX
     if not os.path.exists(NGINX):
         return {"note": "skipped: nginx is not installed"}
     quick = args.quick

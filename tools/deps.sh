@@ -23,7 +23,7 @@ if [ "$what" = test ]; then
 	need_pc check check
 	need_cmd getfattr attr
 	need_cmd rclone rclone
-	# the net mount tests: a hub-shaped server on loopback (tests/mount/t_net.py)
+	# the net mount tests: a hub-shaped server on loopback (tests/mount/wf_hub.py)
 	[ -x /usr/sbin/nginx ] || missing+=(nginx)
 	# the s3 mount tests: Ceph's RADOS Gateway on loopback (tests/mount/wf_rgw.py)
 	need_cmd ceph-mon ceph-mon

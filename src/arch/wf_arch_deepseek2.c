@@ -146,7 +146,7 @@ static bool ds_v3(struct wf_hfc *h, const struct wf_model *m)
 {
 	int64_t g;
 	(void)m;
-	return h->ds_bias || (wf_hfc_kv_int(&h->kv, wf_hfc_key(h, "expert_gating_func"), &g) && g == 2);
+	return h->ds_bias || (wf_gguf_get_int(&h->kv, wf_hfc_key(h, "expert_gating_func"), &g) && g == 2);
 }
 
 /* DeepseekV2Config / V3Config's MLA, expert and yarn fields, from the
@@ -164,7 +164,7 @@ static enum wf_err ds_fields(struct wf_hfc *h, const struct wf_hfc_dims *d, bool
 	wf_hfc_int(h, "qk_nope_head_dim", kmla - rot);
 	wf_hfc_int(h, "v_head_dim", vmla);
 	wf_hfc_int(h, "kv_lora_rank", kvr);
-	if (wf_hfc_kv_int(&h->kv, wf_hfc_key(h, "attention.q_lora_rank"), &v) && v > 0)
+	if (wf_gguf_get_int(&h->kv, wf_hfc_key(h, "attention.q_lora_rank"), &v) && v > 0)
 		wf_hfc_int(h, "q_lora_rank", v);
 	else
 		wf_hfc_raw(h, "q_lora_rank", "null");
@@ -176,22 +176,22 @@ static enum wf_err ds_fields(struct wf_hfc *h, const struct wf_hfc_dims *d, bool
 		wf_hfc_int(h, "n_routed_experts", h->n_exp);
 		wf_hfc_int(h, "num_experts_per_tok", used);
 		wf_hfc_int(h, "moe_intermediate_size", ff);
-		wf_hfc_int(h, "n_shared_experts", wf_hfc_kv_int(&h->kv, wf_hfc_key(h, "expert_shared_count"), &v) && v >= 0 ? v : 0);
+		wf_hfc_int(h, "n_shared_experts", wf_gguf_get_int(&h->kv, wf_hfc_key(h, "expert_shared_count"), &v) && v >= 0 ? v : 0);
 		wf_hfc_int(h, "first_k_dense_replace", h->dense);
 		double sc;
-		wf_hfc_num(h, "routed_scaling_factor", wf_hfc_kv_num(&h->kv, wf_hfc_key(h, "expert_weights_scale"), &sc) && sc != 0 ? sc : 1.0,
+		wf_hfc_num(h, "routed_scaling_factor", wf_gguf_get_num(&h->kv, wf_hfc_key(h, "expert_weights_scale"), &sc) && sc != 0 ? sc : 1.0,
 			true);
-		wf_hfc_raw(h, "norm_topk_prob", wf_hfc_kv_int(&h->kv, wf_hfc_key(h, "expert_weights_norm"), &v) && v ? "true" : "false");
-		if (wf_hfc_kv_int(&h->kv, wf_hfc_key(h, "expert_group_count"), &v) && v >= 1)
+		wf_hfc_raw(h, "norm_topk_prob", wf_gguf_get_int(&h->kv, wf_hfc_key(h, "expert_weights_norm"), &v) && v ? "true" : "false");
+		if (wf_gguf_get_int(&h->kv, wf_hfc_key(h, "expert_group_count"), &v) && v >= 1)
 			ng = v;
-		if (wf_hfc_kv_int(&h->kv, wf_hfc_key(h, "expert_group_used_count"), &v) && v >= 1)
+		if (wf_gguf_get_int(&h->kv, wf_hfc_key(h, "expert_group_used_count"), &v) && v >= 1)
 			tg = v;
 		if (h->n_exp % ng || tg > ng)
 			return wf_fail(h->why, WF_ERR_UNSUP, "metadata key %s: %lld groups of %lld experts, %lld kept",
 				       wf_hfc_key(h, "expert_group_count"), (long long)ng, (long long)h->n_exp, (long long)tg);
 		wf_hfc_int(h, "n_group", ng);
 		wf_hfc_int(h, "topk_group", tg);
-		if (wf_hfc_kv_int(&h->kv, wf_hfc_key(h, "expert_gating_func"), &v))
+		if (wf_gguf_get_int(&h->kv, wf_hfc_key(h, "expert_gating_func"), &v))
 			gating = v;
 		wf_hfc_str(h, "scoring_func", gating == 2 ? "sigmoid" : "softmax");
 		wf_hfc_str(h, "topk_method", v3 ? "noaux_tc" : ng > 1 ? "group_limited_greedy" : "greedy");
@@ -200,26 +200,26 @@ static enum wf_err ds_fields(struct wf_hfc *h, const struct wf_hfc_dims *d, bool
 	wf_hfc_raw(h, "rope_interleave", "true");
 	wf_hfc_int(h, "num_nextn_predict_layers", 0);
 	size_t n;
-	const uint8_t *type = wf_hfc_kv_str(&h->kv, wf_hfc_key(h, "rope.scaling.type"), &n);
+	const uint8_t *type = wf_gguf_get_str(&h->kv, wf_hfc_key(h, "rope.scaling.type"), &n);
 	double factor, x;
 	int64_t old;
-	if (!type || n != 4 || memcmp(type, "yarn", 4) || !wf_hfc_kv_num(&h->kv, wf_hfc_key(h, "rope.scaling.factor"), &factor))
+	if (!type || n != 4 || memcmp(type, "yarn", 4) || !wf_gguf_get_num(&h->kv, wf_hfc_key(h, "rope.scaling.factor"), &factor))
 		return WF_OK;
 	wf_hfc_field(h, "rope_scaling");
 	wf_buf_puts(h->j, "{\"type\": \"yarn\", \"rope_type\": \"yarn\", \"factor\": ");
 	wf_buf_json_f32(h->j, (float)factor);
-	if (wf_hfc_kv_int(&h->kv, wf_hfc_key(h, "rope.scaling.original_context_length"), &old))
+	if (wf_gguf_get_int(&h->kv, wf_hfc_key(h, "rope.scaling.original_context_length"), &old))
 		wf_buf_printf(h->j, ", \"original_max_position_embeddings\": %lld", (long long)old);
 	static const char *const yk[][2] = {{"rope.scaling.yarn_beta_fast", "beta_fast"},
 					    {"rope.scaling.yarn_beta_slow", "beta_slow"}};
 	for (size_t i = 0; i < WF_ARRAY_LEN(yk); i++)
-		if (wf_hfc_kv_num(&h->kv, wf_hfc_key(h, yk[i][0]), &x)) {
+		if (wf_gguf_get_num(&h->kv, wf_hfc_key(h, yk[i][0]), &x)) {
 			wf_buf_printf(h->j, ", \"%s\": ", yk[i][1]);
 			wf_buf_json_f32(h->j, (float)x);
 		}
 	/* yarn_log_multiplier is 0.1 mscale_all_dim; mscale the same, so that
 	 * transformers' rope attention factor is 1 as llama.cpp's is */
-	if (wf_hfc_kv_num(&h->kv, wf_hfc_key(h, "rope.scaling.yarn_log_multiplier"), &x)) {
+	if (wf_gguf_get_num(&h->kv, wf_hfc_key(h, "rope.scaling.yarn_log_multiplier"), &x)) {
 		wf_buf_puts(h->j, ", \"mscale\": ");
 		wf_buf_json_f32(h->j, (float)(x / 0.1));
 		wf_buf_puts(h->j, ", \"mscale_all_dim\": ");

@@ -119,24 +119,24 @@ static void gemma_fields(struct wf_hfc *h, const struct wf_hfc_dims *d, bool g3)
 	wf_hfc_int(h, "query_pre_attn_scalar", big ? d->embd / d->heads : d->head_dim);
 	wf_hfc_str(h, "hidden_activation", "gelu_pytorch_tanh");
 	int64_t sw;
-	if (wf_hfc_kv_int(&h->kv, wf_hfc_key(h, "attention.sliding_window"), &sw) && sw > 0)
+	if (wf_gguf_get_int(&h->kv, wf_hfc_key(h, "attention.sliding_window"), &sw) && sw > 0)
 		wf_hfc_int(h, "sliding_window", sw);
 	double cap;
-	if (!g3 && wf_hfc_kv_num(&h->kv, wf_hfc_key(h, "attn_logit_softcapping"), &cap) && cap > 0)
+	if (!g3 && wf_gguf_get_num(&h->kv, wf_hfc_key(h, "attn_logit_softcapping"), &cap) && cap > 0)
 		wf_hfc_num(h, "attn_logit_softcapping", cap, true);
 	else if (!g3)
 		wf_hfc_raw(h, "attn_logit_softcapping", "null");
-	if (wf_hfc_kv_num(&h->kv, wf_hfc_key(h, "final_logit_softcapping"), &cap) && cap > 0)
+	if (wf_gguf_get_num(&h->kv, wf_hfc_key(h, "final_logit_softcapping"), &cap) && cap > 0)
 		wf_hfc_num(h, "final_logit_softcapping", cap, true);
 	else
 		wf_hfc_raw(h, "final_logit_softcapping", "null");
 	if (g3) {
 		wf_hfc_int(h, "sliding_window_pattern", 6); /* llama.cpp's set_swa_pattern(6) */
 		double local;
-		if (!wf_hfc_kv_num(&h->kv, wf_hfc_key(h, "rope.freq_base_swa"), &local) || !(local > 0))
+		if (!wf_gguf_get_num(&h->kv, wf_hfc_key(h, "rope.freq_base_swa"), &local) || !(local > 0))
 			local = 10000.0; /* llama.cpp's default for the sliding layers */
 		wf_hfc_num(h, "rope_local_base_freq", local, true);
-		if (!wf_hfc_kv_has(&h->kv, wf_hfc_key(h, "rope.scaling.type")))
+		if (wf_gguf_find(&h->kv, wf_hfc_key(h, "rope.scaling.type")) < 0)
 			wf_hfc_raw(h, "rope_scaling", "null");
 	}
 }

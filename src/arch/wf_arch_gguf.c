@@ -103,7 +103,7 @@ static enum wf_err retype_tensor(const struct wf_tensor *t, size_t src, uint32_t
 	o->validate = retype;
 	if (!retype)
 		o->nbytes = t->nbytes;
-	else if (!wf_mul_ok(t->nelems, want == WF_T_F32 ? 4 : 2, &o->nbytes))
+	else if (!wf_mul_ok(t->nelems, wf_type_get((int)want)->bytes, &o->nbytes))
 		return wf_fail(why, WF_ERR_UNSUP, "tensor %s: too many bytes", wf_quote(q, sizeof q, t->name, t->name_len));
 	return WF_OK;
 }

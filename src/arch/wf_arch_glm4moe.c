@@ -113,7 +113,7 @@ static enum wf_err glm4moe_fields(struct wf_hfc *h, const struct wf_model *m, co
 	    (rc = wf_hfc_need(h, "expert_shared_count", 0, 1 << 16, &shared)) != WF_OK)
 		return rc;
 	/* llama.cpp: no key is sigmoid; transformers' router has no other */
-	if (wf_hfc_kv_int(&h->kv, wf_hfc_key(h, "expert_gating_func"), &v) && v != 2)
+	if (wf_gguf_get_int(&h->kv, wf_hfc_key(h, "expert_gating_func"), &v) && v != 2)
 		return wf_fail(h->why, WF_ERR_UNSUP, "metadata key %s: %lld, but transformers' Glm4Moe routes by sigmoid (2) "
 			       "only", h->key, (long long)v);
 	wf_hfc_int(h, "n_routed_experts", h->n_exp);
@@ -122,12 +122,12 @@ static enum wf_err glm4moe_fields(struct wf_hfc *h, const struct wf_model *m, co
 	wf_hfc_int(h, "n_shared_experts", shared);
 	wf_hfc_int(h, "first_k_dense_replace", h->dense);
 	/* llama.cpp scales by expert_weights_scale unless it is 0 or absent */
-	if (!wf_hfc_kv_num(&h->kv, wf_hfc_key(h, "expert_weights_scale"), &scale) || scale == 0)
+	if (!wf_gguf_get_num(&h->kv, wf_hfc_key(h, "expert_weights_scale"), &scale) || scale == 0)
 		scale = 1.0;
 	wf_hfc_num(h, "routed_scaling_factor", scale, true);
-	wf_hfc_raw(h, "norm_topk_prob", wf_hfc_kv_int(&h->kv, wf_hfc_key(h, "expert_weights_norm"), &v) && v ? "true" : "false");
-	wf_hfc_int(h, "n_group", wf_hfc_kv_int(&h->kv, wf_hfc_key(h, "expert_group_count"), &v) && v > 1 ? v : 1);
-	wf_hfc_int(h, "topk_group", wf_hfc_kv_int(&h->kv, wf_hfc_key(h, "expert_group_used_count"), &v) && v > 1 ? v : 1);
+	wf_hfc_raw(h, "norm_topk_prob", wf_gguf_get_int(&h->kv, wf_hfc_key(h, "expert_weights_norm"), &v) && v ? "true" : "false");
+	wf_hfc_int(h, "n_group", wf_gguf_get_int(&h->kv, wf_hfc_key(h, "expert_group_count"), &v) && v > 1 ? v : 1);
+	wf_hfc_int(h, "topk_group", wf_gguf_get_int(&h->kv, wf_hfc_key(h, "expert_group_used_count"), &v) && v > 1 ? v : 1);
 	wf_hfc_num(h, "partial_rotary_factor", (double)d->rot / (double)d->head_dim, false);
 	wf_hfc_raw(h, "use_qk_norm", wf_hfc_has(m, "blk.0.attn_q_norm.weight") ? "true" : "false");
 	wf_hfc_raw(h, "attention_bias", wf_hfc_has(m, "blk.0.attn_q.bias") ? "true" : "false");

@@ -62,8 +62,8 @@ static enum wf_err gptoss_fields(struct wf_hfc *h, const struct wf_model *m, con
 	wf_hfc_num(h, "router_aux_loss_coef", 0.9, false);
 	wf_hfc_raw(h, "output_router_logits", "false");
 	size_t n;
-	const uint8_t *type = wf_hfc_kv_str(&h->kv, wf_hfc_key(h, "rope.scaling.type"), &n);
-	if (!type || n != 4 || memcmp(type, "yarn", 4) != 0 || !wf_hfc_kv_num(&h->kv, wf_hfc_key(h, "rope.scaling.factor"), &v)) {
+	const uint8_t *type = wf_gguf_get_str(&h->kv, wf_hfc_key(h, "rope.scaling.type"), &n);
+	if (!type || n != 4 || memcmp(type, "yarn", 4) != 0 || !wf_gguf_get_num(&h->kv, wf_hfc_key(h, "rope.scaling.factor"), &v)) {
 		wf_hfc_raw(h, "rope_scaling", "null");
 		return WF_OK;
 	}
@@ -71,13 +71,13 @@ static enum wf_err gptoss_fields(struct wf_hfc *h, const struct wf_model *m, con
 	wf_buf_puts(h->j, "{\"rope_type\": \"yarn\", \"factor\": ");
 	wf_buf_json_f32(h->j, (float)v);
 	wf_buf_puts(h->j, ", \"beta_fast\": ");
-	wf_buf_json_f32(h->j, wf_hfc_kv_num(&h->kv, wf_hfc_key(h, "rope.scaling.yarn_beta_fast"), &v) ? (float)v : 32.0f);
+	wf_buf_json_f32(h->j, wf_gguf_get_num(&h->kv, wf_hfc_key(h, "rope.scaling.yarn_beta_fast"), &v) ? (float)v : 32.0f);
 	wf_buf_puts(h->j, ", \"beta_slow\": ");
-	wf_buf_json_f32(h->j, wf_hfc_kv_num(&h->kv, wf_hfc_key(h, "rope.scaling.yarn_beta_slow"), &v) ? (float)v : 1.0f);
-	if (wf_hfc_kv_int(&h->kv, wf_hfc_key(h, "rope.scaling.original_context_length"), &old))
+	wf_buf_json_f32(h->j, wf_gguf_get_num(&h->kv, wf_hfc_key(h, "rope.scaling.yarn_beta_slow"), &v) ? (float)v : 1.0f);
+	if (wf_gguf_get_int(&h->kv, wf_hfc_key(h, "rope.scaling.original_context_length"), &old))
 		wf_buf_printf(h->j, ", \"original_max_position_embeddings\": %lld", (long long)old);
 	wf_buf_puts(h->j, ", \"truncate\": true}");
-	if (wf_hfc_kv_int(&h->kv, wf_hfc_key(h, "rope.scaling.original_context_length"), &old))
+	if (wf_gguf_get_int(&h->kv, wf_hfc_key(h, "rope.scaling.original_context_length"), &old))
 		wf_hfc_int(h, "initial_context_length", old);
 	return WF_OK;
 }

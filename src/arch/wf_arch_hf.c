@@ -28,19 +28,19 @@ static enum wf_err read_dims(struct wf_hfc *h, const struct wf_model *m, struct 
 	    (rc = wf_hfc_need(h, "block_count", 1, 1 << 16, &d->layers)) ||
 	    (rc = wf_hfc_need(h, "attention.head_count", 1, 1 << 16, &d->heads)))
 		return rc;
-	if (!wf_hfc_kv_int(&h->kv, wf_hfc_key(h, "attention.head_count_kv"), &d->kv_heads))
+	if (!wf_gguf_get_int(&h->kv, wf_hfc_key(h, "attention.head_count_kv"), &d->kv_heads))
 		d->kv_heads = d->heads;
 	if (d->kv_heads < 1 || d->heads % d->kv_heads)
 		return wf_fail(h->why, WF_ERR_UNSUP, "metadata key %s: %lld does not divide the %lld heads",
 			       wf_hfc_key(h, "attention.head_count_kv"), (long long)d->kv_heads, (long long)d->heads);
-	if (!wf_hfc_kv_int(&h->kv, wf_hfc_key(h, "context_length"), &d->ctx) || d->ctx < 1)
+	if (!wf_gguf_get_int(&h->kv, wf_hfc_key(h, "context_length"), &d->ctx) || d->ctx < 1)
 		d->ctx = 2048;
 	/* head_dim: attention.key_length, else what the q (Phi-3: qkv) rows say */
 	const struct wf_tensor *q = wf_hfc_tensor(m, "blk.0.attn_q.weight"), *qkv = wf_hfc_tensor(m, "blk.0.attn_qkv.weight");
 	uint64_t qrows = q && q->ndim == 2 ? q->shape[0] : 0, per = (uint64_t)d->heads;
 	if (!qrows && qkv && qkv->ndim == 2)
 		qrows = qkv->shape[0], per = (uint64_t)(d->heads + 2 * d->kv_heads);
-	if (wf_hfc_kv_int(&h->kv, wf_hfc_key(h, "attention.key_length"), &d->head_dim) && d->head_dim >= 1) {
+	if (wf_gguf_get_int(&h->kv, wf_hfc_key(h, "attention.key_length"), &d->head_dim) && d->head_dim >= 1) {
 		/* as llama.cpp reads it */
 	} else if (qrows && qrows % per == 0) {
 		d->head_dim = (int64_t)(qrows / per);
@@ -50,12 +50,12 @@ static enum wf_err read_dims(struct wf_hfc *h, const struct wf_model *m, struct 
 				       (long long)d->heads, (long long)d->embd);
 		d->head_dim = d->embd / d->heads;
 	}
-	if (!wf_hfc_kv_int(&h->kv, wf_hfc_key(h, "rope.dimension_count"), &d->rot) || d->rot < 1 || d->rot > d->head_dim)
+	if (!wf_gguf_get_int(&h->kv, wf_hfc_key(h, "rope.dimension_count"), &d->rot) || d->rot < 1 || d->rot > d->head_dim)
 		d->rot = d->head_dim;
-	if (!wf_hfc_kv_num(&h->kv, wf_hfc_key(h, "attention.layer_norm_rms_epsilon"), &d->eps) || !(d->eps > 0))
+	if (!wf_gguf_get_num(&h->kv, wf_hfc_key(h, "attention.layer_norm_rms_epsilon"), &d->eps) || !(d->eps > 0))
 		return wf_fail(h->why, WF_ERR_UNSUP, "metadata key %s: missing, or not a positive number",
 			       wf_hfc_key(h, "attention.layer_norm_rms_epsilon"));
-	if (!wf_hfc_kv_num(&h->kv, wf_hfc_key(h, "rope.freq_base"), &d->theta) || !(d->theta > 0))
+	if (!wf_gguf_get_num(&h->kv, wf_hfc_key(h, "rope.freq_base"), &d->theta) || !(d->theta > 0))
 		d->theta = 10000.0;
 	const struct wf_tensor *emb = wf_hfc_tensor(m, "token_embd.weight");
 	if (!emb || emb->ndim != 2 || (int64_t)emb->shape[1] != d->embd)
@@ -72,7 +72,7 @@ static void token_ids(struct wf_hfc *h)
 					     {"tokenizer.ggml.padding_token_id", "pad_token_id"}};
 	for (size_t i = 0; i < WF_ARRAY_LEN(ids); i++) {
 		int64_t v;
-		if (wf_hfc_kv_int(&h->kv, ids[i][0], &v) && v >= 0)
+		if (wf_gguf_get_int(&h->kv, ids[i][0], &v) && v >= 0)
 			wf_hfc_int(h, ids[i][1], v);
 	}
 }
@@ -88,9 +88,9 @@ static enum wf_err layer_kinds(struct wf_hfc *h, const struct wf_hfc_dims *d)
 {
 	h->dense = h->n_nextn = 0;
 	enum wf_err rc = WF_OK;
-	if (wf_hfc_kv_has(&h->kv, wf_hfc_key(h, "leading_dense_block_count")))
+	if (wf_gguf_find(&h->kv, wf_hfc_key(h, "leading_dense_block_count")) >= 0)
 		rc = wf_hfc_need(h, "leading_dense_block_count", 0, d->layers, &h->dense);
-	if (rc == WF_OK && wf_hfc_kv_has(&h->kv, wf_hfc_key(h, "nextn_predict_layers")))
+	if (rc == WF_OK && wf_gguf_find(&h->kv, wf_hfc_key(h, "nextn_predict_layers")) >= 0)
 		rc = wf_hfc_need(h, "nextn_predict_layers", 0, d->layers - 1, &h->n_nextn);
 	return rc;
 }
@@ -156,13 +156,13 @@ static void write_gen(struct wf_hfc *h)
 	bool sample = false;
 	for (size_t i = 0; i < WF_ARRAY_LEN(f); i++) {
 		double v;
-		if (wf_hfc_kv_num(&h->kv, f[i][0], &v)) {
+		if (wf_gguf_get_num(&h->kv, f[i][0], &v)) {
 			wf_hfc_num(h, f[i][1], v, true);
 			sample = true;
 		}
 	}
 	int64_t k;
-	if (wf_hfc_kv_int(&h->kv, "general.sampling.top_k", &k)) {
+	if (wf_gguf_get_int(&h->kv, "general.sampling.top_k", &k)) {
 		wf_hfc_int(h, "top_k", k);
 		sample = true;
 	}
@@ -203,7 +203,7 @@ static enum wf_err plan_experts(struct wf_hfc *h, const struct wf_model *m, size
 		o->n_stack = (uint16_t)t->shape[0];
 		o->sliced = true;
 		o->slab = x;
-		if (!wf_mul_ok(t->nelems / t->shape[0], o->type == WF_T_F32 ? 4 : 2, &o->nbytes))
+		if (!wf_mul_ok(t->nelems / t->shape[0], wf_type_get((int)o->type)->bytes, &o->nbytes))
 			return wf_fail(h->why, WF_ERR_UNSUP, "tensor %s: too many bytes", t->name);
 		if (!(o->name = wf_arch_name_add(pl, hn, strlen(hn))))
 			return wf_fail(h->why, WF_ERR_NOMEM, "out of memory");
@@ -262,7 +262,7 @@ static enum wf_err plan_kv_b(struct wf_hfc *h, const struct wf_model *m, size_t 
 	o->type = out_type(vk);
 	o->hs.kind = WF_HS_KVB;
 	o->hs.off = (uint32_t)j;
-	if (!wf_mul_ok(o->ne[0] * o->ne[1], o->type == WF_T_F32 ? 4 : 2, &o->nbytes))
+	if (!wf_mul_ok(o->ne[0] * o->ne[1], wf_type_get((int)o->type)->bytes, &o->nbytes))
 		return wf_fail(h->why, WF_ERR_UNSUP, "tensor %s: too many bytes", t->name);
 	if (!(o->name = wf_arch_name_add(pl, hn, strlen(hn))))
 		return wf_fail(h->why, WF_ERR_NOMEM, "out of memory");
@@ -302,7 +302,7 @@ static enum wf_err oss_put(struct wf_hfc *h, const struct wf_model *m, size_t i,
 			return wf_fail(h->why, WF_ERR_UNSUP, "tensor %s: too many tensors", m->tensors[i].name);
 		o->src2 = (uint32_t)src2;
 	}
-	if (!wf_mul_ok(nel, o->type == WF_T_F32 ? 4 : 2, &o->nbytes))
+	if (!wf_mul_ok(nel, wf_type_get((int)o->type)->bytes, &o->nbytes))
 		return wf_fail(h->why, WF_ERR_UNSUP, "tensor %s: too many bytes", m->tensors[i].name);
 	if (!(o->name = wf_arch_name_add(pl, hn, strlen(hn))))
 		return wf_fail(h->why, WF_ERR_NOMEM, "out of memory");
@@ -424,7 +424,7 @@ static enum wf_err plan_tensor(struct wf_hfc *h, const struct wf_model *m, size_
 	bool minus = norm && h->a->norm_plus_one;
 	o->add = minus ? WF_ADD_SUB_F32 : WF_ADD_NONE;
 	o->type = minus ? WF_T_F32 : out_type(vk);
-	if (!wf_mul_ok(t->nelems, o->type == WF_T_F32 ? 4 : 2, &o->nbytes))
+	if (!wf_mul_ok(t->nelems, wf_type_get((int)o->type)->bytes, &o->nbytes))
 		return wf_fail(h->why, WF_ERR_UNSUP, "tensor %s: too many bytes", t->name);
 	if (!(o->name = wf_arch_name_add(pl, hn, strlen(hn))))
 		return wf_fail(h->why, WF_ERR_NOMEM, "out of memory");
@@ -499,14 +499,14 @@ enum wf_err wf_arch_hf_plan(const struct wf_model *m, enum wf_vk vk, struct wf_h
 				 ? WF_OK
 				 : wf_fail(why, WF_ERR_UNSUP, "not a GGUF model");
 	size_t n = 0;
-	const uint8_t *arch = rc == WF_OK ? wf_hfc_kv_str(&h.kv, "general.architecture", &n) : NULL;
+	const uint8_t *arch = rc == WF_OK ? wf_gguf_get_str(&h.kv, "general.architecture", &n) : NULL;
 	if (rc == WF_OK && (!arch || n >= sizeof h.arch || memchr(arch, 0, n)))
 		rc = wf_fail(why, WF_ERR_UNSUP, "metadata key general.architecture: missing, or not a short string");
 	if (rc == WF_OK) {
 		memcpy(h.arch, arch, n);
 		h.arch[n] = '\0';
 		int64_t ne = 0;
-		if (!(h.a = wf_arch_row_of(h.arch, wf_hfc_kv_int(&h.kv, wf_hfc_key(&h, "expert_count"), &ne) && ne > 0))) {
+		if (!(h.a = wf_arch_row_of(h.arch, wf_gguf_get_int(&h.kv, wf_hfc_key(&h, "expert_count"), &ne) && ne > 0))) {
 			char q[96];
 			rc = wf_fail(why, WF_ERR_UNSUP, "general.architecture %s: transformers has no model for it here",
 				     wf_quote(q, sizeof q, arch, n));
@@ -516,7 +516,7 @@ enum wf_err wf_arch_hf_plan(const struct wf_model *m, enum wf_vk vk, struct wf_h
 		rc = wf_hfc_need(&h, "expert_count", 1, UINT16_MAX, &h.n_exp);
 	if (rc == WF_OK && h.a->mla) {
 		/* DeepSeek's leading dense layers have no experts */
-		if (!wf_hfc_kv_int(&h.kv, wf_hfc_key(&h, "leading_dense_block_count"), &h.dense) || h.dense < 0)
+		if (!wf_gguf_get_int(&h.kv, wf_hfc_key(&h, "leading_dense_block_count"), &h.dense) || h.dense < 0)
 			h.dense = 0;
 		for (size_t i = 0; i < m->n_tensors && !h.ds_bias; i++)
 			h.ds_bias = m->tensors[i].name_len > 17 &&

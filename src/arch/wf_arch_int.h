@@ -236,12 +236,6 @@ struct wf_hfc_dims {
  * without, when there are both), or of HF class hf[0]; NULL for none. */
 const struct wf_arch *wf_arch_row_of(const char *gguf_arch, bool experts);
 
-/* The GGUF's key/values as hf/ reads them: a whole number (a bool as 0 or
- * 1), a finite float, a string's bytes (NULL: none), whether present. */
-bool wf_hfc_kv_int(const struct wf_gguf_vals *k, const char *key, int64_t *v);
-bool wf_hfc_kv_num(const struct wf_gguf_vals *k, const char *key, double *v);
-const uint8_t *wf_hfc_kv_str(const struct wf_gguf_vals *k, const char *key, size_t *n);
-bool wf_hfc_kv_has(const struct wf_gguf_vals *k, const char *key);
 /* "ARCH.rest" (in h->key, until the next call). */
 const char *wf_hfc_key(struct wf_hfc *h, const char *rest);
 /* The architecture's key rest, a whole number in [lo, hi]: else

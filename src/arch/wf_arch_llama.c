@@ -235,7 +235,7 @@ static void granite_fields(struct wf_hfc *h, const struct wf_hfc_dims *d)
 	wf_hfc_raw(h, "mlp_bias", "false");
 	for (size_t i = 0; i < WF_ARRAY_LEN(m); i++) {
 		double v;
-		if (wf_hfc_kv_num(&h->kv, wf_hfc_key(h, m[i][0]), &v) && v != 0)
+		if (wf_gguf_get_num(&h->kv, wf_hfc_key(h, m[i][0]), &v) && v != 0)
 			wf_hfc_num(h, m[i][1], v, true);
 		else
 			wf_hfc_num(h, m[i][1], i ? 1.0 : 1.0 / sqrt((double)d->head_dim), i != 0);

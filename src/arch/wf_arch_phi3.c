@@ -125,9 +125,9 @@ static void phi3_fields(struct wf_hfc *h, const struct wf_model *m, const struct
 {
 	wf_hfc_num(h, "partial_rotary_factor", (double)d->rot / (double)d->head_dim, false);
 	int64_t v;
-	if (wf_hfc_kv_int(&h->kv, wf_hfc_key(h, "rope.scaling.original_context_length"), &v) && v > 0)
+	if (wf_gguf_get_int(&h->kv, wf_hfc_key(h, "rope.scaling.original_context_length"), &v) && v > 0)
 		wf_hfc_int(h, "original_max_position_embeddings", v);
-	if (wf_hfc_kv_int(&h->kv, wf_hfc_key(h, "attention.sliding_window"), &v) && v > 0)
+	if (wf_gguf_get_int(&h->kv, wf_hfc_key(h, "attention.sliding_window"), &v) && v > 0)
 		wf_hfc_int(h, "sliding_window", v);
 	const struct wf_tensor *fl = wf_hfc_tensor(m, "rope_factors_long.weight"),
 			       *fs = wf_hfc_tensor(m, "rope_factors_short.weight");

@@ -80,7 +80,7 @@ enum wf_err wf_arch_add_tensor(struct wf_arch_plan *pl, size_t cap, const char *
 			return wf_fail(why, WF_ERR_UNSUP, "tensor %s: too many elements", name);
 	}
 	t->type = norm_or_1d || ftype == WF_FTYPE_ALL_F32 ? WF_T_F32 : ftype == WF_FTYPE_MOSTLY_BF16 ? WF_T_BF16 : WF_T_F16;
-	if (!wf_mul_ok(el, t->type == WF_T_F32 ? 4 : 2, &t->nbytes))
+	if (!wf_mul_ok(el, wf_type_get((int)t->type)->bytes, &t->nbytes))
 		return wf_fail(why, WF_ERR_UNSUP, "tensor %s: too many bytes", name);
 	pl->n++;
 	return WF_OK;
@@ -98,40 +98,6 @@ enum wf_err wf_arch_gen_add(struct wf_cfg *c, struct wf_arch_plan *pl, size_t ca
 }
 
 /* ---------------------------------------------------------------- hf/'s config.json */
-
-/* A whole-number scalar (any integer type, or a bool as 0 or 1), or false. */
-bool wf_hfc_kv_int(const struct wf_gguf_vals *k, const char *key, int64_t *v)
-{
-	int64_t id = wf_gguf_find(k, key);
-	bool b;
-	if (wf_gguf_bool(k, id, &b) == WF_GGUF_OK) {
-		*v = b;
-		return true;
-	}
-	return wf_gguf_int(k, id, INT64_MIN, INT64_MAX, v) == WF_GGUF_OK;
-}
-
-/* A finite float scalar (FLOAT32 or FLOAT64), or false. */
-bool wf_hfc_kv_num(const struct wf_gguf_vals *k, const char *key, double *v)
-{
-	return wf_gguf_float(k, wf_gguf_find(k, key), v) == WF_GGUF_OK && isfinite(*v);
-}
-
-/* A string's bytes, or NULL. */
-const uint8_t *wf_hfc_kv_str(const struct wf_gguf_vals *k, const char *key, size_t *n)
-{
-	const uint8_t *p;
-	uint64_t len;
-	if (wf_gguf_str(k, wf_gguf_find(k, key), &p, &len) != WF_GGUF_OK)
-		return NULL;
-	*n = (size_t)len;
-	return p;
-}
-
-bool wf_hfc_kv_has(const struct wf_gguf_vals *k, const char *key)
-{
-	return wf_gguf_find(k, key) >= 0;
-}
 
 const char *wf_hfc_key(struct wf_hfc *h, const char *rest)
 {
@@ -178,7 +144,7 @@ void wf_hfc_raw(struct wf_hfc *h, const char *name, const char *v)
 enum wf_err wf_hfc_need(struct wf_hfc *h, const char *rest, int64_t lo, int64_t hi, int64_t *v)
 {
 	const char *key = wf_hfc_key(h, rest);
-	if (!wf_hfc_kv_int(&h->kv, key, v))
+	if (!wf_gguf_get_int(&h->kv, key, v))
 		return wf_fail(h->why, WF_ERR_UNSUP, "metadata key %s: missing, or not a whole number", key);
 	if (*v < lo || *v > hi)
 		return wf_fail(h->why, WF_ERR_UNSUP, "metadata key %s: %lld is out of range", key, (long long)*v);
@@ -207,9 +173,9 @@ const struct wf_tensor *wf_hfc_tensor(const struct wf_model *m, const char *name
 void wf_hfc_scaling(struct wf_hfc *h)
 {
 	size_t n;
-	const uint8_t *type = wf_hfc_kv_str(&h->kv, wf_hfc_key(h, "rope.scaling.type"), &n);
+	const uint8_t *type = wf_gguf_get_str(&h->kv, wf_hfc_key(h, "rope.scaling.type"), &n);
 	double factor;
-	if (!type || !wf_hfc_kv_num(&h->kv, wf_hfc_key(h, "rope.scaling.factor"), &factor))
+	if (!type || !wf_gguf_get_num(&h->kv, wf_hfc_key(h, "rope.scaling.factor"), &factor))
 		return;
 	bool linear = n == 6 && memcmp(type, "linear", 6) == 0, yarn = n == 4 && memcmp(type, "yarn", 4) == 0;
 	if (!linear && !yarn)
@@ -218,7 +184,7 @@ void wf_hfc_scaling(struct wf_hfc *h)
 	wf_buf_printf(h->j, "{\"rope_type\": \"%s\", \"factor\": ", linear ? "linear" : "yarn");
 	wf_buf_json_f32(h->j, (float)factor);
 	int64_t old;
-	if (yarn && wf_hfc_kv_int(&h->kv, wf_hfc_key(h, "rope.scaling.original_context_length"), &old))
+	if (yarn && wf_gguf_get_int(&h->kv, wf_hfc_key(h, "rope.scaling.original_context_length"), &old))
 		wf_buf_printf(h->j, ", \"original_max_position_embeddings\": %lld", (long long)old);
 	wf_buf_putc(h->j, '}');
 }

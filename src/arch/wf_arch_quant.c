@@ -101,15 +101,6 @@ int wf_ftype_default_type(uint32_t ftype)
 
 /* ---------------------------------------------------------------- the hparams the rules read */
 
-/* ARCH.rest as a count (any integer type in [0, 2^32)), else 0. */
-static uint32_t kv_count(const struct wf_gguf_vals *v, const char *arch, const char *rest)
-{
-	char key[96];
-	uint64_t x;
-	snprintf(key, sizeof key, "%s.%s", arch, rest);
-	return wf_gguf_uint(v, wf_gguf_find(v, key), UINT32_MAX, &x) == WF_GGUF_OK ? (uint32_t)x : 0;
-}
-
 enum wf_err wf_quant_hp_read(const struct wf_gguf_vals *v, struct wf_quant_hp *hp, char *why)
 {
 	memset(hp, 0, sizeof *hp);
@@ -119,10 +110,10 @@ enum wf_err wf_quant_hp_read(const struct wf_gguf_vals *v, struct wf_quant_hp *h
 	    !memchr(a, 0, (size_t)n)) {
 		memcpy(hp->arch, a, (size_t)n);
 		hp->arch[n] = '\0';
-		hp->n_layer = kv_count(v, hp->arch, "block_count");
-		hp->n_head = kv_count(v, hp->arch, "attention.head_count");
-		hp->n_head_kv = kv_count(v, hp->arch, "attention.head_count_kv");
-		hp->n_expert = kv_count(v, hp->arch, "expert_count");
+		hp->n_layer = (uint32_t)wf_gguf_arch_int(v, hp->arch, "block_count", 0, UINT32_MAX);
+		hp->n_head = (uint32_t)wf_gguf_arch_int(v, hp->arch, "attention.head_count", 0, UINT32_MAX);
+		hp->n_head_kv = (uint32_t)wf_gguf_arch_int(v, hp->arch, "attention.head_count_kv", 0, UINT32_MAX);
+		hp->n_expert = (uint32_t)wf_gguf_arch_int(v, hp->arch, "expert_count", 0, UINT32_MAX);
 	}
 	if (!hp->n_head_kv)
 		hp->n_head_kv = hp->n_head;

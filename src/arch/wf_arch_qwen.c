@@ -66,7 +66,7 @@ static enum wf_err qwen_moe(struct wf_hfc *h, enum wf_hfc_at at, bool norm_topk)
 	    (rc = wf_hfc_need(h, "expert_feed_forward_length", 1, 1 << 24, &ff)) != WF_OK)
 		return rc;
 	wf_hfc_int(h, "moe_intermediate_size", ff);
-	if (wf_hfc_kv_int(&h->kv, wf_hfc_key(h, "expert_shared_feed_forward_length"), &ff))
+	if (wf_gguf_get_int(&h->kv, wf_hfc_key(h, "expert_shared_feed_forward_length"), &ff))
 		wf_hfc_int(h, "shared_expert_intermediate_size", ff);
 	wf_hfc_raw(h, "norm_topk_prob", norm_topk ? "true" : "false");
 	wf_hfc_int(h, "decoder_sparse_step", 1);

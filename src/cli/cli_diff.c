@@ -73,15 +73,6 @@ static void set_arch(struct side *s, const char *name)
 		snprintf(s->arch, sizeof s->arch, "%s", c);
 }
 
-/* An integer scalar in [1, 1e6), else 0 (as json_int). */
-static int64_t kv_count(const struct wf_gguf_vals *v, const char *arch, const char *tail)
-{
-	char key[96];
-	int64_t x;
-	snprintf(key, sizeof key, "%s%s", arch, tail);
-	return wf_gguf_int(v, wf_gguf_find(v, key), 1, 999999, &x) == WF_GGUF_OK ? x : 0;
-}
-
 /* from_metadata's keys, through the GGUF's key/value index: a cJSON tree of
  * metadata.json costs about 64 bytes a value (1.3 GB for a
  * 20,000,000-element array, issue 31), the index nothing more. */
@@ -101,8 +92,9 @@ static void from_gguf(struct side *s)
 	if (ok) {
 		memcpy(arch, a, (size_t)n);
 		arch[n] = 0;
-		heads = kv_count(&v, arch, ".attention.head_count");
-		heads_kv = kv_count(&v, arch, ".attention.head_count_kv");
+		/* integers in [1, 1e6), else 0, as from_metadata's json_int */
+		heads = wf_gguf_arch_int(&v, arch, "attention.head_count", 1, 999999);
+		heads_kv = wf_gguf_arch_int(&v, arch, "attention.head_count_kv", 1, 999999);
 	}
 	wf_maps_put(m->maps, m->parts, 0);
 	if (!ok)

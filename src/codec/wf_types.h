@@ -151,7 +151,8 @@ bool wf_type_floats(int id);
 /* Bytes per element of a file that shows a tensor of type ty as vk: the
  * stored element (1 for types packed in blocks, shown as bytes) for
  * WF_VK_RAW, 2 for half and bfloat16, 4 for float32 (and WF_VK_NONE,
- * listed as float32).  The one place a view's element size is decided. */
+ * listed as float32).  The one place a view's element size is decided;
+ * ty is read for WF_VK_RAW only (NULL will do for the float views). */
 unsigned wf_vk_elem_size(const struct wf_type *ty, enum wf_vk vk);
 
 /* The decoder to call for ty (vk WF_VK_F32): its SIMD twin when it

@@ -3,6 +3,8 @@
 #include "model/wf_gguf_kv.h"
 #include "base/wf_common.h"
 
+#include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -353,4 +355,44 @@ enum wf_gguf_got wf_gguf_arr_str(const struct wf_gguf_vals *v, int64_t id, uint6
 		g = wf_gguf_arr_str_next(v, id, &it, p, n);
 	while (g == WF_GGUF_OK && it.i <= i);
 	return g;
+}
+
+bool wf_gguf_get_int(const struct wf_gguf_vals *v, const char *key, int64_t *out)
+{
+	int64_t id = wf_gguf_find(v, key);
+	bool b;
+	if (wf_gguf_bool(v, id, &b) == WF_GGUF_OK) {
+		*out = b;
+		return true;
+	}
+	return wf_gguf_int(v, id, INT64_MIN, INT64_MAX, out) == WF_GGUF_OK;
+}
+
+bool wf_gguf_get_num(const struct wf_gguf_vals *v, const char *key, double *out)
+{
+	double x;
+	if (wf_gguf_float(v, wf_gguf_find(v, key), &x) != WF_GGUF_OK || !isfinite(x))
+		return false;
+	*out = x;
+	return true;
+}
+
+const uint8_t *wf_gguf_get_str(const struct wf_gguf_vals *v, const char *key, size_t *n)
+{
+	const uint8_t *p;
+	uint64_t len;
+	if (wf_gguf_str(v, wf_gguf_find(v, key), &p, &len) != WF_GGUF_OK)
+		return NULL;
+	*n = (size_t)len;
+	return p;
+}
+
+int64_t wf_gguf_arch_int(const struct wf_gguf_vals *v, const char *arch, const char *rest, int64_t min, int64_t max)
+{
+	char key[128];
+	int64_t x;
+	int w = snprintf(key, sizeof key, "%s.%s", arch, rest);
+	if (w < 0 || (size_t)w >= sizeof key)
+		return 0; /* longer than any key of an architecture */
+	return wf_gguf_int(v, wf_gguf_find(v, key), min, max, &x) == WF_GGUF_OK ? x : 0;
 }

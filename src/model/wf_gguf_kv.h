@@ -124,6 +124,18 @@ enum wf_gguf_got wf_gguf_float(const struct wf_gguf_vals *v, int64_t id, double 
 enum wf_gguf_got wf_gguf_bool(const struct wf_gguf_vals *v, int64_t id, bool *out);
 enum wf_gguf_got wf_gguf_str(const struct wf_gguf_vals *v, int64_t id, const uint8_t **p, uint64_t *n);
 
+/* By key (NUL-terminated), for a caller that wants a usable value or
+ * nothing (which of ABSENT, TYPE, RANGE and BAD does not matter to it):
+ * _int a whole number (any integer type, or a BOOL as 0 or 1: config
+ * fields that are counts or flags), _num a finite FLOAT32 or FLOAT64, each
+ * true when *out was set; _str a STRING's bytes and their count, or NULL.
+ * _arch_int reads "ARCH.rest" (a key of architecture arch) as an integer
+ * in [min, max] (not BOOL), and gives 0 for anything else. */
+bool wf_gguf_get_int(const struct wf_gguf_vals *v, const char *key, int64_t *out);
+bool wf_gguf_get_num(const struct wf_gguf_vals *v, const char *key, double *out);
+const uint8_t *wf_gguf_get_str(const struct wf_gguf_vals *v, const char *key, size_t *n);
+int64_t wf_gguf_arch_int(const struct wf_gguf_vals *v, const char *arch, const char *rest, int64_t min, int64_t max);
+
 /* An ARRAY's element type and count (the count was checked against the
  * bytes by the parser: at least a length of 8 bytes per string). */
 enum wf_gguf_got wf_gguf_arr(const struct wf_gguf_vals *v, int64_t id, uint32_t *elem, uint64_t *count);

@@ -213,12 +213,18 @@ static enum wf_err each_kv(const char *s, size_t n, kv_fn fn, void *ctx)
 
 /* ------------------------------------------------------ metadata files */
 
+/* Where file i's name and text are in meta_ctx.text: offsets, until the
+ * text stops moving. */
+struct meta_at {
+	size_t name, data;
+	bool in_text; /* the value is a string, decoded into text */
+};
+
 struct meta_ctx {
 	struct wf_buf text;
 	struct wf_meta_file *files;
+	struct meta_at *at; /* [n], beside files */
 	size_t n, cap;
-	size_t *name_at, *data_at; /* offsets into text until it stops moving */
-	bool *in_text;
 	bool oom;
 };
 
@@ -228,36 +234,30 @@ static void meta_kv(void *vctx, const char *s, size_t k0, size_t k1, size_t v0, 
 	if (c->n == c->cap) {
 		size_t cap = c->cap ? 2 * c->cap : 64;
 		struct wf_meta_file *f = realloc(c->files, cap * sizeof *f);
-		size_t *na = f ? realloc(c->name_at, cap * sizeof *na) : NULL;
 		if (f)
 			c->files = f;
-		if (na)
-			c->name_at = na;
-		size_t *da = na ? realloc(c->data_at, cap * sizeof *da) : NULL;
-		if (da)
-			c->data_at = da;
-		bool *it = da ? realloc(c->in_text, cap * sizeof *it) : NULL;
-		if (it)
-			c->in_text = it;
-		if (!it) {
+		struct meta_at *at = f ? realloc(c->at, cap * sizeof *at) : NULL;
+		if (at)
+			c->at = at;
+		if (!at) {
 			c->oom = true;
 			return;
 		}
 		c->cap = cap;
 	}
 	struct wf_meta_file *f = &c->files[c->n];
-	c->name_at[c->n] = c->text.len;
+	struct meta_at *at = &c->at[c->n];
+	at->name = c->text.len;
 	decode_string(s, k0, k1, &c->text);
-	f->name_len = c->text.len - c->name_at[c->n];
-	if (s[v0] == '"') {
-		c->data_at[c->n] = c->text.len;
+	f->name_len = c->text.len - at->name;
+	at->in_text = s[v0] == '"';
+	if (at->in_text) {
+		at->data = c->text.len;
 		decode_string(s, v0, v1, &c->text);
-		f->len = c->text.len - c->data_at[c->n];
-		c->in_text[c->n] = true;
+		f->len = c->text.len - at->data;
 	} else {
 		f->data = s + v0;
 		f->len = v1 - v0;
-		c->in_text[c->n] = false;
 	}
 	c->n++;
 }
@@ -282,16 +282,14 @@ enum wf_err wf_meta_files(const char *json, size_t json_len, struct wf_meta_file
 				rc = WF_ERR_NOMEM;
 				break;
 			}
-			memcpy(c.files[i].name, c.text.data + c.name_at[i], c.files[i].name_len);
+			memcpy(c.files[i].name, c.text.data + c.at[i].name, c.files[i].name_len);
 			c.files[i].name[c.files[i].name_len] = '\0';
-			if (c.in_text[i])
-				c.files[i].data = c.text.data + c.data_at[i];
-			c.files[i].json = !c.in_text[i];
+			if (c.at[i].in_text)
+				c.files[i].data = c.text.data + c.at[i].data;
+			c.files[i].json = !c.at[i].in_text;
 		}
 	}
-	free(c.name_at);
-	free(c.data_at);
-	free(c.in_text);
+	free(c.at);
 	if (rc != WF_OK) {
 		free(c.files);
 		wf_buf_free(&c.text);
@@ -341,16 +339,29 @@ enum wf_err wf_meta_files_gguf(const struct wf_model *m, struct wf_meta_file **f
 
 /* ------------------------------------------------- model.safetensors */
 
-/* The keys of model.safetensors' __metadata__, as JSON strings (quotes
- * included), made unique: the model's keys can meet ours ("format",
- * "weightfs.stored_types") or each other once stray bytes are written as
- * characters (json_str_utf8), and a JSON reader keeps only one of two
- * equal keys.  A key that meets an earlier one gets "~N". */
+/* One JSON string of the header (a key of __metadata__ or a tensor name,
+ * quotes included) in the text of its list (st_keys, st_names). */
+struct st_entry {
+	size_t at, len;  /* where it is in the text, and its length (the variant's, when renamed) */
+	char *renamed;   /* the "~N" variant when it met another, else NULL */
+	bool skip;       /* a key: the model's "format" (written first) */
+};
+
+static void st_entries_free(struct st_entry *e, size_t n)
+{
+	for (size_t i = 0; e && i < n; i++)
+		free(e[i].renamed);
+	free(e);
+}
+
+/* The keys of model.safetensors' __metadata__, made unique: the model's
+ * keys can meet ours ("format", "weightfs.stored_types") or each other
+ * once stray bytes are written as characters (json_str_utf8), and a JSON
+ * reader keeps only one of two equal keys.  A key that meets an earlier
+ * one gets "~N". */
 struct st_keys {
 	struct wf_buf text;   /* every key, back to back */
-	size_t *at, *len;     /* [n] */
-	char **renamed;       /* [n]: the "~N" variant, or NULL */
-	bool *skip;           /* [n]: the model's "format" (written first) */
+	struct st_entry *e;   /* [n] */
 	size_t n, cap;
 	bool oom;
 };
@@ -358,12 +369,7 @@ struct st_keys {
 static void st_keys_free(struct st_keys *k)
 {
 	wf_buf_free(&k->text);
-	for (size_t i = 0; k->renamed && i < k->n; i++)
-		free(k->renamed[i]);
-	free(k->renamed);
-	free(k->at);
-	free(k->len);
-	free(k->skip);
+	st_entries_free(k->e, k->n);
 }
 
 struct st_ctx {
@@ -376,11 +382,12 @@ struct st_ctx {
 /* Adds the decoded key in d (the next key) to k. */
 static void st_key_add(struct st_keys *k, const struct wf_buf *d)
 {
-	k->skip[k->n] = d->len == 6 && memcmp(d->data, "format", 6) == 0;
-	k->at[k->n] = k->text.len;
+	struct st_entry *e = &k->e[k->n++];
+	e->skip = d->len == 6 && memcmp(d->data, "format", 6) == 0;
+	e->at = k->text.len;
 	json_str_utf8(&k->text, d->data ? d->data : "", d->len);
-	k->len[k->n] = k->text.len - k->at[k->n];
-	k->n++;
+	e->len = k->text.len - e->at;
+	e->renamed = NULL;
 }
 
 /* Room in k for one more key; false (k->oom) when out of memory. */
@@ -390,19 +397,12 @@ static bool st_key_room(struct st_keys *k)
 		return false;
 	if (k->n == k->cap) {
 		size_t cap = k->cap ? 2 * k->cap : 64;
-		size_t *at = realloc(k->at, cap * sizeof *at);
-		if (at)
-			k->at = at;
-		size_t *len = realloc(k->len, cap * sizeof *len);
-		if (len)
-			k->len = len;
-		bool *skip = realloc(k->skip, cap * sizeof *skip);
-		if (skip)
-			k->skip = skip;
-		if (!at || !len || !skip) {
+		struct st_entry *e = realloc(k->e, cap * sizeof *e);
+		if (!e) {
 			k->oom = true;
 			return false;
 		}
+		k->e = e;
 		k->cap = cap;
 	}
 	return true;
@@ -436,8 +436,9 @@ static enum wf_err st_keys_gguf(const struct wf_model *m, struct st_ctx *c)
 }
 
 
-/* A key that met another: "key~N" for the first N >= 2 not yet taken. */
-static char *key_variant(const char *key, size_t len, struct wf_names *seen, size_t *out_len)
+/* A key or name (quotes included) that met another: "key~N" for the
+ * first N >= 2 not yet in seen, put there; NULL when out of memory. */
+static char *variant(const char *key, size_t len, struct wf_names *seen, size_t *out_len)
 {
 	for (unsigned v = 2;; v++) {
 		size_t cap = len + 16;
@@ -467,8 +468,7 @@ static enum wf_err st_keys_make(const struct wf_model *m, bool stored_types, str
 	if (k->oom || k->text.oom || c.tmp.oom)
 		return WF_ERR_NOMEM;
 	struct wf_names seen = {0};
-	k->renamed = calloc(k->n ? k->n : 1, sizeof *k->renamed);
-	if (!k->renamed || !wf_names_init(&seen, 2 * k->n + 2)) {
+	if (!wf_names_init(&seen, 2 * k->n + 2)) {
 		wf_names_free(&seen);
 		return WF_ERR_NOMEM;
 	}
@@ -477,11 +477,11 @@ static enum wf_err st_keys_make(const struct wf_model *m, bool stored_types, str
 		wf_names_put(&seen, "\"weightfs.stored_types\"", 23, 0);
 	rc = WF_OK;
 	for (size_t i = 0; i < k->n && rc == WF_OK; i++) {
-		const char *key = k->text.data + k->at[i];
-		if (k->skip[i] || wf_names_put(&seen, key, k->len[i], 1) == WF_NAMES_NONE)
+		struct st_entry *e = &k->e[i];
+		const char *key = k->text.data + e->at;
+		if (e->skip || wf_names_put(&seen, key, e->len, 1) == WF_NAMES_NONE)
 			continue;
-		k->renamed[i] = key_variant(key, k->len[i], &seen, &k->len[i]);
-		if (!k->renamed[i])
+		if (!(e->renamed = variant(key, e->len, &seen, &e->len)))
 			rc = WF_ERR_NOMEM;
 	}
 	wf_names_free(&seen);
@@ -494,10 +494,10 @@ static void st_meta_kv(void *vctx, const char *s, size_t k0, size_t k1, size_t v
 	struct st_ctx *c = vctx;
 	size_t i = c->count++;
 	const struct st_keys *k = c->keys;
-	if (i >= k->n || k->skip[i])
+	if (i >= k->n || k->e[i].skip)
 		return; /* "format" is written first, from this very entry (see wf_st_header) */
 	wf_buf_putc(c->b, ',');
-	wf_buf_put(c->b, k->renamed[i] ? k->renamed[i] : k->text.data + k->at[i], k->len[i]);
+	wf_buf_put(c->b, k->e[i].renamed ? k->e[i].renamed : k->text.data + k->e[i].at, k->e[i].len);
 	wf_buf_putc(c->b, ':');
 	if (s[v0] == '"') {
 		c->tmp.len = 0;
@@ -523,46 +523,19 @@ static void find_format(void *vctx, const char *s, size_t k0, size_t k1, size_t 
  * quotes included), made unique. */
 struct st_names {
 	struct wf_buf text;  /* every name, back to back */
-	size_t *at, *len;    /* [n]: where each is in text, and its length */
-	char **renamed;      /* [n]: a "~N" variant when the name met another, else NULL */
+	struct st_entry *e;  /* [n] (skip unused) */
 	size_t n;
 };
 
 static void st_names_free(struct st_names *sn)
 {
 	wf_buf_free(&sn->text);
-	if (sn->renamed)
-		for (size_t i = 0; i < sn->n; i++)
-			free(sn->renamed[i]);
-	free(sn->renamed);
-	free(sn->at);
-	free(sn->len);
+	st_entries_free(sn->e, sn->n);
 }
 
 static const char *st_name(const struct st_names *sn, size_t i)
 {
-	return sn->renamed[i] ? sn->renamed[i] : sn->text.data + sn->at[i];
-}
-
-/* A name equal to another once its stray bytes were mapped (rare) gets
- * the first free "~N".  False when out of memory. */
-static bool st_rename(struct st_names *sn, struct wf_names *seen, size_t i)
-{
-	const char *nm = sn->text.data + sn->at[i];
-	for (unsigned k = 2;; k++) {
-		size_t cap = sn->len[i] + 16;
-		char *r = malloc(cap);
-		if (!r)
-			return false;
-		int w = snprintf(r, cap, "%.*s~%u\"", (int)sn->len[i] - 1, nm, k);
-		if (wf_names_get(seen, r, (size_t)w) == WF_NAMES_NONE) {
-			sn->renamed[i] = r;
-			sn->len[i] = (size_t)w;
-			wf_names_put(seen, r, (size_t)w, 1);
-			return true;
-		}
-		free(r);
-	}
+	return sn->e[i].renamed ? sn->e[i].renamed : sn->text.data + sn->e[i].at;
 }
 
 static enum wf_err st_names_make(const struct wf_model *m, struct st_names *sn)
@@ -571,23 +544,24 @@ static enum wf_err st_names_make(const struct wf_model *m, struct st_names *sn)
 	size_t nt = m->n_tensors;
 	enum wf_err rc = WF_ERR_NOMEM;
 	sn->n = nt;
-	sn->at = malloc((nt + 1) * sizeof *sn->at);
-	sn->len = malloc((nt + 1) * sizeof *sn->len);
-	sn->renamed = calloc(nt + 1, sizeof *sn->renamed);
-	if (!sn->at || !sn->len || !sn->renamed || !wf_names_init(&seen, nt * 2 + 1))
+	sn->e = calloc(nt + 1, sizeof *sn->e);
+	if (!sn->e || !wf_names_init(&seen, nt * 2 + 1))
 		goto out;
 	for (size_t i = 0; i < nt; i++) {
-		sn->at[i] = sn->text.len;
+		sn->e[i].at = sn->text.len;
 		json_str_utf8(&sn->text, m->tensors[i].name, m->tensors[i].name_len);
-		sn->len[i] = sn->text.len - sn->at[i];
+		sn->e[i].len = sn->text.len - sn->e[i].at;
 	}
 	if (sn->text.oom)
 		goto out;
 	wf_names_put(&seen, "\"__metadata__\"", 14, 0);
-	for (size_t i = 0; i < nt; i++)
-		if (wf_names_put(&seen, sn->text.data + sn->at[i], sn->len[i], 1) != WF_NAMES_NONE &&
-		    !st_rename(sn, &seen, i))
+	/* a name equal to another once its stray bytes were mapped (rare) gets the first free "~N" */
+	for (size_t i = 0; i < nt; i++) {
+		struct st_entry *e = &sn->e[i];
+		const char *nm = sn->text.data + e->at;
+		if (wf_names_put(&seen, nm, e->len, 1) != WF_NAMES_NONE && !(e->renamed = variant(nm, e->len, &seen, &e->len)))
 			goto out;
+	}
 	rc = WF_OK;
 out:
 	wf_names_free(&seen);
@@ -605,7 +579,7 @@ static enum wf_err put_st_metadata(struct wf_buf *b, const struct wf_model *m, c
 		if (strcmp(wf_view_st_dtype(t), "U8") != 0 || t->type == WF_T_U8)
 			continue;
 		wf_buf_puts(&types, types.len ? "," : "{");
-		wf_buf_put(&types, st_name(sn, i), sn->len[i]);
+		wf_buf_put(&types, st_name(sn, i), sn->e[i].len);
 		wf_buf_printf(&types, ":\"%s\"", wf_type_get(t->type)->name);
 	}
 	struct st_keys keys = {0};
@@ -653,7 +627,7 @@ static void put_st_tensors(struct wf_buf *b, const struct wf_model *m, const str
 	for (size_t i = 0; i < m->n_tensors; i++) {
 		const struct wf_tensor *t = &m->tensors[i];
 		wf_buf_putc(b, ',');
-		wf_buf_put(b, st_name(sn, i), sn->len[i]);
+		wf_buf_put(b, st_name(sn, i), sn->e[i].len);
 		wf_buf_printf(b, ":{\"dtype\":\"%s\",\"shape\":", wf_view_st_dtype(t));
 		uint64_t dims[WF_MAX_DIMS];
 		uint32_t nd = wf_view_shape(t, dims);
@@ -752,32 +726,25 @@ bool wf_st_has_types(const struct wf_model *m)
 void wf_st_sparse_free(struct wf_st_sparse *s)
 {
 	for (size_t k = 0; k < s->n; k++)
-		free(s->text[k]);
-	free(s->idx);
-	free(s->text);
-	free(s->len);
+		free(s->e[k].text);
+	free(s->e);
 	memset(s, 0, sizeof *s);
 }
 
-/* Moves the non-NULL entries of renamed[0..n) into *out. */
-static bool sparse_take(char **renamed, const size_t *len, size_t n, struct wf_st_sparse *out)
+/* Moves the renamed ones of e[0..n) into *out. */
+static bool sparse_take(struct st_entry *e, size_t n, struct wf_st_sparse *out)
 {
 	size_t c = 0;
 	for (size_t i = 0; i < n; i++)
-		c += renamed[i] != NULL;
+		c += e[i].renamed != NULL;
 	out->n = 0;
-	out->idx = malloc((c ? c : 1) * sizeof *out->idx);
-	out->text = malloc((c ? c : 1) * sizeof *out->text);
-	out->len = malloc((c ? c : 1) * sizeof *out->len);
-	if (!out->idx || !out->text || !out->len)
+	if (!(out->e = malloc((c ? c : 1) * sizeof *out->e)))
 		return false;
 	for (size_t i = 0; i < n; i++) {
-		if (!renamed[i])
+		if (!e[i].renamed)
 			continue;
-		out->idx[out->n] = i;
-		out->text[out->n] = renamed[i];
-		out->len[out->n++] = len[i];
-		renamed[i] = NULL;
+		out->e[out->n++] = (struct wf_st_rename){.idx = i, .text = e[i].renamed, .len = e[i].len};
+		e[i].renamed = NULL;
 	}
 	return true;
 }
@@ -839,17 +806,14 @@ enum wf_err wf_st_renames(const struct wf_model *m, struct wf_st_sparse *names, 
 	enum wf_err rc = WF_OK;
 	if (names_plain(m)) {
 		/* nothing to rename: an empty list */
-		names->idx = malloc(sizeof *names->idx);
-		names->text = malloc(sizeof *names->text);
-		names->len = malloc(sizeof *names->len);
-		if (!names->idx || !names->text || !names->len)
+		if (!(names->e = malloc(sizeof *names->e)))
 			rc = WF_ERR_NOMEM;
-	} else if ((rc = st_names_make(m, &sn)) == WF_OK && !sparse_take(sn.renamed, sn.len, sn.n, names)) {
+	} else if ((rc = st_names_make(m, &sn)) == WF_OK && !sparse_take(sn.e, sn.n, names)) {
 		rc = WF_ERR_NOMEM;
 	}
 	if (rc == WF_OK)
 		rc = st_keys_make(m, wf_st_has_types(m), &k);
-	if (rc == WF_OK && !sparse_take(k.renamed, k.len, k.n, keys))
+	if (rc == WF_OK && !sparse_take(k.e, k.n, keys))
 		rc = WF_ERR_NOMEM;
 	st_names_free(&sn);
 	st_keys_free(&k);

@@ -7,15 +7,19 @@
 #include "base/wf_buf.h"
 #include "model/wf_model.h"
 
-/* The names model.safetensors gives differently from their plain encoding:
- * entry k is number idx[k] (a tensor, or a key of metadata.json counting
- * every key) and is written as text[k] (len[k] bytes, quotes included).
- * idx ascends. */
+/* A name model.safetensors gives differently from its plain encoding:
+ * number idx (a tensor, or a key of metadata.json counting every key),
+ * written as text (len bytes, quotes included). */
+struct wf_st_rename {
+	size_t idx;
+	char *text;
+	size_t len;
+};
+
+/* The renames of one kind, idx ascending. */
 struct wf_st_sparse {
 	size_t n;
-	size_t *idx;
-	char **text;
-	size_t *len;
+	struct wf_st_rename *e;
 };
 
 void wf_st_sparse_free(struct wf_st_sparse *s);

@@ -199,12 +199,12 @@ static long sparse_find(const struct wf_st_sparse *sp, size_t i)
 	size_t lo = 0, hi = sp->n;
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
-		if (sp->idx[mid] < i)
+		if (sp->e[mid].idx < i)
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
-	return lo < sp->n && sp->idx[lo] == i ? (long)lo : -1;
+	return lo < sp->n && sp->e[lo].idx == i ? (long)lo : -1;
 }
 
 static void step_head(const struct wf_st_stream *s, struct cur *c, struct sink *k)
@@ -272,7 +272,7 @@ static bool open_entry(const struct wf_st_stream *s, const struct cur *c, struct
 		puts_(k, "\"");
 		return false;
 	}
-	put(k, s->keys.text[r], s->keys.len[r]);
+	put(k, s->keys.e[r].text, s->keys.e[r].len);
 	puts_(k, ":\"");
 	return true;
 }
@@ -382,7 +382,7 @@ static void st_name(const struct wf_st_stream *s, size_t i, struct wf_buf *b)
 	long r = sparse_find(&s->names, i);
 	b->len = 0;
 	if (r >= 0)
-		wf_buf_put(b, s->names.text[r], s->names.len[r]);
+		wf_buf_put(b, s->names.e[r].text, s->names.e[r].len);
 	else
 		wf_gen_json_str_utf8(b, s->m->tensors[i].name, s->m->tensors[i].name_len);
 }
@@ -458,7 +458,7 @@ static void step_tensors(const struct wf_st_stream *s, struct cur *c, struct sin
 		long r = sparse_find(&s->names, c->idx);
 		puts_(k, ",");
 		if (r >= 0)
-			put(k, s->names.text[r], s->names.len[r]);
+			put(k, s->names.e[r].text, s->names.e[r].len);
 		else
 			puts_(k, "\"");
 		c->phase = r >= 0 ? P_REST : P_NAME;

@@ -154,6 +154,12 @@ char *wf_http_escape(const char *s, bool keep_slash)
 	return out;
 }
 
+bool wf_truthy(const char *v)
+{
+	return v && (strcasecmp(v, "1") == 0 || strcasecmp(v, "true") == 0 || strcasecmp(v, "yes") == 0 ||
+		     strcasecmp(v, "on") == 0);
+}
+
 /* What a write callback fills. */
 struct sink {
 	const struct wf_http_req *req;

@@ -83,6 +83,11 @@ enum wf_err wf_http_do(void *h, const struct wf_http_req *req, struct wf_http_re
  * keep_slash (a path, not one segment or a query value). */
 char *wf_http_escape(const char *s, bool keep_slash);
 
+/* Whether an environment value switches a setting on: 1, true, yes or
+ * on in any case (as huggingface_hub and the AWS CLI read their flags);
+ * NULL, empty and anything else is off. */
+bool wf_truthy(const char *v);
+
 /* The host[:port] of url in out (empty when it has none). */
 void wf_http_host(const char *url, char *out, size_t cap);
 

@@ -5,17 +5,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
 #define INI_MAX (1u << 20)     /* a config or credentials file read at most */
 #define PAGE_MAX (16u << 20)   /* one listing page at most (1,000 keys are ~0.5 MB) */
 #define KEY_MAX 1024           /* S3's own limit on a key's bytes */
-
-static bool truthy(const char *v)
-{
-	return v && (strcasecmp(v, "1") == 0 || strcasecmp(v, "true") == 0 || strcasecmp(v, "yes") == 0 ||
-		     strcasecmp(v, "on") == 0);
-}
 
 static const char *env(const char *name)
 {
@@ -154,7 +147,7 @@ static enum wf_err credentials(struct wf_s3 *s, const struct files *fl, bool *ha
 static enum wf_err endpoint(struct wf_s3 *s, const struct files *fl, char *err)
 {
 	char ep[1024] = "";
-	if (!truthy(getenv("AWS_IGNORE_CONFIGURED_ENDPOINT_URLS"))) {
+	if (!wf_truthy(getenv("AWS_IGNORE_CONFIGURED_ENDPOINT_URLS"))) {
 		const char *e = env("AWS_ENDPOINT_URL_S3");
 		if (!e)
 			e = env("AWS_ENDPOINT_URL");

@@ -207,12 +207,6 @@ static char *find_token(void)
 	return k ? strdup(s) : NULL;
 }
 
-static bool truthy(const char *v)
-{
-	return v && (strcasecmp(v, "1") == 0 || strcasecmp(v, "on") == 0 || strcasecmp(v, "yes") == 0 ||
-		     strcasecmp(v, "true") == 0);
-}
-
 /* The Hub's own words for a refusal (docs/remote.md 1.4). */
 static enum wf_err hub_error(const struct wf_http_resp *r, const char *repo, const char *what, char *err)
 {
@@ -709,7 +703,7 @@ static enum wf_err stage_hf(const char *src, char **local, char *err)
 	/* the record's name: hf://org/name and hf://org/name@main are one source */
 	char canon[2048];
 	snprintf(canon, sizeof canon, "hf://%s@%s/%s", h.repo, h.rev, h.sub);
-	if (wf_remote_conf.offline || truthy(getenv("HF_HUB_OFFLINE")) || truthy(getenv("TRANSFORMERS_OFFLINE")))
+	if (wf_remote_conf.offline || wf_truthy(getenv("HF_HUB_OFFLINE")) || wf_truthy(getenv("TRANSFORMERS_OFFLINE")))
 		return stage_offline(canon, h.ep, local, err);
 	token = find_token();
 	api_h = wf_http_new();

@@ -231,7 +231,7 @@ enum wf_err wf_hfq_check(const struct wf_hfq *q, const char *name, size_t name_l
 static void whole_rows(const struct wf_hfq *q, wf_hfq_decode_fn dec, enum wf_vk vk, uint64_t row,
 		       unsigned nrows, uint8_t *out, float *scratch, uint16_t *half)
 {
-	unsigned es = vk == WF_VK_F32 ? 4 : 2;
+	unsigned es = wf_vk_elem_size(NULL, vk);
 	bool in_place = vk == WF_VK_F32 && (uintptr_t)out % sizeof(float) == 0; /* float32 lands in out */
 	_Static_assert(TILE_ROWS == 8, "wf_hfq_rows8_decoder decodes 8 rows");
 	wf_hfq_rows8_fn rows8 = nrows == TILE_ROWS ? wf_hfq_rows8_decoder(q, row) : NULL;
@@ -278,7 +278,7 @@ enum wf_err wf_hfq_view_read(const struct wf_tensor *t, uint64_t off, size_t len
 		len = (size_t)(t->size - off);
 	const struct wf_hfq_scheme *sc = wf_hfq_scheme(q->scheme);
 	wf_hfq_decode_fn dec = wf_hfq_decoder(q); /* SIMD twin or scalar */
-	unsigned es = vk == WF_VK_F32 ? 4 : 2;
+	unsigned es = wf_vk_elem_size(NULL, vk);
 	uint8_t *out = outv;
 	float scratch[SCRATCH_FLOATS];
 	uint16_t half[SCRATCH_FLOATS];

@@ -797,7 +797,7 @@ static enum wf_err xform_floats(struct wf_live *lv, struct touched *tc, const st
 			       size_t len, uint8_t *out, size_t *got)
 {
 	bool half = xf->t->vk == WF_VK_F16 || xf->t->vk == WF_VK_BF16;
-	unsigned es = half ? 2 : 4;
+	unsigned es = wf_vk_elem_size(NULL, half ? (enum wf_vk)xf->t->vk : WF_VK_F32); /* floats, float32 unless half */
 	int vt = !half ? WF_T_F32 : xf->t->vk == WF_VK_BF16 ? WF_T_BF16 : WF_T_F16; /* what is checked */
 	if (xf->gather && !xf->quiet_bf16 && !xf->validate) /* gpt-oss's experts, also quant_piece's floats */
 		return gather_floats(lv, tc, xf, off, len, out, got);

@@ -1,6 +1,6 @@
 """Group netcache: the local cache of remote sources (src/net/wf_cache.c,
 wf_offline.c, wf_hubcache.c, src/cli/cli_fetch.c; docs/remote.md) against the
-same nginx hub t_net starts: the default cache folder, cache=none, the size
+same nginx hub (wf_hub.py) t_net uses: the default cache folder, cache=none, the size
 limit and its least-recently-used eviction, two mounts sharing one folder,
 -o offline (with nginx stopped), the Hugging Face cache layout, and
 `weightfs fetch` (whole, and one tensor's chunks only, counted from nginx's
@@ -16,9 +16,10 @@ import threading
 import time
 
 import wf_harness
-from wf_harness import Fail, Mount, check, new_dir, sha256_file as sha256, skip_or_fail
+from wf_harness import Fail, Mount, check, expect_eio, new_dir, sha256_file as sha256, skip_or_fail
 import t_net
-from t_net import COMMIT, Hub, make_models, same_trees
+from t_net import make_models, same_trees
+from wf_hub import COMMIT, NGINX, Hub, git_blob_id, is_lfs
 
 CHUNK = 65536
 
@@ -93,7 +94,7 @@ def pread_all(path, offs, n=4):
 
 
 def group_netcache():
-    if not os.path.exists(t_net.NGINX):
+    if not os.path.exists(NGINX):
         skip_or_fail("no nginx (apt-get install nginx)")
     base = new_dir("cachemodels-")
     models = {}
@@ -197,7 +198,7 @@ def run_checks(hub, models):
             if f.read() != COMMIT:
                 raise Fail("refs/main does not hold the commit")
         snap = os.path.join(repo, "snapshots", COMMIT)
-        small = [rel for rel in hub.repos["org/Tiny-Llama"] if not t_net.is_lfs(rel)]
+        small = [rel for rel in hub.repos["org/Tiny-Llama"] if not is_lfs(rel)]
         for rel in small:
             p = os.path.join(snap, rel)
             if not os.path.islink(p):
@@ -208,7 +209,7 @@ def run_checks(hub, models):
                 raise Fail("%s -> %s, want %sBLOB" % (rel, tgt, want))
             if sha256(p) != hub.repos["org/Tiny-Llama"][rel][1]:
                 raise Fail("%s: other bytes than the repo's" % rel)
-            if tgt[len(want):] != t_net.git_blob_id(p):
+            if tgt[len(want):] != git_blob_id(p):
                 raise Fail("%s: blob %s, not its ETag (git blob id)" % (rel, tgt[len(want):]))
         blobs = os.listdir(os.path.join(repo, "blobs"))
         if any(b.endswith(".incomplete") or '"' in b for b in blobs):
@@ -255,14 +256,7 @@ def run_checks(hub, models):
                 if f.read() != want:
                     raise Fail("b/small offline: other bytes")
             t0 = time.monotonic()
-            try:
-                with open(om.path("c/big"), "rb") as f:
-                    f.read()
-            except OSError as e:
-                if e.errno != 5:
-                    raise Fail("c/big: %s, want EIO" % e)
-            else:
-                raise Fail("c/big, never fetched, read offline")
+            expect_eio(om.path("c/big"), "c/big, never fetched, offline")
             waited = time.monotonic() - t0
         if len(open(os.path.join(hub.dir, "access.log")).read()) != before:
             raise Fail("the offline mount sent requests")
@@ -357,7 +351,7 @@ def run_checks(hub, models):
             raise Fail("exit %d, stdout %r, stderr %r" % (r.returncode, r.stdout[:200], r.stderr[:300]))
         repo = os.path.join(hdir, "models--org--Tiny-Llama")
         for rel, (size, digest) in hub.repos["org/Tiny-Llama"].items():
-            if not t_net.is_lfs(rel):
+            if not is_lfs(rel):
                 continue
             p = os.path.join(repo, "snapshots", COMMIT, rel)
             if os.readlink(p) != "../" * rel.count("/") + "../../blobs/" + digest or sha256(p) != digest:

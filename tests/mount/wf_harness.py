@@ -461,3 +461,42 @@ def one_line_error(err, model, errs, what, substr=None):
         errs.add("%s: stderr is not one line 'weightfs: %s: ...': %r" % (what, model, err[:300]))
     elif substr and substr not in lines[0]:
         errs.add("%s: stderr %r lacks %r" % (what, lines[0], substr))
+
+
+# ---------------------------------------------------------------- reads that must fail
+
+def expect_eio(path, what):
+    """Reads all of path; raises Fail unless the read fails with EIO (what
+    names the read in the message)."""
+    try:
+        with open(path, "rb") as f:
+            f.read()
+    except OSError as e:
+        if e.errno != 5:
+            raise Fail("%s: %s, want EIO" % (what, e))
+    else:
+        raise Fail("%s read without an error" % what)
+
+
+def expect_eio_after_change(rm, original, replace, what):
+    """The promise of a remote source changed under the mount (net, s3): rm
+    mounts a model whose t00 holds 256 Ki float32 and whose later tensors lie
+    in the last 4 MB of the file at `original`.  Reads t00, then calls
+    replace(data) with that file's bytes, the last 4 MB flipped, to put them
+    where the server serves them; a read of t07 (not fetched before) must then
+    fail with EIO and stderr carry the notice "changed on the server", never
+    give other bytes.  `what` names the change in the failure message.
+    Returns t00's first bytes for a caller that reads it again."""
+    with open(rm.path("t00"), "rb") as f:
+        first = f.read()
+    if len(first) != 256 * 1024 * 4:
+        raise Fail("t00 read %d floats" % (len(first) // 4))
+    with open(original, "rb") as f:
+        data = bytearray(f.read())
+    for i in range(len(data) - 1, len(data) - 4000000, -1):
+        data[i] ^= 0x55
+    replace(bytes(data))
+    expect_eio(rm.path("t07"), "t07 of " + what)
+    if "changed on the server" not in rm.stderr():
+        raise Fail("no notice on stderr: %r" % rm.stderr()[-300:])
+    return first
