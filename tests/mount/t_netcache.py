@@ -377,7 +377,7 @@ def run_checks(hub, models):
         # Face cache at its end, as weightfs fetch does; one read in part does not
         cdir, hdir = fresh_home()
         repo = os.path.join(hdir, "models--org--Tiny-Llama")
-        lfs = sorted(rel for rel in hub.repos["org/Tiny-Llama"] if t_net.is_lfs(rel))
+        lfs = sorted(rel for rel in hub.repos["org/Tiny-Llama"] if is_lfs(rel))
         with Mount("hf://org/Tiny-Llama") as rm:
             with open(rm.path("tensors.json")) as f:
                 names = [t["path"] for t in json.load(f)["tensors"]]
