@@ -28,7 +28,10 @@ WINDOW = 4 * MiB
 
 
 class DelayProxy:
-    """127.0.0.1:port -> 127.0.0.1:upstream, RTT/2 each way, WINDOW bytes a round trip per stream.
+    """127.0.0.1:port -> 127.0.0.1:upstream, RTT/2 each way, WINDOW bytes a round trip per stream,
+    and a new connection's first RTT spent before any byte passes (TCP's handshake: on loopback
+    connect() returns at once, so a client that opens a connection per request would pay nothing
+    for it here, where it pays a round trip on a real path).
 
     One asyncio loop in a thread of its own: a thread per connection and
     direction made the proxy itself the bottleneck (the GIL's 5 ms switch
@@ -53,6 +56,7 @@ class DelayProxy:
 
     async def _conn(self, cr, cw):
         import asyncio
+        await asyncio.sleep(2 * self.delay)  # the handshake's round trip
         try:
             ur, uw = await asyncio.open_connection("127.0.0.1", self.upstream)
         except OSError:
