@@ -1068,11 +1068,21 @@ static enum wf_err map_tensor(const struct wf_arch *a, struct wf_cfg *c, const s
 	bool f32 = t->ndim <= 1 || (gl >= 12 && strcmp(g + gl - 12, "_norm.weight") == 0) ||
 		   gl < 7 || strcmp(g + gl - 7, ".weight") != 0 || strstr(g, ".ffn_gate_inp.") ||
 		   strstr(g, ".ffn_gate_inp_shexp.");
-	enum wf_err rc = wf_arch_add_tensor(pl, cap, g, (int64_t)i, t->ndim ? t->ndim : 1, t->ndim ? t->shape : (const uint64_t[]){1},
-				    f32, pl->ftype, c->why);
+	uint64_t shape[WF_MAX_DIMS] = {1};
+	if (t->ndim)
+		memcpy(shape, t->shape, t->ndim * sizeof *shape);
+	bool cut = false;
+	if (a->embd_rows && strcmp(g, "token_embd.weight") == 0 && t->ndim == 2) {
+		enum wf_err rc0 = a->embd_rows(a, c, t->shape[0], &shape[0]);
+		if (rc0 != WF_OK)
+			return rc0;
+		cut = shape[0] < t->shape[0];
+	}
+	enum wf_err rc = wf_arch_add_tensor(pl, cap, g, (int64_t)i, t->ndim ? t->ndim : 1, shape, f32, pl->ftype, c->why);
 	if (rc != WF_OK)
 		return rc;
 	struct wf_arch_tensor *o = &pl->t[pl->n - 1];
+	o->prefix = cut;
 	if (a->permute_qk && qk)
 		rc = qk_heads(c, qk, t, &o->perm_heads);
 	/* G:116-121: every name ending in norm.weight, in the source's precision */
@@ -1219,6 +1229,7 @@ enum wf_err wf_arch_plan(const struct wf_model *m, const struct wf_arch_in *in, 
 		uint32_t vs;
 		if (wf_cfg_u32(wf_cfg_hp(&c, "vocab_size"), &vs))
 			plan->vocab_size = vs;
+		c.tok = in->tok, c.route = a->tok, c.vocab_size = plan->vocab_size;
 		rc = kv_heads_ok(&c);
 		if (rc == WF_OK)
 			rc = plan_tensors(a, &c, m, plan, ftype);

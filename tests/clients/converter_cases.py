@@ -94,6 +94,9 @@ CASES = {
     "Tiny-Llama2": ("llama", "llama2", {"config": {"head_dim": 16}}, ["f32"]),
     "Tiny-Gemma2": ("gemma2", "spm", {}, ["f32", "bf16"]),
     "Tiny-Gemma3": ("gemma3", "spm", {}, ["f32", "bf16"]),
+    # Gemma 3's embedding cut to its tokenizer's vocabulary (Gemma3Model.modify_tensors): 64 rows
+    # more than the SentencePiece model's 32000 pieces, as Gemma 3's 262208 for 262144 tokens
+    "Tiny-Gemma3-Cut": ("gemma3", "spm", {"embd_rows": 32064}, ["f32", "bf16"]),
     # gpt-oss: no o200k tokenizer among the npm ones; Llama 3's byte-level BPE is the closest the
     # converter accepts (its pre-tokenizer "llama-bpe" instead of "gpt-4o"). MXFP4 experts
     # (written as ggml MXFP4 whatever the outtype) and the dense BF16 form

@@ -930,6 +930,52 @@ def dense_case(name):
         len(got), len(keys))
 
 
+def gemma3_cut_case():
+    """Gemma 3's embedding cut to its tokenizer's vocabulary (Gemma3Model.modify_tensors; the
+    bytes are the converter's: digests): llama.cpp loads model.gguf (token_embd of the 32000
+    tokens, the tied output too) and its logits are the torch forward's over the first 32000
+    rows; the same checkpoint with a tokenizer.json and no tokenizer.model, whose cut (its
+    len(model.vocab) + len(added_tokens)) is not its token count, has no model.gguf, naming why
+    (the converter's file llama.cpp would refuse)."""
+    import converter_cases
+    import real_tokenizers
+    import tiny_models
+    folder = converter_cases.make("Tiny-Gemma3-Cut", new_dir("cut-"))
+    ids = [1] + [int(x) for x in np.random.default_rng(7).integers(3, 32000, 23)]
+    m = Mount(folder, ["-o", "gguf=f32"])
+    try:
+        g = m.path("model.gguf")
+        if not os.path.exists(g):
+            raise Fail("no model.gguf; WEIGHTFS.txt: %s" % open(m.path("WEIGHTFS.txt")).read()[-300:])
+        import real_convert
+        t = {x[0]: x for x in real_convert.digest(g)["tensors"]}
+        if t["token_embd.weight"][2] != [64, 32000] or "output.weight" in t:
+            raise Fail("token_embd.weight ne %r (want [64, 32000], tied)" % (t["token_embd.weight"][2],))
+        out = os.path.join(TMP, "logits-cut.npy")
+        client(["logits", g, out] + [str(i) for i in ids])
+        a = np.load(out)
+    finally:
+        m.unmount()
+    import hf_forward
+    b = np.asarray(hf_forward.logits(folder, ids, gelu="ggml"))
+    if a.shape[-1] != 32000 or b.shape[-1] != 32064:
+        raise Fail("logits of %d (llama.cpp) and %d (torch) columns" % (a.shape[-1], b.shape[-1]))
+    b = b[..., :32000]
+    rel = float(np.abs(a - b).max() / np.abs(b).max())
+    if rel > 1e-4 or (a.argmax(-1) != b.argmax(-1)).any():
+        raise Fail("llama.cpp's logits against the torch forward: relative error %.2g" % rel)
+    tdir = real_tokenizers.folder("gpt2")
+    if not tdir:
+        skip_or_fail("tokenizer gpt2 not installed (tests/clients/npm.sh)")
+    bad = tiny_models.make(os.path.join(new_dir("cut2-"), "Tiny-Gemma3-Cut-BPE"), "gemma3", tdir, embd_rows=50300)
+    rc, o, err, _ = run_cli(["info", bad], timeout=60)
+    last = o.rstrip("\n").splitlines()[-1] if o else ""
+    if rc != 0 or not last.startswith("model.gguf: none: tensor model.embed_tokens.weight: cut from 50300 to 50258 rows") \
+            or "50257 tokens" not in last:
+        raise Fail("tokenizer.json folder: weightfs info exit %d, last line %r" % (rc, last[:240]))
+    return "logits rel %.1e over %d positions of 32000 tokens; %s" % (rel, len(ids), last[18:120])
+
+
 def wrapper_twice_case():
     """A multimodal checkpoint with a tensor in both layouts (language_model.model.X and
     model.language_model.X, one name once "language_model." is out): no model.gguf, naming it."""
@@ -1341,6 +1387,8 @@ def group_gguf():
         check("gguf: %s: llama.cpp's logits on model.gguf = torch forward; HF -> model.gguf -> hf/ the same "
               "(text) model" % name, dense_case, name)
     check("gguf: a multimodal checkpoint with a tensor in both layouts: no model.gguf, naming it", wrapper_twice_case)
+    check("gguf: Gemma 3's embedding cut to its tokenizer: llama.cpp loads it, logits = torch forward's; a cut "
+          "llama.cpp would refuse leaves model.gguf out", gemma3_cut_case)
     for name in MOE_CASES:
         check("gguf: %s: llama.cpp runs model.gguf (experts stacked on read); logits = torch forward" % name,
               moe_case, name)
