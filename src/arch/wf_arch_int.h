@@ -112,6 +112,9 @@ struct wf_moe_form {
 	const char *count;        /* the count of experts the converter reads first, or NULL: the base's keys */
 	const char *dense;        /* config field: that many leading layers have a dense MLP, no experts */
 	const char *nextn;        /* config field: that many MTP blocks follow the layers, with experts too */
+	bool fused;               /* also transformers 5's fused form (moe-and-mla.md 3): ".mlp.experts."
+				   * gate_up_proj [E, 2F, H] (each expert's gate rows, then its up rows) and
+				   * down_proj [E, H, F], with or without ".weight" */
 };
 
 typedef enum wf_err (*wf_arch_kv_fn)(const struct wf_arch *a, struct wf_cfg *c, struct wf_gguf_w *w,

@@ -126,7 +126,9 @@ static enum wf_err set_xf(const struct wf_model *m, const struct wf_gguf_file *g
 		view.size = view.size / rows * keep;
 	} else if (!p->n_stack && !p->sliced && p->hs.kind) {
 		/* a slice of each head: n of the d rows of each of ne[2] heads */
-		uint64_t rows = src->ndim == 2 ? src->shape[0] : 0, whole = view.size;
+		/* a 2-D source's rows, or a 3-D one's of its last axis (transformers 5's fused experts) */
+		uint64_t rows = (src->ndim == 2 || src->ndim == 3) && src->shape[src->ndim - 1]
+				? src->nelems / src->shape[src->ndim - 1] : 0, whole = view.size;
 		heads = p->ndim == 3 && p->ne[2] <= UINT32_MAX ? (uint32_t)p->ne[2] : 0;
 		if (!heads || !rows || rows % heads || p->hs.off + p->hs.n > rows / heads || !p->hs.n)
 			return wf_fail(why, WF_ERR_RANGE, "tensor %s: rows of its heads out of the source's", p->name);

@@ -55,6 +55,9 @@ CASES = {
     "Tiny-Mixtral": ("mixtral", "llama2", {"shards": 2}, ["f32", "f16"]),
     "Tiny-Qwen2-MoE": ("qwen2moe", "qwen2_5", {}, ["f32", "bf16"]),
     "Tiny-Qwen3-MoE": ("qwen3moe", "qwen3", {}, ["f32", "f16"]),
+    # the same experts in transformers 5's fused form (mlp.experts.gate_up_proj, down_proj),
+    # which Qwen2MoeModel.modify_tensors splits and takes as they are
+    "Tiny-Qwen3-MoE-Fused": ("qwen3moe", "qwen3", {"fused": ""}, ["f32"]),
     # MLA (kv_b_proj split, k_b transposed), 8 experts in 4 groups, a leading dense layer, an MTP
     # layer the converter skips; V2-Lite: q_proj (no q_lora_rank), softmax routing
     "Tiny-DeepSeek-V3": ("deepseek_v3", "gpt2", {}, ["f32", "bf16"]),

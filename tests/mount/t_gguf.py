@@ -394,6 +394,120 @@ def moe_roundtrip_case(name):
     return "%d tensors bit for bit, %s" % (len(got), ", ".join("%s=%s" % (k, cfg[k]) for k in keys[2:7] if k in cfg))
 
 
+def fuse_experts(src, dst, suffix="", router=False):
+    """dst: folder src (one model.safetensors, per-expert tensors) with each layer's experts in
+    transformers 5's fused form: model.layers.L.mlp.experts.gate_up_proj [E, 2F, H] (gate rows,
+    then up) and .down_proj [E, H, F] (each + suffix); router: Mixtral's block_sparse_moe.gate
+    as transformers 5 names it, mlp.gate."""
+    import re
+    import st_io
+    shutil.copytree(src, dst)
+    w = st_io.load(os.path.join(src, "model.safetensors"))
+    alias = {"w1": "gate_proj", "w3": "up_proj", "w2": "down_proj"}
+    per = {}
+    for k in list(w):
+        mm = re.fullmatch(r"model\.layers\.(\d+)\.(?:mlp|block_sparse_moe)\.experts\.(\d+)\.(\w+)\.weight", k)
+        if mm:
+            per.setdefault(int(mm.group(1)), {}).setdefault(alias.get(mm.group(3), mm.group(3)), {})[int(mm.group(2))] = w.pop(k)
+    for layer, d in per.items():
+        st = {x: np.stack([d[x][e] for e in sorted(d[x])]) for x in ("gate_proj", "up_proj", "down_proj")}
+        p = "model.layers.%d.mlp.experts." % layer
+        w[p + "gate_up_proj" + suffix] = np.concatenate([st["gate_proj"], st["up_proj"]], axis=1)
+        w[p + "down_proj" + suffix] = st["down_proj"]
+    if router:
+        w = {k.replace("block_sparse_moe.gate.", "mlp.gate."): v for k, v in w.items()}
+    st_io.save(w, os.path.join(dst, "model.safetensors"), metadata={"format": "pt"})
+    return dst
+
+
+def info_last(folder):
+    rc, out, err, _ = run_cli(["info", folder], timeout=60)
+    return rc, (out.rstrip("\n").splitlines()[-1] if out else "")
+
+
+def moe_fused_case():
+    """Transformers 5's fused experts (mlp.experts.gate_up_proj [E, 2F, H], down_proj [E, H, F]),
+    which the converter accepts for Qwen2-MoE and Qwen3-MoE (Qwen2MoeModel.modify_tensors): the
+    same random checkpoint in the per-expert form and in the fused one (with and without
+    .weight) makes byte-identical model.gguf files in every outtype the digests have and in
+    q4_k_m, and llama.cpp runs the fused one (logits = the torch forward over the experts).
+    Fused experts that do not add up, and the fused form of the families the converter stacks
+    only per expert (OLMoE, GLM-4.5, DeepSeek, Mixtral: it stalls on them), leave model.gguf
+    out with one line naming the tensor or layer."""
+    import converter_cases
+    import hf_forward
+    import st_io
+    said = []
+    for name, suffix in (("Tiny-Qwen2-MoE", ""), ("Tiny-Qwen3-MoE", ".weight")):
+        d = new_dir("fused-")
+        os.makedirs(os.path.join(d, "per"))
+        per = converter_cases.make(name, os.path.join(d, "per"))
+        fused = fuse_experts(per, os.path.join(d, "fused", name), suffix)
+        for ot in converter_cases.CASES[name][3] + ["q4_k_m"]:
+            shas = []
+            for f in (per, fused):
+                m = Mount(f, ["-o", "gguf=" + ot])
+                try:
+                    if not os.path.exists(m.path("model.gguf")):
+                        raise Fail("%s %s: no model.gguf; WEIGHTFS.txt: %s" % (f, ot, open(m.path("WEIGHTFS.txt")).read()[-300:]))
+                    shas.append(sha256_file(m.path("model.gguf")))
+                finally:
+                    m.unmount()
+            if shas[0] != shas[1]:
+                raise Fail("%s -o gguf=%s: model.gguf of the fused form differs from the per-expert form's" % (name, ot))
+        m = Mount(fused, ["-o", "gguf=f32"])
+        try:
+            ids = [1, 415, 2936, 9060, 285, 1142, 28705, 13, 1014, 4300, 378, 1010, 264, 5565, 28723, 2]
+            out = os.path.join(TMP, "logits-fused.npy")
+            client(["logits", m.path("model.gguf"), out] + [str(i) for i in ids])
+            a = np.load(out)
+        finally:
+            m.unmount()
+        cfg, w = hf_forward.load_folder(per)
+        b = np.asarray(hf_forward.forward(cfg, w, ids))
+        rel = float(np.abs(a - b).max() / np.abs(b).max())
+        if rel > 1e-4:
+            raise Fail("%s fused: llama.cpp's logits against the torch forward: relative error %.2g" % (name, rel))
+        said.append("%s: %d outtypes equal, logits rel %.1e" % (name, len(converter_cases.CASES[name][3]) + 1, rel))
+    # fused experts that do not add up (Qwen3-MoE: 4 experts of 32, hidden 64)
+    base = converter_cases.make("Tiny-Qwen3-MoE", new_dir("fusedbad-"))
+    fz = fuse_experts(base, os.path.join(new_dir("fusedbad-"), "Tiny-Qwen3-MoE"))
+    fw = st_io.load(os.path.join(fz, "model.safetensors"))
+    pw = st_io.load(os.path.join(base, "model.safetensors"))
+    gu, dn = "model.layers.1.mlp.experts.gate_up_proj", "model.layers.1.mlp.experts.down_proj"
+    bad = {
+        "odd rows": (dict(fw, **{gu: fw[gu][:, :63]}), "%s': not [4 experts, 2 F" % gu),
+        "3 experts": (dict(fw, **{gu: fw[gu][:3], dn: fw[dn][:3]}), "not [4 experts"),
+        "F apart": (dict(fw, **{dn: fw[dn][:, :, :16]}), "does not match its layer's"),
+        "no down_proj": ({k: v for k, v in fw.items() if k != dn}, "layer 1: mlp.experts.gate_up_proj without"),
+        "given twice": (dict(fw, **{dn + ".weight": fw[dn]}), "given twice"),
+        "both forms": (dict(fw, **{k: v for k, v in pw.items() if k.startswith("model.layers.1.mlp.experts.0.")}),
+                       "layer 1: transformers 5's fused experts and per-expert tensors both"),
+    }
+    for what, (tensors, want) in bad.items():
+        st_io.save(tensors, os.path.join(fz, "model.safetensors"), metadata={"format": "pt"})
+        rc, last = info_last(fz)
+        if rc != 0 or not last.startswith("model.gguf: none: ") or want not in last:
+            raise Fail("fused experts, %s: weightfs info exit %d, last line %r (want %r)" % (what, rc, last[:240], want))
+    said.append("%d broken fused forms refused" % len(bad))
+    for name in ("Tiny-OLMoE", "Tiny-GLM4-MoE", "Tiny-DeepSeek-V3", "Tiny-Mixtral-One"):
+        d = new_dir("fusedother-")
+        os.makedirs(os.path.join(d, "per"))
+        if name == "Tiny-Mixtral-One":   # one file: fuse_experts reads model.safetensors
+            import real_tokenizers
+            import tiny_models
+            src = tiny_models.make(os.path.join(d, "per", name), "mixtral", real_tokenizers.folder("llama2"))
+        else:
+            src = converter_cases.make(name, os.path.join(d, "per"))
+        f = fuse_experts(src, os.path.join(d, "fused", name), router=name == "Tiny-Mixtral-One")
+        rc, last = info_last(f)
+        if rc != 0 or not last.startswith("model.gguf: none: tensor 'model.layers.") or \
+                "mlp.experts." not in last or "transformers 5's fused experts" not in last:
+            raise Fail("%s in the fused form: weightfs info exit %d, last line %r" % (name, rc, last[:240]))
+    said.append("OLMoE, GLM-4.5, DeepSeek V3, Mixtral fused: refused, naming the tensor")
+    return "; ".join(said)
+
+
 def mixtral_bad_case():
     """Experts that do not add up: model.gguf left out, `weightfs info` saying why in one line
     naming the field or tensor; never a crash or a file made anyway."""
@@ -1405,6 +1519,9 @@ def group_gguf():
     for name in ("Tiny-GptOss-BF16", "Tiny-GptOss-MXFP4"):
         check("gguf: %s: HF folder -> model.gguf -> its hf/ (GptOssForCausalLM): the same tensors and config; "
               "a torch forward over hf/ = llama.cpp's logits" % name, gptoss_hf_case, name)
+    check("gguf: Qwen2/3-MoE in transformers 5's fused form: model.gguf byte for byte the per-expert form's, "
+          "llama.cpp runs it; a broken fused form, and other families' (the converter stalls), no model.gguf",
+          moe_fused_case)
     check("gguf: Mixtral: experts that do not add up leave model.gguf out, naming why", mixtral_bad_case)
     check("gguf: GLM-4.5: experts, dense layers and MTP block that do not add up leave model.gguf out, naming why",
           glm_bad_case)
