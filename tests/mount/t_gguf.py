@@ -1090,6 +1090,71 @@ def gemma3_cut_case():
     return "logits rel %.1e over %d positions of 32000 tokens; %s" % (rel, len(ids), last[18:120])
 
 
+LLAMA3_ROPE = {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+               "original_max_position_embeddings": 700}
+
+
+def llama3_roundtrip_case(kind):
+    """A LlamaModel row other than llama's (SmolLM3, Granite, Mistral 3's text model) with Llama
+    3's rope scaling: model.gguf has the converter's rope_freqs.weight, and its hf/ (through
+    `weightfs convert`) says it as rope_scaling (rope_type llama3, factor, low/high_freq_factor,
+    original_max_position_embeddings read back from the tensor as for Llama), with the text
+    model's tensors and no rope_freqs; the same GGUF with one rope_freqs value that no llama3
+    scaling gives has no hf/config.json, WEIGHTFS.txt naming the tensor."""
+    import hf_forward
+    import real_tokenizers
+    import st_io
+    import tiny_models
+    key = "llama2" if kind == "mistral" else "gpt2"
+    tdir = real_tokenizers.folder(key)
+    if not tdir:
+        skip_or_fail("tokenizer %s not installed (tests/clients/npm.sh)" % key)
+    d = new_dir("l3rt-")
+    folder = tiny_models.make(os.path.join(d, "Tiny-%s-L3" % kind), kind, tdir, wrap="old" if kind == "mistral" else None,
+                              config={"rope_scaling": dict(LLAMA3_ROPE), "rope_theta": 10000.0})
+    tcfg, tw = hf_forward.unwrap(*hf_forward.load_folder(folder))
+    g = os.path.join(d, "m.gguf")
+    rc, _, err, _ = run_cli(["convert", "-o", "gguf=f32", folder, g], timeout=120)
+    if rc != 0:
+        raise Fail("convert: exit %d: %s" % (rc, err.strip()))
+    kvs, infos, b, off = gguf_read(g)
+    if not infos or infos[0][0] != "rope_freqs.weight":
+        raise Fail("model.gguf's first tensor is %r, not rope_freqs.weight" % (infos[0][0] if infos else None))
+    m = Mount(g, [])
+    try:
+        if not os.path.exists(m.path("hf/config.json")):
+            raise Fail("no hf/config.json: %s" % [ln for ln in open(m.path("WEIGHTFS.txt")) if "hf/" in ln or ":" in ln][-2:])
+        with open(m.path("hf/config.json")) as f:
+            hcfg = json.load(f)
+        got = st_io.load(m.path("hf/model.safetensors"))
+    finally:
+        m.unmount()
+    want = {k for k in tw if not k.endswith("rotary_emb.inv_freq") and
+            not (k == "lm_head.weight" and tcfg.get("tie_word_embeddings"))}
+    if set(got) != want:
+        raise Fail("hf/ names: only hf/'s %r, only the text model's %r" % (sorted(set(got) - want)[:4], sorted(want - set(got))[:4]))
+    rs = hcfg.get("rope_scaling") or {}
+    off_ = [(k, v, rs.get(k)) for k, v in LLAMA3_ROPE.items() if rs.get(k) != v]
+    if off_ or hcfg.get("rope_theta") != 10000.0 or hcfg.get("architectures") != tcfg["architectures"]:
+        raise Fail("hf/config.json: %s, rope_scaling %r, rope_theta %r" % (hcfg.get("architectures"), off_, hcfg.get("rope_theta")))
+    # one value of rope_freqs no llama3 scaling gives: hf/ leaves config.json out, naming it
+    o = off + infos[0][3]   # value 0 (1: the shortest wavelength is never scaled) as 0.5
+    bb = bytearray(b)
+    bb[o:o + 4] = struct.pack("<f", 0.5)
+    g2 = os.path.join(d, "bad.gguf")
+    with open(g2, "wb") as f:
+        f.write(bytes(bb))
+    m = Mount(g2, [])
+    try:
+        says = open(m.path("WEIGHTFS.txt")).read()
+        if os.path.exists(m.path("hf/config.json")) or "rope_freqs.weight" not in says:
+            raise Fail("a rope_freqs of no llama3 scaling: hf/config.json %s; WEIGHTFS.txt %s" % (
+                os.path.exists(m.path("hf/config.json")), "names it" if "rope_freqs.weight" in says else "does not name it"))
+    finally:
+        m.unmount()
+    return "%s: rope_scaling %s; %d tensors; a changed value refused" % (hcfg["architectures"][0], json.dumps(rs), len(got))
+
+
 def wrapper_twice_case():
     """A multimodal checkpoint with a tensor in both layouts (language_model.model.X and
     model.language_model.X, one name once "language_model." is out): no model.gguf, naming it."""
@@ -1501,6 +1566,9 @@ def group_gguf():
         check("gguf: %s: llama.cpp's logits on model.gguf = torch forward; HF -> model.gguf -> hf/ the same "
               "(text) model" % name, dense_case, name)
     check("gguf: a multimodal checkpoint with a tensor in both layouts: no model.gguf, naming it", wrapper_twice_case)
+    for kind in ("smollm3", "granite", "mistral"):
+        check("gguf: %s with Llama 3 rope scaling: HF -> model.gguf (rope_freqs) -> hf/: rope_scaling llama3 back, "
+              "no rope_freqs tensor; a rope_freqs of no llama3 scaling: no config.json" % kind, llama3_roundtrip_case, kind)
     check("gguf: Gemma 3's embedding cut to its tokenizer: llama.cpp loads it, logits = torch forward's; a cut "
           "llama.cpp would refuse leaves model.gguf out", gemma3_cut_case)
     for name in MOE_CASES:
