@@ -1132,6 +1132,25 @@ static enum wf_err oss_tensor(struct wf_cfg *c, const struct wf_model *m, size_t
 	return rc == WF_OK ? oss_add(c, pl, cap, layer, "ffn_up_exps.weight", i, 3, s, false, WF_GATHER_T_ODD) : rc;
 }
 
+/* Checkpoint tensor i as GGUF tensor g, in its shape but for the rows of
+ * token_embd the row cuts it to (a prefix of the source). */
+static enum wf_err add_mapped(const struct wf_arch *a, struct wf_cfg *c, const struct wf_tensor *t, size_t i, const char *g,
+			      bool f32, struct wf_arch_plan *pl, size_t cap)
+{
+	uint64_t shape[WF_MAX_DIMS] = {1};
+	if (t->ndim)
+		memcpy(shape, t->shape, t->ndim * sizeof *shape);
+	if (a->embd_rows && strcmp(g, "token_embd.weight") == 0 && t->ndim == 2) {
+		enum wf_err rc = a->embd_rows(a, c, t->shape[0], &shape[0]);
+		if (rc != WF_OK)
+			return rc;
+	}
+	enum wf_err rc = wf_arch_add_tensor(pl, cap, g, (int64_t)i, t->ndim ? t->ndim : 1, shape, f32, pl->ftype, c->why);
+	if (rc == WF_OK)
+		pl->t[pl->n - 1].prefix = t->ndim && shape[0] < t->shape[0];
+	return rc;
+}
+
 /* One checkpoint tensor: skipped, or named and added with its transform. */
 static enum wf_err map_tensor(const struct wf_arch *a, struct wf_cfg *c, const struct wf_model *m, size_t i,
 			      struct wf_arch_plan *pl, size_t cap)
@@ -1200,21 +1219,10 @@ static enum wf_err map_tensor(const struct wf_arch *a, struct wf_cfg *c, const s
 	bool f32 = t->ndim <= 1 || (gl >= 12 && strcmp(g + gl - 12, "_norm.weight") == 0) ||
 		   gl < 7 || strcmp(g + gl - 7, ".weight") != 0 || strstr(g, ".ffn_gate_inp.") ||
 		   strstr(g, ".ffn_gate_inp_shexp.");
-	uint64_t shape[WF_MAX_DIMS] = {1};
-	if (t->ndim)
-		memcpy(shape, t->shape, t->ndim * sizeof *shape);
-	bool cut = false;
-	if (a->embd_rows && strcmp(g, "token_embd.weight") == 0 && t->ndim == 2) {
-		enum wf_err rc0 = a->embd_rows(a, c, t->shape[0], &shape[0]);
-		if (rc0 != WF_OK)
-			return rc0;
-		cut = shape[0] < t->shape[0];
-	}
-	enum wf_err rc = wf_arch_add_tensor(pl, cap, g, (int64_t)i, t->ndim ? t->ndim : 1, shape, f32, pl->ftype, c->why);
+	enum wf_err rc = add_mapped(a, c, t, i, g, f32, pl, cap);
 	if (rc != WF_OK)
 		return rc;
 	struct wf_arch_tensor *o = &pl->t[pl->n - 1];
-	o->prefix = cut;
 	if (a->permute_qk && qk)
 		rc = qk_heads(c, qk, t, &o->perm_heads);
 	/* G:116-121: every name ending in norm.weight, in the source's precision */
