@@ -622,8 +622,12 @@ struct moe {
 	uint32_t n_main;    /* the layers before the MTP blocks (f->nextn): n_layer without them */
 	uint32_t dense;     /* the leading layers with no experts (f->dense) */
 	size_t mtp_other;   /* the MTP blocks' tensors other than experts */
-	uint32_t *slot;  /* [n_layer][3][n_exp]: the source tensor, or UINT32_MAX; becomes plan->stacks */
+	uint32_t *slot;  /* [n_layer][3][n_exp]: the source tensor, or UINT32_MAX; becomes plan->stacks
+			  * (f->fused: made at the first per-expert tensor, NULL until then) */
 	uint32_t *count; /* [n_layer]: slots filled */
+	uint32_t *fused; /* f->fused: [n_layer][2] the layer's fused gate_up_proj and down_proj, or UINT32_MAX */
+	size_t n_slots;  /* the slots slot holds once made */
+	const struct wf_model *m;
 };
 
 /* A decimal number as the converter's names have it (no leading zero,
@@ -660,6 +664,27 @@ static bool expert_name(const struct wf_moe_form *f, const char *s, unsigned lon
 			return true;
 	}
 	return false;
+}
+
+static enum wf_err moe_too_many(struct wf_cfg *c, const struct moe *e)
+{
+	return wf_fail(c->why, WF_ERR_UNSUP,
+		       "config.json: num_hidden_layers x %s: %" PRIu32 " x %" PRIu32
+		       " experts, more than the checkpoint's %zu tensors hold", e->field, e->n_layer, e->n_exp,
+		       e->m->n_tensors);
+}
+
+/* The slots of the per-expert tensors, each an index into the model's
+ * tensors: no more than the checkpoint has tensors. */
+static enum wf_err moe_slots(struct wf_cfg *c, struct moe *e)
+{
+	if (e->n_slots > e->m->n_tensors)
+		return moe_too_many(c, e);
+	e->slot = malloc((e->n_slots ? e->n_slots : 1) * sizeof *e->slot);
+	if (!e->slot)
+		return wf_fail(c->why, WF_ERR_NOMEM, "out of memory");
+	memset(e->slot, 0xff, e->n_slots * sizeof *e->slot);
+	return WF_OK;
 }
 
 /* The counts the experts are parked by, checked against the checkpoint: a
@@ -701,17 +726,18 @@ static enum wf_err moe_init(struct wf_cfg *c, const struct wf_model *m, struct m
 	if (e->dense > e->n_main)
 		e->dense = e->n_main;
 	size_t n = (size_t)(e->n_layer - e->dense) * 3 * e->n_exp;
-	if (n / 3 / e->n_exp != e->n_layer - e->dense || n > m->n_tensors || e->n_layer > m->n_tensors ||
-	    m->n_tensors >= UINT32_MAX)
-		return wf_fail(c->why, WF_ERR_UNSUP,
-			       "config.json: num_hidden_layers x %s: %" PRIu32 " x %" PRIu32
-			       " experts, more than the checkpoint's %zu tensors hold", e->field, e->n_layer, e->n_exp,
-			       m->n_tensors);
-	e->slot = malloc((n ? n : 1) * sizeof *e->slot);
+	e->n_slots = n;
+	e->m = m;
+	if (n / 3 / e->n_exp != e->n_layer - e->dense || e->n_layer > m->n_tensors || m->n_tensors >= UINT32_MAX)
+		return moe_too_many(c, e);
 	e->count = calloc(e->n_layer, sizeof *e->count);
-	if (!e->slot || !e->count)
+	e->fused = e->f->fused ? malloc((size_t)e->n_layer * 2 * sizeof *e->fused) : NULL;
+	if (!e->count || (e->f->fused && !e->fused))
 		return wf_fail(c->why, WF_ERR_NOMEM, "out of memory");
-	memset(e->slot, 0xff, n * sizeof *e->slot);
+	if (e->fused)
+		memset(e->fused, 0xff, (size_t)e->n_layer * 2 * sizeof *e->fused);
+	/* the slots wait for a per-expert tensor: a fused checkpoint has a few tensors a layer
+	 * (and one of a form the converter does not take is refused naming it) */
 	return WF_OK;
 }
 
@@ -766,11 +792,105 @@ static enum wf_err moe_park(struct wf_cfg *c, const struct wf_model *m, size_t i
 		e->count[layer]++;
 		return WF_OK;
 	}
+	enum wf_err rc = e->slot ? WF_OK : moe_slots(c, e);
+	if (rc != WF_OK)
+		return rc;
 	uint32_t *slot = &e->slot[((layer - e->dense) * 3 + k) * e->n_exp + x];
 	if (*slot != UINT32_MAX)
 		return wf_fail(c->why, WF_ERR_UNSUP, "tensor %s: given twice", wf_quote(q, sizeof q, t->name, t->name_len));
 	*slot = (uint32_t)i;
 	return ++e->count[layer] == 3 * e->n_exp ? moe_stack(c, m, layer, pl, cap) : WF_OK;
+}
+
+/* Transformers 5's fused experts of a layer: "model.layers.L" MID
+ * "gate_up_proj" or "down_proj", with or without ".weight" (MID the form's,
+ * or ".mlp.experts.", where transformers 5 puts every family's experts).
+ * *which: 0 gate_up_proj, 1 down_proj. */
+static bool fused_name(const struct wf_moe_form *f, const char *s, unsigned long *layer, unsigned *which)
+{
+	static const char pre[] = "model.layers.";
+	const char *mids[] = {".mlp.experts.", f->mid};
+	if (strncmp(s, pre, sizeof pre - 1) != 0)
+		return false;
+	s += sizeof pre - 1;
+	if (!num(&s, layer))
+		return false;
+	for (unsigned k = 0; k < 2; k++) {
+		size_t ml = strlen(mids[k]);
+		if (strncmp(s, mids[k], ml) != 0)
+			continue;
+		static const char *const proj[] = {"gate_up_proj", "down_proj"};
+		for (*which = 0; *which < 2; ++*which) {
+			size_t pl = strlen(proj[*which]);
+			if (strncmp(s + ml, proj[*which], pl) == 0 && (!s[ml + pl] || strcmp(s + ml + pl, ".weight") == 0))
+				return true;
+		}
+	}
+	return false;
+}
+
+/* The GGUF part of the stacked projection proj ("gate_proj", ...). */
+static const char *moe_part(const struct wf_moe_form *f, const char *proj)
+{
+	for (unsigned k = 0; k < 3; k++)
+		if (strcmp(f->proj[k], proj) == 0)
+			return f->gguf[k];
+	return NULL;
+}
+
+/* One of a layer's fused expert tensors (Qwen2MoeModel.modify_tensors,
+ * moe-and-mla.md 3): down_proj [E, H, F] as it is, at its place;
+ * gate_up_proj [E, 2F, H] as the gate (each expert's first F rows) then
+ * the up projection (the next F), read as row slices of it (WF_HS_ROWS,
+ * its E experts the heads): nothing copied, and the bytes those of the
+ * per-expert form stacked.  Forms the converter stacks only per expert
+ * (it stalls on these: "Unprocessed experts") are refused, naming it. */
+static enum wf_err moe_fused(const struct wf_arch *a, struct wf_cfg *c, const struct wf_model *m, size_t i,
+			     unsigned long layer, unsigned which, struct wf_arch_plan *pl, size_t cap)
+{
+	struct moe *e = c->moe;
+	const struct wf_tensor *t = &m->tensors[i];
+	char q[96], g[64];
+	wf_quote(q, sizeof q, t->name, t->name_len);
+	if (!e->f->fused)
+		return wf_fail(c->why, WF_ERR_UNSUP, "tensor %s: transformers 5's fused experts, which llama.cpp's converter "
+			       "does not convert for %s (only per expert: model.layers.L%sX.%s.weight)", q, a->gguf,
+			       e->f->mid, e->f->proj[0]);
+	if (layer >= e->n_layer || layer < e->dense)
+		return wf_fail(c->why, WF_ERR_UNSUP, "tensor %s: layer %lu, %s", q, layer,
+			       layer >= e->n_layer ? "past config.json's num_hidden_layers" : "a dense layer");
+	uint32_t *fu = &e->fused[2 * layer];
+	if (fu[which] != UINT32_MAX)
+		return wf_fail(c->why, WF_ERR_UNSUP, "tensor %s: given twice (with and without .weight)", q);
+	if (!convertible(t))
+		return wf_fail(c->why, WF_ERR_UNSUP, "tensor %s: dtype %s is not converted", q,
+			       wf_type_get(t->type) ? wf_type_get(t->type)->name : "?");
+	/* llama.cpp sizes every expert tensor by expert_count; the converter splits gate_up in halves */
+	if (t->ndim != 3 || t->shape[0] != e->n_exp || (which == 0 && (t->shape[1] % 2 || t->shape[1] / 2 > UINT16_MAX)))
+		return wf_fail(c->why, WF_ERR_UNSUP, "tensor %s: not [%" PRIu32 " experts, %s] (config.json's %s)", q,
+			       e->n_exp, which ? "hidden, F" : "2 F (F under 65536), hidden", e->field);
+	const struct wf_tensor *o = fu[!which] != UINT32_MAX ? &m->tensors[fu[!which]] : NULL;
+	const struct wf_tensor *gu = which ? o : t, *dn = which ? t : o;
+	if (o && (gu->shape[1] != 2 * dn->shape[2] || gu->shape[2] != dn->shape[1]))
+		return wf_fail(c->why, WF_ERR_UNSUP, "tensor %s: [%" PRIu64 ", %" PRIu64 ", %" PRIu64 "] does not match its "
+			       "layer's %s", q, t->shape[0], t->shape[1], t->shape[2], which ? "gate_up_proj" : "down_proj");
+	fu[which] = (uint32_t)i;
+	enum wf_err rc;
+	if (which) {
+		snprintf(g, sizeof g, "blk.%lu.%s.weight", layer, moe_part(e->f, "down_proj"));
+		return wf_arch_add_tensor(pl, cap, g, (int64_t)i, 3, t->shape, false, pl->ftype, c->why);
+	}
+	uint64_t F = t->shape[1] / 2, shape[3] = {t->shape[0], F, t->shape[2]};
+	for (unsigned k = 0; k < 2; k++) {
+		snprintf(g, sizeof g, "blk.%lu.%s.weight", layer, moe_part(e->f, k ? "up_proj" : "gate_proj"));
+		if ((rc = wf_arch_add_tensor(pl, cap, g, (int64_t)i, 3, shape, false, pl->ftype, c->why)) != WF_OK)
+			return rc;
+		struct wf_arch_tensor *p = &pl->t[pl->n - 1];
+		p->hs.kind = WF_HS_ROWS;
+		p->hs.off = k ? (uint32_t)F : 0;
+		p->hs.n = (uint16_t)F;
+	}
+	return WF_OK;
 }
 
 /* Every layer's experts were stacked (each class's prepare_tensors:
@@ -782,6 +902,16 @@ static enum wf_err moe_done(struct wf_cfg *c, struct wf_arch_plan *pl)
 {
 	const struct moe *e = c->moe;
 	for (uint32_t l = 0; l < e->n_layer; l++) {
+		const uint32_t *fu = e->fused ? &e->fused[2 * l] : NULL;
+		bool any_fused = fu && (fu[0] != UINT32_MAX || fu[1] != UINT32_MAX);
+		if (any_fused && (e->count[l] || fu[0] == UINT32_MAX || fu[1] == UINT32_MAX))
+			return wf_fail(c->why, WF_ERR_UNSUP, "layer %" PRIu32 ": %s", l, e->count[l]
+				       ? "transformers 5's fused experts and per-expert tensors both (the converter would "
+					 "write ffn_*_exps twice)"
+				       : fu[0] == UINT32_MAX ? "mlp.experts.down_proj without mlp.experts.gate_up_proj"
+							     : "mlp.experts.gate_up_proj without mlp.experts.down_proj");
+		if (any_fused)
+			continue;
 		if (l < e->dense && e->count[l])
 			return wf_fail(c->why, WF_ERR_UNSUP, "layer %" PRIu32 ": %" PRIu32 " expert tensors, but config.json's "
 				       "%s %" PRIu32 " makes it a dense layer", l, e->count[l], e->f->dense, e->dense);
@@ -792,7 +922,7 @@ static enum wf_err moe_done(struct wf_cfg *c, struct wf_arch_plan *pl)
 				       e->f->proj[2], e->field, e->n_exp);
 	}
 	pl->stacks = e->slot;
-	pl->n_stacks = (size_t)(e->n_layer - e->dense) * 3 * e->n_exp;
+	pl->n_stacks = e->slot ? e->n_slots : 0;
 	c->moe->slot = NULL;
 	return WF_OK;
 }
@@ -1002,6 +1132,25 @@ static enum wf_err oss_tensor(struct wf_cfg *c, const struct wf_model *m, size_t
 	return rc == WF_OK ? oss_add(c, pl, cap, layer, "ffn_up_exps.weight", i, 3, s, false, WF_GATHER_T_ODD) : rc;
 }
 
+/* Checkpoint tensor i as GGUF tensor g, in its shape but for the rows of
+ * token_embd the row cuts it to (a prefix of the source). */
+static enum wf_err add_mapped(const struct wf_arch *a, struct wf_cfg *c, const struct wf_tensor *t, size_t i, const char *g,
+			      bool f32, struct wf_arch_plan *pl, size_t cap)
+{
+	uint64_t shape[WF_MAX_DIMS] = {1};
+	if (t->ndim)
+		memcpy(shape, t->shape, t->ndim * sizeof *shape);
+	if (a->embd_rows && strcmp(g, "token_embd.weight") == 0 && t->ndim == 2) {
+		enum wf_err rc = a->embd_rows(a, c, t->shape[0], &shape[0]);
+		if (rc != WF_OK)
+			return rc;
+	}
+	enum wf_err rc = wf_arch_add_tensor(pl, cap, g, (int64_t)i, t->ndim ? t->ndim : 1, shape, f32, pl->ftype, c->why);
+	if (rc == WF_OK)
+		pl->t[pl->n - 1].prefix = t->ndim && shape[0] < t->shape[0];
+	return rc;
+}
+
 /* One checkpoint tensor: skipped, or named and added with its transform. */
 static enum wf_err map_tensor(const struct wf_arch *a, struct wf_cfg *c, const struct wf_model *m, size_t i,
 			      struct wf_arch_plan *pl, size_t cap)
@@ -1030,6 +1179,8 @@ static enum wf_err map_tensor(const struct wf_arch *a, struct wf_cfg *c, const s
 	unsigned k;
 	if (c->moe && expert_name(c->moe->f, name, &layer, &x, &k))
 		return moe_park(c, m, i, pl, cap);
+	if (c->moe && fused_name(c->moe->f, name, &layer, &k))
+		return moe_fused(a, c, m, i, layer, k, pl, cap);
 	const char *ox = a->packed_experts ? oss_expert(name, &layer) : NULL;
 	if (ox)
 		return oss_tensor(c, m, i, ox, layer, pl, cap);
@@ -1068,8 +1219,7 @@ static enum wf_err map_tensor(const struct wf_arch *a, struct wf_cfg *c, const s
 	bool f32 = t->ndim <= 1 || (gl >= 12 && strcmp(g + gl - 12, "_norm.weight") == 0) ||
 		   gl < 7 || strcmp(g + gl - 7, ".weight") != 0 || strstr(g, ".ffn_gate_inp.") ||
 		   strstr(g, ".ffn_gate_inp_shexp.");
-	enum wf_err rc = wf_arch_add_tensor(pl, cap, g, (int64_t)i, t->ndim ? t->ndim : 1, t->ndim ? t->shape : (const uint64_t[]){1},
-				    f32, pl->ftype, c->why);
+	enum wf_err rc = add_mapped(a, c, t, i, g, f32, pl, cap);
 	if (rc != WF_OK)
 		return rc;
 	struct wf_arch_tensor *o = &pl->t[pl->n - 1];
@@ -1164,9 +1314,10 @@ static enum wf_err names_once(struct wf_cfg *c, const struct wf_arch_plan *pl)
 static enum wf_err plan_tensors(const struct wf_arch *a, struct wf_cfg *c, const struct wf_model *m,
 				struct wf_arch_plan *pl, uint32_t ftype)
 {
-	/* a source tensor makes at most two (DeepSeek's kv_b_proj, gpt-oss's gate_up and its bias),
+	/* a source tensor makes at most two (DeepSeek's kv_b_proj, gpt-oss's gate_up and its bias,
+	 * transformers 5's fused gate_up_proj),
 	 * plus the generated ones */
-	size_t cap = (a->packed_experts || a->mla ? 2 * m->n_tensors : m->n_tensors) + 4;
+	size_t cap = (a->packed_experts || a->mla || (a->experts && a->experts->fused) ? 2 * m->n_tensors : m->n_tensors) + 4;
 	struct ord *o = calloc(m->n_tensors ? m->n_tensors : 1, sizeof *o);
 	pl->t = calloc(cap, sizeof *pl->t);
 	if (!o || !pl->t) {
@@ -1195,6 +1346,7 @@ static enum wf_err plan_tensors(const struct wf_arch *a, struct wf_cfg *c, const
 		rc = names_once(c, pl);
 	free(moe.slot);
 	free(moe.count);
+	free(moe.fused);
 	c->moe = NULL;
 	free(o);
 	return rc;
@@ -1219,6 +1371,7 @@ enum wf_err wf_arch_plan(const struct wf_model *m, const struct wf_arch_in *in, 
 		uint32_t vs;
 		if (wf_cfg_u32(wf_cfg_hp(&c, "vocab_size"), &vs))
 			plan->vocab_size = vs;
+		c.tok = in->tok, c.route = a->tok, c.vocab_size = plan->vocab_size;
 		rc = kv_heads_ok(&c);
 		if (rc == WF_OK)
 			rc = plan_tensors(a, &c, m, plan, ftype);

@@ -222,6 +222,8 @@ struct wf_arch_tensor {
 	bool sliced;                 /* hf/: slab `slab` of the n_stack on src's outer axis (one expert of a
 				      * stacked GGUF tensor), not src whole */
 	uint8_t gather;              /* enum wf_gather: elements gathered from a source laid out otherwise */
+	bool prefix;                 /* the first ne[ndim-1] rows of src only, as they are (Gemma 3's token_embd
+				      * cut to its tokenizer's vocabulary) */
 };
 /* docs/security.md's bound counts a plan entry as 88 bytes a tensor */
 _Static_assert(sizeof(struct wf_arch_tensor) <= 88, "struct wf_arch_tensor grew past 88 bytes");
@@ -263,6 +265,7 @@ struct wf_arch_in {
 	const char *name;            /* the model's folder name (general.name), or NULL */
 	const char *readme;          /* README.md (its front matter: general.size_label), or NULL */
 	size_t readme_len;
+	const struct wf_vocab_files *tok; /* the tokenizer files (a row that reads their lengths), or NULL: none */
 };
 
 /* Decides model.gguf for the Hugging Face model m as the converter would

@@ -38,7 +38,7 @@ static const struct wf_part_map deepseek2_map[] = {
 
 static const struct wf_moe_form deepseek_experts = {
 	".mlp.experts.", {"down_proj", "gate_proj", "up_proj"}, {"ffn_down_exps", "ffn_gate_exps", "ffn_up_exps"},
-	"mlp.gate", "deepseek_v3", NULL, "first_k_dense_replace", NULL};
+	"mlp.gate", "deepseek_v3", NULL, "first_k_dense_replace", NULL, false};
 
 /* DeepseekV2Model.set_gguf_parameters: rms_norm_eps defaults to 1e-6 */
 static const struct wf_cfg_class deepseek_cfg[] = {

@@ -109,6 +109,34 @@ static enum wf_err kv_gemma3(const struct wf_arch *a, struct wf_cfg *c, struct w
 	return rc;
 }
 
+/* Gemma3Model.modify_tensors (G:159-170): embed_tokens cut to the real
+ * vocabulary, len(tokens) of the SentencePiece routine when there is a
+ * tokenizer.model (the token list model.gguf has), else tokenizer.json's
+ * len(model.vocab) + len(added_tokens).  A cut to another count than the
+ * token list's makes a file llama.cpp refuses (token_embd must have a
+ * row per token): left out instead. */
+static enum wf_err rows_gemma3(const struct wf_arch *a, struct wf_cfg *c, uint64_t rows, uint64_t *keep)
+{
+	(void)a;
+	static const struct wf_vocab_files none;
+	struct wf_vocab_len n;
+	*keep = rows;
+	enum wf_err rc = wf_vocab_len(c->tok ? c->tok : &none, c->route, c->vocab_size, &n, c->why);
+	if (rc != WF_OK)
+		return rc;
+	if (!n.spm && (n.tj_vocab < 0 || n.tj_added < 0))
+		return wf_fail(c->why, WF_ERR_UNSUP, "tokenizer.json: %s: missing (the converter cuts Gemma 3's embed_tokens "
+			       "to len(model.vocab) + len(added_tokens))", n.tj_vocab < 0 ? "model.vocab" : "added_tokens");
+	uint64_t real = n.spm ? n.n_tokens : (uint64_t)n.tj_vocab + (uint64_t)n.tj_added;
+	if (real >= rows)
+		return WF_OK;
+	if (real != n.n_tokens || !real)
+		return wf_fail(c->why, WF_ERR_UNSUP, "tensor model.embed_tokens.weight: cut from %" PRIu64 " to %" PRIu64
+			       " rows (tokenizer.json's model.vocab + added_tokens, as the converter cuts Gemma 3's), but "
+			       "the tokenizer has %" PRIu64 " tokens: llama.cpp would not load it", rows, real, n.n_tokens);
+	*keep = real;
+	return WF_OK;
+}
 
 /* GemmaModel: Gemma 2's keys without its softcaps and window; lm_head dropped */
 /* Gemma 2 and 3: llama.cpp's attention scale is 1/sqrt(head_dim) but for
@@ -194,7 +222,7 @@ const struct wf_arch wf_arch_gemma2 = {
 const struct wf_arch wf_arch_gemma3 = {
 	.hf = {"Gemma3ForCausalLM", "Gemma3ForConditionalGeneration", NULL}, .gguf = "gemma3", .canon = "gemma3",
 	.names = {"gemma3", "gemma3_text", "Gemma3ForCausalLM"}, .wrapper = "Gemma3ForConditionalGeneration",
-	.tok = WF_VOCAB_GEMMA3, .norm_plus_one = true, .kvs = kv_gemma3, .parts = gemma3_parts,
+	.tok = WF_VOCAB_GEMMA3, .norm_plus_one = true, .kvs = kv_gemma3, .embd_rows = rows_gemma3, .parts = gemma3_parts,
 	.maps = {{wf_arch_norms4, WF_ARRAY_LEN(wf_arch_norms4)}},
 	.configs = gemma3_cfg, .n_configs = WF_ARRAY_LEN(gemma3_cfg),
 	.hf_act = "gelu_pytorch_tanh", .hf_model_type = "gemma3_text", .config = cfg_gemma3,

@@ -32,7 +32,7 @@ static const struct wf_part_map glm4moe_map[] = {
  * layer, the MTP block's too (block_count includes it) */
 static const struct wf_moe_form glm4_experts = {
 	".mlp.experts.", {"down_proj", "gate_proj", "up_proj"}, {"ffn_down_exps", "ffn_gate_exps", "ffn_up_exps"},
-	"mlp.gate", "glm4_moe", "n_routed_experts", "first_k_dense_replace", "num_nextn_predict_layers"};
+	"mlp.gate", "glm4_moe", "n_routed_experts", "first_k_dense_replace", "num_nextn_predict_layers", false};
 
 /* Glm4MoeConfig (norm_topk_prob's default, true, in kv_glm4moe) */
 static const struct wf_cfg_class glm4moe_cfg[] = {

@@ -53,6 +53,9 @@ struct wf_cfg {
 	bool wrapper;       /* a multimodal release (wrappers[]): its text model is converted */
 	bool renamed;       /* a wrapper's tensor lost "language_model.": two may now have one name */
 	bool no_head_dim;   /* GraniteModel pops head_dim from the hparams before writing them */
+	const struct wf_vocab_files *tok; /* the tokenizer files (wf_arch_in.tok), or NULL */
+	enum wf_vocab_route route;        /* ... the row's route through them, */
+	int64_t vocab_size;               /* ... and config.json's vocab_size (-1: none), as wf_vocab_write takes them */
 };
 
 /* rope_parameters as TextModel.__init__ mirrors them (B:1193-1211): the
@@ -109,6 +112,9 @@ struct wf_moe_form {
 	const char *count;        /* the count of experts the converter reads first, or NULL: the base's keys */
 	const char *dense;        /* config field: that many leading layers have a dense MLP, no experts */
 	const char *nextn;        /* config field: that many MTP blocks follow the layers, with experts too */
+	bool fused;               /* also transformers 5's fused form (moe-and-mla.md 3): ".mlp.experts."
+				   * gate_up_proj [E, 2F, H] (each expert's gate rows, then its up rows) and
+				   * down_proj [E, H, F], with or without ".weight" */
 };
 
 typedef enum wf_err (*wf_arch_kv_fn)(const struct wf_arch *a, struct wf_cfg *c, struct wf_gguf_w *w,
@@ -126,6 +132,10 @@ typedef enum wf_err (*wf_arch_kv_fn)(const struct wf_arch *a, struct wf_cfg *c, 
 enum wf_hfc_at { WF_HFC_HEAD, WF_HFC_BODY, WF_HFC_ROPE };
 typedef enum wf_err (*wf_arch_cfg_fn)(const struct wf_arch *a, struct wf_hfc *h, const struct wf_model *m,
 				      const struct wf_hfc_dims *d, enum wf_hfc_at at);
+/* The rows of token_embd.weight the converter keeps of the checkpoint's
+ * `rows` (Gemma3Model.modify_tensors: the tokenizer's real vocabulary):
+ * *keep <= rows, or a failure naming why. */
+typedef enum wf_err (*wf_arch_rows_fn)(const struct wf_arch *a, struct wf_cfg *c, uint64_t rows, uint64_t *keep);
 typedef enum wf_err (*wf_arch_gen_fn)(const struct wf_arch *a, struct wf_cfg *c, struct wf_arch_plan *pl, size_t cap);
 
 /* One architecture: what convert_hf_to_gguf.py's class for it does, and
@@ -146,6 +156,7 @@ struct wf_arch {
 	bool fused_gate_up;       /* ffn_up is HF's mlp.gate_up_proj (gate and up, in that order) */
 	wf_arch_kv_fn kvs;        /* set_gguf_parameters */
 	wf_arch_gen_fn gen;       /* generate_extra_tensors, or NULL: none */
+	wf_arch_rows_fn embd_rows; /* token_embd cut to fewer rows, or NULL: as stored */
 	/* hf/'s config.json (transformers' config class for the row) */
 	const char *hf_act;       /* hidden_act, or NULL: "silu" */
 	bool hf_attn_bias;        /* attention_bias: whether blk.0.attn_q.bias is there */

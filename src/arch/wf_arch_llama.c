@@ -17,7 +17,7 @@ static const char *const mixtral_parts[] = {"attn_norm", "attn_q", "attn_k", "at
 
 static const struct wf_moe_form mixtral_experts = {
 	".block_sparse_moe.experts.", {"w1", "w2", "w3"}, {"ffn_gate_exps", "ffn_down_exps", "ffn_up_exps"},
-	"block_sparse_moe.gate", "mixtral", NULL, NULL, NULL};
+	"block_sparse_moe.gate", "mixtral", NULL, NULL, NULL, false};
 
 static const struct wf_cfg_class llama_cfg[] = {
 	{"llama", WF_DERIVE_KV_HEADS | WF_DERIVE_HEAD_DIM,
@@ -90,6 +90,29 @@ static enum wf_err kv_mistral3(const struct wf_arch *a, struct wf_cfg *c, struct
 }
 
 
+/* Llama 3's rope scaling: factor, low_freq_factor, high_freq_factor,
+ * original_max_position_embeddings. */
+struct llama3 {
+	double factor, low, high, old;
+};
+
+/* rope_freqs' value k of dim / 2 (L:298-326), in float32 as torch
+ * computes it: freq = 1 / base^(2k / dim), then its wavelength against
+ * the old context's bands. */
+static float llama3_at(const struct llama3 *p, uint32_t k, uint32_t dim, float base)
+{
+	float lowl = (float)(p->old / p->low), highl = (float)(p->old / p->high);
+	float e = (float)(2 * k) / (float)dim;
+	float freq = (1.0f / powf(base, e)) * 1.0f;
+	float wl = (1.0f / freq) * (float)(2 * M_PI);
+	if (wl < highl)
+		return 1.0f;
+	if (wl > lowl)
+		return (float)p->factor;
+	float smooth = ((1.0f / wl) * (float)p->old - (float)p->low) / (float)(p->high - p->low);
+	return 1.0f / ((1.0f - smooth) / (float)p->factor + smooth);
+}
+
 /* Llama 3's rope_freqs.weight (L:298-326), in float32 as torch computes
  * it: freqs = 1 / base^(arange(0, dim, 2) / dim), then per frequency its
  * wavelength against the old context's bands. */
@@ -111,27 +134,13 @@ static enum wf_err llama3_values(struct wf_cfg *c, const struct wf_rope *r, floa
 		if (vals[i] && !cJSON_IsNumber(vals[i]))
 			return wf_fail(c->why, WF_ERR_FORMAT, "config.json: rope_scaling: a llama3 field is not a number");
 	float base = r->theta ? (float)r->theta->valuedouble : 10000.0f;
-	double factor = fv ? fv->valuedouble : 8.0, low = lv ? lv->valuedouble : 1.0, high = hv ? hv->valuedouble : 4.0;
-	double old = ov ? ov->valuedouble : 8192;
-	float lowl = (float)(old / low), highl = (float)(old / high);
+	struct llama3 p = {fv ? fv->valuedouble : 8.0, lv ? lv->valuedouble : 1.0, hv ? hv->valuedouble : 4.0,
+			   ov ? ov->valuedouble : 8192};
 	*n = (dim + 1) / 2; /* torch.arange(0, dim, 2): ceil(dim / 2) frequencies */
 	if (!(*out = malloc(*n * sizeof **out)))
 		return WF_ERR_NOMEM;
-	for (uint32_t k = 0; k < *n; k++) {
-		float e = (float)(2 * k) / (float)dim;
-		float freq = (1.0f / powf(base, e)) * 1.0f;
-		float wl = (1.0f / freq) * (float)(2 * M_PI);
-		float v;
-		if (wl < highl)
-			v = 1.0f;
-		else if (wl > lowl)
-			v = (float)factor;
-		else {
-			float smooth = ((1.0f / wl) * (float)old - (float)low) / (float)(high - low);
-			v = 1.0f / ((1.0f - smooth) / (float)factor + smooth);
-		}
-		(*out)[k] = v;
-	}
+	for (uint32_t k = 0; k < *n; k++)
+		(*out)[k] = llama3_at(&p, k, dim, base);
 	return WF_OK;
 }
 
@@ -153,14 +162,17 @@ static enum wf_err gen_llama3(const struct wf_arch *a, struct wf_cfg *c, struct 
 /* Llama 3's rope scaling, read back from the rope_freqs.weight llama.cpp
  * made of it: factor is the largest factor; the band between the two
  * wavelengths gives a line in 1/wavelength whose slope and intercept are
- * old_context / (high - low) and -low / (high - low) (llama3_values
- * above); low_freq_factor is taken as 1, as in every Llama 3.x. */
-static void llama3_scaling(struct wf_hfc *h, const struct wf_model *m, const struct wf_hfc_dims *d)
+ * old_context / (high - low) and -low / (high - low) (llama3_at above);
+ * low_freq_factor is taken as 1, as in every Llama 3.x.  The scaling
+ * found must give the tensor's values back (to 1e-4), else config.json is
+ * left out naming it: transformers would rope otherwise than llama.cpp. */
+static enum wf_err llama3_scaling(struct wf_hfc *h, const struct wf_model *m, const struct wf_hfc_dims *d)
 {
 	const struct wf_tensor *t = wf_hfc_tensor(m, "rope_freqs.weight");
 	if (!t || t->type != WF_T_F32 || t->nelems != (uint64_t)(d->rot / 2) || t->part >= m->n_parts ||
 	    !m->parts[t->part].data)
-		return;
+		return wf_fail(h->why, WF_ERR_UNSUP, "tensor rope_freqs.weight: not %lld float32 values (rope.dimension_count / 2): "
+			       "no rope_scaling of it", (long long)(d->rot / 2));
 	const uint8_t *p = m->parts[t->part].data + t->offset;
 	double factor = 1, sx = 0, sy = 0, sxx = 0, sxy = 0;
 	size_t nb = 0;
@@ -181,7 +193,21 @@ static void llama3_scaling(struct wf_hfc *h, const struct wf_model *m, const str
 		double x = freq / (2 * M_PI), s = (1.0 / v - 1.0 / factor) / (1.0 - 1.0 / factor);
 		sx += x, sy += s, sxx += x * x, sxy += x * s, nb++;
 	}
-	double low = 1, high = 4, old = 8192;
+	double low = 1, high = 4, old = 8192, w1 = 0, wf = INFINITY;
+	for (uint64_t i = 0; factor > 1 && !nb && i < t->nelems; i++) {
+		/* no point in the band: any context between the wavelengths of the last 1 x 4 and the
+		 * first factor ropes the same (8192 when it does, as Llama 3.x) */
+		uint32_t u = wf_le32(p + 4 * i);
+		float v;
+		memcpy(&v, &u, 4);
+		double wl = 2 * M_PI * pow(d->theta, (double)(2 * i) / (double)d->rot);
+		if (v == 1.0f && wl > w1)
+			w1 = wl;
+		if (v == (float)factor && wl < wf)
+			wf = wl;
+	}
+	if (factor > 1 && !nb && !(4 * w1 < old && old < wf) && isfinite(wf))
+		old = round(sqrt(4 * w1 * wf));
 	if (nb == 1 && sx > 0) /* one point: high_freq_factor taken as 4 too */
 		old = round((sy * (high - low) + low) / sx);
 	if (nb >= 2 && sxx * nb - sx * sx > 0) {
@@ -192,8 +218,18 @@ static void llama3_scaling(struct wf_hfc *h, const struct wf_model *m, const str
 			high = round(high * 64) / 64;
 		}
 	}
+	struct llama3 l3 = {(float)factor, low, high, old};
+	for (uint64_t i = 0; i < t->nelems; i++) {
+		uint32_t u = wf_le32(p + 4 * i);
+		float v, w = factor > 1 ? llama3_at(&l3, (uint32_t)i, (uint32_t)d->rot, (float)d->theta) : 1.0f;
+		memcpy(&v, &u, 4);
+		if (!(fabsf(v - w) <= 1e-4f * fabsf(w)))
+			return wf_fail(h->why, WF_ERR_UNSUP, "tensor rope_freqs.weight: value %llu (%g) is not Llama 3's rope "
+				       "scaling (factor %g, low_freq_factor 1, high_freq_factor %g, original context %g gives %g)",
+				       (unsigned long long)i, (double)v, factor, high, old, (double)w);
+	}
 	if (factor <= 1)
-		return;
+		return WF_OK;
 	wf_hfc_field(h, "rope_scaling");
 	wf_buf_puts(h->j, "{\"rope_type\": \"llama3\", \"factor\": ");
 	wf_buf_json_f32(h->j, (float)factor);
@@ -202,6 +238,7 @@ static void llama3_scaling(struct wf_hfc *h, const struct wf_model *m, const str
 	wf_buf_puts(h->j, ", \"high_freq_factor\": ");
 	wf_buf_json_f64(h->j, high);
 	wf_buf_printf(h->j, ", \"original_max_position_embeddings\": %lld}", (long long)old);
+	return WF_OK;
 }
 
 /* SmolLM3: llama.cpp ropes every layer but each 4th (smollm3.cpp,
@@ -242,14 +279,15 @@ static void granite_fields(struct wf_hfc *h, const struct wf_hfc_dims *d)
 	}
 }
 
-/* LlamaModel's rope read back: Llama 3's from rope_freqs.weight, else
+/* LlamaModel's rope read back (every row whose gen is gen_llama3, and
+ * whose hf_said is llama_said): Llama 3's from rope_freqs.weight, else
  * linear or yarn. */
-static void rope_llama(struct wf_hfc *h, const struct wf_model *m, const struct wf_hfc_dims *d)
+static enum wf_err rope_llama(struct wf_hfc *h, const struct wf_model *m, const struct wf_hfc_dims *d)
 {
 	if (wf_hfc_has(m, "rope_freqs.weight"))
-		llama3_scaling(h, m, d);
-	else
-		wf_hfc_scaling(h);
+		return llama3_scaling(h, m, d);
+	wf_hfc_scaling(h);
+	return WF_OK;
 }
 
 static enum wf_err cfg_llama(const struct wf_arch *a, struct wf_hfc *h, const struct wf_model *m,
@@ -258,9 +296,7 @@ static enum wf_err cfg_llama(const struct wf_arch *a, struct wf_hfc *h, const st
 	(void)a;
 	if (at == WF_HFC_BODY)
 		wf_hfc_raw(h, "mlp_bias", "false");
-	if (at == WF_HFC_ROPE)
-		rope_llama(h, m, d);
-	return WF_OK;
+	return at == WF_HFC_ROPE ? rope_llama(h, m, d) : WF_OK;
 }
 
 static enum wf_err cfg_mixtral(const struct wf_arch *a, struct wf_hfc *h, const struct wf_model *m,
@@ -273,7 +309,7 @@ static enum wf_err cfg_mixtral(const struct wf_arch *a, struct wf_hfc *h, const 
 		wf_hfc_raw(h, "sliding_window", "null");
 	}
 	if (at == WF_HFC_ROPE)
-		rope_llama(h, m, d);
+		rc = rope_llama(h, m, d);
 	return rc;
 }
 
@@ -281,39 +317,30 @@ static enum wf_err cfg_mistral3(const struct wf_arch *a, struct wf_hfc *h, const
 				const struct wf_hfc_dims *d, enum wf_hfc_at at)
 {
 	(void)a;
-	(void)m;
-	(void)d;
 	if (at == WF_HFC_BODY) /* MistralConfig's default is 4096; llama.cpp's mistral3 has none */
 		wf_hfc_raw(h, "sliding_window", "null");
-	if (at == WF_HFC_ROPE)
-		wf_hfc_scaling(h);
-	return WF_OK;
+	return at == WF_HFC_ROPE ? rope_llama(h, m, d) : WF_OK;
 }
 
 static enum wf_err cfg_smollm3(const struct wf_arch *a, struct wf_hfc *h, const struct wf_model *m,
 			       const struct wf_hfc_dims *d, enum wf_hfc_at at)
 {
 	(void)a;
-	(void)m;
 	if (at == WF_HFC_BODY)
 		smollm3_fields(h, d);
-	if (at == WF_HFC_ROPE)
-		wf_hfc_scaling(h);
-	return WF_OK;
+	return at == WF_HFC_ROPE ? rope_llama(h, m, d) : WF_OK;
 }
 
 static enum wf_err cfg_granite(const struct wf_arch *a, struct wf_hfc *h, const struct wf_model *m,
 			       const struct wf_hfc_dims *d, enum wf_hfc_at at)
 {
 	(void)a;
-	(void)m;
 	if (at == WF_HFC_BODY)
 		granite_fields(h, d);
-	if (at == WF_HFC_ROPE)
-		wf_hfc_scaling(h);
-	return WF_OK;
+	return at == WF_HFC_ROPE ? rope_llama(h, m, d) : WF_OK;
 }
 
+/* what config.json says of gen_llama3's tensor instead (rope_llama) */
 static const char *const llama_said[] = {"rope_freqs.weight", NULL};
 
 /* conversion/__init__.py's LlamaModel registrations */
@@ -333,7 +360,7 @@ const struct wf_arch wf_arch_mistral3 = {
 	.gguf = "mistral3", .canon = "mistral", .names = {"mistral", "MistralForCausalLM"},
 	.wrapper = "Mistral3ForConditionalGeneration", .hf_model_type = "mistral",
 	.tok = WF_VOCAB_LLAMA, .permute_qk = true, .gen = gen_llama3, .kvs = kv_mistral3, .parts = wf_arch_llama_parts,
-	.config = cfg_mistral3,
+	.hf_said = llama_said, .config = cfg_mistral3,
 };
 
 /* SmolLM3Model: LlamaModel's tensors and keys under smollm3; its NoPE
@@ -343,7 +370,7 @@ const struct wf_arch wf_arch_smollm3 = {
 	.names = {"smollm3", "SmolLM3ForCausalLM"},
 	.tok = WF_VOCAB_LLAMA, .permute_qk = true, .gen = gen_llama3, .kvs = kv_llama, .parts = wf_arch_llama_parts,
 	.configs = smollm3_cfg, .n_configs = WF_ARRAY_LEN(smollm3_cfg),
-	.config = cfg_smollm3,
+	.hf_said = llama_said, .config = cfg_smollm3,
 };
 
 /* GraniteModel: LlamaModel without head_dim, and its four multipliers */
@@ -352,7 +379,7 @@ const struct wf_arch wf_arch_granite = {
 	.names = {"granite", "GraniteForCausalLM"},
 	.tok = WF_VOCAB_LLAMA, .permute_qk = true, .gen = gen_llama3, .kvs = kv_granite, .parts = wf_arch_llama_parts,
 	.configs = granite_cfg, .n_configs = WF_ARRAY_LEN(granite_cfg),
-	.config = cfg_granite,
+	.hf_said = llama_said, .config = cfg_granite,
 };
 
 /* registered after llama's: a GGUF "llama" is read back as the dense row */

@@ -16,7 +16,7 @@ static const char *const olmoe_parts[] = {"attn_norm", "attn_q", "attn_k", "attn
 
 static const struct wf_moe_form olmoe_experts = {
 	".mlp.experts.", {"down_proj", "gate_proj", "up_proj"}, {"ffn_down_exps", "ffn_gate_exps", "ffn_up_exps"},
-	"mlp.gate", "olmoe", NULL, NULL, NULL};
+	"mlp.gate", "olmoe", NULL, NULL, NULL, false};
 
 static const struct wf_cfg_class olmo2_cfg[] = {
 	{"olmo2", WF_DERIVE_KV_HEADS,

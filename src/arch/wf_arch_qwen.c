@@ -19,10 +19,10 @@ static const char *const qwen3moe_parts[] = {"attn_norm", "attn_q", "attn_k", "a
 
 static const struct wf_moe_form qwen2_experts = {
 	".mlp.experts.", {"down_proj", "gate_proj", "up_proj"}, {"ffn_down_exps", "ffn_gate_exps", "ffn_up_exps"},
-	"mlp.gate", "qwen2_moe", NULL, NULL, NULL};
+	"mlp.gate", "qwen2_moe", NULL, NULL, NULL, true};
 static const struct wf_moe_form qwen3_experts = {
 	".mlp.experts.", {"down_proj", "gate_proj", "up_proj"}, {"ffn_down_exps", "ffn_gate_exps", "ffn_up_exps"},
-	"mlp.gate", "qwen3_moe", NULL, NULL, NULL};
+	"mlp.gate", "qwen3_moe", NULL, NULL, NULL, true};
 
 static const struct wf_cfg_class qwen2_cfg[] = {
 	{"qwen2", 0,

@@ -221,8 +221,10 @@ static enum wf_err parse_files(struct voc *v)
 	return rc;
 }
 
-enum wf_err wf_vocab_write(const struct wf_vocab_files *f, enum wf_vocab_route r, int64_t vocab_size,
-			   struct wf_gguf_w *w, char *err)
+/* wf_vocab_write, writing into w when not NULL, filling *len when not
+ * NULL. */
+static enum wf_err vocab_run(const struct wf_vocab_files *f, enum wf_vocab_route r, int64_t vocab_size,
+			     struct wf_gguf_w *w, struct wf_vocab_len *len, char *err)
 {
 	struct voc v = {.f = f, .vocab_size = vocab_size, .err = err};
 	enum wf_err rc = parse_files(&v);
@@ -235,10 +237,19 @@ enum wf_err wf_vocab_write(const struct wf_vocab_files *f, enum wf_vocab_route r
 		rc = check_unique(&v, f->tokenizer_model && v.n_tok ? "tokenizer.model" : "tokenizer.json");
 	if (rc == WF_OK)
 		rc = voc_vocab_unique(&v);
-	if (rc == WF_OK) {
+	if (rc == WF_OK && w) {
 		emit(&v, w);
 		if (w->rc != WF_OK)
 			rc = wf_fail(err, w->rc, "tokenizer: %s", w->err);
+	}
+	if (rc == WF_OK && len) {
+		/* len() of json.load's dict and list: the keys are each once (voc_vocab_unique) */
+		const cJSON *vocab = jget(jget(v.tj, "model"), "vocab");
+		len->n_tokens = v.n_tok;
+		len->spm = v.from_spm;
+		len->tj_vocab = !v.tj ? -1 : v.big.vocab_on ? (int64_t)v.big.n_vocab
+				: cJSON_IsObject(vocab) ? cJSON_GetArraySize(vocab) : -1;
+		len->tj_added = v.tj && v.big.add_on ? (int64_t)v.big.n_add : -1;
 	}
 	if (v.ts_on)
 		wf_idset_free(&v.ts);
@@ -251,4 +262,17 @@ enum wf_err wf_vocab_write(const struct wf_vocab_files *f, enum wf_vocab_route r
 		free(v.blk[i]);
 	free(v.blk);
 	return rc;
+}
+
+enum wf_err wf_vocab_write(const struct wf_vocab_files *f, enum wf_vocab_route r, int64_t vocab_size,
+			   struct wf_gguf_w *w, char *err)
+{
+	return vocab_run(f, r, vocab_size, w, NULL, err);
+}
+
+enum wf_err wf_vocab_len(const struct wf_vocab_files *f, enum wf_vocab_route r, int64_t vocab_size,
+			 struct wf_vocab_len *out, char *err)
+{
+	memset(out, 0, sizeof *out);
+	return vocab_run(f, r, vocab_size, NULL, out, err);
 }

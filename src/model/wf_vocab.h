@@ -64,4 +64,20 @@ enum wf_vocab_route {
 enum wf_err wf_vocab_write(const struct wf_vocab_files *f, enum wf_vocab_route route, int64_t vocab_size,
 			   struct wf_gguf_w *w, char *err);
 
+/* The lengths a converter class reads off the tokenizer besides writing
+ * it (Gemma3Model.modify_tensors cuts token_embd to them, hf-to-gguf.md
+ * 3.3): what wf_vocab_write would write with the same arguments, not
+ * written. */
+struct wf_vocab_len {
+	uint64_t n_tokens; /* tokenizer.ggml.tokens' length */
+	bool spm;          /* the tokens are tokenizer.model's (a SentencePiece path) */
+	int64_t tj_vocab;  /* entries of tokenizer.json's model.vocab, or -1: no tokenizer.json or no such object */
+	int64_t tj_added;  /* entries of its added_tokens, or -1: none, or not a list */
+};
+
+/* Fills *out as above.  Returns WF_OK, or wf_vocab_write's failure (the
+ * same line in err) when the tokenizer cannot be written. */
+enum wf_err wf_vocab_len(const struct wf_vocab_files *f, enum wf_vocab_route route, int64_t vocab_size,
+			 struct wf_vocab_len *out, char *err);
+
 #endif

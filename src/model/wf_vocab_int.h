@@ -93,6 +93,7 @@ struct voc {
 	int64_t vocab_size;     /* the hparams' (-1 absent) */
 	struct vtok *tok;
 	size_t n_tok;
+	bool from_spm;          /* tok came from tokenizer.model (a SentencePiece path) */
 	struct wf_tok_str *mg;        /* merges, "left right" */
 	const char *mg_src;     /* where they came from, for messages */
 	size_t n_mg;

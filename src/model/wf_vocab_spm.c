@@ -177,6 +177,7 @@ static enum wf_err spm_common(struct voc *v, bool phi3)
 	int64_t vs;
 	if (!v->f->tokenizer_model)
 		return WF_ERR_RANGE;
+	v->from_spm = true;
 	rc = wf_spm_parse(v->f->tokenizer_model, v->f->tokenizer_model_len, (size_t)WF_VOCAB_MAX_TOKENS, &sp, v->err);
 	if (rc != WF_OK)
 		return rc;

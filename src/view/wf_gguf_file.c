@@ -118,9 +118,17 @@ static enum wf_err set_xf(const struct wf_model *m, const struct wf_gguf_file *g
 		if ((rc = wf_tensor_set_view(&v2, vk, why)) != WF_OK)
 			return rc;
 		view.size += v2.size;
+	} else if (p->prefix) {
+		/* the first rows of the source, as they are */
+		uint64_t rows = src->ndim ? src->shape[0] : 0, keep = p->ndim ? p->ne[p->ndim - 1] : 0;
+		if (p->n_stack || p->sliced || p->gather || p->hs.kind || !rows || view.size % rows || keep > rows)
+			return wf_fail(why, WF_ERR_RANGE, "tensor %s: its rows out of the source's", p->name);
+		view.size = view.size / rows * keep;
 	} else if (!p->n_stack && !p->sliced && p->hs.kind) {
 		/* a slice of each head: n of the d rows of each of ne[2] heads */
-		uint64_t rows = src->ndim == 2 ? src->shape[0] : 0, whole = view.size;
+		/* a 2-D source's rows, or a 3-D one's of its last axis (transformers 5's fused experts) */
+		uint64_t rows = (src->ndim == 2 || src->ndim == 3) && src->shape[src->ndim - 1]
+				? src->nelems / src->shape[src->ndim - 1] : 0, whole = view.size;
 		heads = p->ndim == 3 && p->ne[2] <= UINT32_MAX ? (uint32_t)p->ne[2] : 0;
 		if (!heads || !rows || rows % heads || p->hs.off + p->hs.n > rows / heads || !p->hs.n)
 			return wf_fail(why, WF_ERR_RANGE, "tensor %s: rows of its heads out of the source's", p->name);
@@ -241,7 +249,9 @@ static enum wf_err make_header(const struct wf_model *m, uint32_t ftype, struct 
 		wf_gguf_w_free(&w);
 		return held;
 	}
-	struct wf_arch_in in = {.name = folder_name(m)};
+	struct wf_vocab_files f;
+	vocab_files(m, &f);
+	struct wf_arch_in in = {.name = folder_name(m), .tok = &f};
 	SIDE(m, "config.json", in.config, in.config_len);
 	SIDE(m, "generation_config.json", in.gen_config, in.gen_config_len);
 	SIDE(m, "README.md", in.readme, in.readme_len);
@@ -254,8 +264,6 @@ static enum wf_err make_header(const struct wf_model *m, uint32_t ftype, struct 
 	enum wf_err rc = wf_arch_plan(m, &in, q ? WF_FTYPE_ALL_F32 : ftype, &w, &g->plan, why);
 	if (rc == WF_OK && q)
 		rc = quantize_plan(&w, ftype, g, why);
-	struct wf_vocab_files f;
-	vocab_files(m, &f);
 	if (rc != WF_OK && g->plan.generic && q) {
 		char no_arch[WF_ERRLEN];
 		snprintf(no_arch, sizeof no_arch, "%s", why);

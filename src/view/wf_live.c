@@ -285,13 +285,15 @@ static enum wf_err perm_rows(struct wf_live *lv, struct touched *tc, const struc
 static bool hs_shape(const struct wf_xform *xf, uint64_t *rows, uint64_t *rb, uint64_t *es, uint64_t *d)
 {
 	const struct wf_tensor *t = xf->t;
-	if (t->ndim != 2 || !t->shape[0] || !t->shape[1] || !xf->hs_heads || !xf->hs_n)
+	/* a 3-D source is its rows of the last axis (transformers 5's fused experts [E, 2F, H]) */
+	uint64_t cols = t->ndim >= 2 ? t->shape[t->ndim - 1] : 0;
+	if (t->ndim < 2 || t->ndim > 3 || !cols || !t->nelems || !xf->hs_heads || !xf->hs_n)
 		return false;
-	*rows = t->shape[0];
+	*rows = t->nelems / cols;
 	*rb = t->size / *rows;
-	*es = *rb / t->shape[1];
+	*es = *rb / cols;
 	*d = *rows / xf->hs_heads;
-	return *rows % xf->hs_heads == 0 && *rb % t->shape[1] == 0 && (*es == 2 || *es == 4) &&
+	return *rows % xf->hs_heads == 0 && *rb % cols == 0 && (*es == 2 || *es == 4) &&
 	       (uint64_t)xf->hs_off + xf->hs_n <= *d && t->size == *rows * *rb;
 }
 
@@ -309,7 +311,7 @@ static enum wf_err head_slice_t(struct wf_live *lv, struct touched *tc, const st
 	uint64_t rows, rb, es, d;
 	if (!hs_shape(xf, &rows, &rb, &es, &d))
 		return WF_ERR_RANGE;
-	uint64_t cols = xf->t->shape[1], n = xf->hs_n, per_head = cols * n, base = e0;
+	uint64_t cols = xf->t->shape[xf->t->ndim - 1], n = xf->hs_n, per_head = cols * n, base = e0;
 	while (e0 < e1) {
 		uint64_t h = e0 / per_head, h0 = h * per_head, end = e1 < h0 + per_head ? e1 : h0 + per_head;
 		uint64_t c0 = (e0 - h0) / n, c1 = (end - h0 + n - 1) / n;
@@ -508,7 +510,7 @@ static enum wf_err quant_piece(struct wf_live *lv, struct touched *tc, const str
 	if (xf->hs == WF_HS_KVB)
 		nel += xf->t2->nelems;
 	else if (xf->hs)
-		nel = xf->t->ndim == 2 ? (uint64_t)xf->hs_heads * xf->hs_n * xf->t->shape[1] : 0;
+		nel = xf->t->ndim == 2 || xf->t->ndim == 3 ? (uint64_t)xf->hs_heads * xf->hs_n * xf->t->shape[xf->t->ndim - 1] : 0;
 	if (!ty || !ty->quantize || !ty->blck || !nel || nel % ty->blck)
 		return WF_ERR_RANGE;
 	uint64_t nblk = nel / ty->blck, total = nblk * ty->bytes;

@@ -55,6 +55,9 @@ CASES = {
     "Tiny-Mixtral": ("mixtral", "llama2", {"shards": 2}, ["f32", "f16"]),
     "Tiny-Qwen2-MoE": ("qwen2moe", "qwen2_5", {}, ["f32", "bf16"]),
     "Tiny-Qwen3-MoE": ("qwen3moe", "qwen3", {}, ["f32", "f16"]),
+    # the same experts in transformers 5's fused form (mlp.experts.gate_up_proj, down_proj),
+    # which Qwen2MoeModel.modify_tensors splits and takes as they are
+    "Tiny-Qwen3-MoE-Fused": ("qwen3moe", "qwen3", {"fused": ""}, ["f32"]),
     # MLA (kv_b_proj split, k_b transposed), 8 experts in 4 groups, a leading dense layer, an MTP
     # layer the converter skips; V2-Lite: q_proj (no q_lora_rank), softmax routing
     "Tiny-DeepSeek-V3": ("deepseek_v3", "gpt2", {}, ["f32", "bf16"]),
@@ -94,6 +97,9 @@ CASES = {
     "Tiny-Llama2": ("llama", "llama2", {"config": {"head_dim": 16}}, ["f32"]),
     "Tiny-Gemma2": ("gemma2", "spm", {}, ["f32", "bf16"]),
     "Tiny-Gemma3": ("gemma3", "spm", {}, ["f32", "bf16"]),
+    # Gemma 3's embedding cut to its tokenizer's vocabulary (Gemma3Model.modify_tensors): 64 rows
+    # more than the SentencePiece model's 32000 pieces, as Gemma 3's 262208 for 262144 tokens
+    "Tiny-Gemma3-Cut": ("gemma3", "spm", {"embd_rows": 32064}, ["f32", "bf16"]),
     # gpt-oss: no o200k tokenizer among the npm ones; Llama 3's byte-level BPE is the closest the
     # converter accepts (its pre-tokenizer "llama-bpe" instead of "gpt-4o"). MXFP4 experts
     # (written as ggml MXFP4 whatever the outtype) and the dense BF16 form

@@ -40,7 +40,11 @@ the projector; Mistral3ForConditionalGeneration: a Pixtral tower and Mistral 3's
 vision_tower.*, multi_modal_projector.*) or since (model.language_model.*,
 model.vision_tower.*, model.multi_modal_projector.*).
 
-Options of make(): vocab_size= (config and embedding rows), dtype= "F32" (default), "F16"
+Options of make(): vocab_size= (config and embedding rows), embd_rows= (the embedding's rows
+instead, more than the vocabulary as Gemma 3's 262208 for 262144 tokens), fused= "" or ".weight"
+(qwen2moe, qwen3moe: each layer's experts written in transformers 5's fused form,
+mlp.experts.gate_up_proj [E, 2F, H] (gate rows, then up) and mlp.experts.down_proj [E, H, F],
+with that suffix; the same values as the per-expert form), dtype= "F32" (default), "F16"
 or "BF16" (every tensor stored so; BF16 by truncation of the float32 draw), dims=(n_embd,
 n_head, n_head_kv, n_ff, n_layer) in place of the defaults, shards=N
 (model-0000i-of-0000N.safetensors plus model.safetensors.index.json, tensors dealt out
@@ -222,7 +226,7 @@ def _wrap(kind, how, cfg, w, rng):
 
 
 def make(folder, kind, tokenizer_dir, seed=0, vocab_size=None, dtype="F32", shards=None, shard_of=None,
-         config=None, dims=None, wrap=None):
+         config=None, dims=None, wrap=None, embd_rows=None, fused=None):
     os.makedirs(folder, exist_ok=True)
     for fn in ("tokenizer.json", "tokenizer_config.json", "tokenizer.model", "added_tokens.json"):
         if os.path.exists(os.path.join(tokenizer_dir, fn)):
@@ -335,7 +339,7 @@ def make(folder, kind, tokenizer_dir, seed=0, vocab_size=None, dtype="F32", shar
     def r(*shape, s=0.15):
         return (rng.standard_normal(shape) * s).astype(np.float32)
 
-    w = {"model.embed_tokens.weight": r(V, E, s=0.5),
+    w = {"model.embed_tokens.weight": r(embd_rows or V, E, s=0.5),
          "model.norm.weight": (1 + r(E, s=0.1))}
     if kind in ("gemma2", "gemma"):
         w["model.norm.weight"] = r(E, s=0.1)        # Gemma: the stored w of (1 + w)
@@ -481,6 +485,14 @@ def make(folder, kind, tokenizer_dir, seed=0, vocab_size=None, dtype="F32", shar
     # a non-persistent buffer some old checkpoints carry; the converter must skip it
     if not gptoss:
         w["model.layers.0.self_attn.rotary_emb.inv_freq"] = np.ones(hd // 2, np.float32)
+    if fused is not None:
+        # transformers 5's fused experts, from the values drawn above
+        for i in range(L):
+            p = "model.layers.%d.mlp.experts." % i
+            n_exp = cfg["num_experts"]
+            st = {x: np.stack([w.pop(p + "%d.%s_proj.weight" % (e, x)) for e in range(n_exp)]) for x in ("gate", "up", "down")}
+            w[p + "gate_up_proj" + fused] = np.concatenate([st["gate"], st["up"]], axis=1)
+            w[p + "down_proj" + fused] = st["down"]
     if wrap:
         cfg, w = _wrap(kind, wrap, cfg, w, rng)
     with open(os.path.join(folder, "config.json"), "w") as f:

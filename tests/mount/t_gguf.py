@@ -394,6 +394,120 @@ def moe_roundtrip_case(name):
     return "%d tensors bit for bit, %s" % (len(got), ", ".join("%s=%s" % (k, cfg[k]) for k in keys[2:7] if k in cfg))
 
 
+def fuse_experts(src, dst, suffix="", router=False):
+    """dst: folder src (one model.safetensors, per-expert tensors) with each layer's experts in
+    transformers 5's fused form: model.layers.L.mlp.experts.gate_up_proj [E, 2F, H] (gate rows,
+    then up) and .down_proj [E, H, F] (each + suffix); router: Mixtral's block_sparse_moe.gate
+    as transformers 5 names it, mlp.gate."""
+    import re
+    import st_io
+    shutil.copytree(src, dst)
+    w = st_io.load(os.path.join(src, "model.safetensors"))
+    alias = {"w1": "gate_proj", "w3": "up_proj", "w2": "down_proj"}
+    per = {}
+    for k in list(w):
+        mm = re.fullmatch(r"model\.layers\.(\d+)\.(?:mlp|block_sparse_moe)\.experts\.(\d+)\.(\w+)\.weight", k)
+        if mm:
+            per.setdefault(int(mm.group(1)), {}).setdefault(alias.get(mm.group(3), mm.group(3)), {})[int(mm.group(2))] = w.pop(k)
+    for layer, d in per.items():
+        st = {x: np.stack([d[x][e] for e in sorted(d[x])]) for x in ("gate_proj", "up_proj", "down_proj")}
+        p = "model.layers.%d.mlp.experts." % layer
+        w[p + "gate_up_proj" + suffix] = np.concatenate([st["gate_proj"], st["up_proj"]], axis=1)
+        w[p + "down_proj" + suffix] = st["down_proj"]
+    if router:
+        w = {k.replace("block_sparse_moe.gate.", "mlp.gate."): v for k, v in w.items()}
+    st_io.save(w, os.path.join(dst, "model.safetensors"), metadata={"format": "pt"})
+    return dst
+
+
+def info_last(folder):
+    rc, out, err, _ = run_cli(["info", folder], timeout=60)
+    return rc, (out.rstrip("\n").splitlines()[-1] if out else "")
+
+
+def moe_fused_case():
+    """Transformers 5's fused experts (mlp.experts.gate_up_proj [E, 2F, H], down_proj [E, H, F]),
+    which the converter accepts for Qwen2-MoE and Qwen3-MoE (Qwen2MoeModel.modify_tensors): the
+    same random checkpoint in the per-expert form and in the fused one (with and without
+    .weight) makes byte-identical model.gguf files in every outtype the digests have and in
+    q4_k_m, and llama.cpp runs the fused one (logits = the torch forward over the experts).
+    Fused experts that do not add up, and the fused form of the families the converter stacks
+    only per expert (OLMoE, GLM-4.5, DeepSeek, Mixtral: it stalls on them), leave model.gguf
+    out with one line naming the tensor or layer."""
+    import converter_cases
+    import hf_forward
+    import st_io
+    said = []
+    for name, suffix in (("Tiny-Qwen2-MoE", ""), ("Tiny-Qwen3-MoE", ".weight")):
+        d = new_dir("fused-")
+        os.makedirs(os.path.join(d, "per"))
+        per = converter_cases.make(name, os.path.join(d, "per"))
+        fused = fuse_experts(per, os.path.join(d, "fused", name), suffix)
+        for ot in converter_cases.CASES[name][3] + ["q4_k_m"]:
+            shas = []
+            for f in (per, fused):
+                m = Mount(f, ["-o", "gguf=" + ot])
+                try:
+                    if not os.path.exists(m.path("model.gguf")):
+                        raise Fail("%s %s: no model.gguf; WEIGHTFS.txt: %s" % (f, ot, open(m.path("WEIGHTFS.txt")).read()[-300:]))
+                    shas.append(sha256_file(m.path("model.gguf")))
+                finally:
+                    m.unmount()
+            if shas[0] != shas[1]:
+                raise Fail("%s -o gguf=%s: model.gguf of the fused form differs from the per-expert form's" % (name, ot))
+        m = Mount(fused, ["-o", "gguf=f32"])
+        try:
+            ids = [1, 415, 2936, 9060, 285, 1142, 28705, 13, 1014, 4300, 378, 1010, 264, 5565, 28723, 2]
+            out = os.path.join(TMP, "logits-fused.npy")
+            client(["logits", m.path("model.gguf"), out] + [str(i) for i in ids])
+            a = np.load(out)
+        finally:
+            m.unmount()
+        cfg, w = hf_forward.load_folder(per)
+        b = np.asarray(hf_forward.forward(cfg, w, ids))
+        rel = float(np.abs(a - b).max() / np.abs(b).max())
+        if rel > 1e-4:
+            raise Fail("%s fused: llama.cpp's logits against the torch forward: relative error %.2g" % (name, rel))
+        said.append("%s: %d outtypes equal, logits rel %.1e" % (name, len(converter_cases.CASES[name][3]) + 1, rel))
+    # fused experts that do not add up (Qwen3-MoE: 4 experts of 32, hidden 64)
+    base = converter_cases.make("Tiny-Qwen3-MoE", new_dir("fusedbad-"))
+    fz = fuse_experts(base, os.path.join(new_dir("fusedbad-"), "Tiny-Qwen3-MoE"))
+    fw = st_io.load(os.path.join(fz, "model.safetensors"))
+    pw = st_io.load(os.path.join(base, "model.safetensors"))
+    gu, dn = "model.layers.1.mlp.experts.gate_up_proj", "model.layers.1.mlp.experts.down_proj"
+    bad = {
+        "odd rows": (dict(fw, **{gu: fw[gu][:, :63]}), "%s': not [4 experts, 2 F" % gu),
+        "3 experts": (dict(fw, **{gu: fw[gu][:3], dn: fw[dn][:3]}), "not [4 experts"),
+        "F apart": (dict(fw, **{dn: fw[dn][:, :, :16]}), "does not match its layer's"),
+        "no down_proj": ({k: v for k, v in fw.items() if k != dn}, "layer 1: mlp.experts.gate_up_proj without"),
+        "given twice": (dict(fw, **{dn + ".weight": fw[dn]}), "given twice"),
+        "both forms": (dict(fw, **{k: v for k, v in pw.items() if k.startswith("model.layers.1.mlp.experts.0.")}),
+                       "layer 1: transformers 5's fused experts and per-expert tensors both"),
+    }
+    for what, (tensors, want) in bad.items():
+        st_io.save(tensors, os.path.join(fz, "model.safetensors"), metadata={"format": "pt"})
+        rc, last = info_last(fz)
+        if rc != 0 or not last.startswith("model.gguf: none: ") or want not in last:
+            raise Fail("fused experts, %s: weightfs info exit %d, last line %r (want %r)" % (what, rc, last[:240], want))
+    said.append("%d broken fused forms refused" % len(bad))
+    for name in ("Tiny-OLMoE", "Tiny-GLM4-MoE", "Tiny-DeepSeek-V3", "Tiny-Mixtral-One"):
+        d = new_dir("fusedother-")
+        os.makedirs(os.path.join(d, "per"))
+        if name == "Tiny-Mixtral-One":   # one file: fuse_experts reads model.safetensors
+            import real_tokenizers
+            import tiny_models
+            src = tiny_models.make(os.path.join(d, "per", name), "mixtral", real_tokenizers.folder("llama2"))
+        else:
+            src = converter_cases.make(name, os.path.join(d, "per"))
+        f = fuse_experts(src, os.path.join(d, "fused", name), router=name == "Tiny-Mixtral-One")
+        rc, last = info_last(f)
+        if rc != 0 or not last.startswith("model.gguf: none: tensor 'model.layers.") or \
+                "mlp.experts." not in last or "transformers 5's fused experts" not in last:
+            raise Fail("%s in the fused form: weightfs info exit %d, last line %r" % (name, rc, last[:240]))
+    said.append("OLMoE, GLM-4.5, DeepSeek V3, Mixtral fused: refused, naming the tensor")
+    return "; ".join(said)
+
+
 def mixtral_bad_case():
     """Experts that do not add up: model.gguf left out, `weightfs info` saying why in one line
     naming the field or tensor; never a crash or a file made anyway."""
@@ -930,6 +1044,117 @@ def dense_case(name):
         len(got), len(keys))
 
 
+def gemma3_cut_case():
+    """Gemma 3's embedding cut to its tokenizer's vocabulary (Gemma3Model.modify_tensors; the
+    bytes are the converter's: digests): llama.cpp loads model.gguf (token_embd of the 32000
+    tokens, the tied output too) and its logits are the torch forward's over the first 32000
+    rows; the same checkpoint with a tokenizer.json and no tokenizer.model, whose cut (its
+    len(model.vocab) + len(added_tokens)) is not its token count, has no model.gguf, naming why
+    (the converter's file llama.cpp would refuse)."""
+    import converter_cases
+    import real_tokenizers
+    import tiny_models
+    folder = converter_cases.make("Tiny-Gemma3-Cut", new_dir("cut-"))
+    ids = [1] + [int(x) for x in np.random.default_rng(7).integers(3, 32000, 23)]
+    m = Mount(folder, ["-o", "gguf=f32"])
+    try:
+        g = m.path("model.gguf")
+        if not os.path.exists(g):
+            raise Fail("no model.gguf; WEIGHTFS.txt: %s" % open(m.path("WEIGHTFS.txt")).read()[-300:])
+        import real_convert
+        t = {x[0]: x for x in real_convert.digest(g)["tensors"]}
+        if t["token_embd.weight"][2] != [64, 32000] or "output.weight" in t:
+            raise Fail("token_embd.weight ne %r (want [64, 32000], tied)" % (t["token_embd.weight"][2],))
+        out = os.path.join(TMP, "logits-cut.npy")
+        client(["logits", g, out] + [str(i) for i in ids])
+        a = np.load(out)
+    finally:
+        m.unmount()
+    import hf_forward
+    b = np.asarray(hf_forward.logits(folder, ids, gelu="ggml"))
+    if a.shape[-1] != 32000 or b.shape[-1] != 32064:
+        raise Fail("logits of %d (llama.cpp) and %d (torch) columns" % (a.shape[-1], b.shape[-1]))
+    b = b[..., :32000]
+    rel = float(np.abs(a - b).max() / np.abs(b).max())
+    if rel > 1e-4 or (a.argmax(-1) != b.argmax(-1)).any():
+        raise Fail("llama.cpp's logits against the torch forward: relative error %.2g" % rel)
+    tdir = real_tokenizers.folder("gpt2")
+    if not tdir:
+        skip_or_fail("tokenizer gpt2 not installed (tests/clients/npm.sh)")
+    bad = tiny_models.make(os.path.join(new_dir("cut2-"), "Tiny-Gemma3-Cut-BPE"), "gemma3", tdir, embd_rows=50300)
+    rc, o, err, _ = run_cli(["info", bad], timeout=60)
+    last = o.rstrip("\n").splitlines()[-1] if o else ""
+    if rc != 0 or not last.startswith("model.gguf: none: tensor model.embed_tokens.weight: cut from 50300 to 50258 rows") \
+            or "50257 tokens" not in last:
+        raise Fail("tokenizer.json folder: weightfs info exit %d, last line %r" % (rc, last[:240]))
+    return "logits rel %.1e over %d positions of 32000 tokens; %s" % (rel, len(ids), last[18:120])
+
+
+LLAMA3_ROPE = {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+               "original_max_position_embeddings": 700}
+
+
+def llama3_roundtrip_case(kind):
+    """A LlamaModel row other than llama's (SmolLM3, Granite, Mistral 3's text model) with Llama
+    3's rope scaling: model.gguf has the converter's rope_freqs.weight, and its hf/ (through
+    `weightfs convert`) says it as rope_scaling (rope_type llama3, factor, low/high_freq_factor,
+    original_max_position_embeddings read back from the tensor as for Llama), with the text
+    model's tensors and no rope_freqs; the same GGUF with one rope_freqs value that no llama3
+    scaling gives has no hf/config.json, WEIGHTFS.txt naming the tensor."""
+    import hf_forward
+    import real_tokenizers
+    import st_io
+    import tiny_models
+    key = "llama2" if kind == "mistral" else "gpt2"
+    tdir = real_tokenizers.folder(key)
+    if not tdir:
+        skip_or_fail("tokenizer %s not installed (tests/clients/npm.sh)" % key)
+    d = new_dir("l3rt-")
+    folder = tiny_models.make(os.path.join(d, "Tiny-%s-L3" % kind), kind, tdir, wrap="old" if kind == "mistral" else None,
+                              config={"rope_scaling": dict(LLAMA3_ROPE), "rope_theta": 10000.0})
+    tcfg, tw = hf_forward.unwrap(*hf_forward.load_folder(folder))
+    g = os.path.join(d, "m.gguf")
+    rc, _, err, _ = run_cli(["convert", "-o", "gguf=f32", folder, g], timeout=120)
+    if rc != 0:
+        raise Fail("convert: exit %d: %s" % (rc, err.strip()))
+    kvs, infos, b, off = gguf_read(g)
+    if not infos or infos[0][0] != "rope_freqs.weight":
+        raise Fail("model.gguf's first tensor is %r, not rope_freqs.weight" % (infos[0][0] if infos else None))
+    m = Mount(g, [])
+    try:
+        if not os.path.exists(m.path("hf/config.json")):
+            raise Fail("no hf/config.json: %s" % [ln for ln in open(m.path("WEIGHTFS.txt")) if "hf/" in ln or ":" in ln][-2:])
+        with open(m.path("hf/config.json")) as f:
+            hcfg = json.load(f)
+        got = st_io.load(m.path("hf/model.safetensors"))
+    finally:
+        m.unmount()
+    want = {k for k in tw if not k.endswith("rotary_emb.inv_freq") and
+            not (k == "lm_head.weight" and tcfg.get("tie_word_embeddings"))}
+    if set(got) != want:
+        raise Fail("hf/ names: only hf/'s %r, only the text model's %r" % (sorted(set(got) - want)[:4], sorted(want - set(got))[:4]))
+    rs = hcfg.get("rope_scaling") or {}
+    off_ = [(k, v, rs.get(k)) for k, v in LLAMA3_ROPE.items() if rs.get(k) != v]
+    if off_ or hcfg.get("rope_theta") != 10000.0 or hcfg.get("architectures") != tcfg["architectures"]:
+        raise Fail("hf/config.json: %s, rope_scaling %r, rope_theta %r" % (hcfg.get("architectures"), off_, hcfg.get("rope_theta")))
+    # one value of rope_freqs no llama3 scaling gives: hf/ leaves config.json out, naming it
+    o = off + infos[0][3]   # value 0 (1: the shortest wavelength is never scaled) as 0.5
+    bb = bytearray(b)
+    bb[o:o + 4] = struct.pack("<f", 0.5)
+    g2 = os.path.join(d, "bad.gguf")
+    with open(g2, "wb") as f:
+        f.write(bytes(bb))
+    m = Mount(g2, [])
+    try:
+        says = open(m.path("WEIGHTFS.txt")).read()
+        if os.path.exists(m.path("hf/config.json")) or "rope_freqs.weight" not in says:
+            raise Fail("a rope_freqs of no llama3 scaling: hf/config.json %s; WEIGHTFS.txt %s" % (
+                os.path.exists(m.path("hf/config.json")), "names it" if "rope_freqs.weight" in says else "does not name it"))
+    finally:
+        m.unmount()
+    return "%s: rope_scaling %s; %d tensors; a changed value refused" % (hcfg["architectures"][0], json.dumps(rs), len(got))
+
+
 def wrapper_twice_case():
     """A multimodal checkpoint with a tensor in both layouts (language_model.model.X and
     model.language_model.X, one name once "language_model." is out): no model.gguf, naming it."""
@@ -1341,6 +1566,11 @@ def group_gguf():
         check("gguf: %s: llama.cpp's logits on model.gguf = torch forward; HF -> model.gguf -> hf/ the same "
               "(text) model" % name, dense_case, name)
     check("gguf: a multimodal checkpoint with a tensor in both layouts: no model.gguf, naming it", wrapper_twice_case)
+    for kind in ("smollm3", "granite", "mistral"):
+        check("gguf: %s with Llama 3 rope scaling: HF -> model.gguf (rope_freqs) -> hf/: rope_scaling llama3 back, "
+              "no rope_freqs tensor; a rope_freqs of no llama3 scaling: no config.json" % kind, llama3_roundtrip_case, kind)
+    check("gguf: Gemma 3's embedding cut to its tokenizer: llama.cpp loads it, logits = torch forward's; a cut "
+          "llama.cpp would refuse leaves model.gguf out", gemma3_cut_case)
     for name in MOE_CASES:
         check("gguf: %s: llama.cpp runs model.gguf (experts stacked on read); logits = torch forward" % name,
               moe_case, name)
@@ -1357,6 +1587,9 @@ def group_gguf():
     for name in ("Tiny-GptOss-BF16", "Tiny-GptOss-MXFP4"):
         check("gguf: %s: HF folder -> model.gguf -> its hf/ (GptOssForCausalLM): the same tensors and config; "
               "a torch forward over hf/ = llama.cpp's logits" % name, gptoss_hf_case, name)
+    check("gguf: Qwen2/3-MoE in transformers 5's fused form: model.gguf byte for byte the per-expert form's, "
+          "llama.cpp runs it; a broken fused form, and other families' (the converter stalls), no model.gguf",
+          moe_fused_case)
     check("gguf: Mixtral: experts that do not add up leave model.gguf out, naming why", mixtral_bad_case)
     check("gguf: GLM-4.5: experts, dense layers and MTP block that do not add up leave model.gguf out, naming why",
           glm_bad_case)

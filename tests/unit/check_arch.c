@@ -112,8 +112,11 @@ START_TEST(test_hooks)
 			ck_assert_msg(a->gen != NULL, "%s: says %s in config.json, but generates nothing", a->hf[0], *s);
 		/* a row that writes its own rope_scaling has a config hook */
 		ck_assert_msg(!a->hf_said || a->config, "%s: hf_said without a config hook to say it", a->hf[0]);
+		/* ... and a row that generates tensors says them (hf/ would refuse its own model.gguf) */
+		ck_assert_msg(!a->gen || a->hf_said, "%s: generates tensors config.json does not say", a->hf[0]);
 	}
-	ck_assert_uint_eq(said, 4); /* rope_freqs twice (Llama, Mixtral), Phi-3's two factors */
+	/* rope_freqs five times (Llama, Mistral 3, SmolLM3, Granite, Mixtral), Phi-3's two factors */
+	ck_assert_uint_eq(said, 7);
 	const char *g = "llama", *h = "mistral", *q = "qwen2";
 	ck_assert_ptr_eq(wf_arch_pair_arch(g, h), h); /* a Mistral GGUF says llama */
 	ck_assert_ptr_eq(wf_arch_pair_arch(g, g), g);

@@ -477,6 +477,40 @@ START_TEST(test_spm_llama)
 }
 END_TEST
 
+/* The lengths Gemma 3's embedding cut reads (wf_vocab_len): the token
+ * list's, tokenizer.json's model.vocab and added_tokens, whether from
+ * tokenizer.model; a tokenizer the writer refuses is refused alike. */
+START_TEST(test_vocab_len)
+{
+	struct wf_vocab_files f = {0};
+	struct wf_vocab_len n;
+	char err[WF_ERRLEN];
+	SET(&f, tokenizer_json, bpe_tj(PT_GPT2, "null", "", "[`a b`]", "null"));
+	ck_assert_int_eq(wf_vocab_len(&f, WF_VOCAB_GEMMA3, -1, &n, err), WF_OK);
+	ck_assert(!n.spm);
+	ck_assert_uint_eq(n.n_tokens, 7);
+	ck_assert_int_eq(n.tj_vocab, 5);
+	ck_assert_int_eq(n.tj_added, 2);
+	ck_assert_int_eq(wf_vocab_len(&f, WF_VOCAB_GEMMA3, 9, &n, err), WF_OK);
+	ck_assert_uint_eq(n.n_tokens, 9); /* padded to config.json's vocab_size */
+	SET(&f, tokenizer_json, bpe_tj(PT_SPLIT("\\\\p{N}+"), "null", "", "[`a b`]", "null"));
+	ck_assert_int_eq(wf_vocab_len(&f, WF_VOCAB_GEMMA3, -1, &n, err), WF_ERR_UNSUP);
+	ck_assert_ptr_nonnull(strstr(err, "pre_tokenizer"));
+	struct wf_vocab_files g = {0};
+	struct pb p;
+	llama_spm(&p);
+	g.tokenizer_model = p.b;
+	g.tokenizer_model_len = p.n;
+	ck_assert_int_eq(wf_vocab_len(&g, WF_VOCAB_GEMMA3, -1, &n, err), WF_OK);
+	ck_assert(n.spm);
+	ck_assert_uint_eq(n.n_tokens, 6); /* the pieces */
+	ck_assert_int_eq(n.tj_vocab, -1);
+	ck_assert_int_eq(n.tj_added, -1);
+	ck_assert_int_eq(wf_vocab_len(&g, WF_VOCAB_GEMMA3, 8, &n, err), WF_OK);
+	ck_assert_uint_eq(n.n_tokens, 8);
+}
+END_TEST
+
 START_TEST(test_spm_bad)
 {
 	struct wf_vocab_files f = {0};
@@ -1167,6 +1201,7 @@ static Suite *vocab_suite(void)
 	tcase_add_test(tc, test_qwen2_pairs);
 	tcase_add_test(tc, test_gpt2_merges_txt);
 	tcase_add_test(tc, test_pre_unknown);
+	tcase_add_test(tc, test_vocab_len);
 	tcase_add_test(tc, test_glm);
 	tcase_add_test(tc, test_llama_vocab_specials);
 	tcase_add_test(tc, test_template_eot);
