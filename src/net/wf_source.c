@@ -322,17 +322,11 @@ static enum wf_err write_file(const char *rel, const uint8_t *data, size_t len, 
 	char *p = local_path(rel);
 	if (!p)
 		return wf_fail(err, WF_ERR_NOMEM, "out of memory");
-	int fd = open(p, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0444);
-	bool ok = fd >= 0 && note_file(p);
-	free(p);
-	for (size_t done = 0; ok && done < len;) {
-		ssize_t w = write(fd, data + done, len - done);
-		ok = w > 0;
-		done += ok ? (size_t)w : 0;
-	}
+	bool ok = write_at(p, data, len);
 	int e = errno;
-	if (fd >= 0)
-		close(fd);
+	if (ok && !note_file(p))
+		ok = false, e = ENOMEM;
+	free(p);
 	return ok ? WF_OK : wf_fail(err, WF_ERR_IO, "cannot stage %s: %s", rel, strerror(e));
 }
 

@@ -101,6 +101,12 @@ class FaultProxy:
         self.srv.server_close()
 
 
+def cdn_lines(hub, part):
+    """The CDN's access-log lines (port, method, URI, status, bytes) for URIs with part."""
+    with open(os.path.join(hub.dir, "access.log")) as f:
+        return [w for w in (ln.split() for ln in f) if len(w) >= 5 and w[0] == str(hub.cdn_port) and part in w[2]]
+
+
 def walk_files(mp):
     out = {}
     for root, dirs, names in os.walk(mp):
@@ -416,21 +422,17 @@ def run_checks(hub, models):
         # the probe that pins a weight file brings its first chunk: one CDN
         # request per shard at mount (not a 1-byte probe, then the header),
         # and the listings made from the headers need no other
-        def cdn_lines():
-            with open(os.path.join(hub.dir, "access.log")) as f:
-                return [w for w in (ln.split() for ln in f)
-                        if len(w) >= 5 and w[0] == str(hub.cdn_port) and "/org/Tiny-Llama/" in w[2]]
-        before = len(cdn_lines())
+        before = len(cdn_lines(hub, "/org/Tiny-Llama/"))
         shards = sorted(n for n in os.listdir(models["tiny"]) if n.endswith(".safetensors"))
         with Mount("hf://org/Tiny-Llama", opts=["-o", "cache=none"]) as rm:
-            at_mount = cdn_lines()[before:]
+            at_mount = cdn_lines(hub, "/org/Tiny-Llama/")[before:]
             # every file's size and the listings parsed from the headers
             for name, path in walk_files(rm.mp).items():
                 os.stat(path)
             for name in ("tensors.json", "metadata.json"):
                 with open(rm.path(name), "rb") as f:
                     f.read()
-            after = cdn_lines()[before:]
+            after = cdn_lines(hub, "/org/Tiny-Llama/")[before:]
         per = {n: [w for w in at_mount if w[2].endswith("/" + n)] for n in shards}
         bad = {n: len(v) for n, v in per.items() if len(v) != 1}
         if bad:
@@ -451,14 +453,10 @@ def run_checks(hub, models):
         # first chunks past remote_mem: the probe brings a 256 KiB head of the
         # shard (most headers fit), placed as whole pages; a read past it
         # fetches chunk 0 whole, and every byte is the local mount's
-        def cdn_lines():
-            with open(os.path.join(hub.dir, "access.log")) as f:
-                return [w for w in (ln.split() for ln in f)
-                        if len(w) >= 5 and w[0] == str(hub.cdn_port) and "/org/Tiny-Llama/" in w[2]]
-        before = len(cdn_lines())
+        before = len(cdn_lines(hub, "/org/Tiny-Llama/"))
         opts = ["-o", "cache=none,remote_chunk=4M,remote_mem=4M"]
         with Mount(models["tiny"]) as lm, Mount("hf://org/Tiny-Llama", opts=opts) as rm:
-            sizes = sorted(int(w[4]) for w in cdn_lines()[before:])
+            sizes = sorted(int(w[4]) for w in cdn_lines(hub, "/org/Tiny-Llama/")[before:])
             if sizes != [256 << 10, 4 << 20]:
                 raise Fail("bytes of the probes at mount: %r (want a 256 KiB head and a 4 MiB chunk)" % sizes)
             return same_trees(lm.mp, rm.mp)
