@@ -521,7 +521,7 @@ def every_count_argument_checked():
             except KeyError:
                 pass
         check(m.stack([n], threads=1).shape[0] == 1, "threads=1 reads")
-    with weightfs.open(os.path.join(ORACLE, "mixed_llama_tiny.gguf")) as m:
+    with weightfs.open(os.path.join(ROOT, "tests", "data", "demo", "demo-llama.gguf")) as m:
         size = m.hf_size("config.json")
         for kw, exc in (({"offset": -1}, ValueError), ({"length": -1}, ValueError), ({"offset": 1.5}, TypeError),
                         ({"length": "3"}, TypeError), ({"offset": 2**64}, OverflowError)):

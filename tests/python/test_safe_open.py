@@ -23,6 +23,7 @@ from test_module import check, same_bits, write_gguf, write_st  # noqa: E402
 weightfs = tm.weightfs
 ORACLE, ST_ORACLE = tm.ORACLE, tm.ST_ORACLE
 DEMO = os.path.join(ORACLE, "mixed_llama_tiny.gguf")
+HF_DEMO = os.path.join(tm.ROOT, "tests", "data", "demo", "demo-llama.gguf")  # hf/ has a config.json
 TESTS = []
 TORCH_TESTS = set()
 
@@ -352,14 +353,16 @@ def hf_name(g):
 @test
 @needs_torch
 def test_safe_open_names_hf():
-    """names="hf" over the demo llama GGUF: transformers' names (written out here
+    """names="hf" over the shipped demo llama GGUF: transformers' names (written out here
     independently of the library's table), q/k rows put back from llama.cpp's order with
     numpy (head h, pair i, half j), every tensor float32 and bit-equal to Model.get's
     decode; rope_freqs.weight left out; bf16 reads are the rounding of those; config.json
-    from hf_file; a safetensors model has no hf/ (WeightfsError); names= other values fail."""
+    from hf_file; a safetensors model has no hf/ (WeightfsError), nor does the oracle's
+    mixed llama, whose rope_freqs.weight is no Llama 3 rope scaling transformers could
+    express (the error names it); names= other values fail."""
     import json
     torch = torch_or_none()
-    m = weightfs.open(DEMO)
+    m = weightfs.open(HF_DEMO)
     meta = m.metadata
     H, KV = meta["llama.attention.head_count"], meta["llama.attention.head_count_kv"]
     want = {}
@@ -373,7 +376,7 @@ def test_safe_open_names_hf():
             r = a.shape[0]
             a = a.reshape(heads, r // heads // 2, 2, *a.shape[1:]).swapaxes(1, 2).reshape(a.shape)
         want[h] = a
-    with weightfs.safe_open(DEMO, framework="pt", names="hf") as f:
+    with weightfs.safe_open(HF_DEMO, framework="pt", names="hf") as f:
         check(sorted(f.keys()) == sorted(want), "keys %r, want %r" % (sorted(set(f.keys()) ^ set(want)), []))
         check(len(f) == len(want) and "lm_head.weight" in f and "rope_freqs.weight" not in f, "len / contains")
         for k, a in want.items():
@@ -392,7 +395,7 @@ def test_safe_open_names_hf():
             check(False, "names=\"hf\": %s answered after close()" % what)
         except ValueError as e:
             check("closed" in str(e), "%s after close(): %s" % (what, e))
-    with weightfs.safe_open(DEMO, framework="pt", names="hf", dtype="bf16") as f:
+    with weightfs.safe_open(HF_DEMO, framework="pt", names="hf", dtype="bf16") as f:
         t = f.get_tensor("lm_head.weight")
         ref = torch.from_numpy(want["lm_head.weight"]).to(torch.bfloat16)
         check(t.dtype == torch.bfloat16 and torch.equal(t.view(torch.int16), ref.view(torch.int16))
@@ -403,6 +406,11 @@ def test_safe_open_names_hf():
         check(False, "names=\"hf\" of a safetensors model did not fail")
     except weightfs.WeightfsError as e:
         check("hf/" in str(e), "message %r" % str(e))
+    try:
+        weightfs.safe_open(DEMO, names="hf")
+        check(False, "names=\"hf\" of a GGUF whose rope_freqs hf/ cannot express did not fail")
+    except weightfs.WeightfsError as e:
+        check("rope_freqs.weight" in str(e), "message %r" % str(e))
     try:
         weightfs.safe_open(DEMO, names="gguf")
         check(False, "names=\"gguf\" accepted")
